@@ -1,0 +1,68 @@
+//! Default protected and hidden paths (DESIGN §5 step 2) and `~` expansion.
+
+use std::path::{Path, PathBuf};
+
+/// Paths inside every writable root that stay read-only: writing them lets a command plant code
+/// that runs later outside the sandbox (git hooks, git config's `core.fsmonitor`, direnv's
+/// `.envrc`, editor tasks) or loosen cordon's own rules.
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".cordon",
+    ".codex",
+    ".envrc",
+    ".vscode",
+    ".idea",
+];
+
+/// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`
+/// for files) inside the sandbox. The container-engine sockets are on the list because a
+/// connection to them is root on the host, and neither Landlock (before ABI 9) nor a read-only
+/// mount stops `connect()` on a UNIX socket.
+pub const DEFAULT_HIDDEN_PATHS: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.cargo/credentials.toml",
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+];
+
+/// Expands a leading `~` or `~/` against `home`. Returns `None` for `~` paths when there is no
+/// home, so a hidden path is never silently resolved against `/`.
+pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
+    if path == "~" {
+        return home.map(Path::to_path_buf);
+    }
+    match path.strip_prefix("~/") {
+        Some(rest) => home.map(|home| home.join(rest)),
+        None => Some(PathBuf::from(path)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn tilde_expands_against_home_only() {
+        let home = Path::new("/home/u");
+        assert_eq!(expand_home("~/.ssh", Some(home)), Some(PathBuf::from("/home/u/.ssh")));
+        assert_eq!(expand_home("~", Some(home)), Some(PathBuf::from("/home/u")));
+        assert_eq!(expand_home("~/.ssh", None), None);
+        assert_eq!(expand_home("/etc/x", None), Some(PathBuf::from("/etc/x")));
+        // `~user` is not expanded: it is taken literally (and will usually not exist).
+        assert_eq!(expand_home("~bob/x", Some(home)), Some(PathBuf::from("~bob/x")));
+    }
+}

@@ -1,0 +1,226 @@
+//! The sandbox policy: its JSON shape (Codex-compatible) and the effective writable roots.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_home};
+
+/// What a sandboxed command may do. Serialised exactly as Codex's helper expects:
+/// `{"type": "read-only"}`, `{"type": "workspace-write", "writable_roots": [...], ...}`,
+/// `{"type": "danger-full-access"}`. Unknown fields are an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SandboxPolicy {
+    /// No sandbox at all.
+    DangerFullAccess {},
+    /// Read everything, write nothing but `/dev/null`, no network.
+    ReadOnly {
+        /// Paths replaced by empty stand-ins; `None` means [`DEFAULT_HIDDEN_PATHS`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hidden_paths: Option<Vec<String>>,
+    },
+    /// Read everything, write the writable roots.
+    WorkspaceWrite(WorkspaceWrite),
+}
+
+/// The `workspace-write` fields. Missing optional fields take the defaults of DESIGN §4.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceWrite {
+    /// Extra writable directories (relative ones are taken relative to the policy cwd).
+    #[serde(default)]
+    pub writable_roots: Vec<PathBuf>,
+    /// Whether the command may use the network.
+    #[serde(default)]
+    pub network_access: bool,
+    /// Do not add `$TMPDIR` to the writable roots.
+    #[serde(default)]
+    pub exclude_tmpdir_env_var: bool,
+    /// Do not add `/tmp` to the writable roots.
+    #[serde(default)]
+    pub exclude_slash_tmp: bool,
+    /// Paths kept read-only inside each writable root (relative names are taken inside every
+    /// root); `None` means [`DEFAULT_PROTECTED_PATHS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protected_paths: Option<Vec<String>>,
+    /// Paths replaced by empty stand-ins; `None` means [`DEFAULT_HIDDEN_PATHS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden_paths: Option<Vec<String>>,
+}
+
+/// The CLI spelling of the three policies (`-s MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    /// Every mode, in order of increasing access.
+    pub const ALL: [SandboxMode; 3] = [
+        SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite,
+        SandboxMode::DangerFullAccess,
+    ];
+
+    /// The spelling used on the command line and in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+/// A policy that could not be read or applied to this cwd.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("invalid sandbox policy JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the policy cwd must be an absolute path, got {0:?}")]
+    RelativeCwd(PathBuf),
+    #[error("`~` in {path:?} cannot be expanded: HOME is not set")]
+    NoHome { path: String },
+}
+
+/// A policy resolved against a cwd and an environment: absolute, canonical paths only. This is
+/// what the helper builds its mount view and Landlock ruleset from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPolicy {
+    /// Canonical, existing writable roots, without duplicates, shortest first.
+    pub writable_roots: Vec<PathBuf>,
+    /// Whether the network stays on.
+    pub network_access: bool,
+    /// Protected entries: relative names (taken inside every root) or absolute paths.
+    pub protected_paths: Vec<String>,
+    /// Absolute paths to hide (`~` expanded); existence is checked by whoever hides them.
+    pub hidden_paths: Vec<PathBuf>,
+}
+
+impl SandboxPolicy {
+    /// Parses the policy JSON; unknown fields and unknown `type`s are errors.
+    pub fn from_json(json: &str) -> Result<Self, PolicyError> {
+        Ok(serde_json::from_str(json)?)
+    }
+
+    /// The policy as compact JSON (what the orchestrator passes to the helper).
+    pub fn to_json(&self) -> String {
+        // Serialising these plain enums and strings cannot fail; fall back to the strictest
+        // policy rather than panic if it ever did.
+        serde_json::to_string(self).unwrap_or_else(|_| r#"{"type":"read-only"}"#.to_owned())
+    }
+
+    /// The default policy for a CLI mode.
+    pub fn from_mode(mode: SandboxMode) -> Self {
+        match mode {
+            SandboxMode::ReadOnly => SandboxPolicy::ReadOnly { hidden_paths: None },
+            SandboxMode::WorkspaceWrite => SandboxPolicy::WorkspaceWrite(WorkspaceWrite::default()),
+            SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess {},
+        }
+    }
+
+    /// The mode this policy is an instance of.
+    pub fn mode(&self) -> SandboxMode {
+        match self {
+            SandboxPolicy::DangerFullAccess {} => SandboxMode::DangerFullAccess,
+            SandboxPolicy::ReadOnly { .. } => SandboxMode::ReadOnly,
+            SandboxPolicy::WorkspaceWrite(_) => SandboxMode::WorkspaceWrite,
+        }
+    }
+
+    /// Whether the command may use the network.
+    pub fn has_network_access(&self) -> bool {
+        match self {
+            SandboxPolicy::DangerFullAccess {} => true,
+            SandboxPolicy::ReadOnly { .. } => false,
+            SandboxPolicy::WorkspaceWrite(ww) => ww.network_access,
+        }
+    }
+
+    /// The writable roots before canonicalisation, in DESIGN §4 order: configured roots
+    /// (relative ones joined to `cwd`), the policy cwd, `/tmp`, `$TMPDIR`.
+    pub fn candidate_writable_roots(&self, cwd: &Path, tmpdir: Option<&Path>) -> Vec<PathBuf> {
+        let SandboxPolicy::WorkspaceWrite(ww) = self else {
+            return Vec::new();
+        };
+        let mut roots: Vec<PathBuf> = ww.writable_roots.iter().map(|r| cwd.join(r)).collect();
+        roots.push(cwd.to_path_buf());
+        if !ww.exclude_slash_tmp {
+            roots.push(PathBuf::from("/tmp"));
+        }
+        if !ww.exclude_tmpdir_env_var {
+            // An empty or relative TMPDIR names no directory we could safely open up.
+            if let Some(tmpdir) = tmpdir.filter(|t| t.is_absolute()) {
+                roots.push(tmpdir.to_path_buf());
+            }
+        }
+        roots
+    }
+
+    /// Resolves the policy for a command: canonical writable roots (roots that do not resolve,
+    /// e.g. do not exist, are skipped), protected names and absolute hidden paths.
+    /// `canonicalize` is `std::fs::canonicalize` outside tests.
+    pub fn resolve(
+        &self,
+        cwd: &Path,
+        env: &PolicyEnv<'_>,
+        canonicalize: impl Fn(&Path) -> io::Result<PathBuf>,
+    ) -> Result<ResolvedPolicy, PolicyError> {
+        if !cwd.is_absolute() {
+            return Err(PolicyError::RelativeCwd(cwd.to_path_buf()));
+        }
+        let mut writable_roots: Vec<PathBuf> = self
+            .candidate_writable_roots(cwd, env.tmpdir)
+            .iter()
+            .filter_map(|root| canonicalize(root).ok())
+            .collect();
+        writable_roots.sort_by(|a, b| {
+            a.components().count().cmp(&b.components().count()).then_with(|| a.cmp(b))
+        });
+        writable_roots.dedup();
+
+        let (protected, hidden) = match self {
+            SandboxPolicy::DangerFullAccess {} => (Some(Vec::new()), Some(Vec::new())),
+            SandboxPolicy::ReadOnly { hidden_paths } => (Some(Vec::new()), hidden_paths.clone()),
+            SandboxPolicy::WorkspaceWrite(ww) => {
+                (ww.protected_paths.clone(), ww.hidden_paths.clone())
+            }
+        };
+        let protected_paths = protected
+            .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect());
+        let hidden_paths = match hidden {
+            Some(list) => list
+                .iter()
+                .map(|p| {
+                    expand_home(p, env.home).ok_or_else(|| PolicyError::NoHome { path: p.clone() })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            // Defaults under `~` are dropped when there is no HOME: nothing to hide there.
+            None => DEFAULT_HIDDEN_PATHS.iter().filter_map(|p| expand_home(p, env.home)).collect(),
+        };
+        Ok(ResolvedPolicy {
+            writable_roots,
+            network_access: self.has_network_access(),
+            protected_paths,
+            hidden_paths: hidden_paths.into_iter().filter(|p| p.is_absolute()).collect(),
+        })
+    }
+}
+
+/// The parts of the environment a policy depends on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PolicyEnv<'a> {
+    /// `$TMPDIR`, if set.
+    pub tmpdir: Option<&'a Path>,
+    /// `$HOME`, if set.
+    pub home: Option<&'a Path>,
+}
+
+#[cfg(test)]
+#[path = "sandbox_policy_tests.rs"]
+mod tests;

@@ -1,0 +1,134 @@
+use super::*;
+use pretty_assertions::assert_eq;
+
+fn identity(p: &Path) -> io::Result<PathBuf> {
+    Ok(p.to_path_buf())
+}
+
+#[test]
+fn codex_json_shapes_parse_with_defaults() {
+    assert_eq!(
+        SandboxPolicy::from_json(r#"{"type":"danger-full-access"}"#).unwrap(),
+        SandboxPolicy::DangerFullAccess {}
+    );
+    assert_eq!(
+        SandboxPolicy::from_json(r#"{"type":"read-only"}"#).unwrap(),
+        SandboxPolicy::ReadOnly { hidden_paths: None }
+    );
+    assert_eq!(
+        SandboxPolicy::from_json(r#"{"type":"workspace-write","writable_roots":["/w"]}"#).unwrap(),
+        SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+            writable_roots: vec![PathBuf::from("/w")],
+            ..WorkspaceWrite::default()
+        })
+    );
+    let full = r#"{"type":"workspace-write","writable_roots":[],"network_access":true,
+        "exclude_tmpdir_env_var":true,"exclude_slash_tmp":true,"protected_paths":[".git"],
+        "hidden_paths":["~/.x"]}"#;
+    let parsed = SandboxPolicy::from_json(full).unwrap();
+    assert_eq!(SandboxPolicy::from_json(&parsed.to_json()).unwrap(), parsed);
+}
+
+#[test]
+fn unknown_fields_and_types_are_errors() {
+    for bad in [
+        r#"{"type":"workspace-write","writable_root":["/w"]}"#,
+        r#"{"type":"read-only","network_access":true}"#,
+        r#"{"type":"danger-full-access","x":1}"#,
+        r#"{"type":"full"}"#,
+        r#"{"writable_roots":[]}"#,
+        r#"{"type":"workspace-write","network_access":"yes"}"#,
+        "",
+        "[]",
+    ] {
+        assert!(SandboxPolicy::from_json(bad).is_err(), "accepted {bad}");
+    }
+}
+
+#[test]
+fn writable_roots_follow_design_order_and_flags() {
+    let policy = SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+        writable_roots: vec![PathBuf::from("/extra"), PathBuf::from("rel")],
+        ..WorkspaceWrite::default()
+    });
+    let cwd = Path::new("/work");
+    assert_eq!(
+        policy.candidate_writable_roots(cwd, Some(Path::new("/var/tmp/t"))),
+        vec![
+            PathBuf::from("/extra"),
+            PathBuf::from("/work/rel"),
+            PathBuf::from("/work"),
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp/t"),
+        ]
+    );
+    let excluded = SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+        exclude_slash_tmp: true,
+        exclude_tmpdir_env_var: true,
+        ..WorkspaceWrite::default()
+    });
+    assert_eq!(
+        excluded.candidate_writable_roots(cwd, Some(Path::new("/t"))),
+        vec![PathBuf::from("/work")]
+    );
+    // A relative TMPDIR is ignored rather than resolved against the cwd.
+    assert_eq!(
+        SandboxPolicy::from_mode(SandboxMode::WorkspaceWrite)
+            .candidate_writable_roots(cwd, Some(Path::new("tmp"))),
+        vec![PathBuf::from("/work"), PathBuf::from("/tmp")]
+    );
+    assert!(
+        SandboxPolicy::from_mode(SandboxMode::ReadOnly)
+            .candidate_writable_roots(cwd, None)
+            .is_empty()
+    );
+}
+
+#[test]
+fn resolve_canonicalises_skips_missing_and_dedups() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+    let policy = SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+        writable_roots: vec![dir.path().join("link"), dir.path().join("missing")],
+        exclude_slash_tmp: true,
+        exclude_tmpdir_env_var: true,
+        ..WorkspaceWrite::default()
+    });
+    let canonical_real = std::fs::canonicalize(&real).unwrap();
+    let resolved =
+        policy.resolve(&canonical_real, &PolicyEnv::default(), |p| std::fs::canonicalize(p)).unwrap();
+    assert_eq!(resolved.writable_roots, vec![canonical_real]);
+    assert!(!resolved.network_access);
+}
+
+#[test]
+fn resolve_rejects_relative_cwd_and_expands_hidden_paths() {
+    let policy = SandboxPolicy::from_mode(SandboxMode::ReadOnly);
+    assert!(matches!(
+        policy.resolve(Path::new("rel"), &PolicyEnv::default(), identity),
+        Err(PolicyError::RelativeCwd(_))
+    ));
+    let env = PolicyEnv { tmpdir: None, home: Some(Path::new("/home/u")) };
+    let resolved = policy.resolve(Path::new("/w"), &env, identity).unwrap();
+    assert!(resolved.hidden_paths.contains(&PathBuf::from("/home/u/.ssh")));
+    assert!(resolved.writable_roots.is_empty());
+    // Without HOME the `~` defaults are dropped, absolute ones stay.
+    let resolved = policy.resolve(Path::new("/w"), &PolicyEnv::default(), identity).unwrap();
+    assert!(resolved.hidden_paths.iter().all(|p| !p.starts_with("~")));
+    assert!(resolved.hidden_paths.contains(&PathBuf::from("/run/docker.sock")));
+    // An explicit `~` path without HOME is an error, not a silent no-op.
+    let explicit = SandboxPolicy::ReadOnly { hidden_paths: Some(vec!["~/.secret".into()]) };
+    assert!(matches!(
+        explicit.resolve(Path::new("/w"), &PolicyEnv::default(), identity),
+        Err(PolicyError::NoHome { .. })
+    ));
+}
+
+#[test]
+fn mode_round_trips_through_policy() {
+    for mode in SandboxMode::ALL {
+        assert_eq!(SandboxPolicy::from_mode(mode).mode(), mode);
+    }
+}
