@@ -1,1 +1,46 @@
-fn main() {}
+//! `cordon`: one binary, personalities chosen by `argv[0]` (DESIGN §3).
+//!
+//! `codex-linux-sandbox` (a symlink, or `argv[0]` set by cordon itself) is the Linux sandbox
+//! helper; anything else is the front-end CLI. The dispatch happens first thing in `main`,
+//! before any runtime, thread or environment change.
+#![forbid(unsafe_code)]
+
+mod doctor;
+mod flags;
+mod sandbox_cmd;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    if std::env::args_os()
+        .next()
+        .is_some_and(|arg0| cordon_sandbox_linux::is_helper_arg0(&arg0))
+    {
+        cordon_sandbox_linux::run_main();
+    }
+    let cli = match flags::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            // clap's own convention (2) for usage errors; help and version are successes.
+            return if error.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        flags::Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
+        flags::Command::Doctor(cmd) => doctor::run(&cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("cordon: {error:#}");
+            ExitCode::from(125)
+        }
+    }
+}

@@ -1,1 +1,1 @@
-//! placeholder
+//! cordon-exec-core: see the crate README.

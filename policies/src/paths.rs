@@ -58,11 +58,17 @@ mod tests {
     #[test]
     fn tilde_expands_against_home_only() {
         let home = Path::new("/home/u");
-        assert_eq!(expand_home("~/.ssh", Some(home)), Some(PathBuf::from("/home/u/.ssh")));
+        assert_eq!(
+            expand_home("~/.ssh", Some(home)),
+            Some(PathBuf::from("/home/u/.ssh"))
+        );
         assert_eq!(expand_home("~", Some(home)), Some(PathBuf::from("/home/u")));
         assert_eq!(expand_home("~/.ssh", None), None);
         assert_eq!(expand_home("/etc/x", None), Some(PathBuf::from("/etc/x")));
         // `~user` is not expanded: it is taken literally (and will usually not exist).
-        assert_eq!(expand_home("~bob/x", Some(home)), Some(PathBuf::from("~bob/x")));
+        assert_eq!(
+            expand_home("~bob/x", Some(home)),
+            Some(PathBuf::from("~bob/x"))
+        );
     }
 }

@@ -180,7 +180,10 @@ impl SandboxPolicy {
             .filter_map(|root| canonicalize(root).ok())
             .collect();
         writable_roots.sort_by(|a, b| {
-            a.components().count().cmp(&b.components().count()).then_with(|| a.cmp(b))
+            a.components()
+                .count()
+                .cmp(&b.components().count())
+                .then_with(|| a.cmp(b))
         });
         writable_roots.dedup();
 
@@ -191,8 +194,12 @@ impl SandboxPolicy {
                 (ww.protected_paths.clone(), ww.hidden_paths.clone())
             }
         };
-        let protected_paths = protected
-            .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect());
+        let protected_paths = protected.unwrap_or_else(|| {
+            DEFAULT_PROTECTED_PATHS
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect()
+        });
         let hidden_paths = match hidden {
             Some(list) => list
                 .iter()
@@ -201,13 +208,19 @@ impl SandboxPolicy {
                 })
                 .collect::<Result<Vec<_>, _>>()?,
             // Defaults under `~` are dropped when there is no HOME: nothing to hide there.
-            None => DEFAULT_HIDDEN_PATHS.iter().filter_map(|p| expand_home(p, env.home)).collect(),
+            None => DEFAULT_HIDDEN_PATHS
+                .iter()
+                .filter_map(|p| expand_home(p, env.home))
+                .collect(),
         };
         Ok(ResolvedPolicy {
             writable_roots,
             network_access: self.has_network_access(),
             protected_paths,
-            hidden_paths: hidden_paths.into_iter().filter(|p| p.is_absolute()).collect(),
+            hidden_paths: hidden_paths
+                .into_iter()
+                .filter(|p| p.is_absolute())
+                .collect(),
         })
     }
 }

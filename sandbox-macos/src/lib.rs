@@ -1,1 +1,1 @@
-//! placeholder
+//! cordon-sandbox-macos: see the crate README.

@@ -1,0 +1,79 @@
+//! The helper's errors and their exit codes (DESIGN §5).
+
+use std::ffi::OsString;
+
+/// Exit status when the sandbox could not be set up (GNU `env`/`timeout` convention).
+pub const EXIT_SETUP_FAILED: i32 = 125;
+/// Exit status when the command exists but cannot be executed.
+pub const EXIT_NOT_EXECUTABLE: i32 = 126;
+/// Exit status when the command was not found.
+pub const EXIT_NOT_FOUND: i32 = 127;
+
+/// Why the helper did not exec the command. Each variant is printed as one stderr line,
+/// `codex-linux-sandbox: <what failed>: <why>`.
+#[derive(Debug, thiserror::Error)]
+pub enum HelperError {
+    #[error("usage: {0}")]
+    Usage(String),
+    #[error("bad sandbox policy: {0}")]
+    Policy(#[source] cordon_policies::PolicyError),
+    #[cfg(target_os = "linux")]
+    #[error("landlock: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[cfg(target_os = "linux")]
+    #[error("seccomp: {0}")]
+    SeccompBuild(#[from] seccompiler::BackendError),
+    #[cfg(target_os = "linux")]
+    #[error("seccomp: {0}")]
+    Seccomp(#[from] seccompiler::Error),
+    #[error("only Linux has this sandbox helper")]
+    UnsupportedPlatform,
+    #[error("capabilities: {what}: {source}")]
+    Capabilities {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("no_new_privs: {0}")]
+    NoNewPrivs(std::io::Error),
+    #[error("mount view: {what}: {source}")]
+    MountView {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("sandbox not enforced: {0}; pass --best-effort to run without it")]
+    NotEnforced(String),
+    #[error("cannot enter command cwd {path:?}: {source}")]
+    CommandCwd {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot run {command:?}: {source}")]
+    Exec {
+        command: OsString,
+        source: std::io::Error,
+    },
+}
+
+impl HelperError {
+    /// The documented exit status for this failure.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            HelperError::Exec { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+                _ => EXIT_NOT_EXECUTABLE,
+            },
+            HelperError::Usage(_)
+            | HelperError::Policy(_)
+            | HelperError::UnsupportedPlatform
+            | HelperError::NotEnforced(_)
+            | HelperError::Capabilities { .. }
+            | HelperError::NoNewPrivs(_)
+            | HelperError::MountView { .. }
+            | HelperError::CommandCwd { .. } => EXIT_SETUP_FAILED,
+            #[cfg(target_os = "linux")]
+            HelperError::Landlock(_) | HelperError::SeccompBuild(_) | HelperError::Seccomp(_) => {
+                EXIT_SETUP_FAILED
+            }
+        }
+    }
+}

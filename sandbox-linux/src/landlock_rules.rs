@@ -1,0 +1,153 @@
+//! The Landlock ruleset: built as a value from the resolved policy, installed in one call.
+//!
+//! Read and execute everywhere; full write access under each writable root except making block
+//! or character devices; write (with truncate) on `/dev/null`; read, write and device ioctls on
+//! the terminal devices so `tcgetattr`/`tcsetattr`/window-size ioctls and new PTYs keep working.
+//! Rights are requested at the newest ABI this crate knows and negotiated down (best effort):
+//! the kernel ABI decides which of them took effect, and [`crate::report`] decides whether that
+//! is enough for the policy.
+
+use std::path::{Path, PathBuf};
+
+use cordon_policies::ResolvedPolicy;
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+use crate::error::HelperError;
+
+/// The newest Landlock ABI whose rights cordon requests.
+const REQUESTED_ABI: ABI = ABI::V9;
+
+/// Terminal devices: the command's own tty, new PTYs it opens (`/dev/ptmx`, `/dev/pts/N`).
+const TERMINAL_DEVICES: &[&str] = &["/dev/tty", "/dev/ptmx", "/dev/pts"];
+
+/// A ruleset as a value: what is handled and which paths get which rights.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandlockPlan {
+    /// `(path, rights beneath it)`, in order.
+    pub rules: Vec<(PathBuf, BitFlags<AccessFs>)>,
+    /// Whether TCP bind/connect are handled (and so denied): network off.
+    pub deny_tcp: bool,
+}
+
+/// Builds the ruleset for `policy`; `extra_writable` are directories the mount view made
+/// private to the sandbox (e.g. a fresh `/dev/shm`).
+pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan {
+    let read = AccessFs::from_read(REQUESTED_ABI);
+    let mut everywhere = read;
+    if policy.network_access {
+        // Connecting to UNIX sockets anywhere (ABI 9) only when the network is on.
+        everywhere |= AccessFs::ResolveUnix;
+    }
+    let root_rights =
+        AccessFs::from_all(REQUESTED_ABI) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
+    let file_write = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+
+    let mut rules = vec![(PathBuf::from("/"), everywhere)];
+    rules.extend(
+        policy
+            .writable_roots
+            .iter()
+            .chain(extra_writable)
+            .map(|root| (root.clone(), root_rights)),
+    );
+    rules.push((PathBuf::from("/dev/null"), file_write));
+    rules.extend(
+        TERMINAL_DEVICES
+            .iter()
+            .map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev)),
+    );
+    LandlockPlan {
+        rules,
+        deny_tcp: !policy.network_access,
+    }
+}
+
+/// What Landlock enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandlockEnforcement {
+    /// Every requested right the kernel knows is enforced.
+    Enforced,
+    /// The kernel has no Landlock (or it is disabled): nothing is enforced.
+    NotEnforced,
+}
+
+/// Installs `plan` on the calling thread (and sets `no_new_privs`, which Landlock needs).
+pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> {
+    let handled = AccessFs::from_all(REQUESTED_ABI);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(handled)?
+        .scope(Scope::from_all(REQUESTED_ABI))?;
+    if plan.deny_tcp {
+        // Belt and braces: seccomp already refuses INET sockets with the network off.
+        ruleset = ruleset.handle_access(AccessNet::from_all(REQUESTED_ABI))?;
+    }
+    let mut created = ruleset.create()?;
+    for (path, rights) in &plan.rules {
+        // A path that does not exist (no /dev/pts in some containers, a root removed since the
+        // policy was resolved) grants nothing; skipping it only ever denies more.
+        let Ok(fd) = PathFd::new(path) else { continue };
+        let rights = if is_directory(path) {
+            *rights
+        } else {
+            *rights & AccessFs::from_file(REQUESTED_ABI)
+        };
+        created = created.add_rule(PathBeneath::new(fd, rights))?;
+    }
+    let status = created.restrict_self()?;
+    Ok(match status.ruleset {
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => {
+            LandlockEnforcement::Enforced
+        }
+        RulesetStatus::NotEnforced => LandlockEnforcement::NotEnforced,
+    })
+}
+
+fn is_directory(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn policy(roots: &[&str], network_access: bool) -> ResolvedPolicy {
+        ResolvedPolicy {
+            writable_roots: roots.iter().map(PathBuf::from).collect(),
+            network_access,
+            protected_paths: Vec::new(),
+            hidden_paths: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn read_only_grants_no_write_outside_dev_null_and_terminals() {
+        let plan = plan(&policy(&[], false), &[]);
+        assert!(plan.deny_tcp);
+        for (path, rights) in &plan.rules {
+            let writes = *rights & AccessFs::from_write(REQUESTED_ABI);
+            if path == Path::new("/") {
+                assert_eq!(writes, BitFlags::EMPTY);
+            } else {
+                assert!(path.starts_with("/dev"), "{path:?} is writable");
+            }
+        }
+    }
+
+    #[test]
+    fn writable_roots_never_grant_device_nodes() {
+        let plan = plan(&policy(&["/w"], true), &[]);
+        assert!(!plan.deny_tcp);
+        let (_, rights) = plan
+            .rules
+            .iter()
+            .find(|(p, _)| p == Path::new("/w"))
+            .unwrap();
+        assert!(rights.contains(AccessFs::WriteFile | AccessFs::Refer | AccessFs::Truncate));
+        assert!(!rights.intersects(AccessFs::MakeBlock | AccessFs::MakeChar));
+    }
+}

@@ -1,0 +1,368 @@
+//! The mount view: a private mount namespace in which every mount is read-only, writable roots
+//! are bound read-write on top, protected paths inside them are read-only again, hidden paths
+//! are covered by empty read-only stand-ins, and `/dev/shm` is a fresh private tmpfs.
+//!
+//! This is what stops what Landlock cannot decide: `chmod`/`chown`/`utimes`/xattr changes
+//! outside the roots, writes to `.git/hooks` inside them, reads of `~/.ssh`.
+//!
+//! The plan ([`MountPlan`]) is a value built from the policy and `/proc/self/mountinfo`; the
+//! namespace is entered and the plan applied in [`enter`]. Nothing is ever created on the host:
+//! every mount point already exists, and propagation is made private before the first mount,
+//! so no mount leaks back. A protected path that does not exist therefore stays creatable.
+
+use std::ffi::{CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use cordon_policies::ResolvedPolicy;
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+
+use crate::error::HelperError;
+use crate::sys::{self, Recursion};
+
+const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
+
+/// What to mount, decided before anything is changed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MountPlan {
+    /// Writable roots, each bound onto itself and made writable again.
+    pub writable_roots: Vec<PathBuf>,
+    /// Mount points strictly inside a writable root that were writable: writable again.
+    pub writable_submounts: Vec<PathBuf>,
+    /// Existing protected paths inside writable roots: bound onto themselves read-only.
+    pub protected: Vec<PathBuf>,
+    /// Existing hidden directories: covered with an empty read-only tmpfs.
+    pub hidden_dirs: Vec<PathBuf>,
+    /// Existing hidden non-directories: covered with `/dev/null`.
+    pub hidden_files: Vec<PathBuf>,
+    /// Whether to put a private tmpfs on `/dev/shm`.
+    pub private_dev_shm: bool,
+}
+
+/// One line of `/proc/self/mountinfo`: mount point and whether it is read-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountInfo {
+    pub mount_point: PathBuf,
+    pub read_only: bool,
+}
+
+/// Parses `/proc/self/mountinfo` (mount point is field 5, per-mount options field 6; octal
+/// escapes such as `\040` for a space are decoded).
+pub fn parse_mountinfo(text: &str) -> Vec<MountInfo> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split(' ');
+            let mount_point = fields.nth(4)?;
+            let options = fields.next()?;
+            Some(MountInfo {
+                mount_point: PathBuf::from(OsStr::from_bytes(&unescape(mount_point))),
+                read_only: options.split(',').any(|o| o == "ro"),
+            })
+        })
+        .collect()
+}
+
+fn unescape(field: &str) -> Vec<u8> {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let value = bytes[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+            out.push(u8::try_from(value).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Where the git metadata of a writable root lives: `root/.git` when it is a directory, or the
+/// directory a `.git` pointer file names (worktrees, submodules), plus its `commondir`.
+fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let dot_git = root.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+        return Vec::new();
+    };
+    if meta.is_dir() {
+        return vec![dot_git];
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return Vec::new();
+    };
+    let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) else {
+        return Vec::new();
+    };
+    let git_dir = root.join(target.trim());
+    let mut dirs = vec![git_dir.clone()];
+    if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
+        dirs.push(git_dir.join(common.trim()));
+    }
+    dirs
+}
+
+/// Builds the plan for `policy` from the current mount table.
+pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
+    let roots = &policy.writable_roots;
+    let writable_submounts = mounts
+        .iter()
+        .filter(|m| !m.read_only)
+        .filter(|m| {
+            roots
+                .iter()
+                .any(|r| m.mount_point.starts_with(r) && m.mount_point != *r)
+        })
+        .map(|m| m.mount_point.clone())
+        .collect();
+
+    let mut protected = Vec::new();
+    for root in roots {
+        for entry in &policy.protected_paths {
+            let entry_path = Path::new(entry);
+            if entry_path.is_absolute() {
+                protected.push(entry_path.to_path_buf());
+                continue;
+            }
+            protected.push(root.join(entry_path));
+            // `.git/...` entries also apply inside the real git dir of a `.git` pointer file.
+            if let Ok(inside_git) = entry_path.strip_prefix(".git") {
+                for git_dir in git_dirs(root)
+                    .into_iter()
+                    .skip_while(|d| *d == root.join(".git"))
+                {
+                    protected.push(git_dir.join(inside_git));
+                }
+            }
+        }
+    }
+    protected.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    protected.sort();
+    protected.dedup();
+
+    let mut hidden_dirs = Vec::new();
+    let mut hidden_files = Vec::new();
+    for path in &policy.hidden_paths {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => hidden_dirs.push(path.clone()),
+            Ok(_) => hidden_files.push(path.clone()),
+            // A dangling or missing path has nothing to hide.
+            Err(_) => {}
+        }
+    }
+    MountPlan {
+        writable_roots: roots.clone(),
+        writable_submounts,
+        protected,
+        hidden_dirs,
+        hidden_files,
+        private_dev_shm: Path::new("/dev/shm").is_dir(),
+    }
+}
+
+/// Whether the namespace could be entered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MountView {
+    /// The view is in place.
+    Built,
+    /// The kernel refused a mount namespace (no user namespaces for this user, a container
+    /// without CAP_SYS_ADMIN, AppArmor's restriction): the reason.
+    Unavailable(String),
+    /// Turned off by the caller.
+    Disabled,
+}
+
+/// Enters a private mount namespace and applies `plan`. Returns [`MountView::Unavailable`]
+/// without changing anything when the namespace cannot be created; a failure after that is an
+/// error, since the process is then in a half-built view.
+pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
+    if let Err(reason) = enter_namespace() {
+        return Ok(MountView::Unavailable(reason));
+    }
+    let fail = |what: String| {
+        move |e: nix::Error| HelperError::MountView {
+            what,
+            source: e.into(),
+        }
+    };
+    // First of all, so that nothing below propagates to the host's mount table.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(fail("making mounts private".into()))?;
+    for root in &plan.writable_roots {
+        bind(root).map_err(fail(format!("binding {}", root.display())))?;
+    }
+    set_read_only(Path::new("/"), Recursion::Recursive, ReadOnly::Yes)?;
+    for path in plan.writable_roots.iter().chain(&plan.writable_submounts) {
+        set_read_only(path, Recursion::Single, ReadOnly::No)?;
+    }
+    for path in &plan.protected {
+        bind(path).map_err(fail(format!("binding {}", path.display())))?;
+        set_read_only(path, Recursion::Recursive, ReadOnly::Yes)?;
+    }
+    let stand_in = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    for dir in &plan.hidden_dirs {
+        mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            stand_in,
+            Some("mode=0755,size=4k"),
+        )
+        .map_err(fail(format!("hiding {}", dir.display())))?;
+    }
+    for file in &plan.hidden_files {
+        mount(
+            Some("/dev/null"),
+            file,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(fail(format!("hiding {}", file.display())))?;
+        set_read_only(file, Recursion::Single, ReadOnly::Yes)?;
+    }
+    if plan.private_dev_shm {
+        mount(
+            Some("tmpfs"),
+            "/dev/shm",
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777"),
+        )
+        .map_err(fail("mounting a private /dev/shm".into()))?;
+    }
+    Ok(MountView::Built)
+}
+
+/// `unshare(CLONE_NEWNS)`, with a user namespace mapping the caller's own ids when that alone
+/// is not allowed (an unprivileged caller, or root without CAP_SYS_ADMIN).
+fn enter_namespace() -> Result<(), String> {
+    if unshare(CloneFlags::CLONE_NEWNS).is_ok() {
+        return Ok(());
+    }
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+        .map_err(|e| format!("cannot create a user and mount namespace: {e}"))?;
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadOnly {
+    Yes,
+    No,
+}
+
+fn bind(path: &Path) -> nix::Result<()> {
+    mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+}
+
+fn set_read_only(
+    path: &Path,
+    recursion: Recursion,
+    read_only: ReadOnly,
+) -> Result<(), HelperError> {
+    let what = || match read_only {
+        ReadOnly::Yes => format!("making {} read-only", path.display()),
+        ReadOnly::No => format!("making {} writable", path.display()),
+    };
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|e| HelperError::MountView {
+        what: what(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+    })?;
+    let (set, clear) = match read_only {
+        ReadOnly::Yes => (MOUNT_ATTR_RDONLY, 0),
+        ReadOnly::No => (0, MOUNT_ATTR_RDONLY),
+    };
+    sys::mount_setattr(&c_path, recursion, set, clear).map_err(|source| HelperError::MountView {
+        what: what(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn mountinfo_lines_give_mount_points_and_read_only_flags() {
+        let text = "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
+                    30 22 0:5 / /mnt/my\\040disk ro,nosuid - vfat /dev/sdb1 ro\n";
+        assert_eq!(
+            parse_mountinfo(text),
+            vec![
+                MountInfo {
+                    mount_point: PathBuf::from("/"),
+                    read_only: false
+                },
+                MountInfo {
+                    mount_point: PathBuf::from("/mnt/my disk"),
+                    read_only: true
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn only_writable_submounts_strictly_inside_roots_are_reopened() {
+        let mounts = vec![
+            MountInfo {
+                mount_point: PathBuf::from("/"),
+                read_only: false,
+            },
+            MountInfo {
+                mount_point: PathBuf::from("/w"),
+                read_only: false,
+            },
+            MountInfo {
+                mount_point: PathBuf::from("/w/cache"),
+                read_only: false,
+            },
+            MountInfo {
+                mount_point: PathBuf::from("/w/ro"),
+                read_only: true,
+            },
+            MountInfo {
+                mount_point: PathBuf::from("/wx"),
+                read_only: false,
+            },
+        ];
+        let policy = ResolvedPolicy {
+            writable_roots: vec![PathBuf::from("/w")],
+            network_access: false,
+            protected_paths: Vec::new(),
+            hidden_paths: Vec::new(),
+        };
+        assert_eq!(
+            plan(&policy, &mounts).writable_submounts,
+            vec![PathBuf::from("/w/cache")]
+        );
+    }
+}

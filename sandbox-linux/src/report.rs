@@ -1,0 +1,181 @@
+//! What the sandbox enforced, and whether that is enough for the policy.
+//!
+//! The helper fills an [`Enforcement`] from what each step actually achieved; `doctor` fills
+//! one from probes. [`gaps`] turns either into the list of protections that are missing, each
+//! marked required (fail closed: exit 125 unless `--best-effort`) or not.
+
+use serde::Serialize;
+
+/// What took effect (or, for `doctor`, what would).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Enforcement {
+    /// The kernel's Landlock ABI (0: none).
+    pub landlock_abi: i32,
+    /// Whether the Landlock ruleset was enforced at all.
+    pub landlock_enforced: bool,
+    /// Whether the mount view is in place; otherwise why not.
+    pub mount_view: Result<(), String>,
+    /// Whether the mount view was demanded (`--require-mount-view`).
+    pub mount_view_required: bool,
+    /// Whether the seccomp filter is installed.
+    pub seccomp: bool,
+    /// Whether `no_new_privs` is set.
+    pub no_new_privs: bool,
+    /// Whether the bounding set was dropped and the securebits locked.
+    pub bounding_set_dropped: bool,
+}
+
+/// A protection that is not in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    /// What a sandboxed command can do because of it.
+    pub what: String,
+    /// Whether the policy cannot be honoured without it.
+    pub required: bool,
+}
+
+fn gap(what: impl Into<String>, required: bool) -> Gap {
+    Gap {
+        what: what.into(),
+        required,
+    }
+}
+
+/// The missing protections, required ones first.
+pub fn gaps(e: &Enforcement) -> Vec<Gap> {
+    let mut gaps = Vec::new();
+    let mount_view = e.mount_view.is_ok();
+    if !e.landlock_enforced {
+        gaps.push(gap(
+            "filesystem write restrictions (Landlock is not available in this kernel)",
+            true,
+        ));
+    } else {
+        if e.landlock_abi < 3 && !mount_view {
+            gaps.push(gap(
+                "truncating files outside the writable roots (needs Landlock ABI 3 or the mount view)",
+                true,
+            ));
+        }
+        if e.landlock_abi < 6 {
+            gaps.push(gap(
+                "signals and abstract UNIX sockets to processes outside the sandbox (needs Landlock ABI 6)",
+                false,
+            ));
+        }
+        if e.landlock_abi < 9 {
+            gaps.push(gap(
+                "connect() to UNIX socket files outside the writable roots (needs Landlock ABI 9; the \
+                 mount view hides the container-engine sockets)",
+                false,
+            ));
+        }
+    }
+    if !e.seccomp {
+        gaps.push(gap(
+            "the seccomp filter (network, ptrace, namespaces, TIOCSTI)",
+            true,
+        ));
+    }
+    if !e.no_new_privs {
+        gaps.push(gap(
+            "no_new_privs (setuid programs could gain privileges)",
+            true,
+        ));
+    }
+    if let Err(reason) = &e.mount_view {
+        gaps.push(gap(
+            format!(
+                "the mount view ({reason}): chmod/chown/utimes/xattr outside the writable roots, \
+                 protected paths (.git/hooks, .git/config, ...) and hidden paths (~/.ssh, ...) are \
+                 not enforced"
+            ),
+            e.mount_view_required,
+        ));
+    }
+    if !e.bounding_set_dropped {
+        gaps.push(gap(
+            "the capability bounding set (no CAP_SETPCAP; no_new_privs still blocks gaining capabilities)",
+            false,
+        ));
+    }
+    gaps.sort_by_key(|g| !g.required);
+    gaps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn full() -> Enforcement {
+        Enforcement {
+            landlock_abi: 9,
+            landlock_enforced: true,
+            mount_view: Ok(()),
+            mount_view_required: false,
+            seccomp: true,
+            no_new_privs: true,
+            bounding_set_dropped: true,
+        }
+    }
+
+    #[test]
+    fn a_full_sandbox_has_no_gaps() {
+        assert_eq!(gaps(&full()), Vec::new());
+    }
+
+    #[test]
+    fn missing_landlock_seccomp_or_nnp_is_required() {
+        for e in [
+            Enforcement {
+                landlock_enforced: false,
+                landlock_abi: 0,
+                ..full()
+            },
+            Enforcement {
+                seccomp: false,
+                ..full()
+            },
+            Enforcement {
+                no_new_privs: false,
+                ..full()
+            },
+        ] {
+            assert!(gaps(&e).iter().any(|g| g.required), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn old_landlock_needs_the_mount_view_for_truncate() {
+        let old = Enforcement {
+            landlock_abi: 2,
+            mount_view: Err("no userns".into()),
+            ..full()
+        };
+        assert!(
+            gaps(&old)
+                .iter()
+                .any(|g| g.required && g.what.contains("truncating"))
+        );
+        let old_with_view = Enforcement {
+            landlock_abi: 2,
+            ..full()
+        };
+        assert!(gaps(&old_with_view).iter().all(|g| !g.required));
+    }
+
+    #[test]
+    fn the_mount_view_is_required_only_when_asked() {
+        let without = Enforcement {
+            mount_view: Err("no userns".into()),
+            ..full()
+        };
+        assert!(gaps(&without).iter().all(|g| !g.required));
+        let demanded = Enforcement {
+            mount_view_required: true,
+            ..without
+        };
+        assert!(gaps(&demanded).iter().any(|g| g.required));
+    }
+}
