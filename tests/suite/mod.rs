@@ -1,0 +1,9 @@
+mod util;
+
+mod cli;
+mod exit_codes;
+mod filesystem;
+mod hardening;
+mod mount_view;
+mod network;
+mod process;

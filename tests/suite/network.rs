@@ -1,0 +1,266 @@
+//! Network off: no TCP, UDP, raw, packet or netlink; UNIX stream sockets only. Network on:
+//! TCP/UDP over IPv4/IPv6 and name lookup work, packet/vsock/raw sockets do not.
+
+use std::io::ErrorKind;
+use std::net::{TcpListener, UdpSocket};
+use std::time::Duration;
+
+use super::util::*;
+
+fn policy(network: bool) -> (tempfile::TempDir, String) {
+    let root = scratch();
+    let policy = only_root_policy(root.path(), network);
+    (root, policy)
+}
+
+#[test]
+fn tcp_connect_to_an_outside_listener_fails_and_the_listener_sees_nothing() {
+    require_sandbox!(1);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (root, policy) = policy(false);
+    let code = format!(
+        "{PY_LIBC}try:\n    s = socket.socket(); s.connect(('127.0.0.1', {port})); print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)"
+    );
+    let run = python_in(&policy, root.path(), &code);
+    run.assert_ok();
+    assert!(
+        run.stdout.contains(&format!("refused {}", libc::EPERM)),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
+}
+
+#[test]
+fn with_network_access_the_tcp_connect_succeeds() {
+    require_sandbox!(1);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (root, policy) = policy(true);
+    let code = format!(
+        "{PY_LIBC}s = socket.create_connection(('127.0.0.1', {port})); s.sendall(b'hi'); print('CONNECTED')"
+    );
+    let run = python_in(&policy, root.path(), &code);
+    run.assert_ok();
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_ok(), "the listener got no connection");
+}
+
+#[test]
+fn a_udp_datagram_to_an_outside_socket_never_arrives() {
+    require_sandbox!(1);
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let port = receiver.local_addr().unwrap().port();
+    let (root, policy) = policy(false);
+    let code = format!(
+        "{PY_LIBC}try:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'leak', ('127.0.0.1', {port})); print('SENT')\nexcept OSError as e:\n    print('refused', e.errno)"
+    );
+    let run = python_in(&policy, root.path(), &code);
+    assert!(
+        run.stdout.contains("refused"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    let mut buf = [0u8; 16];
+    assert!(receiver.recv(&mut buf).is_err(), "a datagram arrived");
+}
+
+/// Python that tries each `(label, domain, type, proto)` socket and prints `label ok|errno`.
+fn socket_matrix(cases: &[(&str, &str)]) -> String {
+    let mut code = String::from(PY_LIBC);
+    code.push_str("def t(label, f):\n    try:\n        f(); print(label, 'ok')\n    except OSError as e:\n        print(label, e.errno)\n");
+    for (label, expr) in cases {
+        code.push_str(&format!("t({label:?}, lambda: {expr})\n"));
+    }
+    code
+}
+
+fn results(run: &Run) -> std::collections::HashMap<String, String> {
+    run.stdout
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect()
+}
+
+#[test]
+fn network_off_refuses_every_socket_family_but_unix_streams() {
+    require_sandbox!(1);
+    let (root, policy) = policy(false);
+    let code = socket_matrix(&[
+        ("inet", "socket.socket(socket.AF_INET, socket.SOCK_STREAM)"),
+        ("inet6", "socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)"),
+        ("raw", "socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)"),
+        (
+            "netlink",
+            "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)",
+        ),
+        (
+            "packet",
+            "socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)",
+        ),
+        ("vsock", "socket.socket(40, socket.SOCK_STREAM)"),
+        (
+            "unix_dgram",
+            "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)",
+        ),
+        (
+            "unix_dgram_cloexec",
+            "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)",
+        ),
+        ("unix_raw", "socket.socket(socket.AF_UNIX, 3)"),
+        (
+            "pair_dgram",
+            "socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)",
+        ),
+        (
+            "pair_stream",
+            "socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)",
+        ),
+        (
+            "pair_seqpacket",
+            "socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)",
+        ),
+        (
+            "unix_stream",
+            "socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
+        ),
+    ]);
+    let run = python_in(&policy, root.path(), &code);
+    run.assert_ok();
+    let r = results(&run);
+    let eperm = libc::EPERM.to_string();
+    for denied in [
+        "inet",
+        "inet6",
+        "raw",
+        "netlink",
+        "packet",
+        "vsock",
+        "unix_dgram",
+        "unix_dgram_cloexec",
+        "unix_raw",
+        "pair_dgram",
+    ] {
+        assert_eq!(r.get(denied), Some(&eperm), "{denied}: {}", run.stdout);
+    }
+    for allowed in ["pair_stream", "pair_seqpacket", "unix_stream"] {
+        assert_eq!(
+            r.get(allowed).map(String::as_str),
+            Some("ok"),
+            "{allowed}: {}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn a_unix_stream_server_inside_the_sandbox_works() {
+    require_sandbox!(1);
+    let (root, policy) = policy(false);
+    let code = format!(
+        "{PY_LIBC}srv = socket.socket(socket.AF_UNIX); srv.bind('s.sock'); srv.listen(1)\nc = socket.socket(socket.AF_UNIX); c.connect('s.sock'); a, _ = srv.accept(); c.sendall(b'x'); print(a.recv(1))"
+    );
+    let run = python_in(&policy, root.path(), &code);
+    run.assert_ok();
+    assert!(run.stdout.contains("b'x'"));
+}
+
+#[test]
+fn network_on_allows_inet_and_lookups_but_not_packet_vsock_or_raw() {
+    require_sandbox!(1);
+    let (root, policy) = policy(true);
+    let tcp6 = TcpListener::bind("[::1]:0").ok();
+    let port6 = tcp6.as_ref().map_or(0, |l| l.local_addr().unwrap().port());
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let mut cases = vec![
+        (
+            "lookup".to_owned(),
+            "socket.getaddrinfo('localhost', 80)".to_owned(),
+        ),
+        (
+            "udp4".to_owned(),
+            format!(
+                "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'u', ('127.0.0.1', {udp_port}))"
+            ),
+        ),
+        (
+            "packet".to_owned(),
+            "socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)".to_owned(),
+        ),
+        (
+            "vsock".to_owned(),
+            "socket.socket(40, socket.SOCK_STREAM)".to_owned(),
+        ),
+        (
+            "raw4".to_owned(),
+            "socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)".to_owned(),
+        ),
+        (
+            "raw6".to_owned(),
+            "socket.socket(socket.AF_INET6, socket.SOCK_RAW, 58)".to_owned(),
+        ),
+        (
+            "netlink_audit".to_owned(),
+            "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)".to_owned(),
+        ),
+        (
+            "netlink_route".to_owned(),
+            "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)".to_owned(),
+        ),
+    ];
+    if tcp6.is_some() {
+        cases.push((
+            "tcp6".to_owned(),
+            format!("socket.create_connection(('::1', {port6}))"),
+        ));
+    }
+    let borrowed: Vec<(&str, &str)> = cases
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let run = python_in(&policy, root.path(), &socket_matrix(&borrowed));
+    run.assert_ok();
+    let r = results(&run);
+    let eperm = libc::EPERM.to_string();
+    for allowed in ["lookup", "udp4", "netlink_route"] {
+        assert_eq!(
+            r.get(allowed).map(String::as_str),
+            Some("ok"),
+            "{allowed}: {}",
+            run.stdout
+        );
+    }
+    for denied in ["packet", "vsock", "raw4", "raw6", "netlink_audit"] {
+        assert_eq!(r.get(denied), Some(&eperm), "{denied}: {}", run.stdout);
+    }
+    let mut buf = [0u8; 4];
+    assert_eq!(
+        udp.recv(&mut buf).unwrap(),
+        1,
+        "the UDP datagram did not arrive"
+    );
+    if let Some(listener) = tcp6 {
+        assert_eq!(
+            r.get("tcp6").map(String::as_str),
+            Some("ok"),
+            "{}",
+            run.stdout
+        );
+        listener.set_nonblocking(true).unwrap();
+        assert!(listener.accept().is_ok());
+    }
+}

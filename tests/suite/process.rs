@@ -1,0 +1,288 @@
+//! Processes: ptrace, memory access, io_uring, terminal injection and signals are refused;
+//! ordinary programs, pipes, terminals and exit statuses work.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::util::*;
+
+/// A process outside the sandbox for the sandbox to attack; killed on drop.
+struct Victim(std::process::Child);
+
+impl Victim {
+    fn spawn() -> Self {
+        Victim(
+            Command::new("sleep")
+                .arg("60")
+                .env("VICTIM_SECRET", "hunter2")
+                .spawn()
+                .unwrap(),
+        )
+    }
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Victim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn errno_probe(code: &str) -> String {
+    format!("{PY_LIBC}r = {code}\nprint('ret', r, 'errno', ctypes.get_errno())")
+}
+
+#[test]
+fn ptrace_process_vm_readv_io_uring_and_tiocsti_are_refused_with_eperm() {
+    require_sandbox!(1);
+    for user in USERS {
+        let victim = Victim::spawn();
+        let dir = scratch();
+        let pid = victim.pid();
+        let cases = [
+            (
+                "ptrace",
+                format!("libc.syscall({}, 16, {pid}, 0, 0)", libc::SYS_ptrace),
+            ),
+            (
+                "process_vm_readv",
+                format!(
+                    "libc.syscall({}, {pid}, 0, 0, 0, 0, 0)",
+                    libc::SYS_process_vm_readv
+                ),
+            ),
+            (
+                "io_uring_setup",
+                format!(
+                    "libc.syscall({}, 1, ctypes.create_string_buffer(120))",
+                    libc::SYS_io_uring_setup
+                ),
+            ),
+            (
+                "tiocsti",
+                format!("libc.ioctl(0, {}, ctypes.c_char_p(b'x'))", libc::TIOCSTI),
+            ),
+            (
+                "tiocsti_high_bit",
+                format!(
+                    "libc.syscall({}, 0, {} | (1 << 32), ctypes.c_char_p(b'x'))",
+                    libc::SYS_ioctl,
+                    libc::TIOCSTI
+                ),
+            ),
+            (
+                "tioclinux",
+                format!("libc.ioctl(0, {}, ctypes.c_char_p(b'x'))", libc::TIOCLINUX),
+            ),
+        ];
+        for (name, call) in cases {
+            let args = [
+                "sandbox",
+                "linux",
+                "-C",
+                dir.path().to_str().unwrap(),
+                "--",
+                python(),
+                "-c",
+                &errno_probe(&call),
+            ];
+            let run = cordon_as(user, &args, None);
+            run.assert_ok();
+            assert!(
+                run.stdout
+                    .contains(&format!("ret -1 errno {}", libc::EPERM)),
+                "{user:?} {name}: {}{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn status_shows_no_new_privs_and_a_seccomp_filter() {
+    require_sandbox!(1);
+    let dir = scratch();
+    for user in USERS {
+        let run = sandbox_sh(
+            user,
+            &[],
+            dir.path(),
+            "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status",
+        );
+        run.assert_ok();
+        assert!(
+            run.stdout.contains("NoNewPrivs:\t1"),
+            "{user:?}: {}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains("Seccomp:\t2"),
+            "{user:?}: {}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn a_signal_to_a_process_outside_the_sandbox_fails() {
+    require_sandbox!(6);
+    for user in USERS {
+        let mut victim = match user {
+            User::Root => Victim::spawn(),
+            // Same uid as the sandboxed command, so only the sandbox stands in the way.
+            User::Nobody => Victim(
+                Command::new("setpriv")
+                    .args([
+                        "--reuid=65534",
+                        "--regid=65534",
+                        "--clear-groups",
+                        "sleep",
+                        "60",
+                    ])
+                    .spawn()
+                    .unwrap(),
+            ),
+        };
+        let dir = scratch();
+        let run = sandbox_sh(
+            user,
+            &[],
+            dir.path(),
+            &format!("kill -TERM {}; echo rc=$?", victim.pid()),
+        );
+        assert!(!run.stdout.contains("rc=0"), "{user:?}: {}", run.stdout);
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(victim.alive(), "{user:?}: the victim was killed");
+    }
+}
+
+#[test]
+fn ordinary_programs_pipes_children_and_exit_codes_work() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let run = sandbox_sh(
+        User::Root,
+        &["--full-auto"],
+        dir.path(),
+        &format!(
+            "head -1 /etc/passwd | cut -d: -f1; {} -c 'print(6*7)'; git --version >/dev/null && echo git-ok; (sh -c 'exit 3'); echo child=$?; echo to-stderr >&2; exit 7",
+            python()
+        ),
+    );
+    assert_eq!(run.code, Some(7));
+    assert_eq!(run.stdout, "root\n42\ngit-ok\nchild=3\n");
+    assert_eq!(run.stderr, "to-stderr\n");
+}
+
+#[test]
+fn stdin_is_passed_through() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let mut child = Command::new(CORDON)
+        .args([
+            "sandbox",
+            "linux",
+            "-C",
+            dir.path().to_str().unwrap(),
+            "--",
+            "tr",
+            "a-z",
+            "A-Z",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "HELLO\n");
+}
+
+#[test]
+fn sigterm_to_the_helper_pid_reaches_the_command() {
+    require_sandbox!(1);
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch();
+    let mut child = Command::new(CORDON)
+        .args([
+            "sandbox",
+            "linux",
+            "-C",
+            dir.path().to_str().unwrap(),
+            "--",
+            "sleep",
+            "30",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
+    assert_eq!(
+        comm.trim(),
+        "sleep",
+        "the helper pid is the command after exec"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+}
+
+#[test]
+fn the_inherited_terminal_and_new_ptys_work() {
+    require_sandbox!(5);
+    skip_unless!(
+        Command::new("script").arg("--version").output().is_ok(),
+        "needs script(1) from util-linux"
+    );
+    let dir = scratch();
+    for user in USERS {
+        // script(1) gives the sandbox a real terminal; inside: terminal ioctls on it, /dev/tty,
+        // and brand-new PTYs from /dev/ptmx.
+        let inner = format!(
+            "{} sandbox linux -C {} -- sh -c \"stty size >/dev/null && echo stty-ok; echo tty-ok > /dev/tty; {} -c 'import pty; pty.openpty(); print(\\\"pty-ok\\\")'; script -qc true /dev/null && echo script-ok\"",
+            match user {
+                User::Root => CORDON.to_owned(),
+                User::Nobody => "CORDON_NOBODY".to_owned(),
+            },
+            dir.path().display(),
+            python()
+        );
+        let inner = match user {
+            User::Root => inner,
+            User::Nobody => inner.replace("CORDON_NOBODY", &nobody_binary().display().to_string()),
+        };
+        let mut cmd = match user {
+            User::Root => Command::new("script"),
+            User::Nobody => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "script"]);
+                c
+            }
+        };
+        let out = cmd
+            .args(["-qec", &inner, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for marker in ["stty-ok", "tty-ok", "pty-ok", "script-ok"] {
+            assert!(
+                stdout.contains(marker),
+                "{user:?} {marker}: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Shared helpers: running cordon, probing kernel features, skipping with a reason.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+pub const CORDON: &str = env!("CARGO_BIN_EXE_cordon");
+
+/// Skips the test with a printed reason; with `CORDON_TEST_REQUIRE_SANDBOX=1` a skip fails.
+macro_rules! skip_unless {
+    ($cond:expr, $($reason:tt)*) => {
+        if !$cond {
+            let reason = format!($($reason)*);
+            if std::env::var_os("CORDON_TEST_REQUIRE_SANDBOX").is_some_and(|v| v == "1") {
+                panic!("CORDON_TEST_REQUIRE_SANDBOX=1 but this test must skip: {reason}");
+            }
+            eprintln!("SKIPPED: {reason}");
+            return;
+        }
+    };
+}
+pub(crate) use skip_unless;
+
+/// The kernel features the suite depends on, read once from `cordon doctor --json`.
+pub struct Features {
+    pub landlock_abi: i64,
+    pub seccomp: bool,
+    pub mount_view: bool,
+}
+
+pub fn features() -> &'static Features {
+    static FEATURES: OnceLock<Features> = OnceLock::new();
+    FEATURES.get_or_init(|| {
+        let out = Command::new(CORDON)
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "doctor failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        Features {
+            landlock_abi: v["kernel"]["landlock_abi"].as_i64().unwrap_or(0),
+            seccomp: v["kernel"]["seccomp_filter"].as_bool().unwrap_or(false),
+            mount_view: v["kernel"]["mount_view"] == true,
+        }
+    })
+}
+
+/// Skips unless Landlock (at least `abi`) and seccomp are available.
+macro_rules! require_sandbox {
+    ($abi:expr) => {
+        let f = $crate::suite::util::features();
+        $crate::suite::util::skip_unless!(
+            f.landlock_abi >= $abi && f.seccomp,
+            "needs Landlock ABI {} and seccomp (kernel has ABI {}, seccomp {})",
+            $abi,
+            f.landlock_abi,
+            f.seccomp
+        );
+    };
+}
+pub(crate) use require_sandbox;
+
+pub fn python() -> &'static str {
+    if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    }
+}
+
+/// A scratch directory outside `/tmp` (which is a writable root by default), in `/var/tmp` so
+/// that uid 65534 can reach it wherever the build tree is.
+pub fn scratch() -> tempfile::TempDir {
+    let base = if Path::new("/var/tmp").is_dir() {
+        "/var/tmp"
+    } else {
+        env!("CARGO_TARGET_TMPDIR")
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("cordon-e2e-")
+        .tempdir_in(base)
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+/// Output with readable accessors.
+pub struct Run {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Self {
+        assert!(
+            self.ok(),
+            "expected success, got {:?}\nstdout: {}\nstderr: {}",
+            self.code,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("panicked"), "cordon panicked: {stderr}");
+        Run {
+            code: out.status.code(),
+            signal: out.status.signal(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        }
+    }
+}
+
+/// Who runs cordon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum User {
+    Root,
+    Nobody,
+}
+
+pub const USERS: [User; 2] = [User::Root, User::Nobody];
+
+/// A copy of the binary that uid 65534 can execute (the build tree may sit under a 0700 home).
+fn cordon_for(user: User) -> PathBuf {
+    static COPY: OnceLock<PathBuf> = OnceLock::new();
+    match user {
+        User::Root => PathBuf::from(CORDON),
+        User::Nobody => COPY
+            .get_or_init(|| {
+                let dir =
+                    std::env::temp_dir().join(format!("cordon-e2e-bin-{}", std::process::id()));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+                let path = dir.join("cordon");
+                std::fs::copy(CORDON, &path).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+                path
+            })
+            .clone(),
+    }
+}
+
+/// The path of the binary copy uid 65534 runs.
+pub fn nobody_binary() -> PathBuf {
+    cordon_for(User::Nobody)
+}
+
+/// Whether the suite runs as root (it must for the unprivileged variants to make sense).
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// `cordon <args>` as `user`, stdin from /dev/null, with `HOME` pointing at `home` if given.
+pub fn cordon_as(user: User, args: &[&str], home: Option<&Path>) -> Run {
+    let bin = cordon_for(user);
+    let mut cmd = match user {
+        User::Root => Command::new(&bin),
+        User::Nobody => {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&bin);
+            c
+        }
+    };
+    cmd.args(args).stdin(Stdio::null());
+    if let Some(home) = home {
+        cmd.env("HOME", home);
+    }
+    cmd.output().unwrap().into()
+}
+
+pub fn cordon(args: &[&str]) -> Run {
+    cordon_as(User::Root, args, None)
+}
+
+/// `cordon sandbox linux <flags> -C dir -- sh -c script`.
+pub fn sandbox_sh(user: User, flags: &[&str], dir: &Path, script: &str) -> Run {
+    let mut args = vec!["sandbox", "linux"];
+    args.extend_from_slice(flags);
+    let dir = dir.to_str().unwrap();
+    args.extend_from_slice(&["-C", dir, "--", "sh", "-c", script]);
+    cordon_as(user, &args, None)
+}
+
+/// Runs the helper directly through the arg0 trick with a policy JSON.
+pub fn helper(policy: &str, cwd: &Path, command: &[&str]) -> Run {
+    helper_cmd(policy, cwd, &[], command)
+        .output()
+        .unwrap()
+        .into()
+}
+
+pub fn helper_cmd(policy: &str, cwd: &Path, extra: &[&str], command: &[&str]) -> Command {
+    let mut cmd = Command::new(CORDON);
+    cmd.arg0("codex-linux-sandbox")
+        .arg("--sandbox-policy-cwd")
+        .arg(cwd)
+        .arg("--sandbox-policy")
+        .arg(policy)
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// A workspace-write policy whose only writable root is `root` (no /tmp, no $TMPDIR).
+pub fn only_root_policy(root: &Path, network: bool) -> String {
+    serde_json::json!({
+        "type": "workspace-write",
+        "writable_roots": [root],
+        "network_access": network,
+        "exclude_tmpdir_env_var": true,
+        "exclude_slash_tmp": true,
+    })
+    .to_string()
+}
+
+/// Runs a Python snippet inside the sandbox (helper, arg0 trick) under `policy`.
+pub fn python_in(policy: &str, cwd: &Path, code: &str) -> Run {
+    helper(policy, cwd, &[python(), "-c", code])
+}
+
+/// Prefix for Python snippets: `libc` through ctypes with errno.
+pub const PY_LIBC: &str =
+    "import ctypes, os, sys, socket, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n";
+
+/// Makes a directory tree owned by uid/gid 65534 (for the unprivileged variants).
+pub fn chown_nobody(path: &Path) {
+    let status = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+pub fn os(s: &str) -> &OsStr {
+    OsStr::new(s)
+}
+
+/// A Python wrapper that installs a seccomp filter making each `(syscall number, errno)` fail,
+/// then execs `argv` (with `argv[0]` as given): simulates kernels without a feature.
+pub fn under_filter(deny: &[(i64, i32)], program: &Path, argv: &[&OsStr]) -> Command {
+    const SCRIPT: &str = r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+n = int(sys.argv[1])
+rules = [(int(sys.argv[2 + 2 * i]), int(sys.argv[3 + 2 * i])) for i in range(n)]
+program, argv = sys.argv[2 + 2 * n], sys.argv[3 + 2 * n:]
+class F(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class P(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(F))]
+insns = [(0x20, 0, 0, 0)]
+for nr, err in rules:
+    insns += [(0x15, 0, 1, nr), (0x06, 0, 0, 0x00050000 | err)]
+insns.append((0x06, 0, 0, 0x7fff0000))
+arr = (F * len(insns))(*[F(*i) for i in insns])
+prog = P(len(insns), arr)
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0, ctypes.get_errno()
+os.execv(program, argv)
+"#;
+    let mut cmd = Command::new(python());
+    cmd.arg("-c").arg(SCRIPT).arg(deny.len().to_string());
+    for (nr, errno) in deny {
+        cmd.arg(nr.to_string()).arg(errno.to_string());
+    }
+    cmd.arg(program).args(argv).stdin(Stdio::null());
+    cmd
+}
