@@ -49,10 +49,8 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             json!({"sandbox": true, "enforced": enforced, "not_enforced": gaps})
         }
     };
-    let modes: serde_json::Map<String, serde_json::Value> = SandboxMode::ALL
-        .iter()
-        .map(|m| (m.as_str().to_owned(), mode_report(*m)))
-        .collect();
+    let modes: serde_json::Map<String, serde_json::Value> =
+        SandboxMode::ALL.iter().map(|m| (m.as_str().to_owned(), mode_report(*m))).collect();
     let report = json!({
         "kernel": {
             "landlock_abi": probe.landlock_abi,
@@ -85,14 +83,8 @@ fn render_text(report: &serde_json::Value) -> String {
     let kernel = &report["kernel"];
     println!("kernel");
     println!("  landlock ABI:                 {}", kernel["landlock_abi"]);
-    println!(
-        "  seccomp filters:              {}",
-        kernel["seccomp_filter"]
-    );
-    println!(
-        "  unprivileged user namespaces: {}",
-        kernel["unprivileged_user_namespaces"]
-    );
+    println!("  seccomp filters:              {}", kernel["seccomp_filter"]);
+    println!("  unprivileged user namespaces: {}", kernel["unprivileged_user_namespaces"]);
     println!("  mount view:                   {}", kernel["mount_view"]);
     let tiocsti = match kernel["legacy_tiocsti"].as_bool() {
         Some(true) => "1 (TIOCSTI allowed by the kernel; cordon's seccomp refuses it)",
@@ -111,34 +103,18 @@ fn render_text(report: &serde_json::Value) -> String {
             println!("  enforced:     {}", item.as_str().unwrap_or_default());
         }
         for gap in value["not_enforced"].as_array().into_iter().flatten() {
-            let required = if gap["required"] == true {
-                " [required: runs refuse, exit 125]"
-            } else {
-                ""
-            };
-            println!(
-                "  NOT enforced: {}{required}",
-                gap["what"].as_str().unwrap_or_default()
-            );
+            let required =
+                if gap["required"] == true { " [required: runs refuse, exit 125]" } else { "" };
+            println!("  NOT enforced: {}{required}", gap["what"].as_str().unwrap_or_default());
         }
     }
-    println!(
-        "\nprotected paths (read-only inside writable roots): {}",
-        report["protected_paths"]
-    );
-    println!(
-        "  note: {}",
-        report["protected_paths_note"].as_str().unwrap_or_default()
-    );
+    println!("\nprotected paths (read-only inside writable roots): {}", report["protected_paths"]);
+    println!("  note: {}", report["protected_paths_note"].as_str().unwrap_or_default());
     println!("hidden paths: {}", report["hidden_paths"]);
     println!(
         "\nseccomp deny list (EPERM; other architectures and x32 numbers are refused, clone3 is ENOSYS):"
     );
-    for rule in report["seccomp_deny_list"]["network_off"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
+    for rule in report["seccomp_deny_list"]["network_off"].as_array().into_iter().flatten() {
         println!(
             "  {:<18} {:<40} {}",
             rule["syscall"].as_str().unwrap_or_default(),
@@ -146,10 +122,8 @@ fn render_text(report: &serde_json::Value) -> String {
             rule["stops"].as_str().unwrap_or_default()
         );
     }
-    for rule in report["seccomp_deny_list"]["network_on_socket_rule"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    for rule in
+        report["seccomp_deny_list"]["network_on_socket_rule"].as_array().into_iter().flatten()
     {
         println!(
             "  with --network: socket when {}: {}",

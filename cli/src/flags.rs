@@ -57,12 +57,7 @@ impl From<ModeArg> for SandboxMode {
 #[derive(Debug, Clone, Args)]
 pub struct SandboxFlags {
     /// Sandbox mode.
-    #[arg(
-        short = 's',
-        long = "sandbox",
-        value_enum,
-        conflicts_with = "full_auto"
-    )]
+    #[arg(short = 's', long = "sandbox", value_enum, conflicts_with = "full_auto")]
     pub mode: Option<ModeArg>,
     /// Shorthand for `-s workspace-write`.
     #[arg(long)]

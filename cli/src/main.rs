@@ -14,10 +14,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    if std::env::args_os()
-        .next()
-        .is_some_and(|arg0| cordon_sandbox_linux::is_helper_arg0(&arg0))
-    {
+    if std::env::args_os().next().is_some_and(|arg0| cordon_sandbox_linux::is_helper_arg0(&arg0)) {
         cordon_sandbox_linux::run_main();
     }
     let cli = match flags::Cli::try_parse() {
@@ -25,11 +22,7 @@ fn main() -> ExitCode {
         Err(error) => {
             let _ = error.print();
             // clap's own convention (2) for usage errors; help and version are successes.
-            return if error.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return if error.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
     let result = match cli.command {

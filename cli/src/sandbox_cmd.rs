@@ -67,11 +67,8 @@ pub fn sandbox_request(
             ..WorkspaceWrite::default()
         }),
     };
-    let strictness = if flags.best_effort {
-        Strictness::BestEffort
-    } else {
-        Strictness::FailClosed
-    };
+    let strictness =
+        if flags.best_effort { Strictness::BestEffort } else { Strictness::FailClosed };
     let mount_view = if flags.require_mount_view {
         MountViewRequirement::Required
     } else if flags.no_mount_view {
@@ -79,12 +76,7 @@ pub fn sandbox_request(
     } else {
         MountViewRequirement::WhenAvailable
     };
-    Ok(SandboxRequest {
-        policy,
-        cwd,
-        strictness,
-        mount_view,
-    })
+    Ok(SandboxRequest { policy, cwd, strictness, mount_view })
 }
 
 /// The defaults plus `--hide`, minus `--unhide` (compared after `~` expansion, since the shell
@@ -93,11 +85,7 @@ fn hidden_paths(flags: &SandboxFlags, home: Option<&Path>) -> Option<Vec<String>
     if flags.hide.is_empty() && flags.unhide.is_empty() {
         return None;
     }
-    let unhidden: Vec<PathBuf> = flags
-        .unhide
-        .iter()
-        .filter_map(|p| expand_home(p, home))
-        .collect();
+    let unhidden: Vec<PathBuf> = flags.unhide.iter().filter_map(|p| expand_home(p, home)).collect();
     Some(
         DEFAULT_HIDDEN_PATHS
             .iter()

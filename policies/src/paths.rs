@@ -5,15 +5,8 @@ use std::path::{Path, PathBuf};
 /// Paths inside every writable root that stay read-only: writing them lets a command plant code
 /// that runs later outside the sandbox (git hooks, git config's `core.fsmonitor`, direnv's
 /// `.envrc`, editor tasks) or loosen cordon's own rules.
-pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
-    ".cordon",
-    ".codex",
-    ".envrc",
-    ".vscode",
-    ".idea",
-];
+pub const DEFAULT_PROTECTED_PATHS: &[&str] =
+    &[".git/hooks", ".git/config", ".cordon", ".codex", ".envrc", ".vscode", ".idea"];
 
 /// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`
 /// for files) inside the sandbox. The container-engine sockets are on the list because a
@@ -58,17 +51,11 @@ mod tests {
     #[test]
     fn tilde_expands_against_home_only() {
         let home = Path::new("/home/u");
-        assert_eq!(
-            expand_home("~/.ssh", Some(home)),
-            Some(PathBuf::from("/home/u/.ssh"))
-        );
+        assert_eq!(expand_home("~/.ssh", Some(home)), Some(PathBuf::from("/home/u/.ssh")));
         assert_eq!(expand_home("~", Some(home)), Some(PathBuf::from("/home/u")));
         assert_eq!(expand_home("~/.ssh", None), None);
         assert_eq!(expand_home("/etc/x", None), Some(PathBuf::from("/etc/x")));
         // `~user` is not expanded: it is taken literally (and will usually not exist).
-        assert_eq!(
-            expand_home("~bob/x", Some(home)),
-            Some(PathBuf::from("~bob/x"))
-        );
+        assert_eq!(expand_home("~bob/x", Some(home)), Some(PathBuf::from("~bob/x")));
     }
 }

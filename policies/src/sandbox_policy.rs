@@ -61,11 +61,8 @@ pub enum SandboxMode {
 
 impl SandboxMode {
     /// Every mode, in order of increasing access.
-    pub const ALL: [SandboxMode; 3] = [
-        SandboxMode::ReadOnly,
-        SandboxMode::WorkspaceWrite,
-        SandboxMode::DangerFullAccess,
-    ];
+    pub const ALL: [SandboxMode; 3] =
+        [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite, SandboxMode::DangerFullAccess];
 
     /// The spelling used on the command line and in config files.
     pub fn as_str(self) -> &'static str {
@@ -180,10 +177,7 @@ impl SandboxPolicy {
             .filter_map(|root| canonicalize(root).ok())
             .collect();
         writable_roots.sort_by(|a, b| {
-            a.components()
-                .count()
-                .cmp(&b.components().count())
-                .then_with(|| a.cmp(b))
+            a.components().count().cmp(&b.components().count()).then_with(|| a.cmp(b))
         });
         writable_roots.dedup();
 
@@ -194,12 +188,8 @@ impl SandboxPolicy {
                 (ww.protected_paths.clone(), ww.hidden_paths.clone())
             }
         };
-        let protected_paths = protected.unwrap_or_else(|| {
-            DEFAULT_PROTECTED_PATHS
-                .iter()
-                .map(|p| (*p).to_owned())
-                .collect()
-        });
+        let protected_paths = protected
+            .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect());
         let hidden_paths = match hidden {
             Some(list) => list
                 .iter()
@@ -208,19 +198,13 @@ impl SandboxPolicy {
                 })
                 .collect::<Result<Vec<_>, _>>()?,
             // Defaults under `~` are dropped when there is no HOME: nothing to hide there.
-            None => DEFAULT_HIDDEN_PATHS
-                .iter()
-                .filter_map(|p| expand_home(p, env.home))
-                .collect(),
+            None => DEFAULT_HIDDEN_PATHS.iter().filter_map(|p| expand_home(p, env.home)).collect(),
         };
         Ok(ResolvedPolicy {
             writable_roots,
             network_access: self.has_network_access(),
             protected_paths,
-            hidden_paths: hidden_paths
-                .into_iter()
-                .filter(|p| p.is_absolute())
-                .collect(),
+            hidden_paths: hidden_paths.into_iter().filter(|p| p.is_absolute()).collect(),
         })
     }
 }

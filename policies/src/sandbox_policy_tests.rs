@@ -98,9 +98,7 @@ fn resolve_canonicalises_skips_missing_and_dedups() {
     });
     let canonical_real = std::fs::canonicalize(&real).unwrap();
     let resolved = policy
-        .resolve(&canonical_real, &PolicyEnv::default(), |p| {
-            std::fs::canonicalize(p)
-        })
+        .resolve(&canonical_real, &PolicyEnv::default(), |p| std::fs::canonicalize(p))
         .unwrap();
     assert_eq!(resolved.writable_roots, vec![canonical_real]);
     assert!(!resolved.network_access);
@@ -113,31 +111,16 @@ fn resolve_rejects_relative_cwd_and_expands_hidden_paths() {
         policy.resolve(Path::new("rel"), &PolicyEnv::default(), identity),
         Err(PolicyError::RelativeCwd(_))
     ));
-    let env = PolicyEnv {
-        tmpdir: None,
-        home: Some(Path::new("/home/u")),
-    };
+    let env = PolicyEnv { tmpdir: None, home: Some(Path::new("/home/u")) };
     let resolved = policy.resolve(Path::new("/w"), &env, identity).unwrap();
-    assert!(
-        resolved
-            .hidden_paths
-            .contains(&PathBuf::from("/home/u/.ssh"))
-    );
+    assert!(resolved.hidden_paths.contains(&PathBuf::from("/home/u/.ssh")));
     assert!(resolved.writable_roots.is_empty());
     // Without HOME the `~` defaults are dropped, absolute ones stay.
-    let resolved = policy
-        .resolve(Path::new("/w"), &PolicyEnv::default(), identity)
-        .unwrap();
+    let resolved = policy.resolve(Path::new("/w"), &PolicyEnv::default(), identity).unwrap();
     assert!(resolved.hidden_paths.iter().all(|p| !p.starts_with("~")));
-    assert!(
-        resolved
-            .hidden_paths
-            .contains(&PathBuf::from("/run/docker.sock"))
-    );
+    assert!(resolved.hidden_paths.contains(&PathBuf::from("/run/docker.sock")));
     // An explicit `~` path without HOME is an error, not a silent no-op.
-    let explicit = SandboxPolicy::ReadOnly {
-        hidden_paths: Some(vec!["~/.secret".into()]),
-    };
+    let explicit = SandboxPolicy::ReadOnly { hidden_paths: Some(vec!["~/.secret".into()]) };
     assert!(matches!(
         explicit.resolve(Path::new("/w"), &PolicyEnv::default(), identity),
         Err(PolicyError::NoHome { .. })

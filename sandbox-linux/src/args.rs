@@ -76,9 +76,9 @@ pub fn parse_helper_args(
         let mut value = |name: &str| -> Result<OsString, HelperError> {
             match inline_value {
                 Some(v) => Ok(OsString::from(v)),
-                None => args
-                    .next()
-                    .ok_or_else(|| HelperError::Usage(format!("{name} needs a value"))),
+                None => {
+                    args.next().ok_or_else(|| HelperError::Usage(format!("{name} needs a value")))
+                }
             }
         };
         match flag.as_str() {
@@ -107,10 +107,7 @@ pub fn parse_helper_args(
         policy_json.ok_or_else(|| HelperError::Usage("--sandbox-policy is required".into()))?;
     for cwd in std::iter::once(&sandbox_policy_cwd).chain(command_cwd.as_ref()) {
         if !cwd.is_absolute() {
-            return Err(HelperError::Usage(format!(
-                "{} must be an absolute path",
-                cwd.display()
-            )));
+            return Err(HelperError::Usage(format!("{} must be an absolute path", cwd.display())));
         }
     }
     let policy_json = policy_json
@@ -156,9 +153,7 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
 
 /// Whether `argv0` names the helper personality (its file name is `codex-linux-sandbox`).
 pub fn is_helper_arg0(argv0: &OsStr) -> bool {
-    std::path::Path::new(argv0)
-        .file_name()
-        .is_some_and(|name| name == HELPER_ARG0)
+    std::path::Path::new(argv0).file_name().is_some_and(|name| name == HELPER_ARG0)
 }
 
 #[cfg(test)]
@@ -195,47 +190,13 @@ mod tests {
     fn malformed_invocations_are_usage_errors() {
         let policy = r#"{"type":"read-only"}"#;
         for bad in [
-            os(&[
-                "--sandbox-policy-cwd",
-                "/w",
-                "--sandbox-policy",
-                policy,
-                "ls",
-            ]),
-            os(&[
-                "--sandbox-policy-cwd",
-                "/w",
-                "--sandbox-policy",
-                policy,
-                "--",
-            ]),
-            os(&[
-                "--sandbox-policy-cwd",
-                "rel",
-                "--sandbox-policy",
-                policy,
-                "--",
-                "ls",
-            ]),
-            os(&[
-                "--sandbox-policy-cwd",
-                "/w",
-                "--sandbox-policy",
-                "{",
-                "--",
-                "ls",
-            ]),
+            os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", policy, "ls"]),
+            os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", policy, "--"]),
+            os(&["--sandbox-policy-cwd", "rel", "--sandbox-policy", policy, "--", "ls"]),
+            os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", "{", "--", "ls"]),
             os(&["--sandbox-policy", policy, "--", "ls"]),
             os(&["--sandbox-policy-cwd", "/w", "--", "ls"]),
-            os(&[
-                "--sandbox-policy-cwd",
-                "/w",
-                "--sandbox-policy",
-                policy,
-                "--what",
-                "--",
-                "ls",
-            ]),
+            os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", policy, "--what", "--", "ls"]),
             os(&["--sandbox-policy-cwd"]),
             os(&[
                 "--sandbox-policy-cwd",
@@ -255,9 +216,7 @@ mod tests {
     #[test]
     fn arg0_matches_by_file_name() {
         assert!(is_helper_arg0(OsStr::new("codex-linux-sandbox")));
-        assert!(is_helper_arg0(OsStr::new(
-            "/usr/local/bin/codex-linux-sandbox"
-        )));
+        assert!(is_helper_arg0(OsStr::new("/usr/local/bin/codex-linux-sandbox")));
         assert!(!is_helper_arg0(OsStr::new("cordon")));
         assert!(!is_helper_arg0(OsStr::new("codex-linux-sandbox-x")));
     }

@@ -38,14 +38,9 @@ pub enum CapabilityDrop {
 pub fn drop_all() -> Result<CapabilityDrop, HelperError> {
     let err = |what| move |source| HelperError::Capabilities { what, source };
     // Both need CAP_SETPCAP, so they come before the sets are emptied.
-    let privileged = sys::set_securebits(LOCKED_SECUREBITS)
-        .and_then(|()| sys::drop_bounding_set())
-        .is_ok();
+    let privileged =
+        sys::set_securebits(LOCKED_SECUREBITS).and_then(|()| sys::drop_bounding_set()).is_ok();
     sys::clear_ambient_set().map_err(err("clearing the ambient set"))?;
     sys::clear_capability_sets().map_err(err("clearing the capability sets"))?;
-    Ok(if privileged {
-        CapabilityDrop::All
-    } else {
-        CapabilityDrop::BoundingSetKept
-    })
+    Ok(if privileged { CapabilityDrop::All } else { CapabilityDrop::BoundingSetKept })
 }

@@ -29,29 +29,17 @@ pub enum HelperError {
     #[error("only Linux has this sandbox helper")]
     UnsupportedPlatform,
     #[error("capabilities: {what}: {source}")]
-    Capabilities {
-        what: &'static str,
-        source: std::io::Error,
-    },
+    Capabilities { what: &'static str, source: std::io::Error },
     #[error("no_new_privs: {0}")]
     NoNewPrivs(std::io::Error),
     #[error("mount view: {what}: {source}")]
-    MountView {
-        what: String,
-        source: std::io::Error,
-    },
+    MountView { what: String, source: std::io::Error },
     #[error("sandbox not enforced: {0}; pass --best-effort to run without it")]
     NotEnforced(String),
     #[error("cannot enter command cwd {path:?}: {source}")]
-    CommandCwd {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
+    CommandCwd { path: std::path::PathBuf, source: std::io::Error },
     #[error("cannot run {command:?}: {source}")]
-    Exec {
-        command: OsString,
-        source: std::io::Error,
-    },
+    Exec { command: OsString, source: std::io::Error },
 }
 
 impl HelperError {

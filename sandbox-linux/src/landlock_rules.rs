@@ -47,22 +47,13 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan
 
     let mut rules = vec![(PathBuf::from("/"), everywhere)];
     rules.extend(
-        policy
-            .writable_roots
-            .iter()
-            .chain(extra_writable)
-            .map(|root| (root.clone(), root_rights)),
+        policy.writable_roots.iter().chain(extra_writable).map(|root| (root.clone(), root_rights)),
     );
     rules.push((PathBuf::from("/dev/null"), file_write));
     rules.extend(
-        TERMINAL_DEVICES
-            .iter()
-            .map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev)),
+        TERMINAL_DEVICES.iter().map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev)),
     );
-    LandlockPlan {
-        rules,
-        deny_tcp: !policy.network_access,
-    }
+    LandlockPlan { rules, deny_tcp: !policy.network_access }
 }
 
 /// What Landlock enforced.
@@ -90,11 +81,8 @@ pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> 
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
         let Ok(fd) = PathFd::new(path) else { continue };
-        let rights = if is_directory(path) {
-            *rights
-        } else {
-            *rights & AccessFs::from_file(REQUESTED_ABI)
-        };
+        let rights =
+            if is_directory(path) { *rights } else { *rights & AccessFs::from_file(REQUESTED_ABI) };
         created = created.add_rule(PathBeneath::new(fd, rights))?;
     }
     let status = created.restrict_self()?;
@@ -142,11 +130,7 @@ mod tests {
     fn writable_roots_never_grant_device_nodes() {
         let plan = plan(&policy(&["/w"], true), &[]);
         assert!(!plan.deny_tcp);
-        let (_, rights) = plan
-            .rules
-            .iter()
-            .find(|(p, _)| p == Path::new("/w"))
-            .unwrap();
+        let (_, rights) = plan.rules.iter().find(|(p, _)| p == Path::new("/w")).unwrap();
         assert!(rights.contains(AccessFs::WriteFile | AccessFs::Refer | AccessFs::Truncate));
         assert!(!rights.intersects(AccessFs::MakeBlock | AccessFs::MakeChar));
     }

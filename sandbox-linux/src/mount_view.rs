@@ -70,13 +70,10 @@ fn unescape(field: &str) -> Vec<u8> {
     while i < bytes.len() {
         if bytes[i] == b'\\'
             && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
+            && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
         {
-            let value = bytes[i + 1..i + 4]
-                .iter()
-                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+            let value =
+                bytes[i + 1..i + 4].iter().fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
             out.push(u8::try_from(value).unwrap_or(b'?'));
             i += 4;
         } else {
@@ -117,11 +114,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     let writable_submounts = mounts
         .iter()
         .filter(|m| !m.read_only)
-        .filter(|m| {
-            roots
-                .iter()
-                .any(|r| m.mount_point.starts_with(r) && m.mount_point != *r)
-        })
+        .filter(|m| roots.iter().any(|r| m.mount_point.starts_with(r) && m.mount_point != *r))
         .map(|m| m.mount_point.clone())
         .collect();
 
@@ -136,10 +129,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             protected.push(root.join(entry_path));
             // `.git/...` entries also apply inside the real git dir of a `.git` pointer file.
             if let Ok(inside_git) = entry_path.strip_prefix(".git") {
-                for git_dir in git_dirs(root)
-                    .into_iter()
-                    .skip_while(|d| *d == root.join(".git"))
-                {
+                for git_dir in git_dirs(root).into_iter().skip_while(|d| *d == root.join(".git")) {
                     protected.push(git_dir.join(inside_git));
                 }
             }
@@ -151,6 +141,12 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
 
     let mut hidden_dirs = Vec::new();
     let mut hidden_files = Vec::new();
+    for path in raw_disk_devices() {
+        hidden_files.push(path);
+    }
+    if Path::new("/dev/bsg").is_dir() {
+        hidden_dirs.push(PathBuf::from("/dev/bsg"));
+    }
     for path in &policy.hidden_paths {
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => hidden_dirs.push(path.clone()),
@@ -167,6 +163,27 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         hidden_files,
         private_dev_shm: Path::new("/dev/shm").is_dir(),
     }
+}
+
+/// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and
+/// NVMe generic character devices (`sg*`, `ng*`). A root caller keeps uid 0 inside the sandbox,
+/// and uid 0 owns these nodes, so without capabilities it could still read a whole disk and
+/// with it every hidden secret; they are covered with `/dev/null`. One `getdents` pass: the
+/// entry type comes from the directory, no `stat` per node.
+fn raw_disk_devices() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let Ok(kind) = entry.file_type() else { return false };
+            use std::os::unix::fs::FileTypeExt;
+            let name = entry.file_name();
+            let name = name.as_bytes();
+            kind.is_block_device()
+                || (kind.is_char_device() && (name.starts_with(b"sg") || name.starts_with(b"ng")))
+        })
+        .map(|entry| entry.path())
+        .collect()
 }
 
 /// Whether the namespace could be entered.
@@ -188,21 +205,11 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
     if let Err(reason) = enter_namespace() {
         return Ok(MountView::Unavailable(reason));
     }
-    let fail = |what: String| {
-        move |e: nix::Error| HelperError::MountView {
-            what,
-            source: e.into(),
-        }
-    };
+    let fail =
+        |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
     // First of all, so that nothing below propagates to the host's mount table.
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(fail("making mounts private".into()))?;
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(fail("making mounts private".into()))?;
     for root in &plan.writable_roots {
         bind(root).map_err(fail(format!("binding {}", root.display())))?;
     }
@@ -216,24 +223,12 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
     }
     let stand_in = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     for dir in &plan.hidden_dirs {
-        mount(
-            Some("tmpfs"),
-            dir,
-            Some("tmpfs"),
-            stand_in,
-            Some("mode=0755,size=4k"),
-        )
-        .map_err(fail(format!("hiding {}", dir.display())))?;
+        mount(Some("tmpfs"), dir, Some("tmpfs"), stand_in, Some("mode=0755,size=4k"))
+            .map_err(fail(format!("hiding {}", dir.display())))?;
     }
     for file in &plan.hidden_files {
-        mount(
-            Some("/dev/null"),
-            file,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(fail(format!("hiding {}", file.display())))?;
+        mount(Some("/dev/null"), file, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+            .map_err(fail(format!("hiding {}", file.display())))?;
         set_read_only(file, Recursion::Single, ReadOnly::Yes)?;
     }
     if plan.private_dev_shm {
@@ -274,13 +269,7 @@ enum ReadOnly {
 }
 
 fn bind(path: &Path) -> nix::Result<()> {
-    mount(
-        Some(path),
-        path,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
+    mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
 }
 
 fn set_read_only(
@@ -300,10 +289,8 @@ fn set_read_only(
         ReadOnly::Yes => (MOUNT_ATTR_RDONLY, 0),
         ReadOnly::No => (0, MOUNT_ATTR_RDONLY),
     };
-    sys::mount_setattr(&c_path, recursion, set, clear).map_err(|source| HelperError::MountView {
-        what: what(),
-        source,
-    })
+    sys::mount_setattr(&c_path, recursion, set, clear)
+        .map_err(|source| HelperError::MountView { what: what(), source })
 }
 
 #[cfg(test)]
@@ -318,14 +305,8 @@ mod tests {
         assert_eq!(
             parse_mountinfo(text),
             vec![
-                MountInfo {
-                    mount_point: PathBuf::from("/"),
-                    read_only: false
-                },
-                MountInfo {
-                    mount_point: PathBuf::from("/mnt/my disk"),
-                    read_only: true
-                },
+                MountInfo { mount_point: PathBuf::from("/"), read_only: false },
+                MountInfo { mount_point: PathBuf::from("/mnt/my disk"), read_only: true },
             ]
         );
     }
@@ -333,26 +314,11 @@ mod tests {
     #[test]
     fn only_writable_submounts_strictly_inside_roots_are_reopened() {
         let mounts = vec![
-            MountInfo {
-                mount_point: PathBuf::from("/"),
-                read_only: false,
-            },
-            MountInfo {
-                mount_point: PathBuf::from("/w"),
-                read_only: false,
-            },
-            MountInfo {
-                mount_point: PathBuf::from("/w/cache"),
-                read_only: false,
-            },
-            MountInfo {
-                mount_point: PathBuf::from("/w/ro"),
-                read_only: true,
-            },
-            MountInfo {
-                mount_point: PathBuf::from("/wx"),
-                read_only: false,
-            },
+            MountInfo { mount_point: PathBuf::from("/"), read_only: false },
+            MountInfo { mount_point: PathBuf::from("/w"), read_only: false },
+            MountInfo { mount_point: PathBuf::from("/w/cache"), read_only: false },
+            MountInfo { mount_point: PathBuf::from("/w/ro"), read_only: true },
+            MountInfo { mount_point: PathBuf::from("/wx"), read_only: false },
         ];
         let policy = ResolvedPolicy {
             writable_roots: vec![PathBuf::from("/w")],
@@ -360,9 +326,6 @@ mod tests {
             protected_paths: Vec::new(),
             hidden_paths: Vec::new(),
         };
-        assert_eq!(
-            plan(&policy, &mounts).writable_submounts,
-            vec![PathBuf::from("/w/cache")]
-        );
+        assert_eq!(plan(&policy, &mounts).writable_submounts, vec![PathBuf::from("/w/cache")]);
     }
 }

@@ -27,13 +27,10 @@ pub struct KernelProbe {
 
 /// Probes the kernel. Forks short-lived children for the namespace probes.
 pub fn probe() -> KernelProbe {
-    let legacy_tiocsti = std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti")
-        .ok()
-        .map(|v| v.trim() == "1");
-    let unprivileged_user_namespaces = matches!(
-        sys::in_forked_child(|| sys::unshare_probe(libc::CLONE_NEWUSER)),
-        Ok(0)
-    );
+    let legacy_tiocsti =
+        std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").ok().map(|v| v.trim() == "1");
+    let unprivileged_user_namespaces =
+        matches!(sys::in_forked_child(|| sys::unshare_probe(libc::CLONE_NEWUSER)), Ok(0));
     let mount_view = match sys::in_forked_child(|| match mount_view::enter(&MountPlan::default()) {
         Ok(MountView::Built) => 0,
         Ok(MountView::Unavailable(_) | MountView::Disabled) => 1,

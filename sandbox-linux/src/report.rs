@@ -35,10 +35,7 @@ pub struct Gap {
 }
 
 fn gap(what: impl Into<String>, required: bool) -> Gap {
-    Gap {
-        what: what.into(),
-        required,
-    }
+    Gap { what: what.into(), required }
 }
 
 /// The missing protections, required ones first.
@@ -72,16 +69,10 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
         }
     }
     if !e.seccomp {
-        gaps.push(gap(
-            "the seccomp filter (network, ptrace, namespaces, TIOCSTI)",
-            true,
-        ));
+        gaps.push(gap("the seccomp filter (network, ptrace, namespaces, TIOCSTI)", true));
     }
     if !e.no_new_privs {
-        gaps.push(gap(
-            "no_new_privs (setuid programs could gain privileges)",
-            true,
-        ));
+        gaps.push(gap("no_new_privs (setuid programs could gain privileges)", true));
     }
     if let Err(reason) = &e.mount_view {
         gaps.push(gap(
@@ -128,19 +119,9 @@ mod tests {
     #[test]
     fn missing_landlock_seccomp_or_nnp_is_required() {
         for e in [
-            Enforcement {
-                landlock_enforced: false,
-                landlock_abi: 0,
-                ..full()
-            },
-            Enforcement {
-                seccomp: false,
-                ..full()
-            },
-            Enforcement {
-                no_new_privs: false,
-                ..full()
-            },
+            Enforcement { landlock_enforced: false, landlock_abi: 0, ..full() },
+            Enforcement { seccomp: false, ..full() },
+            Enforcement { no_new_privs: false, ..full() },
         ] {
             assert!(gaps(&e).iter().any(|g| g.required), "{e:?}");
         }
@@ -148,34 +129,17 @@ mod tests {
 
     #[test]
     fn old_landlock_needs_the_mount_view_for_truncate() {
-        let old = Enforcement {
-            landlock_abi: 2,
-            mount_view: Err("no userns".into()),
-            ..full()
-        };
-        assert!(
-            gaps(&old)
-                .iter()
-                .any(|g| g.required && g.what.contains("truncating"))
-        );
-        let old_with_view = Enforcement {
-            landlock_abi: 2,
-            ..full()
-        };
+        let old = Enforcement { landlock_abi: 2, mount_view: Err("no userns".into()), ..full() };
+        assert!(gaps(&old).iter().any(|g| g.required && g.what.contains("truncating")));
+        let old_with_view = Enforcement { landlock_abi: 2, ..full() };
         assert!(gaps(&old_with_view).iter().all(|g| !g.required));
     }
 
     #[test]
     fn the_mount_view_is_required_only_when_asked() {
-        let without = Enforcement {
-            mount_view: Err("no userns".into()),
-            ..full()
-        };
+        let without = Enforcement { mount_view: Err("no userns".into()), ..full() };
         assert!(gaps(&without).iter().all(|g| !g.required));
-        let demanded = Enforcement {
-            mount_view_required: true,
-            ..without
-        };
+        let demanded = Enforcement { mount_view_required: true, ..without };
         assert!(gaps(&demanded).iter().any(|g| g.required));
     }
 }

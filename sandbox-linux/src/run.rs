@@ -35,10 +35,7 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let tmpdir = std::env::var_os("TMPDIR").map(PathBuf::from);
-    let env = PolicyEnv {
-        tmpdir: tmpdir.as_deref(),
-        home: home.as_deref(),
-    };
+    let env = PolicyEnv { tmpdir: tmpdir.as_deref(), home: home.as_deref() };
     let policy = args
         .sandbox_policy
         .resolve(&args.sandbox_policy_cwd, &env, |p| std::fs::canonicalize(p))
@@ -79,11 +76,7 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
 
     // 4. no_new_privs, then seccomp (last: it forbids the mount calls above).
     let no_new_privs = nix::sys::prctl::set_no_new_privs().is_ok();
-    let network = if policy.network_access {
-        Network::On
-    } else {
-        Network::Off
-    };
+    let network = if policy.network_access { Network::On } else { Network::Off };
     let seccomp = match seccomp::build_program(network).and_then(|p| seccomp::install(&p)) {
         Ok(()) => true,
         Err(_) if best_effort => false,
@@ -103,18 +96,11 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
     if best_effort {
         if !gaps.is_empty() {
             let list: Vec<&str> = gaps.iter().map(|g| g.what.as_str()).collect();
-            eprintln!(
-                "{}: warning: not enforced: {}",
-                crate::HELPER_ARG0,
-                list.join("; ")
-            );
+            eprintln!("{}: warning: not enforced: {}", crate::HELPER_ARG0, list.join("; "));
         }
     } else {
-        let required: Vec<&str> = gaps
-            .iter()
-            .filter(|g| g.required)
-            .map(|g| g.what.as_str())
-            .collect();
+        let required: Vec<&str> =
+            gaps.iter().filter(|g| g.required).map(|g| g.what.as_str()).collect();
         if !required.is_empty() {
             return Err(HelperError::NotEnforced(required.join("; ")));
         }
@@ -132,37 +118,23 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
 fn exec(args: &HelperArgs, extra_env: &[(&str, &str)]) -> Result<Infallible, HelperError> {
     let cwd = match &args.command_cwd {
         Some(cwd) => cwd.clone(),
-        None => std::env::current_dir().map_err(|source| HelperError::CommandCwd {
-            path: PathBuf::from("."),
-            source,
-        })?,
+        None => std::env::current_dir()
+            .map_err(|source| HelperError::CommandCwd { path: PathBuf::from("."), source })?,
     };
-    nix::unistd::chdir(&cwd).map_err(|e| HelperError::CommandCwd {
-        path: cwd.clone(),
-        source: e.into(),
-    })?;
+    nix::unistd::chdir(&cwd)
+        .map_err(|e| HelperError::CommandCwd { path: cwd.clone(), source: e.into() })?;
 
     let program = &args.command[0];
-    let exec_error = |source: std::io::Error| HelperError::Exec {
-        command: program.clone(),
-        source,
-    };
+    let exec_error =
+        |source: std::io::Error| HelperError::Exec { command: program.clone(), source };
     let to_c = |s: OsString| {
         CString::new(s.into_vec())
             .map_err(|e| exec_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))
     };
-    let argv = args
-        .command
-        .iter()
-        .cloned()
-        .map(to_c)
-        .collect::<Result<Vec<_>, _>>()?;
+    let argv = args.command.iter().cloned().map(to_c).collect::<Result<Vec<_>, _>>()?;
     let mut envp = Vec::new();
     for (key, value) in std::env::vars_os() {
-        if extra_env
-            .iter()
-            .any(|(k, _)| key.as_bytes() == k.as_bytes())
-        {
+        if extra_env.iter().any(|(k, _)| key.as_bytes() == k.as_bytes()) {
             continue;
         }
         let mut pair = key.into_vec();

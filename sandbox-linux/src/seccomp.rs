@@ -7,9 +7,10 @@
 //!   back to `clone`, whose flags the filter can read (`clone3` passes them in memory);
 //! - the rule table below, compiled by seccompiler.
 //!
-//! Every argument compared is an `int`/`unsigned int` in the kernel (or, for `clone`, the flags
-//! tested live in the low 32 bits), so every comparison is on the low 32 bits: that is what the
-//! kernel reads, so a caller cannot slip past the filter by setting high bits (`TIOCSTI | 1<<32`).
+//! Every integer argument compared is an `int`/`unsigned int` in the kernel (or, for `clone`, the
+//! flags tested live in the low 32 bits), so those comparisons are on the low 32 bits: that is
+//! what the kernel reads, so a caller cannot slip past the filter by setting high bits
+//! (`TIOCSTI | 1<<32`). Pointers (`sendto`'s address) are compared on all 64 bits.
 
 use std::collections::BTreeMap;
 
@@ -27,7 +28,7 @@ pub enum Network {
     On,
 }
 
-/// A comparison on one syscall argument (low 32 bits).
+/// A comparison on one syscall argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cmp {
     Eq(u32),
@@ -37,6 +38,8 @@ pub enum Cmp {
         mask: u32,
         value: u32,
     },
+    /// The whole 64-bit argument is not zero (a pointer that is not NULL).
+    NonNull,
 }
 
 /// One deny rule: the syscall, when it is refused (every condition of one alternative holds;
@@ -61,13 +64,7 @@ const PER_LINUX32: u32 = 0x0008;
 const PERSONALITY_QUERY: u32 = 0xffff_ffff;
 
 fn always(syscall: &'static str, nr: i64, reason: &'static str) -> DenyRule {
-    DenyRule {
-        syscall,
-        nr,
-        when: Vec::new(),
-        condition: "always".into(),
-        reason,
-    }
+    DenyRule { syscall, nr, when: Vec::new(), condition: "always".into(), reason }
 }
 
 fn when(
@@ -77,19 +74,10 @@ fn when(
     condition: impl Into<String>,
     reason: &'static str,
 ) -> DenyRule {
-    DenyRule {
-        syscall,
-        nr,
-        when,
-        condition: condition.into(),
-        reason,
-    }
+    DenyRule { syscall, nr, when, condition: condition.into(), reason }
 }
 
-#[expect(
-    clippy::cast_sign_loss,
-    reason = "libc's AF_*/SOCK_* constants are small positive ints"
-)]
+#[expect(clippy::cast_sign_loss, reason = "libc's AF_*/SOCK_* constants are small positive ints")]
 const fn u(v: libc::c_int) -> u32 {
     v as u32
 }
@@ -99,23 +87,19 @@ fn socket_rules(network: Network) -> (Vec<Vec<(u8, Cmp)>>, String, &'static str)
     let unix = u(libc::AF_UNIX);
     match network {
         Network::Off => {
-            let mut alternatives = vec![vec![(0, Cmp::Ne(unix))]];
             // UNIX datagram (and raw, which the kernel turns into datagram) sockets can send to
             // any daemon socket on the host: seccomp cannot see the address inside sendmsg.
-            for ty in 0..=SOCK_TYPE_MASK {
-                if ty != u(libc::SOCK_STREAM) && ty != u(libc::SOCK_SEQPACKET) {
-                    alternatives.push(vec![
-                        (0, Cmp::Eq(unix)),
-                        (
-                            1,
-                            Cmp::MaskedEq {
-                                mask: SOCK_TYPE_MASK,
-                                value: ty,
-                            },
-                        ),
-                    ]);
-                }
-            }
+            // Only STREAM (0b0001) and SEQPACKET (0b0101) have bit 0 set and bits 1 and 3 clear,
+            // so three masked tests on the type (flags above 0xf ignored) refuse every other type.
+            let unix_type_bit = |mask: u32, value: u32| {
+                vec![(0, Cmp::Eq(unix)), (1, Cmp::MaskedEq { mask, value })]
+            };
+            let alternatives = vec![
+                vec![(0, Cmp::Ne(unix))],
+                unix_type_bit(0b0001, 0),
+                unix_type_bit(0b0010, 0b0010),
+                unix_type_bit(0b1000, 0b1000),
+            ];
             (
                 alternatives,
                 "domain != AF_UNIX, or AF_UNIX with a type other than STREAM/SEQPACKET".into(),
@@ -138,13 +122,7 @@ fn socket_rules(network: Network) -> (Vec<Vec<(u8, Cmp)>>, String, &'static str)
                 for ty in [libc::SOCK_RAW, SOCK_PACKET_TYPE] {
                     alternatives.push(vec![
                         (0, Cmp::Eq(family)),
-                        (
-                            1,
-                            Cmp::MaskedEq {
-                                mask: SOCK_TYPE_MASK,
-                                value: u(ty),
-                            },
-                        ),
+                        (1, Cmp::MaskedEq { mask: SOCK_TYPE_MASK, value: u(ty) }),
                     ]);
                 }
             }
@@ -179,11 +157,7 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
             libc::SYS_ptrace,
             "reading or steering another process (its memory, its registers)",
         ),
-        always(
-            "process_vm_readv",
-            libc::SYS_process_vm_readv,
-            "reading another process's memory",
-        ),
+        always("process_vm_readv", libc::SYS_process_vm_readv, "reading another process's memory"),
         always(
             "process_vm_writev",
             libc::SYS_process_vm_writev,
@@ -232,65 +206,23 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
                 .iter()
                 .map(|flag| {
                     let flag = u(*flag);
-                    vec![(
-                        0,
-                        Cmp::MaskedEq {
-                            mask: flag,
-                            value: flag,
-                        },
-                    )]
+                    vec![(0, Cmp::MaskedEq { mask: flag, value: flag })]
                 })
                 .collect(),
             "flags contain any CLONE_NEW*",
             "new namespaces through clone (clone3 answers ENOSYS so libc uses clone)",
         ),
-        always(
-            "mount",
-            libc::SYS_mount,
-            "changing the mount view the sandbox relies on",
-        ),
-        always(
-            "umount2",
-            libc::SYS_umount2,
-            "uncovering what the mount view hides or protects",
-        ),
-        always(
-            "pivot_root",
-            libc::SYS_pivot_root,
-            "changing the root of the mount view",
-        ),
+        always("mount", libc::SYS_mount, "changing the mount view the sandbox relies on"),
+        always("umount2", libc::SYS_umount2, "uncovering what the mount view hides or protects"),
+        always("pivot_root", libc::SYS_pivot_root, "changing the root of the mount view"),
         always("chroot", libc::SYS_chroot, "classic chroot escapes"),
-        always(
-            "open_tree",
-            libc::SYS_open_tree,
-            "new mount API: detached copies of mounts",
-        ),
-        always(
-            "move_mount",
-            libc::SYS_move_mount,
-            "new mount API: attaching mounts",
-        ),
+        always("open_tree", libc::SYS_open_tree, "new mount API: detached copies of mounts"),
+        always("move_mount", libc::SYS_move_mount, "new mount API: attaching mounts"),
         always("fsopen", libc::SYS_fsopen, "new mount API: new filesystems"),
-        always(
-            "fsconfig",
-            libc::SYS_fsconfig,
-            "new mount API: configuring filesystems",
-        ),
-        always(
-            "fsmount",
-            libc::SYS_fsmount,
-            "new mount API: creating mounts",
-        ),
-        always(
-            "fspick",
-            libc::SYS_fspick,
-            "new mount API: reconfiguring mounts",
-        ),
-        always(
-            "mount_setattr",
-            libc::SYS_mount_setattr,
-            "making read-only mounts writable again",
-        ),
+        always("fsconfig", libc::SYS_fsconfig, "new mount API: configuring filesystems"),
+        always("fsmount", libc::SYS_fsmount, "new mount API: creating mounts"),
+        always("fspick", libc::SYS_fspick, "new mount API: reconfiguring mounts"),
+        always("mount_setattr", libc::SYS_mount_setattr, "making read-only mounts writable again"),
         always(
             "keyctl",
             libc::SYS_keyctl,
@@ -318,26 +250,10 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
             "userfaultfd makes kernel race exploits reliable",
         ),
         always("kexec_load", libc::SYS_kexec_load, "loading a new kernel"),
-        always(
-            "kexec_file_load",
-            libc::SYS_kexec_file_load,
-            "loading a new kernel",
-        ),
-        always(
-            "init_module",
-            libc::SYS_init_module,
-            "loading kernel modules",
-        ),
-        always(
-            "finit_module",
-            libc::SYS_finit_module,
-            "loading kernel modules",
-        ),
-        always(
-            "delete_module",
-            libc::SYS_delete_module,
-            "unloading kernel modules",
-        ),
+        always("kexec_file_load", libc::SYS_kexec_file_load, "loading a new kernel"),
+        always("init_module", libc::SYS_init_module, "loading kernel modules"),
+        always("finit_module", libc::SYS_finit_module, "loading kernel modules"),
+        always("delete_module", libc::SYS_delete_module, "unloading kernel modules"),
         always(
             "open_by_handle_at",
             libc::SYS_open_by_handle_at,
@@ -355,29 +271,13 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
             "persona other than PER_LINUX, PER_LINUX32 or the 0xffffffff query",
             "odd personalities (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE) weaken exploit mitigations",
         ),
-        always(
-            "acct",
-            libc::SYS_acct,
-            "process accounting writes a host file",
-        ),
+        always("acct", libc::SYS_acct, "process accounting writes a host file"),
         always("swapon", libc::SYS_swapon, "swap devices are host-wide"),
         always("swapoff", libc::SYS_swapoff, "swap devices are host-wide"),
         always("reboot", libc::SYS_reboot, "rebooting the host"),
-        always(
-            "settimeofday",
-            libc::SYS_settimeofday,
-            "the clock is host-wide",
-        ),
-        always(
-            "clock_settime",
-            libc::SYS_clock_settime,
-            "the clock is host-wide",
-        ),
-        always(
-            "clock_adjtime",
-            libc::SYS_clock_adjtime,
-            "the clock is host-wide",
-        ),
+        always("settimeofday", libc::SYS_settimeofday, "the clock is host-wide"),
+        always("clock_settime", libc::SYS_clock_settime, "the clock is host-wide"),
+        always("clock_adjtime", libc::SYS_clock_adjtime, "the clock is host-wide"),
         always("adjtimex", libc::SYS_adjtimex, "the clock is host-wide"),
     ];
     #[cfg(target_arch = "x86_64")]
@@ -386,21 +286,36 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
         always("ioperm", libc::SYS_ioperm, "raw I/O port access"),
     ]);
     let (alternatives, condition, reason) = socket_rules(network);
-    rules.push(when(
-        "socket",
-        libc::SYS_socket,
-        alternatives.clone(),
-        condition.clone(),
-        reason,
-    ));
-    rules.push(when(
-        "socketpair",
-        libc::SYS_socketpair,
-        alternatives,
-        condition,
-        reason,
-    ));
+    rules.push(when("socket", libc::SYS_socket, alternatives.clone(), condition.clone(), reason));
+    rules.push(when("socketpair", libc::SYS_socketpair, alternatives, condition, reason));
+    match network {
+        Network::On => {}
+        Network::Off => rules.extend(peer_addressing_rules()),
+    }
     rules
+}
+
+/// With the network off only UNIX sockets can be created, but a UNIX stream socket still
+/// reaches every daemon on the host by path: tmux and screen servers (typing into the user's
+/// shell), ssh-agent, the D-Bus session bus (`systemd-run --user`), X11, container engines.
+/// Landlock decides `connect()` on socket files only from ABI 9, so the calls that address a
+/// peer are refused; `socketpair()` and inherited sockets keep working.
+fn peer_addressing_rules() -> Vec<DenyRule> {
+    const WHY: &str = "network off: reaching daemons on the host through UNIX socket files (tmux, ssh-agent, D-Bus, X11)";
+    vec![
+        always("connect", libc::SYS_connect, WHY),
+        always("bind", libc::SYS_bind, WHY),
+        always("listen", libc::SYS_listen, WHY),
+        always("accept", libc::SYS_accept, WHY),
+        always("accept4", libc::SYS_accept4, WHY),
+        when(
+            "sendto",
+            libc::SYS_sendto,
+            vec![vec![(4, Cmp::NonNull)]],
+            "with a destination address (send() without one stays allowed)",
+            "network off: datagrams to an address through an inherited socket",
+        ),
+    ]
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -413,7 +328,8 @@ const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
 
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+// <linux/bpf_common.h>: class | size | mode (BPF_LD|BPF_W|BPF_ABS is 0x00|0x00|0x20).
+const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
 const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
 const BPF_RET_K: u16 = 0x06;
@@ -421,12 +337,7 @@ const SECCOMP_DATA_NR: u32 = 0;
 const SECCOMP_DATA_ARCH: u32 = 4;
 
 fn stmt(code: u16, k: u32) -> sock_filter {
-    sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    }
+    sock_filter { code, jt: 0, jf: 0, k }
 }
 
 fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
@@ -447,23 +358,22 @@ fn prefix() -> Vec<sock_filter> {
         jump(BPF_JMP_JGE_K, X32_SYSCALL_BIT, 0, 1),
         stmt(BPF_RET_K, errno(libc::EPERM)),
         // clone3 passes its flags in memory the filter cannot read: make libc fall back to clone.
-        jump(
-            BPF_JMP_JEQ_K,
-            u32::try_from(libc::SYS_clone3).unwrap_or(435),
-            0,
-            1,
-        ),
+        jump(BPF_JMP_JEQ_K, u32::try_from(libc::SYS_clone3).unwrap_or(435), 0, 1),
         stmt(BPF_RET_K, errno(libc::ENOSYS)),
     ]
 }
 
 fn to_condition(arg: u8, cmp: Cmp) -> Result<SeccompCondition, seccompiler::BackendError> {
-    let (op, value) = match cmp {
-        Cmp::Eq(v) => (SeccompCmpOp::Eq, v),
-        Cmp::Ne(v) => (SeccompCmpOp::Ne, v),
-        Cmp::MaskedEq { mask, value } => (SeccompCmpOp::MaskedEq(u64::from(mask)), value),
+    let (len, op, value) = match cmp {
+        Cmp::Eq(v) => (SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, u64::from(v)),
+        Cmp::Ne(v) => (SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, u64::from(v)),
+        Cmp::MaskedEq { mask, value } => {
+            (SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(u64::from(mask)), u64::from(value))
+        }
+        // A pointer is 64 bits: `0x1_0000_0000` is not NULL.
+        Cmp::NonNull => (SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0),
     };
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, u64::from(value))
+    SeccompCondition::new(arg, len, op, value)
 }
 
 /// Compiles the deny table for `network` into one BPF program.
@@ -518,6 +428,31 @@ mod tests {
                 assert!(!rule.reason.is_empty() && !rule.condition.is_empty());
                 assert!(seen.insert(rule.nr), "{} listed twice", rule.syscall);
             }
+        }
+    }
+
+    #[test]
+    fn the_unix_type_bits_allow_exactly_stream_and_seqpacket() {
+        let rules = deny_rules(Network::Off);
+        let socket = rules.iter().find(|r| r.syscall == "socket").unwrap();
+        let denied = |ty: u32| {
+            socket.when.iter().any(|alternative| {
+                alternative.iter().all(|(arg, cmp)| {
+                    let value = if *arg == 0 { u(libc::AF_UNIX) } else { ty };
+                    match *cmp {
+                        Cmp::Eq(v) => value == v,
+                        Cmp::Ne(v) => value != v,
+                        Cmp::MaskedEq { mask, value: v } => value & mask == v,
+                        Cmp::NonNull => unreachable!(),
+                    }
+                })
+            })
+        };
+        let flags = u(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
+        for ty in 0..16 {
+            let allowed = ty == u(libc::SOCK_STREAM) || ty == u(libc::SOCK_SEQPACKET);
+            assert_eq!(denied(ty), !allowed, "type {ty}");
+            assert_eq!(denied(ty | flags), !allowed, "type {ty} with flags");
         }
     }
 

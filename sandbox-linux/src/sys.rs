@@ -5,19 +5,11 @@
 use std::io;
 
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
+    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
 }
 
 fn check_int(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
+    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
 }
 
 /// The kernel's Landlock ABI version, 0 when Landlock is missing or disabled.
@@ -63,13 +55,7 @@ pub fn drop_bounding_set() -> io::Result<()> {
 pub fn clear_ambient_set() -> io::Result<()> {
     // SAFETY: PR_CAP_AMBIENT/CLEAR_ALL takes integer arguments and touches no user memory.
     check_int(unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0)
     })
     .map(drop)
 }
@@ -89,10 +75,7 @@ pub fn clear_capability_sets() -> io::Result<()> {
         inheritable: u32,
     }
     const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-    let mut header = Header {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
+    let mut header = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
     let data = [Data::default(); 2];
     // SAFETY: header and data are valid, correctly laid out (version 3 takes two data
     // elements) and live for the duration of the call; the kernel only reads data.
@@ -123,12 +106,7 @@ pub fn mount_setattr(
         propagation: u64,
         userns_fd: u64,
     }
-    let attr = MountAttr {
-        attr_set,
-        attr_clr,
-        propagation: 0,
-        userns_fd: 0,
-    };
+    let attr = MountAttr { attr_set, attr_clr, propagation: 0, userns_fd: 0 };
     let flags = match recursive {
         Recursion::Recursive => libc::AT_RECURSIVE,
         Recursion::Single => 0,

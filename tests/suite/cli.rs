@@ -43,13 +43,7 @@ fn doctor_reports_the_kernel_and_every_mode() {
     for mode in ["read-only", "workspace-write", "danger-full-access"] {
         assert!(v["modes"].get(mode).is_some(), "{mode}");
     }
-    assert!(
-        v["seccomp_deny_list"]["network_off"]
-            .as_array()
-            .unwrap()
-            .len()
-            > 30
-    );
+    assert!(v["seccomp_deny_list"]["network_off"].as_array().unwrap().len() > 30);
     let text = cordon(&["doctor"]);
     text.assert_ok();
     assert!(text.stdout.contains("landlock ABI"));
@@ -65,23 +59,11 @@ fn sandbox_macos_on_linux_exits_125_with_one_line() {
 
 #[test]
 fn bad_cli_input_is_one_clear_error_not_a_panic() {
-    let run = cordon(&[
-        "sandbox",
-        "linux",
-        "-s",
-        "read-only",
-        "--network",
-        "--",
-        "true",
-    ]);
+    let run = cordon(&["sandbox", "linux", "-s", "read-only", "--network", "--", "true"]);
     assert_eq!(run.code, Some(125));
     assert!(run.stderr.contains("--network"), "{}", run.stderr);
     let run = cordon(&["sandbox", "linux", "--", "true"]);
-    assert!(
-        run.code == Some(0) || run.code == Some(125),
-        "{:?}",
-        run.code
-    );
+    assert!(run.code == Some(0) || run.code == Some(125), "{:?}", run.code);
     let run = cordon(&["no-such-subcommand"]);
     assert_eq!(run.code, Some(2));
 }

@@ -13,11 +13,7 @@ fn missing_and_non_executable_commands_exit_127_and_126() {
     let run = helper(&policy, dir.path(), &["cordon-no-such-command"]);
     assert_eq!(run.code, Some(127), "{}", run.stderr);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(
-        run.stderr.starts_with("codex-linux-sandbox: "),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.starts_with("codex-linux-sandbox: "), "{}", run.stderr);
     let file = dir.path().join("not-exec");
     std::fs::write(&file, "#!/bin/sh\necho hi\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -30,14 +26,7 @@ fn malformed_invocations_exit_125_with_one_line() {
     let dir = scratch();
     let d = dir.path().to_str().unwrap();
     let cases: Vec<Vec<&str>> = vec![
-        vec![
-            "--sandbox-policy-cwd",
-            d,
-            "--sandbox-policy",
-            "{not json",
-            "--",
-            "true",
-        ],
+        vec!["--sandbox-policy-cwd", d, "--sandbox-policy", "{not json", "--", "true"],
         vec![
             "--sandbox-policy-cwd",
             d,
@@ -46,13 +35,7 @@ fn malformed_invocations_exit_125_with_one_line() {
             "--",
             "true",
         ],
-        vec![
-            "--sandbox-policy-cwd",
-            d,
-            "--sandbox-policy",
-            r#"{"type":"read-only"}"#,
-            "true",
-        ],
+        vec!["--sandbox-policy-cwd", d, "--sandbox-policy", r#"{"type":"read-only"}"#, "true"],
         vec![
             "--sandbox-policy-cwd",
             "relative/dir",
@@ -71,29 +54,15 @@ fn malformed_invocations_exit_125_with_one_line() {
             "--",
             "true",
         ],
-        vec![
-            "--sandbox-policy-cwd",
-            d,
-            "--sandbox-policy",
-            r#"{"type":"read-only"}"#,
-            "--",
-        ],
+        vec!["--sandbox-policy-cwd", d, "--sandbox-policy", r#"{"type":"read-only"}"#, "--"],
         vec![],
     ];
     for args in cases {
-        let out = std::process::Command::new(CORDON)
-            .arg0_helper()
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = std::process::Command::new(CORDON).arg0_helper().args(&args).output().unwrap();
         let run = Run::from(out);
         assert_eq!(run.code, Some(125), "{args:?}: {}", run.stderr);
         assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
-        assert!(
-            run.stderr.starts_with("codex-linux-sandbox: "),
-            "{}",
-            run.stderr
-        );
+        assert!(run.stderr.starts_with("codex-linux-sandbox: "), "{}", run.stderr);
     }
 }
 
@@ -111,10 +80,7 @@ impl Arg0Helper for std::process::Command {
 fn exit_status_and_signals_pass_through_cordon_sandbox() {
     require_sandbox!(1);
     let dir = scratch();
-    assert_eq!(
-        sandbox_sh(User::Root, &[], dir.path(), "exit 42").code,
-        Some(42)
-    );
+    assert_eq!(sandbox_sh(User::Root, &[], dir.path(), "exit 42").code, Some(42));
     let run = sandbox_sh(User::Root, &[], dir.path(), "kill -KILL $$");
     assert_eq!(run.signal, Some(libc::SIGKILL));
 }
@@ -142,9 +108,7 @@ fn without_landlock_the_helper_fails_closed_and_best_effort_says_what_is_missing
     let args = argv(&[]);
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_os_str()).collect();
     let run = Run::from(
-        under_filter(&no_landlock, std::path::Path::new(CORDON), &refs)
-            .output()
-            .unwrap(),
+        under_filter(&no_landlock, std::path::Path::new(CORDON), &refs).output().unwrap(),
     );
     assert_eq!(run.code, Some(125), "{}", run.stderr);
     assert!(run.stderr.contains("Landlock"), "{}", run.stderr);
@@ -154,9 +118,7 @@ fn without_landlock_the_helper_fails_closed_and_best_effort_says_what_is_missing
     let args = argv(&["--best-effort"]);
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_os_str()).collect();
     let run = Run::from(
-        under_filter(&no_landlock, std::path::Path::new(CORDON), &refs)
-            .output()
-            .unwrap(),
+        under_filter(&no_landlock, std::path::Path::new(CORDON), &refs).output().unwrap(),
     );
     run.assert_ok();
     assert!(

@@ -22,11 +22,7 @@ fn write_inside_writable_root_succeeds_and_outside_fails() {
             "{user:?}"
         );
         assert!(!target.exists(), "{user:?} wrote outside the roots");
-        assert_ne!(
-            run.code,
-            Some(0),
-            "{user:?}: the failed write must fail the script"
-        );
+        assert_ne!(run.code, Some(0), "{user:?}: the failed write must fail the script");
         std::fs::remove_file(root.path().join("inside.txt")).unwrap();
     }
 }
@@ -90,11 +86,7 @@ fn truncate_outside_the_roots_fails_and_keeps_the_content() {
         .output()
         .unwrap();
         assert!(run.status.success());
-        assert_eq!(
-            std::fs::read_to_string(&victim).unwrap(),
-            "precious",
-            "{mount_view:?}"
-        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "{mount_view:?}");
     }
 }
 
@@ -110,11 +102,7 @@ fn a_symlink_inside_the_root_pointing_outside_lets_no_write_through() {
     let run = helper(
         &only_root_policy(root.path(), false),
         root.path(),
-        &[
-            "sh",
-            "-c",
-            "echo evil > link; echo evil >> link; echo new > dirlink/new; true",
-        ],
+        &["sh", "-c", "echo evil > link; echo evil >> link; echo new > dirlink/new; true"],
     );
     run.assert_ok();
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "original");
@@ -126,12 +114,7 @@ fn tmp_is_a_writable_root_unless_excluded() {
     require_sandbox!(1);
     let root = scratch();
     let name = format!("/tmp/cordon-tmp-root-{}", std::process::id());
-    let run = sandbox_sh(
-        User::Root,
-        &["--full-auto"],
-        root.path(),
-        &format!("echo t > {name}"),
-    );
+    let run = sandbox_sh(User::Root, &["--full-auto"], root.path(), &format!("echo t > {name}"));
     run.assert_ok();
     assert!(Path::new(&name).exists());
     std::fs::remove_file(&name).unwrap();

@@ -8,10 +8,7 @@ use super::util::*;
 #[test]
 fn root_runs_with_no_capabilities_at_all() {
     require_sandbox!(1);
-    skip_unless!(
-        is_root(),
-        "needs root to check that root's capabilities are dropped"
-    );
+    skip_unless!(is_root(), "needs root to check that root's capabilities are dropped");
     let dir = scratch();
     let run = sandbox_sh(
         User::Root,
@@ -31,18 +28,10 @@ fn root_runs_with_no_capabilities_at_all() {
 #[test]
 fn another_process_environment_cannot_be_read() {
     require_sandbox!(1);
-    let victim = Command::new("sleep")
-        .arg("30")
-        .env("VICTIM_SECRET", "hunter2")
-        .spawn()
-        .unwrap();
+    let victim = Command::new("sleep").arg("30").env("VICTIM_SECRET", "hunter2").spawn().unwrap();
     let dir = scratch();
-    let run = sandbox_sh(
-        User::Root,
-        &[],
-        dir.path(),
-        &format!("cat /proc/{}/environ", victim.id()),
-    );
+    let run =
+        sandbox_sh(User::Root, &[], dir.path(), &format!("cat /proc/{}/environ", victim.id()));
     let mut victim = victim;
     let _ = victim.kill();
     let _ = victim.wait();
@@ -62,11 +51,7 @@ fn device_nodes_cannot_be_made_in_a_writable_root() {
             dir.path(),
             "mknod blk b 8 0; mknod chr c 1 3; mkfifo fifo && echo fifo-ok",
         );
-        assert!(
-            run.stdout.contains("fifo-ok"),
-            "{user:?}: FIFOs stay allowed: {}",
-            run.stderr
-        );
+        assert!(run.stdout.contains("fifo-ok"), "{user:?}: FIFOs stay allowed: {}", run.stderr);
         assert!(!dir.path().join("blk").exists(), "{user:?}");
         assert!(!dir.path().join("chr").exists(), "{user:?}");
         std::fs::remove_file(dir.path().join("fifo")).unwrap();
@@ -95,17 +80,8 @@ fn namespaces_keyrings_bpf_perf_userfaultfd_and_mounts_are_refused() {
                 ),
             ),
             ("unshare", format!("libc.unshare({})", libc::CLONE_NEWUSER)),
-            (
-                "keyctl",
-                format!("libc.syscall({}, 0, -3, 0)", libc::SYS_keyctl),
-            ),
-            (
-                "add_key",
-                format!(
-                    "libc.syscall({}, b'user', b'k', b'v', 1, -3)",
-                    libc::SYS_add_key
-                ),
-            ),
+            ("keyctl", format!("libc.syscall({}, 0, -3, 0)", libc::SYS_keyctl)),
+            ("add_key", format!("libc.syscall({}, b'user', b'k', b'v', 1, -3)", libc::SYS_add_key)),
             ("bpf", format!("libc.syscall({}, 0, 0, 0)", libc::SYS_bpf)),
             (
                 "perf_event_open",
@@ -114,28 +90,16 @@ fn namespaces_keyrings_bpf_perf_userfaultfd_and_mounts_are_refused() {
                     libc::SYS_perf_event_open
                 ),
             ),
-            (
-                "userfaultfd",
-                format!("libc.syscall({}, 0)", libc::SYS_userfaultfd),
-            ),
-            (
-                "fsopen",
-                format!("libc.syscall({}, b'tmpfs', 0)", libc::SYS_fsopen),
-            ),
-            (
-                "open_tree",
-                format!("libc.syscall({}, -100, b'/', 1)", libc::SYS_open_tree),
-            ),
+            ("userfaultfd", format!("libc.syscall({}, 0)", libc::SYS_userfaultfd)),
+            ("fsopen", format!("libc.syscall({}, b'tmpfs', 0)", libc::SYS_fsopen)),
+            ("open_tree", format!("libc.syscall({}, -100, b'/', 1)", libc::SYS_open_tree)),
             ("setns", format!("libc.syscall({}, 0, 0)", libc::SYS_setns)),
             (
                 "open_by_handle_at",
                 format!("libc.syscall({}, -100, 0, 0)", libc::SYS_open_by_handle_at),
             ),
-            ("personality", format!("libc.personality(0x0400000)")),
-            (
-                "x32_getpid",
-                format!("libc.syscall(0x40000000 | {})", libc::SYS_getpid),
-            ),
+            ("personality", "libc.personality(0x0400000)".to_owned()),
+            ("x32_getpid", format!("libc.syscall(0x40000000 | {})", libc::SYS_getpid)),
         ];
         for (name, call) in calls {
             let code = format!("{PY_LIBC}r = {call}\nprint('ret', r, 'errno', ctypes.get_errno())");
@@ -154,8 +118,7 @@ fn namespaces_keyrings_bpf_perf_userfaultfd_and_mounts_are_refused() {
             // This kernel has no x32 ABI, so an x32 number fails with ENOSYS without the filter:
             // the rule stays, and EPERM here shows it is the filter that answered.
             assert!(
-                run.stdout
-                    .contains(&format!("ret -1 errno {}", libc::EPERM)),
+                run.stdout.contains(&format!("ret -1 errno {}", libc::EPERM)),
                 "{user:?} {name}: {}{}",
                 run.stdout,
                 run.stderr
@@ -198,12 +161,7 @@ int main(void) {
     )
     .unwrap();
     let bin = dir.path().join("int80");
-    let cc = Command::new("cc")
-        .arg("-O0")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .output();
+    let cc = Command::new("cc").arg("-O0").arg("-o").arg(&bin).arg(&src).output();
     skip_unless!(
         cc.as_ref().is_ok_and(|o| o.status.success()),
         "needs a C compiler (cc) for the int 0x80 probe"
@@ -220,4 +178,32 @@ int main(void) {
         run.stdout
     );
     assert_ne!(run.code, Some(0));
+}
+
+#[test]
+fn raw_disk_devices_are_covered_for_root() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view");
+    use std::os::unix::fs::FileTypeExt;
+    let block: Vec<String> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_block_device()))
+        .map(|e| e.path().display().to_string())
+        .collect();
+    skip_unless!(!block.is_empty(), "no block device in /dev to check");
+    let dir = scratch();
+    let script: String = block
+        .iter()
+        .map(|dev| format!("stat -L -c '%t:%T' {dev}; head -c 4096 {dev} 2>/dev/null | wc -c;"))
+        .collect();
+    let run = sandbox_sh(User::Root, &[], dir.path(), &script);
+    run.assert_ok();
+    for (i, line) in run.stdout.lines().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(line, "1:3", "{} is not covered by /dev/null", block[i / 2]);
+        } else {
+            assert_eq!(line.trim(), "0", "{} gave data", block[i / 2]);
+        }
+    }
 }

@@ -10,19 +10,14 @@ use super::util::*;
 macro_rules! require_mount_view {
     () => {
         require_sandbox!(1);
-        skip_unless!(
-            features().mount_view,
-            "this kernel refuses the mount view to the test user"
-        );
+        skip_unless!(features().mount_view, "this kernel refuses the mount view to the test user");
     };
 }
 
 fn listing(dir: &Path) -> Vec<String> {
     let out = Command::new("find").arg(dir).output().unwrap();
-    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let mut lines: Vec<String> =
+        String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect();
     lines.sort();
     lines
 }
@@ -44,21 +39,13 @@ fn metadata_changes_outside_the_roots_fail_and_leave_the_file_unchanged() {
         let o = outside.path().display();
         let script = format!(
             "chmod 777 {v}; chown 1:1 {v}; touch -d 2001-01-01 {v}; {} mknod {o}/node c 1 3; mkfifo {o}/fifo; ln -s x {o}/sym; true",
-            if setfattr {
-                format!("setfattr -n user.cordon -v 1 {v};")
-            } else {
-                String::new()
-            }
+            if setfattr { format!("setfattr -n user.cordon -v 1 {v};") } else { String::new() }
         );
         let run = sandbox_sh(user, &["--full-auto"], root.path(), &script);
         run.assert_ok();
         let after = std::fs::metadata(&victim).unwrap();
         assert_eq!(after.mode(), before.mode(), "{user:?} chmod");
-        assert_eq!(
-            (after.uid(), after.gid()),
-            (before.uid(), before.gid()),
-            "{user:?} chown"
-        );
+        assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()), "{user:?} chown");
         assert_eq!(after.mtime(), before.mtime(), "{user:?} utimes");
         for name in ["node", "fifo", "sym"] {
             assert!(
@@ -67,32 +54,17 @@ fn metadata_changes_outside_the_roots_fail_and_leave_the_file_unchanged() {
             );
         }
         if setfattr {
-            let out = Command::new("getfattr")
-                .args(["-n", "user.cordon"])
-                .arg(&victim)
-                .output()
-                .unwrap();
+            let out =
+                Command::new("getfattr").args(["-n", "user.cordon"]).arg(&victim).output().unwrap();
             assert!(!out.status.success(), "{user:?}: the xattr was set");
         }
     }
-    skip_unless!(
-        setfattr,
-        "setfattr (package attr) missing: xattr case not checked"
-    );
+    skip_unless!(setfattr, "setfattr (package attr) missing: xattr case not checked");
 }
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -118,12 +90,7 @@ fn git_metadata_is_protected_while_git_keeps_working() {
                       echo allow >> .cordon/rules.toml; \
                       git add file.txt && git commit -qm x && echo committed";
         let run = sandbox_sh(user, &["--full-auto"], r, script);
-        assert!(
-            run.stdout.contains("committed"),
-            "{user:?}: {}{}",
-            run.stdout,
-            run.stderr
-        );
+        assert!(run.stdout.contains("committed"), "{user:?}: {}{}", run.stdout, run.stderr);
         assert!(!run.stdout.contains("config-changed"), "{user:?}");
         assert!(!r.join(".git/hooks/pre-commit").exists(), "{user:?}");
         assert_eq!(
@@ -131,21 +98,14 @@ fn git_metadata_is_protected_while_git_keeps_working() {
             config_before,
             "{user:?}"
         );
-        assert_eq!(
-            std::fs::read_to_string(r.join(".cordon/rules.toml")).unwrap(),
-            "# rules\n"
-        );
+        assert_eq!(std::fs::read_to_string(r.join(".cordon/rules.toml")).unwrap(), "# rules\n");
         let log = Command::new("git")
             .arg("-C")
             .arg(r)
             .args(["-c", "safe.directory=*", "log", "--oneline"])
             .output()
             .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&log.stdout).lines().count(),
-            1,
-            "{user:?}"
-        );
+        assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 1, "{user:?}");
         // Nothing appeared on the host but what git itself wrote (objects, refs, index, logs).
         let new: Vec<String> = listing(r)
             .into_iter()
@@ -196,21 +156,10 @@ fn hidden_paths_are_empty_and_unhide_restores_them() {
         );
         assert!(run.stdout.contains("rc=1"), "{user:?}: {}", run.stdout);
         let ssh_dir = ssh.to_str().unwrap();
-        let args = [
-            "sandbox",
-            "linux",
-            "--unhide",
-            ssh_dir,
-            "-C",
-            w,
-            "--",
-            "cat",
-            "~/.ssh/id_test",
-        ];
-        let args: Vec<String> = args
-            .iter()
-            .map(|a| a.replace('~', home.path().to_str().unwrap()))
-            .collect();
+        let args =
+            ["sandbox", "linux", "--unhide", ssh_dir, "-C", w, "--", "cat", "~/.ssh/id_test"];
+        let args: Vec<String> =
+            args.iter().map(|a| a.replace('~', home.path().to_str().unwrap())).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let run = cordon_as(user, &args, Some(home.path()));
         assert_eq!(run.stdout, "PRIVATE KEY", "{user:?}: {}", run.stderr);
@@ -220,10 +169,7 @@ fn hidden_paths_are_empty_and_unhide_restores_them() {
 #[test]
 fn dev_shm_is_a_private_writable_tmpfs() {
     require_mount_view!();
-    skip_unless!(
-        Path::new("/dev/shm").is_dir(),
-        "no /dev/shm on this machine"
-    );
+    skip_unless!(Path::new("/dev/shm").is_dir(), "no /dev/shm on this machine");
     let host_file = format!("/dev/shm/cordon-host-{}", std::process::id());
     std::fs::write(&host_file, "host").unwrap();
     let inside = format!("/dev/shm/cordon-inside-{}", std::process::id());
@@ -235,15 +181,8 @@ fn dev_shm_is_a_private_writable_tmpfs() {
             python()
         );
         let run = sandbox_sh(user, &[], dir.path(), &script);
-        assert_eq!(
-            run.stdout, "lock-ok\n0\nwrote\n",
-            "{user:?}: {}",
-            run.stderr
-        );
-        assert!(
-            !Path::new(&inside).exists(),
-            "{user:?}: the private /dev/shm leaked"
-        );
+        assert_eq!(run.stdout, "lock-ok\n0\nwrote\n", "{user:?}: {}", run.stderr);
+        assert!(!Path::new(&inside).exists(), "{user:?}: the private /dev/shm leaked");
     }
     std::fs::remove_file(&host_file).unwrap();
 }
@@ -256,10 +195,8 @@ fn without_namespaces_the_command_runs_and_the_gap_is_reported() {
     let no_unshare = [(libc::SYS_unshare, libc::EPERM)];
     let cordon = Path::new(CORDON);
     let run_under = |args: &[&str]| {
-        let argv: Vec<&std::ffi::OsStr> = std::iter::once("cordon")
-            .chain(args.iter().copied())
-            .map(os)
-            .collect();
+        let argv: Vec<&std::ffi::OsStr> =
+            std::iter::once("cordon").chain(args.iter().copied()).map(os).collect();
         Run::from(under_filter(&no_unshare, cordon, &argv).output().unwrap())
     };
     let run = run_under(&[

@@ -32,10 +32,7 @@ fn tcp_connect_to_an_outside_listener_fails_and_the_listener_sees_nothing() {
         run.stderr
     );
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(
-        listener.accept().map(|_| ()).unwrap_err().kind(),
-        ErrorKind::WouldBlock
-    );
+    assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
 }
 
 #[test]
@@ -57,21 +54,14 @@ fn with_network_access_the_tcp_connect_succeeds() {
 fn a_udp_datagram_to_an_outside_socket_never_arrives() {
     require_sandbox!(1);
     let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
-    receiver
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
+    receiver.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
     let port = receiver.local_addr().unwrap().port();
     let (root, policy) = policy(false);
     let code = format!(
         "{PY_LIBC}try:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'leak', ('127.0.0.1', {port})); print('SENT')\nexcept OSError as e:\n    print('refused', e.errno)"
     );
     let run = python_in(&policy, root.path(), &code);
-    assert!(
-        run.stdout.contains("refused"),
-        "{}{}",
-        run.stdout,
-        run.stderr
-    );
+    assert!(run.stdout.contains("refused"), "{}{}", run.stdout, run.stderr);
     let mut buf = [0u8; 16];
     assert!(receiver.recv(&mut buf).is_err(), "a datagram arrived");
 }
@@ -102,40 +92,22 @@ fn network_off_refuses_every_socket_family_but_unix_streams() {
         ("inet", "socket.socket(socket.AF_INET, socket.SOCK_STREAM)"),
         ("inet6", "socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)"),
         ("raw", "socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)"),
-        (
-            "netlink",
-            "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)",
-        ),
-        (
-            "packet",
-            "socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)",
-        ),
+        ("netlink", "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)"),
+        ("packet", "socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)"),
         ("vsock", "socket.socket(40, socket.SOCK_STREAM)"),
-        (
-            "unix_dgram",
-            "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)",
-        ),
+        ("unix_dgram", "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)"),
         (
             "unix_dgram_cloexec",
             "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)",
         ),
         ("unix_raw", "socket.socket(socket.AF_UNIX, 3)"),
-        (
-            "pair_dgram",
-            "socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)",
-        ),
-        (
-            "pair_stream",
-            "socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)",
-        ),
+        ("pair_dgram", "socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)"),
+        ("pair_stream", "socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)"),
         (
             "pair_seqpacket",
             "socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)",
         ),
-        (
-            "unix_stream",
-            "socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
-        ),
+        ("unix_stream", "socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)"),
     ]);
     let run = python_in(&policy, root.path(), &code);
     run.assert_ok();
@@ -156,22 +128,68 @@ fn network_off_refuses_every_socket_family_but_unix_streams() {
         assert_eq!(r.get(denied), Some(&eperm), "{denied}: {}", run.stdout);
     }
     for allowed in ["pair_stream", "pair_seqpacket", "unix_stream"] {
-        assert_eq!(
-            r.get(allowed).map(String::as_str),
-            Some("ok"),
-            "{allowed}: {}",
-            run.stdout
-        );
+        assert_eq!(r.get(allowed).map(String::as_str), Some("ok"), "{allowed}: {}", run.stdout);
     }
 }
 
 #[test]
-fn a_unix_stream_server_inside_the_sandbox_works() {
+fn network_off_refuses_unix_socket_files_outside_so_tmux_and_agents_are_unreachable() {
+    require_sandbox!(1);
+    use std::os::unix::net::UnixListener;
+    // A stand-in for tmux's server socket (/tmp/tmux-UID/default), ssh-agent or D-Bus: in /tmp,
+    // a writable root, so only the socket rules stand in the way.
+    let dir = tempfile::Builder::new().prefix("cordon-tmux-").tempdir_in("/tmp").unwrap();
+    let path = dir.path().join("default");
+    let listener = UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let work = scratch();
+    let code = format!(
+        "{PY_LIBC}try:\n    s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.sendall(b'send-keys'); print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)",
+        path.display().to_string()
+    );
+    for user in USERS {
+        let args = [
+            "sandbox",
+            "linux",
+            "--full-auto",
+            "-C",
+            work.path().to_str().unwrap(),
+            "--",
+            python(),
+            "-c",
+            &code,
+        ];
+        let run = cordon_as(user, &args, None);
+        assert!(run.stdout.contains("refused"), "{user:?}: {}{}", run.stdout, run.stderr);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            listener.accept().map(|_| ()).unwrap_err().kind(),
+            ErrorKind::WouldBlock,
+            "{user:?}"
+        );
+    }
+    // With the network on, UNIX sockets are reachable like any other endpoint.
+    let args = [
+        "sandbox",
+        "linux",
+        "--full-auto",
+        "--network",
+        "-C",
+        work.path().to_str().unwrap(),
+        "--",
+        python(),
+        "-c",
+        &code,
+    ];
+    let run = cordon(&args);
+    assert!(run.stdout.contains("CONNECTED"), "{}{}", run.stdout, run.stderr);
+}
+
+#[test]
+fn socketpair_streams_carry_data_with_the_network_off() {
     require_sandbox!(1);
     let (root, policy) = policy(false);
-    let code = format!(
-        "{PY_LIBC}srv = socket.socket(socket.AF_UNIX); srv.bind('s.sock'); srv.listen(1)\nc = socket.socket(socket.AF_UNIX); c.connect('s.sock'); a, _ = srv.accept(); c.sendall(b'x'); print(a.recv(1))"
-    );
+    let code = format!("{PY_LIBC}a, b = socket.socketpair(); a.sendall(b'x'); print(b.recv(1))");
     let run = python_in(&policy, root.path(), &code);
     run.assert_ok();
     assert!(run.stdout.contains("b'x'"));
@@ -187,32 +205,17 @@ fn network_on_allows_inet_and_lookups_but_not_packet_vsock_or_raw() {
     udp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let udp_port = udp.local_addr().unwrap().port();
     let mut cases = vec![
-        (
-            "lookup".to_owned(),
-            "socket.getaddrinfo('localhost', 80)".to_owned(),
-        ),
+        ("lookup".to_owned(), "socket.getaddrinfo('localhost', 80)".to_owned()),
         (
             "udp4".to_owned(),
             format!(
                 "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'u', ('127.0.0.1', {udp_port}))"
             ),
         ),
-        (
-            "packet".to_owned(),
-            "socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)".to_owned(),
-        ),
-        (
-            "vsock".to_owned(),
-            "socket.socket(40, socket.SOCK_STREAM)".to_owned(),
-        ),
-        (
-            "raw4".to_owned(),
-            "socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)".to_owned(),
-        ),
-        (
-            "raw6".to_owned(),
-            "socket.socket(socket.AF_INET6, socket.SOCK_RAW, 58)".to_owned(),
-        ),
+        ("packet".to_owned(), "socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)".to_owned()),
+        ("vsock".to_owned(), "socket.socket(40, socket.SOCK_STREAM)".to_owned()),
+        ("raw4".to_owned(), "socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)".to_owned()),
+        ("raw6".to_owned(), "socket.socket(socket.AF_INET6, socket.SOCK_RAW, 58)".to_owned()),
         (
             "netlink_audit".to_owned(),
             "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)".to_owned(),
@@ -223,43 +226,23 @@ fn network_on_allows_inet_and_lookups_but_not_packet_vsock_or_raw() {
         ),
     ];
     if tcp6.is_some() {
-        cases.push((
-            "tcp6".to_owned(),
-            format!("socket.create_connection(('::1', {port6}))"),
-        ));
+        cases.push(("tcp6".to_owned(), format!("socket.create_connection(('::1', {port6}))")));
     }
-    let borrowed: Vec<(&str, &str)> = cases
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
+    let borrowed: Vec<(&str, &str)> = cases.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let run = python_in(&policy, root.path(), &socket_matrix(&borrowed));
     run.assert_ok();
     let r = results(&run);
     let eperm = libc::EPERM.to_string();
     for allowed in ["lookup", "udp4", "netlink_route"] {
-        assert_eq!(
-            r.get(allowed).map(String::as_str),
-            Some("ok"),
-            "{allowed}: {}",
-            run.stdout
-        );
+        assert_eq!(r.get(allowed).map(String::as_str), Some("ok"), "{allowed}: {}", run.stdout);
     }
     for denied in ["packet", "vsock", "raw4", "raw6", "netlink_audit"] {
         assert_eq!(r.get(denied), Some(&eperm), "{denied}: {}", run.stdout);
     }
     let mut buf = [0u8; 4];
-    assert_eq!(
-        udp.recv(&mut buf).unwrap(),
-        1,
-        "the UDP datagram did not arrive"
-    );
+    assert_eq!(udp.recv(&mut buf).unwrap(), 1, "the UDP datagram did not arrive");
     if let Some(listener) = tcp6 {
-        assert_eq!(
-            r.get("tcp6").map(String::as_str),
-            Some("ok"),
-            "{}",
-            run.stdout
-        );
+        assert_eq!(r.get("tcp6").map(String::as_str), Some("ok"), "{}", run.stdout);
         listener.set_nonblocking(true).unwrap();
         assert!(listener.accept().is_ok());
     }

@@ -12,13 +12,7 @@ struct Victim(std::process::Child);
 
 impl Victim {
     fn spawn() -> Self {
-        Victim(
-            Command::new("sleep")
-                .arg("60")
-                .env("VICTIM_SECRET", "hunter2")
-                .spawn()
-                .unwrap(),
-        )
+        Victim(Command::new("sleep").arg("60").env("VICTIM_SECRET", "hunter2").spawn().unwrap())
     }
     fn pid(&self) -> u32 {
         self.0.id()
@@ -47,16 +41,10 @@ fn ptrace_process_vm_readv_io_uring_and_tiocsti_are_refused_with_eperm() {
         let dir = scratch();
         let pid = victim.pid();
         let cases = [
-            (
-                "ptrace",
-                format!("libc.syscall({}, 16, {pid}, 0, 0)", libc::SYS_ptrace),
-            ),
+            ("ptrace", format!("libc.syscall({}, 16, {pid}, 0, 0)", libc::SYS_ptrace)),
             (
                 "process_vm_readv",
-                format!(
-                    "libc.syscall({}, {pid}, 0, 0, 0, 0, 0)",
-                    libc::SYS_process_vm_readv
-                ),
+                format!("libc.syscall({}, {pid}, 0, 0, 0, 0, 0)", libc::SYS_process_vm_readv),
             ),
             (
                 "io_uring_setup",
@@ -65,10 +53,7 @@ fn ptrace_process_vm_readv_io_uring_and_tiocsti_are_refused_with_eperm() {
                     libc::SYS_io_uring_setup
                 ),
             ),
-            (
-                "tiocsti",
-                format!("libc.ioctl(0, {}, ctypes.c_char_p(b'x'))", libc::TIOCSTI),
-            ),
+            ("tiocsti", format!("libc.ioctl(0, {}, ctypes.c_char_p(b'x'))", libc::TIOCSTI)),
             (
                 "tiocsti_high_bit",
                 format!(
@@ -77,10 +62,7 @@ fn ptrace_process_vm_readv_io_uring_and_tiocsti_are_refused_with_eperm() {
                     libc::TIOCSTI
                 ),
             ),
-            (
-                "tioclinux",
-                format!("libc.ioctl(0, {}, ctypes.c_char_p(b'x'))", libc::TIOCLINUX),
-            ),
+            ("tioclinux", format!("libc.ioctl(0, {}, ctypes.c_char_p(b'x'))", libc::TIOCLINUX)),
         ];
         for (name, call) in cases {
             let args = [
@@ -96,8 +78,7 @@ fn ptrace_process_vm_readv_io_uring_and_tiocsti_are_refused_with_eperm() {
             let run = cordon_as(user, &args, None);
             run.assert_ok();
             assert!(
-                run.stdout
-                    .contains(&format!("ret -1 errno {}", libc::EPERM)),
+                run.stdout.contains(&format!("ret -1 errno {}", libc::EPERM)),
                 "{user:?} {name}: {}{}",
                 run.stdout,
                 run.stderr
@@ -111,23 +92,11 @@ fn status_shows_no_new_privs_and_a_seccomp_filter() {
     require_sandbox!(1);
     let dir = scratch();
     for user in USERS {
-        let run = sandbox_sh(
-            user,
-            &[],
-            dir.path(),
-            "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status",
-        );
+        let run =
+            sandbox_sh(user, &[], dir.path(), "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status");
         run.assert_ok();
-        assert!(
-            run.stdout.contains("NoNewPrivs:\t1"),
-            "{user:?}: {}",
-            run.stdout
-        );
-        assert!(
-            run.stdout.contains("Seccomp:\t2"),
-            "{user:?}: {}",
-            run.stdout
-        );
+        assert!(run.stdout.contains("NoNewPrivs:\t1"), "{user:?}: {}", run.stdout);
+        assert!(run.stdout.contains("Seccomp:\t2"), "{user:?}: {}", run.stdout);
     }
 }
 
@@ -140,24 +109,14 @@ fn a_signal_to_a_process_outside_the_sandbox_fails() {
             // Same uid as the sandboxed command, so only the sandbox stands in the way.
             User::Nobody => Victim(
                 Command::new("setpriv")
-                    .args([
-                        "--reuid=65534",
-                        "--regid=65534",
-                        "--clear-groups",
-                        "sleep",
-                        "60",
-                    ])
+                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "60"])
                     .spawn()
                     .unwrap(),
             ),
         };
         let dir = scratch();
-        let run = sandbox_sh(
-            user,
-            &[],
-            dir.path(),
-            &format!("kill -TERM {}; echo rc=$?", victim.pid()),
-        );
+        let run =
+            sandbox_sh(user, &[], dir.path(), &format!("kill -TERM {}; echo rc=$?", victim.pid()));
         assert!(!run.stdout.contains("rc=0"), "{user:?}: {}", run.stdout);
         std::thread::sleep(Duration::from_millis(100));
         assert!(victim.alive(), "{user:?}: the victim was killed");
@@ -187,16 +146,7 @@ fn stdin_is_passed_through() {
     require_sandbox!(1);
     let dir = scratch();
     let mut child = Command::new(CORDON)
-        .args([
-            "sandbox",
-            "linux",
-            "-C",
-            dir.path().to_str().unwrap(),
-            "--",
-            "tr",
-            "a-z",
-            "A-Z",
-        ])
+        .args(["sandbox", "linux", "-C", dir.path().to_str().unwrap(), "--", "tr", "a-z", "A-Z"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -212,24 +162,12 @@ fn sigterm_to_the_helper_pid_reaches_the_command() {
     use std::os::unix::process::ExitStatusExt;
     let dir = scratch();
     let mut child = Command::new(CORDON)
-        .args([
-            "sandbox",
-            "linux",
-            "-C",
-            dir.path().to_str().unwrap(),
-            "--",
-            "sleep",
-            "30",
-        ])
+        .args(["sandbox", "linux", "-C", dir.path().to_str().unwrap(), "--", "sleep", "30"])
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
-    assert_eq!(
-        comm.trim(),
-        "sleep",
-        "the helper pid is the command after exec"
-    );
+    assert_eq!(comm.trim(), "sleep", "the helper pid is the command after exec");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::SIGTERM,
@@ -271,11 +209,7 @@ fn the_inherited_terminal_and_new_ptys_work() {
                 c
             }
         };
-        let out = cmd
-            .args(["-qec", &inner, "/dev/null"])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = cmd.args(["-qec", &inner, "/dev/null"]).stdin(Stdio::null()).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         for marker in ["stty-ok", "tty-ok", "pty-ok", "script-ok"] {
             assert!(

@@ -34,15 +34,8 @@ pub struct Features {
 pub fn features() -> &'static Features {
     static FEATURES: OnceLock<Features> = OnceLock::new();
     FEATURES.get_or_init(|| {
-        let out = Command::new(CORDON)
-            .args(["doctor", "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "doctor failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new(CORDON).args(["doctor", "--json"]).output().unwrap();
+        assert!(out.status.success(), "doctor failed: {}", String::from_utf8_lossy(&out.stderr));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         Features {
             landlock_abi: v["kernel"]["landlock_abi"].as_i64().unwrap_or(0),
@@ -68,25 +61,15 @@ macro_rules! require_sandbox {
 pub(crate) use require_sandbox;
 
 pub fn python() -> &'static str {
-    if Path::new("/usr/bin/python3").exists() {
-        "/usr/bin/python3"
-    } else {
-        "python3"
-    }
+    if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" }
 }
 
 /// A scratch directory outside `/tmp` (which is a writable root by default), in `/var/tmp` so
 /// that uid 65534 can reach it wherever the build tree is.
 pub fn scratch() -> tempfile::TempDir {
-    let base = if Path::new("/var/tmp").is_dir() {
-        "/var/tmp"
-    } else {
-        env!("CARGO_TARGET_TMPDIR")
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("cordon-e2e-")
-        .tempdir_in(base)
-        .unwrap();
+    let base =
+        if Path::new("/var/tmp").is_dir() { "/var/tmp" } else { env!("CARGO_TARGET_TMPDIR") };
+    let dir = tempfile::Builder::new().prefix("cordon-e2e-").tempdir_in(base).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     dir
 }
@@ -176,8 +159,7 @@ pub fn cordon_as(user: User, args: &[&str], home: Option<&Path>) -> Run {
         User::Root => Command::new(&bin),
         User::Nobody => {
             let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(&bin);
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&bin);
             c
         }
     };
@@ -203,10 +185,7 @@ pub fn sandbox_sh(user: User, flags: &[&str], dir: &Path, script: &str) -> Run {
 
 /// Runs the helper directly through the arg0 trick with a policy JSON.
 pub fn helper(policy: &str, cwd: &Path, command: &[&str]) -> Run {
-    helper_cmd(policy, cwd, &[], command)
-        .output()
-        .unwrap()
-        .into()
+    helper_cmd(policy, cwd, &[], command).output().unwrap().into()
 }
 
 pub fn helper_cmd(policy: &str, cwd: &Path, extra: &[&str], command: &[&str]) -> Command {
@@ -247,11 +226,7 @@ pub const PY_LIBC: &str =
 
 /// Makes a directory tree owned by uid/gid 65534 (for the unprivileged variants).
 pub fn chown_nobody(path: &Path) {
-    let status = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(path)
-        .status()
-        .unwrap();
+    let status = Command::new("chown").args(["-R", "65534:65534"]).arg(path).status().unwrap();
     assert!(status.success());
 }
 
