@@ -1,39 +1,41 @@
 #!/usr/bin/env bash
 # Per-call cost of the sandbox: /bin/true bare vs through cordon's helper (with and without the
-# mount view) vs bubblewrap, 200 runs each, no shell in between (hyperfine -N).
+# mount view; dynamically and statically linked builds) vs bubblewrap. 200 runs each, no shell
+# in between (hyperfine -N).
 #
-#   bash bench/helper.sh            # builds the release binary first
+#   bash bench/helper.sh
 #   RUNS=500 bash bench/helper.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-200}
 command -v hyperfine >/dev/null || { echo "needs hyperfine (apt-get install hyperfine)" >&2; exit 1; }
+host=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --release -q
-bin=$(mktemp -d)
+# Static-pie: no dynamic loader and no second libc start-up in the chain.
+RUSTFLAGS='-C target-feature=+crt-static' cargo build --release -q --target "$host"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/dyn" "$tmp/static" "$tmp/work"
 # The helper personality through a symlink, exactly as a caller that execs it directly.
-ln -s "$PWD/target/release/cordon" "$bin/codex-linux-sandbox"
-work=$(mktemp -d)
+ln -s "$PWD/target/release/cordon" "$tmp/dyn/codex-linux-sandbox"
+ln -s "$PWD/target/$host/release/cordon" "$tmp/static/codex-linux-sandbox"
+work="$tmp/work"
 policy='{"type":"workspace-write"}'
-helper="$bin/codex-linux-sandbox --sandbox-policy-cwd $work --sandbox-policy '$policy'"
-cmds=(
-  "/bin/true"
-  "$helper -- /bin/true"
-  "$helper --no-mount-view -- /bin/true"
-)
-names=("bare /bin/true" "cordon helper (mount view)" "cordon helper (Landlock+seccomp only)")
+args=(-n "bare /bin/true" "/bin/true")
+for build in static dyn; do
+  helper="$tmp/$build/codex-linux-sandbox --sandbox-policy-cwd $work --sandbox-policy '$policy'"
+  args+=(-n "helper $build, mount view" "$helper -- /bin/true")
+  args+=(-n "helper $build, Landlock+seccomp only" "$helper --no-mount-view -- /bin/true")
+done
 if command -v bwrap >/dev/null; then
-  cmds+=("bwrap --ro-bind / / --dev /dev --bind $work $work --unshare-net /bin/true")
-  names+=("bubblewrap")
+  args+=(-n "bubblewrap" "bwrap --ro-bind / / --dev /dev --bind $work $work --unshare-net /bin/true")
 fi
-args=()
-for i in "${!cmds[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
-hyperfine -N --warmup 20 --runs "$RUNS" --export-json "$bin/helper.json" "${args[@]}"
-python3 - "$bin/helper.json" <<'PY'
+hyperfine -N --warmup 20 --runs "$RUNS" --export-json "$tmp/helper.json" "${args[@]}" >/dev/null
+python3 - "$tmp/helper.json" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))["results"]
 base = results[0]["median"]
-print(f"\n{'variant':<40} {'median':>10} {'x bare':>8}")
+print(f"{'variant':<40} {'median':>9} {'mean':>9} {'x bare':>7}")
 for r in results:
-    print(f"{r['command']:<40} {r['median']*1e3:>8.3f}ms {r['median']/base:>8.2f}")
+    print(f"{r['command']:<40} {r['median']*1e3:>7.3f}ms {r['mean']*1e3:>7.3f}ms {r['median']/base:>7.2f}")
 PY
-rm -rf "$bin" "$work"

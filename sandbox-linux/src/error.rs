@@ -22,7 +22,7 @@ pub enum HelperError {
     Landlock(#[from] landlock::RulesetError),
     #[cfg(target_os = "linux")]
     #[error("seccomp: {0}")]
-    SeccompBuild(#[from] seccompiler::BackendError),
+    SeccompBuild(#[from] crate::seccomp::EmitError),
     #[cfg(target_os = "linux")]
     #[error("seccomp: {0}")]
     Seccomp(#[from] seccompiler::Error),

@@ -1,23 +1,22 @@
 //! The seccomp program: built as a value from the network setting, installed in one call.
 //!
-//! Default action allow; a matched rule returns `EPERM`. The program is two parts:
-//! - a short hand-written prefix that refuses every architecture but the one it was built for
-//!   (a 64-bit x86 process can still make i386 calls through `int 0x80`, whose numbers differ),
-//!   refuses x32 numbers (the `0x4000_0000` bit), and answers `clone3` with `ENOSYS` so libc falls
-//!   back to `clone`, whose flags the filter can read (`clone3` passes them in memory);
-//! - the rule table below, compiled by seccompiler.
+//! Default action allow; a matched rule returns `EPERM`. Before the table, the program refuses
+//! every architecture but the one it was built for (a 64-bit x86 process can still make i386
+//! calls through `int 0x80`, whose numbers differ), refuses x32 numbers (the `0x4000_0000` bit),
+//! and answers `clone3` with `ENOSYS` so libc falls back to `clone`, whose flags the filter can
+//! read (`clone3` passes them in memory). The table ([`deny_rules`]) is data; [`bpf`] turns it
+//! into a compact program (see there why not seccompiler's compiler); seccompiler installs it.
 //!
 //! Every integer argument compared is an `int`/`unsigned int` in the kernel (or, for `clone`, the
 //! flags tested live in the low 32 bits), so those comparisons are on the low 32 bits: that is
 //! what the kernel reads, so a caller cannot slip past the filter by setting high bits
 //! (`TIOCSTI | 1<<32`). Pointers (`sendto`'s address) are compared on all 64 bits.
 
-use std::collections::BTreeMap;
+mod bpf;
 
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch, sock_filter,
-};
+pub use bpf::EmitError;
+
+use seccompiler::BpfProgram;
 
 use crate::error::HelperError;
 
@@ -38,6 +37,8 @@ pub enum Cmp {
         mask: u32,
         value: u32,
     },
+    /// `(arg & mask) != 0`
+    AnyBits(u32),
     /// The whole 64-bit argument is not zero (a pointer that is not NULL).
     NonNull,
 }
@@ -57,8 +58,6 @@ pub struct DenyRule {
 
 const SOCK_TYPE_MASK: u32 = 0xf;
 const SOCK_PACKET_TYPE: libc::c_int = 10;
-/// The bit that marks x32 syscall numbers on x86-64.
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 const PER_LINUX: u32 = 0x0000;
 const PER_LINUX32: u32 = 0x0008;
 const PERSONALITY_QUERY: u32 = 0xffff_ffff;
@@ -202,13 +201,7 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
         when(
             "clone",
             libc::SYS_clone,
-            clone_new
-                .iter()
-                .map(|flag| {
-                    let flag = u(*flag);
-                    vec![(0, Cmp::MaskedEq { mask: flag, value: flag })]
-                })
-                .collect(),
+            vec![vec![(0, Cmp::AnyBits(clone_new.iter().fold(0, |mask, flag| mask | u(*flag))))]],
             "flags contain any CLONE_NEW*",
             "new namespaces through clone (clone3 answers ENOSYS so libc uses clone)",
         ),
@@ -319,86 +312,21 @@ fn peer_addressing_rules() -> Vec<DenyRule> {
 }
 
 #[cfg(target_arch = "x86_64")]
-const TARGET_ARCH: TargetArch = TargetArch::x86_64;
-#[cfg(target_arch = "aarch64")]
-const TARGET_ARCH: TargetArch = TargetArch::aarch64;
-
-#[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
 
-// <linux/bpf_common.h>: class | size | mode (BPF_LD|BPF_W|BPF_ABS is 0x00|0x00|0x20).
-const BPF_LD_W_ABS: u16 = 0x20;
-const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
-const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
-const BPF_RET_K: u16 = 0x06;
-const SECCOMP_DATA_NR: u32 = 0;
-const SECCOMP_DATA_ARCH: u32 = 4;
-
-fn stmt(code: u16, k: u32) -> sock_filter {
-    sock_filter { code, jt: 0, jf: 0, k }
-}
-
-fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
-    sock_filter { code, jt, jf, k }
-}
-
-/// The hand-written prefix (see the module docs). Jumps are relative, so prepending it leaves
-/// seccompiler's program intact.
-fn prefix() -> Vec<sock_filter> {
-    let errno = |e: i32| libc::SECCOMP_RET_ERRNO | (u(e) & libc::SECCOMP_RET_DATA);
-    vec![
-        stmt(BPF_LD_W_ABS, SECCOMP_DATA_ARCH),
-        // Any other architecture: i386 through `int 0x80`, or anything else the CPU offers.
-        jump(BPF_JMP_JEQ_K, AUDIT_ARCH, 1, 0),
-        stmt(BPF_RET_K, libc::SECCOMP_RET_KILL_PROCESS),
-        stmt(BPF_LD_W_ABS, SECCOMP_DATA_NR),
-        // x32 numbers (and anything above): the table below only knows native numbers.
-        jump(BPF_JMP_JGE_K, X32_SYSCALL_BIT, 0, 1),
-        stmt(BPF_RET_K, errno(libc::EPERM)),
-        // clone3 passes its flags in memory the filter cannot read: make libc fall back to clone.
-        jump(BPF_JMP_JEQ_K, u32::try_from(libc::SYS_clone3).unwrap_or(435), 0, 1),
-        stmt(BPF_RET_K, errno(libc::ENOSYS)),
-    ]
-}
-
-fn to_condition(arg: u8, cmp: Cmp) -> Result<SeccompCondition, seccompiler::BackendError> {
-    let (len, op, value) = match cmp {
-        Cmp::Eq(v) => (SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, u64::from(v)),
-        Cmp::Ne(v) => (SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, u64::from(v)),
-        Cmp::MaskedEq { mask, value } => {
-            (SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(u64::from(mask)), u64::from(value))
-        }
-        // A pointer is 64 bits: `0x1_0000_0000` is not NULL.
-        Cmp::NonNull => (SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0),
-    };
-    SeccompCondition::new(arg, len, op, value)
+fn errno(e: i32) -> u32 {
+    libc::SECCOMP_RET_ERRNO | (u(e) & libc::SECCOMP_RET_DATA)
 }
 
 /// Compiles the deny table for `network` into one BPF program.
 pub fn build_program(network: Network) -> Result<BpfProgram, HelperError> {
-    let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for rule in deny_rules(network) {
-        let entry = map.entry(rule.nr).or_default();
-        for alternative in rule.when {
-            let conditions = alternative
-                .into_iter()
-                .map(|(arg, cmp)| to_condition(arg, cmp))
-                .collect::<Result<Vec<_>, _>>()?;
-            entry.push(SeccompRule::new(conditions)?);
-        }
-    }
-    let filter = SeccompFilter::new(
-        map,
-        SeccompAction::Allow,
-        SeccompAction::Errno(u(libc::EPERM)),
-        TARGET_ARCH,
-    )?;
-    let body: BpfProgram = filter.try_into()?;
-    let mut program = prefix();
-    program.extend(body);
-    Ok(program)
+    let target = bpf::Target {
+        audit_arch: AUDIT_ARCH,
+        clone3: u32::try_from(libc::SYS_clone3).unwrap_or(435),
+    };
+    Ok(bpf::emit(&deny_rules(network), target, errno(libc::EPERM), errno(libc::ENOSYS))?)
 }
 
 /// Installs `program` on the calling thread. Needs `no_new_privs` (or CAP_SYS_ADMIN).
@@ -415,7 +343,6 @@ mod tests {
         for network in [Network::Off, Network::On] {
             let program = build_program(network).unwrap();
             assert!(program.len() < 4096, "{} instructions", program.len());
-            assert_eq!(program[..prefix().len()], prefix()[..]);
         }
     }
 
@@ -443,6 +370,7 @@ mod tests {
                         Cmp::Eq(v) => value == v,
                         Cmp::Ne(v) => value != v,
                         Cmp::MaskedEq { mask, value: v } => value & mask == v,
+                        Cmp::AnyBits(mask) => value & mask != 0,
                         Cmp::NonNull => unreachable!(),
                     }
                 })
@@ -464,7 +392,7 @@ mod tests {
         let clone = rules.iter().find(|r| r.syscall == "clone").unwrap();
         for alternative in &clone.when {
             for (_, cmp) in alternative {
-                if let Cmp::MaskedEq { mask, .. } = cmp {
+                if let Cmp::AnyBits(mask) = cmp {
                     assert_eq!(mask & 0xff, 0);
                 }
             }
