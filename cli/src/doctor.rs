@@ -1,5 +1,6 @@
 //! `cordon doctor`: what this kernel offers and what each sandbox mode enforces here.
 
+#[cfg(target_os = "linux")]
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -145,8 +146,14 @@ fn write_stdout(text: &str) -> anyhow::Result<ExitCode> {
 
 #[cfg(not(target_os = "linux"))]
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
-    let report =
-        json!({"platform": std::env::consts::OS, "sandbox": "seatbelt (/usr/bin/sandbox-exec)"});
+    let modes: Vec<&str> = SandboxMode::ALL.iter().map(|m| m.as_str()).collect();
+    let report = json!({
+        "platform": std::env::consts::OS,
+        "sandbox": "seatbelt (/usr/bin/sandbox-exec)",
+        "modes": modes,
+        "protected_paths": DEFAULT_PROTECTED_PATHS,
+        "hidden_paths": DEFAULT_HIDDEN_PATHS,
+    });
     if args.json {
         return write_stdout(&format!("{report}\n"));
     }

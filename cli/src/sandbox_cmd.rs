@@ -8,20 +8,22 @@ use cordon_policies::{
     DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, SandboxMode, SandboxPolicy, WorkspaceWrite,
     expand_home,
 };
-use cordon_sandbox_linux::{HelperArgs, MountViewRequirement, Strictness};
+use cordon_sandbox_linux::{MountViewRequirement, Strictness};
 
 use crate::flags::{SandboxCommand, SandboxFlags, SandboxRunArgs};
 
 pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         SandboxCommand::Linux(args) => run_linux(args),
-        SandboxCommand::Macos(_) => {
-            bail!("Seatbelt (sandbox-exec) exists only on macOS; use `cordon sandbox linux` here")
-        }
+        SandboxCommand::Macos(args) => run_macos(args),
     }
 }
 
 /// The policy, its cwd and the helper's strictness from the shared sandbox flags.
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "strictness and the mount view are Linux helper settings")
+)]
 pub struct SandboxRequest {
     pub policy: SandboxPolicy,
     pub cwd: PathBuf,
@@ -97,6 +99,7 @@ fn hidden_paths(flags: &SandboxFlags, home: Option<&Path>) -> Option<Vec<String>
 }
 
 /// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else this very binary.
+#[cfg(target_os = "linux")]
 pub fn helper_exe() -> anyhow::Result<PathBuf> {
     match std::env::var_os("CORDON_LINUX_SANDBOX_EXE") {
         Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
@@ -109,7 +112,7 @@ fn run_linux(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     use std::os::unix::process::CommandExt;
 
     let request = sandbox_request(&args.sandbox, SandboxMode::ReadOnly)?;
-    let helper = HelperArgs {
+    let helper = cordon_sandbox_linux::HelperArgs {
         sandbox_policy_cwd: request.cwd.clone(),
         sandbox_policy: request.policy,
         command_cwd: Some(request.cwd),
@@ -130,4 +133,32 @@ fn run_linux(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
 #[cfg(not(target_os = "linux"))]
 fn run_linux(_args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     bail!("the Linux sandbox helper runs only on Linux")
+}
+
+#[cfg(target_os = "macos")]
+fn run_macos(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
+    use std::os::unix::process::CommandExt;
+
+    let request = sandbox_request(&args.sandbox, SandboxMode::ReadOnly)?;
+    let mut command = if let SandboxPolicy::DangerFullAccess {} = request.policy {
+        let mut command = std::process::Command::new(&args.command[0]);
+        command.args(&args.command[1..]);
+        command
+    } else {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let tmpdir = std::env::var_os("TMPDIR").map(PathBuf::from);
+        let env = cordon_policies::PolicyEnv { tmpdir: tmpdir.as_deref(), home: home.as_deref() };
+        let resolved = request.policy.resolve(&request.cwd, &env, |p| std::fs::canonicalize(p))?;
+        let resolved = cordon_sandbox_macos::with_real_paths(&resolved);
+        let profile = cordon_sandbox_macos::seatbelt_profile(&resolved);
+        cordon_sandbox_macos::sandbox_exec_command(&profile, &args.command)
+    };
+    // exec: the command's status, signals and terminal are its own.
+    let error = command.current_dir(&request.cwd).exec();
+    Err(error).context("cannot start /usr/bin/sandbox-exec")
+}
+
+#[cfg(not(target_os = "macos"))]
+fn run_macos(_args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
+    bail!("Seatbelt (sandbox-exec) exists only on macOS; use `cordon sandbox linux` here")
 }

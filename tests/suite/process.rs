@@ -102,7 +102,14 @@ fn status_shows_no_new_privs_and_a_seccomp_filter() {
 
 #[test]
 fn a_signal_to_a_process_outside_the_sandbox_fails() {
-    require_sandbox!(6);
+    require_sandbox!(1);
+    if features().landlock_abi < 6 {
+        // Signal scoping is Landlock ABI 6: on older kernels the gap must be reported instead.
+        let v: serde_json::Value =
+            serde_json::from_str(&cordon(&["doctor", "--json"]).stdout).unwrap();
+        assert!(v["modes"]["read-only"]["not_enforced"].to_string().contains("signals"));
+        return;
+    }
     for user in USERS {
         let mut victim = match user {
             User::Root => Victim::spawn(),
@@ -179,7 +186,7 @@ fn sigterm_to_the_helper_pid_reaches_the_command() {
 
 #[test]
 fn the_inherited_terminal_and_new_ptys_work() {
-    require_sandbox!(5);
+    require_sandbox!(1);
     skip_unless!(
         Command::new("script").arg("--version").output().is_ok(),
         "needs script(1) from util-linux"

@@ -174,7 +174,7 @@ fn emit_test(asm: &mut Asm, arg: u8, cmp: Cmp, pass: To, fail: To) {
             asm.load(arg_low(arg));
             asm.jump(BPF_JSET_K, mask, pass, fail);
         }
-        Cmp::MaskedEq { mask, value } if value == 0 => {
+        Cmp::MaskedEq { mask, value: 0 } => {
             asm.load(arg_low(arg));
             asm.jump(BPF_JSET_K, mask, fail, pass);
         }

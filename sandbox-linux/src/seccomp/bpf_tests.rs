@@ -7,7 +7,7 @@ fn run(program: &[sock_filter], nr: u32, arch: u32, args: [u64; 6]) -> u32 {
         match offset {
             SECCOMP_DATA_NR => nr,
             SECCOMP_DATA_ARCH => arch,
-            o if o >= SECCOMP_DATA_ARGS && o < SECCOMP_DATA_ARGS + 48 => {
+            o if (SECCOMP_DATA_ARGS..SECCOMP_DATA_ARGS + 48).contains(&o) => {
                 let i = ((o - SECCOMP_DATA_ARGS) / 8) as usize;
                 if (o - SECCOMP_DATA_ARGS) % 8 == 0 {
                     args[i] as u32
