@@ -27,6 +27,10 @@ for build in static dyn; do
   args+=(-n "helper $build, mount view" "$helper -- /bin/true")
   args+=(-n "helper $build, Landlock+seccomp only" "$helper --no-mount-view -- /bin/true")
 done
+# The whole orchestrator: approval decision, spawn through the helper, classify (issue: <= 5 ms).
+mkdir -p "$tmp/home"
+args+=(-n "cordon exec -a never (static)" "$PWD/target/$host/release/cordon exec -a never -C $work -- /bin/true")
+export CORDON_HOME="$tmp/home"
 if command -v bwrap >/dev/null; then
   args+=(-n "bubblewrap" "bwrap --ro-bind / / --dev /dev --bind $work $work --unshare-net /bin/true")
 fi

@@ -135,13 +135,9 @@ fn render_text(report: &serde_json::Value) -> String {
     out
 }
 
-/// Writes to stdout; a reader that went away (`| head`) is not an error.
 fn write_stdout(text: &str) -> anyhow::Result<ExitCode> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    crate::output::write_stdout(text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -20,6 +20,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a command under the approval policy and the sandbox (DESIGN §7, §8).
+    Exec(ExecArgs),
+    /// Policy tools.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Run a command in the platform sandbox, with no approval step.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -33,6 +38,26 @@ pub enum SandboxCommand {
     Linux(SandboxRunArgs),
     /// Run through Seatbelt (`/usr/bin/sandbox-exec`); macOS only.
     Macos(SandboxRunArgs),
+}
+
+/// `-a` spellings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalArg {
+    Untrusted,
+    OnFailure,
+    OnRequest,
+    Never,
+}
+
+impl From<ApprovalArg> for cordon_policies::AskForApproval {
+    fn from(arg: ApprovalArg) -> Self {
+        match arg {
+            ApprovalArg::Untrusted => cordon_policies::AskForApproval::Untrusted,
+            ApprovalArg::OnFailure => cordon_policies::AskForApproval::OnFailure,
+            ApprovalArg::OnRequest => cordon_policies::AskForApproval::OnRequest,
+            ApprovalArg::Never => cordon_policies::AskForApproval::Never,
+        }
+    }
 }
 
 /// `-s` spellings.
@@ -99,6 +124,63 @@ pub struct SandboxRunArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// When to ask before running (default: config, else on-request).
+    #[arg(short = 'a', long = "ask-for-approval", value_enum)]
+    pub approval: Option<ApprovalArg>,
+    /// No sandbox and no approvals (`-s danger-full-access -a never`).
+    #[arg(
+        long = "dangerously-bypass-approvals-and-sandbox",
+        visible_alias = "yolo",
+        conflicts_with_all = ["approval", "mode", "full_auto"]
+    )]
+    pub yolo: bool,
+    #[command(flatten)]
+    pub sandbox: SandboxFlags,
+    /// Kill the command (and everything it started) after this long: `10s`, `500ms`, `2m`.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Print one JSON document with every attempt instead of streaming the output.
+    #[arg(long)]
+    pub json: bool,
+    /// Override a config key: `-c sandbox_workspace_write.network_access=true`.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let with_unit =
+        if text.chars().all(|c| c.is_ascii_digit()) { format!("{text}s") } else { text.to_owned() };
+    match humantime::parse_duration(&with_unit) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("the timeout must be longer than zero".into()),
+        Err(e) => Err(format!("{e} (e.g. 10s, 500ms, 2m)")),
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print the decision for a command as JSON; runs nothing.
+    Check(PolicyCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyCheckArgs {
+    #[arg(short = 'a', long = "ask-for-approval", value_enum)]
+    pub approval: Option<ApprovalArg>,
+    #[command(flatten)]
+    pub sandbox: SandboxFlags,
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,8 +5,12 @@
 //! before any runtime, thread or environment change.
 #![forbid(unsafe_code)]
 
+mod approver;
+mod config;
 mod doctor;
+mod exec_cmd;
 mod flags;
+mod output;
 mod sandbox_cmd;
 
 use std::process::ExitCode;
@@ -26,6 +30,10 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        flags::Command::Exec(args) => exec_cmd::run_exec(args),
+        flags::Command::Policy(flags::PolicyCommand::Check(args)) => {
+            exec_cmd::run_policy_check(args)
+        }
         flags::Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
         flags::Command::Doctor(cmd) => doctor::run(&cmd),
     };

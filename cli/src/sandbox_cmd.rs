@@ -10,6 +10,7 @@ use cordon_policies::{
 };
 use cordon_sandbox_linux::{MountViewRequirement, Strictness};
 
+use crate::config::{self, Config, MountViewSetting};
 use crate::flags::{SandboxCommand, SandboxFlags, SandboxRunArgs};
 
 pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
@@ -19,7 +20,7 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The policy, its cwd and the helper's strictness from the shared sandbox flags.
+/// The policy, its cwd and the helper's settings from the shared sandbox flags and the config.
 #[cfg_attr(
     not(target_os = "linux"),
     expect(dead_code, reason = "strictness and the mount view are Linux helper settings")
@@ -31,8 +32,10 @@ pub struct SandboxRequest {
     pub mount_view: MountViewRequirement,
 }
 
+/// Flags override the config; `default_mode` applies when neither names a mode.
 pub fn sandbox_request(
     flags: &SandboxFlags,
+    config: &Config,
     default_mode: SandboxMode,
 ) -> anyhow::Result<SandboxRequest> {
     let cwd = match &flags.cd {
@@ -43,10 +46,11 @@ pub fn sandbox_request(
     let mode = if flags.full_auto {
         SandboxMode::WorkspaceWrite
     } else {
-        flags.mode.map_or(default_mode, SandboxMode::from)
+        flags.mode.map(SandboxMode::from).or(config.sandbox_mode).unwrap_or(default_mode)
     };
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let hidden_paths = hidden_paths(flags, home.as_deref());
+    let hidden_paths = hidden_paths(flags, config, home.as_deref());
+    let ww = &config.sandbox_workspace_write;
     let policy = match mode {
         SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess {},
         SandboxMode::ReadOnly => {
@@ -56,54 +60,79 @@ pub fn sandbox_request(
             SandboxPolicy::ReadOnly { hidden_paths }
         }
         SandboxMode::WorkspaceWrite => SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
-            writable_roots: flags.add_dirs.iter().map(|d| cwd.join(d)).collect(),
-            network_access: flags.network,
-            protected_paths: (!flags.protect.is_empty()).then(|| {
-                DEFAULT_PROTECTED_PATHS
-                    .iter()
-                    .map(|p| (*p).to_owned())
-                    .chain(flags.protect.iter().cloned())
-                    .collect()
-            }),
+            writable_roots: ww
+                .writable_roots
+                .iter()
+                .chain(&flags.add_dirs)
+                .map(|d| cwd.join(d))
+                .collect(),
+            network_access: flags.network || ww.network_access,
+            exclude_tmpdir_env_var: ww.exclude_tmpdir_env_var,
+            exclude_slash_tmp: ww.exclude_slash_tmp,
+            protected_paths: protected_paths(flags, config),
             hidden_paths,
-            ..WorkspaceWrite::default()
         }),
     };
-    let strictness =
-        if flags.best_effort { Strictness::BestEffort } else { Strictness::FailClosed };
+    let strictness = if flags.best_effort || config.sandbox_best_effort {
+        Strictness::BestEffort
+    } else {
+        Strictness::FailClosed
+    };
     let mount_view = if flags.require_mount_view {
         MountViewRequirement::Required
     } else if flags.no_mount_view {
         MountViewRequirement::Disabled
     } else {
-        MountViewRequirement::WhenAvailable
+        match config.sandbox_mount_view {
+            MountViewSetting::Auto => MountViewRequirement::WhenAvailable,
+            MountViewSetting::Required => MountViewRequirement::Required,
+            MountViewSetting::Off => MountViewRequirement::Disabled,
+        }
     };
     Ok(SandboxRequest { policy, cwd, strictness, mount_view })
 }
 
-/// The defaults plus `--hide`, minus `--unhide` (compared after `~` expansion, since the shell
-/// has usually expanded the user's `~` already). `None` keeps the helper's defaults.
-fn hidden_paths(flags: &SandboxFlags, home: Option<&Path>) -> Option<Vec<String>> {
-    if flags.hide.is_empty() && flags.unhide.is_empty() {
+/// The config's list (or the defaults) plus `--protect`. `None` keeps the helper's defaults.
+fn protected_paths(flags: &SandboxFlags, config: &Config) -> Option<Vec<String>> {
+    if flags.protect.is_empty() && config.protected_paths.is_none() {
+        return None;
+    }
+    let base = config
+        .protected_paths
+        .clone()
+        .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect());
+    Some(base.into_iter().chain(flags.protect.iter().cloned()).collect())
+}
+
+/// The config's list (or the defaults) plus `--hide`, minus `--unhide` (compared after `~`
+/// expansion, since the shell has usually expanded the user's `~` already). `None` keeps the
+/// helper's defaults.
+fn hidden_paths(flags: &SandboxFlags, config: &Config, home: Option<&Path>) -> Option<Vec<String>> {
+    if flags.hide.is_empty() && flags.unhide.is_empty() && config.hidden_paths.is_none() {
         return None;
     }
     let unhidden: Vec<PathBuf> = flags.unhide.iter().filter_map(|p| expand_home(p, home)).collect();
+    let base = config
+        .hidden_paths
+        .clone()
+        .unwrap_or_else(|| DEFAULT_HIDDEN_PATHS.iter().map(|p| (*p).to_owned()).collect());
     Some(
-        DEFAULT_HIDDEN_PATHS
-            .iter()
-            .map(|p| (*p).to_owned())
+        base.into_iter()
             .chain(flags.hide.iter().cloned())
             .filter(|p| expand_home(p, home).is_none_or(|p| !unhidden.contains(&p)))
             .collect(),
     )
 }
 
-/// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else this very binary.
-#[cfg(target_os = "linux")]
-pub fn helper_exe() -> anyhow::Result<PathBuf> {
+/// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else config `linux_sandbox_exe`, else
+/// this very binary.
+pub fn helper_exe(config: &Config) -> anyhow::Result<PathBuf> {
     match std::env::var_os("CORDON_LINUX_SANDBOX_EXE") {
         Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
-        _ => std::env::current_exe().context("cannot find the cordon executable"),
+        _ => match &config.linux_sandbox_exe {
+            Some(path) => Ok(path.clone()),
+            None => std::env::current_exe().context("cannot find the cordon executable"),
+        },
     }
 }
 
@@ -111,7 +140,8 @@ pub fn helper_exe() -> anyhow::Result<PathBuf> {
 fn run_linux(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     use std::os::unix::process::CommandExt;
 
-    let request = sandbox_request(&args.sandbox, SandboxMode::ReadOnly)?;
+    let config = config::load(config::cordon_home().as_deref(), &[])?;
+    let request = sandbox_request(&args.sandbox, &config, SandboxMode::ReadOnly)?;
     let helper = cordon_sandbox_linux::HelperArgs {
         sandbox_policy_cwd: request.cwd.clone(),
         sandbox_policy: request.policy,
@@ -120,7 +150,7 @@ fn run_linux(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         mount_view: request.mount_view,
         command: args.command,
     };
-    let exe = helper_exe()?;
+    let exe = helper_exe(&config)?;
     // exec, not spawn: the helper (and then the command) replaces this process, so signals,
     // the terminal and the exit status are the command's own with nothing in between.
     let error = std::process::Command::new(&exe)
@@ -139,7 +169,8 @@ fn run_linux(_args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
 fn run_macos(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     use std::os::unix::process::CommandExt;
 
-    let request = sandbox_request(&args.sandbox, SandboxMode::ReadOnly)?;
+    let config = config::load(config::cordon_home().as_deref(), &[])?;
+    let request = sandbox_request(&args.sandbox, &config, SandboxMode::ReadOnly)?;
     let mut command = if let SandboxPolicy::DangerFullAccess {} = request.policy {
         let mut command = std::process::Command::new(&args.command[0]);
         command.args(&args.command[1..]);

@@ -1,1 +1,32 @@
-//! cordon-exec-core: see the crate README.
+//! cordon's orchestrator (DESIGN §7): decide with the policies, ask an [`Approver`] when
+//! needed, run the command sandboxed first (the Linux helper through the arg0 trick, or
+//! Seatbelt), classify the result, and on a likely sandbox denial retry once without the
+//! sandbox when the approval policy allows.
+//!
+//! Processes: each attempt runs in its own process group with `PR_SET_PDEATHSIG` (so killing
+//! cordon kills the command), stdin from `/dev/null` unless asked otherwise, a timeout that
+//! kills the whole group (exit 124), and stdout/stderr streamed to the caller while a head+tail
+//! copy (1 MiB per stream) is kept for classification and `--json`. When the command exits,
+//! whatever it left in its process group gets a short grace period for output and is killed.
+//!
+//! Threading: the parent-death signal fires when the *thread* that spawned the child exits, so
+//! callers drive this crate from a current-thread tokio runtime.
+//!
+//! Tests: unit tests for the pure parts (capture, classification); the end-to-end suite in
+//! `tests/` drives `cordon exec` against the real kernel.
+
+mod capture;
+mod classify;
+mod orchestrator;
+mod sandbox;
+mod spawn;
+mod sys;
+
+pub use capture::{Captured, HeadTail};
+pub use classify::{ExitKind, Verdict, classify};
+pub use orchestrator::{
+    ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, Attempt, ExecRequest,
+    Orchestrator, OrchestratorError, Outcome, OutcomeResult, suggested_prefix,
+};
+pub use sandbox::{HelperSettings, SandboxKind, SandboxSetupError, command_spec};
+pub use spawn::{CAPTURE_BYTES, CommandSpec, OutputMode, ProcessResult, StdinMode, run_process};

@@ -4,15 +4,36 @@
 //!   passes to its Linux helper (`{"type": "workspace-write", "writable_roots": [...]}`), plus two
 //!   optional cordon fields (`protected_paths`, `hidden_paths`) that old Codex JSON may omit.
 //! - [`SandboxMode`]: the CLI spelling (`read-only`, `workspace-write`, `danger-full-access`).
+//! - [`AskForApproval`], [`Escalation`]: when to ask the user (DESIGN §4).
+//! - [`RuleSet`]: `allow` / `prompt` / `forbidden` prefix rules from the rules files.
+//! - [`is_known_safe`], [`plain_shell_commands`]: the known-safe list, and the plain commands
+//!   inside `bash -lc SCRIPT` (parsed with tree-sitter-bash).
+//! - [`assess`], [`retry_after_denial`]: the DESIGN §4 approval table as pure functions.
+//! - [`ShellEnvironmentPolicy`]: which environment variables a command sees (DESIGN §7).
 //!
 //! This crate does no I/O beyond what a caller hands it (canonicalisation takes the resolver as a
-//! parameter), starts no processes and contains no `unsafe`.
+//! parameter, rules files arrive as text), starts no processes and contains no `unsafe`.
 #![forbid(unsafe_code)]
 
+mod approval;
+mod decide;
+mod env_policy;
 mod paths;
+mod rules;
+mod safe_commands;
 mod sandbox_policy;
+mod shell_script;
 
+#[cfg(test)]
+mod never_panics_tests;
+
+pub use approval::{AskForApproval, Escalation, ParseApprovalError};
+pub use decide::{Assessment, PreRunDecision, RetryDecision, assess, retry_after_denial};
+pub use env_policy::{EnvInherit, ShellEnvironmentPolicy};
 pub use paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_home};
+pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
+pub use safe_commands::is_known_safe;
 pub use sandbox_policy::{
     PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
+pub use shell_script::plain_shell_commands;

@@ -1,6 +1,7 @@
 mod util;
 
 mod cli;
+mod exec;
 mod exit_codes;
 mod filesystem;
 mod hardening;

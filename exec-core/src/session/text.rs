@@ -1,0 +1,124 @@
+//! The result text of `exec_command` / `write_stdin` (DESIGN §9): pure formatting, truncation
+//! and clamps.
+
+use std::time::Duration;
+
+/// Yield clamp (DESIGN §9).
+pub const MIN_YIELD: Duration = Duration::from_millis(250);
+pub const MAX_YIELD: Duration = Duration::from_millis(30_000);
+/// An empty poll (`write_stdin` with no chars) may wait longer.
+pub const MAX_EMPTY_POLL_YIELD: Duration = Duration::from_millis(300_000);
+
+/// Clamps a requested yield time.
+pub fn clamp_yield(requested_ms: u64, empty_poll: bool) -> Duration {
+    let max = if empty_poll { MAX_EMPTY_POLL_YIELD } else { MAX_YIELD };
+    Duration::from_millis(requested_ms).clamp(MIN_YIELD, max)
+}
+
+/// Tokens as the model counts them here: bytes / 4, rounded up.
+pub fn token_count(bytes: usize) -> usize {
+    bytes.div_ceil(4)
+}
+
+/// Cuts `output` in the middle to at most `max_tokens * 4` bytes (on UTF-8 boundaries), with a
+/// `…N tokens truncated…` marker. Returns the text and, when cut, the original token count.
+pub fn truncate_middle(output: &str, max_tokens: usize) -> (String, Option<usize>) {
+    let budget = max_tokens.saturating_mul(4);
+    if output.len() <= budget {
+        return (output.to_owned(), None);
+    }
+    let original = token_count(output.len());
+    let head_end = floor_boundary(output, budget / 2);
+    let tail_start = ceil_boundary(output, output.len() - (budget - budget / 2));
+    let removed = token_count(tail_start - head_end);
+    let text = format!("{}…{removed} tokens truncated…{}", &output[..head_end], &output[tail_start..]);
+    (text, Some(original))
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Whether the process is still running (with its session id) or exited (with its code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    Running { session_id: u32 },
+    Exited { code: i32 },
+}
+
+/// The result text of DESIGN §9.
+pub fn result_text(wall: Duration, state: SessionState, output: &str, max_tokens: usize) -> String {
+    let (output, original) = truncate_middle(output, max_tokens);
+    let mut text = format!("Wall time: {:.3} seconds\n", wall.as_secs_f64());
+    match state {
+        SessionState::Running { session_id } => {
+            text.push_str(&format!("Process running with session ID {session_id}\n"));
+        }
+        SessionState::Exited { code } => text.push_str(&format!("Process exited with code {code}\n")),
+    }
+    if let Some(original) = original {
+        text.push_str(&format!("Warning: truncated output (original token count: {original})\n"));
+    }
+    text.push_str("Output:\n");
+    text.push_str(&output);
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn yields_are_clamped() {
+        assert_eq!(clamp_yield(10, false), MIN_YIELD);
+        assert_eq!(clamp_yield(1_000, false), Duration::from_millis(1_000));
+        assert_eq!(clamp_yield(100_000, false), MAX_YIELD);
+        assert_eq!(clamp_yield(100_000, true), Duration::from_millis(100_000));
+        assert_eq!(clamp_yield(u64::MAX, true), MAX_EMPTY_POLL_YIELD);
+    }
+
+    #[test]
+    fn truncation_cuts_the_middle_and_reports_the_original_count() {
+        let output = format!("{}{}{}", "a".repeat(500), "m".repeat(1000), "z".repeat(500));
+        let (text, original) = truncate_middle(&output, 100);
+        assert_eq!(original, Some(500));
+        assert!(text.starts_with(&"a".repeat(200)) && text.ends_with(&"z".repeat(200)), "{text}");
+        assert!(text.contains("…400 tokens truncated…"));
+        assert!(!text.contains('m'));
+        assert_eq!(truncate_middle("short", 100), ("short".to_owned(), None));
+    }
+
+    #[test]
+    fn truncation_respects_utf8() {
+        let output = "é".repeat(1000);
+        let (text, original) = truncate_middle(&output, 10);
+        assert!(original.is_some());
+        assert!(text.starts_with('é') && text.ends_with('é'));
+    }
+
+    #[test]
+    fn result_text_has_the_design_shape() {
+        let text = result_text(Duration::from_millis(512), SessionState::Exited { code: 0 }, "hi\n", 100);
+        assert_eq!(text, "Wall time: 0.512 seconds\nProcess exited with code 0\nOutput:\nhi\n");
+        let text = result_text(Duration::from_millis(5), SessionState::Running { session_id: 3 }, &"x".repeat(100), 10);
+        assert_eq!(
+            text,
+            format!(
+                "Wall time: 0.005 seconds\nProcess running with session ID 3\nWarning: truncated output (original token count: 25)\nOutput:\n{}…15 tokens truncated…{}",
+                "x".repeat(20),
+                "x".repeat(20)
+            )
+        );
+    }
+}

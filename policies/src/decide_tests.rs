@@ -1,0 +1,243 @@
+use super::*;
+use crate::rules::RuleSource;
+use pretty_assertions::assert_eq;
+
+use AskForApproval::{Never, OnFailure, OnRequest, Untrusted};
+
+fn argv(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).collect()
+}
+
+fn rules() -> RuleSet {
+    let (rules, _) = RuleSet::parse(
+        r#"
+[[rule]]
+prefix = ["git", "push"]
+decision = "prompt"
+justification = "pushes leave the machine"
+
+[[rule]]
+prefix = ["rm", "-rf"]
+decision = "forbidden"
+justification = "no recursive deletes"
+
+[[rule]]
+prefix = ["shred"]
+decision = "forbidden"
+
+[[rule]]
+prefix = ["cargo"]
+decision = "allow"
+"#,
+        RuleSource::User,
+    )
+    .unwrap();
+    rules
+}
+
+fn decision(words: &[&str], approval: AskForApproval, escalation: &Escalation) -> PreRunDecision {
+    assess(&argv(words), approval, &rules(), escalation).decision
+}
+
+fn escalated(justification: &str) -> Escalation {
+    Escalation::RequireEscalated { justification: Some(justification.to_owned()) }
+}
+
+const RUN_SANDBOXED: PreRunDecision = PreRunDecision::Run { sandboxed: true };
+
+fn refuse(reason: &str) -> PreRunDecision {
+    PreRunDecision::Refuse { reason: reason.to_owned() }
+}
+
+fn ask(reason: &str, sandboxed: bool) -> PreRunDecision {
+    PreRunDecision::Ask { reason: reason.to_owned(), sandboxed }
+}
+
+#[test]
+fn forbidden_rules_refuse_under_every_policy_even_with_escalation() {
+    for approval in AskForApproval::ALL {
+        for escalation in [Escalation::UseDefault, escalated("please")] {
+            assert_eq!(
+                [
+                    decision(&["rm", "-rf", "/"], approval, &escalation),
+                    decision(&["bash", "-lc", "ls && shred x"], approval, &escalation),
+                ],
+                [
+                    refuse(
+                        "rule [\"rm\", \"-rf\"] in $CORDON_HOME/rules.toml forbids this command: \
+                         no recursive deletes"
+                    ),
+                    refuse("rule [\"shred\"] in $CORDON_HOME/rules.toml forbids this command"),
+                ],
+                "{approval}"
+            );
+        }
+    }
+}
+
+#[test]
+fn prompt_rules_ask_under_every_policy_but_never() {
+    let reason = "rule [\"git\", \"push\"] in $CORDON_HOME/rules.toml asks for approval: pushes \
+                  leave the machine";
+    let asked: Vec<PreRunDecision> = AskForApproval::ALL
+        .iter()
+        .map(|approval| decision(&["git", "push"], *approval, &Escalation::UseDefault))
+        .collect();
+    assert_eq!(
+        asked,
+        vec![
+            ask(reason, true),
+            ask(reason, true),
+            ask(reason, true),
+            refuse(
+                "rule [\"git\", \"push\"] in $CORDON_HOME/rules.toml needs approval (pushes \
+                 leave the machine), but approval policy is never"
+            ),
+        ]
+    );
+    let (bare, _) = RuleSet::parse(
+        "[[rule]]\nprefix = [\"make\"]\ndecision = \"prompt\"\n",
+        RuleSource::Workspace,
+    )
+    .unwrap();
+    assert_eq!(
+        [OnFailure, Never].map(|approval| {
+            assess(&argv(&["make"]), approval, &bare, &Escalation::UseDefault).decision
+        }),
+        [
+            ask("rule [\"make\"] in .cordon/rules.toml asks for approval", true),
+            refuse(
+                "rule [\"make\"] in .cordon/rules.toml needs approval, but approval policy is \
+                 never"
+            ),
+        ]
+    );
+    // Approving the question also approves the escalation, so the question says so.
+    assert_eq!(
+        decision(&["git", "push"], OnRequest, &escalated("needs my ssh key")),
+        ask(
+            &format!("{reason}; the command asks to run outside the sandbox: needs my ssh key"),
+            false
+        )
+    );
+}
+
+#[test]
+fn allow_rules_run_sandboxed_without_asking_unless_escalation_is_requested() {
+    let allowed: Vec<PreRunDecision> = AskForApproval::ALL
+        .iter()
+        .map(|approval| decision(&["cargo", "build"], *approval, &Escalation::UseDefault))
+        .collect();
+    assert_eq!(allowed, vec![RUN_SANDBOXED; 4]);
+    assert_eq!(
+        decision(&["cargo", "publish"], OnRequest, &escalated("needs the network")),
+        ask("the command asks to run outside the sandbox: needs the network", false)
+    );
+}
+
+#[test]
+fn escalation_asks_to_run_unsandboxed_and_is_refused_under_never() {
+    let no_justification = Escalation::RequireEscalated { justification: None };
+    let blank_justification = Escalation::RequireEscalated { justification: Some("  ".into()) };
+    assert_eq!(
+        [
+            decision(&["ls"], Untrusted, &escalated("read ~/.ssh")),
+            decision(&["make"], OnFailure, &escalated("read ~/.ssh")),
+            decision(&["make"], OnRequest, &no_justification),
+            decision(&["make"], OnRequest, &blank_justification),
+            decision(&["make"], Never, &escalated("read ~/.ssh")),
+        ],
+        [
+            ask("the command asks to run outside the sandbox: read ~/.ssh", false),
+            ask("the command asks to run outside the sandbox: read ~/.ssh", false),
+            ask("the command asks to run outside the sandbox (no justification given)", false),
+            ask("the command asks to run outside the sandbox (no justification given)", false),
+            refuse("the command asks to run outside the sandbox, but approval policy is never"),
+        ]
+    );
+}
+
+#[test]
+fn without_rules_or_escalation_only_untrusted_asks_and_only_for_unknown_commands() {
+    let untrusted_ask =
+        ask("approval policy is untrusted and the command is not on the known-safe list", true);
+    let table: Vec<(&[&str], [PreRunDecision; 4])> = vec![
+        (&["ls", "-la"], [RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
+        (&["bash", "-lc", "ls && pwd"], [RUN_SANDBOXED; 4]),
+        (&["make"], [untrusted_ask.clone(), RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
+        (&["rm", "-r", "x"], [untrusted_ask.clone(), RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
+        (&["sudo", "ls"], [untrusted_ask.clone(), RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
+        (&["bash", "-lc", "ls > f"], [untrusted_ask, RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
+    ];
+    for (command, expected) in table {
+        let actual = [Untrusted, OnFailure, OnRequest, Never]
+            .map(|approval| decision(command, approval, &Escalation::UseDefault));
+        assert_eq!(actual, expected, "{command:?}");
+    }
+}
+
+#[test]
+fn the_assessment_reports_the_rule_and_known_safety_and_serialises_for_policy_check() {
+    let assessment =
+        assess(&argv(&["cargo", "test"]), Untrusted, &rules(), &Escalation::UseDefault);
+    assert_eq!(
+        assessment,
+        Assessment {
+            decision: RUN_SANDBOXED,
+            matched_rule: Some(Rule {
+                prefix: argv(&["cargo"]),
+                decision: RuleDecision::Allow,
+                justification: None,
+                source: RuleSource::User,
+            }),
+            known_safe: false,
+        }
+    );
+    assert_eq!(
+        serde_json::to_value(&assessment).unwrap(),
+        serde_json::json!({
+            "decision": {"kind": "run", "sandboxed": true},
+            "matched_rule": {"prefix": ["cargo"], "decision": "allow", "justification": null,
+                             "source": "user"},
+            "known_safe": false,
+        })
+    );
+    let safe = assess(&argv(&["ls"]), Untrusted, &RuleSet::default(), &Escalation::UseDefault);
+    assert_eq!(
+        serde_json::to_value(&safe).unwrap(),
+        serde_json::json!({
+            "decision": {"kind": "run", "sandboxed": true},
+            "matched_rule": null,
+            "known_safe": true,
+        })
+    );
+    assert_eq!(
+        serde_json::to_value(ask("why", false)).unwrap(),
+        serde_json::json!({"kind": "ask", "reason": "why", "sandboxed": false})
+    );
+    assert_eq!(
+        serde_json::to_value(refuse("no")).unwrap(),
+        serde_json::json!({"kind": "refuse", "reason": "no"})
+    );
+}
+
+#[test]
+fn only_untrusted_and_on_failure_ask_to_retry_after_a_denial() {
+    assert_eq!(
+        AskForApproval::ALL.map(retry_after_denial),
+        [
+            RetryDecision::AskToRetryUnsandboxed,
+            RetryDecision::AskToRetryUnsandboxed,
+            RetryDecision::NoRetry {
+                why: "approval policy on-request does not retry without the sandbox; use -a \
+                      on-failure to be asked, or request escalation"
+                    .to_owned()
+            },
+            RetryDecision::NoRetry {
+                why: "approval policy never does not retry without the sandbox; use -a \
+                      on-failure to be asked"
+                    .to_owned()
+            },
+        ]
+    );
+}

@@ -1,0 +1,211 @@
+//! Prefix rules (DESIGN §4 "Rules"): `allow`, `prompt` or `forbidden` for commands that start
+//! with given words, read from `$CORDON_HOME/rules.toml` and `<workspace>/.cordon/rules.toml`.
+//!
+//! ```toml
+//! [[rule]]
+//! prefix = ["git", "push"]
+//! decision = "prompt"
+//! justification = "pushes leave the machine"
+//! ```
+//!
+//! A sandboxed command can write its workspace, so the workspace file may only tighten: its
+//! `allow` rules are dropped with a warning.
+
+use serde::{Deserialize, Serialize};
+
+use crate::shell_script::{commands_for_rules, program_name};
+
+/// What a rule decides, ordered by strictness: `Allow < Prompt < Forbidden`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleDecision {
+    /// Run without asking (still sandboxed).
+    Allow,
+    /// Always ask first.
+    Prompt,
+    /// Refuse to run.
+    Forbidden,
+}
+
+/// Which file a rule came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleSource {
+    /// `$CORDON_HOME/rules.toml`.
+    User,
+    /// `<workspace>/.cordon/rules.toml`.
+    Workspace,
+}
+
+impl RuleSource {
+    /// How messages name the file.
+    pub(crate) fn file_name(self) -> &'static str {
+        match self {
+            RuleSource::User => "$CORDON_HOME/rules.toml",
+            RuleSource::Workspace => ".cordon/rules.toml",
+        }
+    }
+}
+
+/// One `[[rule]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    /// The words a command must start with (never empty in a parsed [`RuleSet`]).
+    pub prefix: Vec<String>,
+    pub decision: RuleDecision,
+    /// Why the rule exists; shown when it asks or refuses.
+    pub justification: Option<String>,
+    pub source: RuleSource,
+}
+
+impl Rule {
+    /// Whether `command` starts with the prefix. The first word also matches a program in a
+    /// system directory of that name: `git` matches `/usr/bin/git`.
+    fn matches(&self, command: &[String]) -> bool {
+        let (Some((first, rest)), Some(words)) =
+            (self.prefix.split_first(), command.get(..self.prefix.len()))
+        else {
+            return false;
+        };
+        let Some((command_first, command_rest)) = words.split_first() else {
+            return false;
+        };
+        (first == command_first || program_name(command_first) == Some(first.as_str()))
+            && rest == command_rest
+    }
+}
+
+/// The rules of one or more files, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+}
+
+/// A rules file's text as TOML sees it. Unknown keys are errors: a misspelt `decison` must not
+/// silently turn a `forbidden` rule into nothing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    #[serde(default)]
+    rule: Vec<RuleEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleEntry {
+    prefix: Vec<String>,
+    decision: RuleDecision,
+    justification: Option<String>,
+}
+
+/// A rules file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulesError {
+    /// Not TOML, or not the rules shape (unknown key, missing `decision`, wrong type, …).
+    #[error("{}: {}{message}", .file.file_name(), line_prefix(*.line))]
+    Toml {
+        file: RuleSource,
+        /// 1-based line of the problem, when TOML knows it.
+        line: Option<usize>,
+        message: String,
+    },
+    /// A `[[rule]]` with `prefix = []`, which would match every command.
+    #[error("{}: rule {number} has an empty prefix", .file.file_name())]
+    EmptyPrefix {
+        file: RuleSource,
+        /// 1-based position of the `[[rule]]` in the file.
+        number: usize,
+    },
+}
+
+fn line_prefix(line: Option<usize>) -> String {
+    line.map(|line| format!("line {line}: ")).unwrap_or_default()
+}
+
+impl RuleSet {
+    /// Parses one rules file's text. Unknown keys and empty prefixes are errors. A `Workspace`
+    /// file's `allow` rules are dropped and reported as warnings (one line each); its `prompt`
+    /// and `forbidden` rules apply.
+    pub fn parse(text: &str, source: RuleSource) -> Result<(RuleSet, Vec<String>), RulesError> {
+        let file: RulesFile = toml::from_str(text).map_err(|error| RulesError::Toml {
+            file: source,
+            line: error
+                .span()
+                .and_then(|span| text.get(..span.start))
+                .map(|before| before.matches('\n').count() + 1),
+            message: error.message().trim().replace('\n', " "),
+        })?;
+        let mut rules = Vec::with_capacity(file.rule.len());
+        let mut warnings = Vec::new();
+        for (index, entry) in file.rule.into_iter().enumerate() {
+            if entry.prefix.is_empty() {
+                return Err(RulesError::EmptyPrefix { file: source, number: index + 1 });
+            }
+            if source == RuleSource::Workspace && entry.decision == RuleDecision::Allow {
+                let prefix = entry.prefix;
+                warnings.push(format!(
+                    "ignoring allow rule {prefix:?} in the workspace rules file: a sandboxed \
+                     command can write it; put allow rules in $CORDON_HOME/rules.toml"
+                ));
+                continue;
+            }
+            rules.push(Rule {
+                prefix: entry.prefix,
+                decision: entry.decision,
+                justification: entry.justification,
+                source,
+            });
+        }
+        Ok((RuleSet { rules }, warnings))
+    }
+
+    /// Appends `other`'s rules after this set's (file order decides ties).
+    pub fn merge(&mut self, other: RuleSet) {
+        self.rules.extend(other.rules);
+    }
+
+    /// The strictest matching rule (ties: the first in file order). A rule matches when its
+    /// prefix equals the first `prefix.len()` words of the command. For `bash|sh|zsh -c|-lc
+    /// SCRIPT` whose script is plain words, every inner command is also matched and the
+    /// strictest over all wins.
+    pub fn evaluate(&self, command: &[String]) -> Option<&Rule> {
+        let commands = commands_for_rules(command);
+        let mut strictest: Option<&Rule> = None;
+        for rule in &self.rules {
+            let stricter = strictest.is_none_or(|best| rule.decision > best.decision);
+            if stricter && commands.iter().any(|c| rule.matches(c)) {
+                strictest = Some(rule);
+            }
+        }
+        strictest
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The rules, in file order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+}
+
+/// TOML text of one allow rule, ready to append to `$CORDON_HOME/rules.toml` (starts with
+/// `"\n[[rule]]\n"`). Round-trips through [`RuleSet::parse`] for any non-empty prefix.
+pub fn allow_rule_toml(prefix: &[String]) -> String {
+    let mut words = String::new();
+    match prefix.serialize(toml::ser::ValueSerializer::new(&mut words)) {
+        Ok(()) => format!("\n[[rule]]\nprefix = {words}\ndecision = \"allow\"\n"),
+        // A list of strings always serialises; should that ever change, add no rule (the user
+        // is asked again next time) rather than write a broken file.
+        Err(error) => {
+            let error = error.to_string().replace('\n', " ");
+            format!("\n# cordon could not write an allow rule here: {error}\n")
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "rules_tests.rs"]
+mod tests;

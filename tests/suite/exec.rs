@@ -1,0 +1,347 @@
+//! `cordon exec`: approvals, retries, rules, environment, timeouts, output (DESIGN §4, §7, §8).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::util::*;
+
+/// `cordon exec` with `CORDON_HOME` pointing at `home`, no terminal.
+fn exec(home: &Path, cwd: &Path, args: &[&str]) -> Run {
+    // No controlling terminal: `setsid` detaches it, so /dev/tty cannot be opened.
+    let out = Command::new("setsid")
+        .args(["-w", CORDON, "exec"])
+        .args(args)
+        .current_dir(cwd)
+        .env("CORDON_HOME", home)
+        .env("MY_API_TOKEN", "sk-secret")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    out.into()
+}
+
+/// `cordon exec` on a fresh pseudo-terminal; `answer` is typed at the approval prompt.
+/// Returns the terminal transcript and the exit status.
+fn exec_on_terminal(home: &Path, cwd: &Path, args: &[&str], answers: &[&str]) -> (String, i32) {
+    const DRIVER: &str = r#"
+import os, pty, sys, time
+answers = sys.argv[1].split(",") if sys.argv[1] else []
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+out = b""
+deadline = time.time() + 30
+while time.time() < deadline:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+    if answers and out.rstrip().endswith(b">"):
+        os.write(fd, answers.pop(0).encode() + b"\n")
+        out += b" <answered>\n"
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status) & 0xff)
+"#;
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(DRIVER)
+        .arg(answers.join(","))
+        .arg(CORDON)
+        .arg("exec")
+        .args(args)
+        .current_dir(cwd)
+        .env("CORDON_HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code().unwrap_or(-1))
+}
+
+struct Env {
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+    outside: tempfile::TempDir,
+}
+
+fn env() -> Env {
+    Env { home: scratch(), work: scratch(), outside: scratch() }
+}
+
+#[test]
+fn never_fails_closed_with_one_line_and_a_json_record_of_the_denied_attempt() {
+    require_sandbox!(1);
+    let e = env();
+    let target = e.outside.path().join("cordon-probe");
+    let script = format!("echo x > {}", target.display());
+    let run = exec(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "never", "-s", "workspace-write", "--", "sh", "-c", &script],
+    );
+    assert_ne!(run.code, Some(0));
+    assert!(!target.exists());
+    let blocked: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.starts_with("cordon: the sandbox blocked this command (linux, workspace-write); ")
+        })
+        .collect();
+    assert_eq!(blocked.len(), 1, "{}", run.stderr);
+
+    let run =
+        exec(e.home.path(), e.work.path(), &["-a", "never", "--json", "--", "sh", "-c", &script]);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let attempts = v["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0]["sandbox"], "linux");
+    assert_eq!(attempts[0]["verdict"], "likely_sandbox_denied");
+    assert!(!target.exists());
+}
+
+#[test]
+fn on_failure_retries_without_the_sandbox_only_when_the_terminal_says_yes() {
+    require_sandbox!(1);
+    let e = env();
+    let target = e.outside.path().join("written");
+    let script = format!("echo x > {}", target.display());
+    let args = ["-a", "on-failure", "--", "sh", "-c", script.as_str()];
+
+    let (transcript, code) = exec_on_terminal(e.home.path(), e.work.path(), &args, &["n"]);
+    assert_ne!(code, 0, "{transcript}");
+    assert!(!target.exists(), "retried after a no: {transcript}");
+    assert!(transcript.contains("WITHOUT the sandbox"), "{transcript}");
+
+    let run = exec(e.home.path(), e.work.path(), &args);
+    assert!(!target.exists());
+    assert!(run.stderr.contains("no terminal"), "{}", run.stderr);
+    assert!(run.stderr.contains("the sandbox blocked this command"), "{}", run.stderr);
+
+    let (transcript, code) = exec_on_terminal(e.home.path(), e.work.path(), &args, &["y"]);
+    assert_eq!(code, 0, "{transcript}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+}
+
+#[test]
+fn untrusted_runs_known_safe_commands_and_asks_for_the_rest() {
+    require_sandbox!(1);
+    let e = env();
+    Command::new("git").args(["init", "-q"]).current_dir(e.work.path()).status().unwrap();
+    for safe in [&["ls"][..], &["git", "status"], &["bash", "-lc", "ls && pwd"]] {
+        let mut args = vec!["-a", "untrusted", "--"];
+        args.extend_from_slice(safe);
+        let run = exec(e.home.path(), e.work.path(), &args);
+        assert_eq!(run.code, Some(0), "{safe:?}: {}", run.stderr);
+        assert!(!run.stderr.contains("approval needed"), "{safe:?} asked: {}", run.stderr);
+    }
+    for unsafe_cmd in [
+        &["touch", "f"][..],
+        &["bash", "-lc", "ls > f"],
+        &["bash", "-lc", "echo $(id)"],
+        &["find", ".", "-delete"],
+    ] {
+        let mut args = vec!["-a", "untrusted", "--"];
+        args.extend_from_slice(unsafe_cmd);
+        let run = exec(e.home.path(), e.work.path(), &args);
+        assert_eq!(run.code, Some(125), "{unsafe_cmd:?}: {}", run.stderr);
+        assert!(run.stderr.contains("approval needed"), "{unsafe_cmd:?}: {}", run.stderr);
+        assert!(!e.work.path().join("f").exists());
+    }
+}
+
+#[test]
+fn rules_forbid_prompt_persist_and_workspace_allows_are_ignored() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\njustification = \"no deleting here\"\n\n\
+         [[rule]]\nprefix = [\"echo\", \"hi\"]\ndecision = \"prompt\"\n",
+    )
+    .unwrap();
+    let run = exec(e.home.path(), e.work.path(), &["-a", "on-failure", "--", "rm", "-f", "x"]);
+    assert_eq!(run.code, Some(125));
+    assert!(run.stderr.contains("no deleting here"), "{}", run.stderr);
+
+    let run = exec(e.home.path(), e.work.path(), &["-a", "on-failure", "--", "echo", "hi"]);
+    assert_eq!(run.code, Some(125), "a prompt rule asks even under on-failure: {}", run.stderr);
+    assert!(run.stderr.contains("approval needed"));
+
+    // A workspace allow rule is ignored (with a warning): `touch f` still asks.
+    std::fs::create_dir_all(e.work.path().join(".cordon")).unwrap();
+    std::fs::write(
+        e.work.path().join(".cordon/rules.toml"),
+        "[[rule]]\nprefix = [\"touch\"]\ndecision = \"allow\"\n",
+    )
+    .unwrap();
+    let run = exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "touch", "f"]);
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("ignoring"), "{}", run.stderr);
+    assert!(!e.work.path().join("f").exists());
+    std::fs::remove_dir_all(e.work.path().join(".cordon")).unwrap();
+
+    // "Always allow" writes a rule the next run honours.
+    let (transcript, code) = exec_on_terminal(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "untrusted", "--", "touch", "f"],
+        &["a"],
+    );
+    assert_eq!(code, 0, "{transcript}");
+    assert!(e.work.path().join("f").exists());
+    let rules = std::fs::read_to_string(e.home.path().join("rules.toml")).unwrap();
+    assert!(rules.contains("\"touch\""), "{rules}");
+    let run = exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "touch", "f"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
+#[test]
+fn on_request_and_never_do_not_retry_or_ask() {
+    require_sandbox!(1);
+    let e = env();
+    let target = e.outside.path().join("nope");
+    let script = format!("echo x > {}", target.display());
+    for policy in ["on-request", "never"] {
+        let run = exec(
+            e.home.path(),
+            e.work.path(),
+            &["-a", policy, "--json", "--", "sh", "-c", &script],
+        );
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(v["attempts"].as_array().unwrap().len(), 1, "{policy}");
+        assert_eq!(v["approvals"].as_array().unwrap().len(), 0, "{policy}");
+        assert!(!run.stderr.contains("approval needed"), "{policy}: {}", run.stderr);
+        assert!(!target.exists());
+    }
+}
+
+#[test]
+fn secrets_are_filtered_from_the_environment_and_the_sandbox_is_announced() {
+    require_sandbox!(1);
+    let e = env();
+    let run = exec(
+        e.home.path(),
+        e.work.path(),
+        &[
+            "-a",
+            "never",
+            "--",
+            "sh",
+            "-c",
+            "echo token=${MY_API_TOKEN:-unset} sandbox=$CORDON_SANDBOX",
+        ],
+    );
+    run.assert_ok();
+    assert_eq!(run.stdout, "token=unset sandbox=linux\n");
+}
+
+fn sleepers(marker: &str) -> usize {
+    // Anchored: cordon's own command line contains the marker too.
+    let out = Command::new("pgrep").args(["-f", &format!("^{marker}$")]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn a_timeout_kills_the_whole_group_and_exits_124() {
+    require_sandbox!(1);
+    let e = env();
+    let started = Instant::now();
+    let run = exec(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "never", "--timeout", "1s", "--", "sh", "-c", "sleep 101.25 & sleep 101.25"],
+    );
+    assert_eq!(run.code, Some(124), "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sleepers("sleep 101.25"), 0, "a sleep survived the timeout");
+}
+
+#[test]
+fn killing_cordon_kills_the_sandboxed_command() {
+    require_sandbox!(1);
+    let e = env();
+    let mut child = Command::new(CORDON)
+        .args(["exec", "-a", "never", "--", "sleep", "102.5"])
+        .current_dir(e.work.path())
+        .env("CORDON_HOME", e.home.path())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sleepers("sleep 102.5") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sleepers("sleep 102.5"), 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sleepers("sleep 102.5"), 0, "the command outlived cordon");
+}
+
+#[test]
+fn large_and_binary_output_streams_whole_with_bounded_memory() {
+    require_sandbox!(1);
+    let e = env();
+    // 48 MiB of every byte value, far past the 1 MiB capture caps.
+    let producer = "import sys\nb = bytes(range(256)) * 4096\nfor _ in range(48):\n    sys.stdout.buffer.write(b)";
+    let wrapper = format!(
+        "import resource, subprocess, sys, hashlib\n\
+         p = subprocess.run([{CORDON:?}, 'exec', '-a', 'never', '--', {py:?}, '-c', {producer:?}], stdout=subprocess.PIPE)\n\
+         expected = (bytes(range(256)) * 4096) * 48\n\
+         print(p.returncode, len(p.stdout), p.stdout == expected, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+        py = python()
+    );
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(&wrapper)
+        .current_dir(e.work.path())
+        .env("CORDON_HOME", e.home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(
+        &fields[..3],
+        ["0", &(48 * 1024 * 1024).to_string(), "True"],
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let max_rss_kib: u64 = fields[3].parse().unwrap();
+    assert!(max_rss_kib < 40 * 1024, "cordon (or its command) used {max_rss_kib} KiB");
+}
+
+#[test]
+fn policy_check_prints_the_decision_and_runs_nothing() {
+    let e = env();
+    let run = Run::from(
+        Command::new(CORDON)
+            .args(["policy", "check", "-a", "untrusted", "--", "touch", "f"])
+            .current_dir(e.work.path())
+            .env("CORDON_HOME", e.home.path())
+            .output()
+            .unwrap(),
+    );
+    run.assert_ok();
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["would_ask"], true);
+    assert_eq!(v["known_safe"], false);
+    assert_eq!(v["sandbox"], "linux");
+    assert!(!e.work.path().join("f").exists());
+}
+
+#[test]
+fn cordon_home_inside_a_writable_root_is_refused() {
+    let e = env();
+    let home = e.work.path().join(".cordon-home");
+    std::fs::create_dir(&home).unwrap();
+    let run = exec(&home, e.work.path(), &["-s", "workspace-write", "--", "true"]);
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("CORDON_HOME"), "{}", run.stderr);
+}
