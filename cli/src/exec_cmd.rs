@@ -18,14 +18,14 @@ use crate::flags::{ExecArgs, PolicyCheckArgs};
 use crate::sandbox_cmd::{SandboxRequest, helper_exe, sandbox_request};
 
 /// Everything `exec` and `policy check` share: config, policy, rules, the orchestrator.
-struct Prepared {
-    config: Config,
-    request: SandboxRequest,
-    approval: AskForApproval,
-    orchestrator: Orchestrator,
+pub(crate) struct Prepared {
+    pub config: Config,
+    pub request: SandboxRequest,
+    pub approval: AskForApproval,
+    pub orchestrator: Orchestrator,
 }
 
-fn prepare(
+pub(crate) fn prepare(
     flags: &crate::flags::SandboxFlags,
     approval: Option<AskForApproval>,
     yolo: bool,
@@ -90,7 +90,7 @@ fn load_rules(home: Option<&Path>, cwd: &Path) -> anyhow::Result<RuleSet> {
 }
 
 /// The environment the command gets, after the environment policy.
-fn command_env(config: &Config) -> Vec<(OsString, OsString)> {
+pub(crate) fn command_env(config: &Config) -> Vec<(OsString, OsString)> {
     let vars = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
     config
@@ -173,7 +173,9 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
 /// What the sandbox could not enforce on this machine, when a sandboxed attempt ran (the same
 /// prediction `cordon doctor` makes: probes in short-lived child processes).
 #[cfg(target_os = "linux")]
-fn not_enforced(outcome: &cordon_exec_core::Outcome) -> Vec<cordon_sandbox_linux::report::Gap> {
+pub(crate) fn not_enforced(
+    outcome: &cordon_exec_core::Outcome,
+) -> Vec<cordon_sandbox_linux::report::Gap> {
     let sandboxed =
         outcome.attempts.iter().any(|a| a.sandbox == cordon_exec_core::SandboxKind::Linux);
     if !sandboxed {

@@ -22,6 +22,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a command under the approval policy and the sandbox (DESIGN §7, §8).
     Exec(ExecArgs),
+    /// Serve interactive sandboxed sessions over JSON lines on stdin/stdout (DESIGN §10).
+    Executor(ExecutorArgs),
     /// Policy tools.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -162,6 +164,17 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         Ok(_) => Err("the timeout must be longer than zero".into()),
         Err(e) => Err(format!("{e} (e.g. 10s, 500ms, 2m)")),
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ExecutorArgs {
+    /// When to ask (over the protocol) before running (default: config, else on-request).
+    #[arg(short = 'a', long = "ask-for-approval", value_enum)]
+    pub approval: Option<ApprovalArg>,
+    #[command(flatten)]
+    pub sandbox: SandboxFlags,
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

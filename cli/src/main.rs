@@ -9,6 +9,7 @@ mod approver;
 mod config;
 mod doctor;
 mod exec_cmd;
+mod executor_cmd;
 mod flags;
 mod output;
 mod sandbox_cmd;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         flags::Command::Exec(args) => exec_cmd::run_exec(args),
+        flags::Command::Executor(args) => executor_cmd::run(args),
         flags::Command::Policy(flags::PolicyCommand::Check(args)) => {
             exec_cmd::run_policy_check(args)
         }

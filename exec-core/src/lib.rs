@@ -17,8 +17,10 @@
 
 mod capture;
 mod classify;
+pub mod executor;
 mod orchestrator;
 mod sandbox;
+pub mod session;
 mod spawn;
 mod sys;
 

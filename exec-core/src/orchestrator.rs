@@ -168,30 +168,21 @@ impl Orchestrator {
         approver: &impl Approver,
     ) -> Result<Outcome, OrchestratorError> {
         // 1. Decide, and ask when needed.
-        let assessment = self.assess(&request.command, request.approval, &request.escalation);
+        let mut approvals = Vec::new();
+        let (assessment, authorized) = self.authorize(request, approver, &mut approvals).await;
         let mut outcome = Outcome {
             command: request.command.clone(),
             cwd: request.cwd.clone(),
-            assessment: assessment.clone(),
-            approvals: Vec::new(),
+            assessment,
+            approvals,
             attempts: Vec::new(),
             result: OutcomeResult::Rejected { reason: String::new() },
         };
-        let sandboxed = match assessment.decision {
-            PreRunDecision::Refuse { reason } => {
+        let sandboxed = match authorized {
+            Ok(sandboxed) => sandboxed,
+            Err(reason) => {
                 outcome.result = OutcomeResult::Rejected { reason };
                 return Ok(outcome);
-            }
-            PreRunDecision::Run { sandboxed } => sandboxed,
-            PreRunDecision::Ask { reason, sandboxed } => {
-                if !self
-                    .approve(request, reason, ApprovalStage::BeforeRun, approver, &mut outcome)
-                    .await
-                {
-                    outcome.result = OutcomeResult::Rejected { reason: "approval denied".into() };
-                    return Ok(outcome);
-                }
-                sandboxed
             }
         };
 
@@ -224,7 +215,7 @@ impl Orchestrator {
                         reason,
                         ApprovalStage::RetryWithoutSandbox,
                         approver,
-                        &mut outcome,
+                        &mut outcome.approvals,
                     )
                     .await
                 {
@@ -241,6 +232,37 @@ impl Orchestrator {
         Ok(outcome)
     }
 
+    /// Step 1 alone: decide, ask when needed. `Ok(sandboxed)` to run (and whether in the
+    /// sandbox), `Err(reason)` when refused. Interactive sessions use this and spawn themselves.
+    pub async fn authorize(
+        &self,
+        request: &ExecRequest,
+        approver: &impl Approver,
+        approvals: &mut Vec<ApprovalRecord>,
+    ) -> (Assessment, Result<bool, String>) {
+        let assessment = self.assess(&request.command, request.approval, &request.escalation);
+        let authorized = match assessment.decision.clone() {
+            PreRunDecision::Refuse { reason } => Err(reason),
+            PreRunDecision::Run { sandboxed } => Ok(sandboxed),
+            PreRunDecision::Ask { reason, sandboxed } => {
+                if self
+                    .approve(request, reason, ApprovalStage::BeforeRun, approver, approvals)
+                    .await
+                {
+                    Ok(sandboxed)
+                } else {
+                    Err("approval denied".into())
+                }
+            }
+        };
+        (assessment, authorized)
+    }
+
+    /// The helper settings (for spawners outside this module).
+    pub fn helper(&self) -> &HelperSettings {
+        &self.helper
+    }
+
     /// Asks (unless this exact command was approved for the session) and records the answer.
     async fn approve(
         &self,
@@ -248,7 +270,7 @@ impl Orchestrator {
         reason: String,
         stage: ApprovalStage,
         approver: &impl Approver,
-        outcome: &mut Outcome,
+        approvals: &mut Vec<ApprovalRecord>,
     ) -> bool {
         let key = (request.command.clone(), request.cwd.clone());
         if self
@@ -267,7 +289,7 @@ impl Orchestrator {
             prefix: suggested_prefix(&request.command),
         };
         let answer = approver.ask(&question).await;
-        outcome.approvals.push(ApprovalRecord { stage, reason, answer });
+        approvals.push(ApprovalRecord { stage, reason, answer });
         match answer {
             ApprovalAnswer::Denied => false,
             ApprovalAnswer::Approved => true,

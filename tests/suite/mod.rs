@@ -2,6 +2,7 @@ mod util;
 
 mod cli;
 mod exec;
+mod executor;
 mod exit_codes;
 mod filesystem;
 mod hardening;

@@ -31,7 +31,8 @@ pub fn truncate_middle(output: &str, max_tokens: usize) -> (String, Option<usize
     let head_end = floor_boundary(output, budget / 2);
     let tail_start = ceil_boundary(output, output.len() - (budget - budget / 2));
     let removed = token_count(tail_start - head_end);
-    let text = format!("{}…{removed} tokens truncated…{}", &output[..head_end], &output[tail_start..]);
+    let text =
+        format!("{}…{removed} tokens truncated…{}", &output[..head_end], &output[tail_start..]);
     (text, Some(original))
 }
 
@@ -64,7 +65,9 @@ pub fn result_text(wall: Duration, state: SessionState, output: &str, max_tokens
         SessionState::Running { session_id } => {
             text.push_str(&format!("Process running with session ID {session_id}\n"));
         }
-        SessionState::Exited { code } => text.push_str(&format!("Process exited with code {code}\n")),
+        SessionState::Exited { code } => {
+            text.push_str(&format!("Process exited with code {code}\n"))
+        }
     }
     if let Some(original) = original {
         text.push_str(&format!("Warning: truncated output (original token count: {original})\n"));
@@ -109,9 +112,15 @@ mod tests {
 
     #[test]
     fn result_text_has_the_design_shape() {
-        let text = result_text(Duration::from_millis(512), SessionState::Exited { code: 0 }, "hi\n", 100);
+        let text =
+            result_text(Duration::from_millis(512), SessionState::Exited { code: 0 }, "hi\n", 100);
         assert_eq!(text, "Wall time: 0.512 seconds\nProcess exited with code 0\nOutput:\nhi\n");
-        let text = result_text(Duration::from_millis(5), SessionState::Running { session_id: 3 }, &"x".repeat(100), 10);
+        let text = result_text(
+            Duration::from_millis(5),
+            SessionState::Running { session_id: 3 },
+            &"x".repeat(100),
+            10,
+        );
         assert_eq!(
             text,
             format!(

@@ -1,0 +1,129 @@
+//! The executor's JSON-lines messages (DESIGN §10): `type` in snake_case, fields in camelCase.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A line from the harness.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Incoming {
+    ListTools {
+        request_id: Value,
+    },
+    CallTool {
+        request_id: Value,
+        tool_name: String,
+        #[serde(default)]
+        arguments: Value,
+    },
+    Shutdown {
+        request_id: Value,
+    },
+    ApprovalResponse {
+        request_id: Value,
+        decision: ApprovalDecision,
+    },
+}
+
+/// The harness's answer to an `approval_request`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Approved,
+    ApprovedForSession,
+    Denied,
+}
+
+/// A line to the harness.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Outgoing {
+    ListToolsResponse {
+        request_id: Value,
+        tools: Vec<Tool>,
+    },
+    CallToolResponse {
+        request_id: Value,
+        tool_name: String,
+        outcome: CallOutcome,
+    },
+    ShutdownResponse {
+        request_id: Value,
+    },
+    Error {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        request_id: Option<Value>,
+        message: String,
+    },
+    ApprovalRequest {
+        request_id: String,
+        call_request_id: Value,
+        command: Vec<String>,
+        cwd: String,
+        reason: String,
+    },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub input_schema: Value,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CallOutcome {
+    Success { content: Vec<Content> },
+    Error { message: String },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    InputText { text: String },
+}
+
+/// The two tools with their JSON Schemas.
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "exec_command",
+            description: "Runs a shell command in the sandbox (in a PTY when tty is true) and returns its output; \
+                          a command still running after yield_time_ms keeps a session for write_stdin.",
+            input_schema: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "cmd": {"type": "string", "description": "The shell command line."},
+                    "workdir": {"type": "string", "description": "Working directory (default: the executor's)."},
+                    "shell": {"type": "string", "description": "Shell binary (default /bin/bash)."},
+                    "login": {"type": "boolean", "description": "Run with -lc (default true) instead of -c."},
+                    "tty": {"type": "boolean", "description": "Run in a pseudo-terminal (default false)."},
+                    "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for output (default 10000, clamped to 250..30000)."},
+                    "max_output_tokens": {"type": "integer", "minimum": 0, "description": "Output budget in tokens of 4 bytes (default 10000)."},
+                    "sandbox_permissions": {"type": "string", "enum": ["use_default", "require_escalated"]},
+                    "justification": {"type": "string", "description": "Why escalation is needed."}
+                },
+                "required": ["cmd"],
+                "additionalProperties": false
+            }),
+        },
+        Tool {
+            name: "write_stdin",
+            description: "Writes characters to a running PTY session and returns the output produced since the last read; \
+                          empty chars just polls.",
+            input_schema: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "session_id": {"type": "integer", "minimum": 0},
+                    "chars": {"type": "string", "description": "Characters to type (default empty)."},
+                    "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for output (default 250)."},
+                    "max_output_tokens": {"type": "integer", "minimum": 0}
+                },
+                "required": ["session_id"],
+                "additionalProperties": false
+            }),
+        },
+    ]
+}

@@ -1,0 +1,352 @@
+//! Interactive sessions (DESIGN §9): `exec_command` starts `[shell, -lc, cmd]` through the
+//! orchestrator (decided, approved and sandboxed like any command) in a PTY or on pipes, and
+//! collects output until the yield deadline or until there is nothing more to wait for:
+//! the process exited and its output is drained, or — in a PTY — the foreground program is
+//! back waiting for input ([`idle`]). A process still running keeps a session; `write_stdin`
+//! types into it and collects what was printed since the last read.
+//!
+//! Bounds: at most [`MAX_SESSIONS`] live sessions (opening one more terminates the least
+//! recently used one outside the [`PROTECTED_RECENT`] most recent, exited ones first); each
+//! keeps at most [`UNREAD_CAP`] bytes of unread output (head + tail); every session's process
+//! group is killed when it is pruned or when the manager shuts down.
+
+mod idle;
+mod process;
+mod text;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
+use serde::Deserialize;
+
+use crate::orchestrator::{Approver, ExecRequest, Orchestrator};
+use crate::sandbox::{SandboxKind, SandboxSetupError, command_spec};
+use crate::spawn::{OutputMode, StdinMode};
+
+pub use text::{SessionState, clamp_yield, result_text, token_count, truncate_middle};
+
+use process::SessionProcess;
+
+/// Live sessions at most.
+pub const MAX_SESSIONS: usize = 64;
+/// The most recently used sessions are never pruned.
+pub const PROTECTED_RECENT: usize = 8;
+/// Unread output kept per session (head + tail).
+pub const UNREAD_CAP: usize = 1024 * 1024;
+
+const DEFAULT_EXEC_YIELD_MS: u64 = 10_000;
+const DEFAULT_WRITE_YIELD_MS: u64 = 250;
+const DEFAULT_MAX_OUTPUT_TOKENS: usize = 10_000;
+/// After the process exits, output from what it left behind may still be arriving.
+const EXIT_DRAIN: Duration = Duration::from_millis(50);
+
+/// Added to every session's environment: plain output, no pagers.
+pub const SESSION_ENV: &[(&str, &str)] = &[
+    ("NO_COLOR", "1"),
+    ("TERM", "dumb"),
+    ("LANG", "C.UTF-8"),
+    ("LC_ALL", "C.UTF-8"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+];
+
+/// `exec_command` arguments (DESIGN §9).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecCommandArgs {
+    pub cmd: String,
+    pub workdir: Option<PathBuf>,
+    pub shell: Option<String>,
+    pub login: Option<bool>,
+    pub tty: Option<bool>,
+    pub yield_time_ms: Option<u64>,
+    pub max_output_tokens: Option<usize>,
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    pub justification: Option<String>,
+}
+
+/// `sandbox_permissions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxPermissions {
+    UseDefault,
+    RequireEscalated,
+}
+
+/// `write_stdin` arguments (DESIGN §9).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteStdinArgs {
+    pub session_id: u32,
+    pub chars: Option<String>,
+    pub yield_time_ms: Option<u64>,
+    pub max_output_tokens: Option<usize>,
+}
+
+/// Why a call failed; the message goes back to the harness as an error outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("refused: {0}")]
+    Rejected(String),
+    #[error("unknown session id {0} (it never existed, or its process exited and was reported)")]
+    UnknownSession(u32),
+    #[error("session {0} runs on pipes, not a terminal: it has no stdin to write to")]
+    NotATerminal(u32),
+    #[error(transparent)]
+    Setup(#[from] SandboxSetupError),
+    #[error("cannot start the session: {0}")]
+    Spawn(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("cannot write to session {id}: {source}")]
+    Write { id: u32, source: std::io::Error },
+}
+
+/// Settings every session shares.
+#[derive(Debug, Clone)]
+pub struct SessionDefaults {
+    pub cwd: PathBuf,
+    pub sandbox_policy: SandboxPolicy,
+    pub approval: AskForApproval,
+    /// The environment after the environment policy (the overlay is added on top).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+struct Entry {
+    session: Arc<SessionProcess>,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Table {
+    sessions: HashMap<u32, Entry>,
+    next_id: u32,
+    clock: u64,
+}
+
+/// The sessions of one executor.
+pub struct SessionManager {
+    orchestrator: Arc<Orchestrator>,
+    defaults: SessionDefaults,
+    table: Mutex<Table>,
+    /// A private directory holding a `codex-linux-sandbox` symlink to the helper: a PTY child
+    /// cannot be given a different `argv[0]`, so it reaches the helper by this name.
+    helper_link: Option<tempfile::TempDir>,
+}
+
+impl SessionManager {
+    pub fn new(
+        orchestrator: Arc<Orchestrator>,
+        defaults: SessionDefaults,
+    ) -> std::io::Result<Self> {
+        let helper_link = if cfg!(target_os = "linux") {
+            let dir = tempfile::Builder::new().prefix("cordon-executor-").tempdir()?;
+            std::os::unix::fs::symlink(
+                &orchestrator.helper().exe,
+                dir.path().join(cordon_sandbox_linux::HELPER_ARG0),
+            )?;
+            Some(dir)
+        } else {
+            None
+        };
+        Ok(SessionManager {
+            orchestrator,
+            defaults,
+            table: Mutex::new(Table::default()),
+            helper_link,
+        })
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `exec_command`: returns the result text.
+    pub async fn exec_command(
+        &self,
+        args: ExecCommandArgs,
+        approver: &impl Approver,
+    ) -> Result<String, SessionError> {
+        let started = Instant::now();
+        let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
+        let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
+        let cwd = match &args.workdir {
+            Some(dir) => self.defaults.cwd.join(dir),
+            None => self.defaults.cwd.clone(),
+        };
+        let mut env = self.defaults.env.clone();
+        env.retain(|(k, _)| !SESSION_ENV.iter().any(|(name, _)| k == name));
+        env.extend(SESSION_ENV.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+        let escalation = match args.sandbox_permissions {
+            Some(SandboxPermissions::RequireEscalated) => {
+                Escalation::RequireEscalated { justification: args.justification.clone() }
+            }
+            Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
+        };
+        let request = ExecRequest {
+            command: vec![shell, flag.to_owned(), args.cmd.clone()],
+            cwd,
+            sandbox_policy: self.defaults.sandbox_policy.clone(),
+            approval: self.defaults.approval,
+            escalation,
+            timeout: None,
+            env,
+            stdin: StdinMode::Null,
+            output: OutputMode::Capture,
+        };
+        let mut approvals = Vec::new();
+        let (_, authorized) = self.orchestrator.authorize(&request, approver, &mut approvals).await;
+        let sandboxed = authorized.map_err(SessionError::Rejected)?;
+        let kind = if sandboxed {
+            SandboxKind::for_policy(&request.sandbox_policy)
+        } else {
+            SandboxKind::None
+        };
+        let mut spec = command_spec(
+            kind,
+            &request.sandbox_policy,
+            &request.command,
+            &request.cwd,
+            &request.env,
+            self.orchestrator.helper(),
+        )?;
+        if spec.arg0.is_some() {
+            if let Some(dir) = &self.helper_link {
+                spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
+                spec.arg0 = None;
+            }
+        }
+        let tty = args.tty.unwrap_or(false);
+        let session = Arc::new(if tty {
+            SessionProcess::spawn_pty(&spec)?
+        } else {
+            SessionProcess::spawn_pipes(&spec)?
+        });
+        let id = self.register(Arc::clone(&session));
+        let yield_for = clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), false);
+        let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        Ok(self.collect(id, &session, started, yield_for, max_tokens).await)
+    }
+
+    /// `write_stdin`: returns the result text.
+    pub async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, SessionError> {
+        let started = Instant::now();
+        let id = args.session_id;
+        let session = self.touch(id).ok_or(SessionError::UnknownSession(id))?;
+        let chars = args.chars.unwrap_or_default();
+        let empty_poll = chars.is_empty();
+        if !empty_poll {
+            session.write(chars.into_bytes()).await.map_err(|e| match e {
+                process::WriteError::NotATerminal => SessionError::NotATerminal(id),
+                process::WriteError::Io(source) => SessionError::Write { id, source },
+            })?;
+        }
+        let yield_for =
+            clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_WRITE_YIELD_MS), empty_poll);
+        let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        Ok(self.collect(id, &session, started, yield_for, max_tokens).await)
+    }
+
+    /// Waits for output (see the module docs), then reports and, for an exited process,
+    /// forgets the session.
+    async fn collect(
+        &self,
+        id: u32,
+        session: &SessionProcess,
+        started: Instant,
+        yield_for: Duration,
+        max_tokens: usize,
+    ) -> String {
+        let deadline = started + yield_for;
+        loop {
+            if session.exit_settled(EXIT_DRAIN) {
+                break;
+            }
+            if session.is_pty() && session.quiet_for() >= idle::QUIET {
+                if let Some(leader) = session.foreground_group() {
+                    if idle::waiting_for_input(leader) {
+                        break;
+                    }
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            session.wait_for_output((deadline - now).min(Duration::from_millis(5))).await;
+        }
+        let output = session.take_output();
+        let state = match session.exit_code() {
+            Some(code) if session.exit_settled(EXIT_DRAIN) => {
+                self.table().sessions.remove(&id);
+                SessionState::Exited { code }
+            }
+            _ => SessionState::Running { session_id: id },
+        };
+        result_text(started.elapsed(), state, &output, max_tokens)
+    }
+
+    fn register(&self, session: Arc<SessionProcess>) -> u32 {
+        let mut table = self.table();
+        if table.sessions.len() >= MAX_SESSIONS {
+            prune_one(&mut table);
+        }
+        table.next_id += 1;
+        table.clock += 1;
+        let (id, last_used) = (table.next_id, table.clock);
+        table.sessions.insert(id, Entry { session, last_used });
+        id
+    }
+
+    fn touch(&self, id: u32) -> Option<Arc<SessionProcess>> {
+        let mut table = self.table();
+        table.clock += 1;
+        let clock = table.clock;
+        let entry = table.sessions.get_mut(&id)?;
+        entry.last_used = clock;
+        Some(Arc::clone(&entry.session))
+    }
+
+    /// Live sessions (for tests and benchmarks).
+    pub fn len(&self) -> usize {
+        self.table().sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Terminates every session's process group.
+    pub fn shutdown(&self) {
+        let mut table = self.table();
+        for (_, entry) in table.sessions.drain() {
+            entry.session.terminate();
+        }
+    }
+}
+
+/// Terminates and removes the least recently used session outside the protected most recent
+/// ones, preferring sessions whose process already exited.
+fn prune_one(table: &mut Table) {
+    let mut by_age: Vec<(u64, u32, bool)> = table
+        .sessions
+        .iter()
+        .map(|(id, e)| (e.last_used, *id, e.session.exit_code().is_some()))
+        .collect();
+    by_age.sort_unstable();
+    let candidates = &by_age[..by_age.len().saturating_sub(PROTECTED_RECENT)];
+    let victim = candidates.iter().find(|(_, _, exited)| *exited).or_else(|| candidates.first());
+    if let Some((_, id, _)) = victim {
+        if let Some(entry) = table.sessions.remove(id) {
+            entry.session.terminate();
+        }
+    }
+}
+
+impl Drop for SessionManager {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

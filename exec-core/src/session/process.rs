@@ -1,0 +1,291 @@
+//! One session's process: spawned in a PTY (portable-pty) or on pipes, its output gathered by
+//! reader threads/tasks into a bounded head+tail buffer, its exit recorded.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use tokio::io::AsyncReadExt;
+use tokio::sync::Notify;
+
+use super::{SessionError, UNREAD_CAP};
+use crate::capture::HeadTail;
+use crate::spawn::CommandSpec;
+
+/// What the readers and the waiter share with the session.
+struct Shared {
+    state: Mutex<State>,
+    notify: Notify,
+}
+
+struct State {
+    unread: HeadTail,
+    /// Exit status (128+N for a signal) once the process exited.
+    exit: Option<(i32, Instant)>,
+    /// Readers reached end of file: nothing more will arrive.
+    eof: bool,
+    /// The last output or input.
+    last_activity: Instant,
+}
+
+enum Io {
+    Pty { master: Mutex<Box<dyn MasterPty + Send>>, writer: Arc<Mutex<Box<dyn Write + Send>>> },
+    Pipes,
+}
+
+/// Why a write failed.
+pub enum WriteError {
+    NotATerminal,
+    Io(std::io::Error),
+}
+
+pub struct SessionProcess {
+    pid: Option<i32>,
+    io: Io,
+    shared: Arc<Shared>,
+}
+
+impl Shared {
+    fn new() -> Arc<Self> {
+        Arc::new(Shared {
+            state: Mutex::new(State {
+                unread: HeadTail::new(UNREAD_CAP),
+                exit: None,
+                eof: false,
+                last_activity: Instant::now(),
+            }),
+            notify: Notify::new(),
+        })
+    }
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    fn push(&self, bytes: &[u8]) {
+        let mut state = self.state();
+        state.unread.push(bytes);
+        state.last_activity = Instant::now();
+        drop(state);
+        self.notify.notify_waiters();
+    }
+    fn set_eof(&self) {
+        self.state().eof = true;
+        self.notify.notify_waiters();
+    }
+    fn set_exit(&self, code: i32) {
+        self.state().exit = Some((code, Instant::now()));
+        self.notify.notify_waiters();
+    }
+}
+
+fn spawn_error(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> SessionError {
+    SessionError::Spawn(e.into())
+}
+
+impl SessionProcess {
+    /// In a new PTY: the child is a session leader with the PTY as controlling terminal.
+    pub fn spawn_pty(spec: &CommandSpec) -> Result<Self, SessionError> {
+        let pair = native_pty_system()
+            .openpty(PtySize { rows: 24, cols: 200, pixel_width: 0, pixel_height: 0 })
+            .map_err(spawn_error)?;
+        let mut argv = vec![spec.program.clone().into_os_string()];
+        argv.extend(spec.args.iter().cloned());
+        let mut builder = CommandBuilder::from_argv(argv);
+        builder.env_clear();
+        for (k, v) in &spec.env {
+            builder.env(k, v);
+        }
+        builder.cwd(&spec.cwd);
+        let mut child = pair.slave.spawn_command(builder).map_err(spawn_error)?;
+        drop(pair.slave);
+        let pid = child.process_id().and_then(|p| i32::try_from(p).ok());
+        let shared = Shared::new();
+        let mut reader = pair.master.try_clone_reader().map_err(spawn_error)?;
+        let writer = pair.master.take_writer().map_err(spawn_error)?;
+        let to_reader = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("session-pty-reader".into())
+            .spawn(move || {
+                let mut buf = [0u8; 64 * 1024];
+                loop {
+                    match reader.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => to_reader.push(&buf[..n]),
+                    }
+                }
+                to_reader.set_eof();
+            })
+            .map_err(spawn_error)?;
+        let to_waiter = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("session-pty-wait".into())
+            .spawn(move || {
+                let code = child.wait().map_or(1, |status| {
+                    if status.signal().is_some() {
+                        128 + signal_number(&status)
+                    } else {
+                        i32::try_from(status.exit_code()).unwrap_or(1)
+                    }
+                });
+                to_waiter.set_exit(code);
+            })
+            .map_err(spawn_error)?;
+        Ok(SessionProcess {
+            pid,
+            io: Io::Pty { master: Mutex::new(pair.master), writer: Arc::new(Mutex::new(writer)) },
+            shared,
+        })
+    }
+
+    /// On pipes: stdin from /dev/null, stdout and stderr merged into the session's output.
+    pub fn spawn_pipes(spec: &CommandSpec) -> Result<Self, SessionError> {
+        use std::os::unix::process::CommandExt;
+        let mut command = spec.to_command();
+        command
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        crate::sys::kill_with_parent(&mut command);
+        let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
+        let pid = child.id().and_then(|p| i32::try_from(p).ok());
+        let shared = Shared::new();
+        let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let open_streams = Arc::new(std::sync::atomic::AtomicUsize::new(streams.len()));
+        for mut stream in streams {
+            let shared = Arc::clone(&shared);
+            let open_streams = Arc::clone(&open_streams);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = stream.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    shared.push(&buf[..n]);
+                }
+                if open_streams.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                    shared.set_eof();
+                }
+            });
+        }
+        let to_waiter = Arc::clone(&shared);
+        tokio::spawn(async move {
+            use std::os::unix::process::ExitStatusExt;
+            let code = match child.wait().await {
+                Ok(status) => status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+                Err(_) => 1,
+            };
+            to_waiter.set_exit(code);
+        });
+        Ok(SessionProcess { pid, io: Io::Pipes, shared })
+    }
+
+    pub fn is_pty(&self) -> bool {
+        matches!(self.io, Io::Pty { .. })
+    }
+
+    /// Writes to the PTY (off the async thread: a full terminal input queue blocks).
+    pub async fn write(&self, bytes: Vec<u8>) -> Result<(), WriteError> {
+        let Io::Pty { writer, .. } = &self.io else { return Err(WriteError::NotATerminal) };
+        self.shared.state().last_activity = Instant::now();
+        let writer = Arc::clone(writer);
+        let result = tokio::task::spawn_blocking(move || {
+            let mut writer = writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            writer.write_all(&bytes).and_then(|()| writer.flush())
+        })
+        .await;
+        self.shared.state().last_activity = Instant::now();
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(WriteError::Io(e)),
+            Err(e) => Err(WriteError::Io(std::io::Error::other(e))),
+        }
+    }
+
+    /// Waits until new output, an exit, or `limit`.
+    pub async fn wait_for_output(&self, limit: Duration) {
+        let notified = self.shared.notify.notified();
+        let _ = tokio::time::timeout(limit, notified).await;
+    }
+
+    /// The exit status once the process exited.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.shared.state().exit.map(|(code, _)| code)
+    }
+
+    /// The process exited and its output is drained (end of file, or `drain` passed since the
+    /// exit: what it left behind may keep the terminal open).
+    pub fn exit_settled(&self, drain: Duration) -> bool {
+        let state = self.shared.state();
+        state.exit.is_some_and(|(_, at)| state.eof || at.elapsed() >= drain)
+    }
+
+    /// Time since the last output or input.
+    pub fn quiet_for(&self) -> Duration {
+        self.shared.state().last_activity.elapsed()
+    }
+
+    /// The PTY's foreground process group.
+    pub fn foreground_group(&self) -> Option<i32> {
+        let Io::Pty { master, .. } = &self.io else { return None };
+        master.lock().unwrap_or_else(std::sync::PoisonError::into_inner).process_group_leader()
+    }
+
+    /// Everything printed since the last call (lossy UTF-8; a marker where bytes were dropped).
+    pub fn take_output(&self) -> String {
+        let mut state = self.shared.state();
+        let text = state.unread.text();
+        state.unread = HeadTail::new(UNREAD_CAP);
+        text
+    }
+
+    /// Kills the session's process group.
+    pub fn terminate(&self) {
+        if let Some(pid) = self.pid {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// portable-pty reports a signal by its `strsignal` description; map the common ones back.
+fn signal_number(status: &portable_pty::ExitStatus) -> i32 {
+    const DESCRIPTIONS: &[(&str, i32)] = &[
+        ("Hangup", libc::SIGHUP),
+        ("Interrupt", libc::SIGINT),
+        ("Quit", libc::SIGQUIT),
+        ("Illegal instruction", libc::SIGILL),
+        ("Trace/breakpoint trap", libc::SIGTRAP),
+        ("Aborted", libc::SIGABRT),
+        ("Bus error", libc::SIGBUS),
+        ("Floating point exception", libc::SIGFPE),
+        ("Killed", libc::SIGKILL),
+        ("User defined signal 1", libc::SIGUSR1),
+        ("Segmentation fault", libc::SIGSEGV),
+        ("User defined signal 2", libc::SIGUSR2),
+        ("Broken pipe", libc::SIGPIPE),
+        ("Alarm clock", libc::SIGALRM),
+        ("Terminated", libc::SIGTERM),
+        ("Bad system call", libc::SIGSYS),
+    ];
+    let Some(description) = status.signal() else { return 0 };
+    DESCRIPTIONS
+        .iter()
+        .find(|(text, _)| *text == description)
+        .map(|(_, number)| *number)
+        .or_else(|| description.strip_prefix("Signal ").and_then(|n| n.trim().parse().ok()))
+        .unwrap_or(libc::SIGKILL)
+}

@@ -1,0 +1,318 @@
+//! `cordon executor`: the JSON-lines protocol and interactive sessions (DESIGN §9, §10), driven
+//! as a child process over pipes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::util::*;
+
+struct Executor {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    /// Messages read while waiting for another one.
+    backlog: Vec<Value>,
+    next_id: u64,
+    _home: tempfile::TempDir,
+    _work: tempfile::TempDir,
+}
+
+impl Executor {
+    fn start(extra: &[&str]) -> Executor {
+        let home = scratch();
+        let work = scratch();
+        let mut child = Command::new(CORDON)
+            .arg("executor")
+            .args(["-C", work.path().to_str().unwrap()])
+            .args(extra)
+            .env("CORDON_HOME", home.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if tx.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Executor { child, stdin, lines, backlog: Vec::new(), next_id: 0, _home: home, _work: work }
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message matching `pred`, within `limit`.
+    fn wait_for(&mut self, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.backlog.iter().position(&pred) {
+            return self.backlog.remove(i);
+        }
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) if pred(&v) => return v,
+                Ok(v) => self.backlog.push(v),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no matching message within {limit:?}; got {:?}", self.backlog)
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("the executor closed stdout; got {:?}", self.backlog)
+                }
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.next_id += 1;
+        let id = format!("r{}", self.next_id);
+        self.send(&json!({"type": "call_tool", "requestId": id, "toolName": tool, "arguments": arguments}));
+        self.wait_for(Duration::from_secs(60), |v| {
+            v["requestId"] == id && v["type"] == "call_tool_response"
+        })
+    }
+
+    /// A successful call's result text.
+    fn text(&mut self, tool: &str, arguments: Value) -> String {
+        let response = self.call(tool, arguments);
+        assert_eq!(response["outcome"]["status"], "success", "{response}");
+        response["outcome"]["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn session_id(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Process running with session ID "))
+        .map(|id| id.trim().parse().unwrap())
+}
+
+fn output(text: &str) -> &str {
+    text.split_once("Output:\n").map_or("", |(_, o)| o)
+}
+
+fn processes_matching(marker: &str) -> usize {
+    let out = Command::new("pgrep").args(["-f", marker]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn an_interactive_shell_keeps_state_and_sessions_are_separate() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    let first = ex
+        .text("exec_command", json!({"cmd": "bash --norc -i", "tty": true, "yield_time_ms": 2000}));
+    let a = session_id(&first).expect(&first);
+    let second = ex
+        .text("exec_command", json!({"cmd": "bash --norc -i", "tty": true, "yield_time_ms": 2000}));
+    let b = session_id(&second).expect(&second);
+    assert_ne!(a, b);
+    ex.text(
+        "write_stdin",
+        json!({"session_id": a, "chars": "export V=cordon\n", "yield_time_ms": 2000}),
+    );
+    let seen = ex.text(
+        "write_stdin",
+        json!({"session_id": a, "chars": "echo V=$V.\n", "yield_time_ms": 2000}),
+    );
+    assert!(output(&seen).contains("V=cordon."), "{seen}");
+    let other = ex.text(
+        "write_stdin",
+        json!({"session_id": b, "chars": "echo V=$V.\n", "yield_time_ms": 2000}),
+    );
+    assert!(output(&other).contains("V=."), "{other}");
+}
+
+#[test]
+fn a_long_command_yields_and_a_later_poll_collects_the_rest() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    let started = Instant::now();
+    let text = ex.text("exec_command", json!({"cmd": "sleep 2 && echo done", "yield_time_ms": 10}));
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    assert!(!output(&text).contains("done"), "{text}");
+    let id = session_id(&text).expect(&text);
+    std::thread::sleep(Duration::from_millis(2200));
+    let text = ex.text("write_stdin", json!({"session_id": id, "yield_time_ms": 2000}));
+    assert!(output(&text).contains("done"), "{text}");
+    assert!(text.contains("Process exited with code 0"), "{text}");
+}
+
+#[test]
+fn a_finished_command_keeps_no_session_and_unknown_ids_are_errors_naming_them() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    let text = ex.text("exec_command", json!({"cmd": "echo hi; exit 3"}));
+    assert!(text.contains("Process exited with code 3"), "{text}");
+    assert!(session_id(&text).is_none());
+    assert!(output(&text).ends_with("hi\n"), "{text}");
+    for id in [1, 4242] {
+        let response = ex.call("write_stdin", json!({"session_id": id, "chars": "x"}));
+        assert_eq!(response["outcome"]["status"], "error", "{response}");
+        assert!(
+            response["outcome"]["message"].as_str().unwrap().contains(&id.to_string()),
+            "{response}"
+        );
+    }
+}
+
+#[test]
+fn output_is_cut_in_the_middle_with_the_original_token_count() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    let cmd = format!(
+        "{} -c \"import sys; sys.stdout.write('BEGIN' + 'x' * 1000000 + 'END')\"",
+        python()
+    );
+    let text =
+        ex.text("exec_command", json!({"cmd": cmd, "login": false, "max_output_tokens": 100}));
+    let out = output(&text);
+    assert!(out.starts_with("BEGIN") && out.ends_with("END"), "{out}");
+    let marker_start = out.find('…').unwrap();
+    let marker_end = out.rfind('…').unwrap() + '…'.len_utf8();
+    assert!(out[marker_start..marker_end].contains("tokens truncated"));
+    assert!(out.len() - (marker_end - marker_start) <= 400, "{} bytes of output", out.len());
+    assert!(
+        text.contains("Warning: truncated output (original token count: 250002)"),
+        "{}",
+        &text[..200]
+    );
+}
+
+#[test]
+fn sessions_are_sandboxed_and_escalation_asks_the_harness() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&["-a", "on-request"]);
+    let outside = scratch();
+    let target = outside.path().join("escaped");
+    let text = ex.text("exec_command", json!({"cmd": format!("echo x > {}", target.display())}));
+    assert!(!text.contains("exited with code 0"), "{text}");
+    assert!(!target.exists());
+
+    ex.next_id += 1;
+    let id = format!("r{}", ex.next_id);
+    ex.send(
+        &json!({"type": "call_tool", "requestId": id, "toolName": "exec_command", "arguments": {
+        "cmd": format!("echo x > {}", target.display()),
+        "sandbox_permissions": "require_escalated", "justification": "write outside"}}),
+    );
+    let request = ex.wait_for(Duration::from_secs(10), |v| v["type"] == "approval_request");
+    assert_eq!(request["callRequestId"], id.as_str());
+    assert_eq!(request["command"][0], "/bin/bash");
+    ex.send(&json!({"type": "approval_response", "requestId": request["requestId"], "decision": "denied"}));
+    let response = ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == id.as_str());
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
+    assert!(!target.exists());
+}
+
+#[test]
+fn the_65th_session_prunes_the_least_recently_used_one() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    let marker = format!("{}", 70_000 + std::process::id() % 10_000);
+    let mut ids = Vec::new();
+    for i in 0..65 {
+        let text = ex.text(
+            "exec_command",
+            json!({"cmd": format!("exec sleep {marker}.{i}"), "yield_time_ms": 250}),
+        );
+        ids.push(session_id(&text).expect(&text));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        processes_matching(&format!("^sleep {marker}.0$")),
+        0,
+        "the pruned session's process is still alive"
+    );
+    assert_eq!(processes_matching(&format!("^sleep {marker}.1$")), 1);
+    let response = ex.call("write_stdin", json!({"session_id": ids[0]}));
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
+    let response = ex.call("write_stdin", json!({"session_id": ids[64]}));
+    assert_eq!(response["outcome"]["status"], "success", "{response}");
+}
+
+#[test]
+fn eof_terminates_every_session_and_exits_zero_promptly() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    let marker = format!("{}", 80_000 + std::process::id() % 10_000);
+    ex.text("exec_command", json!({"cmd": format!("exec sleep {marker}.5"), "yield_time_ms": 250}));
+    ex.text("exec_command", json!({"cmd": format!("sleep {marker}.6 & exec sleep {marker}.7"), "tty": true, "yield_time_ms": 250}));
+    assert_eq!(processes_matching(&format!("^sleep {marker}")), 3);
+    ex.close_stdin();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = ex.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "the executor did not exit within a second"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(0));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        processes_matching(&format!("^sleep {marker}")),
+        0,
+        "a session process outlived the executor"
+    );
+}
+
+#[test]
+fn bad_lines_get_errors_and_the_executor_keeps_serving() {
+    let mut ex = Executor::start(&[]);
+    ex.send_raw("this is not json");
+    let e = ex.wait_for(Duration::from_secs(5), |v| v["type"] == "error");
+    assert!(e.get("requestId").is_none());
+    ex.send(&json!({"type": "teleport", "requestId": "t1"}));
+    let e = ex.wait_for(Duration::from_secs(5), |v| v["type"] == "error");
+    assert_eq!(e["requestId"], "t1");
+    ex.send(&json!({"type": "call_tool", "requestId": "t2"}));
+    let e = ex.wait_for(Duration::from_secs(5), |v| v["requestId"] == "t2");
+    assert_eq!(e["type"], "error");
+    let unknown = ex.call("launch_missiles", json!({}));
+    assert_eq!(unknown["outcome"]["status"], "error");
+    let missing = ex.call("exec_command", json!({"tty": true}));
+    assert_eq!(missing["outcome"]["status"], "error");
+    assert!(missing["outcome"]["message"].as_str().unwrap().contains("cmd"));
+    ex.send(&json!({"type": "list_tools", "requestId": "l"}));
+    let tools = ex.wait_for(Duration::from_secs(5), |v| v["requestId"] == "l");
+    let names: Vec<&str> =
+        tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["exec_command", "write_stdin"]);
+    assert_eq!(tools["tools"][0]["inputSchema"]["required"][0], "cmd");
+    ex.send(&json!({"type": "shutdown", "requestId": "s"}));
+    ex.wait_for(Duration::from_secs(5), |v| v["type"] == "shutdown_response");
+    assert_eq!(ex.child.wait().unwrap().code(), Some(0));
+}
