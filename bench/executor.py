@@ -21,12 +21,13 @@ CORDON = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/c
 
 class Executor:
     def __init__(self):
-        self.home = tempfile.mkdtemp(prefix="cordon-bench-home-")
+        # CORDON_HOME must not lie inside a writable root (/tmp is one).
+        self.home = tempfile.mkdtemp(prefix="cordon-bench-home-", dir="/var/tmp")
         self.work = tempfile.mkdtemp(prefix="cordon-bench-work-", dir="/var/tmp")
         env = dict(os.environ, CORDON_HOME=self.home)
         self.proc = subprocess.Popen(
             [CORDON, "executor", "-C", self.work],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
         )
         self.next = 0
 
@@ -110,6 +111,7 @@ def drain():
 
 def many_sessions():
     ex = Executor()
+    ex.call("exec_command", {"cmd": "true", "login": False})
     base = ex.status("VmRSS")
     for i in range(64):
         session_id(ex.call("exec_command", {"cmd": f"exec sleep 1000.{i}", "tty": True, "login": False, "yield_time_ms": 250}))

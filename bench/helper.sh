@@ -28,9 +28,11 @@ for build in static dyn; do
   args+=(-n "helper $build, Landlock+seccomp only" "$helper --no-mount-view -- /bin/true")
 done
 # The whole orchestrator: approval decision, spawn through the helper, classify (issue: <= 5 ms).
-mkdir -p "$tmp/home"
+# CORDON_HOME must not lie inside a writable root (and /tmp is one).
+home=$(mktemp -d -p /var/tmp cordon-bench-home.XXXXXX)
+trap 'rm -rf "$tmp" "$home"' EXIT
 args+=(-n "cordon exec -a never (static)" "$PWD/target/$host/release/cordon exec -a never -C $work -- /bin/true")
-export CORDON_HOME="$tmp/home"
+export CORDON_HOME="$home"
 if command -v bwrap >/dev/null; then
   args+=(-n "bubblewrap" "bwrap --ro-bind / / --dev /dev --bind $work $work --unshare-net /bin/true")
 fi

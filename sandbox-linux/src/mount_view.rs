@@ -168,21 +168,23 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
 /// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and
 /// NVMe generic character devices (`sg*`, `ng*`). A root caller keeps uid 0 inside the sandbox,
 /// and uid 0 owns these nodes, so without capabilities it could still read a whole disk and
-/// with it every hidden secret; they are covered with `/dev/null`. One `getdents` pass: the
-/// entry type comes from the directory, no `stat` per node.
+/// with it every hidden secret; they are covered with `/dev/null`. Only nodes this caller can
+/// read are covered (every one for root, usually none for anyone else), so unprivileged runs
+/// pay nothing. One `getdents` pass: the entry type comes from the directory.
 fn raw_disk_devices() -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
     let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
     entries
         .filter_map(Result::ok)
         .filter(|entry| {
             let Ok(kind) = entry.file_type() else { return false };
-            use std::os::unix::fs::FileTypeExt;
             let name = entry.file_name();
             let name = name.as_bytes();
             kind.is_block_device()
                 || (kind.is_char_device() && (name.starts_with(b"sg") || name.starts_with(b"ng")))
         })
         .map(|entry| entry.path())
+        .filter(|path| nix::unistd::access(path, nix::unistd::AccessFlags::R_OK).is_ok())
         .collect()
 }
 
@@ -226,10 +228,11 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
         mount(Some("tmpfs"), dir, Some("tmpfs"), stand_in, Some("mode=0755,size=4k"))
             .map_err(fail(format!("hiding {}", dir.display())))?;
     }
+    // `/dev/null` sits on a mount that is read-only by now, and a bind copies its source's
+    // flags: the stand-in is read-only without another call (and writes to it go nowhere).
     for file in &plan.hidden_files {
         mount(Some("/dev/null"), file, None::<&str>, MsFlags::MS_BIND, None::<&str>)
             .map_err(fail(format!("hiding {}", file.display())))?;
-        set_read_only(file, Recursion::Single, ReadOnly::Yes)?;
     }
     if plan.private_dev_shm {
         mount(

@@ -63,12 +63,13 @@ impl Shared {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+    /// Output does not wake the collector: it polls every few milliseconds anyway (an idle
+    /// prompt is only recognised after a quiet period), and a wake-up per 4 KiB PTY read
+    /// would cost more than the copy itself when a command floods the terminal.
     fn push(&self, bytes: &[u8]) {
         let mut state = self.state();
         state.unread.push(bytes);
         state.last_activity = Instant::now();
-        drop(state);
-        self.notify.notify_waiters();
     }
     fn set_eof(&self) {
         self.state().eof = true;
