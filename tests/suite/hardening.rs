@@ -207,3 +207,58 @@ fn raw_disk_devices_are_covered_for_root() {
         }
     }
 }
+
+#[test]
+fn set_user_id_bits_cannot_be_set_or_created() {
+    require_sandbox!(1);
+    let dir = scratch();
+    for user in USERS {
+        chown_nobody(dir.path());
+        let code = [
+            PY_LIBC,
+            "open('plain', 'w').close()\n",
+            "cases = (('chmod', lambda: os.chmod('plain', 0o4755)), ('chmod_g', lambda: os.chmod('plain', 0o2755)),\n",
+            "         ('create', lambda: os.close(os.open('created', os.O_CREAT | os.O_WRONLY, 0o4755))),\n",
+            "         ('fchmod', lambda: os.fchmod(os.open('plain', os.O_RDONLY), 0o6755)))\n",
+            "for label, f in cases:\n",
+            "    try:\n",
+            "        f(); print(label, 'ok')\n",
+            "    except OSError as e:\n",
+            "        print(label, e.errno)\n",
+            "os.chmod('plain', 0o755); print('plain-chmod ok')\n",
+        ]
+        .concat();
+        let args = [
+            "sandbox",
+            "linux",
+            "--full-auto",
+            "-C",
+            dir.path().to_str().unwrap(),
+            "--",
+            python(),
+            "-c",
+            &code,
+        ];
+        let run = cordon_as(user, &args, None);
+        run.assert_ok();
+        for label in ["chmod", "chmod_g", "create", "fchmod"] {
+            assert!(
+                run.stdout.contains(&format!("{label} {}", libc::EPERM)),
+                "{user:?} {label}: {}",
+                run.stdout
+            );
+        }
+        assert!(
+            run.stdout.contains("plain-chmod ok"),
+            "ordinary chmod must keep working: {}",
+            run.stdout
+        );
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(dir.path().join("plain")).unwrap().permissions().mode() & 0o7777,
+            0o755
+        );
+        assert!(!dir.path().join("created").exists());
+        std::fs::remove_file(dir.path().join("plain")).unwrap();
+    }
+}

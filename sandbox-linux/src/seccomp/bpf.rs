@@ -10,7 +10,7 @@
 //!
 //! Layout (every jump goes forward, as the kernel requires):
 //! ```text
-//! prefix:   arch check, x32 bit, clone3
+//! prefix:   arch check, x32 bit, ENOSYS for calls whose arguments live in memory
 //! dispatch: one `jeq nr` per syscall: to DENY, or to the syscall's block
 //!           ret ALLOW
 //! blocks:   per conditional syscall: its alternatives, each a chain of tests; all tests of
@@ -41,8 +41,9 @@ pub(super) const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 pub struct Target {
     /// `AUDIT_ARCH_*` of the only architecture allowed in.
     pub audit_arch: u32,
-    /// The native `clone3` number (answered with ENOSYS).
-    pub clone3: u32,
+    /// Calls answered with ENOSYS: `clone3` and `openat2` pass their flags in memory the
+    /// filter cannot read, and libc falls back to `clone`/`openat`, whose flags it can.
+    pub enosys: &'static [u32],
 }
 
 /// Where a jump goes.
@@ -219,8 +220,9 @@ pub fn emit(
     asm.load(SECCOMP_DATA_NR);
     // x32 numbers (and anything above): the table only knows native numbers.
     asm.jump(BPF_JGE_K, X32_SYSCALL_BIT, To::Label(deny_label), To::Next);
-    // clone3 passes its flags in memory the filter cannot read: make libc fall back to clone.
-    asm.jump(BPF_JEQ_K, target.clone3, To::Label(enosys_label), To::Next);
+    for nr in target.enosys {
+        asm.jump(BPF_JEQ_K, *nr, To::Label(enosys_label), To::Next);
+    }
 
     let mut blocks = Vec::new();
     for rule in rules {

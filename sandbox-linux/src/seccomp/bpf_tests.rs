@@ -64,7 +64,7 @@ impl Rng {
     }
 }
 
-const TARGET: Target = Target { audit_arch: 0xc000_003e, clone3: 435 };
+const TARGET: Target = Target { audit_arch: 0xc000_003e, enosys: &[435, 437] };
 const DENY: u32 = 0x0005_0001;
 const ENOSYS: u32 = 0x0005_0026;
 
@@ -120,6 +120,7 @@ fn foreign_architectures_x32_numbers_and_clone3_are_refused() {
     assert_eq!(run(&program, 359, i386, [0; 6]), libc::SECCOMP_RET_KILL_PROCESS);
     assert_eq!(run(&program, X32_SYSCALL_BIT | 41, TARGET.audit_arch, [0; 6]), DENY);
     assert_eq!(run(&program, 435, TARGET.audit_arch, [0; 6]), ENOSYS);
+    assert_eq!(run(&program, 437, TARGET.audit_arch, [0; 6]), ENOSYS);
     assert_eq!(run(&program, 39, TARGET.audit_arch, [0; 6]), libc::SECCOMP_RET_ALLOW);
 }
 
@@ -128,6 +129,7 @@ fn the_program_is_a_fraction_of_the_generic_compilers_size() {
     for network in [Network::Off, Network::On] {
         let program = emit(&deny_rules(network), TARGET, DENY, ENOSYS).unwrap();
         eprintln!("{network:?}: {} instructions", program.len());
-        assert!(program.len() < 140, "{network:?}: {} instructions", program.len());
+        // seccompiler emitted 391 instructions for a smaller table than this one.
+        assert!(program.len() < 180, "{network:?}: {} instructions", program.len());
     }
 }

@@ -3,8 +3,8 @@
 //! Default action allow; a matched rule returns `EPERM`. Before the table, the program refuses
 //! every architecture but the one it was built for (a 64-bit x86 process can still make i386
 //! calls through `int 0x80`, whose numbers differ), refuses x32 numbers (the `0x4000_0000` bit),
-//! and answers `clone3` with `ENOSYS` so libc falls back to `clone`, whose flags the filter can
-//! read (`clone3` passes them in memory). The table ([`deny_rules`]) is data; [`bpf`] turns it
+//! and answers `clone3` and `openat2` with `ENOSYS` so libc falls back to `clone`/`openat`, whose
+//! flags the filter can read (the new calls pass them in memory). The table ([`deny_rules`]) is data; [`bpf`] turns it
 //! into a compact program (see there why not seccompiler's compiler); seccompiler installs it.
 //!
 //! Every integer argument compared is an `int`/`unsigned int` in the kernel (or, for `clone`, the
@@ -278,6 +278,12 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
         always("iopl", libc::SYS_iopl, "raw I/O port access"),
         always("ioperm", libc::SYS_ioperm, "raw I/O port access"),
     ]);
+    rules.extend(setid_rules());
+    rules.push(always(
+        "syslog",
+        libc::SYS_syslog,
+        "the kernel log: kernel addresses, other users' messages",
+    ));
     let (alternatives, condition, reason) = socket_rules(network);
     rules.push(when("socket", libc::SYS_socket, alternatives.clone(), condition.clone(), reason));
     rules.push(when("socketpair", libc::SYS_socketpair, alternatives, condition, reason));
@@ -285,6 +291,52 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
         Network::On => {}
         Network::Off => rules.extend(peer_addressing_rules()),
     }
+    rules
+}
+
+/// Setting the set-user-ID or set-group-ID bit. A root caller's command is uid 0 without
+/// capabilities, and an owner needs none to make its file set-user-ID: a copy of a shell in a
+/// writable root, chmod 4755, would be a root shell for every local user once the sandbox is
+/// gone. Refused when a mode with those bits is set or used to create a file (what systemd's
+/// RestrictSUIDSGID= does).
+fn setid_rules() -> Vec<DenyRule> {
+    const SETID: u32 = 0o6000;
+    const WHY: &str =
+        "root inside the sandbox leaving set-user-ID files behind (a root shell for later)";
+    const CONDITION: &str = "mode has S_ISUID or S_ISGID";
+    // O_CREAT, and O_TMPFILE's own bit (the rest of O_TMPFILE is O_DIRECTORY).
+    let creates = u(libc::O_CREAT) | 0o2000_0000;
+    let mode_at = |arg: u8| vec![vec![(arg, Cmp::AnyBits(SETID))]];
+    let create_at = |flags: u8, mode: u8| {
+        vec![vec![(flags, Cmp::AnyBits(creates)), (mode, Cmp::AnyBits(SETID))]]
+    };
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+    let mut rules = vec![
+        when("fchmod", libc::SYS_fchmod, mode_at(1), CONDITION, WHY),
+        when("fchmodat", libc::SYS_fchmodat, mode_at(2), CONDITION, WHY),
+        when("fchmodat2", FCHMODAT2, mode_at(2), CONDITION, WHY),
+        when(
+            "openat",
+            libc::SYS_openat,
+            create_at(2, 3),
+            "creating a file whose mode has S_ISUID or S_ISGID",
+            WHY,
+        ),
+        when("mknodat", libc::SYS_mknodat, mode_at(2), CONDITION, WHY),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    rules.extend([
+        when("chmod", libc::SYS_chmod, mode_at(1), CONDITION, WHY),
+        when(
+            "open",
+            libc::SYS_open,
+            create_at(1, 2),
+            "creating a file whose mode has S_ISUID or S_ISGID",
+            WHY,
+        ),
+        when("creat", libc::SYS_creat, mode_at(1), CONDITION, WHY),
+        when("mknod", libc::SYS_mknod, mode_at(1), CONDITION, WHY),
+    ]);
     rules
 }
 
@@ -316,16 +368,19 @@ const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
 
+// The generic syscall table numbers these the same on x86-64 and arm64.
+const CLONE3: u32 = 435;
+const OPENAT2: u32 = 437;
+const FCHMODAT2: i64 = 452;
+
 fn errno(e: i32) -> u32 {
     libc::SECCOMP_RET_ERRNO | (u(e) & libc::SECCOMP_RET_DATA)
 }
 
 /// Compiles the deny table for `network` into one BPF program.
 pub fn build_program(network: Network) -> Result<BpfProgram, HelperError> {
-    let target = bpf::Target {
-        audit_arch: AUDIT_ARCH,
-        clone3: u32::try_from(libc::SYS_clone3).unwrap_or(435),
-    };
+    const ENOSYS_CALLS: &[u32] = &[CLONE3, OPENAT2];
+    let target = bpf::Target { audit_arch: AUDIT_ARCH, enosys: ENOSYS_CALLS };
     Ok(bpf::emit(&deny_rules(network), target, errno(libc::EPERM), errno(libc::ENOSYS))?)
 }
 
