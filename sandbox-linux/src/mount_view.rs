@@ -155,8 +155,14 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             Err(_) => {}
         }
     }
+    // A root inside another root is already writable through the outer one's bind.
+    let outermost: Vec<PathBuf> = roots
+        .iter()
+        .filter(|root| !roots.iter().any(|other| other != *root && root.starts_with(other)))
+        .cloned()
+        .collect();
     MountPlan {
-        writable_roots: roots.clone(),
+        writable_roots: outermost,
         writable_submounts,
         protected,
         hidden_dirs,
@@ -330,5 +336,17 @@ mod tests {
             hidden_paths: Vec::new(),
         };
         assert_eq!(plan(&policy, &mounts).writable_submounts, vec![PathBuf::from("/w/cache")]);
+        let nested = ResolvedPolicy {
+            writable_roots: vec![
+                PathBuf::from("/tmp"),
+                PathBuf::from("/tmp/work"),
+                PathBuf::from("/w"),
+            ],
+            ..policy
+        };
+        assert_eq!(
+            plan(&nested, &mounts).writable_roots,
+            vec![PathBuf::from("/tmp"), PathBuf::from("/w")]
+        );
     }
 }
