@@ -15,8 +15,9 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     use cordon_sandbox_linux::seccomp::{Network, deny_rules};
 
     let probe = cordon_sandbox_linux::probe::probe();
-    let predicted = probe.predicted_enforcement();
+    let predicted = probe.predicted_enforcement(false);
     let gaps = gaps(&predicted);
+    let network_gaps: Vec<_> = gaps_with_network(&probe);
     let deny = |network| {
         deny_rules(network)
             .into_iter()
@@ -31,12 +32,12 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             let mut enforced = Vec::new();
             if predicted.landlock_enforced {
                 enforced.push(format!(
-                    "Landlock ABI {}: writes only {} (and /dev/null)",
+                    "Landlock ABI {}: {}",
                     predicted.landlock_abi,
                     if mode == SandboxMode::ReadOnly {
-                        "nowhere"
+                        "no writes anywhere but /dev/null"
                     } else {
-                        "under the writable roots"
+                        "writes only under the writable roots (and /dev/null)"
                     }
                 ));
             }
@@ -47,7 +48,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
                 enforced.push("seccomp: network off unless allowed; ptrace, namespaces, mount, keyrings, bpf, perf, TIOCSTI refused".to_owned());
             }
             enforced.push("no_new_privs; every capability dropped".to_owned());
-            json!({"sandbox": true, "enforced": enforced, "not_enforced": gaps})
+            let mut report = json!({"sandbox": true, "enforced": enforced, "not_enforced": gaps});
+            if mode == SandboxMode::WorkspaceWrite {
+                report["not_enforced_with_network"] = json!(network_gaps);
+            }
+            report
         }
     };
     let modes: serde_json::Map<String, serde_json::Value> =
@@ -71,6 +76,18 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         return write_stdout(&format!("{}\n", serde_json::to_string_pretty(&report)?));
     }
     write_stdout(&render_text(&report))
+}
+
+/// Gaps that only a policy with the network on has.
+#[cfg(target_os = "linux")]
+fn gaps_with_network(
+    probe: &cordon_sandbox_linux::probe::KernelProbe,
+) -> Vec<cordon_sandbox_linux::report::Gap> {
+    let without = cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(false));
+    cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(true))
+        .into_iter()
+        .filter(|g| !without.contains(g))
+        .collect()
 }
 
 #[cfg(target_os = "linux")]
@@ -107,6 +124,9 @@ fn render_text(report: &serde_json::Value) -> String {
             let required =
                 if gap["required"] == true { " [required: runs refuse, exit 125]" } else { "" };
             println!("  NOT enforced: {}{required}", gap["what"].as_str().unwrap_or_default());
+        }
+        for gap in value["not_enforced_with_network"].as_array().into_iter().flatten() {
+            println!("  NOT enforced: {}", gap["what"].as_str().unwrap_or_default());
         }
     }
     println!("\nprotected paths (read-only inside writable roots): {}", report["protected_paths"]);

@@ -125,7 +125,13 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut document = serde_json::to_value(&outcome)?;
         if let Some(map) = document.as_object_mut() {
-            map.insert("not_enforced".into(), serde_json::to_value(not_enforced(&outcome))?);
+            map.insert(
+                "not_enforced".into(),
+                serde_json::to_value(not_enforced(
+                    &outcome,
+                    request.sandbox_policy.has_network_access(),
+                ))?,
+            );
         }
         crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
     }
@@ -175,6 +181,7 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
 #[cfg(target_os = "linux")]
 pub(crate) fn not_enforced(
     outcome: &cordon_exec_core::Outcome,
+    network: bool,
 ) -> Vec<cordon_sandbox_linux::report::Gap> {
     let sandboxed =
         outcome.attempts.iter().any(|a| a.sandbox == cordon_exec_core::SandboxKind::Linux);
@@ -182,12 +189,12 @@ pub(crate) fn not_enforced(
         return Vec::new();
     }
     cordon_sandbox_linux::report::gaps(
-        &cordon_sandbox_linux::probe::probe().predicted_enforcement(),
+        &cordon_sandbox_linux::probe::probe().predicted_enforcement(network),
     )
 }
 
 #[cfg(not(target_os = "linux"))]
-fn not_enforced(_outcome: &cordon_exec_core::Outcome) -> Vec<String> {
+fn not_enforced(_outcome: &cordon_exec_core::Outcome, _network: bool) -> Vec<String> {
     Vec::new()
 }
 

@@ -37,7 +37,8 @@ fn announce_gaps(policy: &cordon_policies::SandboxPolicy) {
     #[cfg(target_os = "linux")]
     if !matches!(policy, cordon_policies::SandboxPolicy::DangerFullAccess {}) {
         let gaps = cordon_sandbox_linux::report::gaps(
-            &cordon_sandbox_linux::probe::probe().predicted_enforcement(),
+            &cordon_sandbox_linux::probe::probe()
+                .predicted_enforcement(policy.has_network_access()),
         );
         for gap in gaps {
             let required = if gap.required { " (required: sandboxed calls will fail)" } else { "" };

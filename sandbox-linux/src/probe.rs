@@ -52,9 +52,9 @@ pub fn probe() -> KernelProbe {
 }
 
 impl KernelProbe {
-    /// What a sandboxed command would get here (for any sandboxed mode: the modes differ in
-    /// what is writable, not in which mechanisms apply).
-    pub fn predicted_enforcement(&self) -> Enforcement {
+    /// What a sandboxed command would get here (the modes differ in what is writable, not in
+    /// which mechanisms apply; the network setting changes which gaps matter).
+    pub fn predicted_enforcement(&self, network_access: bool) -> Enforcement {
         Enforcement {
             landlock_abi: self.landlock_abi,
             landlock_enforced: self.landlock_abi > 0,
@@ -64,6 +64,7 @@ impl KernelProbe {
             no_new_privs: true,
             // Root can drop it directly; anyone else can inside the user namespace.
             bounding_set_dropped: self.is_root || self.mount_view.is_ok(),
+            network_access,
         }
     }
 }

@@ -23,6 +23,8 @@ pub struct Enforcement {
     pub no_new_privs: bool,
     /// Whether the bounding set was dropped and the securebits locked.
     pub bounding_set_dropped: bool,
+    /// Whether the policy leaves the network on (with it off, seccomp refuses `connect()`).
+    pub network_access: bool,
 }
 
 /// A protection that is not in place.
@@ -60,10 +62,10 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
                 false,
             ));
         }
-        if e.landlock_abi < 9 {
+        if e.landlock_abi < 9 && e.network_access {
             gaps.push(gap(
-                "connect() to UNIX socket files outside the writable roots (needs Landlock ABI 9; the \
-                 mount view hides the container-engine sockets)",
+                "with the network on, connect() to UNIX socket files outside the writable roots \
+                 (needs Landlock ABI 9; the mount view hides the container-engine sockets)",
                 false,
             ));
         }
@@ -108,6 +110,7 @@ mod tests {
             seccomp: true,
             no_new_privs: true,
             bounding_set_dropped: true,
+            network_access: false,
         }
     }
 

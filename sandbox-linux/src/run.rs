@@ -91,6 +91,7 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
         seccomp,
         no_new_privs,
         bounding_set_dropped: capabilities == CapabilityDrop::All,
+        network_access: policy.network_access,
     };
     let gaps = report::gaps(&enforcement);
     if best_effort {
