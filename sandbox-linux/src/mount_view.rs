@@ -30,7 +30,13 @@ pub struct MountPlan {
     pub writable_roots: Vec<PathBuf>,
     /// Mount points strictly inside a writable root that were writable: writable again.
     pub writable_submounts: Vec<PathBuf>,
-    /// Existing protected paths inside writable roots: bound onto themselves read-only.
+    /// Directories (and `.git` pointer files) inside writable roots that lead to protected
+    /// paths: bound onto themselves, still writable, so that they are mount points and cannot
+    /// be renamed or removed. Otherwise `mv .git .git2; cp -r .git2 .git` would leave a fresh,
+    /// writable `.git/hooks` in place of the protected one.
+    pub pinned: Vec<PathBuf>,
+    /// Existing protected paths inside writable roots (canonical): bound onto themselves
+    /// read-only.
     pub protected: Vec<PathBuf>,
     /// Existing hidden directories: covered with an empty read-only tmpfs.
     pub hidden_dirs: Vec<PathBuf>,
@@ -119,6 +125,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         .collect();
 
     let mut protected = Vec::new();
+    let mut pinned = Vec::new();
     for root in roots {
         for entry in &policy.protected_paths {
             let entry_path = Path::new(entry);
@@ -127,6 +134,11 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
                 continue;
             }
             protected.push(root.join(entry_path));
+            let mut ancestor = root.clone();
+            for component in entry_path.parent().into_iter().flat_map(Path::components) {
+                ancestor.push(component);
+                pinned.push(ancestor.clone());
+            }
             // `.git/...` entries also apply inside the real git dir of a `.git` pointer file.
             if let Ok(inside_git) = entry_path.strip_prefix(".git") {
                 for git_dir in git_dirs(root).into_iter().skip_while(|d| *d == root.join(".git")) {
@@ -135,7 +147,17 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             }
         }
     }
-    protected.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    // Only real directories and files are pinned: a symlink is not followed into who knows where.
+    pinned.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink()));
+    pinned.sort();
+    pinned.dedup();
+    // Bind the canonical target, and only inside a writable root: outside them everything is
+    // read-only already, and a planted symlink must not make the helper bind, say, `/`.
+    let mut protected: Vec<PathBuf> = protected
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| roots.iter().any(|root| p.starts_with(root)))
+        .collect();
     protected.sort();
     protected.dedup();
 
@@ -164,6 +186,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     MountPlan {
         writable_roots: outermost,
         writable_submounts,
+        pinned,
         protected,
         hidden_dirs,
         hidden_files,
@@ -224,6 +247,9 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
     set_read_only(Path::new("/"), Recursion::Recursive, ReadOnly::Yes)?;
     for path in plan.writable_roots.iter().chain(&plan.writable_submounts) {
         set_read_only(path, Recursion::Single, ReadOnly::No)?;
+    }
+    for path in &plan.pinned {
+        bind(path).map_err(fail(format!("pinning {}", path.display())))?;
     }
     for path in &plan.protected {
         bind(path).map_err(fail(format!("binding {}", path.display())))?;

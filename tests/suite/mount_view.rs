@@ -88,10 +88,19 @@ fn git_metadata_is_protected_while_git_keeps_working() {
                       echo x >> .git/hooks/pre-push.sample; \
                       git config core.fsmonitor 'touch /tmp/pwned' && echo config-changed; \
                       echo allow >> .cordon/rules.toml; \
+                      mv .git .git-moved && echo moved-git; mv .cordon .cordon-moved && echo moved-cordon; \
+                      rm -rf .git/hooks 2>/dev/null; \
                       git add file.txt && git commit -qm x && echo committed";
         let run = sandbox_sh(user, &["--full-auto"], r, script);
         assert!(run.stdout.contains("committed"), "{user:?}: {}{}", run.stdout, run.stderr);
         assert!(!run.stdout.contains("config-changed"), "{user:?}");
+        // Renaming `.git` away (to put a fresh, writable one in its place) is refused too.
+        assert!(
+            !run.stdout.contains("moved-git") && !run.stdout.contains("moved-cordon"),
+            "{user:?}: {}",
+            run.stdout
+        );
+        assert!(!r.join(".git-moved").exists() && r.join(".git/hooks").is_dir(), "{user:?}");
         assert!(!r.join(".git/hooks/pre-commit").exists(), "{user:?}");
         assert_eq!(
             std::fs::read_to_string(r.join(".git/config")).unwrap(),
