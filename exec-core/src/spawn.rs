@@ -87,7 +87,7 @@ pub async fn run_process(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    crate::sys::kill_with_parent(&mut command);
+    crate::sys::prepare_child(&mut command);
     let started = Instant::now();
     let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
     let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);

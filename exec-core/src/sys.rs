@@ -2,18 +2,30 @@
 
 use std::os::unix::process::CommandExt;
 
-/// Makes the child get SIGKILL when the thread that spawned it dies (`PR_SET_PDEATHSIG`), so
-/// killing cordon (even with SIGKILL) kills the command too.
-///
-/// The kernel delivers the signal when the spawning *thread* exits: callers spawn from a
-/// thread that lives as long as they wait for the child (cordon uses a current-thread runtime).
-pub fn kill_with_parent(command: &mut std::process::Command) {
+/// Prepares the child between fork and exec:
+/// - `PR_SET_PDEATHSIG`: it gets SIGKILL when the thread that spawned it dies, so killing
+///   cordon (even with SIGKILL) kills the command too. The kernel delivers the signal when the
+///   spawning *thread* exits: callers spawn from a thread that lives as long as they wait for
+///   the child (cordon uses a current-thread runtime).
+/// - every descriptor above stderr is marked close-on-exec (`close_range`), so descriptors
+///   cordon's own caller leaked to it (a harness's sockets, a terminal master) never reach the
+///   sandboxed command.
+pub fn prepare_child(command: &mut std::process::Command) {
     let parent = nix::unistd::getpid();
-    // SAFETY: the closure runs in the forked child before exec and only makes two
-    // async-signal-safe system calls (prctl, getppid) and `_exit`; it allocates nothing and
-    // touches no lock.
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (prctl, getppid, close_range) and `_exit`; it allocates
+    // nothing and touches no lock.
     unsafe {
         command.pre_exec(move || {
+            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+            // Older kernels (before 5.11) lack the flag: then only cordon's own descriptors,
+            // which are close-on-exec already, are handled.
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            );
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }

@@ -345,3 +345,29 @@ fn cordon_home_inside_a_writable_root_is_refused() {
     assert_eq!(run.code, Some(125), "{}", run.stderr);
     assert!(run.stderr.contains("CORDON_HOME"), "{}", run.stderr);
 }
+
+#[test]
+fn descriptors_leaked_to_cordon_do_not_reach_the_command() {
+    require_sandbox!(1);
+    let e = env();
+    let code = format!(
+        "import os, subprocess\n\
+         r, w = os.pipe()\n\
+         p = subprocess.run([{CORDON:?}, 'exec', '-a', 'never', '--', 'ls', '/proc/self/fd'], pass_fds=(r, w), capture_output=True, text=True)\n\
+         print(sorted(int(fd) for fd in p.stdout.split()))"
+    );
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(&code)
+        .current_dir(e.work.path())
+        .env("CORDON_HOME", e.home.path())
+        .output()
+        .unwrap();
+    // 0, 1, 2, and the descriptor `ls` opened on /proc/self/fd itself.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "[0, 1, 2, 3]",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -149,7 +149,7 @@ impl SessionProcess {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        crate::sys::kill_with_parent(&mut command);
+        crate::sys::prepare_child(&mut command);
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let shared = Shared::new();
