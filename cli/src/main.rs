@@ -24,10 +24,19 @@ fn main() -> ExitCode {
     }
     let cli = match flags::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => {
+        // Help and version go to stdout and succeed.
+        Err(error) if !error.use_stderr() => {
             let _ = error.print();
-            // clap's own convention (2) for usage errors; help and version are successes.
-            return if error.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return ExitCode::SUCCESS;
+        }
+        // A usage error is cordon's own failure: one line and 125 (the `env`/`timeout`
+        // convention), never confused with a status of the command it would have run.
+        Err(error) => {
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            let message = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("cordon: {message} (see cordon --help)");
+            return ExitCode::from(125);
         }
     };
     let result = match cli.command {

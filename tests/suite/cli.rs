@@ -64,6 +64,15 @@ fn bad_cli_input_is_one_clear_error_not_a_panic() {
     assert!(run.stderr.contains("--network"), "{}", run.stderr);
     let run = cordon(&["sandbox", "linux", "--", "true"]);
     assert!(run.code == Some(0) || run.code == Some(125), "{:?}", run.code);
-    let run = cordon(&["no-such-subcommand"]);
-    assert_eq!(run.code, Some(2));
+    for bad in [
+        &["no-such-subcommand"][..],
+        &["exec", "ls"],
+        &["exec", "--timeout", "soon", "--", "true"],
+        &["sandbox", "linux", "-s", "open", "--", "true"],
+    ] {
+        let run = cordon(bad);
+        assert_eq!(run.code, Some(125), "{bad:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{bad:?}: {}", run.stderr);
+        assert!(run.stderr.starts_with("cordon: "), "{}", run.stderr);
+    }
 }
