@@ -21,10 +21,6 @@ pub fn run(cmd: SandboxCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// The policy, its cwd and the helper's settings from the shared sandbox flags and the config.
-#[cfg_attr(
-    not(target_os = "linux"),
-    expect(dead_code, reason = "strictness and the mount view are Linux helper settings")
-)]
 pub struct SandboxRequest {
     pub policy: SandboxPolicy,
     pub cwd: PathBuf,

@@ -1,6 +1,5 @@
 //! The `unsafe` of exec-core: registering the child's pre-exec step.
 
-use std::os::unix::process::CommandExt;
 
 /// Prepares the child between fork and exec:
 /// - `PR_SET_PDEATHSIG`: it gets SIGKILL when the thread that spawned it dies, so killing
@@ -10,7 +9,9 @@ use std::os::unix::process::CommandExt;
 /// - every descriptor above stderr is marked close-on-exec (`close_range`), so descriptors
 ///   cordon's own caller leaked to it (a harness's sockets, a terminal master) never reach the
 ///   sandboxed command.
+#[cfg(target_os = "linux")]
 pub fn prepare_child(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (prctl, getppid, close_range) and `_exit`; it allocates
@@ -37,3 +38,8 @@ pub fn prepare_child(command: &mut std::process::Command) {
         });
     }
 }
+
+/// Elsewhere (macOS) there is no parent-death signal or `close_range`; cordon's own
+/// descriptors are close-on-exec and the process group is still killed on exit and timeout.
+#[cfg(not(target_os = "linux"))]
+pub fn prepare_child(_command: &mut std::process::Command) {}

@@ -21,6 +21,7 @@ use std::time::Duration;
 pub const QUIET: Duration = Duration::from_millis(10);
 
 /// Whether the process group leader `pid` is blocked waiting for terminal input.
+#[cfg(target_os = "linux")]
 pub fn waiting_for_input(pid: i32) -> bool {
     let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else { return false };
     let mut fields = text.split_whitespace();
@@ -35,4 +36,11 @@ pub fn waiting_for_input(pid: i32) -> bool {
         return true;
     }
     nr == libc::SYS_pselect6 || nr == libc::SYS_ppoll
+}
+
+/// Without `/proc/PID/syscall` (macOS) an idle prompt is not recognised: the yield deadline or
+/// the process's exit ends the wait.
+#[cfg(not(target_os = "linux"))]
+pub fn waiting_for_input(_pid: i32) -> bool {
+    false
 }
