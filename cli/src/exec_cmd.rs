@@ -9,7 +9,7 @@ use cordon_exec_core::{
     ExecRequest, HelperSettings, Orchestrator, OutcomeResult, OutputMode, StdinMode,
 };
 use cordon_policies::{
-    AskForApproval, Escalation, PolicyEnv, RuleSet, RuleSource, SandboxMode, SandboxPolicy,
+    AskForApproval, Escalation, RuleSet, RuleSource, SandboxMode, SandboxPolicy,
 };
 
 use crate::approver::TerminalApprover;
@@ -57,9 +57,9 @@ pub(crate) fn prepare(
 /// allow itself anything, so that combination is refused.
 fn refuse_home_inside_writable_root(home: &Path, request: &SandboxRequest) -> anyhow::Result<()> {
     let Ok(home) = std::fs::canonicalize(home) else { return Ok(()) };
-    let tmpdir = std::env::var_os("TMPDIR").map(std::path::PathBuf::from);
-    let env = PolicyEnv { tmpdir: tmpdir.as_deref(), home: None };
-    let resolved = request.policy.resolve(&request.cwd, &env, |p| std::fs::canonicalize(p))?;
+    let env = crate::sandbox_cmd::environment();
+    let resolved =
+        request.policy.resolve(&request.cwd, &env.view(), |p| std::fs::canonicalize(p))?;
     if let Some(root) = resolved.writable_roots.iter().find(|root| home.starts_with(root)) {
         bail!(
             "CORDON_HOME ({}) lies inside the writable root {}: a sandboxed command could rewrite \

@@ -1,12 +1,12 @@
 //! `cordon sandbox linux|macos`: run one command in the platform sandbox, no approval step.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use cordon_policies::{
-    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, SandboxMode, SandboxPolicy, WorkspaceWrite,
-    expand_home,
+    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, EnvSnapshot, PolicyEnv, SandboxMode,
+    SandboxPolicy, WorkspaceWrite, expand_path,
 };
 use cordon_sandbox_linux::{MountViewRequirement, Strictness};
 
@@ -44,8 +44,8 @@ pub fn sandbox_request(
     } else {
         flags.mode.map(SandboxMode::from).or(config.sandbox_mode).unwrap_or(default_mode)
     };
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let hidden_paths = hidden_paths(flags, config, home.as_deref());
+    let env = environment();
+    let hidden_paths = hidden_paths(flags, config, &env.view());
     let ww = &config.sandbox_workspace_write;
     let policy = match mode {
         SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess {},
@@ -103,11 +103,11 @@ fn protected_paths(flags: &SandboxFlags, config: &Config) -> Option<Vec<String>>
 /// The config's list (or the defaults) plus `--hide`, minus `--unhide` (compared after `~`
 /// expansion, since the shell has usually expanded the user's `~` already). `None` keeps the
 /// helper's defaults.
-fn hidden_paths(flags: &SandboxFlags, config: &Config, home: Option<&Path>) -> Option<Vec<String>> {
+fn hidden_paths(flags: &SandboxFlags, config: &Config, env: &PolicyEnv<'_>) -> Option<Vec<String>> {
     if flags.hide.is_empty() && flags.unhide.is_empty() && config.hidden_paths.is_none() {
         return None;
     }
-    let unhidden: Vec<PathBuf> = flags.unhide.iter().filter_map(|p| expand_home(p, home)).collect();
+    let unhidden: Vec<PathBuf> = flags.unhide.iter().filter_map(|p| expand_path(p, env)).collect();
     let base = config
         .hidden_paths
         .clone()
@@ -115,9 +115,14 @@ fn hidden_paths(flags: &SandboxFlags, config: &Config, home: Option<&Path>) -> O
     Some(
         base.into_iter()
             .chain(flags.hide.iter().cloned())
-            .filter(|p| expand_home(p, home).is_none_or(|p| !unhidden.contains(&p)))
+            .filter(|p| expand_path(p, env).is_none_or(|p| !unhidden.contains(&p)))
             .collect(),
     )
+}
+
+/// What hidden paths and writable roots depend on, read from this process's environment.
+pub fn environment() -> EnvSnapshot {
+    EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(nix::unistd::getuid().as_raw()))
 }
 
 /// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else config `linux_sandbox_exe`, else
@@ -172,10 +177,9 @@ fn run_macos(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         command.args(&args.command[1..]);
         command
     } else {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let tmpdir = std::env::var_os("TMPDIR").map(PathBuf::from);
-        let env = cordon_policies::PolicyEnv { tmpdir: tmpdir.as_deref(), home: home.as_deref() };
-        let resolved = request.policy.resolve(&request.cwd, &env, |p| std::fs::canonicalize(p))?;
+        let env = environment();
+        let resolved =
+            request.policy.resolve(&request.cwd, &env.view(), |p| std::fs::canonicalize(p))?;
         let resolved = cordon_sandbox_macos::with_real_paths(&resolved);
         let profile = cordon_sandbox_macos::seatbelt_profile(&resolved);
         cordon_sandbox_macos::sandbox_exec_command(&profile, &args.command)

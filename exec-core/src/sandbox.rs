@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use cordon_policies::{PolicyEnv, SandboxPolicy};
+use cordon_policies::{EnvSnapshot, SandboxPolicy};
 use cordon_sandbox_linux::{HelperArgs, MountViewRequirement, Strictness};
 use serde::Serialize;
 
@@ -95,11 +95,9 @@ pub fn command_spec(
             }
         }
         SandboxKind::Seatbelt => {
-            let lookup =
-                |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| PathBuf::from(v));
-            let (home, tmpdir) = (lookup("HOME"), lookup("TMPDIR"));
-            let policy_env = PolicyEnv { tmpdir: tmpdir.as_deref(), home: home.as_deref() };
-            let resolved = policy.resolve(cwd, &policy_env, |p| std::fs::canonicalize(p))?;
+            let lookup = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+            let snapshot = EnvSnapshot::from_lookup(lookup, Some(nix::unistd::getuid().as_raw()));
+            let resolved = policy.resolve(cwd, &snapshot.view(), |p| std::fs::canonicalize(p))?;
             let resolved = cordon_sandbox_macos::with_real_paths(&resolved);
             let profile = cordon_sandbox_macos::seatbelt_profile(&resolved);
             let mut full_env = env.to_vec();

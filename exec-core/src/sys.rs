@@ -1,6 +1,5 @@
 //! The `unsafe` of exec-core: registering the child's pre-exec step.
 
-
 /// Prepares the child between fork and exec:
 /// - `PR_SET_PDEATHSIG`: it gets SIGKILL when the thread that spawned it dies, so killing
 ///   cordon (even with SIGKILL) kills the command too. The kernel delivers the signal when the

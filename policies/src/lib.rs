@@ -30,10 +30,10 @@ mod never_panics_tests;
 pub use approval::{AskForApproval, Escalation, ParseApprovalError};
 pub use decide::{Assessment, PreRunDecision, RetryDecision, assess, retry_after_denial};
 pub use env_policy::{EnvInherit, ShellEnvironmentPolicy};
-pub use paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_home};
+pub use paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_home, expand_path};
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;
 pub use sandbox_policy::{
-    PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
+    EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
 pub use shell_script::plain_shell_commands;

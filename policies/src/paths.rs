@@ -29,6 +29,16 @@ pub const DEFAULT_HIDDEN_PATHS: &[&str] = &[
     "/run/docker.sock",
     "/run/containerd/containerd.sock",
     "/run/podman/podman.sock",
+    // Sockets that run commands outside the sandbox for whoever connects. With the network
+    // off seccomp already refuses connect(); with it on, only hiding them keeps them out of
+    // reach (until Landlock ABI 9 decides connect() on socket files).
+    "$SSH_AUTH_SOCK",
+    "/tmp/tmux-$UID",
+    "/tmp/.X11-unix",
+    "$XDG_RUNTIME_DIR/bus",
+    "$XDG_RUNTIME_DIR/systemd",
+    "/run/dbus/system_bus_socket",
+    "/run/screen",
 ];
 
 /// Expands a leading `~` or `~/` against `home`. Returns `None` for `~` paths when there is no
@@ -41,6 +51,24 @@ pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
         Some(rest) => home.map(|home| home.join(rest)),
         None => Some(PathBuf::from(path)),
     }
+}
+
+/// Expands a policy path: a leading `~` (see [`expand_home`]), and the tokens `$UID`,
+/// `$XDG_RUNTIME_DIR` and `$SSH_AUTH_SOCK`. `None` when something it names is not set (the path
+/// then names nothing).
+pub fn expand_path(path: &str, env: &crate::PolicyEnv<'_>) -> Option<PathBuf> {
+    let mut text = path.to_owned();
+    let tokens: [(&str, Option<String>); 3] = [
+        ("$XDG_RUNTIME_DIR", env.runtime_dir.map(|p| p.display().to_string())),
+        ("$SSH_AUTH_SOCK", env.ssh_auth_sock.map(|p| p.display().to_string())),
+        ("$UID", env.uid.map(|uid| uid.to_string())),
+    ];
+    for (token, value) in tokens {
+        if text.contains(token) {
+            text = text.replace(token, value.as_deref().filter(|v| !v.is_empty())?);
+        }
+    }
+    expand_home(&text, env.home)
 }
 
 #[cfg(test)]
@@ -57,5 +85,21 @@ mod tests {
         assert_eq!(expand_home("/etc/x", None), Some(PathBuf::from("/etc/x")));
         // `~user` is not expanded: it is taken literally (and will usually not exist).
         assert_eq!(expand_home("~bob/x", Some(home)), Some(PathBuf::from("~bob/x")));
+    }
+
+    #[test]
+    fn tokens_expand_or_name_nothing() {
+        let env = crate::PolicyEnv {
+            uid: Some(1000),
+            runtime_dir: Some(Path::new("/run/user/1000")),
+            ..crate::PolicyEnv::default()
+        };
+        assert_eq!(expand_path("/tmp/tmux-$UID", &env), Some(PathBuf::from("/tmp/tmux-1000")));
+        assert_eq!(
+            expand_path("$XDG_RUNTIME_DIR/bus", &env),
+            Some(PathBuf::from("/run/user/1000/bus"))
+        );
+        assert_eq!(expand_path("$SSH_AUTH_SOCK", &env), None);
+        assert_eq!(expand_path("/x/$OTHER", &env), Some(PathBuf::from("/x/$OTHER")));
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_home};
+use crate::paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_path};
 
 /// What a sandboxed command may do. Serialised exactly as Codex's helper expects:
 /// `{"type": "read-only"}`, `{"type": "workspace-write", "writable_roots": [...], ...}`,
@@ -191,14 +191,20 @@ impl SandboxPolicy {
         let protected_paths = protected
             .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect());
         let hidden_paths = match hidden {
-            Some(list) => list
-                .iter()
-                .map(|p| {
-                    expand_home(p, env.home).ok_or_else(|| PolicyError::NoHome { path: p.clone() })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            // Defaults under `~` are dropped when there is no HOME: nothing to hide there.
-            None => DEFAULT_HIDDEN_PATHS.iter().filter_map(|p| expand_home(p, env.home)).collect(),
+            Some(list) => {
+                let mut paths = Vec::new();
+                for p in &list {
+                    // An explicit `~` path without HOME is an error, not a silent no-op; a
+                    // `$TOKEN` that is not set names nothing to hide.
+                    if (p == "~" || p.starts_with("~/")) && env.home.is_none() {
+                        return Err(PolicyError::NoHome { path: p.clone() });
+                    }
+                    paths.extend(expand_path(p, env));
+                }
+                paths
+            }
+            // Defaults under `~` or a `$TOKEN` that is not set are dropped: nothing to hide.
+            None => DEFAULT_HIDDEN_PATHS.iter().filter_map(|p| expand_path(p, env)).collect(),
         };
         Ok(ResolvedPolicy {
             writable_roots,
@@ -216,6 +222,51 @@ pub struct PolicyEnv<'a> {
     pub tmpdir: Option<&'a Path>,
     /// `$HOME`, if set.
     pub home: Option<&'a Path>,
+    /// The caller's uid (for `$UID` in hidden paths).
+    pub uid: Option<u32>,
+    /// `$XDG_RUNTIME_DIR`, if set.
+    pub runtime_dir: Option<&'a Path>,
+    /// `$SSH_AUTH_SOCK`, if set.
+    pub ssh_auth_sock: Option<&'a Path>,
+}
+
+/// The owned values behind a [`PolicyEnv`]. This crate reads no environment: callers gather
+/// them (`EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(uid))`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvSnapshot {
+    pub tmpdir: Option<PathBuf>,
+    pub home: Option<PathBuf>,
+    pub uid: Option<u32>,
+    pub runtime_dir: Option<PathBuf>,
+    pub ssh_auth_sock: Option<PathBuf>,
+}
+
+impl EnvSnapshot {
+    /// Reads `TMPDIR`, `HOME`, `XDG_RUNTIME_DIR` and `SSH_AUTH_SOCK` through `lookup`; empty
+    /// values count as unset.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
+        uid: Option<u32>,
+    ) -> Self {
+        let get = |key: &str| lookup(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+        EnvSnapshot {
+            tmpdir: get("TMPDIR"),
+            home: get("HOME"),
+            uid,
+            runtime_dir: get("XDG_RUNTIME_DIR"),
+            ssh_auth_sock: get("SSH_AUTH_SOCK"),
+        }
+    }
+
+    pub fn view(&self) -> PolicyEnv<'_> {
+        PolicyEnv {
+            tmpdir: self.tmpdir.as_deref(),
+            home: self.home.as_deref(),
+            uid: self.uid,
+            runtime_dir: self.runtime_dir.as_deref(),
+            ssh_auth_sock: self.ssh_auth_sock.as_deref(),
+        }
+    }
 }
 
 #[cfg(test)]

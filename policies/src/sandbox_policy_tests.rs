@@ -111,7 +111,7 @@ fn resolve_rejects_relative_cwd_and_expands_hidden_paths() {
         policy.resolve(Path::new("rel"), &PolicyEnv::default(), identity),
         Err(PolicyError::RelativeCwd(_))
     ));
-    let env = PolicyEnv { tmpdir: None, home: Some(Path::new("/home/u")) };
+    let env = PolicyEnv { home: Some(Path::new("/home/u")), ..PolicyEnv::default() };
     let resolved = policy.resolve(Path::new("/w"), &env, identity).unwrap();
     assert!(resolved.hidden_paths.contains(&PathBuf::from("/home/u/.ssh")));
     assert!(resolved.writable_roots.is_empty());

@@ -5,7 +5,7 @@ use std::ffi::{CString, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
-use cordon_policies::{PolicyEnv, SandboxPolicy};
+use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
 use crate::args::{HelperArgs, MountViewRequirement, Strictness, parse_helper_args};
 use crate::caps::{self, CapabilityDrop};
@@ -33,12 +33,11 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
     if let SandboxPolicy::DangerFullAccess {} = args.sandbox_policy {
         return exec(args, &[]);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let tmpdir = std::env::var_os("TMPDIR").map(PathBuf::from);
-    let env = PolicyEnv { tmpdir: tmpdir.as_deref(), home: home.as_deref() };
+    let env =
+        EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(nix::unistd::getuid().as_raw()));
     let policy = args
         .sandbox_policy
-        .resolve(&args.sandbox_policy_cwd, &env, |p| std::fs::canonicalize(p))
+        .resolve(&args.sandbox_policy_cwd, &env.view(), |p| std::fs::canonicalize(p))
         .map_err(HelperError::Policy)?;
     let best_effort = args.strictness == Strictness::BestEffort;
 

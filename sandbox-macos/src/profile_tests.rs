@@ -109,6 +109,7 @@ fn resolve(policy: &SandboxPolicy, cwd: &str) -> ResolvedPolicy {
     let env = PolicyEnv {
         tmpdir: Some(Path::new("/var/folders/zz/abc/T")),
         home: Some(Path::new("/Users/u")),
+        ..PolicyEnv::default()
     };
     // Identity canonicalisation: the paths are made up and the profile is built from values.
     policy.resolve(Path::new(cwd), &env, |p| Ok(p.to_path_buf())).unwrap()
@@ -207,6 +208,10 @@ fn read_only_profile_matches_golden() {
             ("HIDDEN_13", "/run/docker.sock"),
             ("HIDDEN_14", "/run/containerd/containerd.sock"),
             ("HIDDEN_15", "/run/podman/podman.sock"),
+            // `$SSH_AUTH_SOCK`, `/tmp/tmux-$UID` and `$XDG_RUNTIME_DIR/...` are unset here.
+            ("HIDDEN_16", "/private/tmp/.X11-unix"),
+            ("HIDDEN_17", "/run/dbus/system_bus_socket"),
+            ("HIDDEN_18", "/run/screen"),
         ])
     );
     assert_eq!(profile.env, vec![SANDBOX_ENV, ("CORDON_SANDBOX_NETWORK_DISABLED", "1")]);

@@ -247,3 +247,53 @@ fn network_on_allows_inet_and_lookups_but_not_packet_vsock_or_raw() {
         assert!(listener.accept().is_ok());
     }
 }
+
+#[test]
+fn with_the_network_on_agent_and_multiplexer_sockets_stay_hidden() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "hiding sockets needs the mount view");
+    use std::os::unix::net::UnixListener;
+    let agent_dir = scratch();
+    let agent = agent_dir.path().join("agent.42");
+    let agent_listener = UnixListener::bind(&agent).unwrap();
+    agent_listener.set_nonblocking(true).unwrap();
+    let tmux_dir = std::path::PathBuf::from(format!("/tmp/tmux-{}", nix::unistd::getuid()));
+    let created_tmux_dir = !tmux_dir.exists();
+    std::fs::create_dir_all(&tmux_dir).unwrap();
+    let tmux = tmux_dir.join(format!("cordon-test-{}", std::process::id()));
+    let tmux_listener = UnixListener::bind(&tmux).unwrap();
+    tmux_listener.set_nonblocking(true).unwrap();
+    let work = scratch();
+    for target in [&agent, &tmux] {
+        let code = format!(
+            "{PY_LIBC}try:\n    s = socket.socket(socket.AF_UNIX); s.connect({:?}); print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)",
+            target.display().to_string()
+        );
+        let out = std::process::Command::new(CORDON)
+            .args([
+                "sandbox",
+                "linux",
+                "--full-auto",
+                "--network",
+                "-C",
+                work.path().to_str().unwrap(),
+                "--",
+                python(),
+                "-c",
+                &code,
+            ])
+            .env("SSH_AUTH_SOCK", &agent)
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        assert!(run.stdout.contains("refused"), "{target:?}: {}{}", run.stdout, run.stderr);
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(agent_listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
+    assert_eq!(tmux_listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
+    drop(tmux_listener);
+    let _ = std::fs::remove_file(&tmux);
+    if created_tmux_dir {
+        let _ = std::fs::remove_dir(&tmux_dir);
+    }
+}
