@@ -35,8 +35,10 @@ pub const DEFAULT_HIDDEN_PATHS: &[&str] = &[
     "$SSH_AUTH_SOCK",
     "/tmp/tmux-$UID",
     "/tmp/.X11-unix",
-    "$XDG_RUNTIME_DIR/bus",
-    "$XDG_RUNTIME_DIR/systemd",
+    // The user's runtime directory: the D-Bus session bus, the systemd user manager, gpg-agent,
+    // the keyring, rootless docker and podman.
+    "$XDG_RUNTIME_DIR",
+    "/run/user/$UID",
     "/run/dbus/system_bus_socket",
     "/run/screen",
 ];

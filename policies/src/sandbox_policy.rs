@@ -210,7 +210,14 @@ impl SandboxPolicy {
             writable_roots,
             network_access: self.has_network_access(),
             protected_paths,
-            hidden_paths: hidden_paths.into_iter().filter(|p| p.is_absolute()).collect(),
+            hidden_paths: {
+                // `$XDG_RUNTIME_DIR` and `/run/user/$UID` are usually the same directory.
+                let mut seen = std::collections::HashSet::new();
+                hidden_paths
+                    .into_iter()
+                    .filter(|p| p.is_absolute() && seen.insert(p.clone()))
+                    .collect()
+            },
         })
     }
 }
