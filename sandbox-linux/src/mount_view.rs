@@ -171,6 +171,9 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     }
     for path in &policy.hidden_paths {
         match std::fs::metadata(path) {
+            // What this caller cannot reach anyway needs no stand-in (for an unprivileged
+            // caller: other users' secrets, /etc/shadow), which saves a mount each.
+            Ok(meta) if !reachable(path, &meta) => {}
             Ok(meta) if meta.is_dir() => hidden_dirs.push(path.clone()),
             Ok(_) => hidden_files.push(path.clone()),
             // A dangling or missing path has nothing to hide.
@@ -192,6 +195,21 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         hidden_files,
         private_dev_shm: Path::new("/dev/shm").is_dir(),
     }
+}
+
+/// Whether the caller could use `path` without the sandbox's help: search a directory, connect
+/// to a socket (which takes write permission), read anything else.
+fn reachable(path: &Path, meta: &std::fs::Metadata) -> bool {
+    use nix::unistd::AccessFlags;
+    use std::os::unix::fs::FileTypeExt;
+    let mode = if meta.is_dir() {
+        AccessFlags::X_OK
+    } else if meta.file_type().is_socket() {
+        AccessFlags::W_OK
+    } else {
+        AccessFlags::R_OK
+    };
+    nix::unistd::access(path, mode).is_ok()
 }
 
 /// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and

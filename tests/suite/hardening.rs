@@ -1,6 +1,7 @@
 //! Privileges and the wider kernel surface: capabilities, other processes' environments,
 //! device nodes, namespaces, keyrings, BPF, perf, userfaultfd, mounts, the i386 entry.
 
+use std::path::Path;
 use std::process::Command;
 
 use super::util::*;
@@ -261,4 +262,20 @@ fn set_user_id_bits_cannot_be_set_or_created() {
         assert!(!dir.path().join("created").exists());
         std::fs::remove_file(dir.path().join("plain")).unwrap();
     }
+}
+
+#[test]
+fn root_cannot_read_password_hashes_or_host_keys() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "hiding files needs the mount view");
+    skip_unless!(is_root(), "needs root: only uid 0 can read /etc/shadow at all");
+    skip_unless!(Path::new("/etc/shadow").exists(), "no /etc/shadow on this machine");
+    let dir = scratch();
+    // uid 0 without capabilities still owns /etc/shadow (mode 0640): only hiding stops it.
+    let run = sandbox_sh(User::Root, &[], dir.path(), "cat /etc/shadow | wc -c");
+    run.assert_ok();
+    assert_eq!(run.stdout.trim(), "0", "/etc/shadow was readable");
+    let run =
+        sandbox_sh(User::Root, &["--unhide", "/etc/shadow"], dir.path(), "cat /etc/shadow | wc -c");
+    assert_ne!(run.stdout.trim(), "0", "--unhide must restore it");
 }
