@@ -103,27 +103,10 @@ fn namespaces_keyrings_bpf_perf_userfaultfd_and_mounts_are_refused() {
             ("x32_getpid", format!("libc.syscall(0x40000000 | {})", libc::SYS_getpid)),
         ];
         for (name, call) in calls {
-            let code = format!("{PY_LIBC}r = {call}\nprint('ret', r, 'errno', ctypes.get_errno())");
-            let args = [
-                "sandbox",
-                "linux",
-                "-C",
-                dir.path().to_str().unwrap(),
-                "--",
-                python(),
-                "-c",
-                &code,
-            ];
-            let run = cordon_as(user, &args, None);
-            run.assert_ok();
             // This kernel has no x32 ABI, so an x32 number fails with ENOSYS without the filter:
             // the rule stays, and EPERM here shows it is the filter that answered.
-            assert!(
-                run.stdout.contains(&format!("ret -1 errno {}", libc::EPERM)),
-                "{user:?} {name}: {}{}",
-                run.stdout,
-                run.stderr
-            );
+            let run = python_sandboxed(user, &[], dir.path(), &syscall_probe(&call));
+            assert_eperm(&run, &format!("{user:?} {name}"));
         }
     }
 }
@@ -229,18 +212,7 @@ fn set_user_id_bits_cannot_be_set_or_created() {
             "os.chmod('plain', 0o755); print('plain-chmod ok')\n",
         ]
         .concat();
-        let args = [
-            "sandbox",
-            "linux",
-            "--full-auto",
-            "-C",
-            dir.path().to_str().unwrap(),
-            "--",
-            python(),
-            "-c",
-            &code,
-        ];
-        let run = cordon_as(user, &args, None);
+        let run = python_sandboxed(user, &["--full-auto"], dir.path(), &code);
         run.assert_ok();
         for label in ["chmod", "chmod_g", "create", "fchmod"] {
             assert!(

@@ -7,6 +7,15 @@ use std::time::Duration;
 
 use super::util::*;
 
+/// Python that connects a UNIX stream socket to `path`, sends a few bytes, and prints
+/// `CONNECTED` or `refused ERRNO`.
+fn unix_connect_probe(path: &std::path::Path) -> String {
+    format!(
+        "{PY_LIBC}try:\n    s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.sendall(b'send-keys'); print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)",
+        path.display().to_string()
+    )
+}
+
 fn policy(network: bool) -> (tempfile::TempDir, String) {
     let root = scratch();
     let policy = only_root_policy(root.path(), network);
@@ -143,10 +152,7 @@ fn network_off_refuses_unix_socket_files_outside_so_tmux_and_agents_are_unreacha
     let listener = UnixListener::bind(&path).unwrap();
     listener.set_nonblocking(true).unwrap();
     let work = scratch();
-    let code = format!(
-        "{PY_LIBC}try:\n    s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.sendall(b'send-keys'); print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)",
-        path.display().to_string()
-    );
+    let code = unix_connect_probe(&path);
     for user in USERS {
         let args = [
             "sandbox",
@@ -265,10 +271,7 @@ fn with_the_network_on_agent_and_multiplexer_sockets_stay_hidden() {
     tmux_listener.set_nonblocking(true).unwrap();
     let work = scratch();
     for target in [&agent, &tmux] {
-        let code = format!(
-            "{PY_LIBC}try:\n    s = socket.socket(socket.AF_UNIX); s.connect({:?}); print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)",
-            target.display().to_string()
-        );
+        let code = unix_connect_probe(target);
         let out = std::process::Command::new(CORDON)
             .args([
                 "sandbox",

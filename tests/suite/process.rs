@@ -29,10 +29,6 @@ impl Drop for Victim {
     }
 }
 
-fn errno_probe(code: &str) -> String {
-    format!("{PY_LIBC}r = {code}\nprint('ret', r, 'errno', ctypes.get_errno())")
-}
-
 #[test]
 fn ptrace_process_vm_readv_io_uring_and_tiocsti_are_refused_with_eperm() {
     require_sandbox!(1);
@@ -65,24 +61,8 @@ fn ptrace_process_vm_readv_io_uring_and_tiocsti_are_refused_with_eperm() {
             ("tioclinux", format!("libc.ioctl(0, {}, ctypes.c_char_p(b'x'))", libc::TIOCLINUX)),
         ];
         for (name, call) in cases {
-            let args = [
-                "sandbox",
-                "linux",
-                "-C",
-                dir.path().to_str().unwrap(),
-                "--",
-                python(),
-                "-c",
-                &errno_probe(&call),
-            ];
-            let run = cordon_as(user, &args, None);
-            run.assert_ok();
-            assert!(
-                run.stdout.contains(&format!("ret -1 errno {}", libc::EPERM)),
-                "{user:?} {name}: {}{}",
-                run.stdout,
-                run.stderr
-            );
+            let run = python_sandboxed(user, &[], dir.path(), &syscall_probe(&call));
+            assert_eperm(&run, &format!("{user:?} {name}"));
         }
     }
 }

@@ -183,6 +183,27 @@ pub fn sandbox_sh(user: User, flags: &[&str], dir: &Path, script: &str) -> Run {
     cordon_as(user, &args, None)
 }
 
+/// `cordon sandbox linux <flags> -C dir -- python3 -c code` as `user`.
+pub fn python_sandboxed(user: User, flags: &[&str], dir: &Path, code: &str) -> Run {
+    let mut args = vec!["sandbox", "linux"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["-C", dir.to_str().unwrap(), "--", python(), "-c", code]);
+    cordon_as(user, &args, None)
+}
+
+/// Python that evaluates `call` (an expression using `libc`) and prints `ret R errno E`.
+pub fn syscall_probe(call: &str) -> String {
+    format!("{PY_LIBC}r = {call}\nprint('ret', r, 'errno', ctypes.get_errno())")
+}
+
+/// Asserts that a [`syscall_probe`] run saw the call fail with EPERM (the filter's answer).
+#[track_caller]
+pub fn assert_eperm(run: &Run, what: &str) {
+    run.assert_ok();
+    let expected = format!("ret -1 errno {}", libc::EPERM);
+    assert!(run.stdout.contains(&expected), "{what}: {}{}", run.stdout, run.stderr);
+}
+
 /// Runs the helper directly through the arg0 trick with a policy JSON.
 pub fn helper(policy: &str, cwd: &Path, command: &[&str]) -> Run {
     helper_cmd(policy, cwd, &[], command).output().unwrap().into()
