@@ -53,6 +53,15 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan
     rules.extend(
         TERMINAL_DEVICES.iter().map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev)),
     );
+    // Reopening stdout or stderr by name (`echo x > /dev/stderr`, `tee /dev/stdout`) goes
+    // through /proc/self/fd to the file the caller redirected it to, which may lie outside every
+    // root. The command can write that file through the descriptor anyway, so the same file is
+    // allowed by name too.
+    for fd in ["/proc/self/fd/1", "/proc/self/fd/2"] {
+        if std::fs::metadata(fd).is_ok_and(|m| m.is_file()) {
+            rules.push((PathBuf::from(fd), file_write));
+        }
+    }
     LandlockPlan { rules, deny_tcp: !policy.network_access }
 }
 

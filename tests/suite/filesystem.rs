@@ -129,3 +129,35 @@ fn tmp_is_a_writable_root_unless_excluded() {
     assert_ne!(run.code, Some(0));
     assert!(!Path::new(&name).exists());
 }
+
+#[test]
+fn stdout_and_stderr_redirected_outside_the_roots_can_be_reopened_by_name() {
+    require_sandbox!(1);
+    let root = scratch();
+    let outside = scratch();
+    let log = outside.path().join("log");
+    // Appending, like a shell's `>>`: both descriptions of the file write at its end.
+    let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+    let out = std::process::Command::new(CORDON)
+        .args([
+            "sandbox",
+            "linux",
+            "--full-auto",
+            "-C",
+            root.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "echo via-name >> /dev/stdout && echo ok; echo x > {}/sibling; true",
+            outside.path().display()
+        ))
+        .stdout(log_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "via-name\nok\n");
+    // Only that very file: its neighbours stay out of reach.
+    assert!(!outside.path().join("sibling").exists());
+}
