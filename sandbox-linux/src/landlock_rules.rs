@@ -7,6 +7,7 @@
 //! the kernel ABI decides which of them took effect, and [`crate::report`] decides whether that
 //! is enough for the policy.
 
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use cordon_policies::ResolvedPolicy;
@@ -55,11 +56,13 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan
     );
     // Reopening stdout or stderr by name (`echo x > /dev/stderr`, `tee /dev/stdout`) goes
     // through /proc/self/fd to the file the caller redirected it to, which may lie outside every
-    // root. The command can write that file through the descriptor anyway, so the same file is
-    // allowed by name too.
-    for fd in ["/proc/self/fd/1", "/proc/self/fd/2"] {
-        if std::fs::metadata(fd).is_ok_and(|m| m.is_file()) {
-            rules.push((PathBuf::from(fd), file_write));
+    // root. When the descriptor is open for writing the command can write that file anyway, so
+    // the same file is allowed by name too (a descriptor open read-only grants nothing).
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    let stdio = [("/proc/self/fd/1", stdout.as_fd()), ("/proc/self/fd/2", stderr.as_fd())];
+    for (link, fd) in stdio {
+        if writable_descriptor(fd) && std::fs::metadata(link).is_ok_and(|m| m.is_file()) {
+            rules.push((PathBuf::from(link), file_write));
         }
     }
     LandlockPlan { rules, deny_tcp: !policy.network_access }
@@ -100,6 +103,14 @@ pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> 
             LandlockEnforcement::Enforced
         }
         RulesetStatus::NotEnforced => LandlockEnforcement::NotEnforced,
+    })
+}
+
+fn writable_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    fcntl(fd, FcntlArg::F_GETFL).is_ok_and(|flags| {
+        let mode = OFlag::from_bits_truncate(flags) & OFlag::O_ACCMODE;
+        mode == OFlag::O_WRONLY || mode == OFlag::O_RDWR
     })
 }
 

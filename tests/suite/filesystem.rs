@@ -161,3 +161,31 @@ fn stdout_and_stderr_redirected_outside_the_roots_can_be_reopened_by_name() {
     // Only that very file: its neighbours stay out of reach.
     assert!(!outside.path().join("sibling").exists());
 }
+
+#[test]
+fn a_read_only_stdout_grants_no_write_to_its_file() {
+    require_sandbox!(1);
+    let root = scratch();
+    let outside = scratch();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "original").unwrap();
+    // stdout opened read-only on a file outside the roots: reopening it for writing by name
+    // must stay refused.
+    let out = std::process::Command::new(CORDON)
+        .args([
+            "sandbox",
+            "linux",
+            "--full-auto",
+            "-C",
+            root.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo evil > /dev/stdout; true",
+        ])
+        .stdout(std::fs::File::open(&victim).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original");
+}
