@@ -15,7 +15,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     use cordon_sandbox_linux::seccomp::{Network, deny_rules};
 
     let probe = cordon_sandbox_linux::probe::probe();
-    let predicted = probe.predicted_enforcement(false);
+    let predicted = probe.predicted_enforcement(Network::Off);
     let gaps = gaps(&predicted);
     let network_gaps: Vec<_> = gaps_with_network(&probe);
     let deny = |network| {
@@ -83,8 +83,9 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
 fn gaps_with_network(
     probe: &cordon_sandbox_linux::probe::KernelProbe,
 ) -> Vec<cordon_sandbox_linux::report::Gap> {
-    let without = cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(false));
-    cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(true))
+    use cordon_sandbox_linux::seccomp::Network;
+    let without = cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(Network::Off));
+    cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(Network::On))
         .into_iter()
         .filter(|g| !without.contains(g))
         .collect()

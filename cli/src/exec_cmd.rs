@@ -25,16 +25,23 @@ pub(crate) struct Prepared {
     pub orchestrator: Orchestrator,
 }
 
+/// `--dangerously-bypass-approvals-and-sandbox` or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bypass {
+    No,
+    ApprovalsAndSandbox,
+}
+
 pub(crate) fn prepare(
     flags: &crate::flags::SandboxFlags,
     approval: Option<AskForApproval>,
-    yolo: bool,
+    bypass: Bypass,
     overrides: &[String],
 ) -> anyhow::Result<Prepared> {
     let home = config::cordon_home();
     let config = config::load(home.as_deref(), overrides)?;
     let mut request = sandbox_request(flags, &config, SandboxMode::WorkspaceWrite)?;
-    let approval = if yolo {
+    let approval = if bypass == Bypass::ApprovalsAndSandbox {
         request.policy = SandboxPolicy::DangerFullAccess {};
         AskForApproval::Never
     } else {
@@ -102,8 +109,12 @@ pub(crate) fn command_env(config: &Config) -> Vec<(OsString, OsString)> {
 }
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let prepared =
-        prepare(&args.sandbox, args.approval.map(Into::into), args.yolo, &args.overrides)?;
+    let prepared = prepare(
+        &args.sandbox,
+        args.approval.map(Into::into),
+        if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No },
+        &args.overrides,
+    )?;
     let request = ExecRequest {
         command: args.command.clone(),
         cwd: prepared.request.cwd.clone(),
@@ -127,10 +138,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         if let Some(map) = document.as_object_mut() {
             map.insert(
                 "not_enforced".into(),
-                serde_json::to_value(not_enforced(
-                    &outcome,
-                    request.sandbox_policy.has_network_access(),
-                ))?,
+                serde_json::to_value(not_enforced(&outcome, &request.sandbox_policy))?,
             );
         }
         crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
@@ -150,7 +158,8 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
-    let prepared = prepare(&args.sandbox, args.approval.map(Into::into), false, &args.overrides)?;
+    let prepared =
+        prepare(&args.sandbox, args.approval.map(Into::into), Bypass::No, &args.overrides)?;
     let assessment =
         prepared.orchestrator.assess(&args.command, prepared.approval, &Escalation::UseDefault);
     let sandbox = match &assessment.decision {
@@ -176,12 +185,19 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The network setting of a policy, as the Linux sandbox names it.
+#[cfg(target_os = "linux")]
+pub(crate) fn network_of(policy: &SandboxPolicy) -> cordon_sandbox_linux::seccomp::Network {
+    use cordon_sandbox_linux::seccomp::Network;
+    if policy.has_network_access() { Network::On } else { Network::Off }
+}
+
 /// What the sandbox could not enforce on this machine, when a sandboxed attempt ran (the same
 /// prediction `cordon doctor` makes: probes in short-lived child processes).
 #[cfg(target_os = "linux")]
 pub(crate) fn not_enforced(
     outcome: &cordon_exec_core::Outcome,
-    network: bool,
+    policy: &SandboxPolicy,
 ) -> Vec<cordon_sandbox_linux::report::Gap> {
     let sandboxed =
         outcome.attempts.iter().any(|a| a.sandbox == cordon_exec_core::SandboxKind::Linux);
@@ -189,12 +205,12 @@ pub(crate) fn not_enforced(
         return Vec::new();
     }
     cordon_sandbox_linux::report::gaps(
-        &cordon_sandbox_linux::probe::probe().predicted_enforcement(network),
+        &cordon_sandbox_linux::probe::probe().predicted_enforcement(network_of(policy)),
     )
 }
 
 #[cfg(not(target_os = "linux"))]
-fn not_enforced(_outcome: &cordon_exec_core::Outcome, _network: bool) -> Vec<String> {
+fn not_enforced(_outcome: &cordon_exec_core::Outcome, _policy: &SandboxPolicy) -> Vec<String> {
     Vec::new()
 }
 

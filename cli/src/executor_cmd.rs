@@ -7,11 +7,12 @@ use std::sync::Arc;
 use cordon_exec_core::executor::serve;
 use cordon_exec_core::session::{SessionDefaults, SessionManager};
 
-use crate::exec_cmd::{command_env, prepare};
+use crate::exec_cmd::{Bypass, command_env, prepare};
 use crate::flags::ExecutorArgs;
 
 pub fn run(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
-    let prepared = prepare(&args.sandbox, args.approval.map(Into::into), false, &args.overrides)?;
+    let prepared =
+        prepare(&args.sandbox, args.approval.map(Into::into), Bypass::No, &args.overrides)?;
     announce_gaps(&prepared.request.policy);
     let defaults = SessionDefaults {
         cwd: prepared.request.cwd.clone(),
@@ -38,7 +39,7 @@ fn announce_gaps(policy: &cordon_policies::SandboxPolicy) {
     if !matches!(policy, cordon_policies::SandboxPolicy::DangerFullAccess {}) {
         let gaps = cordon_sandbox_linux::report::gaps(
             &cordon_sandbox_linux::probe::probe()
-                .predicted_enforcement(policy.has_network_access()),
+                .predicted_enforcement(crate::exec_cmd::network_of(policy)),
         );
         for gap in gaps {
             let required = if gap.required { " (required: sandboxed calls will fail)" } else { "" };

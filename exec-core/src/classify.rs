@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::sandbox::SandboxKind;
+
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
@@ -52,7 +54,8 @@ const DENIAL_MARKERS: &[&str] = &[
 /// Unlike Codex, exit status 2 is not ruled out: POSIX shells (dash, Debian's `sh`) exit 2 when
 /// a redirection fails, so `sh -c 'echo x > /etc/f'` under a read-only sandbox ends with 2 and
 /// "Read-only file system" — the most common denial of all. A marker is still required.
-pub fn classify(sandboxed: bool, exit: ExitKind, stdout: &str, stderr: &str) -> Verdict {
+pub fn classify(sandbox: SandboxKind, exit: ExitKind, stdout: &str, stderr: &str) -> Verdict {
+    let sandboxed = sandbox != SandboxKind::None;
     match exit {
         ExitKind::TimedOut => Verdict::Timeout,
         ExitKind::Code(0) => Verdict::Success,
@@ -85,25 +88,40 @@ mod tests {
     #[test]
     fn denials_need_a_sandbox_a_real_failure_and_a_marker() {
         let eperm = "sh: 1: cannot create /etc/x: Read-only file system";
-        assert_eq!(classify(true, ExitKind::Code(2), "", eperm), Verdict::LikelySandboxDenied);
-        assert_eq!(classify(true, ExitKind::Code(2), "", "usage: grep [OPTION]"), Verdict::Failure);
-        assert_eq!(classify(true, ExitKind::Code(1), "", eperm), Verdict::LikelySandboxDenied);
-        assert_eq!(classify(false, ExitKind::Code(1), "", eperm), Verdict::Failure);
-        assert_eq!(classify(true, ExitKind::Code(1), "", "no such file"), Verdict::Failure);
-        assert_eq!(classify(true, ExitKind::Code(127), "", eperm), Verdict::Failure);
-        assert_eq!(classify(true, ExitKind::Code(0), "", eperm), Verdict::Success);
         assert_eq!(
-            classify(true, ExitKind::Signal(libc::SIGSYS), "", ""),
+            classify(SandboxKind::Linux, ExitKind::Code(2), "", eperm),
             Verdict::LikelySandboxDenied
         );
         assert_eq!(
-            classify(true, ExitKind::Code(128 + libc::SIGSYS), "", ""),
+            classify(SandboxKind::Linux, ExitKind::Code(2), "", "usage: grep [OPTION]"),
+            Verdict::Failure
+        );
+        assert_eq!(
+            classify(SandboxKind::Linux, ExitKind::Code(1), "", eperm),
             Verdict::LikelySandboxDenied
         );
-        assert_eq!(classify(true, ExitKind::Signal(libc::SIGKILL), "", ""), Verdict::Signal);
-        assert_eq!(classify(true, ExitKind::TimedOut, "", eperm), Verdict::Timeout);
+        assert_eq!(classify(SandboxKind::None, ExitKind::Code(1), "", eperm), Verdict::Failure);
         assert_eq!(
-            classify(true, ExitKind::Code(1), "Permission denied (publickey)", ""),
+            classify(SandboxKind::Linux, ExitKind::Code(1), "", "no such file"),
+            Verdict::Failure
+        );
+        assert_eq!(classify(SandboxKind::Linux, ExitKind::Code(127), "", eperm), Verdict::Failure);
+        assert_eq!(classify(SandboxKind::Linux, ExitKind::Code(0), "", eperm), Verdict::Success);
+        assert_eq!(
+            classify(SandboxKind::Linux, ExitKind::Signal(libc::SIGSYS), "", ""),
+            Verdict::LikelySandboxDenied
+        );
+        assert_eq!(
+            classify(SandboxKind::Linux, ExitKind::Code(128 + libc::SIGSYS), "", ""),
+            Verdict::LikelySandboxDenied
+        );
+        assert_eq!(
+            classify(SandboxKind::Linux, ExitKind::Signal(libc::SIGKILL), "", ""),
+            Verdict::Signal
+        );
+        assert_eq!(classify(SandboxKind::Linux, ExitKind::TimedOut, "", eperm), Verdict::Timeout);
+        assert_eq!(
+            classify(SandboxKind::Linux, ExitKind::Code(1), "Permission denied (publickey)", ""),
             Verdict::LikelySandboxDenied
         );
     }

@@ -337,7 +337,7 @@ impl Orchestrator {
             .await
             .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());
-        let verdict = classify(sandbox != SandboxKind::None, result.exit, &stdout, &stderr);
+        let verdict = classify(sandbox, result.exit, &stdout, &stderr);
         Ok(Attempt {
             sandbox,
             exit: result.exit,

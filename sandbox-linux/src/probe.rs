@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::mount_view::{self, MountPlan, MountView};
 use crate::report::Enforcement;
+use crate::seccomp::Network;
 use crate::sys;
 
 /// What the running kernel offers.
@@ -54,7 +55,7 @@ pub fn probe() -> KernelProbe {
 impl KernelProbe {
     /// What a sandboxed command would get here (the modes differ in what is writable, not in
     /// which mechanisms apply; the network setting changes which gaps matter).
-    pub fn predicted_enforcement(&self, network_access: bool) -> Enforcement {
+    pub fn predicted_enforcement(&self, network: Network) -> Enforcement {
         Enforcement {
             landlock_abi: self.landlock_abi,
             landlock_enforced: self.landlock_abi > 0,
@@ -64,7 +65,7 @@ impl KernelProbe {
             no_new_privs: true,
             // Root can drop it directly; anyone else can inside the user namespace.
             bounding_set_dropped: self.is_root || self.mount_view.is_ok(),
-            network_access,
+            network_access: network == Network::On,
         }
     }
 }

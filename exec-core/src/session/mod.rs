@@ -27,7 +27,7 @@ use crate::orchestrator::{Approver, ExecRequest, Orchestrator};
 use crate::sandbox::{SandboxKind, SandboxSetupError, command_spec};
 use crate::spawn::{OutputMode, StdinMode};
 
-pub use text::{SessionState, clamp_yield, result_text, token_count, truncate_middle};
+pub use text::{SessionState, Wait, clamp_yield, result_text, token_count, truncate_middle};
 
 use process::SessionProcess;
 
@@ -225,7 +225,8 @@ impl SessionManager {
             SessionProcess::spawn_pipes(&spec)?
         });
         let id = self.register(Arc::clone(&session));
-        let yield_for = clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), false);
+        let yield_for =
+            clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
         Ok(self.collect(id, &session, started, yield_for, max_tokens).await)
     }
@@ -243,8 +244,10 @@ impl SessionManager {
                 process::WriteError::Io(source) => SessionError::Write { id, source },
             })?;
         }
-        let yield_for =
-            clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_WRITE_YIELD_MS), empty_poll);
+        let yield_for = clamp_yield(
+            args.yield_time_ms.unwrap_or(DEFAULT_WRITE_YIELD_MS),
+            if empty_poll { Wait::EmptyPoll } else { Wait::AfterInput },
+        );
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
         Ok(self.collect(id, &session, started, yield_for, max_tokens).await)
     }

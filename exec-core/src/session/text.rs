@@ -9,9 +9,21 @@ pub const MAX_YIELD: Duration = Duration::from_millis(30_000);
 /// An empty poll (`write_stdin` with no chars) may wait longer.
 pub const MAX_EMPTY_POLL_YIELD: Duration = Duration::from_millis(300_000);
 
+/// What a call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// `exec_command`, or `write_stdin` that typed something.
+    AfterInput,
+    /// `write_stdin` with no characters: only collecting output.
+    EmptyPoll,
+}
+
 /// Clamps a requested yield time.
-pub fn clamp_yield(requested_ms: u64, empty_poll: bool) -> Duration {
-    let max = if empty_poll { MAX_EMPTY_POLL_YIELD } else { MAX_YIELD };
+pub fn clamp_yield(requested_ms: u64, wait: Wait) -> Duration {
+    let max = match wait {
+        Wait::AfterInput => MAX_YIELD,
+        Wait::EmptyPoll => MAX_EMPTY_POLL_YIELD,
+    };
     Duration::from_millis(requested_ms).clamp(MIN_YIELD, max)
 }
 
@@ -84,11 +96,11 @@ mod tests {
 
     #[test]
     fn yields_are_clamped() {
-        assert_eq!(clamp_yield(10, false), MIN_YIELD);
-        assert_eq!(clamp_yield(1_000, false), Duration::from_millis(1_000));
-        assert_eq!(clamp_yield(100_000, false), MAX_YIELD);
-        assert_eq!(clamp_yield(100_000, true), Duration::from_millis(100_000));
-        assert_eq!(clamp_yield(u64::MAX, true), MAX_EMPTY_POLL_YIELD);
+        assert_eq!(clamp_yield(10, Wait::AfterInput), MIN_YIELD);
+        assert_eq!(clamp_yield(1_000, Wait::AfterInput), Duration::from_millis(1_000));
+        assert_eq!(clamp_yield(100_000, Wait::AfterInput), MAX_YIELD);
+        assert_eq!(clamp_yield(100_000, Wait::EmptyPoll), Duration::from_millis(100_000));
+        assert_eq!(clamp_yield(u64::MAX, Wait::EmptyPoll), MAX_EMPTY_POLL_YIELD);
     }
 
     #[test]
