@@ -31,4 +31,6 @@ pub use orchestrator::{
     Orchestrator, OrchestratorError, Outcome, OutcomeResult, suggested_prefix,
 };
 pub use sandbox::{HelperSettings, SandboxKind, SandboxSetupError, command_spec};
-pub use spawn::{CAPTURE_BYTES, CommandSpec, OutputMode, ProcessResult, StdinMode, run_process};
+pub use spawn::{
+    CAPTURE_BYTES, CommandSpec, OutputMode, ProcessResult, RunOptions, StdinMode, run_process,
+};

@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::capture::Captured;
 use crate::classify::{ExitKind, Verdict, classify};
 use crate::sandbox::{HelperSettings, SandboxKind, SandboxSetupError, command_spec};
-use crate::spawn::{OutputMode, StdinMode, run_process};
+use crate::spawn::{OutputMode, RunOptions, StdinMode, run_process};
 
 /// One command to run.
 #[derive(Debug, Clone)]
@@ -325,15 +325,10 @@ impl Orchestrator {
         request: &ExecRequest,
         sandbox: SandboxKind,
     ) -> Result<Attempt, OrchestratorError> {
-        let spec = command_spec(
-            sandbox,
-            &request.sandbox_policy,
-            &request.command,
-            &request.cwd,
-            &request.env,
-            &self.helper,
-        )?;
-        let result = run_process(&spec, request.stdin, request.output, request.timeout)
+        let spec = command_spec(sandbox, request, &self.helper)?;
+        let options =
+            RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
+        let result = run_process(&spec, &options)
             .await
             .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());

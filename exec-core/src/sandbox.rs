@@ -1,12 +1,13 @@
 //! Picking the sandbox for an attempt and building its command line (DESIGN §7 step 2).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 use cordon_sandbox_linux::{HelperArgs, MountViewRequirement, Strictness};
 use serde::Serialize;
 
+use crate::orchestrator::ExecRequest;
 use crate::spawn::CommandSpec;
 
 /// Which sandbox an attempt ran under.
@@ -58,15 +59,14 @@ pub enum SandboxSetupError {
     EmptyCommand,
 }
 
-/// The command line that runs `command` in `cwd` under `kind`.
+/// The command line that runs the request's command in its cwd under `kind`.
 pub fn command_spec(
     kind: SandboxKind,
-    policy: &SandboxPolicy,
-    command: &[String],
-    cwd: &Path,
-    env: &[(OsString, OsString)],
+    request: &ExecRequest,
     helper: &HelperSettings,
 ) -> Result<CommandSpec, SandboxSetupError> {
+    let (policy, command, cwd, env) =
+        (&request.sandbox_policy, &request.command, request.cwd.as_path(), &request.env);
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv: Vec<OsString> = command.iter().map(OsString::from).collect();
     let spec = match kind {

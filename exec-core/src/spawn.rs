@@ -62,6 +62,15 @@ impl CommandSpec {
     }
 }
 
+/// How to run one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOptions {
+    pub stdin: StdinMode,
+    pub output: OutputMode,
+    /// Kill the whole process group after this long (exit 124).
+    pub timeout: Option<Duration>,
+}
+
 /// The result of one process run.
 #[derive(Debug)]
 pub struct ProcessResult {
@@ -74,10 +83,9 @@ pub struct ProcessResult {
 /// Runs `spec` to completion (or timeout). Errors only when the process cannot be started.
 pub async fn run_process(
     spec: &CommandSpec,
-    stdin: StdinMode,
-    output: OutputMode,
-    timeout: Option<Duration>,
+    options: &RunOptions,
 ) -> std::io::Result<ProcessResult> {
+    let RunOptions { stdin, output, timeout } = *options;
     let mut command = spec.to_command();
     command
         .process_group(0)

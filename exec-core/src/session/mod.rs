@@ -54,6 +54,14 @@ pub const SESSION_ENV: &[(&str, &str)] = &[
     ("GIT_PAGER", "cat"),
 ];
 
+/// When a call started, how long it may wait and how much it may return.
+#[derive(Debug, Clone, Copy)]
+struct Collect {
+    started: Instant,
+    yield_for: Duration,
+    max_tokens: usize,
+}
+
 /// `exec_command` arguments (DESIGN §9).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -204,14 +212,7 @@ impl SessionManager {
         } else {
             SandboxKind::None
         };
-        let mut spec = command_spec(
-            kind,
-            &request.sandbox_policy,
-            &request.command,
-            &request.cwd,
-            &request.env,
-            self.orchestrator.helper(),
-        )?;
+        let mut spec = command_spec(kind, &request, self.orchestrator.helper())?;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
                 spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
@@ -228,7 +229,7 @@ impl SessionManager {
         let yield_for =
             clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        Ok(self.collect(id, &session, started, yield_for, max_tokens).await)
+        Ok(self.collect(id, &session, Collect { started, yield_for, max_tokens }).await)
     }
 
     /// `write_stdin`: returns the result text.
@@ -249,19 +250,13 @@ impl SessionManager {
             if empty_poll { Wait::EmptyPoll } else { Wait::AfterInput },
         );
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        Ok(self.collect(id, &session, started, yield_for, max_tokens).await)
+        Ok(self.collect(id, &session, Collect { started, yield_for, max_tokens }).await)
     }
 
     /// Waits for output (see the module docs), then reports and, for an exited process,
     /// forgets the session.
-    async fn collect(
-        &self,
-        id: u32,
-        session: &SessionProcess,
-        started: Instant,
-        yield_for: Duration,
-        max_tokens: usize,
-    ) -> String {
+    async fn collect(&self, id: u32, session: &SessionProcess, limits: Collect) -> String {
+        let Collect { started, yield_for, max_tokens } = limits;
         let deadline = started + yield_for;
         loop {
             if session.exit_settled(EXIT_DRAIN) {

@@ -43,7 +43,11 @@ pub struct Target {
     pub audit_arch: u32,
     /// Calls answered with ENOSYS: `clone3` and `openat2` pass their flags in memory the
     /// filter cannot read, and libc falls back to `clone`/`openat`, whose flags it can.
-    pub enosys: &'static [u32],
+    pub enosys_calls: &'static [u32],
+    /// The return value for a refused call (`SECCOMP_RET_ERRNO | EPERM`).
+    pub deny: u32,
+    /// The return value for `enosys_calls` (`SECCOMP_RET_ERRNO | ENOSYS`).
+    pub enosys: u32,
 }
 
 /// Where a jump goes.
@@ -201,12 +205,7 @@ fn emit_test(asm: &mut Asm, arg: u8, cmp: Cmp, pass: To, fail: To) {
 }
 
 /// Emits the program for `rules` (one entry per syscall number).
-pub fn emit(
-    rules: &[DenyRule],
-    target: Target,
-    deny: u32,
-    enosys: u32,
-) -> Result<Vec<sock_filter>, EmitError> {
+pub fn emit(rules: &[DenyRule], target: Target) -> Result<Vec<sock_filter>, EmitError> {
     let mut asm = Asm { insns: Vec::new(), labels: 0, acc: None };
     let deny_label = asm.label();
     let enosys_label = asm.label();
@@ -220,7 +219,7 @@ pub fn emit(
     asm.load(SECCOMP_DATA_NR);
     // x32 numbers (and anything above): the table only knows native numbers.
     asm.jump(BPF_JGE_K, X32_SYSCALL_BIT, To::Label(deny_label), To::Next);
-    for nr in target.enosys {
+    for nr in target.enosys_calls {
         asm.jump(BPF_JEQ_K, *nr, To::Label(enosys_label), To::Next);
     }
 
@@ -258,9 +257,9 @@ pub fn emit(
         asm.ret(libc::SECCOMP_RET_ALLOW);
     }
     asm.place(deny_label);
-    asm.ret(deny);
+    asm.ret(target.deny);
     asm.place(enosys_label);
-    asm.ret(enosys);
+    asm.ret(target.enosys);
     asm.finish()
 }
 

@@ -64,9 +64,10 @@ impl Rng {
     }
 }
 
-const TARGET: Target = Target { audit_arch: 0xc000_003e, enosys: &[435, 437] };
 const DENY: u32 = 0x0005_0001;
 const ENOSYS: u32 = 0x0005_0026;
+const TARGET: Target =
+    Target { audit_arch: 0xc000_003e, enosys_calls: &[435, 437], deny: DENY, enosys: ENOSYS };
 
 fn interesting(rng: &mut Rng, rules: &[DenyRule]) -> u64 {
     // Values the table compares against, alone, with flag bits, with high bits; or noise.
@@ -95,7 +96,7 @@ fn interesting(rng: &mut Rng, rules: &[DenyRule]) -> u64 {
 fn the_program_decides_exactly_what_the_table_says() {
     for network in [Network::Off, Network::On] {
         let rules = deny_rules(network);
-        let program = emit(&rules, TARGET, DENY, ENOSYS).unwrap();
+        let program = emit(&rules, TARGET).unwrap();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut numbers: Vec<u32> = rules.iter().map(|r| r.nr as u32).collect();
         numbers.extend([0, 1, 2, 59, 60, 231, 334]);
@@ -115,7 +116,7 @@ fn the_program_decides_exactly_what_the_table_says() {
 #[test]
 fn foreign_architectures_x32_numbers_and_clone3_are_refused() {
     let rules = deny_rules(Network::On);
-    let program = emit(&rules, TARGET, DENY, ENOSYS).unwrap();
+    let program = emit(&rules, TARGET).unwrap();
     let i386 = 0x4000_0003;
     assert_eq!(run(&program, 359, i386, [0; 6]), libc::SECCOMP_RET_KILL_PROCESS);
     assert_eq!(run(&program, X32_SYSCALL_BIT | 41, TARGET.audit_arch, [0; 6]), DENY);
@@ -127,7 +128,7 @@ fn foreign_architectures_x32_numbers_and_clone3_are_refused() {
 #[test]
 fn the_program_is_a_fraction_of_the_generic_compilers_size() {
     for network in [Network::Off, Network::On] {
-        let program = emit(&deny_rules(network), TARGET, DENY, ENOSYS).unwrap();
+        let program = emit(&deny_rules(network), TARGET).unwrap();
         eprintln!("{network:?}: {} instructions", program.len());
         // seccompiler emitted 391 instructions for a smaller table than this one.
         assert!(program.len() < 180, "{network:?}: {} instructions", program.len());

@@ -380,8 +380,13 @@ fn errno(e: i32) -> u32 {
 /// Compiles the deny table for `network` into one BPF program.
 pub fn build_program(network: Network) -> Result<BpfProgram, HelperError> {
     const ENOSYS_CALLS: &[u32] = &[CLONE3, OPENAT2];
-    let target = bpf::Target { audit_arch: AUDIT_ARCH, enosys: ENOSYS_CALLS };
-    Ok(bpf::emit(&deny_rules(network), target, errno(libc::EPERM), errno(libc::ENOSYS))?)
+    let target = bpf::Target {
+        audit_arch: AUDIT_ARCH,
+        enosys_calls: ENOSYS_CALLS,
+        deny: errno(libc::EPERM),
+        enosys: errno(libc::ENOSYS),
+    };
+    Ok(bpf::emit(&deny_rules(network), target)?)
 }
 
 /// Installs `program` on the calling thread. Needs `no_new_privs` (or CAP_SYS_ADMIN).
