@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -102,14 +103,12 @@ pub async fn run_process(
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     // The readers run while we wait: a child that fills a pipe would otherwise block forever.
-    let copy_out = tokio::spawn(pump(stdout, output, tokio::io::stdout()));
-    let copy_err = tokio::spawn(pump(stderr, output, tokio::io::stderr()));
-    let readers = async {
-        let (out, err) = tokio::join!(copy_out, copy_err);
-        let lost = || HeadTail::new(CAPTURE_BYTES);
-        (out.unwrap_or_else(|_| lost()), err.unwrap_or_else(|_| lost()))
-    };
-    tokio::pin!(readers);
+    let captured_out = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
+    let captured_err = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
+    let copy_out =
+        tokio::spawn(pump(stdout, output, tokio::io::stdout(), Arc::clone(&captured_out)));
+    let copy_err =
+        tokio::spawn(pump(stderr, output, tokio::io::stderr(), Arc::clone(&captured_err)));
 
     let wait = async {
         match timeout {
@@ -135,18 +134,22 @@ pub async fn run_process(
     };
     let duration = started.elapsed();
     // Output may still come from processes the command left in its group; give them a moment,
-    // then end the group so nothing it started outlives it.
-    let (stdout, stderr) = match tokio::time::timeout(DRAIN_GRACE, &mut readers).await {
-        Ok(done) => {
-            kill_group(group);
-            done
+    // then end the group so nothing it started outlives it. A process that left the group
+    // (setsid) may hold the pipes open for good: after a second grace period the readers are
+    // abandoned with what they captured.
+    let (abort_out, abort_err) = (copy_out.abort_handle(), copy_err.abort_handle());
+    let mut readers = std::pin::pin!(async { tokio::join!(copy_out, copy_err) });
+    if tokio::time::timeout(DRAIN_GRACE, &mut readers).await.is_err() {
+        kill_group(group);
+        if tokio::time::timeout(DRAIN_GRACE, &mut readers).await.is_err() {
+            abort_out.abort();
+            abort_err.abort();
         }
-        Err(_) => {
-            kill_group(group);
-            readers.await
-        }
-    };
-    Ok(ProcessResult { exit, duration, stdout, stderr })
+    }
+    kill_group(group);
+    let take =
+        |captured: &Mutex<HeadTail>| std::mem::replace(&mut *lock(captured), HeadTail::new(0));
+    Ok(ProcessResult { exit, duration, stdout: take(&captured_out), stderr: take(&captured_err) })
 }
 
 /// Forwards SIGINT, SIGTERM and SIGHUP received by cordon to the command's process group
@@ -180,15 +183,19 @@ fn kill_group(group: Option<Pid>) {
     }
 }
 
+fn lock(captured: &Mutex<HeadTail>) -> std::sync::MutexGuard<'_, HeadTail> {
+    captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Copies a child stream into a head+tail buffer and, when streaming, to `sink`. A sink that
 /// went away (closed pipe) stops the copy to the sink, not the capture.
 async fn pump(
     source: Option<impl AsyncRead + Unpin>,
     output: OutputMode,
     mut sink: impl AsyncWrite + Unpin,
-) -> HeadTail {
-    let mut captured = HeadTail::new(CAPTURE_BYTES);
-    let Some(mut source) = source else { return captured };
+    captured: Arc<Mutex<HeadTail>>,
+) {
+    let Some(mut source) = source else { return };
     let mut forward = output == OutputMode::Stream;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -196,10 +203,9 @@ async fn pump(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        captured.push(&buf[..n]);
+        lock(&captured).push(&buf[..n]);
         if forward && (sink.write_all(&buf[..n]).await.is_err() || sink.flush().await.is_err()) {
             forward = false;
         }
     }
-    captured
 }

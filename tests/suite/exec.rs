@@ -371,3 +371,24 @@ fn descriptors_leaked_to_cordon_do_not_reach_the_command() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_process_that_leaves_the_group_holding_stdout_does_not_hang_cordon() {
+    require_sandbox!(1);
+    let e = env();
+    let started = Instant::now();
+    let run = exec(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "never", "--", "sh", "-c", "setsid sleep 103.75 & echo started"],
+    );
+    let elapsed = started.elapsed();
+    // It escaped the process group, so it is not killed with it: clean up here.
+    let _ = Command::new("pkill").args(["-f", "^sleep 103.75$"]).status();
+    run.assert_ok();
+    assert_eq!(run.stdout, "started\n");
+    assert!(
+        elapsed < Duration::from_secs(3),
+        "cordon waited {elapsed:?} for a pipe it cannot close"
+    );
+}
