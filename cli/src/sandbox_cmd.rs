@@ -149,6 +149,8 @@ fn run_linux(args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         command_cwd: Some(request.cwd),
         strictness: request.strictness,
         mount_view: request.mount_view,
+        // cordon execs the helper: the command replaces cordon, there is no parent to follow.
+        parent_death: cordon_sandbox_linux::ParentDeath::Ignore,
         command: args.command,
     };
     let exe = helper_exe(&config)?;

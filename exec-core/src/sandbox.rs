@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
-use cordon_sandbox_linux::{HelperArgs, MountViewRequirement, Strictness};
+use cordon_sandbox_linux::{HelperArgs, MountViewRequirement, ParentDeath, Strictness};
 use serde::Serialize;
 
 use crate::orchestrator::ExecRequest;
@@ -84,6 +84,8 @@ pub fn command_spec(
                 command_cwd: Some(cwd.to_path_buf()),
                 strictness: helper.strictness,
                 mount_view: helper.mount_view,
+                // Nothing the orchestrator or a session starts may outlive it.
+                parent_death: ParentDeath::Kill,
                 command: argv,
             };
             CommandSpec {

@@ -36,6 +36,17 @@ pub enum MountViewRequirement {
     Disabled,
 }
 
+/// Whether the command dies with the helper's parent (`PR_SET_PDEATHSIG`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ParentDeath {
+    /// The command outlives its parent like any process (the Codex-compatible default).
+    #[default]
+    Ignore,
+    /// SIGKILL when the parent dies (`--die-with-parent`): what the orchestrator and the
+    /// executor's PTY sessions ask for, so nothing they started outlives them.
+    Kill,
+}
+
 /// A parsed helper invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelperArgs {
@@ -47,6 +58,7 @@ pub struct HelperArgs {
     pub command_cwd: Option<PathBuf>,
     pub strictness: Strictness,
     pub mount_view: MountViewRequirement,
+    pub parent_death: ParentDeath,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
 }
@@ -61,6 +73,7 @@ pub fn parse_helper_args(
     let mut command_cwd: Option<PathBuf> = None;
     let mut strictness = Strictness::FailClosed;
     let mut mount_view = MountViewRequirement::WhenAvailable;
+    let mut parent_death = ParentDeath::Ignore;
     let mut saw_separator = false;
 
     while let Some(arg) = args.next() {
@@ -88,6 +101,7 @@ pub fn parse_helper_args(
             "--best-effort" => strictness = Strictness::BestEffort,
             "--require-mount-view" => mount_view = MountViewRequirement::Required,
             "--no-mount-view" => mount_view = MountViewRequirement::Disabled,
+            "--die-with-parent" => parent_death = ParentDeath::Kill,
             // Codex passes this to ask its helper for a bubblewrap mount view; cordon's helper
             // builds its own mount view whenever the kernel allows, so it is accepted as is.
             "--use-bwrap-sandbox" => {}
@@ -120,6 +134,7 @@ pub fn parse_helper_args(
         command_cwd,
         strictness,
         mount_view,
+        parent_death,
         command,
     })
 }
@@ -145,6 +160,10 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
         MountViewRequirement::WhenAvailable => {}
         MountViewRequirement::Required => argv.push("--require-mount-view".into()),
         MountViewRequirement::Disabled => argv.push("--no-mount-view".into()),
+    }
+    match invocation.parent_death {
+        ParentDeath::Ignore => {}
+        ParentDeath::Kill => argv.push("--die-with-parent".into()),
     }
     argv.push("--".into());
     argv.extend(invocation.command.iter().cloned());
@@ -174,6 +193,7 @@ mod tests {
             "--command-cwd",
             "/w/sub",
             "--best-effort",
+            "--die-with-parent",
             "--",
             "ls",
             "--",
@@ -183,6 +203,7 @@ mod tests {
         assert_eq!(parsed.command, os(&["ls", "--", "-l"]));
         assert_eq!(parsed.command_cwd, Some(PathBuf::from("/w/sub")));
         assert_eq!(parsed.strictness, Strictness::BestEffort);
+        assert_eq!(parsed.parent_death, ParentDeath::Kill);
         assert_eq!(parse_helper_args(helper_argv(&parsed)).unwrap(), parsed);
     }
 

@@ -32,6 +32,8 @@ pub enum HelperError {
     Capabilities { what: &'static str, source: std::io::Error },
     #[error("no_new_privs: {0}")]
     NoNewPrivs(std::io::Error),
+    #[error("parent-death signal: {0}")]
+    ParentDeathSignal(std::io::Error),
     #[error("mount view: {what}: {source}")]
     MountView { what: String, source: std::io::Error },
     #[error("sandbox not enforced: {0}; pass --best-effort to run without it")]
@@ -56,6 +58,7 @@ impl HelperError {
             | HelperError::NotEnforced(_)
             | HelperError::Capabilities { .. }
             | HelperError::NoNewPrivs(_)
+            | HelperError::ParentDeathSignal(_)
             | HelperError::MountView { .. }
             | HelperError::CommandCwd { .. } => EXIT_SETUP_FAILED,
             #[cfg(target_os = "linux")]

@@ -44,8 +44,8 @@ pub mod seccomp;
 mod sys;
 
 pub use args::{
-    HELPER_ARG0, HelperArgs, MountViewRequirement, Strictness, helper_argv, is_helper_arg0,
-    parse_helper_args,
+    HELPER_ARG0, HelperArgs, MountViewRequirement, ParentDeath, Strictness, helper_argv,
+    is_helper_arg0, parse_helper_args,
 };
 pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperError};
 

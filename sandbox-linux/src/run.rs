@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
-use crate::args::{HelperArgs, MountViewRequirement, Strictness, parse_helper_args};
+use crate::args::{HelperArgs, MountViewRequirement, ParentDeath, Strictness, parse_helper_args};
 use crate::caps::{self, CapabilityDrop};
 use crate::error::HelperError;
 use crate::landlock_rules::{self, LandlockEnforcement};
@@ -106,6 +106,12 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
         }
     }
 
+    if args.parent_death == ParentDeath::Kill {
+        // Survives the exec below (it is cleared only for set-user-ID programs, which
+        // no_new_privs rules out).
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+            .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
+    }
     let mut env = vec![("CORDON_SANDBOX", "linux")];
     if !policy.network_access {
         env.push(("CORDON_SANDBOX_NETWORK_DISABLED", "1"));

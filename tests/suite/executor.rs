@@ -316,3 +316,22 @@ fn bad_lines_get_errors_and_the_executor_keeps_serving() {
     ex.wait_for(Duration::from_secs(5), |v| v["type"] == "shutdown_response");
     assert_eq!(ex.child.wait().unwrap().code(), Some(0));
 }
+
+#[test]
+fn killing_the_executor_kills_its_terminal_sessions_too() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    let marker = format!("{}", 90_000 + std::process::id() % 10_000);
+    // `nohup`-style: the command ignores the hangup a closing terminal sends.
+    ex.text("exec_command", json!({"cmd": format!("trap '' HUP; exec sleep {marker}.1"), "tty": true, "yield_time_ms": 250}));
+    ex.text("exec_command", json!({"cmd": format!("exec sleep {marker}.2"), "yield_time_ms": 250}));
+    assert_eq!(processes_matching(&format!("^sleep {marker}")), 2);
+    ex.child.kill().unwrap();
+    ex.child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        processes_matching(&format!("^sleep {marker}")),
+        0,
+        "a session outlived a killed executor"
+    );
+}
