@@ -22,14 +22,18 @@ pub fn run(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, async move {
+    let served = local.block_on(&runtime, async move {
         let manager = Rc::new(SessionManager::new(Arc::new(prepared.orchestrator), defaults)?);
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
         serve(stdin, tokio::io::stdout(), Rc::clone(&manager)).await?;
         manager.shutdown();
         anyhow::Ok(())
-    })?;
-    // Calls still in flight are abandoned: their sessions were terminated above.
+    });
+    // Calls still in flight are abandoned (their sessions were terminated above), and so are
+    // blocking helpers stuck in a read of stdin (after `shutdown`) or a write to a terminal.
+    drop(local);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
