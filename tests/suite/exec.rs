@@ -240,12 +240,6 @@ fn secrets_are_filtered_from_the_environment_and_the_sandbox_is_announced() {
     assert_eq!(run.stdout, "token=unset sandbox=linux\n");
 }
 
-fn sleepers(marker: &str) -> usize {
-    // Anchored: cordon's own command line contains the marker too.
-    let out = Command::new("pgrep").args(["-f", &format!("^{marker}$")]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
 #[test]
 fn a_timeout_kills_the_whole_group_and_exits_124() {
     require_sandbox!(1);
@@ -259,7 +253,7 @@ fn a_timeout_kills_the_whole_group_and_exits_124() {
     assert_eq!(run.code, Some(124), "{}", run.stderr);
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(sleepers("sleep 101.25"), 0, "a sleep survived the timeout");
+    assert_eq!(processes_matching("^sleep 101.25$"), 0, "a sleep survived the timeout");
 }
 
 #[test]
@@ -274,14 +268,14 @@ fn killing_cordon_kills_the_sandboxed_command() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while sleepers("sleep 102.5") == 0 && Instant::now() < deadline {
+    while processes_matching("^sleep 102.5$") == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(sleepers("sleep 102.5"), 1);
+    assert_eq!(processes_matching("^sleep 102.5$"), 1);
     child.kill().unwrap();
     child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(sleepers("sleep 102.5"), 0, "the command outlived cordon");
+    assert_eq!(processes_matching("^sleep 102.5$"), 0, "the command outlived cordon");
 }
 
 #[test]

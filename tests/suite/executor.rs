@@ -120,11 +120,6 @@ fn output(text: &str) -> &str {
     text.split_once("Output:\n").map_or("", |(_, o)| o)
 }
 
-fn processes_matching(marker: &str) -> usize {
-    let out = Command::new("pgrep").args(["-f", marker]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
 #[test]
 fn an_interactive_shell_keeps_state_and_sessions_are_separate() {
     require_sandbox!(1);

@@ -138,21 +138,11 @@ fn stdout_and_stderr_redirected_outside_the_roots_can_be_reopened_by_name() {
     let log = outside.path().join("log");
     // Appending, like a shell's `>>`: both descriptions of the file write at its end.
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
-    let out = std::process::Command::new(CORDON)
-        .args([
-            "sandbox",
-            "linux",
-            "--full-auto",
-            "-C",
-            root.path().to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-        ])
-        .arg(format!(
-            "echo via-name >> /dev/stdout && echo ok; echo x > {}/sibling; true",
-            outside.path().display()
-        ))
+    let script = format!(
+        "echo via-name >> /dev/stdout && echo ok; echo x > {}/sibling; true",
+        outside.path().display()
+    );
+    let out = sandbox_command(&["--full-auto"], root.path(), &["sh", "-c", &script])
         .stdout(log_file)
         .output()
         .unwrap();
@@ -171,18 +161,8 @@ fn a_read_only_stdout_grants_no_write_to_its_file() {
     std::fs::write(&victim, "original").unwrap();
     // stdout opened read-only on a file outside the roots: reopening it for writing by name
     // must stay refused.
-    let out = std::process::Command::new(CORDON)
-        .args([
-            "sandbox",
-            "linux",
-            "--full-auto",
-            "-C",
-            root.path().to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo evil > /dev/stdout; true",
-        ])
+    let argv = ["sh", "-c", "echo evil > /dev/stdout; true"];
+    let out = sandbox_command(&["--full-auto"], root.path(), &argv)
         .stdout(std::fs::File::open(&victim).unwrap())
         .output()
         .unwrap();

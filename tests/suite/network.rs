@@ -154,18 +154,7 @@ fn network_off_refuses_unix_socket_files_outside_so_tmux_and_agents_are_unreacha
     let work = scratch();
     let code = unix_connect_probe(&path);
     for user in USERS {
-        let args = [
-            "sandbox",
-            "linux",
-            "--full-auto",
-            "-C",
-            work.path().to_str().unwrap(),
-            "--",
-            python(),
-            "-c",
-            &code,
-        ];
-        let run = cordon_as(user, &args, None);
+        let run = python_sandboxed(user, &["--full-auto"], work.path(), &code);
         assert!(run.stdout.contains("refused"), "{user:?}: {}{}", run.stdout, run.stderr);
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(
@@ -175,19 +164,7 @@ fn network_off_refuses_unix_socket_files_outside_so_tmux_and_agents_are_unreacha
         );
     }
     // With the network on, UNIX sockets are reachable like any other endpoint.
-    let args = [
-        "sandbox",
-        "linux",
-        "--full-auto",
-        "--network",
-        "-C",
-        work.path().to_str().unwrap(),
-        "--",
-        python(),
-        "-c",
-        &code,
-    ];
-    let run = cordon(&args);
+    let run = python_sandboxed(User::Root, &["--full-auto", "--network"], work.path(), &code);
     assert!(run.stdout.contains("CONNECTED"), "{}{}", run.stdout, run.stderr);
 }
 
@@ -272,19 +249,8 @@ fn with_the_network_on_agent_and_multiplexer_sockets_stay_hidden() {
     let work = scratch();
     for target in [&agent, &tmux] {
         let code = unix_connect_probe(target);
-        let out = std::process::Command::new(CORDON)
-            .args([
-                "sandbox",
-                "linux",
-                "--full-auto",
-                "--network",
-                "-C",
-                work.path().to_str().unwrap(),
-                "--",
-                python(),
-                "-c",
-                &code,
-            ])
+        let argv = [python(), "-c", code.as_str()];
+        let out = sandbox_command(&["--full-auto", "--network"], work.path(), &argv)
             .env("SSH_AUTH_SOCK", &agent)
             .output()
             .unwrap();

@@ -204,6 +204,27 @@ pub fn assert_eperm(run: &Run, what: &str) {
     assert!(run.stdout.contains(&expected), "{what}: {}{}", run.stdout, run.stderr);
 }
 
+/// How many processes have a command line matching the extended regex `pattern` (`pgrep -f`).
+/// Anchor it (`^sleep 1.5$`): cordon's own command line often contains the same words.
+pub fn processes_matching(pattern: &str) -> usize {
+    let out = Command::new("pgrep").args(["-f", pattern]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// `cordon sandbox linux <flags> -C dir -- argv` as root, stdin from /dev/null, for callers
+/// that set the environment or redirect stdout themselves.
+pub fn sandbox_command(flags: &[&str], dir: &Path, argv: &[&str]) -> Command {
+    let mut cmd = Command::new(CORDON);
+    cmd.args(["sandbox", "linux"])
+        .args(flags)
+        .arg("-C")
+        .arg(dir)
+        .arg("--")
+        .args(argv)
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// Runs the helper directly through the arg0 trick with a policy JSON.
 pub fn helper(policy: &str, cwd: &Path, command: &[&str]) -> Run {
     helper_cmd(policy, cwd, &[], command).output().unwrap().into()
