@@ -14,7 +14,7 @@ use cordon_policies::{
 
 use crate::approver::TerminalApprover;
 use crate::config::{self, Config};
-use crate::flags::{ExecArgs, PolicyCheckArgs};
+use crate::flags::{ExecArgs, PolicyCheckArgs, PolicyFlags};
 use crate::sandbox_cmd::{SandboxRequest, helper_exe, sandbox_request};
 
 /// Everything `exec` and `policy check` share: config, policy, rules, the orchestrator.
@@ -34,18 +34,21 @@ pub(crate) enum Bypass {
 
 pub(crate) fn prepare(
     flags: &crate::flags::SandboxFlags,
-    approval: Option<AskForApproval>,
+    policy: &PolicyFlags,
     bypass: Bypass,
-    overrides: &[String],
 ) -> anyhow::Result<Prepared> {
     let home = config::cordon_home();
-    let config = config::load(home.as_deref(), overrides)?;
+    let config = config::load(home.as_deref(), &policy.overrides)?;
     let mut request = sandbox_request(flags, &config, SandboxMode::WorkspaceWrite)?;
     let approval = if bypass == Bypass::ApprovalsAndSandbox {
         request.policy = SandboxPolicy::DangerFullAccess {};
         AskForApproval::Never
     } else {
-        approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest)
+        policy
+            .approval
+            .map(AskForApproval::from)
+            .or(config.approval_policy)
+            .unwrap_or(AskForApproval::OnRequest)
     };
     if let Some(home) = &home {
         refuse_home_inside_writable_root(home, &request)?;
@@ -111,9 +114,8 @@ pub(crate) fn command_env(config: &Config) -> Vec<(OsString, OsString)> {
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let prepared = prepare(
         &args.sandbox,
-        args.approval.map(Into::into),
+        &args.policy,
         if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No },
-        &args.overrides,
     )?;
     let request = ExecRequest {
         command: args.command.clone(),
@@ -158,8 +160,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
-    let prepared =
-        prepare(&args.sandbox, args.approval.map(Into::into), Bypass::No, &args.overrides)?;
+    let prepared = prepare(&args.sandbox, &args.policy, Bypass::No)?;
     let assessment =
         prepared.orchestrator.assess(&args.command, prepared.approval, &Escalation::UseDefault);
     let sandbox = match &assessment.decision {

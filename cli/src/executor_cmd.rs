@@ -11,8 +11,7 @@ use crate::exec_cmd::{Bypass, command_env, prepare};
 use crate::flags::ExecutorArgs;
 
 pub fn run(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
-    let prepared =
-        prepare(&args.sandbox, args.approval.map(Into::into), Bypass::No, &args.overrides)?;
+    let prepared = prepare(&args.sandbox, &args.policy, Bypass::No)?;
     announce_gaps(&prepared.request.policy);
     let defaults = SessionDefaults {
         cwd: prepared.request.cwd.clone(),

@@ -128,11 +128,22 @@ pub struct SandboxRunArgs {
     pub command: Vec<OsString>,
 }
 
-#[derive(Debug, Args)]
-pub struct ExecArgs {
-    /// When to ask before running (default: config, else on-request).
+/// The approval policy and config overrides shared by `exec`, `executor` and `policy check`.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyFlags {
+    /// When to ask before running (default: config, else on-request); the executor asks over
+    /// the protocol.
     #[arg(short = 'a', long = "ask-for-approval", value_enum)]
     pub approval: Option<ApprovalArg>,
+    /// Override a config key: `-c sandbox_workspace_write.network_access=true`.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub policy: PolicyFlags,
     /// No sandbox and no approvals (`-s danger-full-access -a never`).
     #[arg(
         long = "dangerously-bypass-approvals-and-sandbox",
@@ -148,9 +159,6 @@ pub struct ExecArgs {
     /// Print one JSON document with every attempt instead of streaming the output.
     #[arg(long)]
     pub json: bool,
-    /// Override a config key: `-c sandbox_workspace_write.network_access=true`.
-    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -168,13 +176,10 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct ExecutorArgs {
-    /// When to ask (over the protocol) before running (default: config, else on-request).
-    #[arg(short = 'a', long = "ask-for-approval", value_enum)]
-    pub approval: Option<ApprovalArg>,
+    #[command(flatten)]
+    pub policy: PolicyFlags,
     #[command(flatten)]
     pub sandbox: SandboxFlags,
-    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -185,12 +190,10 @@ pub enum PolicyCommand {
 
 #[derive(Debug, Args)]
 pub struct PolicyCheckArgs {
-    #[arg(short = 'a', long = "ask-for-approval", value_enum)]
-    pub approval: Option<ApprovalArg>,
+    #[command(flatten)]
+    pub policy: PolicyFlags,
     #[command(flatten)]
     pub sandbox: SandboxFlags,
-    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
