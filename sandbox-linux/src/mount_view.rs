@@ -127,6 +127,9 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     let mut protected = Vec::new();
     let mut pinned = Vec::new();
     for root in roots {
+        // The git dirs a `.git` pointer file names (read once per root, not once per entry).
+        let pointed_git_dirs: Vec<PathBuf> =
+            git_dirs(root).into_iter().filter(|d| *d != root.join(".git")).collect();
         for entry in &policy.protected_paths {
             let entry_path = Path::new(entry);
             if entry_path.is_absolute() {
@@ -141,9 +144,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             }
             // `.git/...` entries also apply inside the real git dir of a `.git` pointer file.
             if let Ok(inside_git) = entry_path.strip_prefix(".git") {
-                for git_dir in git_dirs(root).into_iter().skip_while(|d| *d == root.join(".git")) {
-                    protected.push(git_dir.join(inside_git));
-                }
+                protected.extend(pointed_git_dirs.iter().map(|dir| dir.join(inside_git)));
             }
         }
     }
