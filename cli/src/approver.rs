@@ -1,10 +1,21 @@
-//! The terminal approver: asks on the controlling terminal (`/dev/tty`), so it works even when
-//! stdin and stdout are redirected; without a terminal every question is answered "no" with a
-//! line saying how to proceed.
+//! The terminal approver: asks on the controlling terminal (`/dev/tty`), never on stdin or
+//! stdout, so it works when they are redirected and a command's output cannot answer for the
+//! user. Without a terminal every question is answered "no" with a line saying how to proceed.
+//!
+//! What it shows comes from one renderer ([`cordon_policies::render_argv`]): the argv quoted
+//! word by word, every character a terminal would hide or obey (carriage returns, escape
+//! sequences, bidi overrides, zero-width code points) as a visible escape, and a long command as
+//! its head and tail with `[v]` to see all of it. Input typed before the question is discarded,
+//! so a `y` typed ahead (or pushed into the terminal earlier) never answers it.
 
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 
 use cordon_exec_core::{ApprovalAnswer, ApprovalRequest, ApprovalStage, Approver};
+use cordon_policies::{
+    DISPLAY_LIMIT, Rendered, SandboxMode, abbreviate, render_argv, render_bytes, render_text,
+};
+use nix::sys::termios::{FlushArg, tcflush};
 
 pub struct TerminalApprover;
 
@@ -21,77 +32,232 @@ fn ask_on_tty(request: &ApprovalRequest) -> ApprovalAnswer {
             "cordon: approval needed ({}) but there is no terminal to ask on; answering no. \
              To proceed without asking: -a never (sandboxed, no retry), --yolo (no sandbox), or an \
              allow rule in $CORDON_HOME/rules.toml",
-            request.reason
+            render_text(&request.reason).text
         );
         return ApprovalAnswer::Denied;
     };
-    let command = shell_words(&request.command);
-    let prefix = shell_words(&request.prefix);
-    let action = match request.stage {
-        ApprovalStage::BeforeRun => "Run",
-        ApprovalStage::RetryWithoutSandbox => "Run WITHOUT the sandbox",
-    };
-    let prompt = format!(
-        "\ncordon: {}\n  {action}: {command}\n  in: {}\n  [y] yes  [s] yes for this session  [a] always allow `{prefix}`  [n] no\n> ",
-        request.reason,
-        request.cwd.display()
-    );
-    if tty.write_all(prompt.as_bytes()).and_then(|()| tty.flush()).is_err() {
-        return ApprovalAnswer::Denied;
+    let prompt = Prompt::new(request);
+    let mut text = prompt.text();
+    loop {
+        match ask_once(&mut tty, &text, &prompt) {
+            Choice::Answer(answer) => return answer,
+            Choice::View => {
+                text =
+                    format!("\nThe whole command:\n{}\n{}", prompt.command.text, prompt.question());
+            }
+        }
+    }
+}
+
+/// Discards what was typed before the question, writes `text`, reads one line. Any failure
+/// is a no.
+fn ask_once(tty: &mut File, text: &str, prompt: &Prompt) -> Choice {
+    // Keys pressed before the question was on screen were not an answer to it. Flushed just
+    // before writing it, not after: an answer typed the moment the question appears (a fast
+    // typist, a loaded machine) must not be thrown away.
+    if tcflush(&*tty, FlushArg::TCIFLUSH).is_err() {
+        return Choice::Answer(ApprovalAnswer::Denied);
+    }
+    if tty.write_all(text.as_bytes()).and_then(|()| tty.flush()).is_err() {
+        return Choice::Answer(ApprovalAnswer::Denied);
     }
     let mut line = String::new();
-    match BufReader::new(&tty).read_line(&mut line) {
-        Ok(n) if n > 0 => parse_answer(&line),
-        _ => ApprovalAnswer::Denied,
+    match BufReader::new(&*tty).read_line(&mut line) {
+        Ok(n) if n > 0 => prompt.parse(&line),
+        _ => Choice::Answer(ApprovalAnswer::Denied),
     }
 }
 
-/// Anything but a clear yes is a no.
-pub fn parse_answer(line: &str) -> ApprovalAnswer {
-    match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => ApprovalAnswer::Approved,
-        "s" | "session" => ApprovalAnswer::ApprovedForSession,
-        "a" | "always" => ApprovalAnswer::AlwaysAllowPrefix,
-        _ => ApprovalAnswer::Denied,
-    }
+/// An answer, or a request to see the whole command first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Answer(ApprovalAnswer),
+    View,
 }
 
-/// The argv as a shell would read it (for display only).
-fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
+/// Everything the prompt shows, rendered once.
+struct Prompt<'a> {
+    request: &'a ApprovalRequest,
+    command: Rendered,
+    /// The command as the prompt shows it: whole, or head and tail.
+    shown: String,
+    elided_bytes: usize,
+    /// The rendered prefix `[a]` would allow, when it is offered.
+    always: Option<String>,
+}
+
+impl<'a> Prompt<'a> {
+    fn new(request: &'a ApprovalRequest) -> Self {
+        let command = render_argv(&request.command);
+        let cut = abbreviate(&command.text, DISPLAY_LIMIT);
+        let always = request.prefix.as_ref().map(|prefix| render_argv(prefix).text);
+        Prompt { request, command, shown: cut.text, elided_bytes: cut.elided_bytes, always }
+    }
+
+    fn unsandboxed(&self) -> bool {
+        self.request.stage == ApprovalStage::RetryWithoutSandbox
+            || self.request.sandbox_mode == SandboxMode::DangerFullAccess
+    }
+
+    fn text(&self) -> String {
+        let request = self.request;
+        let reason = render_text(&request.reason);
+        let cwd = render_bytes(std::os::unix::ffi::OsStrExt::as_bytes(request.cwd.as_os_str()));
+        let evidence: Vec<Rendered> = request.evidence.iter().map(|l| render_text(l)).collect();
+        let mode = request.sandbox_mode.as_str();
+        let mut out = format!("\ncordon: approval needed: {}\n", reason.text);
+        match (request.stage, self.unsandboxed()) {
+            (ApprovalStage::BeforeRun, false) => {
+                out += &format!("  Stage:    run in the sandbox ({mode})\n");
             }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+            (ApprovalStage::BeforeRun, true) => {
+                out += &format!(
+                    "  Stage:    run WITHOUT the sandbox ({mode}): full access to your files and \
+                     the network\n"
+                );
+            }
+            (ApprovalStage::RetryWithoutSandbox, _) => {
+                out += &format!(
+                    "  Stage:    retry WITHOUT the sandbox ({mode}): full access to your files \
+                     and the network\n  Note:     the first attempt already ran in the sandbox \
+                     and had its effects; this runs the command a second time\n"
+                );
+                if !evidence.is_empty() {
+                    out += "  Evidence: what made cordon think the sandbox blocked it:\n";
+                    for line in &evidence {
+                        out += &format!("            | {}\n", line.text);
+                    }
+                }
+            }
+        }
+        out += &format!("  In:       {}\n  Command:  {}\n", cwd.text, self.shown);
+        let mut hidden = Vec::new();
+        if self.command.hidden_characters {
+            hidden.push("the command");
+        }
+        if cwd.hidden_characters {
+            hidden.push("the directory");
+        }
+        if reason.hidden_characters || evidence.iter().any(|l| l.hidden_characters) {
+            hidden.push("the reason or evidence");
+        }
+        if !hidden.is_empty() {
+            out += &format!(
+                "  WARNING:  {} contains characters a terminal would hide or obey (carriage \
+                 returns, escape sequences, bidi or invisible code points); they are shown as \
+                 escapes (\\r, \\x1b, \\u202e, …). Read it carefully.\n",
+                hidden.join(", ")
+            );
+        }
+        if self.elided_bytes > 0 {
+            out += &format!(
+                "  Long:     {} bytes of the command are not shown above; [v] shows all of it\n",
+                self.elided_bytes
+            );
+        }
+        out + &self.question()
+    }
+
+    /// The last lines: the question and the answers offered.
+    fn question(&self) -> String {
+        let run = if self.unsandboxed() {
+            "Run it WITHOUT the sandbox?"
+        } else {
+            "Run it in the sandbox?"
+        };
+        let always = match &self.always {
+            Some(prefix) => format!("[a] always allow `{prefix}`  "),
+            None => String::new(),
+        };
+        let view = if self.elided_bytes > 0 { "[v] view the whole command  " } else { "" };
+        format!("{run}  [y] yes  [s] yes for this session  {always}{view}[n] no\n> ")
+    }
+
+    /// Anything but a clear answer that was offered is a no.
+    fn parse(&self, line: &str) -> Choice {
+        let answer = match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => ApprovalAnswer::Approved,
+            "s" | "session" => ApprovalAnswer::ApprovedForSession,
+            "a" | "always" if self.always.is_some() => ApprovalAnswer::AlwaysAllowPrefix,
+            "v" | "view" if self.elided_bytes > 0 => return Choice::View,
+            _ => ApprovalAnswer::Denied,
+        };
+        Choice::Answer(answer)
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
-    #[test]
-    fn only_clear_answers_approve() {
-        assert_eq!(parse_answer("y\n"), ApprovalAnswer::Approved);
-        assert_eq!(parse_answer(" S "), ApprovalAnswer::ApprovedForSession);
-        assert_eq!(parse_answer("a"), ApprovalAnswer::AlwaysAllowPrefix);
-        for no in ["n", "", "yess", "no", "\u{1b}[A"] {
-            assert_eq!(parse_answer(no), ApprovalAnswer::Denied, "{no:?}");
+    fn request(command: &[&str], stage: ApprovalStage, prefix: Option<&[&str]>) -> ApprovalRequest {
+        let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        ApprovalRequest {
+            command: words(command),
+            cwd: PathBuf::from("/work"),
+            reason: "because".into(),
+            stage,
+            sandbox_mode: match stage {
+                ApprovalStage::BeforeRun => SandboxMode::WorkspaceWrite,
+                ApprovalStage::RetryWithoutSandbox => SandboxMode::DangerFullAccess,
+            },
+            evidence: match stage {
+                ApprovalStage::BeforeRun => Vec::new(),
+                ApprovalStage::RetryWithoutSandbox => vec!["x: Permission denied\u{1b}[2K".into()],
+            },
+            prefix: prefix.map(words),
         }
     }
 
     #[test]
-    fn displayed_commands_are_quoted() {
-        assert_eq!(
-            shell_words(&["echo".into(), "a b".into(), "it's".into()]),
-            r"echo 'a b' 'it'\''s'"
+    fn only_clear_offered_answers_approve() {
+        let with_prefix = request(&["touch", "f"], ApprovalStage::BeforeRun, Some(&["touch"]));
+        let prompt = Prompt::new(&with_prefix);
+        assert_eq!(prompt.parse("y\n"), Choice::Answer(ApprovalAnswer::Approved));
+        assert_eq!(prompt.parse(" S "), Choice::Answer(ApprovalAnswer::ApprovedForSession));
+        assert_eq!(prompt.parse("a"), Choice::Answer(ApprovalAnswer::AlwaysAllowPrefix));
+        for no in ["n", "", "yess", "no", "\u{1b}[A", "v"] {
+            assert_eq!(prompt.parse(no), Choice::Answer(ApprovalAnswer::Denied), "{no:?}");
+        }
+        let without = request(&["sh", "-c", "x"], ApprovalStage::BeforeRun, None);
+        assert_eq!(Prompt::new(&without).parse("a"), Choice::Answer(ApprovalAnswer::Denied));
+    }
+
+    #[test]
+    fn the_prompt_escapes_the_command_and_warns() {
+        let r = request(&["sh", "-c", "touch P\r\u{1b}[2Kecho ok"], ApprovalStage::BeforeRun, None);
+        let text = Prompt::new(&r).text();
+        assert!(text.contains(r"Command:  sh -c $'touch P\r\x1b[2Kecho ok'"), "{text}");
+        assert!(text.contains("WARNING:  the command contains"), "{text}");
+        assert!(text.contains("Stage:    run in the sandbox (workspace-write)"), "{text}");
+        assert!(!text.contains("[a]") && !text.contains("[v]"), "{text}");
+        assert!(
+            text.ends_with("Run it in the sandbox?  [y] yes  [s] yes for this session  [n] no\n> ")
         );
+    }
+
+    #[test]
+    fn a_retry_says_without_the_sandbox_and_shows_the_evidence_escaped() {
+        let r = request(&["touch", "f"], ApprovalStage::RetryWithoutSandbox, None);
+        let text = Prompt::new(&r).text();
+        assert!(text.contains("retry WITHOUT the sandbox (danger-full-access)"), "{text}");
+        assert!(text.contains("already ran in the sandbox and had its effects"), "{text}");
+        assert!(text.contains(r"| x: Permission denied\x1b[2K"), "{text}");
+        assert!(text.contains("the reason or evidence contains characters"), "{text}");
+        assert!(!text.contains('\u{1b}'), "{text}");
+    }
+
+    #[test]
+    fn a_long_command_offers_view() {
+        let script = format!("echo start; {}; echo end", "x".repeat(20_000));
+        let r = request(&["sh", "-c", &script], ApprovalStage::BeforeRun, None);
+        let prompt = Prompt::new(&r);
+        let text = prompt.text();
+        assert!(text.contains("[v] view the whole command"), "{text}");
+        assert!(text.contains("echo end'"), "{text}");
+        assert!(text.len() < 3000);
+        assert_eq!(prompt.parse("v"), Choice::View);
     }
 }

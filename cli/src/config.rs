@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use cordon_policies::{AskForApproval, SandboxMode, ShellEnvironmentPolicy};
+use cordon_exec_core::MountViewRequirement;
+use cordon_policies::{
+    AskForApproval, DomainRules, EnvSnapshot, SandboxMode, ShellEnvironmentPolicy, WorkspaceWrite,
+};
 use serde::Deserialize;
 
 /// The config file's keys. Unknown keys are an error, so a typo never silently weakens the
@@ -14,69 +17,114 @@ use serde::Deserialize;
 pub struct Config {
     pub sandbox_mode: Option<SandboxMode>,
     pub approval_policy: Option<AskForApproval>,
+    /// `[sandbox_workspace_write]`: the policy's own fields (DESIGN §4 shape).
     #[serde(default)]
-    pub sandbox_workspace_write: WorkspaceWriteConfig,
+    pub sandbox_workspace_write: WorkspaceWrite,
     #[serde(default)]
     pub shell_environment_policy: ShellEnvironmentPolicy,
+    /// `network = "off" | "on" | { allow = [...], deny = [...] }`; absent keeps
+    /// `[sandbox_workspace_write] network_access` (which means "on").
+    pub network: Option<NetworkSetting>,
     /// Replaces the default protected paths.
     pub protected_paths: Option<Vec<String>>,
     /// Replaces the default hidden paths.
     pub hidden_paths: Option<Vec<String>>,
-    #[serde(default)]
-    pub sandbox_mount_view: MountViewSetting,
+    /// `"auto" | "required" | "off"`; also spelled `mount_view`.
+    #[serde(default, alias = "mount_view")]
+    pub sandbox_mount_view: MountViewRequirement,
     #[serde(default)]
     pub sandbox_best_effort: bool,
     /// The helper executable (defaults to this binary).
     pub linux_sandbox_exe: Option<PathBuf>,
 }
 
-/// `[sandbox_workspace_write]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkspaceWriteConfig {
-    #[serde(default)]
-    pub writable_roots: Vec<PathBuf>,
-    #[serde(default)]
-    pub network_access: bool,
-    #[serde(default)]
-    pub exclude_tmpdir_env_var: bool,
-    #[serde(default)]
-    pub exclude_slash_tmp: bool,
+/// The `network` key.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum NetworkSetting {
+    Switch(NetworkSwitch),
+    Domains(DomainRules),
 }
 
-/// `sandbox_mount_view = "auto" | "required" | "off"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MountViewSetting {
-    #[default]
-    Auto,
-    Required,
+/// `network = "off"` or `"on"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkSwitch {
     Off,
+    On,
 }
 
-/// `$CORDON_HOME`, default `~/.cordon`.
+/// `$CORDON_HOME`, default `~/.cordon` (the user view's `cordon_home`).
 pub fn cordon_home() -> Option<PathBuf> {
-    match std::env::var_os("CORDON_HOME") {
-        Some(home) if !home.is_empty() => Some(PathBuf::from(home)),
-        _ => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cordon")),
-    }
+    read_user_view().cordon_home
+}
+
+/// The user view: HOME, TMPDIR, XDG_RUNTIME_DIR, SSH_AUTH_SOCK, CORDON_HOME and the uid, from
+/// cordon's own environment. The one source for every decision about paths (hidden paths, the
+/// `$TMPDIR` writable root, CORDON_HOME outside the writable roots), on every entry point; the
+/// command's environment, which `shell_environment_policy` shapes, never feeds them.
+pub fn user_view() -> anyhow::Result<EnvSnapshot> {
+    let view = read_user_view();
+    // It travels to the helper as JSON, which holds only UTF-8 paths; refusing here gives a
+    // clearer message than the helper's exit 125.
+    serde_json::to_string(&view).context(
+        "HOME, TMPDIR, XDG_RUNTIME_DIR, SSH_AUTH_SOCK or CORDON_HOME is not valid UTF-8",
+    )?;
+    Ok(view)
+}
+
+fn read_user_view() -> EnvSnapshot {
+    EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(nix::unistd::getuid().as_raw()))
 }
 
 /// Loads `config.toml` from `home` (absent = defaults) and applies `-c key=value` overrides.
 pub fn load(home: Option<&Path>, overrides: &[String]) -> anyhow::Result<Config> {
-    let mut table = match home.map(|h| h.join("config.toml")) {
-        Some(path) if path.exists() => {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            toml::from_str::<toml::Table>(&text)
-                .with_context(|| format!("invalid TOML in {}", path.display()))?
+    let path = home.map(|h| h.join("config.toml"));
+    let text = match &path {
+        Some(path) => crate::state_files::read(path)?,
+        None => None,
+    };
+    let file_error = |path: &Path, text: &str, error: toml::de::Error| {
+        anyhow::anyhow!("{}: {}", path.display(), toml_error(text, &error))
+    };
+    // Read as the config shape straight from the text first, so a bad key or value is reported
+    // with its line.
+    if let (Some(path), Some(text)) = (&path, &text) {
+        toml::from_str::<Config>(text).map_err(|error| file_error(path, text, error))?;
+    }
+    let mut table = match (&path, &text) {
+        (Some(path), Some(text)) => {
+            toml::from_str::<toml::Table>(text).map_err(|error| file_error(path, text, error))?
         }
         _ => toml::Table::new(),
     };
     for item in overrides {
         apply_override(&mut table, item)?;
     }
-    toml::Value::Table(table).try_into().context("invalid configuration")
+    let without_overrides = overrides.is_empty();
+    Config::deserialize(toml::Value::Table(table)).map_err(|error| {
+        // The file's line is known only when no `-c` changed the table.
+        let place = match (&path, &text) {
+            (Some(path), Some(_)) if without_overrides => format!("{}: ", path.display()),
+            (Some(path), Some(_)) => format!("{} with -c overrides: ", path.display()),
+            _ => "-c overrides: ".to_owned(),
+        };
+        anyhow::anyhow!("{place}{}", one_line(error.message()))
+    })
+}
+
+/// `line N: message` on one line (toml's own rendering is a multi-line caret diagram).
+pub fn toml_error(text: &str, error: &toml::de::Error) -> String {
+    let line = error
+        .span()
+        .and_then(|span| text.get(..span.start))
+        .map(|before| format!("line {}: ", before.matches('\n').count() + 1))
+        .unwrap_or_default();
+    format!("{line}{}", one_line(error.message()))
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `a.b=value`: the value is read as TOML (`true`, `3`, `["x"]`, `"s"`), or as a plain string
@@ -126,6 +174,27 @@ mod tests {
         assert_eq!(config.approval_policy, Some(AskForApproval::Never));
         assert_eq!(config.sandbox_mode, Some(SandboxMode::ReadOnly));
         assert!(config.sandbox_workspace_write.network_access);
+    }
+
+    #[test]
+    fn network_is_off_on_or_a_domain_list() {
+        let on = load(None, &["network=on".into()]).unwrap();
+        assert_eq!(on.network, Some(NetworkSetting::Switch(NetworkSwitch::On)));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "network = { allow = [\"pkg.example.com\", \"*.example.org\"], deny = [\"x.example.org\"] }\n",
+        )
+        .unwrap();
+        let domains = load(Some(dir.path()), &[]).unwrap();
+        assert_eq!(
+            domains.network,
+            Some(NetworkSetting::Domains(DomainRules {
+                allow: vec!["pkg.example.com".into(), "*.example.org".into()],
+                deny: vec!["x.example.org".into()],
+            }))
+        );
+        assert!(load(None, &["network=sometimes".into()]).is_err());
     }
 
     #[test]

@@ -4,6 +4,10 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+#[cfg(target_os = "linux")]
+use cordon_exec_core::platform::{DoctorReport, MountViewStatus};
+use cordon_policies::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
+#[cfg(not(target_os = "linux"))]
 use cordon_policies::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, SandboxMode};
 use serde_json::json;
 
@@ -11,151 +15,150 @@ use crate::flags::DoctorArgs;
 
 #[cfg(target_os = "linux")]
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
-    use cordon_sandbox_linux::report::gaps;
-    use cordon_sandbox_linux::seccomp::{Network, deny_rules};
-
-    let probe = cordon_sandbox_linux::probe::probe();
-    let predicted = probe.predicted_enforcement(Network::Off);
-    let gaps = gaps(&predicted);
-    let network_gaps: Vec<_> = gaps_with_network(&probe);
-    let deny = |network| {
-        deny_rules(network)
-            .into_iter()
-            .map(|r| json!({"syscall": r.syscall, "when": r.condition, "stops": r.reason}))
-            .collect::<Vec<_>>()
-    };
-    let mode_report = |mode: SandboxMode| match mode {
-        SandboxMode::DangerFullAccess => {
-            json!({"sandbox": false, "enforced": [], "not_enforced": []})
+    let report = DoctorReport::gather();
+    let environment = environment_report();
+    let text = if args.json {
+        let mut document = serde_json::to_value(&report)?;
+        if let Some(map) = document.as_object_mut() {
+            map.insert("environment".into(), environment);
         }
-        SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {
-            let mut enforced = Vec::new();
-            if predicted.landlock_enforced {
-                enforced.push(format!(
-                    "Landlock ABI {}: {}",
-                    predicted.landlock_abi,
-                    if mode == SandboxMode::ReadOnly {
-                        "no writes anywhere but /dev/null"
-                    } else {
-                        "writes only under the writable roots (and /dev/null)"
-                    }
-                ));
-            }
-            if predicted.mount_view.is_ok() {
-                enforced.push("mount view: read-only mounts outside the writable roots, protected paths read-only, hidden paths covered, private /dev/shm".to_owned());
-            }
-            if predicted.seccomp {
-                enforced.push("seccomp: network off unless allowed; ptrace, namespaces, mount, keyrings, bpf, perf, TIOCSTI refused".to_owned());
-            }
-            enforced.push("no_new_privs; every capability dropped".to_owned());
-            let mut report = json!({"sandbox": true, "enforced": enforced, "not_enforced": gaps});
-            if mode == SandboxMode::WorkspaceWrite {
-                report["not_enforced_with_network"] = json!(network_gaps);
-            }
-            report
-        }
+        format!("{}\n", serde_json::to_string_pretty(&document)?)
+    } else {
+        let mut text = render_text(&report);
+        render_environment(&mut text, &environment);
+        render_deny_list(&mut text, &report);
+        text
     };
-    let modes: serde_json::Map<String, serde_json::Value> =
-        SandboxMode::ALL.iter().map(|m| (m.as_str().to_owned(), mode_report(*m))).collect();
-    let report = json!({
-        "kernel": {
-            "landlock_abi": probe.landlock_abi,
-            "seccomp_filter": probe.seccomp_filter,
-            "unprivileged_user_namespaces": probe.unprivileged_user_namespaces,
-            "mount_view": match &probe.mount_view { Ok(()) => json!(true), Err(e) => json!(e) },
-            "legacy_tiocsti": probe.legacy_tiocsti,
-            "root": probe.is_root,
-        },
-        "modes": modes,
-        "protected_paths": DEFAULT_PROTECTED_PATHS,
-        "protected_paths_note": "a protected path that does not exist stays creatable: making it read-only would need a mount point on the host, and the helper never leaves anything behind",
-        "hidden_paths": DEFAULT_HIDDEN_PATHS,
-        "seccomp_deny_list": {"network_off": deny(Network::Off), "network_on_socket_rule": deny(Network::On).into_iter().filter(|r| r["syscall"] == "socket").collect::<Vec<_>>()},
-    });
-    if args.json {
-        return write_stdout(&format!("{}\n", serde_json::to_string_pretty(&report)?));
-    }
-    write_stdout(&render_text(&report))
+    crate::output::write_stdout(&text)?;
+    Ok(if report.default_policy_enforceable {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_NOT_ENFORCEABLE)
+    })
 }
 
-/// Gaps that only a policy with the network on has.
+/// `cordon doctor`'s status when the default policy cannot be enforced here.
 #[cfg(target_os = "linux")]
-fn gaps_with_network(
-    probe: &cordon_sandbox_linux::probe::KernelProbe,
-) -> Vec<cordon_sandbox_linux::report::Gap> {
-    use cordon_sandbox_linux::seccomp::Network;
-    let without = cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(Network::Off));
-    cordon_sandbox_linux::report::gaps(&probe.predicted_enforcement(Network::On))
-        .into_iter()
-        .filter(|g| !without.contains(g))
-        .collect()
-}
+const EXIT_NOT_ENFORCEABLE: u8 = 1;
 
 #[cfg(target_os = "linux")]
-fn render_text(report: &serde_json::Value) -> String {
+fn render_text(report: &DoctorReport) -> String {
     let mut out = String::new();
     macro_rules! println {
         ($($arg:tt)*) => {{
             let _ = writeln!(out, $($arg)*);
         }};
     }
-    let kernel = &report["kernel"];
+    let kernel = &report.kernel;
     println!("kernel");
-    println!("  landlock ABI:                 {}", kernel["landlock_abi"]);
-    println!("  seccomp filters:              {}", kernel["seccomp_filter"]);
-    println!("  unprivileged user namespaces: {}", kernel["unprivileged_user_namespaces"]);
-    println!("  mount view:                   {}", kernel["mount_view"]);
-    let tiocsti = match kernel["legacy_tiocsti"].as_bool() {
+    println!("  landlock ABI:                 {}", kernel.landlock_abi);
+    println!("  seccomp filters:              {}", kernel.seccomp_filter);
+    println!("  unprivileged user namespaces: {}", kernel.unprivileged_user_namespaces);
+    match &kernel.mount_view {
+        MountViewStatus::Available(_) => println!("  mount view:                   true"),
+        MountViewStatus::Unavailable(why) => println!("  mount view:                   {why:?}"),
+    }
+    println!("  containment:                  {}", report.containment);
+    let tiocsti = match kernel.legacy_tiocsti {
         Some(true) => "1 (TIOCSTI allowed by the kernel; cordon's seccomp refuses it)",
         Some(false) => "0 (the kernel refuses TIOCSTI; cordon's seccomp does too)",
         None => "absent (TIOCSTI always allowed by the kernel; cordon's seccomp refuses it)",
     };
     println!("  dev.tty.legacy_tiocsti:       {tiocsti}");
-    println!("  running as root:              {}", kernel["root"]);
-    for (mode, value) in report["modes"].as_object().into_iter().flatten() {
+    println!("  running as root:              {}", kernel.root);
+    for cause in &report.causes {
+        println!("  missing {}: {}\n    fix: {}", cause.mechanism, cause.why, cause.fix);
+    }
+    if !report.default_policy_enforceable {
+        println!(
+            "  the default policy (workspace-write) cannot be enforced here: sandboxed runs \
+             refuse with exit 125 (--best-effort runs them with what is available)"
+        );
+    }
+    for (mode, value) in &report.modes {
         println!("\n{mode}");
-        if value["sandbox"] == false {
+        if !value.sandbox {
             println!("  no sandbox");
             continue;
         }
-        for item in value["enforced"].as_array().into_iter().flatten() {
-            println!("  enforced:     {}", item.as_str().unwrap_or_default());
+        for item in &value.enforced {
+            println!("  enforced:     {item}");
         }
-        for gap in value["not_enforced"].as_array().into_iter().flatten() {
-            let required =
-                if gap["required"] == true { " [required: runs refuse, exit 125]" } else { "" };
-            println!("  NOT enforced: {}{required}", gap["what"].as_str().unwrap_or_default());
+        for gap in &value.not_enforced {
+            let required = if gap.required { " [required: runs refuse, exit 125]" } else { "" };
+            println!("  NOT enforced: {}{required}", gap.what);
         }
-        for gap in value["not_enforced_with_network"].as_array().into_iter().flatten() {
-            println!("  NOT enforced: {}", gap["what"].as_str().unwrap_or_default());
+        for gap in value.not_enforced_with_network.iter().flatten() {
+            println!("  NOT enforced: {}", gap.what);
         }
     }
-    println!("\nprotected paths (read-only inside writable roots): {}", report["protected_paths"]);
-    println!("  note: {}", report["protected_paths_note"].as_str().unwrap_or_default());
-    println!("hidden paths: {}", report["hidden_paths"]);
-    println!(
-        "\nseccomp deny list (EPERM; other architectures and x32 numbers are refused, clone3 is ENOSYS):"
-    );
-    for rule in report["seccomp_deny_list"]["network_off"].as_array().into_iter().flatten() {
-        println!(
-            "  {:<18} {:<40} {}",
-            rule["syscall"].as_str().unwrap_or_default(),
-            rule["when"].as_str().unwrap_or_default(),
-            rule["stops"].as_str().unwrap_or_default()
-        );
-    }
-    for rule in
-        report["seccomp_deny_list"]["network_on_socket_rule"].as_array().into_iter().flatten()
-    {
-        println!(
-            "  with --network: socket when {}: {}",
-            rule["when"].as_str().unwrap_or_default(),
-            rule["stops"].as_str().unwrap_or_default()
-        );
-    }
+    println!("\nprotected paths (read-only inside writable roots): {:?}", report.protected_paths);
+    println!("  note: {}", report.protected_paths_note);
+    println!("hidden paths: {:?}", report.hidden_paths);
     out
 }
 
+#[cfg(target_os = "linux")]
+fn render_deny_list(out: &mut String, report: &DoctorReport) {
+    let _ = writeln!(
+        out,
+        "\nseccomp deny list (EPERM; other architectures and x32 numbers are refused, clone3 is ENOSYS):"
+    );
+    for rule in &report.seccomp_deny_list.network_off {
+        let _ = writeln!(out, "  {:<18} {:<40} {}", rule.syscall, rule.when, rule.stops);
+    }
+    for rule in &report.seccomp_deny_list.network_on_socket_rule {
+        let _ = writeln!(out, "  with --network: socket when {}: {}", rule.when, rule.stops);
+    }
+}
+
+/// The environment policy in force: the config's `[shell_environment_policy]` and the default
+/// excludes it applies (or their absence).
+fn environment_report() -> serde_json::Value {
+    let policy = match crate::config::load(crate::config::cordon_home().as_deref(), &[]) {
+        Ok(config) => config.shell_environment_policy,
+        Err(error) => return json!({"config_error": format!("{error:#}")}),
+    };
+    let defaults_on = !policy.ignore_default_excludes;
+    json!({
+        "inherit": policy.inherit,
+        "default_excludes": if defaults_on { DEFAULT_EXCLUDES.to_vec() } else { Vec::new() },
+        "kept_despite_default_excludes":
+            if defaults_on { DEFAULT_EXCLUDE_EXCEPTIONS.to_vec() } else { Vec::new() },
+        "value_rules": if defaults_on { value_rules() } else { Vec::new() },
+        "exclude": policy.exclude,
+        "set": policy.set.keys().collect::<Vec<_>>(),
+        "include_only": policy.include_only,
+        "note": "patterns are case-insensitive globs over the whole name; HOME, TMPDIR and the \
+                 hidden paths come from cordon's own environment, whatever the command is given",
+    })
+}
+
+fn render_environment(out: &mut String, env: &serde_json::Value) {
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "\nenvironment policy (shell_environment_policy)");
+    if let Some(error) = env["config_error"].as_str() {
+        let _ = writeln!(out, "  config error: {error}");
+        return;
+    }
+    let list = |key: &str| {
+        let items: Vec<&str> =
+            env[key].as_array().into_iter().flatten().filter_map(|v| v.as_str()).collect();
+        if items.is_empty() { "(none)".to_owned() } else { items.join(" ") }
+    };
+    let _ = writeln!(out, "  inherit:          {}", env["inherit"].as_str().unwrap_or_default());
+    let _ = writeln!(out, "  default excludes: {}", list("default_excludes"));
+    let _ = writeln!(out, "  kept by name:     {}", list("kept_despite_default_excludes"));
+    for rule in env["value_rules"].as_array().into_iter().flatten() {
+        let _ = writeln!(out, "  value rule:       {}", rule.as_str().unwrap_or_default());
+    }
+    let _ = writeln!(out, "  exclude:          {}", list("exclude"));
+    let _ = writeln!(out, "  set:              {}", list("set"));
+    let _ = writeln!(out, "  include_only:     {}", list("include_only"));
+    let _ = writeln!(out, "  note: {}", env["note"].as_str().unwrap_or_default());
+}
+
+#[cfg(not(target_os = "linux"))]
 fn write_stdout(text: &str) -> anyhow::Result<ExitCode> {
     crate::output::write_stdout(text)?;
     Ok(ExitCode::SUCCESS)
@@ -170,12 +173,13 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         "modes": modes,
         "protected_paths": DEFAULT_PROTECTED_PATHS,
         "hidden_paths": DEFAULT_HIDDEN_PATHS,
+        "environment": environment_report(),
     });
     if args.json {
         return write_stdout(&format!("{report}\n"));
     }
-    write_stdout(&format!(
-        "platform {}: Seatbelt via /usr/bin/sandbox-exec\n",
-        std::env::consts::OS
-    ))
+    let mut text =
+        format!("platform {}: Seatbelt via /usr/bin/sandbox-exec\n", std::env::consts::OS);
+    render_environment(&mut text, &report["environment"]);
+    write_stdout(&text)
 }

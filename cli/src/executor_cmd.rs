@@ -4,51 +4,50 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cordon_exec_core::executor::serve;
+use cordon_exec_core::executor::{ServeEnd, serve};
 use cordon_exec_core::session::{SessionDefaults, SessionManager};
 
-use crate::exec_cmd::{Bypass, command_env, prepare};
+use cordon_exec_core::platform::predicted_gaps;
+use cordon_policies::SandboxMode;
+
 use crate::flags::ExecutorArgs;
+use crate::settings::{Bypass, Settings};
 
 pub fn run(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
-    let prepared = prepare(&args.sandbox, &args.policy, Bypass::No)?;
-    announce_gaps(&prepared.request.policy);
+    let settings =
+        Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, Bypass::No)?;
+    announce_gaps(&settings.policy);
+    let orchestrator = settings.orchestrator()?;
     let defaults = SessionDefaults {
-        cwd: prepared.request.cwd.clone(),
-        sandbox_policy: prepared.request.policy.clone(),
-        approval: prepared.approval,
-        env: command_env(&prepared.config),
+        cwd: settings.cwd.clone(),
+        sandbox_policy: settings.policy.clone(),
+        approval: settings.approval,
+        env: settings.command_env().0,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let served = local.block_on(&runtime, async move {
-        let manager = Rc::new(SessionManager::new(Arc::new(prepared.orchestrator), defaults)?);
+        let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-        serve(stdin, tokio::io::stdout(), Rc::clone(&manager)).await?;
+        let end = serve(stdin, tokio::io::stdout(), Rc::clone(&manager)).await?;
         manager.shutdown();
-        anyhow::Ok(())
+        anyhow::Ok(end)
     });
     // Calls still in flight are abandoned (their sessions were terminated above), and so are
     // blocking helpers stuck in a read of stdin (after `shutdown`) or a write to a terminal.
     drop(local);
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    served?;
-    Ok(ExitCode::SUCCESS)
+    // The manager's last owner went with the local set: its temporary directory is gone.
+    match served? {
+        ServeEnd::Eof | ServeEnd::Shutdown => Ok(ExitCode::SUCCESS),
+        ServeEnd::Signal(signal) => Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))),
+    }
 }
 
 /// Says once, at start, what this machine's sandbox does not enforce (DESIGN §5 step 2).
 fn announce_gaps(policy: &cordon_policies::SandboxPolicy) {
-    #[cfg(target_os = "linux")]
-    if !matches!(policy, cordon_policies::SandboxPolicy::DangerFullAccess {}) {
-        let gaps = cordon_sandbox_linux::report::gaps(
-            &cordon_sandbox_linux::probe::probe()
-                .predicted_enforcement(crate::exec_cmd::network_of(policy)),
-        );
-        for gap in gaps {
-            let required = if gap.required { " (required: sandboxed calls will fail)" } else { "" };
-            eprintln!("cordon executor: not enforced here: {}{required}", gap.what);
-        }
+    for gap in predicted_gaps(policy) {
+        let required = if gap.required { " (required: sandboxed calls will fail)" } else { "" };
+        eprintln!("cordon executor: not enforced here: {}{required}", gap.what);
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = policy;
 }

@@ -4,14 +4,41 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use cordon_policies::SandboxMode;
+use clap::{Args, Parser, Subcommand};
+use cordon_policies::{AskForApproval, SandboxMode};
+
+/// `cordon --version`: the version, the commit it was built from, the sandbox backends.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CORDON_COMMIT"),
+    "; sandboxes: ",
+    backends!(),
+    ")"
+);
+
+#[cfg(target_os = "linux")]
+macro_rules! backends {
+    () => {
+        "linux helper (Landlock, seccomp, mount view), seatbelt profiles"
+    };
+}
+#[cfg(not(target_os = "linux"))]
+macro_rules! backends {
+    () => {
+        "seatbelt (sandbox-exec), linux helper argv only"
+    };
+}
+use backends;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "cordon",
-    version,
-    about = "Run commands under an OS sandbox and an approval policy"
+    version = VERSION,
+    about = "Run commands under an OS sandbox and an approval policy",
+    after_help = "Docs: README.md and docs/ in the source tree (config, rules, executor protocol, \
+                  exit codes, kernel support). Run `cordon doctor` to see what this machine \
+                  enforces."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -20,18 +47,46 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a command under the approval policy and the sandbox (DESIGN §7, §8).
+    /// Run a command under the approval policy and the sandbox.
     Exec(ExecArgs),
-    /// Serve interactive sandboxed sessions over JSON lines on stdin/stdout (DESIGN §10).
+    /// Serve interactive sandboxed sessions over JSON lines on stdin/stdout
+    /// (docs/executor-protocol.md).
     Executor(ExecutorArgs),
+    /// Serve sandboxed command execution to MCP clients over stdio (Codex, Claude Code, …).
+    #[command(
+        long_about = "Serve sandboxed command execution to any MCP client over stdin/stdout \
+(the Model Context Protocol, newline-delimited JSON-RPC).\n\n\
+Tools: exec_command and write_stdin (the executor's sessions: every command runs in the \
+sandbox given by -s, in a PTY when tty is true), list_sessions and close_session. When the \
+approval policy (-a) asks, the client's user is asked through MCP elicitation; a client \
+without elicitation gets a refusal, as with -a never. Cancelling a call kills its command.\n\n\
+Add to Codex (~/.codex/config.toml):\n  [mcp_servers.cordon]\n  command = \"cordon\"\n  \
+args = [\"mcp-server\", \"-a\", \"on-request\"]\n\
+Add to Claude Code:\n  claude mcp add cordon -- cordon mcp-server\n\n\
+Logs go to stderr; stdout carries only the protocol. EOF on stdin ends every session (exit 0); \
+SIGTERM does too (exit 143)."
+    )]
+    McpServer(ExecutorArgs),
     /// Policy tools.
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// Run a command in the platform sandbox, with no approval step.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
-    /// Show what this kernel can enforce and what each sandbox mode enforces here.
+    /// Show what this kernel can enforce and what each sandbox mode enforces here (exit 1
+    /// when the default policy cannot be enforced).
     Doctor(DoctorArgs),
+    /// Print a shell completion script: `cordon completions bash > /etc/bash_completion.d/cordon`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `cordon man > cordon.1`.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,50 +97,13 @@ pub enum SandboxCommand {
     Macos(SandboxRunArgs),
 }
 
-/// `-a` spellings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ApprovalArg {
-    Untrusted,
-    OnFailure,
-    OnRequest,
-    Never,
-}
-
-impl From<ApprovalArg> for cordon_policies::AskForApproval {
-    fn from(arg: ApprovalArg) -> Self {
-        match arg {
-            ApprovalArg::Untrusted => cordon_policies::AskForApproval::Untrusted,
-            ApprovalArg::OnFailure => cordon_policies::AskForApproval::OnFailure,
-            ApprovalArg::OnRequest => cordon_policies::AskForApproval::OnRequest,
-            ApprovalArg::Never => cordon_policies::AskForApproval::Never,
-        }
-    }
-}
-
-/// `-s` spellings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    ReadOnly,
-    WorkspaceWrite,
-    DangerFullAccess,
-}
-
-impl From<ModeArg> for SandboxMode {
-    fn from(mode: ModeArg) -> Self {
-        match mode {
-            ModeArg::ReadOnly => SandboxMode::ReadOnly,
-            ModeArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            ModeArg::DangerFullAccess => SandboxMode::DangerFullAccess,
-        }
-    }
-}
-
 /// The sandbox flags shared by every command that runs something.
 #[derive(Debug, Clone, Args)]
 pub struct SandboxFlags {
-    /// Sandbox mode.
+    /// Sandbox mode [default: config sandbox_mode, else workspace-write (read-only for
+    /// `cordon sandbox`)].
     #[arg(short = 's', long = "sandbox", value_enum, conflicts_with = "full_auto")]
-    pub mode: Option<ModeArg>,
+    pub mode: Option<SandboxMode>,
     /// Shorthand for `-s workspace-write`.
     #[arg(long)]
     pub full_auto: bool,
@@ -93,8 +111,14 @@ pub struct SandboxFlags {
     #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dirs: Vec<PathBuf>,
     /// Allow network access (workspace-write).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "allow_domains")]
     pub network: bool,
+    /// Network by domain: the command gets its own network namespace and reaches only these
+    /// destinations, through cordon's HTTP/HTTPS proxy (HTTP_PROXY etc. are set for it).
+    /// `host`, `*.suffix` or either with `:port`; repeatable; added to config `network.allow`.
+    /// Linux only; see docs/network.md.
+    #[arg(long = "allow-domain", value_name = "DOMAIN")]
+    pub allow_domains: Vec<String>,
     /// Working directory of the command (and the workspace root).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub cd: Option<PathBuf>,
@@ -123,18 +147,25 @@ pub struct SandboxFlags {
 pub struct SandboxRunArgs {
     #[command(flatten)]
     pub sandbox: SandboxFlags,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// Pass cordon's whole environment to the command, credentials included, instead of
+    /// applying `[shell_environment_policy]` from the config (which by default drops variables
+    /// named like credentials and values shaped like tokens, as `cordon exec` does). Hidden
+    /// paths and writable roots do not depend on it.
+    #[arg(long)]
+    pub inherit_env: bool,
+    /// The command and its arguments (`--` before it is optional).
+    #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 
-/// The approval policy and config overrides shared by `exec`, `executor` and `policy check`.
+/// The approval policy and config overrides shared by `exec`, `executor`, `mcp-server` and
+/// `policy check`.
 #[derive(Debug, Clone, Args)]
 pub struct PolicyFlags {
-    /// When to ask before running (default: config, else on-request); the executor asks over
-    /// the protocol.
+    /// When to ask before running [default: config approval_policy, else on-request]; the
+    /// executor asks over the protocol.
     #[arg(short = 'a', long = "ask-for-approval", value_enum)]
-    pub approval: Option<ApprovalArg>,
+    pub approval: Option<AskForApproval>,
     /// Override a config key: `-c sandbox_workspace_write.network_access=true`.
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
@@ -153,14 +184,15 @@ pub struct ExecArgs {
     pub yolo: bool,
     #[command(flatten)]
     pub sandbox: SandboxFlags,
-    /// Kill the command (and everything it started) after this long: `10s`, `500ms`, `2m`.
+    /// Kill the command (and everything it started) after this long: `10s`, `500ms`, `2m`; a
+    /// bare number is seconds.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<std::time::Duration>,
     /// Print one JSON document with every attempt instead of streaming the output.
     #[arg(long)]
     pub json: bool,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments (`--` before it is optional).
+    #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -194,8 +226,8 @@ pub struct PolicyCheckArgs {
     pub policy: PolicyFlags,
     #[command(flatten)]
     pub sandbox: SandboxFlags,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments (`--` before it is optional).
+    #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 

@@ -11,16 +11,34 @@ mod doctor;
 mod exec_cmd;
 mod executor_cmd;
 mod flags;
+mod mcp_cmd;
 mod output;
 mod sandbox_cmd;
+mod settings;
+mod state_files;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
+/// `cordon man`: the roff man page on stdout.
+fn man_page() -> anyhow::Result<ExitCode> {
+    let command = <flags::Cli as clap::CommandFactory>::command();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command).render(&mut page)?;
+    output::write_stdout(&String::from_utf8_lossy(&page))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exit status of a command line cordon cannot parse (see docs/exit-codes.md).
+const EXIT_USAGE: u8 = 2;
+
 fn main() -> ExitCode {
-    if std::env::args_os().next().is_some_and(|arg0| cordon_sandbox_linux::is_helper_arg0(&arg0)) {
-        cordon_sandbox_linux::run_main();
+    if std::env::args_os()
+        .next()
+        .is_some_and(|arg0| cordon_exec_core::platform::is_helper_arg0(&arg0))
+    {
+        cordon_exec_core::platform::helper_main();
     }
     let cli = match flags::Cli::try_parse() {
         Ok(cli) => cli,
@@ -29,24 +47,28 @@ fn main() -> ExitCode {
             let _ = error.print();
             return ExitCode::SUCCESS;
         }
-        // A usage error is cordon's own failure: one line and 125 (the `env`/`timeout`
-        // convention), never confused with a status of the command it would have run.
+        // A usage error: clap's whole message (what is wrong, the possible values, "did you
+        // mean", the usage line) and exit 2, as for every clap program. Nothing has run.
         Err(error) => {
-            let rendered = error.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            let message = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("cordon: {message} (see cordon --help)");
-            return ExitCode::from(125);
+            let _ = error.print();
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     let result = match cli.command {
         flags::Command::Exec(args) => exec_cmd::run_exec(args),
         flags::Command::Executor(args) => executor_cmd::run(args),
+        flags::Command::McpServer(args) => mcp_cmd::run(args),
         flags::Command::Policy(flags::PolicyCommand::Check(args)) => {
             exec_cmd::run_policy_check(args)
         }
         flags::Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
         flags::Command::Doctor(cmd) => doctor::run(&cmd),
+        flags::Command::Completions(args) => {
+            let mut command = <flags::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(args.shell, &mut command, "cordon", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        flags::Command::Man => man_page(),
     };
     match result {
         Ok(code) => code,

@@ -43,11 +43,6 @@ impl HeadTail {
         self.head.len() as u64 + self.tail.len() as u64 + self.dropped
     }
 
-    /// Bytes dropped between head and tail.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
-    }
-
     /// Head and tail joined (lossy UTF-8), with a marker where bytes were dropped.
     pub fn text(&self) -> String {
         let mut out = String::from_utf8_lossy(&self.head).into_owned();
@@ -92,7 +87,7 @@ mod tests {
         for chunk in [&b"0123"[..], b"4567", b"89ab", b"cdef"] {
             h.push(chunk);
         }
-        assert_eq!(h.dropped(), 8);
+        assert_eq!(h.dropped, 8);
         assert_eq!(h.text(), "0123\n…8 bytes dropped…\ncdef");
         let mut big = HeadTail::new(8);
         big.push(&[b'x'; 100]);

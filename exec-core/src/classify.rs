@@ -1,9 +1,19 @@
-//! Classifying a finished attempt (DESIGN §7 step 4). Pure: the retry decision matches on the
-//! [`Verdict`] value, never on output text downstream of this function.
+//! Classifying a finished attempt (DESIGN §7 step 4, §12). Pure: the retry decision matches on
+//! the [`Verdict`] value, never on output text downstream of this function.
+//!
+//! Output is the command's own and can say anything, so a "likely sandbox denial" — the only
+//! verdict that can lead to an unsandboxed retry — needs evidence that fits the policy: a
+//! denial message naming a path the sandbox does not let the command write, or a network
+//! failure while the network is off. "Operation not permitted" alone, or an exit status of
+//! 128+SIGSYS (cordon's filter answers with errors, it never kills), is just a failure.
+//! A sandbox that could not be set up (the helper's exit 125 and its one line) is an error of
+//! its own, never a reason to run without the sandbox.
+
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::sandbox::SandboxKind;
+use crate::launch::SandboxKind;
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -33,103 +43,229 @@ pub enum Verdict {
     Failure,
     /// The sandbox probably stopped the command (see [`classify`]).
     LikelySandboxDenied,
+    /// The sandbox could not be set up, so the command never ran.
+    SandboxSetupFailed,
     Timeout,
     Signal,
 }
 
-/// Output words that suggest the sandbox refused something.
-const DENIAL_MARKERS: &[&str] = &[
-    "operation not permitted",
-    "permission denied",
-    "read-only file system",
-    "seccomp",
-    "sandbox",
-    "landlock",
-];
+/// What the sandbox allowed, to judge whether a denial message fits it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DenialContext {
+    /// Where the command ran (relative paths in messages are taken from here).
+    pub cwd: PathBuf,
+    /// Canonical writable roots.
+    pub writable_roots: Vec<PathBuf>,
+    /// Paths kept read-only although they may lie inside a root.
+    pub protected: Vec<PathBuf>,
+    /// Paths replaced by empty stand-ins.
+    pub hidden: Vec<PathBuf>,
+    pub network: bool,
+}
 
-/// A sandbox denial is likely only when a sandbox was used, the command failed with a status
-/// other than 126/127 (not executable/found), and either died of SIGSYS or said one of the
-/// denial markers.
+/// One finished attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished<'a> {
+    pub sandbox: SandboxKind,
+    pub exit: ExitKind,
+    pub stdout: &'a str,
+    pub stderr: &'a str,
+}
+
+/// Messages that a blocked write or syscall produces.
+const DENIAL_MARKERS: &[&str] =
+    &["operation not permitted", "permission denied", "read-only file system"];
+
+/// Messages that a blocked network produces (with the network off, sockets fail with EPERM and
+/// name resolution cannot reach a server).
+const NETWORK_MARKERS: &[&str] = &[
+    "operation not permitted",
+    "network is unreachable",
+    "could not resolve",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "failed to connect",
+    "connection refused",
+    "couldn't connect",
+];
+const NETWORK_WORDS: &[&str] =
+    &["socket", "connect", "network", "resolve", "host", "http", "dns", "tcp", "udp", "fetch"];
+
+/// Classifies an attempt. A likely denial needs a sandbox, a failing status other than
+/// 126/127 (not executable, not found), and at least one [`is_denial_evidence`] line.
 ///
 /// Unlike Codex, exit status 2 is not ruled out: POSIX shells (dash, Debian's `sh`) exit 2 when
 /// a redirection fails, so `sh -c 'echo x > /etc/f'` under a read-only sandbox ends with 2 and
-/// "Read-only file system" — the most common denial of all. A marker is still required.
-pub fn classify(sandbox: SandboxKind, exit: ExitKind, stdout: &str, stderr: &str) -> Verdict {
+/// "Read-only file system" — the most common denial of all.
+pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
+    let Finished { sandbox, exit, stdout, stderr } = finished;
     let sandboxed = sandbox != SandboxKind::None;
     match exit {
         ExitKind::TimedOut => Verdict::Timeout,
         ExitKind::Code(0) => Verdict::Success,
-        ExitKind::Signal(signal) if sandboxed && signal == libc::SIGSYS => {
-            Verdict::LikelySandboxDenied
-        }
         ExitKind::Signal(_) => Verdict::Signal,
-        ExitKind::Code(126 | 127) => Verdict::Failure,
-        ExitKind::Code(code) if sandboxed && code == 128 + libc::SIGSYS => {
-            Verdict::LikelySandboxDenied
+        ExitKind::Code(125) if sandboxed && is_setup_failure(sandbox, stderr) => {
+            Verdict::SandboxSetupFailed
         }
-        ExitKind::Code(_) if sandboxed && mentions_denial(stdout, stderr) => {
+        ExitKind::Code(126 | 127) => Verdict::Failure,
+        ExitKind::Code(_) if sandboxed && !explain_output(stdout, stderr, context).is_empty() => {
             Verdict::LikelySandboxDenied
         }
         ExitKind::Code(_) => Verdict::Failure,
     }
 }
 
-fn mentions_denial(stdout: &str, stderr: &str) -> bool {
-    [stdout, stderr].iter().any(|text| {
-        let lower = text.to_lowercase();
-        DENIAL_MARKERS.iter().any(|marker| lower.contains(marker))
+/// The helper's refusal is one line `codex-linux-sandbox: <what>: <why>` and exit 125;
+/// `sandbox-exec` names itself the same way. (A command that imitates it only loses the
+/// offer of an unsandboxed retry.)
+fn is_setup_failure(sandbox: SandboxKind, stderr: &str) -> bool {
+    let prefix = match sandbox {
+        SandboxKind::Linux => "codex-linux-sandbox: ",
+        SandboxKind::Seatbelt => "sandbox-exec: ",
+        SandboxKind::None => return false,
+    };
+    stderr.lines().any(|line| line.starts_with(prefix))
+}
+
+/// The first line that shows the helper could not set the sandbox up, for messages.
+pub fn setup_failure_line(stderr: &str) -> Option<&str> {
+    stderr.lines().find(|line| {
+        line.starts_with("codex-linux-sandbox: ") || line.starts_with("sandbox-exec: ")
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Whether one output line is evidence of a sandbox denial under `context`: a denial message
+/// that names a path the sandbox does not let the command write, or a network failure with the
+/// network off.
+pub fn is_denial_evidence(line: &str, context: &DenialContext) -> bool {
+    explain(line, context).is_some()
+}
 
-    #[test]
-    fn denials_need_a_sandbox_a_real_failure_and_a_marker() {
-        let eperm = "sh: 1: cannot create /etc/x: Read-only file system";
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Code(2), "", eperm),
-            Verdict::LikelySandboxDenied
-        );
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Code(2), "", "usage: grep [OPTION]"),
-            Verdict::Failure
-        );
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Code(1), "", eperm),
-            Verdict::LikelySandboxDenied
-        );
-        assert_eq!(classify(SandboxKind::None, ExitKind::Code(1), "", eperm), Verdict::Failure);
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Code(1), "", "no such file"),
-            Verdict::Failure
-        );
-        assert_eq!(classify(SandboxKind::Linux, ExitKind::Code(127), "", eperm), Verdict::Failure);
-        assert_eq!(classify(SandboxKind::Linux, ExitKind::Code(0), "", eperm), Verdict::Success);
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Signal(libc::SIGSYS), "", ""),
-            Verdict::LikelySandboxDenied
-        );
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Code(128 + libc::SIGSYS), "", ""),
-            Verdict::LikelySandboxDenied
-        );
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Signal(libc::SIGKILL), "", ""),
-            Verdict::Signal
-        );
-        assert_eq!(classify(SandboxKind::Linux, ExitKind::TimedOut, "", eperm), Verdict::Timeout);
-        assert_eq!(
-            classify(SandboxKind::Linux, ExitKind::Code(1), "Permission denied (publickey)", ""),
-            Verdict::LikelySandboxDenied
-        );
-    }
+/// What the sandbox blocked, as far as one output line and the policy tell (a heuristic: the
+/// line is the command's own output), and the knob that would allow it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Blocked {
+    /// A write outside every writable root.
+    OutsideRoots { path: PathBuf },
+    /// A write to a protected path inside a root (`.git/hooks`, `.cordon`, …).
+    Protected { path: PathBuf },
+    /// An access to a hidden path (`~/.ssh`, …).
+    Hidden { path: PathBuf },
+    /// The network, which the policy turns off.
+    Network,
+}
 
-    #[test]
-    fn shell_status_follows_the_convention() {
-        assert_eq!(ExitKind::Code(3).shell_status(), 3);
-        assert_eq!(ExitKind::Signal(9).shell_status(), 137);
-        assert_eq!(ExitKind::TimedOut.shell_status(), 124);
+impl Blocked {
+    /// One line: what was blocked and what would allow it.
+    pub fn advice(&self) -> String {
+        match self {
+            Blocked::OutsideRoots { path } => {
+                let dir = path.parent().unwrap_or(path);
+                format!(
+                    "{} lies outside the writable roots: allow it with --add-dir {} (config \
+                     sandbox_workspace_write.writable_roots), or run it outside the sandbox with \
+                     -a on-failure and answer the retry question",
+                    path.display(),
+                    dir.display()
+                )
+            }
+            Blocked::Protected { path } => format!(
+                "{} is a protected path, read-only inside the sandbox by design (it could plant \
+                 code that runs outside it); change it yourself, or narrow protected_paths in \
+                 the config",
+                path.display()
+            ),
+            Blocked::Hidden { path } => format!(
+                "{} is hidden from sandboxed commands (a credential store); --unhide {} shows \
+                 it",
+                path.display(),
+                path.display()
+            ),
+            Blocked::Network => "the network is off in the sandbox: allow it with --network \
+                                 (config sandbox_workspace_write.network_access = true)"
+                .to_owned(),
+        }
     }
 }
+
+/// Everything the output says the sandbox blocked (at most five, no repeats). Beyond single
+/// lines: with the network off, "Operation not permitted" anywhere in output that also talks
+/// about sockets or connections (a Python traceback puts them on different lines).
+pub fn explain_output(stdout: &str, stderr: &str, context: &DenialContext) -> Vec<Blocked> {
+    let mut blocked = Vec::new();
+    let lines = || stderr.lines().chain(stdout.lines());
+    for what in lines().filter_map(|line| explain(line, context)) {
+        if !blocked.contains(&what) && blocked.len() < 5 {
+            blocked.push(what);
+        }
+    }
+    if !context.network && !blocked.contains(&Blocked::Network) {
+        let lower = |line: &str| line.to_lowercase();
+        let eperm = lines().any(|l| lower(l).contains("operation not permitted"));
+        let talks_network = lines().any(|l| {
+            let l = lower(l);
+            ["socket", "connect", "getaddrinfo"].iter().any(|w| l.contains(w))
+        });
+        if eperm && talks_network {
+            blocked.push(Blocked::Network);
+        }
+    }
+    blocked
+}
+
+/// What one output line says the sandbox blocked, when it fits the policy.
+pub fn explain(line: &str, context: &DenialContext) -> Option<Blocked> {
+    let lower = line.to_lowercase();
+    if !context.network
+        && NETWORK_MARKERS.iter().any(|m| lower.contains(m))
+        && NETWORK_WORDS.iter().any(|w| lower.contains(w))
+    {
+        return Some(Blocked::Network);
+    }
+    if !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
+        return None;
+    }
+    mentioned_paths(line, &context.cwd).into_iter().find_map(|path| {
+        if path == Path::new("/dev/null") {
+            None
+        } else if context.hidden.iter().any(|p| path.starts_with(p)) {
+            Some(Blocked::Hidden { path })
+        } else if !context.writable_roots.iter().any(|root| path.starts_with(root)) {
+            Some(Blocked::OutsideRoots { path })
+        } else if context.protected.iter().any(|p| path.starts_with(p)) {
+            Some(Blocked::Protected { path })
+        } else {
+            None
+        }
+    })
+}
+
+/// Words of a message that look like paths (`/etc/x`, `'./a/b'`, `src/x:`), made absolute
+/// against `cwd`. Bare words (`x`) are not taken: too many messages use plain words.
+fn mentioned_paths(line: &str, cwd: &Path) -> Vec<PathBuf> {
+    line.split(|c: char| c.is_whitespace())
+        .map(|word| word.trim_matches(|c: char| "'\"`‘’“”:,;()[]{}<>".contains(c)))
+        .filter(|word| word.contains('/') && !word.contains("://"))
+        .map(|word| lexically_normal(&cwd.join(word)))
+        .collect()
+}
+
+/// `a/./b/../c` → `a/c` without touching the disk (the path may not exist).
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+mod tests;

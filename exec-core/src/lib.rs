@@ -18,19 +18,24 @@
 mod capture;
 mod classify;
 pub mod executor;
+mod launch;
+pub mod mcp;
+mod network_proxy;
 mod orchestrator;
-mod sandbox;
+pub mod platform;
 pub mod session;
 mod spawn;
 mod sys;
 
-pub use capture::{Captured, HeadTail};
-pub use classify::{ExitKind, Verdict, classify};
+pub use capture::Captured;
+pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
+pub use launch::{
+    HelperSettings, Launch, LaunchPlan, MountViewRequirement, ParentDeath, SandboxKind,
+    SandboxSetupError, Sandboxed, Strictness, plan_launch,
+};
+pub use network_proxy::{ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings};
 pub use orchestrator::{
-    ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, Attempt, ExecRequest,
-    Orchestrator, OrchestratorError, Outcome, OutcomeResult, suggested_prefix,
+    ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, Attempt,
+    Authorization, ExecRequest, Orchestrator, OrchestratorError, Outcome, OutcomeResult,
 };
-pub use sandbox::{HelperSettings, SandboxKind, SandboxSetupError, command_spec};
-pub use spawn::{
-    CAPTURE_BYTES, CommandSpec, OutputMode, ProcessResult, RunOptions, StdinMode, run_process,
-};
+pub use spawn::{OutputMode, StdinMode};

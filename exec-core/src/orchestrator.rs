@@ -10,21 +10,31 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use cordon_policies::{
-    AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxPolicy,
-    allow_rule_toml, assess, retry_after_denial,
+    AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxMode,
+    SandboxPolicy, allow_rule_toml, assess, retry_after_denial,
 };
 use serde::Serialize;
 
 use crate::capture::Captured;
-use crate::classify::{ExitKind, Verdict, classify};
-use crate::sandbox::{HelperSettings, SandboxKind, SandboxSetupError, command_spec};
+use crate::classify::{
+    Blocked, DenialContext, ExitKind, Finished, Verdict, classify, explain_output,
+    is_denial_evidence,
+};
+use crate::launch::{
+    HelperSettings, Launch, ParentDeath, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,
+};
+use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError, ProxySettings};
 use crate::spawn::{OutputMode, RunOptions, StdinMode, run_process};
 
 /// One command to run.
 #[derive(Debug, Clone)]
 pub struct ExecRequest {
     pub command: Vec<String>,
+    /// Where the command runs.
     pub cwd: PathBuf,
+    /// What the writable roots are resolved against (the workspace): fixed when a run or an
+    /// executor starts. A per-call working directory changes `cwd`, never this (DESIGN §12).
+    pub policy_cwd: PathBuf,
     pub sandbox_policy: SandboxPolicy,
     pub approval: AskForApproval,
     pub escalation: Escalation,
@@ -35,8 +45,34 @@ pub struct ExecRequest {
     pub output: OutputMode,
 }
 
+impl ExecRequest {
+    /// The launch of this request under `kind`. Nothing the orchestrator or a session starts
+    /// may outlive cordon, so the command dies with it.
+    pub fn launch(&self, kind: SandboxKind) -> Launch<'_> {
+        Launch {
+            kind,
+            command: self.command.iter().map(OsString::from).collect(),
+            cwd: &self.cwd,
+            policy_cwd: &self.policy_cwd,
+            policy: &self.sandbox_policy,
+            env: &self.env,
+            parent_death: ParentDeath::Kill,
+            proxy_socket: None,
+        }
+    }
+}
+
+/// What step 1 (decide, and ask when needed) concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authorization {
+    /// Run, inside the sandbox or not.
+    Run { assessment: Assessment, sandboxed: Sandboxed },
+    /// Do not run: a forbidden rule, a denied approval, an escalation under `never`.
+    Refused { assessment: Assessment, reason: String },
+}
+
 /// When approval is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStage {
     BeforeRun,
@@ -50,8 +86,15 @@ pub struct ApprovalRequest {
     pub cwd: PathBuf,
     pub reason: String,
     pub stage: ApprovalStage,
-    /// The prefix an "always allow" answer would persist.
-    pub prefix: Vec<String>,
+    /// The sandbox mode the command runs under if approved (`danger-full-access` for a
+    /// retry or an escalation: no sandbox).
+    pub sandbox_mode: SandboxMode,
+    /// For a retry: the output lines that made cordon think the sandbox blocked the first
+    /// attempt (which already ran and had its effects). Empty before a first run.
+    pub evidence: Vec<String>,
+    /// The prefix an "always allow" answer would persist; `None` when no prefix rule could
+    /// cover exactly what was approved (a bare shell, wrapper or interpreter).
+    pub prefix: Option<Vec<String>>,
 }
 
 /// The answers of DESIGN §4.
@@ -76,6 +119,9 @@ pub struct ApprovalRecord {
     pub stage: ApprovalStage,
     pub reason: String,
     pub answer: ApprovalAnswer,
+    /// Why an "always allow" rule could not be saved (the approval itself still stood).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_not_saved: Option<String>,
 }
 
 /// One run of the command.
@@ -85,8 +131,15 @@ pub struct Attempt {
     pub exit: ExitKind,
     pub duration_ms: f64,
     pub verdict: Verdict,
+    /// For a likely denial: what the sandbox blocked, as far as the output tells (a heuristic
+    /// over the command's own output), each with the knob that would allow it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<Blocked>,
     pub stdout: Captured,
     pub stderr: Captured,
+    /// With a domain allow-list: every connection the command asked the proxy for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkLog>,
 }
 
 /// How the request ended.
@@ -126,6 +179,8 @@ impl Outcome {
 pub enum OrchestratorError {
     #[error(transparent)]
     Setup(#[from] SandboxSetupError),
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
     #[error("cannot start {program}: {source}")]
     Spawn { program: PathBuf, source: std::io::Error },
 }
@@ -137,7 +192,24 @@ pub struct Orchestrator {
     /// `$CORDON_HOME/rules.toml`, where "always allow" answers are written.
     user_rules_path: Option<PathBuf>,
     helper: HelperSettings,
-    session_approvals: Mutex<HashSet<(Vec<String>, PathBuf)>>,
+    session_approvals: Mutex<HashSet<SessionKey>>,
+}
+
+/// What a "yes for this session" answer covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SessionKey {
+    command: Vec<String>,
+    cwd: PathBuf,
+    stage: ApprovalStage,
+    sandboxed: Sandboxed,
+}
+
+/// One question for [`Orchestrator::approve`].
+struct Question {
+    reason: String,
+    stage: ApprovalStage,
+    sandboxed: Sandboxed,
+    evidence: Vec<String>,
 }
 
 impl Orchestrator {
@@ -169,7 +241,13 @@ impl Orchestrator {
     ) -> Result<Outcome, OrchestratorError> {
         // 1. Decide, and ask when needed.
         let mut approvals = Vec::new();
-        let (assessment, authorized) = self.authorize(request, approver, &mut approvals).await;
+        let authorization = self.authorize(request, approver, &mut approvals).await;
+        let (assessment, sandboxed, refused) = match authorization {
+            Authorization::Run { assessment, sandboxed } => (assessment, sandboxed, None),
+            Authorization::Refused { assessment, reason } => {
+                (assessment, Sandboxed::Yes, Some(reason))
+            }
+        };
         let mut outcome = Outcome {
             command: request.command.clone(),
             cwd: request.cwd.clone(),
@@ -178,21 +256,15 @@ impl Orchestrator {
             attempts: Vec::new(),
             result: OutcomeResult::Rejected { reason: String::new() },
         };
-        let sandboxed = match authorized {
-            Ok(sandboxed) => sandboxed,
-            Err(reason) => {
-                outcome.result = OutcomeResult::Rejected { reason };
-                return Ok(outcome);
-            }
-        };
+        if let Some(reason) = refused {
+            outcome.result = OutcomeResult::Rejected { reason };
+            return Ok(outcome);
+        }
 
         // 2-4. Pick the sandbox, spawn, classify.
-        let sandbox = if sandboxed {
-            SandboxKind::for_policy(&request.sandbox_policy)
-        } else {
-            SandboxKind::None
-        };
-        let first = self.attempt(request, sandbox).await?;
+        let sandbox = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
+        let context = denial_context(request, &self.helper.user_view);
+        let first = self.attempt(request, sandbox, &context).await?;
         let (exit, verdict) = (first.exit, first.verdict);
         outcome.attempts.push(first);
         if verdict != Verdict::LikelySandboxDenied {
@@ -205,21 +277,20 @@ impl Orchestrator {
             RetryDecision::NoRetry { why } => why,
             RetryDecision::AskToRetryUnsandboxed => {
                 let reason = format!(
-                    "the {} sandbox probably blocked this command (exit {}); run it again without the sandbox?",
+                    "the {} sandbox probably blocked this command (exit {}); it already ran once, \
+                     sandboxed, and whatever it did then stays done. Run it again WITHOUT the \
+                     sandbox?",
                     sandbox.as_str(),
                     exit.shell_status()
                 );
-                if self
-                    .approve(
-                        request,
-                        reason,
-                        ApprovalStage::RetryWithoutSandbox,
-                        approver,
-                        &mut outcome.approvals,
-                    )
-                    .await
-                {
-                    let retry = self.attempt(request, SandboxKind::None).await?;
+                let question = Question {
+                    reason,
+                    stage: ApprovalStage::RetryWithoutSandbox,
+                    sandboxed: Sandboxed::No,
+                    evidence: denial_evidence(outcome.attempts.last(), &context),
+                };
+                if self.approve(request, question, approver, &mut outcome.approvals).await {
+                    let retry = self.attempt(request, SandboxKind::None, &context).await?;
                     let (exit, verdict) = (retry.exit, retry.verdict);
                     outcome.attempts.push(retry);
                     outcome.result = OutcomeResult::Completed { exit, verdict, blocked: None };
@@ -232,30 +303,35 @@ impl Orchestrator {
         Ok(outcome)
     }
 
-    /// Step 1 alone: decide, ask when needed. `Ok(sandboxed)` to run (and whether in the
-    /// sandbox), `Err(reason)` when refused. Interactive sessions use this and spawn themselves.
+    /// Step 1 alone: decide, and ask when needed. Interactive sessions use this and spawn
+    /// themselves.
     pub async fn authorize(
         &self,
         request: &ExecRequest,
         approver: &impl Approver,
         approvals: &mut Vec<ApprovalRecord>,
-    ) -> (Assessment, Result<bool, String>) {
+    ) -> Authorization {
         let assessment = self.assess(&request.command, request.approval, &request.escalation);
-        let authorized = match assessment.decision.clone() {
-            PreRunDecision::Refuse { reason } => Err(reason),
-            PreRunDecision::Run { sandboxed } => Ok(sandboxed),
+        let as_run = |sandboxed: bool| if sandboxed { Sandboxed::Yes } else { Sandboxed::No };
+        match assessment.decision.clone() {
+            PreRunDecision::Refuse { reason } => Authorization::Refused { assessment, reason },
+            PreRunDecision::Run { sandboxed } => {
+                Authorization::Run { assessment, sandboxed: as_run(sandboxed) }
+            }
             PreRunDecision::Ask { reason, sandboxed } => {
-                if self
-                    .approve(request, reason, ApprovalStage::BeforeRun, approver, approvals)
-                    .await
-                {
-                    Ok(sandboxed)
+                let question = Question {
+                    reason,
+                    stage: ApprovalStage::BeforeRun,
+                    sandboxed: as_run(sandboxed),
+                    evidence: Vec::new(),
+                };
+                if self.approve(request, question, approver, approvals).await {
+                    Authorization::Run { assessment, sandboxed: as_run(sandboxed) }
                 } else {
-                    Err("approval denied".into())
+                    Authorization::Refused { assessment, reason: "approval denied".into() }
                 }
             }
-        };
-        (assessment, authorized)
+        }
     }
 
     /// The helper settings (for spawners outside this module).
@@ -263,16 +339,24 @@ impl Orchestrator {
         &self.helper
     }
 
-    /// Asks (unless this exact command was approved for the session) and records the answer.
+    /// Asks (unless this exact question was approved for the session) and records the answer.
+    /// A session approval covers exactly the argv, the cwd, the stage and whether the run is
+    /// sandboxed: approving a sandboxed run never approves the unsandboxed retry or an
+    /// escalation of the same command.
     async fn approve(
         &self,
         request: &ExecRequest,
-        reason: String,
-        stage: ApprovalStage,
+        question: Question,
         approver: &impl Approver,
         approvals: &mut Vec<ApprovalRecord>,
     ) -> bool {
-        let key = (request.command.clone(), request.cwd.clone());
+        let Question { reason, stage, sandboxed, evidence } = question;
+        let key = SessionKey {
+            command: request.command.clone(),
+            cwd: request.cwd.clone(),
+            stage,
+            sandboxed,
+        };
         if self
             .session_approvals
             .lock()
@@ -281,16 +365,25 @@ impl Orchestrator {
         {
             return true;
         }
+        // An allow rule runs the command sandboxed, so it can only stand for a sandboxed run.
+        let prefix =
+            if sandboxed == Sandboxed::Yes { suggested_prefix(&request.command) } else { None };
+        let sandbox_mode = match sandboxed {
+            Sandboxed::Yes => request.sandbox_policy.mode(),
+            Sandboxed::No => SandboxMode::DangerFullAccess,
+        };
         let question = ApprovalRequest {
             command: request.command.clone(),
             cwd: request.cwd.clone(),
             reason: reason.clone(),
             stage,
-            prefix: suggested_prefix(&request.command),
+            sandbox_mode,
+            evidence,
+            prefix,
         };
         let answer = approver.ask(&question).await;
-        approvals.push(ApprovalRecord { stage, reason, answer });
-        match answer {
+        let mut record = ApprovalRecord { stage, reason, answer, rule_not_saved: None };
+        let approved = match answer {
             ApprovalAnswer::Denied => false,
             ApprovalAnswer::Approved => true,
             ApprovalAnswer::ApprovedForSession => {
@@ -301,46 +394,100 @@ impl Orchestrator {
                 true
             }
             ApprovalAnswer::AlwaysAllowPrefix => {
-                self.persist_allow_rule(&question.prefix);
+                // Offered only with a prefix; an approver that answers it anyway gets a
+                // one-time approval and no rule.
+                if let Some(prefix) = &question.prefix {
+                    record.rule_not_saved = self.persist_allow_rule(prefix).err();
+                }
                 true
             }
-        }
+        };
+        approvals.push(record);
+        approved
     }
 
     /// Appends an allow rule to `$CORDON_HOME/rules.toml` and applies it to this session.
-    /// A write failure is reported on stderr; the approval itself still stands.
-    fn persist_allow_rule(&self, prefix: &[String]) {
+    /// A write failure is returned for the record; the approval itself still stands.
+    fn persist_allow_rule(&self, prefix: &[String]) -> Result<(), String> {
         let text = allow_rule_toml(prefix);
         if let Ok((parsed, _)) = RuleSet::parse(&text, cordon_policies::RuleSource::User) {
             self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner).merge(parsed);
         }
-        let Some(path) = &self.user_rules_path else { return };
-        if let Err(e) = append(path, &text) {
-            eprintln!("cordon: cannot save the rule to {}: {e}", path.display());
-        }
+        let Some(path) = &self.user_rules_path else { return Ok(()) };
+        append(path, &text).map_err(|e| format!("cannot save the rule to {}: {e}", path.display()))
     }
 
     async fn attempt(
         &self,
         request: &ExecRequest,
         sandbox: SandboxKind,
+        context: &DenialContext,
     ) -> Result<Attempt, OrchestratorError> {
-        let spec = command_spec(sandbox, request, &self.helper)?;
+        // The proxy lives exactly as long as this attempt. Only the Linux helper can bridge
+        // it; elsewhere a domain list means no network (see `launch`).
+        let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
+            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
+                rules: rules.clone(),
+                test_resolve: self.helper.proxy_test_resolve.clone(),
+            })?),
+            _ => None,
+        };
+        let mut launch = request.launch(sandbox);
+        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
+        let spec = plan_launch(&launch, &self.helper)?;
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
         let result = run_process(&spec, &options)
             .await
             .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());
-        let verdict = classify(sandbox, result.exit, &stdout, &stderr);
+        let finished = Finished { sandbox, exit: result.exit, stdout: &stdout, stderr: &stderr };
+        let verdict = classify(finished, context);
+        let blocked = match verdict {
+            Verdict::LikelySandboxDenied => explain_output(&stdout, &stderr, context),
+            _ => Vec::new(),
+        };
         Ok(Attempt {
             sandbox,
             exit: result.exit,
             duration_ms: result.duration.as_secs_f64() * 1000.0,
             verdict,
+            blocked,
             stdout: result.stdout.captured(),
             stderr: result.stderr.captured(),
+            network: proxy.map(NetworkProxy::finish),
         })
+    }
+}
+
+/// What the request's sandbox lets the command write, for judging denial messages. A policy
+/// that cannot be resolved gives an empty context: nothing counts as writable, so every path
+/// in a denial message fits.
+fn denial_context(
+    request: &ExecRequest,
+    user_view: &cordon_policies::EnvSnapshot,
+) -> DenialContext {
+    let resolved = request
+        .sandbox_policy
+        .resolve(&request.policy_cwd, &user_view.view(), |p| std::fs::canonicalize(p));
+    let Ok(resolved) = resolved else {
+        return DenialContext { cwd: request.cwd.clone(), ..DenialContext::default() };
+    };
+    let mut protected: Vec<PathBuf> = Vec::new();
+    for name in &resolved.protected_paths {
+        let name = Path::new(name);
+        if name.is_absolute() {
+            protected.push(name.to_path_buf());
+        } else {
+            protected.extend(resolved.writable_roots.iter().map(|root| root.join(name)));
+        }
+    }
+    DenialContext {
+        cwd: request.cwd.clone(),
+        writable_roots: resolved.writable_roots,
+        protected,
+        hidden: resolved.hidden_paths,
+        network: resolved.network_access,
     }
 }
 
@@ -354,8 +501,15 @@ fn append(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// The prefix an "always allow" answer persists: the program, plus its subcommand when the
 /// second word looks like one (`cargo test`, `git push`), never file arguments or flags.
-pub fn suggested_prefix(command: &[String]) -> Vec<String> {
-    let mut prefix: Vec<String> = command.iter().take(1).cloned().collect();
+/// `None` for a command whose prefix would approve far more than what was shown: a shell,
+/// a wrapper that runs its arguments (`env`, `xargs`, `sudo`, …) or an interpreter
+/// (`python3`, `node`, …), whose every later use would then run unasked.
+pub fn suggested_prefix(command: &[String]) -> Option<Vec<String>> {
+    let first = command.first()?;
+    if cordon_policies::runs_arbitrary_code(first) {
+        return None;
+    }
+    let mut prefix = vec![first.clone()];
     if let Some(second) = command.get(1) {
         let subcommand = !second.is_empty()
             && second.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
@@ -364,7 +518,28 @@ pub fn suggested_prefix(command: &[String]) -> Vec<String> {
             prefix.push(second.clone());
         }
     }
-    prefix
+    Some(prefix)
+}
+
+/// The output lines that made the classifier call an attempt a likely sandbox denial (at most
+/// a few, each cut short), shown on the retry prompt.
+fn denial_evidence(attempt: Option<&Attempt>, context: &DenialContext) -> Vec<String> {
+    let Some(attempt) = attempt else { return Vec::new() };
+    let mut lines: Vec<String> = [attempt.stderr.text.as_str(), attempt.stdout.text.as_str()]
+        .iter()
+        .flat_map(|text| text.lines())
+        .filter(|line| {
+            is_denial_evidence(line, context)
+                || (attempt.blocked.contains(&Blocked::Network)
+                    && line.to_lowercase().contains("operation not permitted"))
+        })
+        .take(5)
+        .map(|line| line.chars().take(300).collect())
+        .collect();
+    if lines.is_empty() {
+        lines.push(format!("exit status {}", attempt.exit.shell_status()));
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -377,10 +552,28 @@ mod tests {
 
     #[test]
     fn suggested_prefixes_stop_before_files_and_flags() {
-        assert_eq!(suggested_prefix(&words("cargo test --release")), words("cargo test"));
-        assert_eq!(suggested_prefix(&words("touch f")), words("touch f"));
-        assert_eq!(suggested_prefix(&words("rm -rf /")), words("rm"));
-        assert_eq!(suggested_prefix(&words("cat ./x.txt")), words("cat"));
-        assert_eq!(suggested_prefix(&[]), Vec::<String>::new());
+        assert_eq!(suggested_prefix(&words("cargo test --release")), Some(words("cargo test")));
+        assert_eq!(suggested_prefix(&words("touch f")), Some(words("touch f")));
+        assert_eq!(suggested_prefix(&words("rm -rf /")), Some(words("rm")));
+        assert_eq!(suggested_prefix(&words("cat ./x.txt")), Some(words("cat")));
+        assert_eq!(suggested_prefix(&[]), None);
+    }
+
+    #[test]
+    fn shells_wrappers_and_interpreters_get_no_prefix() {
+        for command in [
+            "sh -c x",
+            "bash -lc cargo",
+            "/bin/zsh",
+            "env FOO=1 rm",
+            "xargs rm",
+            "sudo rm",
+            "python3 -c x",
+            "/usr/bin/node -e x",
+            "nice rm",
+            "timeout 5 rm",
+        ] {
+            assert_eq!(suggested_prefix(&words(command)), None, "{command}");
+        }
     }
 }

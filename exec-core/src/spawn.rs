@@ -1,9 +1,7 @@
 //! Spawning one attempt: own process group, parent-death signal, stdin, a timeout that kills
 //! the whole group, stdout/stderr streamed to the caller and kept in a head+tail buffer.
 
-use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::capture::HeadTail;
 use crate::classify::ExitKind;
+use crate::launch::LaunchPlan;
 
 /// Bytes kept per stream for classification and `--json` (DESIGN §7).
 pub const CAPTURE_BYTES: usize = 1024 * 1024;
@@ -26,7 +25,12 @@ const DRAIN_GRACE: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StdinMode {
     Null,
+    /// cordon's stdin (a pipe or a file).
     Inherit,
+    /// cordon's stdin is a terminal: the child gets it and becomes the terminal's foreground
+    /// process group while it runs (as a shell runs a job), so interactive programs work and
+    /// Ctrl-C reaches them; cordon takes the terminal back when the child exits.
+    Terminal,
 }
 
 /// Where the child's output goes besides the capture buffers.
@@ -36,31 +40,6 @@ pub enum OutputMode {
     Stream,
     /// Only captured.
     Capture,
-}
-
-/// A command line as a value: what the orchestrator builds, what spawners (pipes here, PTYs in
-/// sessions) turn into a process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandSpec {
-    pub program: PathBuf,
-    /// `argv[0]` when it differs from `program` (the helper's arg0 trick).
-    pub arg0: Option<OsString>,
-    pub args: Vec<OsString>,
-    /// The complete environment (nothing else is inherited).
-    pub env: Vec<(OsString, OsString)>,
-    pub cwd: PathBuf,
-}
-
-impl CommandSpec {
-    /// A std `Command` with program, arg0, args, a clean environment and the cwd.
-    pub fn to_command(&self) -> std::process::Command {
-        let mut command = std::process::Command::new(&self.program);
-        if let Some(arg0) = &self.arg0 {
-            command.arg0(arg0);
-        }
-        command.args(&self.args).env_clear().envs(self.env.iter().cloned()).current_dir(&self.cwd);
-        command
-    }
 }
 
 /// How to run one attempt.
@@ -83,7 +62,7 @@ pub struct ProcessResult {
 
 /// Runs `spec` to completion (or timeout). Errors only when the process cannot be started.
 pub async fn run_process(
-    spec: &CommandSpec,
+    spec: &LaunchPlan,
     options: &RunOptions,
 ) -> std::io::Result<ProcessResult> {
     let RunOptions { stdin, output, timeout } = *options;
@@ -92,11 +71,19 @@ pub async fn run_process(
         .process_group(0)
         .stdin(match stdin {
             StdinMode::Null => Stdio::null(),
-            StdinMode::Inherit => Stdio::inherit(),
+            StdinMode::Inherit | StdinMode::Terminal => Stdio::inherit(),
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    crate::sys::prepare_child(&mut command);
+    let terminal = match stdin {
+        StdinMode::Terminal => crate::sys::Terminal::Foreground,
+        StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Leave,
+    };
+    crate::sys::prepare_child(&mut command, terminal);
+    // Whatever the command leaves behind — a `setsid` daemon, a double fork, the tree of an
+    // unsandboxed retry that has no PID namespace — is reparented to cordon, not to init, and
+    // ended below with the rest (DESIGN §12: nothing outlives its command).
+    crate::sys::become_subreaper();
     let started = Instant::now();
     let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
     let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
@@ -105,10 +92,17 @@ pub async fn run_process(
     // The readers run while we wait: a child that fills a pipe would otherwise block forever.
     let captured_out = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
     let captured_err = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
-    let copy_out =
-        tokio::spawn(pump(stdout, output, tokio::io::stdout(), Arc::clone(&captured_out)));
-    let copy_err =
-        tokio::spawn(pump(stderr, output, tokio::io::stderr(), Arc::clone(&captured_err)));
+    let broken_pipe = Arc::new(tokio::sync::Notify::new());
+    let copy_out = tokio::spawn(pump(
+        stdout,
+        Sink { mode: output, to: tokio::io::stdout(), broken: Arc::clone(&broken_pipe) },
+        Arc::clone(&captured_out),
+    ));
+    let copy_err = tokio::spawn(pump(
+        stderr,
+        Sink { mode: output, to: tokio::io::stderr(), broken: Arc::clone(&broken_pipe) },
+        Arc::clone(&captured_err),
+    ));
 
     let wait = async {
         match timeout {
@@ -117,22 +111,33 @@ pub async fn run_process(
         }
     };
     let status = tokio::select! {
-        status = wait => status,
+        status = wait => Ended::Exited(status),
+        () = broken_pipe.notified() => Ended::BrokenPipe,
         never = forward_interrupts(group) => match never {},
     };
     let exit = match status {
-        Some(Ok(status)) => match status.code() {
+        Ended::Exited(Some(Ok(status))) => match status.code() {
             Some(code) => ExitKind::Code(code),
             None => ExitKind::Signal(status.signal().unwrap_or(libc::SIGKILL)),
         },
-        Some(Err(e)) => return Err(e),
-        None => {
+        Ended::Exited(Some(Err(e))) => return Err(e),
+        Ended::Exited(None) => {
             kill_group(group);
             let _ = child.wait().await;
             ExitKind::TimedOut
         }
+        // Whoever read our output is gone (`cordon exec -- yes | head -c1`): end the command
+        // as a shell pipeline would, with SIGPIPE's status (141).
+        Ended::BrokenPipe => {
+            kill_group(group);
+            let _ = child.wait().await;
+            ExitKind::Signal(libc::SIGPIPE)
+        }
     };
     let duration = started.elapsed();
+    if stdin == StdinMode::Terminal {
+        crate::sys::reclaim_terminal();
+    }
     // Output may still come from processes the command left in its group; give them a moment,
     // then end the group so nothing it started outlives it. A process that left the group
     // (setsid) may hold the pipes open for good: after a second grace period the readers are
@@ -141,15 +146,33 @@ pub async fn run_process(
     let mut readers = std::pin::pin!(async { tokio::join!(copy_out, copy_err) });
     if tokio::time::timeout(DRAIN_GRACE, &mut readers).await.is_err() {
         kill_group(group);
+        crate::sys::kill_orphans();
         if tokio::time::timeout(DRAIN_GRACE, &mut readers).await.is_err() {
             abort_out.abort();
             abort_err.abort();
         }
     }
     kill_group(group);
+    crate::sys::kill_orphans();
     let take =
         |captured: &Mutex<HeadTail>| std::mem::replace(&mut *lock(captured), HeadTail::new(0));
     Ok(ProcessResult { exit, duration, stdout: take(&captured_out), stderr: take(&captured_err) })
+}
+
+/// How waiting for the child ended.
+enum Ended {
+    /// It exited (`None`: the timeout came first).
+    Exited(Option<std::io::Result<std::process::ExitStatus>>),
+    /// The reader of cordon's output went away.
+    BrokenPipe,
+}
+
+/// Where a stream is copied besides the capture buffer.
+struct Sink<W> {
+    mode: OutputMode,
+    to: W,
+    /// Told when writing to `to` fails because nobody reads it any more.
+    broken: Arc<tokio::sync::Notify>,
 }
 
 /// Forwards SIGINT, SIGTERM and SIGHUP received by cordon to the command's process group
@@ -187,16 +210,17 @@ fn lock(captured: &Mutex<HeadTail>) -> std::sync::MutexGuard<'_, HeadTail> {
     captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Copies a child stream into a head+tail buffer and, when streaming, to `sink`. A sink that
-/// went away (closed pipe) stops the copy to the sink, not the capture.
+/// Copies a child stream into a head+tail buffer and, when streaming, to the sink. A sink
+/// whose reader went away (EPIPE) ends the command; another write error only stops the copy
+/// to the sink, not the capture.
 async fn pump(
     source: Option<impl AsyncRead + Unpin>,
-    output: OutputMode,
-    mut sink: impl AsyncWrite + Unpin,
+    sink: Sink<impl AsyncWrite + Unpin>,
     captured: Arc<Mutex<HeadTail>>,
 ) {
     let Some(mut source) = source else { return };
-    let mut forward = output == OutputMode::Stream;
+    let Sink { mode, to: mut sink, broken } = sink;
+    let mut forward = mode == OutputMode::Stream;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match source.read(&mut buf).await {
@@ -204,8 +228,18 @@ async fn pump(
             Ok(n) => n,
         };
         lock(&captured).push(&buf[..n]);
-        if forward && (sink.write_all(&buf[..n]).await.is_err() || sink.flush().await.is_err()) {
+        if !forward {
+            continue;
+        }
+        let written = match sink.write_all(&buf[..n]).await {
+            Ok(()) => sink.flush().await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = written {
             forward = false;
+            if error.kind() == std::io::ErrorKind::BrokenPipe {
+                broken.notify_one();
+            }
         }
     }
 }

@@ -9,12 +9,13 @@
 ///   cordon's own caller leaked to it (a harness's sockets, a terminal master) never reach the
 ///   sandboxed command.
 #[cfg(target_os = "linux")]
-pub fn prepare_child(command: &mut std::process::Command) {
+pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
+    let take_terminal = terminal == Terminal::Foreground;
     // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (prctl, getppid, close_range) and `_exit`; it allocates
-    // nothing and touches no lock.
+    // async-signal-safe system calls (prctl, getppid, close_range, signal, tcsetpgrp, getpid)
+    // and `_exit`; it allocates nothing and touches no lock.
     unsafe {
         command.pre_exec(move || {
             const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
@@ -33,6 +34,15 @@ pub fn prepare_child(command: &mut std::process::Command) {
             if libc::getppid() != parent.as_raw() {
                 libc::_exit(124);
             }
+            if take_terminal {
+                // The child is the leader of its own process group by now (`process_group(0)`
+                // runs before this hook). Make that group the terminal's foreground group, as a
+                // shell does for a job, so the command can read the terminal and Ctrl-C reaches
+                // it. A background group gets SIGTTOU for this call: ignore it meanwhile.
+                let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+                libc::tcsetpgrp(0, libc::getpid());
+                libc::signal(libc::SIGTTOU, previous);
+            }
             Ok(())
         });
     }
@@ -41,4 +51,78 @@ pub fn prepare_child(command: &mut std::process::Command) {
 /// Elsewhere (macOS) there is no parent-death signal or `close_range`; cordon's own
 /// descriptors are close-on-exec and the process group is still killed on exit and timeout.
 #[cfg(not(target_os = "linux"))]
-pub fn prepare_child(_command: &mut std::process::Command) {}
+pub fn prepare_child(_command: &mut std::process::Command, _terminal: Terminal) {}
+
+/// Whether the child takes the terminal on its stdin as its foreground process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Terminal {
+    Leave,
+    Foreground,
+}
+
+/// Gives the terminal on stdin back to cordon's own process group after a child had it.
+pub fn reclaim_terminal() {
+    // SAFETY: `signal` swaps the SIGTTOU disposition (a background group's tcsetpgrp would stop
+    // us) and restores it; `tcsetpgrp`/`getpgrp` take and return plain integers.
+    unsafe {
+        let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+        libc::tcsetpgrp(0, libc::getpgrp());
+        libc::signal(libc::SIGTTOU, previous);
+    }
+}
+
+/// Makes this process a child subreaper: orphans of the commands it starts are reparented to
+/// it instead of init, so [`kill_orphans`] can end them. Only `cordon exec`'s one-shot runs use
+/// this (a long-lived server would collect zombies it never waits for).
+#[cfg(target_os = "linux")]
+pub fn become_subreaper() {
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn become_subreaper() {}
+
+/// Kills (SIGKILL) and reaps every child process this process has left — after the command's
+/// own child was waited for, those are orphans reparented here — until none is left or about a
+/// second has passed.
+#[cfg(target_os = "linux")]
+pub fn kill_orphans() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::sys::wait::{WaitPidFlag, waitpid};
+    use nix::unistd::Pid;
+    let me = std::process::id();
+    for _ in 0..100 {
+        let orphans = children_of(me);
+        if orphans.is_empty() {
+            return;
+        }
+        for pid in &orphans {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        for pid in orphans {
+            // A killed orphan is a zombie until waited for; its own children come to us next.
+            let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::__WALL));
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn kill_orphans() {}
+
+/// The pids whose parent is `parent`, from `/proc/*/stat`.
+#[cfg(target_os = "linux")]
+fn children_of(parent: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().is_some_and(|stat| {
+                // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
+}

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// When cordon asks the user before running a command, or before retrying it without the
 /// sandbox. Spelled in kebab-case on the command line, in config files and in JSON.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum AskForApproval {
     /// Ask before anything that is not known-safe or allowed by a rule.

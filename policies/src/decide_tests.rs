@@ -241,3 +241,144 @@ fn only_untrusted_and_on_failure_ask_to_retry_after_a_denial() {
         ]
     );
 }
+
+/// Rule normalization, as `assess` sees it (DESIGN §12): every spelling of a forbidden or
+/// prompting command is caught; allow rules approve only what they name.
+#[test]
+fn rules_match_normalized_spellings_table() {
+    let (rules, _) = RuleSet::parse(
+        r#"
+[[rule]]
+prefix = ["git", "push"]
+decision = "forbidden"
+
+[[rule]]
+prefix = ["curl"]
+decision = "prompt"
+
+[[rule]]
+prefix = ["cargo", "test"]
+decision = "allow"
+"#,
+        RuleSource::User,
+    )
+    .unwrap();
+    #[derive(Debug, PartialEq)]
+    enum Kind {
+        Refuse,
+        Ask,
+        Run,
+    }
+    let kind =
+        |words: &[&str]| match assess(&argv(words), Untrusted, &rules, &Escalation::UseDefault)
+            .decision
+        {
+            PreRunDecision::Refuse { .. } => Kind::Refuse,
+            PreRunDecision::Ask { .. } => Kind::Ask,
+            PreRunDecision::Run { .. } => Kind::Run,
+        };
+    let table: Vec<(&[&str], Kind)> = vec![
+        (&["git", "push"], Kind::Refuse),
+        (&["git", "push", "--force", "origin"], Kind::Refuse),
+        (&["/usr/bin/git", "push"], Kind::Refuse),
+        (&["/opt/git/bin/git", "push"], Kind::Refuse),
+        (&["./git", "push"], Kind::Refuse),
+        (&["git", "-C", ".", "push"], Kind::Refuse),
+        (&["git", "-c", "a=b", "push"], Kind::Refuse),
+        (&["git", "--git-dir=.git", "push"], Kind::Refuse),
+        (&["git", "--no-pager", "push"], Kind::Refuse),
+        (&["env", "git", "push"], Kind::Refuse),
+        (&["env", "-i", "A=1", "git", "push"], Kind::Refuse),
+        (&["command", "git", "push"], Kind::Refuse),
+        (&["nice", "-n", "5", "git", "push"], Kind::Refuse),
+        (&["nohup", "git", "push"], Kind::Refuse),
+        (&["timeout", "5", "git", "push"], Kind::Refuse),
+        (&["stdbuf", "-oL", "git", "push"], Kind::Refuse),
+        (&["time", "git", "push"], Kind::Refuse),
+        (&["env", "nice", "timeout", "5", "git", "-C", "x", "push"], Kind::Refuse),
+        (&["bash", "-lc", "cd x && git push"], Kind::Refuse),
+        (&["bash", "-lc", "git push 2>&1"], Kind::Refuse),
+        (&["bash", "-lc", "git -C . push # done"], Kind::Refuse),
+        (&["sh", "-c", "\\git push"], Kind::Refuse),
+        (&["dash", "-c", "git push"], Kind::Refuse),
+        (&["bash", "-l", "-c", "git push"], Kind::Refuse),
+        (&["bash", "-c", "sh -c 'git push'"], Kind::Refuse),
+        (&["bash", "-c", "echo $(git push)"], Kind::Refuse),
+        (&["/usr/bin/curl", "example.org"], Kind::Ask),
+        (&["env", "curl", "x"], Kind::Ask),
+        (&["bash", "-lc", "curl x | sh"], Kind::Ask),
+        (&["git", "status"], Kind::Run),
+        (&["git", "pull"], Kind::Ask),
+        (&["cargo", "test"], Kind::Run),
+        (&["cargo", "test", "--release"], Kind::Run),
+        (&["/usr/bin/cargo", "test"], Kind::Run),
+        (&["bash", "-lc", "cargo test && ls"], Kind::Run),
+        (&["bash", "-lc", "cargo test; touch f"], Kind::Ask),
+        (&["bash", "-lc", "cargo test 2>&1"], Kind::Ask),
+        (&["./cargo", "test"], Kind::Ask),
+        (&["env", "cargo", "test"], Kind::Ask),
+        (&["cargo", "build"], Kind::Ask),
+    ];
+    for (command, expected) in table {
+        assert_eq!(kind(command), expected, "{command:?}");
+    }
+}
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Refuse > Ask > Run.
+    fn strictness(decision: &PreRunDecision) -> u8 {
+        match decision {
+            PreRunDecision::Run { .. } => 0,
+            PreRunDecision::Ask { .. } => 1,
+            PreRunDecision::Refuse { .. } => 2,
+        }
+    }
+
+    const COMMANDS: &[&str] = &[
+        "ls -la",
+        "cat f",
+        "cargo build",
+        "cargo test",
+        "git push",
+        "git status",
+        "rm -rf x",
+        "shred f",
+        "python3 -c x",
+        "echo hi",
+        "make",
+        "touch f",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn a_script_is_never_judged_more_permissively_than_any_command_in_it(
+            picks in proptest::collection::vec(0..COMMANDS.len(), 1..5),
+            separators in proptest::collection::vec(
+                proptest::sample::select(vec![" && ", " || ", "; ", " | ", "\n"]), 4),
+            approval in proptest::sample::select(AskForApproval::ALL.to_vec()),
+            shell in proptest::sample::select(vec!["bash", "sh", "/bin/bash", "zsh"]),
+        ) {
+            let mut script = String::new();
+            for (i, pick) in picks.iter().enumerate() {
+                if i > 0 {
+                    script.push_str(separators[i - 1]);
+                }
+                script.push_str(COMMANDS[*pick]);
+            }
+            let whole = assess(&argv(&[shell, "-lc", &script]), approval, &rules(), &Escalation::UseDefault);
+            for pick in &picks {
+                let words: Vec<&str> = COMMANDS[*pick].split(' ').collect();
+                let single = assess(&argv(&words), approval, &rules(), &Escalation::UseDefault);
+                prop_assert!(
+                    strictness(&whole.decision) >= strictness(&single.decision),
+                    "{script:?} => {:?}, but {:?} alone => {:?}",
+                    whole.decision, words, single.decision
+                );
+            }
+        }
+    }
+}

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use wildmatch::WildMatch;
 
+use crate::env_secrets::{
+    DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, ValueVerdict, classify_value,
+};
+
 /// The variables kept by `inherit = "core"`: enough for programs to find each other, the user,
 /// a temp dir, the locale and the terminal.
 const CORE_VARS: [&str; 10] =
     ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TERM"];
-
-/// Names dropped unless `ignore_default_excludes`: the usual spellings of credentials.
-const DEFAULT_EXCLUDES: [&str; 4] = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*"];
 
 /// Which of the caller's variables a command starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -31,7 +32,8 @@ pub enum EnvInherit {
 #[serde(deny_unknown_fields, default)]
 pub struct ShellEnvironmentPolicy {
     pub inherit: EnvInherit,
-    /// Keep names that match `*KEY*`, `*SECRET*`, `*TOKEN*`, `*PASSWORD*`.
+    /// Turn off the default excludes: the credential name patterns
+    /// ([`DEFAULT_EXCLUDES`](crate::DEFAULT_EXCLUDES)) and the credential value rules.
     pub ignore_default_excludes: bool,
     /// Glob patterns (`*`, `?`, case-insensitive, whole name) of names to drop.
     pub exclude: Vec<String>,
@@ -41,14 +43,43 @@ pub struct ShellEnvironmentPolicy {
     pub include_only: Vec<String>,
 }
 
+/// Why [`ShellEnvironmentPolicy::apply`] took a variable out (or a part of its value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemovalReason {
+    /// The name matched a default exclude pattern.
+    SecretName,
+    /// The value holds a known token shape or a private key.
+    SecretValue,
+    /// The value held `scheme://user:password@`; the variable stays without that part.
+    UrlCredentials,
+    /// The name matched one of the policy's own `exclude` patterns.
+    Excluded,
+}
+
+/// A variable the policy removed or redacted. Carries the name only, never the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemovedVar {
+    pub name: String,
+    pub reason: RemovalReason,
+}
+
+/// The result of [`ShellEnvironmentPolicy::apply`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilteredEnv {
+    /// The command's environment.
+    pub vars: BTreeMap<String, String>,
+    /// What the exclude rules took out, in name order. Variables that `inherit` or
+    /// `include_only` simply did not select are not listed: those settings name what to keep.
+    pub removed: Vec<RemovedVar>,
+}
+
 impl ShellEnvironmentPolicy {
-    /// Order: inherit (all / core / none) -> default excludes (unless
-    /// `ignore_default_excludes`) -> `exclude` patterns -> `set` -> `include_only` (if non-empty,
-    /// keep only matching names). Patterns: `*` and `?` globs, case-insensitive, whole name.
-    pub fn apply(
-        &self,
-        vars: impl IntoIterator<Item = (String, String)>,
-    ) -> BTreeMap<String, String> {
+    /// Order: inherit (all / core / none) -> default excludes by name and by value (unless
+    /// `ignore_default_excludes`) -> `exclude` patterns -> `set` -> `include_only` (if
+    /// non-empty, keep only matching names). Patterns: `*` and `?` globs, case-insensitive,
+    /// whole name. `set` comes after the excludes: what the user sets on purpose is kept.
+    pub fn apply(&self, vars: impl IntoIterator<Item = (String, String)>) -> FilteredEnv {
         let mut env: BTreeMap<String, String> = match self.inherit {
             EnvInherit::All => vars.into_iter().collect(),
             EnvInherit::Core => {
@@ -56,18 +87,51 @@ impl ShellEnvironmentPolicy {
             }
             EnvInherit::None => BTreeMap::new(),
         };
+        let mut removed = Vec::new();
         if !self.ignore_default_excludes {
             let defaults = patterns(DEFAULT_EXCLUDES);
-            env.retain(|name, _| !matches_any(&defaults, name));
+            for (name, value) in std::mem::take(&mut env) {
+                let (kept, reason) = screen(&name, value, &defaults);
+                if let Some(reason) = reason {
+                    removed.push(RemovedVar { name: name.clone(), reason });
+                }
+                if let Some(value) = kept {
+                    env.insert(name, value);
+                }
+            }
         }
         let excludes = patterns(&self.exclude);
-        env.retain(|name, _| !matches_any(&excludes, name));
+        env.retain(|name, _| {
+            let excluded = matches_any(&excludes, name);
+            if excluded {
+                removed.push(RemovedVar { name: name.clone(), reason: RemovalReason::Excluded });
+            }
+            !excluded
+        });
         env.extend(self.set.iter().map(|(name, value)| (name.clone(), value.clone())));
         if !self.include_only.is_empty() {
             let includes = patterns(&self.include_only);
             env.retain(|name, _| matches_any(&includes, name));
         }
-        env
+        removed.sort_by(|a, b| a.name.cmp(&b.name));
+        FilteredEnv { vars: env, removed }
+    }
+}
+
+/// The default excludes for one variable: the value it keeps (none when dropped) and, when
+/// something was taken, why. A name rule decides before the value is looked at.
+fn screen(
+    name: &str,
+    value: String,
+    defaults: &[WildMatch],
+) -> (Option<String>, Option<RemovalReason>) {
+    if matches_any(defaults, name) && !DEFAULT_EXCLUDE_EXCEPTIONS.contains(&name) {
+        return (None, Some(RemovalReason::SecretName));
+    }
+    match classify_value(&value) {
+        ValueVerdict::Clean => (Some(value), None),
+        ValueVerdict::Secret => (None, Some(RemovalReason::SecretValue)),
+        ValueVerdict::Redacted(without) => (Some(without), Some(RemovalReason::UrlCredentials)),
     }
 }
 
@@ -78,6 +142,10 @@ fn patterns<S: AsRef<str>>(globs: impl IntoIterator<Item = S>) -> Vec<WildMatch>
 fn matches_any(patterns: &[WildMatch], name: &str) -> bool {
     patterns.iter().any(|pattern| pattern.matches(name))
 }
+
+#[cfg(test)]
+#[path = "env_policy_tests.rs"]
+mod table_tests;
 
 #[cfg(test)]
 mod tests {
@@ -107,7 +175,7 @@ mod tests {
     #[test]
     fn the_default_inherits_everything_but_credentials() {
         assert_eq!(
-            ShellEnvironmentPolicy::default().apply(vars(CALLER)),
+            ShellEnvironmentPolicy::default().apply(vars(CALLER)).vars,
             map(&[
                 ("CARGO_HOME", "/c"),
                 ("EDITOR", "vi"),
@@ -122,11 +190,11 @@ mod tests {
     fn core_keeps_only_core_names_and_none_keeps_nothing() {
         let core = ShellEnvironmentPolicy { inherit: EnvInherit::Core, ..Default::default() };
         assert_eq!(
-            core.apply(vars(CALLER)),
+            core.apply(vars(CALLER)).vars,
             map(&[("HOME", "/home/u"), ("PATH", "/usr/bin"), ("TERM", "xterm")])
         );
         let none = ShellEnvironmentPolicy { inherit: EnvInherit::None, ..Default::default() };
-        assert_eq!(none.apply(vars(CALLER)), BTreeMap::new());
+        assert_eq!(none.apply(vars(CALLER)).vars, BTreeMap::new());
     }
 
     #[test]
@@ -137,7 +205,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            policy.apply(vars(CALLER)),
+            policy.apply(vars(CALLER)).vars,
             map(&[
                 ("AWS_SECRET_ACCESS_KEY", "s"),
                 ("DB_Password", "p"),
@@ -159,7 +227,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            policy.apply(vars(CALLER)),
+            policy.apply(vars(CALLER)).vars,
             map(&[("API_TOKEN", "kept"), ("HOME", "/home/u"), ("PATH", "/opt/bin")])
         );
     }

@@ -7,9 +7,16 @@
 //! - [`AskForApproval`], [`Escalation`]: when to ask the user (DESIGN §4).
 //! - [`RuleSet`]: `allow` / `prompt` / `forbidden` prefix rules from the rules files.
 //! - [`is_known_safe`], [`plain_shell_commands`]: the known-safe list, and the plain commands
-//!   inside `bash -lc SCRIPT` (parsed with tree-sitter-bash).
+//!   inside `bash -lc SCRIPT` (parsed with tree-sitter-bash, checked by a strict lexer).
+//! - [`is_shell_call`], [`script_words`]: whether an argv runs a shell, and every word that might
+//!   be a program name in its inline script, for scripts that are not plain.
 //! - [`assess`], [`retry_after_denial`]: the DESIGN §4 approval table as pure functions.
-//! - [`ShellEnvironmentPolicy`]: which environment variables a command sees (DESIGN §7).
+//! - [`ShellEnvironmentPolicy`]: which environment variables a command sees (DESIGN §7), with
+//!   default excludes by credential name ([`DEFAULT_EXCLUDES`]) and by value ([`value_rules`]).
+//! - [`EnvSnapshot`]: the user view (HOME, TMPDIR, …, CORDON_HOME) that hidden paths and
+//!   writable roots are computed from — cordon's own environment, never the command's.
+//! - [`render_argv`], [`render_text`], [`abbreviate`]: commands and text as an approval prompt
+//!   shows them, with every character a terminal would hide or obey escaped (issue 22).
 //!
 //! This crate does no I/O beyond what a caller hands it (canonicalisation takes the resolver as a
 //! parameter, rules files arrive as text), starts no processes and contains no `unsafe`.
@@ -17,11 +24,18 @@
 
 mod approval;
 mod decide;
+mod display;
+mod domains;
 mod env_policy;
+mod env_secrets;
+mod judge;
+mod normalize;
 mod paths;
+mod plain_words;
 mod rules;
 mod safe_commands;
 mod sandbox_policy;
+mod script_words;
 mod shell_script;
 
 #[cfg(test)]
@@ -29,11 +43,21 @@ mod never_panics_tests;
 
 pub use approval::{AskForApproval, Escalation, ParseApprovalError};
 pub use decide::{Assessment, PreRunDecision, RetryDecision, assess, retry_after_denial};
-pub use env_policy::{EnvInherit, ShellEnvironmentPolicy};
+pub use display::{
+    Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
+};
+pub use domains::{
+    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules,
+    is_internal_address, normalize_host,
+};
+pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
+pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
+pub use normalize::{normalize, runs_arbitrary_code};
 pub use paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_home, expand_path};
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;
 pub use sandbox_policy::{
     EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
+pub use script_words::{is_shell_call, script_words};
 pub use shell_script::plain_shell_commands;

@@ -3,9 +3,10 @@
 
 use proptest::prelude::*;
 
+use crate::plain_words::RESERVED_WORDS;
 use crate::{
     AskForApproval, Escalation, RuleDecision, RuleSet, RuleSource, allow_rule_toml, assess,
-    is_known_safe, plain_shell_commands,
+    is_known_safe, is_shell_call, plain_shell_commands, script_words,
 };
 
 /// Text made of shell syntax and words, so the parser meets every construct, not just noise.
@@ -58,15 +59,13 @@ fn tomlish() -> impl Strategy<Value = String> {
     prop::collection::vec(line, 0..12).prop_map(|lines| lines.concat())
 }
 
-/// A plain command name: not a reserved word or a declaration builtin, which the grammar
-/// parses as syntax rather than as a simple command.
+/// A plain command name: not a reserved word of bash, zsh or ksh, nor a declaration builtin,
+/// which the grammar parses as syntax rather than as a simple command.
 fn command_name() -> impl Strategy<Value = String> {
-    const SYNTAX_WORDS: &[&str] = &[
-        "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
-        "do", "done", "in", "function", "time", "coproc", "declare", "typeset", "export",
-        "readonly", "local", "unset", "unsetenv",
-    ];
-    "[a-z_][a-z0-9_./:-]{0,8}".prop_filter("reserved word", |w| !SYNTAX_WORDS.contains(&w.as_str()))
+    const DECLARATIONS: &[&str] = &["unset", "unsetenv"];
+    "[a-z_][a-z0-9_./:-]{0,8}".prop_filter("reserved word", |w| {
+        !RESERVED_WORDS.contains(&w.as_str()) && !DECLARATIONS.contains(&w.as_str())
+    })
 }
 
 fn source() -> impl Strategy<Value = RuleSource> {
@@ -96,6 +95,8 @@ proptest! {
     fn safety_and_shell_parsing_never_panic(command in argv()) {
         let _ = is_known_safe(&command);
         let _ = plain_shell_commands(&command);
+        let _ = is_shell_call(&command);
+        let _ = script_words(&command);
     }
 
     #[test]
@@ -103,6 +104,7 @@ proptest! {
         let command = vec!["bash".to_owned(), flag, script];
         let _ = is_known_safe(&command);
         let _ = plain_shell_commands(&command);
+        let _ = script_words(&command);
     }
 
     #[test]

@@ -13,7 +13,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::shell_script::{commands_for_rules, program_name};
+use crate::judge::{Unit, units};
+use crate::normalize::{basename, normalize};
+use crate::safe_commands::is_known_safe;
+use crate::shell_script::program_name;
 
 /// What a rule decides, ordered by strictness: `Allow < Prompt < Forbidden`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -59,9 +62,10 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Whether `command` starts with the prefix. The first word also matches a program in a
-    /// system directory of that name: `git` matches `/usr/bin/git`.
-    fn matches(&self, command: &[String]) -> bool {
+    /// Whether `command` starts with the prefix, word for word. The first word also matches a
+    /// program in a system directory of that name: `git` matches `/usr/bin/git`, never
+    /// `./git`. This is how `allow` rules match: they may only approve what they name.
+    fn matches_exactly(&self, command: &[String]) -> bool {
         let (Some((first, rest)), Some(words)) =
             (self.prefix.split_first(), command.get(..self.prefix.len()))
         else {
@@ -72,6 +76,43 @@ impl Rule {
         };
         (first == command_first || program_name(command_first) == Some(first.as_str()))
             && rest == command_rest
+    }
+
+    /// Whether the normalized command starts with the normalized prefix (any path's basename,
+    /// wrappers unwrapped, git's global options skipped). This is how `forbidden` and
+    /// `prompt` rules match: `git -C . push`, `/usr/bin/git push`, `env git push` and
+    /// `command git push` are all `git push`.
+    fn matches_normalized(&self, command: &[String]) -> bool {
+        let prefix = self.normalized_prefix();
+        let command = normalize(command);
+        command.len() >= prefix.len() && command[..prefix.len()] == prefix[..]
+    }
+
+    /// Whether a script that is not plain might run the prefix: every word of the prefix
+    /// (its program by file name) appears among the script's words.
+    fn matches_words(&self, words: &[String]) -> bool {
+        let prefix = self.normalized_prefix();
+        !prefix.is_empty() && prefix.iter().all(|needed| words.contains(needed))
+    }
+
+    fn normalized_prefix(&self) -> Vec<String> {
+        let mut prefix = normalize(&self.prefix);
+        // A rule written `["git", "-C", "x", "push"]` keeps its words after normalizing; one
+        // that names only a wrapper (`["env"]`) still names the wrapper.
+        if prefix.is_empty() {
+            prefix = self.prefix.iter().map(|w| basename(w).to_owned()).collect();
+        }
+        prefix
+    }
+
+    /// Whether this rule (forbidden or prompt) applies to a unit.
+    fn applies_to(&self, unit: &Unit) -> bool {
+        match unit {
+            Unit::Command(command) | Unit::ShellCall(command) => {
+                self.matches_exactly(command) || self.matches_normalized(command)
+            }
+            Unit::Opaque(words) => self.matches_words(words),
+        }
     }
 }
 
@@ -116,6 +157,17 @@ pub enum RulesError {
         /// 1-based position of the `[[rule]]` in the file.
         number: usize,
     },
+}
+
+impl RulesError {
+    /// The problem without the file's symbolic name, for callers that name the real path:
+    /// `line 3: unknown field …`.
+    pub fn detail(&self) -> String {
+        match self {
+            RulesError::Toml { line, message, .. } => format!("{}{message}", line_prefix(*line)),
+            RulesError::EmptyPrefix { number, .. } => format!("rule {number} has an empty prefix"),
+        }
+    }
 }
 
 fn line_prefix(line: Option<usize>) -> String {
@@ -164,20 +216,55 @@ impl RuleSet {
         self.rules.extend(other.rules);
     }
 
-    /// The strictest matching rule (ties: the first in file order). A rule matches when its
-    /// prefix equals the first `prefix.len()` words of the command. For `bash|sh|zsh -c|-lc
-    /// SCRIPT` whose script is plain words, every inner command is also matched and the
-    /// strictest over all wins.
+    /// The rule that decides `command`, if any (ties: the first in file order):
+    /// - the strictest `forbidden` or `prompt` rule that applies to the command, to any inner
+    ///   command of a plain shell script (matched after normalization), or to any word of a
+    ///   script that is not plain;
+    /// - otherwise an `allow` rule, but only when *every* command that will run is matched by
+    ///   an allow rule or is known-safe, at least one by a rule, and no script is opaque: one
+    ///   allow rule for `cargo test` never approves `cargo test; python3 …`.
     pub fn evaluate(&self, command: &[String]) -> Option<&Rule> {
-        let commands = commands_for_rules(command);
+        let units = units(command);
         let mut strictest: Option<&Rule> = None;
-        for rule in &self.rules {
+        for rule in self.rules.iter().filter(|r| r.decision != RuleDecision::Allow) {
             let stricter = strictest.is_none_or(|best| rule.decision > best.decision);
-            if stricter && commands.iter().any(|c| rule.matches(c)) {
+            if stricter && units.iter().any(|unit| rule.applies_to(unit)) {
                 strictest = Some(rule);
             }
         }
-        strictest
+        if strictest.is_some() {
+            return strictest;
+        }
+        self.allow_for_every_command(&units)
+    }
+
+    /// The first allow rule that matches, when every inner command is allowed or known-safe
+    /// (see [`RuleSet::evaluate`]). The outer shell call of a plain script is not itself judged:
+    /// its inner commands are what runs.
+    fn allow_for_every_command<'a>(&'a self, units: &[Unit]) -> Option<&'a Rule> {
+        let allows = || self.rules.iter().filter(|r| r.decision == RuleDecision::Allow);
+        let leaves: Vec<&Vec<String>> = units
+            .iter()
+            .filter_map(|unit| match unit {
+                Unit::Command(command) => Some(command),
+                Unit::ShellCall(_) | Unit::Opaque(_) => None,
+            })
+            .collect();
+        // A script that is not plain is never allowed unasked, and neither is an empty one.
+        if leaves.is_empty() || units.iter().any(|u| matches!(u, Unit::Opaque(_))) {
+            return None;
+        }
+        let mut first_match = None;
+        for command in leaves {
+            match allows().find(|r| r.matches_exactly(command)) {
+                Some(rule) => {
+                    first_match.get_or_insert(rule);
+                }
+                None if is_known_safe(command) => {}
+                None => return None,
+            }
+        }
+        first_match
     }
 
     /// Whether there are no rules.

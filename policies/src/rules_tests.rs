@@ -129,7 +129,8 @@ fn a_rule_matches_commands_that_start_with_its_prefix() {
             Some(RuleDecision::Prompt),
             None,
             None,
-            None,
+            // Forbidding and asking rules match any path's basename: `./git` may well be git.
+            Some(RuleDecision::Prompt),
             Some(RuleDecision::Forbidden),
             None,
             Some(RuleDecision::Allow),
@@ -182,13 +183,28 @@ fn rules_see_every_command_of_a_plain_shell_script() {
             decision(&["bash", "-lc", "cargo build && rm -rf target; git push"]),
             decision(&["sh", "-c", "bash -c 'rm -rf /'"]),
             decision(&["bash", "-lc", "cargo build"]),
-            // Not plain: only the outer argv is matched.
+            // Not plain: a rule whose words appear in the script applies.
             decision(&["bash", "-lc", "git push > /dev/null"]),
+            decision(&["bash", "-lc", "rm -rf x 2>&1"]),
+            decision(&["bash", "-lc", "\\rm -rf x"]),
+            decision(&["bash", "-lc", "r\\\nm -rf x"]),
+            decision(&["dash", "-c", "git push #"]),
+            // Allow rules approve a script only when every command in it is allowed or safe.
+            decision(&["bash", "-lc", "cargo test; python3 -c 'open(\"f\", \"w\")'"]),
+            decision(&["bash", "-lc", "cargo test && ls"]),
+            decision(&["bash", "-lc", "cargo test 2>&1"]),
         ],
         [
             Some(RuleDecision::Prompt),
             Some(RuleDecision::Forbidden),
             Some(RuleDecision::Forbidden),
+            Some(RuleDecision::Allow),
+            Some(RuleDecision::Prompt),
+            Some(RuleDecision::Forbidden),
+            Some(RuleDecision::Forbidden),
+            Some(RuleDecision::Forbidden),
+            Some(RuleDecision::Prompt),
+            None,
             Some(RuleDecision::Allow),
             None,
         ]

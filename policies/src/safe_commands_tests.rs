@@ -190,3 +190,16 @@ fn nested_shell_calls_are_followed_up_to_the_nesting_cap() {
     assert!(is_safe_at_depth(&argv(&["ls"]), MAX_SHELL_NESTING));
     assert!(!is_safe_at_depth(&argv(&["bash", "-c", "ls"]), MAX_SHELL_NESTING));
 }
+
+#[test]
+fn line_continuations_cannot_smuggle_unsafe_words_into_a_safe_script() {
+    // Issue 23: bash deletes a backslash-newline and joins the words around it.
+    assert_safety(&[
+        (&["bash", "-c", "find . -maxdepth 0 -\\\nexec sh -c 'id > PWNED' ';'"], false),
+        (&["bash", "-lc", "tr\\\nuncate -s0 a"], false),
+        (&["bash", "-lc", "find . -\\\ndelete"], false),
+        (&["bash", "-lc", "git log --\\\noutput=f"], false),
+        (&["bash", "-lc", "ls\\\n"], false),
+        (&["bash", "-lc", "ls \"\t\" && git 'log' -n 1"], true),
+    ]);
+}

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::domains::DomainRules;
 use crate::paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_path};
 
 /// What a sandboxed command may do. Serialised exactly as Codex's helper expects:
@@ -35,6 +36,11 @@ pub struct WorkspaceWrite {
     /// Whether the command may use the network.
     #[serde(default)]
     pub network_access: bool,
+    /// Network by domain: the command gets its own network namespace with only loopback and
+    /// reaches the outside through cordon's proxy, which allows these destinations. Takes
+    /// precedence over `network_access`. Absent in Codex's JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_domains: Option<DomainRules>,
     /// Do not add `$TMPDIR` to the writable roots.
     #[serde(default)]
     pub exclude_tmpdir_env_var: bool,
@@ -52,6 +58,7 @@ pub struct WorkspaceWrite {
 
 /// The CLI spelling of the three policies (`-s MODE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     ReadOnly,
@@ -91,8 +98,11 @@ pub enum PolicyError {
 pub struct ResolvedPolicy {
     /// Canonical, existing writable roots, without duplicates, shortest first.
     pub writable_roots: Vec<PathBuf>,
-    /// Whether the network stays on.
+    /// Whether the command may open IP sockets (true with a domain list too: the empty
+    /// network namespace is what confines it then).
     pub network_access: bool,
+    /// The domain allow-list: a network namespace with only loopback, and the proxy.
+    pub network_domains: Option<DomainRules>,
     /// Protected entries: relative names (taken inside every root) or absolute paths.
     pub protected_paths: Vec<String>,
     /// Absolute paths to hide (`~` expanded); existence is checked by whoever hides them.
@@ -135,7 +145,15 @@ impl SandboxPolicy {
         match self {
             SandboxPolicy::DangerFullAccess {} => true,
             SandboxPolicy::ReadOnly { .. } => false,
-            SandboxPolicy::WorkspaceWrite(ww) => ww.network_access,
+            SandboxPolicy::WorkspaceWrite(ww) => ww.network_access || ww.network_domains.is_some(),
+        }
+    }
+
+    /// The domain allow-list, when the network goes through the proxy.
+    pub fn network_domains(&self) -> Option<&DomainRules> {
+        match self {
+            SandboxPolicy::WorkspaceWrite(ww) => ww.network_domains.as_ref(),
+            SandboxPolicy::DangerFullAccess {} | SandboxPolicy::ReadOnly { .. } => None,
         }
     }
 
@@ -209,6 +227,7 @@ impl SandboxPolicy {
         Ok(ResolvedPolicy {
             writable_roots,
             network_access: self.has_network_access(),
+            network_domains: self.network_domains().cloned(),
             protected_paths,
             hidden_paths: {
                 // `$XDG_RUNTIME_DIR` and `/run/user/$UID` are usually the same directory.
@@ -222,7 +241,8 @@ impl SandboxPolicy {
     }
 }
 
-/// The parts of the environment a policy depends on.
+/// The parts of the environment a policy depends on: the user's view of their own machine
+/// (see [`EnvSnapshot`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PolicyEnv<'a> {
     /// `$TMPDIR`, if set.
@@ -235,33 +255,54 @@ pub struct PolicyEnv<'a> {
     pub runtime_dir: Option<&'a Path>,
     /// `$SSH_AUTH_SOCK`, if set.
     pub ssh_auth_sock: Option<&'a Path>,
+    /// cordon's state directory: `$CORDON_HOME`, else `$HOME/.cordon`.
+    pub cordon_home: Option<&'a Path>,
 }
 
-/// The owned values behind a [`PolicyEnv`]. This crate reads no environment: callers gather
-/// them (`EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(uid))`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The owned values behind a [`PolicyEnv`]: the *user view*. It is read from cordon's own
+/// environment, never from the command's, which the environment policy may have emptied or
+/// rewritten: a command whose env lacks `HOME` must still find `~/.ssh` hidden, and one given
+/// `TMPDIR=/somewhere` must not make `/somewhere` writable. The orchestrator hands it to the
+/// helper explicitly (`--user-view JSON`, this struct's serde shape; absent fields are unset).
+///
+/// This crate reads no environment: callers gather the values
+/// (`EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(uid))`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct EnvSnapshot {
-    pub tmpdir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub home: Option<PathBuf>,
-    pub uid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmpdir: Option<PathBuf>,
+    #[serde(rename = "xdg_runtime_dir", skip_serializing_if = "Option::is_none")]
     pub runtime_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ssh_auth_sock: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cordon_home: Option<PathBuf>,
 }
 
 impl EnvSnapshot {
-    /// Reads `TMPDIR`, `HOME`, `XDG_RUNTIME_DIR` and `SSH_AUTH_SOCK` through `lookup`; empty
-    /// values count as unset.
+    /// Reads `HOME`, `TMPDIR`, `XDG_RUNTIME_DIR`, `SSH_AUTH_SOCK` and `CORDON_HOME` through
+    /// `lookup`; empty values count as unset. `cordon_home` is `$CORDON_HOME`, else
+    /// `$HOME/.cordon`.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
         uid: Option<u32>,
     ) -> Self {
         let get = |key: &str| lookup(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let home = get("HOME");
+        let cordon_home =
+            get("CORDON_HOME").or_else(|| home.as_ref().map(|home| home.join(".cordon")));
         EnvSnapshot {
             tmpdir: get("TMPDIR"),
-            home: get("HOME"),
+            home,
             uid,
             runtime_dir: get("XDG_RUNTIME_DIR"),
             ssh_auth_sock: get("SSH_AUTH_SOCK"),
+            cordon_home,
         }
     }
 
@@ -272,6 +313,7 @@ impl EnvSnapshot {
             uid: self.uid,
             runtime_dir: self.runtime_dir.as_deref(),
             ssh_auth_sock: self.ssh_auth_sock.as_deref(),
+            cordon_home: self.cordon_home.as_deref(),
         }
     }
 }

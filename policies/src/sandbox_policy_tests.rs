@@ -133,3 +133,39 @@ fn mode_round_trips_through_policy() {
         assert_eq!(SandboxPolicy::from_mode(mode).mode(), mode);
     }
 }
+
+#[test]
+fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_json() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |key: &str| {
+            pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| std::ffi::OsString::from(v))
+        }
+    };
+    let snapshot = EnvSnapshot::from_lookup(
+        env(&[("HOME", "/home/u"), ("TMPDIR", ""), ("SSH_AUTH_SOCK", "/run/a.sock")]),
+        Some(1000),
+    );
+    assert_eq!(
+        snapshot,
+        EnvSnapshot {
+            home: Some(PathBuf::from("/home/u")),
+            tmpdir: None,
+            runtime_dir: None,
+            ssh_auth_sock: Some(PathBuf::from("/run/a.sock")),
+            uid: Some(1000),
+            cordon_home: Some(PathBuf::from("/home/u/.cordon")),
+        }
+    );
+    let explicit =
+        EnvSnapshot::from_lookup(env(&[("HOME", "/home/u"), ("CORDON_HOME", "/srv/c")]), None);
+    assert_eq!(explicit.cordon_home, Some(PathBuf::from("/srv/c")));
+    assert_eq!(EnvSnapshot::from_lookup(env(&[]), None), EnvSnapshot::default());
+
+    let json = serde_json::to_string(&snapshot).unwrap();
+    assert_eq!(
+        json,
+        r#"{"home":"/home/u","ssh_auth_sock":"/run/a.sock","uid":1000,"cordon_home":"/home/u/.cordon"}"#
+    );
+    assert_eq!(serde_json::from_str::<EnvSnapshot>(&json).unwrap(), snapshot);
+    assert!(serde_json::from_str::<EnvSnapshot>(r#"{"HOME":"/x"}"#).is_err());
+}

@@ -6,8 +6,16 @@
 //! backslash escapes, assignments, redirections, heredocs, subshells, `&`, functions, control flow,
 //! comments) makes the whole script non-plain: then no inner command can be trusted to be what it
 //! looks like, and callers treat the call as one opaque command.
+//!
+//! The words returned must be exactly the words bash executes (issue 23). tree-sitter-bash alone
+//! does not guarantee that (it skips a backslash-newline that bash deletes, joining two words), so
+//! every byte it leaves outside its nodes must be a blank or a newline, and an independent strict
+//! lexer ([`crate::plain_words`]) must read the same commands. A differential test
+//! (`policies/tests/suite/bash_differential.rs`) checks the result against real bash.
 
 use tree_sitter::{Node, Parser};
+
+use crate::plain_words::{is_plain_bare_byte, is_program_name, lex_plain_commands};
 
 /// How deep `bash -c "bash -c '…'"` nesting is followed. Each level must be quoted inside the
 /// previous one, so real scripts stay shallow; the cap bounds the work on hostile input.
@@ -55,14 +63,12 @@ pub fn plain_shell_commands(command: &[String]) -> Option<Vec<Vec<String>>> {
     if !only_plain_characters(script) {
         return None;
     }
-    let mut parser = Parser::new();
-    parser.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
-    let tree = parser.parse(script, None)?;
-    let root = tree.root_node();
-    if root.kind() != "program" || root.has_error() {
-        return None;
-    }
-    plain_commands(root, script)
+    // Two independent readings must agree: a tiny lexer that only accepts what bash, dash and
+    // zsh read alike, and tree-sitter-bash with every skipped byte accounted for. The lexer
+    // goes first, so tree-sitter only ever sees scripts in that tiny language.
+    let lexed = lex_plain_commands(script)?;
+    let parsed = tree_sitter_commands(script)?;
+    (lexed == parsed).then_some(lexed)
 }
 
 /// Whether the script is printable ASCII (plus tab and newline): see [`plain_shell_commands`].
@@ -70,21 +76,54 @@ fn only_plain_characters(script: &str) -> bool {
     script.bytes().all(|b| matches!(b, b' '..=b'~' | b'\t' | b'\n'))
 }
 
-/// Every command a rule should see for `command`: the command itself, then (for plain shell
-/// scripts, up to [`MAX_SHELL_NESTING`] levels deep) each inner command.
-pub(crate) fn commands_for_rules(command: &[String]) -> Vec<Vec<String>> {
-    let mut all = vec![command.to_vec()];
-    let mut pending = vec![(command.to_vec(), 0)];
-    while let Some((current, depth)) = pending.pop() {
-        if depth >= MAX_SHELL_NESTING {
-            continue;
-        }
-        for inner in plain_shell_commands(&current).unwrap_or_default() {
-            all.push(inner.clone());
-            pending.push((inner, depth + 1));
-        }
+/// The commands tree-sitter-bash sees, read as plain words. Every byte of the script must belong
+/// to a node that is read here or to a gap that only holds blanks (and, between statements,
+/// newlines): tree-sitter skips some bytes bash acts on (a backslash-newline is whitespace to it,
+/// bash deletes it and joins the words around it).
+fn tree_sitter_commands(script: &str) -> Option<Vec<Vec<String>>> {
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
+    let tree = parser.parse(script, None)?;
+    let root = tree.root_node();
+    if root.kind() != "program" || root.has_error() {
+        return None;
     }
-    all
+    let before = script.get(..root.start_byte())?;
+    let after = script.get(root.end_byte()..)?;
+    if !is_gap(before, STATEMENT_GAP) || !is_gap(after, STATEMENT_GAP) {
+        return None;
+    }
+    plain_commands(root, script)
+}
+
+/// What may lie between the statements and operators of a script.
+const STATEMENT_GAP: &[u8] = b" \t\n";
+/// What may lie between the words of a command.
+const WORD_GAP: &[u8] = b" \t";
+
+fn is_gap(text: &str, allowed: &[u8]) -> bool {
+    text.bytes().all(|b| allowed.contains(&b))
+}
+
+/// The children of `node`, provided the source text not covered by them (before, between and
+/// after them, within `node`) only holds bytes from `allowed`.
+fn children_covering<'tree>(
+    node: Node<'tree>,
+    src: &str,
+    allowed: &[u8],
+) -> Option<Vec<Node<'tree>>> {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'tree>> = node.children(&mut cursor).collect();
+    let mut position = node.start_byte();
+    for child in &children {
+        if child.start_byte() < position || !is_gap(src.get(position..child.start_byte())?, allowed)
+        {
+            return None;
+        }
+        position = child.end_byte();
+    }
+    (position <= node.end_byte() && is_gap(src.get(position..node.end_byte())?, allowed))
+        .then_some(children)
 }
 
 /// Walks the statements of a `program` node in source order. Iterative on purpose: `a && b && …`
@@ -97,12 +136,13 @@ fn plain_commands(root: Node<'_>, src: &str) -> Option<Vec<Vec<String>>> {
         match node.kind() {
             "command" => commands.push(plain_command(node, src)?),
             "program" | "list" | "pipeline" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+                let children = children_covering(node, src, STATEMENT_GAP)?;
                 for child in children.into_iter().rev() {
                     if child.is_named() {
                         stack.push(child);
-                    } else if !matches!(child.kind(), "&&" | "||" | ";" | "|") {
+                    } else if !matches!(child.kind(), "&&" | "||" | ";" | "|" | "\n")
+                        || !is_exact_token(child, src)
+                    {
                         // `&`, `|&`, `;;`, stray `$`, …
                         return None;
                     }
@@ -115,26 +155,41 @@ fn plain_commands(root: Node<'_>, src: &str) -> Option<Vec<Vec<String>>> {
 }
 
 /// A `command` node whose children are a `command_name` and plain arguments only (assignments,
-/// redirections and the like are other child kinds and make it non-plain).
+/// redirections and the like are other child kinds and make it non-plain), separated by blanks.
 fn plain_command(node: Node<'_>, src: &str) -> Option<Vec<String>> {
-    let mut cursor = node.walk();
+    let children = children_covering(node, src, WORD_GAP)?;
     let mut words = Vec::new();
-    for child in node.children(&mut cursor) {
+    let mut previous_end = None;
+    for child in children {
+        // Two words with nothing between them would be one word to the shell.
+        if previous_end == Some(child.start_byte()) {
+            return None;
+        }
+        previous_end = Some(child.end_byte());
         let word_node = if child.kind() == "command_name" {
-            if !words.is_empty() || child.named_child_count() != 1 || child.child_count() != 1 {
+            let [name] = children_covering(child, src, b"")?[..] else {
+                return None;
+            };
+            if !words.is_empty() {
                 return None;
             }
-            child.named_child(0)?
+            name
         } else {
             child
         };
         words.push(plain_word(word_node, src)?);
     }
-    (!words.is_empty()).then_some(words)
+    is_program_name(words.first()?).then_some(words)
+}
+
+/// Whether an anonymous token spans exactly its own text (tree-sitter-bash lets a token span
+/// the blanks before it, as the closing `"` of `"\t"` does).
+fn is_exact_token(node: Node<'_>, src: &str) -> bool {
+    src.get(node.byte_range()) == Some(node.kind())
 }
 
 /// The literal value of one argument: a bare word, a `'…'` or expansion-free `"…"` string, or a
-/// concatenation of those (`--name="x"`).
+/// concatenation of those (`--name="x"`), with no byte left between the parts.
 fn plain_word(node: Node<'_>, src: &str) -> Option<String> {
     if !node.is_named() {
         return None;
@@ -144,28 +199,19 @@ fn plain_word(node: Node<'_>, src: &str) -> Option<String> {
         "word" | "number" => is_plain_bare_word(text).then(|| text.to_owned()),
         "raw_string" => text.strip_prefix('\'')?.strip_suffix('\'').map(str::to_owned),
         "string" => {
+            // The value is the source between the quotes, not the children's text: the closing
+            // `"` token of `"\t"` spans the tab. Without `$`, backticks and backslashes (which
+            // still act inside double quotes) that source is taken literally.
+            let content = text.strip_prefix('"')?.strip_suffix('"')?;
             let mut cursor = node.walk();
-            let mut value = String::new();
-            for child in node.children(&mut cursor) {
-                match child.kind() {
-                    "\"" if !child.is_named() => {}
-                    "string_content" => {
-                        let content = src.get(child.byte_range())?;
-                        // Inside double quotes `$`, backticks and backslashes still act.
-                        if content.contains(['$', '`', '\\']) {
-                            return None;
-                        }
-                        value.push_str(content);
-                    }
-                    _ => return None,
-                }
-            }
-            Some(value)
+            let only_content = node
+                .children(&mut cursor)
+                .all(|child| matches!(child.kind(), "\"" | "string_content"));
+            (only_content && !content.contains(['$', '`', '\\', '"'])).then(|| content.to_owned())
         }
         "concatenation" => {
-            let mut cursor = node.walk();
             let mut value = String::new();
-            for child in node.children(&mut cursor) {
+            for child in children_covering(node, src, b"")? {
                 if child.kind() == "concatenation" {
                     return None;
                 }
@@ -177,13 +223,10 @@ fn plain_word(node: Node<'_>, src: &str) -> Option<String> {
     }
 }
 
-/// An unquoted word the shell takes literally. A whitelist, so that globs (`* ? [`), braces,
-/// `~`, `$`, backslashes, `#` and anything else a shell might treat specially are refused.
-/// A leading `=` is refused too: zsh expands `=ls` to the path of `ls`.
+/// An unquoted word the shell takes literally: see [`is_plain_bare_byte`]. A leading `=` is
+/// refused too: zsh expands `=ls` to the path of `ls`.
 fn is_plain_bare_word(text: &str) -> bool {
-    !text.is_empty()
-        && !text.starts_with('=')
-        && text.chars().all(|c| c.is_alphanumeric() || "-_./:=,+@%".contains(c))
+    !text.is_empty() && !text.starts_with('=') && text.bytes().all(is_plain_bare_byte)
 }
 
 #[cfg(test)]
@@ -315,17 +358,32 @@ mod tests {
     }
 
     #[test]
-    fn rule_matching_sees_nested_shell_commands() {
-        let command = argv(&["bash", "-c", "ls && sh -c 'git push'"]);
-        assert_eq!(
-            commands_for_rules(&command),
-            vec![
-                command.clone(),
-                argv(&["ls"]),
-                argv(&["sh", "-c", "git push"]),
-                argv(&["git", "push"]),
-            ]
-        );
+    fn line_continuations_never_split_or_hide_words() {
+        // Issue 23: tree-sitter-bash reads a backslash-newline as a blank, bash deletes it and
+        // joins the words around it (`-\<nl>exec` is `-exec`).
+        for script in [
+            "find . -maxdepth 0 -\\\nexec sh -c 'id > PWNED' ';'",
+            "tr\\\nuncate -s0 a",
+            "find . -\\\ndelete",
+            "git log --\\\noutput=f",
+            "r\\\nm -f x",
+            "ls \\\n-l",
+            "ls\\\n",
+            "\\\nls",
+        ] {
+            assert_eq!(inner(script), None, "{script:?}");
+        }
+    }
+
+    #[test]
+    fn differentials_found_against_real_bash_are_fixed() {
+        // Found by the differential test (tests/suite/bash_differential.rs), each minimised.
+        // tree-sitter-bash lets the closing quote of `"\t"` span the tab: the word lost it.
+        assert_eq!(inner("x \"\t\"a \"\n\""), Some(vec![argv(&["x", "\ta", "\n"])]));
+        // bash runs `%x` as `fg %x`, and `time`, `coproc` are keywords, not programs.
+        for script in ["%x 2", "time x", "coproc x", "x; time \"*\""] {
+            assert_eq!(inner(script), None, "{script:?}");
+        }
     }
 
     #[test]

@@ -2,12 +2,18 @@
 //!
 //! The helper's flags are parsed by a short loop rather than clap: the helper runs once per
 //! sandboxed command and its whole budget is about one extra `execve` (see the crate docs), and
-//! these are five fixed flags with no help text to render.
+//! these are a few fixed flags with no help text to render.
+//!
+//! `--user-view JSON` is cordon's own flag (Codex does not pass it): the caller's HOME, TMPDIR,
+//! XDG_RUNTIME_DIR, SSH_AUTH_SOCK, uid and CORDON_HOME, from which hidden paths and the
+//! `$TMPDIR` writable root are computed. The helper's own environment is the *command's*, which
+//! the environment policy may have emptied (`inherit = none`) or rewritten (`set.TMPDIR`); a
+//! secret must stay hidden and a directory must stay read-only whatever that policy says.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use cordon_policies::SandboxPolicy;
+use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
 use crate::error::HelperError;
 
@@ -25,14 +31,18 @@ pub enum Strictness {
 }
 
 /// Whether the mount view (read-only mounts, protected and hidden paths) must be in place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Spelled `auto`, `required`, `off` in config files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 pub enum MountViewRequirement {
     /// Build it when the kernel allows; run with Landlock + seccomp alone otherwise.
     #[default]
+    #[serde(rename = "auto")]
     WhenAvailable,
     /// Its absence is a set-up failure (exit 125).
+    #[serde(rename = "required")]
     Required,
     /// Do not build it (for comparison benchmarks and kernels where it misbehaves).
+    #[serde(rename = "off")]
     Disabled,
 }
 
@@ -47,6 +57,16 @@ pub enum ParentDeath {
     Kill,
 }
 
+/// Where the helper takes the user's HOME, TMPDIR, etc. from (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum UserView {
+    /// Its own environment: a direct, Codex-style call, where that environment is the caller's.
+    #[default]
+    OwnEnvironment,
+    /// Given with `--user-view JSON` (absent fields are unset, never looked up).
+    Given(EnvSnapshot),
+}
+
 /// A parsed helper invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelperArgs {
@@ -59,8 +79,50 @@ pub struct HelperArgs {
     pub strictness: Strictness,
     pub mount_view: MountViewRequirement,
     pub parent_death: ParentDeath,
+    pub user_view: UserView,
+    /// `--proxy-socket PATH`: cordon's network proxy (a UNIX socket outside the sandbox), for
+    /// a policy with a domain allow-list. The helper bridges it to `127.0.0.1` inside the
+    /// command's network namespace.
+    pub proxy_socket: Option<PathBuf>,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
+}
+
+/// The helper's `--help`.
+pub const HELPER_USAGE: &str = "\
+usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
+           [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
+           [--user-view JSON] [--proxy-socket PATH] -- CMD [ARG...]
+
+Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
+then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
+namespace with only loopback, and HTTP(S)_PROXY pointing at a bridge to --proxy-socket. A drop-in for OpenAI Codex's helper: --use-bwrap-sandbox,
+--apply-seccomp-then-exec and --no-proc are accepted.
+
+Exit status: CMD's own once it runs; 125 the sandbox could not be set up (one line on
+stderr says why); 126 CMD not executable; 127 CMD not found.
+";
+
+/// What the helper was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invocation {
+    Run(Box<HelperArgs>),
+    Help,
+    Version,
+}
+
+/// `--help`/`-h` and `--version`/`-V` before `--` answer instead of running; anything else is
+/// [`parse_helper_args`].
+pub fn parse_invocation(args: Vec<OsString>) -> Result<Invocation, HelperError> {
+    let before_separator = args.iter().take_while(|a| *a != "--");
+    for arg in before_separator {
+        match arg.to_str() {
+            Some("--help" | "-h") => return Ok(Invocation::Help),
+            Some("--version" | "-V") => return Ok(Invocation::Version),
+            _ => {}
+        }
+    }
+    parse_helper_args(args).map(|args| Invocation::Run(Box::new(args)))
 }
 
 /// Parses the helper's arguments (without `argv[0]`).
@@ -74,6 +136,8 @@ pub fn parse_helper_args(
     let mut strictness = Strictness::FailClosed;
     let mut mount_view = MountViewRequirement::WhenAvailable;
     let mut parent_death = ParentDeath::Ignore;
+    let mut user_view_json: Option<OsString> = None;
+    let mut proxy_socket: Option<PathBuf> = None;
     let mut saw_separator = false;
 
     while let Some(arg) = args.next() {
@@ -102,9 +166,15 @@ pub fn parse_helper_args(
             "--require-mount-view" => mount_view = MountViewRequirement::Required,
             "--no-mount-view" => mount_view = MountViewRequirement::Disabled,
             "--die-with-parent" => parent_death = ParentDeath::Kill,
+            "--user-view" => user_view_json = Some(value(&flag)?),
+            "--proxy-socket" => proxy_socket = Some(PathBuf::from(value(&flag)?)),
             // Codex passes this to ask its helper for a bubblewrap mount view; cordon's helper
             // builds its own mount view whenever the kernel allows, so it is accepted as is.
             "--use-bwrap-sandbox" => {}
+            // Codex's bubblewrap mode: the inner stage that applies seccomp then execs, and the
+            // retry without a fresh /proc. cordon's helper always applies seccomp itself and
+            // mounts no /proc of its own, so both mean what they mean there already.
+            "--apply-seccomp-then-exec" | "--no-proc" => {}
             other => return Err(HelperError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -128,6 +198,17 @@ pub fn parse_helper_args(
         .to_str()
         .ok_or_else(|| HelperError::Usage("--sandbox-policy is not valid UTF-8".into()))?;
     let sandbox_policy = SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
+    let user_view = match user_view_json {
+        None => UserView::OwnEnvironment,
+        Some(json) => {
+            let json = json
+                .to_str()
+                .ok_or_else(|| HelperError::Usage("--user-view is not valid UTF-8".into()))?;
+            let view = serde_json::from_str(json)
+                .map_err(|e| HelperError::Usage(format!("--user-view: invalid JSON: {e}")))?;
+            UserView::Given(view)
+        }
+    };
     Ok(HelperArgs {
         sandbox_policy_cwd,
         sandbox_policy,
@@ -135,6 +216,8 @@ pub fn parse_helper_args(
         strictness,
         mount_view,
         parent_death,
+        user_view,
+        proxy_socket,
         command,
     })
 }
@@ -165,6 +248,19 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
         ParentDeath::Ignore => {}
         ParentDeath::Kill => argv.push("--die-with-parent".into()),
     }
+    match &invocation.user_view {
+        UserView::OwnEnvironment => {}
+        UserView::Given(view) => {
+            argv.push("--user-view".into());
+            // Fails only for a path that is not UTF-8; the empty value then makes the helper
+            // refuse (exit 125) rather than run with its own, possibly filtered, environment.
+            argv.push(serde_json::to_string(view).unwrap_or_default().into());
+        }
+    }
+    if let Some(socket) = &invocation.proxy_socket {
+        argv.push("--proxy-socket".into());
+        argv.push(socket.clone().into());
+    }
     argv.push("--".into());
     argv.extend(invocation.command.iter().cloned());
     argv
@@ -194,17 +290,24 @@ mod tests {
             "/w/sub",
             "--best-effort",
             "--die-with-parent",
+            "--user-view",
+            r#"{"home":"/home/u","tmpdir":"/var/tmp/u","uid":1000,"cordon_home":"/home/u/.cordon"}"#,
             "--",
             "ls",
             "--",
             "-l",
         ]))
         .unwrap();
+        let UserView::Given(view) = &parsed.user_view else { panic!("no user view") };
+        assert_eq!(view.tmpdir, Some(PathBuf::from("/var/tmp/u")));
+        assert_eq!(view.runtime_dir, None);
         assert_eq!(parsed.command, os(&["ls", "--", "-l"]));
         assert_eq!(parsed.command_cwd, Some(PathBuf::from("/w/sub")));
         assert_eq!(parsed.strictness, Strictness::BestEffort);
         assert_eq!(parsed.parent_death, ParentDeath::Kill);
         assert_eq!(parse_helper_args(helper_argv(&parsed)).unwrap(), parsed);
+        let own = HelperArgs { user_view: UserView::OwnEnvironment, ..parsed };
+        assert_eq!(parse_helper_args(helper_argv(&own)).unwrap(), own);
     }
 
     #[test]
@@ -219,6 +322,25 @@ mod tests {
             os(&["--sandbox-policy-cwd", "/w", "--", "ls"]),
             os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", policy, "--what", "--", "ls"]),
             os(&["--sandbox-policy-cwd"]),
+            os(&[
+                "--sandbox-policy-cwd",
+                "/w",
+                "--sandbox-policy",
+                policy,
+                "--user-view",
+                r#"{"HOME":"/h"}"#,
+                "--",
+                "ls",
+            ]),
+            os(&[
+                "--sandbox-policy-cwd",
+                "/w",
+                "--sandbox-policy",
+                policy,
+                "--user-view=",
+                "--",
+                "ls",
+            ]),
             os(&[
                 "--sandbox-policy-cwd",
                 "/w",

@@ -34,8 +34,14 @@ pub enum HelperError {
     NoNewPrivs(std::io::Error),
     #[error("parent-death signal: {0}")]
     ParentDeathSignal(std::io::Error),
+    #[error("process containment: {what}: {source}")]
+    Containment { what: &'static str, source: std::io::Error },
     #[error("mount view: {what}: {source}")]
     MountView { what: String, source: std::io::Error },
+    #[error("network namespace: {what}: {source}")]
+    NetworkNamespace { what: &'static str, source: std::io::Error },
+    #[error("cannot create CORDON_HOME {} to keep it read-only: {source}", .path.display())]
+    CordonHome { path: std::path::PathBuf, source: std::io::Error },
     #[error("sandbox not enforced: {0}; pass --best-effort to run without it")]
     NotEnforced(String),
     #[error("cannot enter command cwd {path:?}: {source}")]
@@ -60,6 +66,9 @@ impl HelperError {
             | HelperError::NoNewPrivs(_)
             | HelperError::ParentDeathSignal(_)
             | HelperError::MountView { .. }
+            | HelperError::NetworkNamespace { .. }
+            | HelperError::Containment { .. }
+            | HelperError::CordonHome { .. }
             | HelperError::CommandCwd { .. } => EXIT_SETUP_FAILED,
             #[cfg(target_os = "linux")]
             HelperError::Landlock(_) | HelperError::SeccompBuild(_) | HelperError::Seccomp(_) => {

@@ -1,20 +1,30 @@
 //! cordon's Linux sandbox helper, the `codex-linux-sandbox` personality (DESIGN §5).
 //!
-//! The helper confines its own process and then `execvp`s the command, so the command runs
-//! confined and nothing stays between. Order of work, all on the one thread of a process that
+//! The helper forks a supervisor that confines itself and runs the command, and makes sure
+//! nothing the command started outlives it. Order of work, all on the one thread of a process that
 //! has started nothing else (Landlock and seccomp apply to the calling thread; a second thread
 //! would stay unconfined):
 //!
-//! 1. parse the Codex-compatible flags and the policy ([`parse_helper_args`]);
+//! 1. parse the Codex-compatible flags and the policy ([`parse_helper_args`]); hidden paths and
+//!    the `$TMPDIR` root come from `--user-view` (cordon's own environment) when given, else
+//!    from the helper's environment ([`UserView`]);
 //! 2. the mount view ([`mount_view`]): a private mount namespace, read-only everywhere except
 //!    the writable roots, protected paths read-only, hidden paths covered; skipped (and
 //!    reported) where the kernel refuses namespaces;
-//! 3. Landlock ([`landlock_rules`]), negotiated down to the kernel's ABI;
-//! 4. every capability dropped and the securebits locked ([`caps`]);
-//! 5. `no_new_privs`, then the seccomp program ([`seccomp`]);
-//! 6. the result is checked against what the policy needs ([`report::gaps`]): a required
+//! 3. containment (`containment/`): PID + IPC namespaces inside the mount view (else a child
+//!    subreaper); the helper forks a supervisor and stays outside to forward signals and pass
+//!    on the command's status; everything below runs in the supervisor;
+//!    with a domain allow-list the namespaces include a network namespace with only loopback,
+//!    and the supervisor forks the proxy bridge into it ([`proxy_bridge`]) before confining
+//!    itself;
+//! 4. Landlock ([`landlock_rules`]), negotiated down to the kernel's ABI;
+//! 5. every capability dropped and the securebits locked ([`caps`]);
+//! 6. `no_new_privs`, then the seccomp program ([`seccomp`]);
+//! 7. the result is checked against what the policy needs ([`report::gaps`]): a required
 //!    protection that is missing is exit 125 unless `--best-effort`;
-//! 7. `execvp` in the command cwd with `CORDON_SANDBOX=linux`.
+//! 8. the supervisor forks the command, which `execvp`s in the command cwd with
+//!    `CORDON_SANDBOX=linux`; the supervisor reaps, forwards signals, and when the command exits
+//!    makes sure nothing it started is left.
 //!
 //! Kernel compatibility: every mechanism is probed by using it; what took effect is reported
 //! (`cordon doctor` predicts it with [`probe::probe`]). Tests: unit tests build the plans and
@@ -30,11 +40,17 @@ mod error;
 #[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
-pub mod landlock_rules;
+mod containment;
 #[cfg(target_os = "linux")]
-pub mod mount_view;
+mod cordon_home;
+#[cfg(target_os = "linux")]
+mod landlock_rules;
+#[cfg(target_os = "linux")]
+mod mount_view;
 #[cfg(target_os = "linux")]
 pub mod probe;
+#[cfg(target_os = "linux")]
+mod proxy_bridge;
 pub mod report;
 #[cfg(target_os = "linux")]
 mod run;
@@ -44,8 +60,8 @@ pub mod seccomp;
 mod sys;
 
 pub use args::{
-    HELPER_ARG0, HelperArgs, MountViewRequirement, ParentDeath, Strictness, helper_argv,
-    is_helper_arg0, parse_helper_args,
+    HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, ParentDeath,
+    Strictness, UserView, helper_argv, is_helper_arg0, parse_helper_args, parse_invocation,
 };
 pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperError};
 

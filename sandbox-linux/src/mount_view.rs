@@ -44,6 +44,19 @@ pub struct MountPlan {
     pub hidden_files: Vec<PathBuf>,
     /// Whether to put a private tmpfs on `/dev/shm`.
     pub private_dev_shm: bool,
+    /// Whether the command also gets a network namespace of its own (a domain allow-list).
+    pub network: NetworkNamespace,
+}
+
+/// The network namespace the mount view is entered together with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NetworkNamespace {
+    /// The caller's network.
+    #[default]
+    Shared,
+    /// A new network namespace with only loopback up: the outside is reached through the
+    /// proxy bridge alone.
+    Private,
 }
 
 /// One line of `/proc/self/mountinfo`: mount point and whether it is read-only.
@@ -134,6 +147,15 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             let entry_path = Path::new(entry);
             if entry_path.is_absolute() {
                 protected.push(entry_path.to_path_buf());
+                // Pin the directories between the root and the entry, so a rename of one of
+                // them cannot move the read-only entry away and leave a writable one in place.
+                if let Ok(inside) = entry_path.strip_prefix(root) {
+                    let mut ancestor = root.clone();
+                    for component in inside.parent().into_iter().flat_map(Path::components) {
+                        ancestor.push(component);
+                        pinned.push(ancestor.clone());
+                    }
+                }
                 continue;
             }
             protected.push(root.join(entry_path));
@@ -195,6 +217,10 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         hidden_dirs,
         hidden_files,
         private_dev_shm: Path::new("/dev/shm").is_dir(),
+        network: match policy.network_domains {
+            Some(_) => NetworkNamespace::Private,
+            None => NetworkNamespace::Shared,
+        },
     }
 }
 
@@ -244,16 +270,24 @@ pub enum MountView {
     /// The kernel refused a mount namespace (no user namespaces for this user, a container
     /// without CAP_SYS_ADMIN, AppArmor's restriction): the reason.
     Unavailable(String),
-    /// Turned off by the caller.
-    Disabled,
 }
 
 /// Enters a private mount namespace and applies `plan`. Returns [`MountView::Unavailable`]
 /// without changing anything when the namespace cannot be created; a failure after that is an
 /// error, since the process is then in a half-built view.
 pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
-    if let Err(reason) = enter_namespace() {
+    let network = match plan.network {
+        NetworkNamespace::Shared => CloneFlags::empty(),
+        NetworkNamespace::Private => CloneFlags::CLONE_NEWNET,
+    };
+    if let Err(reason) = enter_namespace(network) {
         return Ok(MountView::Unavailable(reason));
+    }
+    if plan.network == NetworkNamespace::Private {
+        sys::loopback_up().map_err(|source| HelperError::NetworkNamespace {
+            what: "bringing up loopback",
+            source,
+        })?;
     }
     let fail =
         |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
@@ -298,14 +332,14 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
     Ok(MountView::Built)
 }
 
-/// `unshare(CLONE_NEWNS)`, with a user namespace mapping the caller's own ids when that alone
-/// is not allowed (an unprivileged caller, or root without CAP_SYS_ADMIN).
-fn enter_namespace() -> Result<(), String> {
-    if unshare(CloneFlags::CLONE_NEWNS).is_ok() {
+/// `unshare(CLONE_NEWNS | extra)`, with a user namespace mapping the caller's own ids when that
+/// alone is not allowed (an unprivileged caller, or root without CAP_SYS_ADMIN).
+fn enter_namespace(extra: CloneFlags) -> Result<(), String> {
+    if unshare(CloneFlags::CLONE_NEWNS | extra).is_ok() {
         return Ok(());
     }
     let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | extra)
         .map_err(|e| format!("cannot create a user and mount namespace: {e}"))?;
     let write = |file: &str, text: String| {
         std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))
@@ -314,6 +348,68 @@ fn enter_namespace() -> Result<(), String> {
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
     Ok(())
+}
+
+/// Which `/proc` the command sees in its PID namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcView {
+    /// A fresh, read-only proc of the new namespace: only the sandbox's processes.
+    Private,
+    /// The kernel refused a new proc (e.g. a user namespace where the host's /proc has parts
+    /// covered): the host's, which shows host pids the command cannot address; the reason.
+    Host(String),
+}
+
+/// Mounts a fresh read-only proc on `/proc` for the PID namespace this process is pid 1 of,
+/// and puts every mount that covered part of the old `/proc` (a container's masks, a
+/// read-only `/proc/sys`, binfmt_misc) back on top, so nothing hidden before shows. Called
+/// inside the mount view only (a private mount namespace; nothing reaches the host).
+pub fn mount_fresh_proc() -> Result<ProcView, HelperError> {
+    use std::os::fd::AsRawFd;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let proc_root = Path::new("/proc");
+    let covers: Vec<(PathBuf, std::os::fd::OwnedFd)> = parse_mountinfo(&mountinfo)
+        .into_iter()
+        .map(|m| m.mount_point)
+        .filter(|p| p.starts_with(proc_root) && p != proc_root)
+        .map(|path| {
+            let flags = nix::fcntl::OFlag::O_PATH
+                | nix::fcntl::OFlag::O_CLOEXEC
+                | nix::fcntl::OFlag::O_NOFOLLOW;
+            nix::fcntl::open(&path, flags, nix::sys::stat::Mode::empty())
+                .map(|fd| (path.clone(), fd))
+                .map_err(|e| HelperError::MountView {
+                    what: format!("keeping {} covered", path.display()),
+                    source: e.into(),
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    if let Err(e) = mount(Some("proc"), proc_root, Some("proc"), flags, None::<&str>) {
+        return Ok(ProcView::Host(format!("cannot mount a new /proc: {e}")));
+    }
+    for (path, fd) in &covers {
+        // `/proc/self/fd/N` is resolved through the new proc, which shows this process.
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        match mount(
+            Some(source.as_str()),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        ) {
+            Ok(()) => {}
+            // Not in the new proc (another namespace's pid directory): nothing to cover.
+            Err(nix::Error::ENOENT) => {}
+            Err(e) => {
+                return Err(HelperError::MountView {
+                    what: format!("covering {} again", path.display()),
+                    source: e.into(),
+                });
+            }
+        }
+    }
+    Ok(ProcView::Private)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -375,6 +471,7 @@ mod tests {
             MountInfo { mount_point: PathBuf::from("/wx"), read_only: false },
         ];
         let policy = ResolvedPolicy {
+            network_domains: None,
             writable_roots: vec![PathBuf::from("/w")],
             network_access: false,
             protected_paths: Vec::new(),

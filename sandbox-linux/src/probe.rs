@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::mount_view::{self, MountPlan, MountView};
-use crate::report::Enforcement;
+use crate::report::{Containment, Enforcement};
 use crate::seccomp::Network;
 use crate::sys;
 
@@ -19,11 +19,24 @@ pub struct KernelProbe {
     pub unprivileged_user_namespaces: bool,
     /// Whether this process can build a mount view (its own mount namespace).
     pub mount_view: Result<(), String>,
+    /// How a sandboxed command's processes would be contained: PID + IPC namespaces when the
+    /// mount view can be built and the kernel allows them in it, else a subreaper.
+    pub containment: Containment,
     /// `dev.tty.legacy_tiocsti`: `Some(false)` means the kernel refuses TIOCSTI by itself;
     /// `None` means the knob does not exist (older kernels: TIOCSTI always works).
     pub legacy_tiocsti: Option<bool>,
     /// Whether the caller is root (capabilities to drop, bounding set droppable).
     pub is_root: bool,
+    /// For each missing mechanism, why it is missing here and how to get it.
+    pub causes: Vec<Cause>,
+}
+
+/// Why a mechanism is missing, and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cause {
+    pub mechanism: &'static str,
+    pub why: String,
+    pub fix: String,
 }
 
 /// Probes the kernel. Forks short-lived children for the namespace probes.
@@ -32,24 +45,134 @@ pub fn probe() -> KernelProbe {
         std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").ok().map(|v| v.trim() == "1");
     let unprivileged_user_namespaces =
         matches!(sys::in_forked_child(|| sys::unshare_probe(libc::CLONE_NEWUSER)), Ok(0));
-    let mount_view = match sys::in_forked_child(|| match mount_view::enter(&MountPlan::default()) {
-        Ok(MountView::Built) => 0,
-        Ok(MountView::Unavailable(_) | MountView::Disabled) => 1,
+    let mount_view = sys::in_forked_child(|| match mount_view::enter(&MountPlan::default()) {
+        // What the helper does next (containment::split): PID + IPC namespaces.
+        Ok(MountView::Built) => match sys::unshare_probe(libc::CLONE_NEWPID | libc::CLONE_NEWIPC) {
+            0 => 0,
+            _ => 3,
+        },
+        Ok(MountView::Unavailable(_)) => 1,
         Err(_) => 2,
-    }) {
-        Ok(0) => Ok(()),
+    });
+    let containment = match mount_view {
+        Ok(0) => Containment::PidNamespace,
+        _ => Containment::Subreaper,
+    };
+    let mount_view = match mount_view {
+        Ok(0 | 3) => Ok(()),
         Ok(1) => Err("the kernel refuses a mount namespace to this user".to_owned()),
         Ok(_) => Err("a mount namespace can be created but not set up".to_owned()),
         Err(e) => Err(format!("probe failed: {e}")),
     };
+    let landlock = sys::landlock_version();
+    let seccomp_filter = sys::seccomp_filter_supported();
+    let is_root = nix::unistd::geteuid().is_root();
+    let mut causes = Vec::new();
+    if let Err(errno) = landlock {
+        causes.push(landlock_cause(errno));
+    }
+    if !seccomp_filter {
+        causes.push(Cause {
+            mechanism: "seccomp",
+            why: "this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER is off)".into(),
+            fix: "use a kernel built with CONFIG_SECCOMP_FILTER=y (every distribution kernel is)"
+                .into(),
+        });
+    }
+    if mount_view.is_err() {
+        let sysctls = if is_root { Sysctls::default() } else { Sysctls::read() };
+        causes.push(user_namespace_cause(&sysctls));
+    }
     KernelProbe {
-        landlock_abi: sys::landlock_abi(),
-        seccomp_filter: sys::seccomp_filter_supported(),
+        landlock_abi: landlock.unwrap_or(0),
+        seccomp_filter,
         unprivileged_user_namespaces,
         mount_view,
+        containment,
         legacy_tiocsti,
-        is_root: nix::unistd::geteuid().is_root(),
+        is_root,
+        causes,
     }
+}
+
+/// Why `landlock_create_ruleset` failed.
+pub fn landlock_cause(errno: i32) -> Cause {
+    if errno == libc::EOPNOTSUPP {
+        Cause {
+            mechanism: "landlock",
+            why: "Landlock is compiled into this kernel but not enabled at boot".into(),
+            fix: "add landlock to the kernel's lsm= parameter (e.g. \
+                  lsm=landlock,lockdown,yama,integrity,apparmor,bpf in GRUB_CMDLINE_LINUX) and \
+                  reboot"
+                .into(),
+        }
+    } else {
+        Cause {
+            mechanism: "landlock",
+            why: "this kernel has no Landlock (compiled out: CONFIG_SECURITY_LANDLOCK is off, or \
+                  older than 5.13)"
+                .into(),
+            fix: "use a kernel 5.13 or newer built with CONFIG_SECURITY_LANDLOCK=y, or run with \
+                  --best-effort to accept a sandbox without filesystem write rules"
+                .into(),
+        }
+    }
+}
+
+/// The knobs that turn unprivileged user namespaces off.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sysctls {
+    /// `user.max_user_namespaces`.
+    pub max_user_namespaces: Option<u64>,
+    /// Debian's `kernel.unprivileged_userns_clone`.
+    pub unprivileged_userns_clone: Option<u64>,
+    /// Ubuntu's `kernel.apparmor_restrict_unprivileged_userns`.
+    pub apparmor_restrict_unprivileged_userns: Option<u64>,
+}
+
+impl Sysctls {
+    pub fn read() -> Sysctls {
+        let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse().ok();
+        Sysctls {
+            max_user_namespaces: read("/proc/sys/user/max_user_namespaces"),
+            unprivileged_userns_clone: read("/proc/sys/kernel/unprivileged_userns_clone"),
+            apparmor_restrict_unprivileged_userns: read(
+                "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            ),
+        }
+    }
+}
+
+/// Why the caller gets no namespace (and so no mount view). Root needs no user namespace, so
+/// pass it default (unknown) sysctls: then only the generic cause remains.
+pub fn user_namespace_cause(sysctls: &Sysctls) -> Cause {
+    let (why, fix) = if sysctls.max_user_namespaces == Some(0) {
+        (
+            "user namespaces are disabled by sysctl user.max_user_namespaces=0",
+            "sysctl -w user.max_user_namespaces=15000 (or run cordon as root)",
+        )
+    } else if sysctls.unprivileged_userns_clone == Some(0) {
+        (
+            "unprivileged user namespaces are disabled by sysctl kernel.unprivileged_userns_clone=0",
+            "sysctl -w kernel.unprivileged_userns_clone=1 (or run cordon as root)",
+        )
+    } else if sysctls.apparmor_restrict_unprivileged_userns == Some(1) {
+        (
+            "AppArmor restricts unprivileged user namespaces \
+             (kernel.apparmor_restrict_unprivileged_userns=1)",
+            "give cordon an AppArmor profile that allows userns (profile cordon \
+             /path/to/cordon flags=(unconfined) { userns, }), or sysctl -w \
+             kernel.apparmor_restrict_unprivileged_userns=0",
+        )
+    } else {
+        (
+            "the kernel refuses a new namespace to this process (a container without \
+             CAP_SYS_ADMIN, a seccomp profile, or CONFIG_USER_NS off)",
+            "run cordon as root, or allow unshare(CLONE_NEWUSER) in the container's seccomp \
+             profile",
+        )
+    };
+    Cause { mechanism: "mount view", why: why.into(), fix: fix.into() }
 }
 
 impl KernelProbe {
@@ -66,6 +189,33 @@ impl KernelProbe {
             // Root can drop it directly; anyone else can inside the user namespace.
             bounding_set_dropped: self.is_root || self.mount_view.is_ok(),
             network_access: network == Network::On,
+            cordon_home_inside_root: None,
+            containment: self.containment,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_name_the_knob_that_is_off() {
+        assert!(landlock_cause(libc::EOPNOTSUPP).fix.contains("lsm="));
+        assert!(landlock_cause(libc::ENOSYS).why.contains("compiled out"));
+        let off = |s: Sysctls| user_namespace_cause(&s).why;
+        assert!(
+            off(Sysctls { max_user_namespaces: Some(0), ..Sysctls::default() })
+                .contains("user.max_user_namespaces=0")
+        );
+        assert!(
+            off(Sysctls { unprivileged_userns_clone: Some(0), ..Sysctls::default() })
+                .contains("unprivileged_userns_clone=0")
+        );
+        assert!(
+            off(Sysctls { apparmor_restrict_unprivileged_userns: Some(1), ..Sysctls::default() })
+                .contains("AppArmor")
+        );
+        assert!(off(Sysctls::default()).contains("seccomp profile"));
     }
 }

@@ -25,6 +25,34 @@ pub struct Enforcement {
     pub bounding_set_dropped: bool,
     /// Whether the policy leaves the network on (with it off, seccomp refuses `connect()`).
     pub network_access: bool,
+    /// cordon's own state directory, when it lies inside a writable root: only the mount view
+    /// keeps it read-only, so without the view the sandbox is not set up (DESIGN §12).
+    pub cordon_home_inside_root: Option<std::path::PathBuf>,
+    /// How the command's processes are contained (DESIGN §12).
+    pub containment: Containment,
+}
+
+/// How the command's processes are kept from outliving it (DESIGN §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Containment {
+    /// PID + IPC namespaces with a private /proc: everything dies with the command, host
+    /// processes and System V IPC objects are out of reach.
+    #[serde(rename = "pid namespace")]
+    PidNamespace,
+    /// A child subreaper kills the command's descendants when it exits; host processes of the
+    /// same user and the host's System V IPC stay reachable.
+    #[serde(rename = "subreaper")]
+    Subreaper,
+}
+
+impl Containment {
+    /// The name `doctor` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Containment::PidNamespace => "pid namespace",
+            Containment::Subreaper => "subreaper",
+        }
+    }
 }
 
 /// A protection that is not in place.
@@ -76,6 +104,17 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
     if !e.no_new_privs {
         gaps.push(gap("no_new_privs (setuid programs could gain privileges)", true));
     }
+    if let (Err(reason), Some(home)) = (&e.mount_view, &e.cordon_home_inside_root) {
+        gaps.push(gap(
+            format!(
+                "keeping cordon's own state ({}) read-only: it lies inside a writable root and \
+                 only the mount view ({reason}) protects it; narrow the writable roots or set \
+                 CORDON_HOME outside them",
+                home.display()
+            ),
+            true,
+        ));
+    }
     if let Err(reason) = &e.mount_view {
         gaps.push(gap(
             format!(
@@ -84,6 +123,15 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
                  not enforced"
             ),
             e.mount_view_required,
+        ));
+    }
+    if e.containment == Containment::Subreaper {
+        gaps.push(gap(
+            "PID and IPC namespaces (they need the mount view; a subreaper kills what the command \
+             leaves behind instead): host processes of the same user can be reniced or given \
+             resource limits, the host's System V IPC is shared, and a setsid() descendant can \
+             outlive a cordon killed with SIGKILL",
+            false,
         ));
     }
     if !e.bounding_set_dropped {
@@ -111,7 +159,17 @@ mod tests {
             no_new_privs: true,
             bounding_set_dropped: true,
             network_access: false,
+            cordon_home_inside_root: None,
+            containment: Containment::PidNamespace,
         }
+    }
+
+    #[test]
+    fn cordon_home_inside_a_root_requires_the_mount_view() {
+        let inside = Enforcement { cordon_home_inside_root: Some("/w/.cordon".into()), ..full() };
+        assert!(gaps(&inside).is_empty());
+        let without_view = Enforcement { mount_view: Err("no userns".into()), ..inside };
+        assert!(gaps(&without_view).iter().any(|g| g.required && g.what.contains("/w/.cordon")));
     }
 
     #[test]

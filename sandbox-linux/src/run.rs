@@ -7,11 +7,16 @@ use std::path::PathBuf;
 
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
-use crate::args::{HelperArgs, MountViewRequirement, ParentDeath, Strictness, parse_helper_args};
+use crate::args::{
+    HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, Strictness, UserView,
+    parse_invocation,
+};
 use crate::caps::{self, CapabilityDrop};
+use crate::containment::{self, Containment, Exec as _, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::landlock_rules::{self, LandlockEnforcement};
-use crate::mount_view::{self, MountView};
+use crate::mount_view::{self, MountView, ProcView};
+use crate::proxy_bridge;
 use crate::report::{self, Enforcement};
 use crate::seccomp::{self, Network};
 use crate::sys;
@@ -20,7 +25,19 @@ use crate::sys;
 /// process and execs the command. Never returns; on failure prints one line
 /// `codex-linux-sandbox: <what failed>: <why>` and exits with the documented code.
 pub fn run_main() -> ! {
-    let result = parse_helper_args(std::env::args_os().skip(1)).and_then(|args| run(&args));
+    let (pid_namespace, args) = take_no_pid_namespace(std::env::args_os().skip(1).collect());
+    let result = match parse_invocation(args) {
+        Ok(Invocation::Help) => {
+            print!("{HELPER_USAGE}");
+            std::process::exit(0)
+        }
+        Ok(Invocation::Version) => {
+            println!("{} (cordon {})", crate::HELPER_ARG0, env!("CARGO_PKG_VERSION"));
+            std::process::exit(0)
+        }
+        Ok(Invocation::Run(args)) => run(&args, pid_namespace),
+        Err(error) => Err(error),
+    };
     let error = match result {
         Ok(never) => match never {},
         Err(error) => error,
@@ -29,16 +46,48 @@ pub fn run_main() -> ! {
     std::process::exit(error.exit_code())
 }
 
-fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
-    if let SandboxPolicy::DangerFullAccess {} = args.sandbox_policy {
-        return exec(args, &[]);
+/// Removes `--no-pid-namespace` (before `--`): a flag of this helper only, for benchmarks and
+/// kernels where the namespace misbehaves. It is not a field of [`HelperArgs`], which the
+/// orchestrator builds and which never asks for it.
+fn take_no_pid_namespace(args: Vec<OsString>) -> (PidNamespaceRequest, Vec<OsString>) {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    if args[..end].iter().any(|a| a == "--no-pid-namespace") {
+        let kept = args
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| *i >= end || *a != "--no-pid-namespace")
+            .map(|(_, a)| a.clone())
+            .collect();
+        (PidNamespaceRequest::Disabled, kept)
+    } else {
+        (PidNamespaceRequest::WhenAvailable, args)
     }
-    let env =
-        EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(nix::unistd::getuid().as_raw()));
-    let policy = args
+}
+
+fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallible, HelperError> {
+    if let SandboxPolicy::DangerFullAccess {} = args.sandbox_policy {
+        return Err(prepare_exec(args, &[])?.exec());
+    }
+    // The command's environment may have been filtered (no HOME) or rewritten (another
+    // TMPDIR): what is hidden and writable comes from the caller's view when it sends one.
+    let own_env;
+    let env = match &args.user_view {
+        UserView::Given(view) => view,
+        UserView::OwnEnvironment => {
+            own_env = EnvSnapshot::from_lookup(
+                |k| std::env::var_os(k),
+                Some(nix::unistd::getuid().as_raw()),
+            );
+            &own_env
+        }
+    };
+    let mut policy = args
         .sandbox_policy
         .resolve(&args.sandbox_policy_cwd, &env.view(), |p| std::fs::canonicalize(p))
         .map_err(HelperError::Policy)?;
+    // Before anything is confined: this may create the directory on the host.
+    let cordon_home_inside_root =
+        crate::cordon_home::protect(env.cordon_home.as_deref(), &mut policy)?;
     let best_effort = args.strictness == Strictness::BestEffort;
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
@@ -56,12 +105,52 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
                     Ok(())
                 }
                 MountView::Unavailable(reason) => Err(reason),
-                MountView::Disabled => Err("turned off".to_owned()),
             }
         }
     };
 
-    // 2. Landlock (also sets no_new_privs).
+    // 2. Containment (DESIGN §12): PID + IPC namespaces inside the mount view, else a
+    // subreaper. The helper stays outside as the caller's child; what follows runs in the
+    // supervisor, which confines itself and then forks the command.
+    let pid_namespace = match mount_view {
+        Ok(()) => pid_namespace,
+        Err(_) => PidNamespaceRequest::Disabled,
+    };
+    let supervisor = containment::split(pid_namespace, args.parent_death)?;
+    let containment = match supervisor.containment {
+        Containment::PidNamespace => match mount_view::mount_fresh_proc()? {
+            ProcView::Private => Containment::PidNamespace,
+            ProcView::Host(reason) => {
+                eprintln!(
+                    "{}: warning: {reason}: /proc shows the host's processes (they stay out of reach)",
+                    crate::HELPER_ARG0
+                );
+                Containment::PidNamespace
+            }
+        },
+        Containment::Subreaper => Containment::Subreaper,
+    };
+
+    // The proxy bridge: forked before anything below confines this process, so that it can
+    // reach the proxy's socket; it lives in the command's network and PID namespaces.
+    let proxy_port = match (&policy.network_domains, &mount_view) {
+        (None, _) => None,
+        (Some(_), Err(reason)) => {
+            // The empty network namespace is the only thing that confines a domain list;
+            // never fall back to the host's network, not even with --best-effort.
+            return Err(HelperError::NotEnforced(format!(
+                "the network allow-list needs a network namespace, which comes with the mount \
+                 view ({reason})"
+            )));
+        }
+        (Some(_), Ok(())) => match &args.proxy_socket {
+            Some(socket) => Some(proxy_bridge::start(socket)?),
+            // No proxy to reach: the namespace has loopback only, which is network off.
+            None => None,
+        },
+    };
+
+    // 3. Landlock (also sets no_new_privs).
     let landlock_plan = landlock_rules::plan(&policy, &extra_writable);
     let landlock_enforced = match landlock_rules::install(&landlock_plan) {
         Ok(LandlockEnforcement::Enforced) => true,
@@ -70,13 +159,16 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
         Err(error) => return Err(error),
     };
 
-    // 3. Capabilities: nothing below needs any.
+    // 4. Capabilities: nothing below needs any.
     let capabilities = caps::drop_all()?;
 
-    // 4. no_new_privs, then seccomp (last: it forbids the mount calls above).
+    // 5. no_new_privs, then seccomp (last: it forbids the mount calls above).
     let no_new_privs = nix::sys::prctl::set_no_new_privs().is_ok();
     let network = if policy.network_access { Network::On } else { Network::Off };
-    let seccomp = match seccomp::build_program(network).and_then(|p| seccomp::install(&p)) {
+    let installed = seccomp::build_program(network)
+        .map_err(HelperError::from)
+        .and_then(|program| seccomp::install(&program).map_err(HelperError::from));
+    let seccomp = match installed {
         Ok(()) => true,
         Err(_) if best_effort => false,
         Err(error) => return Err(error),
@@ -91,37 +183,87 @@ fn run(args: &HelperArgs) -> Result<Infallible, HelperError> {
         no_new_privs,
         bounding_set_dropped: capabilities == CapabilityDrop::All,
         network_access: policy.network_access,
+        cordon_home_inside_root,
+        containment,
     };
     let gaps = report::gaps(&enforcement);
+    if let (Err(reason), MountViewRequirement::WhenAvailable) =
+        (&enforcement.mount_view, args.mount_view)
+    {
+        // Said once per command, so no one mistakes Landlock alone for the whole sandbox.
+        eprintln!(
+            "{}: warning: no mount view ({reason}): .git/hooks, .cordon and the other protected \
+             paths inside the writable roots are writable and hidden paths readable; run as root \
+             or allow unprivileged user namespaces, or require it with --require-mount-view \
+             (config sandbox_mount_view = \"required\")",
+            crate::HELPER_ARG0
+        );
+    }
     if best_effort {
         if !gaps.is_empty() {
             let list: Vec<&str> = gaps.iter().map(|g| g.what.as_str()).collect();
             eprintln!("{}: warning: not enforced: {}", crate::HELPER_ARG0, list.join("; "));
         }
+        // DESIGN §12: cordon's own state is never writable from inside a sandbox. A weaker
+        // sandbox is accepted, never one that can rewrite the rules judging the next command.
+        if let (Err(reason), Some(home)) =
+            (&enforcement.mount_view, &enforcement.cordon_home_inside_root)
+        {
+            return Err(HelperError::NotEnforced(format!(
+                "keeping cordon's own state ({}) read-only needs the mount view ({reason}), even \
+                 with --best-effort: narrow the writable roots or set CORDON_HOME outside them",
+                home.display()
+            )));
+        }
     } else {
         let required: Vec<&str> =
             gaps.iter().filter(|g| g.required).map(|g| g.what.as_str()).collect();
         if !required.is_empty() {
-            return Err(HelperError::NotEnforced(required.join("; ")));
+            let mut what = required.join("; ");
+            if let Err(errno) = sys::landlock_version() {
+                let cause = crate::probe::landlock_cause(errno);
+                what = format!("{what} [{}; fix: {}]", cause.why, cause.fix);
+            }
+            return Err(HelperError::NotEnforced(what));
         }
     }
 
-    if args.parent_death == ParentDeath::Kill {
-        // Survives the exec below (it is cleared only for set-user-ID programs, which
-        // no_new_privs rules out).
-        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-            .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
+    let mut env = vec![("CORDON_SANDBOX", "linux".to_owned())];
+    if !policy.network_access || (policy.network_domains.is_some() && proxy_port.is_none()) {
+        env.push(("CORDON_SANDBOX_NETWORK_DISABLED", "1".to_owned()));
     }
-    let mut env = vec![("CORDON_SANDBOX", "linux")];
-    if !policy.network_access {
-        env.push(("CORDON_SANDBOX_NETWORK_DISABLED", "1"));
+    if let Some(port) = proxy_port {
+        env.extend(proxy_bridge::proxy_env(port));
     }
-    exec(args, &env)
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    supervisor.run(prepare_exec(args, &env)?)
+}
+
+/// The command's argv and environment as C strings, in its cwd: everything that can fail
+/// before the fork.
+struct PreparedExec {
+    program: OsString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+}
+
+impl containment::Exec for PreparedExec {
+    fn exec(self) -> HelperError {
+        sys::reset_sigpipe();
+        let error = match nix::unistd::execvpe(&self.argv[0], &self.argv, &self.envp) {
+            Ok(never) => match never {},
+            Err(error) => error,
+        };
+        HelperError::Exec { command: self.program, source: error.into() }
+    }
 }
 
 /// Enters the command cwd (after the mount view, so relative paths resolve through it) and
-/// execs the command with `extra_env` added to the environment.
-fn exec(args: &HelperArgs, extra_env: &[(&str, &str)]) -> Result<Infallible, HelperError> {
+/// prepares the command with `extra_env` added to the environment.
+fn prepare_exec(
+    args: &HelperArgs,
+    extra_env: &[(&str, &str)],
+) -> Result<PreparedExec, HelperError> {
     let cwd = match &args.command_cwd {
         Some(cwd) => cwd.clone(),
         None => std::env::current_dir()
@@ -151,7 +293,26 @@ fn exec(args: &HelperArgs, extra_env: &[(&str, &str)]) -> Result<Infallible, Hel
     for (key, value) in extra_env {
         envp.push(to_c(OsString::from(format!("{key}={value}")))?);
     }
-    sys::reset_sigpipe();
-    let error = nix::unistd::execvpe(&argv[0], &argv, &envp).unwrap_err();
-    Err(exec_error(error.into()))
+    Ok(PreparedExec { program: program.clone(), argv, envp })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn no_pid_namespace_is_taken_only_before_the_separator() {
+        let (request, rest) =
+            take_no_pid_namespace(os(&["--no-pid-namespace", "--x", "--", "--no-pid-namespace"]));
+        assert_eq!(request, PidNamespaceRequest::Disabled);
+        assert_eq!(rest, os(&["--x", "--", "--no-pid-namespace"]));
+        let (request, rest) = take_no_pid_namespace(os(&["--x", "--", "--no-pid-namespace"]));
+        assert_eq!(request, PidNamespaceRequest::WhenAvailable);
+        assert_eq!(rest, os(&["--x", "--", "--no-pid-namespace"]));
+    }
 }

@@ -14,6 +14,12 @@ fn check_int(ret: libc::c_int) -> io::Result<libc::c_int> {
 
 /// The kernel's Landlock ABI version, 0 when Landlock is missing or disabled.
 pub fn landlock_abi() -> i32 {
+    landlock_version().unwrap_or(0)
+}
+
+/// The kernel's Landlock ABI version, or the errno that says why there is none: `ENOSYS`
+/// (compiled out) or `EOPNOTSUPP` (compiled in but not enabled at boot).
+pub fn landlock_version() -> Result<i32, i32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a NULL attribute pointer, size 0 and the VERSION flag the kernel reads no
     // memory and only returns the ABI number (or an error).
@@ -25,7 +31,10 @@ pub fn landlock_abi() -> i32 {
             LANDLOCK_CREATE_RULESET_VERSION,
         )
     };
-    i32::try_from(ret).unwrap_or(0).max(0)
+    if ret < 0 {
+        return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOSYS));
+    }
+    Ok(i32::try_from(ret).unwrap_or(0))
 }
 
 /// `prctl(PR_SET_SECUREBITS, bits)`.
@@ -176,4 +185,154 @@ pub fn seccomp_filter_supported() -> bool {
         )
     };
     ret < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EFAULT)
+}
+
+/// Whether this process is the parent or the child after [`fork`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forked {
+    Parent { child: libc::pid_t },
+    Child,
+}
+
+/// `fork()` of the helper (process containment: the supervisor and the command).
+pub fn fork() -> io::Result<Forked> {
+    // SAFETY: the helper is single-threaded (DESIGN §5: nothing else has been started), so the
+    // child is a complete copy in which every lock is free and allocation is safe.
+    let pid = check_int(unsafe { libc::fork() })?;
+    Ok(if pid == 0 { Forked::Child } else { Forked::Parent { child: pid } })
+}
+
+/// `waitpid(pid, &status, WNOHANG?)` returning the raw status, so that a death by any signal
+/// (real-time ones included, which nix's `WaitStatus` cannot represent) is passed on as it is.
+/// `Ok(None)`: nothing to report yet (only with [`Wait::NoHang`]).
+pub fn wait_raw(pid: libc::pid_t, wait: Wait) -> io::Result<Option<(libc::pid_t, libc::c_int)>> {
+    let flags = match wait {
+        Wait::Block => 0,
+        Wait::NoHang => libc::WNOHANG,
+        Wait::NoHangUntraced => libc::WNOHANG | libc::WUNTRACED,
+    };
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer for the duration of the call.
+        let ret = unsafe { libc::waitpid(pid, &raw mut status, flags) };
+        if ret < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        return Ok(if ret == 0 { None } else { Some((ret, status)) });
+    }
+}
+
+/// Whether [`wait_raw`] blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    Block,
+    NoHang,
+    /// `WNOHANG | WUNTRACED`: stopped children are reported too.
+    NoHangUntraced,
+}
+
+/// Dies of `signal` as the command did (so the caller sees the same wait status), without a
+/// core dump of the helper (the command dumped its own). Returns only if the signal does not
+/// terminate (its default action is to ignore or stop).
+pub fn die_of_signal(signal: libc::c_int) {
+    let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: setrlimit reads a valid rlimit; signal() installs SIG_DFL (no handler code);
+    // sigprocmask reads a valid, initialised set; kill targets this process only.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &raw const no_core);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+        libc::kill(libc::getpid(), signal);
+    }
+}
+
+/// `kill(pid, signal)` with a raw signal number (the forwarded ones and `SIGKILL`).
+pub fn send_signal(pid: libc::pid_t, signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: kill takes integers and touches no memory.
+    check_int(unsafe { libc::kill(pid, signal) }).map(drop)
+}
+
+/// Makes `fd` non-blocking and has the kernel send this process SIGIO when it becomes readable
+/// (`O_ASYNC` with `F_SETOWN`); the caller blocks SIGIO and reads it from a signalfd.
+pub fn signal_when_readable(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor the caller owns, with integer arguments only.
+    unsafe {
+        check_int(libc::fcntl(fd, libc::F_SETOWN, libc::getpid()))?;
+        let flags = check_int(libc::fcntl(fd, libc::F_GETFL))?;
+        check_int(libc::fcntl(fd, libc::F_SETFL, flags | libc::O_ASYNC | libc::O_NONBLOCK))?;
+    }
+    Ok(())
+}
+
+/// `tcgetpgrp(fd)`: the foreground process group of the terminal `fd` is open on, when it is
+/// this process's controlling terminal.
+pub fn foreground_group(fd: libc::c_int) -> io::Result<libc::pid_t> {
+    // SAFETY: tcgetpgrp takes an integer and touches no user memory of ours.
+    check_int(unsafe { libc::tcgetpgrp(fd) })
+}
+
+/// `tcsetpgrp(fd, group)`: makes `group` the terminal's foreground process group.
+pub fn set_foreground_group(fd: libc::c_int, group: libc::pid_t) -> io::Result<()> {
+    // SAFETY: tcsetpgrp takes integers and touches no user memory of ours.
+    check_int(unsafe { libc::tcsetpgrp(fd, group) }).map(drop)
+}
+
+/// `getpgrp()`.
+pub fn own_group() -> libc::pid_t {
+    // SAFETY: getpgrp cannot fail and touches no memory.
+    unsafe { libc::getpgrp() }
+}
+
+/// Sets the `IFF_UP` flag of the loopback interface `lo` (a fresh network namespace has it
+/// down). Needs CAP_NET_ADMIN in the namespace's user namespace.
+pub fn loopback_up() -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0")
+        .or_else(|_| {
+            // Binding needs loopback up on some kernels; a socket alone is enough for ioctl.
+            std::net::UdpSocket::bind("0.0.0.0:0")
+        })
+        .or_else(|_| std::net::UdpSocket::bind("[::]:0"));
+    let socket = socket?;
+    // SAFETY: `ifreq` is plain old data; all-zero is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the NUL-terminated name and writes the flags into the
+    // `ifreq` we own, which outlives the call.
+    check_int(unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &raw mut request) })?;
+    // SAFETY: the union member the kernel just filled for SIOCGIFFLAGS is `ifru_flags`.
+    unsafe {
+        request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    }
+    // SAFETY: as above; SIOCSIFFLAGS only reads the `ifreq`.
+    check_int(unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const request) })
+        .map(drop)
+}
+
+/// Closes every file descriptor from 3 up except `keep` (the proxy bridge, which must hold
+/// neither the command's output pipes nor the supervisor's).
+pub fn close_fds_except(keep: libc::c_int) -> io::Result<()> {
+    let ranges = [(3, keep - 1), (keep + 1, libc::c_int::MAX)];
+    for (first, last) in ranges {
+        if first > last {
+            continue;
+        }
+        // SAFETY: closes descriptors only; the bridge never uses the objects that owned them
+        // (it never returns to the supervisor's code, and exits without dropping them).
+        check(unsafe {
+            libc::syscall(libc::SYS_close_range, first as libc::c_uint, last as libc::c_uint, 0)
+        })?;
+    }
+    Ok(())
 }

@@ -184,6 +184,7 @@ mod tests {
 
     fn policy(root: &Path, protected: &[&str], hidden: Vec<PathBuf>) -> ResolvedPolicy {
         ResolvedPolicy {
+            network_domains: None,
             writable_roots: vec![root.to_path_buf()],
             network_access: false,
             protected_paths: protected.iter().map(|p| (*p).to_owned()).collect(),

@@ -167,6 +167,7 @@ fn with_network() -> ResolvedPolicy {
 /// if they were ever spliced into the text. Each carries a marker that must not appear there.
 fn hostile() -> ResolvedPolicy {
     ResolvedPolicy {
+        network_domains: None,
         writable_roots: vec![
             PathBuf::from("/Users/u/MARKER1\")) (allow default) ;"),
             PathBuf::from("/tmp/MARKER2(\n(allow file-write*"),
@@ -348,6 +349,7 @@ fn hidden_path_denies_come_after_every_allow() {
 #[test]
 fn nested_roots_keep_the_inner_roots_protected_paths_and_names_out_of_the_outer_rule() {
     let policy = ResolvedPolicy {
+        network_domains: None,
         writable_roots: vec![PathBuf::from("/w"), PathBuf::from("/w/sub")],
         network_access: false,
         protected_paths: vec![".git/hooks".to_owned()],
@@ -376,6 +378,7 @@ fn nested_roots_keep_the_inner_roots_protected_paths_and_names_out_of_the_outer_
 #[test]
 fn absolute_protected_paths_apply_to_the_roots_they_touch() {
     let policy = ResolvedPolicy {
+        network_domains: None,
         writable_roots: vec![PathBuf::from("/a"), PathBuf::from("/b/c"), PathBuf::from("/d")],
         network_access: false,
         protected_paths: vec!["/a/x".to_owned(), "/b".to_owned(), "/elsewhere".to_owned()],
@@ -404,6 +407,7 @@ fn absolute_protected_paths_apply_to_the_roots_they_touch() {
 #[test]
 fn roots_and_hidden_paths_that_meet_under_private_are_listed_once() {
     let policy = ResolvedPolicy {
+        network_domains: None,
         writable_roots: vec![PathBuf::from("/tmp"), PathBuf::from("/private/tmp")],
         network_access: true,
         protected_paths: Vec::new(),

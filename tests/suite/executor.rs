@@ -10,19 +10,19 @@ use serde_json::{Value, json};
 
 use super::util::*;
 
-struct Executor {
-    child: Child,
+pub(super) struct Executor {
+    pub(super) child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
     /// Messages read while waiting for another one.
     backlog: Vec<Value>,
-    next_id: u64,
-    _home: tempfile::TempDir,
-    _work: tempfile::TempDir,
+    pub(super) next_id: u64,
+    pub(super) home: tempfile::TempDir,
+    pub(super) work: tempfile::TempDir,
 }
 
 impl Executor {
-    fn start(extra: &[&str]) -> Executor {
+    pub(super) fn start(extra: &[&str]) -> Executor {
         let home = scratch();
         let work = scratch();
         let mut child = Command::new(CORDON)
@@ -48,21 +48,21 @@ impl Executor {
             }
         });
         let stdin = child.stdin.take();
-        Executor { child, stdin, lines, backlog: Vec::new(), next_id: 0, _home: home, _work: work }
+        Executor { child, stdin, lines, backlog: Vec::new(), next_id: 0, home, work }
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(super) fn send(&mut self, message: &Value) {
         self.send_raw(&message.to_string());
     }
 
-    fn send_raw(&mut self, line: &str) {
+    pub(super) fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
     }
 
     /// The next message matching `pred`, within `limit`.
-    fn wait_for(&mut self, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(super) fn wait_for(&mut self, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.backlog.iter().position(&pred) {
             return self.backlog.remove(i);
         }
@@ -82,7 +82,7 @@ impl Executor {
         }
     }
 
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+    pub(super) fn call(&mut self, tool: &str, arguments: Value) -> Value {
         self.next_id += 1;
         let id = format!("r{}", self.next_id);
         self.send(&json!({"type": "call_tool", "requestId": id, "toolName": tool, "arguments": arguments}));
@@ -92,13 +92,17 @@ impl Executor {
     }
 
     /// A successful call's result text.
-    fn text(&mut self, tool: &str, arguments: Value) -> String {
+    pub(super) fn text(&mut self, tool: &str, arguments: Value) -> String {
         let response = self.call(tool, arguments);
         assert_eq!(response["outcome"]["status"], "success", "{response}");
         response["outcome"]["content"][0]["text"].as_str().unwrap().to_owned()
     }
 
-    fn close_stdin(&mut self) {
+    pub(super) fn stdin_mut(&mut self) -> &mut ChildStdin {
+        self.stdin.as_mut().unwrap()
+    }
+
+    pub(super) fn close_stdin(&mut self) {
         self.stdin = None;
     }
 }
@@ -110,13 +114,13 @@ impl Drop for Executor {
     }
 }
 
-fn session_id(text: &str) -> Option<u64> {
+pub(super) fn session_id(text: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix("Process running with session ID "))
         .map(|id| id.trim().parse().unwrap())
 }
 
-fn output(text: &str) -> &str {
+pub(super) fn output(text: &str) -> &str {
     text.split_once("Output:\n").map_or("", |(_, o)| o)
 }
 
@@ -197,7 +201,7 @@ fn output_is_cut_in_the_middle_with_the_original_token_count() {
     assert!(out[marker_start..marker_end].contains("tokens truncated"));
     assert!(out.len() - (marker_end - marker_start) <= 400, "{} bytes of output", out.len());
     assert!(
-        text.contains("Warning: truncated output (original token count: 250002)"),
+        text.contains("Warning: truncated output (original token count: 250002, 1000008 bytes)"),
         "{}",
         &text[..200]
     );
@@ -262,7 +266,8 @@ fn eof_terminates_every_session_and_exits_zero_promptly() {
     let marker = format!("{}", 80_000 + std::process::id() % 10_000);
     ex.text("exec_command", json!({"cmd": format!("exec sleep {marker}.5"), "yield_time_ms": 250}));
     ex.text("exec_command", json!({"cmd": format!("sleep {marker}.6 & exec sleep {marker}.7"), "tty": true, "yield_time_ms": 250}));
-    assert_eq!(processes_matching(&format!("^sleep {marker}")), 3);
+    // A loaded machine may start the background sleep after the call returned.
+    assert_eq!(eventually_matching(&format!("^sleep {marker}"), 3), 3);
     ex.close_stdin();
     let started = Instant::now();
     let status = loop {
@@ -320,7 +325,7 @@ fn killing_the_executor_kills_its_terminal_sessions_too() {
     // `nohup`-style: the command ignores the hangup a closing terminal sends.
     ex.text("exec_command", json!({"cmd": format!("trap '' HUP; exec sleep {marker}.1"), "tty": true, "yield_time_ms": 250}));
     ex.text("exec_command", json!({"cmd": format!("exec sleep {marker}.2"), "yield_time_ms": 250}));
-    assert_eq!(processes_matching(&format!("^sleep {marker}")), 2);
+    assert_eq!(eventually_matching(&format!("^sleep {marker}"), 2), 2);
     ex.child.kill().unwrap();
     ex.child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -329,4 +334,32 @@ fn killing_the_executor_kills_its_terminal_sessions_too() {
         0,
         "a session outlived a killed executor"
     );
+}
+
+#[test]
+fn an_approval_request_carries_the_raw_argv_and_its_escaped_display() {
+    let mut ex = Executor::start(&["-a", "untrusted"]);
+    let script = "touch PWNED\r\x1b[2Kecho harmless";
+    ex.send(&json!({"type": "call_tool", "requestId": "r1", "toolName": "exec_command",
+        "arguments": {"cmd": script}}));
+    let request = ex.wait_for(Duration::from_secs(10), |v| v["type"] == "approval_request");
+    let fields =
+        ["callRequestId", "command", "display", "hiddenCharacters", "stage", "sandboxMode"];
+    let shown: serde_json::Map<String, Value> =
+        fields.iter().map(|f| ((*f).to_owned(), request[*f].clone())).collect();
+    pretty_assertions::assert_eq!(
+        Value::Object(shown),
+        json!({
+            "callRequestId": "r1",
+            "command": ["/bin/bash", "-lc", script],
+            "display": r"/bin/bash -lc $'touch PWNED\r\x1b[2Kecho harmless'",
+            "hiddenCharacters": true,
+            "stage": "before_run",
+            "sandboxMode": "workspace-write",
+        })
+    );
+    assert_eq!(request["evidence"], json!([]));
+    ex.send(&json!({"type": "approval_response", "requestId": request["requestId"], "decision": "denied"}));
+    let response = ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == "r1");
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
 }

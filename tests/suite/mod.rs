@@ -1,11 +1,19 @@
 mod util;
 
+mod approval_prompt;
 mod cli;
+mod containment;
 mod exec;
 mod executor;
 mod exit_codes;
 mod filesystem;
 mod hardening;
+mod mcp;
+mod messages;
 mod mount_view;
 mod network;
 mod process;
+mod proxy;
+mod robustness;
+mod secrets;
+mod trust_boundary;

@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
 use tokio::sync::{mpsc, oneshot};
 
 use crate::orchestrator::{ApprovalAnswer, ApprovalRequest, Approver};
@@ -39,12 +40,18 @@ impl Approver for ProtocolApprover {
         };
         let (tx, rx) = oneshot::channel();
         self.pending.borrow_mut().insert(id.clone(), tx);
+        let display = cordon_policies::render_argv(&request.command);
         let sent = self.out.send(Outgoing::ApprovalRequest {
             request_id: id,
             call_request_id: self.call_request_id.clone(),
             command: request.command.clone(),
+            display: display.text,
+            hidden_characters: display.hidden_characters,
             cwd: request.cwd.display().to_string(),
             reason: request.reason.clone(),
+            stage: request.stage,
+            sandbox_mode: request.sandbox_mode,
+            evidence: request.evidence.clone(),
         });
         async move {
             if sent.is_err() {
@@ -60,12 +67,31 @@ impl Approver for ProtocolApprover {
     }
 }
 
-/// Serves the protocol until EOF or `shutdown`. Must run inside a `LocalSet`.
+/// The longest input line served; a longer one is answered with an error and skipped.
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+/// At most this much of a bad line (or of a parser message about it) is ever echoed back.
+pub(crate) const EXCERPT_BYTES: usize = 200;
+
+/// Why [`serve`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// EOF on the input.
+    Eof,
+    /// A `shutdown` request.
+    Shutdown,
+    /// SIGTERM, SIGINT or SIGHUP (the number): the caller exits 128+N after cleaning up.
+    Signal(i32),
+}
+
+/// Serves the protocol until EOF, `shutdown` or a terminating signal. Must run inside a
+/// `LocalSet`. Every line is bytes: invalid UTF-8, invalid JSON, unknown tools and oversized
+/// lines each get one `error` (with the requestId when it can be read) and serving goes on.
+/// On the way out, pending approvals are denied and every session is terminated.
 pub async fn serve(
-    input: impl AsyncBufRead + Unpin,
+    mut input: impl AsyncBufRead + Unpin,
     mut output: impl AsyncWrite + Unpin + 'static,
     manager: Rc<SessionManager>,
-) -> std::io::Result<()> {
+) -> std::io::Result<ServeEnd> {
     let (out, mut outbox) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::task::spawn_local(async move {
         while let Some(message) = outbox.recv().await {
@@ -80,39 +106,49 @@ pub async fn serve(
     });
     let pending: Pending = Rc::new(RefCell::new(HashMap::new()));
     let next = Rc::new(RefCell::new(0u64));
-    let mut lines = input.lines();
-    while let Some(line) = lines.next_line().await? {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let message = match serde_json::from_str::<Incoming>(&line) {
-            Ok(message) => message,
-            Err(e) => {
-                let request_id = serde_json::from_str::<Value>(&line)
-                    .ok()
-                    .and_then(|v| v.get("requestId").cloned());
+    let mut signals = Signals::new();
+    let mut line = Vec::new();
+    let end = loop {
+        let read = tokio::select! {
+            read = read_line(&mut input, &mut line) => read?,
+            signal = signals.recv() => break ServeEnd::Signal(signal),
+        };
+        let message = match read {
+            Line::Eof => break ServeEnd::Eof,
+            Line::TooLong => {
                 let _ = out.send(Outgoing::Error {
-                    request_id,
-                    message: format!("cannot read this line: {e}"),
+                    request_id: None,
+                    message: format!(
+                        "line longer than {MAX_LINE_BYTES} bytes; ignored (it began {})",
+                        excerpt(&String::from_utf8_lossy(&line))
+                    ),
                 });
                 continue;
             }
+            Line::Complete if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Line::Complete => match parse_line(&line) {
+                Ok(message) => message,
+                Err((request_id, message)) => {
+                    let _ = out.send(Outgoing::Error { request_id, message });
+                    continue;
+                }
+            },
         };
         match message {
             Incoming::ListTools { request_id } => {
                 let _ = out.send(Outgoing::ListToolsResponse { request_id, tools: tools() });
             }
             Incoming::Shutdown { request_id } => {
-                manager.shutdown();
                 let _ = out.send(Outgoing::ShutdownResponse { request_id });
-                break;
+                break ServeEnd::Shutdown;
             }
             Incoming::ApprovalResponse { request_id, decision } => {
                 let key = match &request_id {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                match pending.borrow_mut().remove(&key) {
+                let waiter = pending.borrow_mut().remove(&key);
+                match waiter {
                     Some(waiter) => {
                         let _ = waiter.send(decision);
                     }
@@ -139,12 +175,141 @@ pub async fn serve(
                 });
             }
         }
-    }
-    // EOF or shutdown: nothing the executor started may outlive it.
+    };
+    // Nothing the executor started may outlive it: questions still open are answered no (their
+    // calls then refuse), and every session is closed.
+    pending.borrow_mut().clear();
     manager.shutdown();
     drop(out);
-    let _ = writer.await;
-    Ok(())
+    // Calls still finishing hold the outbox open; their last words are not worth a hang.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
+    Ok(end)
+}
+
+/// How reading one line ended.
+enum Line {
+    Complete,
+    /// Longer than [`MAX_LINE_BYTES`]: the rest up to the newline was discarded; `line` holds
+    /// the beginning.
+    TooLong,
+    Eof,
+}
+
+/// Reads one `\n`-terminated line of bytes into `line` (without the newline), never holding
+/// more than [`MAX_LINE_BYTES`] of it.
+async fn read_line(
+    input: &mut (impl AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+) -> std::io::Result<Line> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (line.is_empty() && !too_long, too_long) {
+                (true, _) => Line::Eof,
+                (false, true) => Line::TooLong,
+                (false, false) => Line::Complete,
+            });
+        }
+        let (chunk, found) = match available.iter().position(|b| *b == b'\n') {
+            Some(end) => (&available[..end], Some(end + 1)),
+            None => (available, None),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(line.len());
+        if chunk.len() > room {
+            too_long = true;
+        }
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = found.unwrap_or(available.len());
+        input.consume(used);
+        if found.is_some() {
+            return Ok(if too_long { Line::TooLong } else { Line::Complete });
+        }
+    }
+}
+
+/// Parses one line; on failure, the requestId if it can be read and a short message.
+fn parse_line(line: &[u8]) -> Result<Incoming, (Option<Value>, String)> {
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(error) => {
+            // The id may still be readable around the bad bytes.
+            let request_id = find_request_id(&String::from_utf8_lossy(line));
+            return Err((
+                request_id,
+                format!("line is not valid UTF-8 (byte {}); ignored", error.valid_up_to()),
+            ));
+        }
+    };
+    serde_json::from_str::<Incoming>(text).map_err(|error| {
+        let request_id = find_request_id(text);
+        (request_id, format!("cannot read this line: {}", excerpt(&error.to_string())))
+    })
+}
+
+/// The `requestId` of a line that is not a valid request: from the parsed object when it is
+/// JSON, else the value after the first `"requestId":` that parses on its own.
+fn find_request_id(text: &str) -> Option<Value> {
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(whole) => whole.get("requestId")?.clone(),
+        Err(_) => {
+            let after_key = text.split_once("\"requestId\"")?.1.trim_start().strip_prefix(':')?;
+            serde_json::Deserializer::from_str(after_key).into_iter::<Value>().next()?.ok()?
+        }
+    };
+    // An id with a replacement character is not the one the harness sent.
+    let usable = match &value {
+        Value::String(id) => !id.contains('\u{FFFD}'),
+        Value::Number(_) => true,
+        _ => false,
+    };
+    usable.then_some(value)
+}
+
+/// At most [`EXCERPT_BYTES`] of `text` (on a character boundary), marked when cut.
+pub(crate) fn excerpt(text: &str) -> String {
+    if text.len() <= EXCERPT_BYTES {
+        return text.to_owned();
+    }
+    let mut end = EXCERPT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// SIGTERM, SIGINT and SIGHUP, as a stream (none when they cannot be installed).
+pub(crate) struct Signals {
+    streams: Option<[(i32, tokio::signal::unix::Signal); 3]>,
+}
+
+impl Signals {
+    pub(crate) fn new() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let streams = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(term), Ok(int), Ok(hup)) => {
+                Some([(libc::SIGTERM, term), (libc::SIGINT, int), (libc::SIGHUP, hup)])
+            }
+            _ => None,
+        };
+        Signals { streams }
+    }
+
+    pub(crate) async fn recv(&mut self) -> i32 {
+        let Some([(n0, s0), (n1, s1), (n2, s2)]) = &mut self.streams else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = s0.recv() => *n0,
+            _ = s1.recv() => *n1,
+            _ = s2.recv() => *n2,
+        }
+    }
 }
 
 async fn call_tool(
@@ -169,3 +334,7 @@ async fn call_tool(
         Err(message) => CallOutcome::Error { message },
     }
 }
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,7 +1,10 @@
 //! The executor's JSON-lines messages (DESIGN §10): `type` in snake_case, fields in camelCase.
 
+use cordon_policies::SandboxMode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::orchestrator::ApprovalStage;
 
 /// A line from the harness.
 #[derive(Debug, Deserialize)]
@@ -55,12 +58,20 @@ pub enum Outgoing {
         request_id: Option<Value>,
         message: String,
     },
+    /// `command` is the raw argv (JSON strings are lossless); `display` is the same argv as
+    /// a terminal prompt shows it (quoted, hidden characters escaped), with `hiddenCharacters`
+    /// telling a harness to warn.
     ApprovalRequest {
         request_id: String,
         call_request_id: Value,
         command: Vec<String>,
+        display: String,
+        hidden_characters: bool,
         cwd: String,
         reason: String,
+        stage: ApprovalStage,
+        sandbox_mode: SandboxMode,
+        evidence: Vec<String>,
     },
 }
 

@@ -11,6 +11,7 @@
 //! group is killed when it is pruned or when the manager shuts down.
 
 mod idle;
+mod listing;
 mod process;
 mod text;
 
@@ -23,13 +24,15 @@ use std::time::{Duration, Instant};
 use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
 use serde::Deserialize;
 
-use crate::orchestrator::{Approver, ExecRequest, Orchestrator};
-use crate::sandbox::{SandboxKind, SandboxSetupError, command_spec};
+use crate::launch::{SandboxKind, SandboxSetupError, plan_launch};
+use crate::orchestrator::{Approver, Authorization, ExecRequest, Orchestrator};
 use crate::spawn::{OutputMode, StdinMode};
 
-pub use text::{SessionState, Wait, clamp_yield, result_text, token_count, truncate_middle};
+use text::{Collected, SessionState, Wait, clamp_yield, result_text};
 
 use process::SessionProcess;
+
+pub use listing::SessionSummary;
 
 /// Live sessions at most.
 pub const MAX_SESSIONS: usize = 64;
@@ -102,8 +105,17 @@ pub enum SessionError {
     Rejected(String),
     #[error("unknown session id {0} (it never existed, or its process exited and was reported)")]
     UnknownSession(u32),
+    #[error("session {0} was closed to make room (oldest idle; at most {MAX_SESSIONS} sessions)")]
+    Pruned(u32),
+    #[error(
+        "at most {MAX_SESSIONS} sessions, and every one is busy with a call: wait for one to \
+         return, or end one (exit, Ctrl-D) before starting another"
+    )]
+    TooManySessions,
     #[error("session {0} runs on pipes, not a terminal: it has no stdin to write to")]
     NotATerminal(u32),
+    #[error("cannot use workdir {}: {source}", .path.display())]
+    Workdir { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Setup(#[from] SandboxSetupError),
     #[error("cannot start the session: {0}")]
@@ -124,7 +136,11 @@ pub struct SessionDefaults {
 
 struct Entry {
     session: Arc<SessionProcess>,
+    /// What the session runs, for listings.
+    about: listing::About,
     last_used: u64,
+    /// Calls waiting on this session right now: a busy session is never pruned.
+    busy: u32,
 }
 
 #[derive(Default)]
@@ -132,6 +148,26 @@ struct Table {
     sessions: HashMap<u32, Entry>,
     next_id: u32,
     clock: u64,
+    /// Sessions closed to make room, most recent last (bounded), so their ids can say so.
+    closed: std::collections::VecDeque<u32>,
+}
+
+/// How many pruned session ids are remembered.
+const CLOSED_REMEMBERED: usize = 4096;
+
+/// Marks a session busy while a call waits on it; dropping it (also when the call is
+/// abandoned) releases the session.
+struct Busy<'a> {
+    manager: &'a SessionManager,
+    id: u32,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.manager.table().sessions.get_mut(&self.id) {
+            entry.busy = entry.busy.saturating_sub(1);
+        }
+    }
 }
 
 /// The sessions of one executor.
@@ -180,10 +216,20 @@ impl SessionManager {
         let started = Instant::now();
         let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
         let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
+        // The workdir only sets where the command runs: the writable roots stay those the
+        // executor started with (DESIGN §12). Resolved first (relative, `..`, symlinks), so
+        // what is shown for approval is where the command really runs.
         let cwd = match &args.workdir {
-            Some(dir) => self.defaults.cwd.join(dir),
+            Some(dir) => std::fs::canonicalize(self.defaults.cwd.join(dir))
+                .map_err(|source| SessionError::Workdir { path: dir.clone(), source })?,
             None => self.defaults.cwd.clone(),
         };
+        if !cwd.is_dir() {
+            return Err(SessionError::Workdir {
+                path: cwd,
+                source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
+            });
+        }
         let mut env = self.defaults.env.clone();
         env.retain(|(k, _)| !SESSION_ENV.iter().any(|(name, _)| k == name));
         env.extend(SESSION_ENV.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
@@ -196,6 +242,7 @@ impl SessionManager {
         let request = ExecRequest {
             command: vec![shell, flag.to_owned(), args.cmd.clone()],
             cwd,
+            policy_cwd: self.defaults.cwd.clone(),
             sandbox_policy: self.defaults.sandbox_policy.clone(),
             approval: self.defaults.approval,
             escalation,
@@ -205,14 +252,13 @@ impl SessionManager {
             output: OutputMode::Capture,
         };
         let mut approvals = Vec::new();
-        let (_, authorized) = self.orchestrator.authorize(&request, approver, &mut approvals).await;
-        let sandboxed = authorized.map_err(SessionError::Rejected)?;
-        let kind = if sandboxed {
-            SandboxKind::for_policy(&request.sandbox_policy)
-        } else {
-            SandboxKind::None
+        let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
+        {
+            Authorization::Run { sandboxed, .. } => sandboxed,
+            Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
-        let mut spec = command_spec(kind, &request, self.orchestrator.helper())?;
+        let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
+        let mut spec = plan_launch(&request.launch(kind), self.orchestrator.helper())?;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
                 spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
@@ -220,23 +266,45 @@ impl SessionManager {
             }
         }
         let tty = args.tty.unwrap_or(false);
+        // Room first (nothing below awaits, so no other call can take it meanwhile).
+        let closed = self.make_room()?;
         let session = Arc::new(if tty {
             SessionProcess::spawn_pty(&spec)?
         } else {
             SessionProcess::spawn_pipes(&spec)?
         });
-        let id = self.register(Arc::clone(&session));
+        let about = listing::About { cmd: args.cmd.clone(), tty, started: Instant::now() };
+        let id = self.register(Arc::clone(&session), about);
+        let _busy = Busy { manager: self, id };
+        let abandoned = listing::KillIfAbandoned::new(self, id);
         let yield_for =
             clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        Ok(self.collect(id, &session, Collect { started, yield_for, max_tokens }).await)
+        let text = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
+        abandoned.disarm();
+        if closed.is_empty() {
+            return Ok(text);
+        }
+        let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
+        let note = format!(
+            "Note: closed session {} (oldest idle) to stay within {MAX_SESSIONS} sessions\nOutput:\n",
+            ids.join(", ")
+        );
+        Ok(text.replacen("Output:\n", &note, 1))
     }
 
     /// `write_stdin`: returns the result text.
     pub async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, SessionError> {
         let started = Instant::now();
         let id = args.session_id;
-        let session = self.touch(id).ok_or(SessionError::UnknownSession(id))?;
+        let session = self.touch(id).ok_or_else(|| {
+            if self.table().closed.contains(&id) {
+                SessionError::Pruned(id)
+            } else {
+                SessionError::UnknownSession(id)
+            }
+        })?;
+        let _busy = Busy { manager: self, id };
         let chars = args.chars.unwrap_or_default();
         let empty_poll = chars.is_empty();
         if !empty_poll {
@@ -245,12 +313,15 @@ impl SessionManager {
                 process::WriteError::Io(source) => SessionError::Write { id, source },
             })?;
         }
+        let abandoned = listing::KillIfAbandoned::new(self, id);
         let yield_for = clamp_yield(
             args.yield_time_ms.unwrap_or(DEFAULT_WRITE_YIELD_MS),
             if empty_poll { Wait::EmptyPoll } else { Wait::AfterInput },
         );
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        Ok(self.collect(id, &session, Collect { started, yield_for, max_tokens }).await)
+        let text = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
+        abandoned.disarm();
+        Ok(text)
     }
 
     /// Waits for output (see the module docs), then reports and, for an exited process,
@@ -275,7 +346,7 @@ impl SessionManager {
             }
             session.wait_for_output((deadline - now).min(Duration::from_millis(5))).await;
         }
-        let output = session.take_output();
+        let (output, original_bytes) = session.take_output();
         let state = match session.exit_code() {
             Some(code) if session.exit_settled(EXIT_DRAIN) => {
                 self.table().sessions.remove(&id);
@@ -283,27 +354,48 @@ impl SessionManager {
             }
             _ => SessionState::Running { session_id: id },
         };
-        result_text(started.elapsed(), state, &output, max_tokens)
+        result_text(
+            started.elapsed(),
+            state,
+            Collected { text: &output, original_bytes },
+            max_tokens,
+        )
     }
 
-    fn register(&self, session: Arc<SessionProcess>) -> u32 {
+    /// At the cap, closes idle sessions until one more fits and returns their ids; refuses
+    /// when every session is busy with a call.
+    fn make_room(&self) -> Result<Vec<u32>, SessionError> {
         let mut table = self.table();
-        if table.sessions.len() >= MAX_SESSIONS {
-            prune_one(&mut table);
+        let mut closed = Vec::new();
+        while table.sessions.len() >= MAX_SESSIONS {
+            let id = prune_one(&mut table).ok_or(SessionError::TooManySessions)?;
+            table.closed.push_back(id);
+            if table.closed.len() > CLOSED_REMEMBERED {
+                table.closed.pop_front();
+            }
+            closed.push(id);
         }
+        Ok(closed)
+    }
+
+    /// Adds a new session, busy with the call that started it.
+    fn register(&self, session: Arc<SessionProcess>, about: listing::About) -> u32 {
+        let mut table = self.table();
         table.next_id += 1;
         table.clock += 1;
         let (id, last_used) = (table.next_id, table.clock);
-        table.sessions.insert(id, Entry { session, last_used });
+        table.sessions.insert(id, Entry { session, about, last_used, busy: 1 });
         id
     }
 
+    /// The session, marked used now and busy (release with a [`Busy`] guard).
     fn touch(&self, id: u32) -> Option<Arc<SessionProcess>> {
         let mut table = self.table();
         table.clock += 1;
         let clock = table.clock;
         let entry = table.sessions.get_mut(&id)?;
         entry.last_used = clock;
+        entry.busy += 1;
         Some(Arc::clone(&entry.session))
     }
 
@@ -316,31 +408,47 @@ impl SessionManager {
         self.len() == 0
     }
 
-    /// Terminates every session's process group.
+    /// Closes every session: SIGHUP to each process group (as a closing terminal would), a
+    /// short grace period, then SIGKILL.
     pub fn shutdown(&self) {
-        let mut table = self.table();
-        for (_, entry) in table.sessions.drain() {
+        let sessions: Vec<Entry> = self.table().sessions.drain().map(|(_, e)| e).collect();
+        if sessions.is_empty() {
+            return;
+        }
+        for entry in &sessions {
+            entry.session.hang_up();
+        }
+        std::thread::sleep(SHUTDOWN_GRACE);
+        for entry in &sessions {
             entry.session.terminate();
         }
     }
 }
 
-/// Terminates and removes the least recently used session outside the protected most recent
-/// ones, preferring sessions whose process already exited.
-fn prune_one(table: &mut Table) {
-    let mut by_age: Vec<(u64, u32, bool)> = table
+/// How long sessions get between SIGHUP and SIGKILL at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
+
+/// Terminates and removes the least recently used idle session outside the protected most
+/// recent ones, preferring sessions whose process already exited. A session a call is waiting
+/// on is never pruned. Returns the id, or `None` when no session may go.
+fn prune_one(table: &mut Table) -> Option<u32> {
+    let mut by_age: Vec<(u64, u32, bool, bool)> = table
         .sessions
         .iter()
-        .map(|(id, e)| (e.last_used, *id, e.session.exit_code().is_some()))
+        .map(|(id, e)| (e.last_used, *id, e.session.exit_code().is_some(), e.busy > 0))
         .collect();
     by_age.sort_unstable();
-    let candidates = &by_age[..by_age.len().saturating_sub(PROTECTED_RECENT)];
-    let victim = candidates.iter().find(|(_, _, exited)| *exited).or_else(|| candidates.first());
-    if let Some((_, id, _)) = victim {
-        if let Some(entry) = table.sessions.remove(id) {
-            entry.session.terminate();
-        }
+    let candidates: Vec<_> = by_age[..by_age.len().saturating_sub(PROTECTED_RECENT)]
+        .iter()
+        .filter(|(_, _, _, busy)| !busy)
+        .copied()
+        .collect();
+    let (_, id, _, _) =
+        candidates.iter().find(|(_, _, exited, _)| *exited).or_else(|| candidates.first())?;
+    if let Some(entry) = table.sessions.remove(id) {
+        entry.session.terminate();
     }
+    Some(*id)
 }
 
 impl Drop for SessionManager {

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use super::{SessionError, UNREAD_CAP};
 use crate::capture::HeadTail;
-use crate::spawn::CommandSpec;
+use crate::launch::LaunchPlan;
 
 /// What the readers and the waiter share with the session.
 struct Shared {
@@ -87,7 +87,7 @@ fn spawn_error(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Sessio
 
 impl SessionProcess {
     /// In a new PTY: the child is a session leader with the PTY as controlling terminal.
-    pub fn spawn_pty(spec: &CommandSpec) -> Result<Self, SessionError> {
+    pub fn spawn_pty(spec: &LaunchPlan) -> Result<Self, SessionError> {
         let pair = native_pty_system()
             .openpty(PtySize { rows: 24, cols: 200, pixel_width: 0, pixel_height: 0 })
             .map_err(spawn_error)?;
@@ -141,7 +141,7 @@ impl SessionProcess {
     }
 
     /// On pipes: stdin from /dev/null, stdout and stderr merged into the session's output.
-    pub fn spawn_pipes(spec: &CommandSpec) -> Result<Self, SessionError> {
+    pub fn spawn_pipes(spec: &LaunchPlan) -> Result<Self, SessionError> {
         use std::os::unix::process::CommandExt;
         let mut command = spec.to_command();
         command
@@ -149,7 +149,7 @@ impl SessionProcess {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        crate::sys::prepare_child(&mut command);
+        crate::sys::prepare_child(&mut command, crate::sys::Terminal::Leave);
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let shared = Shared::new();
@@ -246,12 +246,20 @@ impl SessionProcess {
         master.lock().unwrap_or_else(std::sync::PoisonError::into_inner).process_group_leader()
     }
 
-    /// Everything printed since the last call (lossy UTF-8; a marker where bytes were dropped).
-    pub fn take_output(&self) -> String {
+    /// Everything printed since the last call (lossy UTF-8; a marker where bytes were
+    /// dropped) and how many bytes that was in all.
+    pub fn take_output(&self) -> (String, u64) {
         let mut state = self.shared.state();
-        let text = state.unread.text();
+        let taken = (state.unread.text(), state.unread.total());
         state.unread = HeadTail::new(UNREAD_CAP);
-        text
+        taken
+    }
+
+    /// Sends SIGHUP to the session's process group (the terminal went away).
+    pub fn hang_up(&self) {
+        if let Some(pid) = self.pid {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGHUP);
+        }
     }
 
     /// Kills the session's process group.

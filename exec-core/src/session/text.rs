@@ -69,9 +69,38 @@ pub enum SessionState {
     Exited { code: i32 },
 }
 
-/// The result text of DESIGN §9.
-pub fn result_text(wall: Duration, state: SessionState, output: &str, max_tokens: usize) -> String {
-    let (output, original) = truncate_middle(output, max_tokens);
+/// Output collected for one result: its text and how many bytes the command really printed
+/// (more than the text holds when the session's unread buffer had to drop some).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collected<'a> {
+    pub text: &'a str,
+    pub original_bytes: u64,
+}
+
+#[cfg(test)]
+impl<'a> Collected<'a> {
+    /// Output that was kept whole.
+    pub fn whole(text: &'a str) -> Self {
+        Collected { text, original_bytes: text.len() as u64 }
+    }
+}
+
+/// The result text of DESIGN §9. The truncation warning counts everything the command printed
+/// since the last read, including what the session's buffer dropped: tokens = bytes / 4,
+/// rounded up.
+pub fn result_text(
+    wall: Duration,
+    state: SessionState,
+    output: Collected<'_>,
+    max_tokens: usize,
+) -> String {
+    let (text, cut) = truncate_middle(output.text, max_tokens);
+    let dropped_before = output.original_bytes > output.text.len() as u64;
+    let original = (cut.is_some() || dropped_before).then(|| {
+        let bytes = output.original_bytes.max(output.text.len() as u64);
+        (usize::try_from(bytes.div_ceil(4)).unwrap_or(usize::MAX), bytes)
+    });
+    let output = text;
     let mut text = format!("Wall time: {:.3} seconds\n", wall.as_secs_f64());
     match state {
         SessionState::Running { session_id } => {
@@ -81,8 +110,10 @@ pub fn result_text(wall: Duration, state: SessionState, output: &str, max_tokens
             text.push_str(&format!("Process exited with code {code}\n"))
         }
     }
-    if let Some(original) = original {
-        text.push_str(&format!("Warning: truncated output (original token count: {original})\n"));
+    if let Some((tokens, bytes)) = original {
+        text.push_str(&format!(
+            "Warning: truncated output (original token count: {tokens}, {bytes} bytes)\n"
+        ));
     }
     text.push_str("Output:\n");
     text.push_str(&output);
@@ -124,22 +155,42 @@ mod tests {
 
     #[test]
     fn result_text_has_the_design_shape() {
-        let text =
-            result_text(Duration::from_millis(512), SessionState::Exited { code: 0 }, "hi\n", 100);
+        let text = result_text(
+            Duration::from_millis(512),
+            SessionState::Exited { code: 0 },
+            Collected::whole("hi\n"),
+            100,
+        );
         assert_eq!(text, "Wall time: 0.512 seconds\nProcess exited with code 0\nOutput:\nhi\n");
         let text = result_text(
             Duration::from_millis(5),
             SessionState::Running { session_id: 3 },
-            &"x".repeat(100),
+            Collected::whole(&"x".repeat(100)),
             10,
         );
         assert_eq!(
             text,
             format!(
-                "Wall time: 0.005 seconds\nProcess running with session ID 3\nWarning: truncated output (original token count: 25)\nOutput:\n{}…15 tokens truncated…{}",
+                "Wall time: 0.005 seconds\nProcess running with session ID 3\nWarning: truncated output (original token count: 25, 100 bytes)\nOutput:\n{}…15 tokens truncated…{}",
                 "x".repeat(20),
                 "x".repeat(20)
             )
+        );
+    }
+
+    #[test]
+    fn bytes_the_session_buffer_dropped_count_in_the_original_size() {
+        let text = result_text(
+            Duration::from_millis(5),
+            SessionState::Exited { code: 0 },
+            Collected { text: "head…tail", original_bytes: 4_000_001 },
+            10_000,
+        );
+        assert!(
+            text.contains(
+                "Warning: truncated output (original token count: 1000001, 4000001 bytes)"
+            ),
+            "{text}"
         );
     }
 }

@@ -130,7 +130,8 @@ fn the_program_is_a_fraction_of_the_generic_compilers_size() {
     for network in [Network::Off, Network::On] {
         let program = emit(&deny_rules(network), TARGET).unwrap();
         eprintln!("{network:?}: {} instructions", program.len());
-        // seccompiler emitted 391 instructions for a smaller table than this one.
-        assert!(program.len() < 180, "{network:?}: {} instructions", program.len());
+        // seccompiler emitted 391 instructions for a smaller table than this one (which has
+        // grown since by the host-process rules: about 12 instructions).
+        assert!(program.len() < 200, "{network:?}: {} instructions", program.len());
     }
 }

@@ -18,8 +18,6 @@ pub use bpf::EmitError;
 
 use seccompiler::BpfProgram;
 
-use crate::error::HelperError;
-
 /// Whether the sandboxed command may use the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Network {
@@ -273,6 +271,7 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
         always("clock_adjtime", libc::SYS_clock_adjtime, "the clock is host-wide"),
         always("adjtimex", libc::SYS_adjtimex, "the clock is host-wide"),
     ];
+    rules.extend(host_process_rules());
     #[cfg(target_arch = "x86_64")]
     rules.extend([
         always("iopl", libc::SYS_iopl, "raw I/O port access"),
@@ -340,6 +339,43 @@ fn setid_rules() -> Vec<DenyRule> {
     rules
 }
 
+/// Calls that reach other processes or host-wide state by pid or by device (what Docker's
+/// default profile refuses). Inside the PID namespace host pids are invisible anyway; these
+/// also hold under the subreaper fallback, where they are not. `setpriority` is left alone:
+/// `nice` and `renice` of the command's own children must work, an unprivileged (capability-
+/// less) caller can only lower a priority, and in the namespace a host pid cannot be named.
+/// System V IPC is separated by the IPC namespace, not by a rule.
+fn host_process_rules() -> Vec<DenyRule> {
+    const NUMA: &str = "NUMA memory policy and page placement: moves memory of other processes \
+                        (migrate_pages, move_pages) and degrades the host's performance";
+    vec![
+        when(
+            "prlimit64",
+            libc::SYS_prlimit64,
+            vec![vec![(0, Cmp::Ne(0))]],
+            "pid != 0 (another process; 0 = itself, what setrlimit and getrlimit use)",
+            "reading or changing the resource limits of a process outside the sandbox",
+        ),
+        always(
+            "kcmp",
+            libc::SYS_kcmp,
+            "comparing kernel objects of other processes (address-space and fd probing)",
+        ),
+        always(
+            "process_madvise",
+            libc::SYS_process_madvise,
+            "advising (reclaiming, paging out) another process's memory",
+        ),
+        always("mbind", libc::SYS_mbind, NUMA),
+        always("set_mempolicy", libc::SYS_set_mempolicy, NUMA),
+        always("set_mempolicy_home_node", SET_MEMPOLICY_HOME_NODE, NUMA),
+        always("migrate_pages", libc::SYS_migrate_pages, NUMA),
+        always("move_pages", libc::SYS_move_pages, NUMA),
+        always("quotactl", libc::SYS_quotactl, "disk quotas are host-wide"),
+        always("quotactl_fd", QUOTACTL_FD, "disk quotas are host-wide"),
+    ]
+}
+
 /// With the network off only UNIX sockets can be created, but a UNIX stream socket still
 /// reaches every daemon on the host by path: tmux and screen servers (typing into the user's
 /// shell), ssh-agent, the D-Bus session bus (`systemd-run --user`), X11, container engines.
@@ -372,13 +408,15 @@ const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
 const CLONE3: u32 = 435;
 const OPENAT2: u32 = 437;
 const FCHMODAT2: i64 = 452;
+const QUOTACTL_FD: i64 = 443;
+const SET_MEMPOLICY_HOME_NODE: i64 = 450;
 
 fn errno(e: i32) -> u32 {
     libc::SECCOMP_RET_ERRNO | (u(e) & libc::SECCOMP_RET_DATA)
 }
 
 /// Compiles the deny table for `network` into one BPF program.
-pub fn build_program(network: Network) -> Result<BpfProgram, HelperError> {
+pub fn build_program(network: Network) -> Result<BpfProgram, EmitError> {
     const ENOSYS_CALLS: &[u32] = &[CLONE3, OPENAT2];
     let target = bpf::Target {
         audit_arch: AUDIT_ARCH,
@@ -386,12 +424,12 @@ pub fn build_program(network: Network) -> Result<BpfProgram, HelperError> {
         deny: errno(libc::EPERM),
         enosys: errno(libc::ENOSYS),
     };
-    Ok(bpf::emit(&deny_rules(network), target)?)
+    bpf::emit(&deny_rules(network), target)
 }
 
 /// Installs `program` on the calling thread. Needs `no_new_privs` (or CAP_SYS_ADMIN).
-pub fn install(program: &BpfProgram) -> Result<(), HelperError> {
-    Ok(seccompiler::apply_filter(program)?)
+pub fn install(program: &BpfProgram) -> Result<(), seccompiler::Error> {
+    seccompiler::apply_filter(program)
 }
 
 #[cfg(test)]

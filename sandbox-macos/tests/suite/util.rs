@@ -91,6 +91,7 @@ pub fn policy(
     hidden: &[&Path],
 ) -> ResolvedPolicy {
     ResolvedPolicy {
+        network_domains: None,
         writable_roots: roots.iter().map(|r| r.to_path_buf()).collect(),
         network_access,
         protected_paths: protected.iter().map(|p| (*p).to_owned()).collect(),

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Launch cost of `/bin/true` through cordon and its peers, in one hyperfine run (issue 14):
+# bare; cordon's helper (static and dynamic builds; with and without the mount view; with and
+# without the PID + IPC namespaces); `cordon sandbox linux --full-auto`; `cordon exec -a never
+# -s workspace-write`; bubblewrap (read-only root, one read-write directory, no network), with
+# and without --unshare-pid --unshare-ipc; firejail --noprofile --net=none; and the floor, a
+# static Rust program that only execv's its argument. Prints median, mean, × bare and the peak
+# RSS of the process tree (the largest process in it: cordon's front-end for `exec`/`sandbox`,
+# the helper for the helper rows).
+#
+#   bash bench/compare.sh                     # 300 runs each, 30 warm-up runs
+#   RUNS=1000 bash bench/compare.sh --json results.json
+#   SKIP_BUILD=1 bash bench/compare.sh        # the builds in target/ as they are
+#
+# Installs hyperfine, bubblewrap, firejail and GNU time from Debian when they are missing (needs root).
+set -euo pipefail
+RUNS=${RUNS:-300}
+WARMUP=${WARMUP:-30}
+json_out=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --json) json_out=$(realpath -m "$2"); shift 2 ;;
+    *) echo "usage: $0 [--json FILE]" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v hyperfine >/dev/null || missing+=(hyperfine)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v firejail >/dev/null || missing+=(firejail)
+[ -x /usr/bin/time ] || missing+=(time)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}" >&2
+  apt-get install -y -q "${missing[@]}" >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }
+fi
+
+host=$(rustc -vV | sed -n 's/^host: //p')
+if [ -z "${SKIP_BUILD:-}" ]; then
+  cargo build --release -q -p cordon
+  # Static-pie: no dynamic loader and no second libc start-up in the chain.
+  RUSTFLAGS='-C target-feature=+crt-static' cargo build --release -q -p cordon --target "$host"
+fi
+dyn=$PWD/target/release/cordon
+static=$PWD/target/$host/release/cordon
+
+tmp=$(mktemp -d)
+# CORDON_HOME must not lie inside a writable root (and /tmp is one).
+home=$(mktemp -d -p /var/tmp cordon-bench-home.XXXXXX)
+trap 'rm -rf "$tmp" "$home"' EXIT
+export CORDON_HOME="$home"
+mkdir -p "$tmp/dyn" "$tmp/static" "$tmp/work"
+work=$tmp/work
+# The helper personality through a symlink, exactly as a caller that execs it directly.
+ln -s "$dyn" "$tmp/dyn/codex-linux-sandbox"
+ln -s "$static" "$tmp/static/codex-linux-sandbox"
+# The floor: the least a helper that execs its command can cost.
+cat >"$tmp/floor.rs" <<'RS'
+use std::os::unix::process::CommandExt;
+fn main() {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    let error = std::process::Command::new(&args[0]).args(&args[1..]).exec();
+    eprintln!("floor: {error}");
+    std::process::exit(127);
+}
+RS
+rustc -O -C panic=abort -C target-feature=+crt-static --target "$host" -o "$tmp/floor" "$tmp/floor.rs"
+
+names=()
+commands=()
+add() { names+=("$1"); commands+=("$2"); }
+add "bare /bin/true" "/bin/true"
+add "floor: static execv" "$tmp/floor /bin/true"
+policy='{"type":"workspace-write"}'
+for build in static dyn; do
+  helper="$tmp/$build/codex-linux-sandbox --sandbox-policy-cwd $work --sandbox-policy '$policy'"
+  add "helper $build, mount view + PID/IPC ns" "$helper -- /bin/true"
+  add "helper $build, mount view, --no-pid-namespace" "$helper --no-pid-namespace -- /bin/true"
+  add "helper $build, --no-mount-view" "$helper --no-mount-view -- /bin/true"
+done
+add "cordon sandbox linux --full-auto (static)" "$static sandbox linux --full-auto -- /bin/true"
+add "cordon exec -a never -s workspace-write (static)" \
+  "$static exec -a never -s workspace-write -C $work -- /bin/true"
+add "cordon exec -a never -s workspace-write (dyn)" \
+  "$dyn exec -a never -s workspace-write -C $work -- /bin/true"
+add "bubblewrap" "bwrap --ro-bind / / --dev /dev --bind $work $work --unshare-net /bin/true"
+add "bubblewrap + --unshare-pid --unshare-ipc" \
+  "bwrap --ro-bind / / --dev /dev --bind $work $work --unshare-net --unshare-pid --unshare-ipc /bin/true"
+add "firejail --noprofile --net=none" "firejail --quiet --noprofile --net=none /bin/true"
+
+# hyperfine -N splits a command line as a shell would (quotes group words); the probe and the
+# RSS runs split them the same way (shlex).
+for i in "${!names[@]}"; do
+  printf '%s\t%s\n' "${names[$i]}" "${commands[$i]}"
+done >"$tmp/commands.tsv"
+# A variant that cannot run here (a peer this kernel or container refuses) is left out, with
+# the reason on stderr.
+args=()
+while IFS=$'\t' read -r name command; do
+  args+=(-n "$name" "$command")
+done < <(cd "$work" && python3 - "$tmp/commands.tsv" <<'PY'
+import shlex, subprocess, sys
+for line in open(sys.argv[1]):
+    name, command = line.rstrip("\n").split("\t", 1)
+    run = subprocess.run(shlex.split(command), capture_output=True, text=True)
+    if run.returncode == 0:
+        print(f"{name}\t{command}")
+    else:
+        why = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[0]
+        print(f"skipped {name}: {why}", file=sys.stderr)
+PY
+)
+
+cd "$work"
+hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$tmp/hyperfine.json" "${args[@]}" >/dev/null
+
+# Peak RSS: wait4's rusage of the top process covers it and every descendant it waited for;
+# the largest of them is the front-end (or the helper, in the helper rows). Median of 20 runs.
+python3 - "$tmp/hyperfine.json" "$tmp/commands.tsv" "$json_out" <<'PY'
+import json, os, platform, shlex, statistics, subprocess, sys, tempfile
+
+results = json.load(open(sys.argv[1]))["results"]
+commands = dict(line.rstrip("\n").split("\t", 1) for line in open(sys.argv[2]))
+
+def peak_rss_kib(command):
+    # Through GNU time: a child forked from this Python would carry Python's own peak into
+    # its rusage (the kernel keeps the high-water mark of the memory an exec replaces).
+    samples = []
+    with tempfile.NamedTemporaryFile(mode="r") as out:
+        for _ in range(20):
+            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name, *shlex.split(command)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            out.seek(0)
+            samples.append(int(out.read().split()[-1]))
+    return statistics.median(samples)
+
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+machine = {
+    "nproc": os.cpu_count(),
+    "cpu": cpu_model(),
+    "kernel": platform.release(),
+    "load": open("/proc/loadavg").read().split()[:3],
+}
+base = results[0]["median"]
+rows = []
+for r in results:
+    rows.append({
+        "name": r["command"],
+        "command": commands[r["command"]],
+        "median_ms": r["median"] * 1e3,
+        "mean_ms": r["mean"] * 1e3,
+        "stddev_ms": r["stddev"] * 1e3,
+        "x_bare": r["median"] / base,
+        "peak_rss_kib": peak_rss_kib(commands[r["command"]]),
+    })
+print(f"machine: {machine['nproc']} x {machine['cpu']}, Linux {machine['kernel']}, "
+      f"load {' '.join(machine['load'])} (before the RSS runs)")
+print(f"{'variant':<50} {'median':>9} {'mean':>9} {'x bare':>7} {'peak RSS':>9}")
+for row in rows:
+    print(f"{row['name']:<50} {row['median_ms']:>7.3f}ms {row['mean_ms']:>7.3f}ms "
+          f"{row['x_bare']:>7.2f} {row['peak_rss_kib'] / 1024:>6.1f}MiB")
+if sys.argv[3]:
+    with open(sys.argv[3], "w") as f:
+        json.dump({"machine": machine, "results": rows}, f, indent=2)
+PY

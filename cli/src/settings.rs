@@ -1,0 +1,255 @@
+//! The high layer of the CLI (ripgrep's `hiargs`): clap's flags plus the config file turned,
+//! in this one module, into validated settings — the sandbox policy, its cwd, the approval
+//! policy, the helper and the user view, the command's environment, the rules. Subcommand
+//! modules depend on this layer and on `flags`, never on each other.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use cordon_exec_core::{HelperSettings, MountViewRequirement, Orchestrator, Strictness};
+use cordon_policies::{
+    AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, PolicyEnv, RemovedVar, RuleSet,
+    RuleSource, SandboxMode, SandboxPolicy, WorkspaceWrite, expand_path,
+};
+
+use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
+use crate::flags::{PolicyFlags, SandboxFlags};
+
+/// `--dangerously-bypass-approvals-and-sandbox` or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bypass {
+    No,
+    ApprovalsAndSandbox,
+}
+
+/// Everything a subcommand needs to run something, validated.
+pub struct Settings {
+    pub config: Config,
+    pub policy: SandboxPolicy,
+    /// The workspace: the policy cwd and the command's cwd.
+    pub cwd: PathBuf,
+    pub approval: AskForApproval,
+    pub helper: HelperSettings,
+    /// `$CORDON_HOME`, from the user view.
+    pub home: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Flags override the config; `default_mode` applies when neither names a mode.
+    pub fn load(
+        flags: &SandboxFlags,
+        policy: &PolicyFlags,
+        default_mode: SandboxMode,
+        bypass: Bypass,
+    ) -> anyhow::Result<Settings> {
+        let user_view = config::user_view()?;
+        let home = user_view.cordon_home.clone();
+        let config = config::load(home.as_deref(), &policy.overrides)?;
+        let cwd = match &flags.cd {
+            Some(dir) => std::fs::canonicalize(dir)
+                .with_context(|| format!("cannot use -C {}", dir.display()))?,
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let (sandbox_policy, approval) = match bypass {
+            Bypass::ApprovalsAndSandbox => {
+                (SandboxPolicy::DangerFullAccess {}, AskForApproval::Never)
+            }
+            Bypass::No => (
+                sandbox_policy(flags, &config, &cwd, default_mode, &user_view.view())?,
+                policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
+            ),
+        };
+        let helper = HelperSettings {
+            exe: helper_exe(&config)?,
+            strictness: if flags.best_effort || config.sandbox_best_effort {
+                Strictness::BestEffort
+            } else {
+                Strictness::FailClosed
+            },
+            mount_view: if flags.require_mount_view {
+                MountViewRequirement::Required
+            } else if flags.no_mount_view {
+                MountViewRequirement::Disabled
+            } else {
+                config.sandbox_mount_view
+            },
+            user_view,
+            proxy_test_resolve: test_resolve()?,
+        };
+        Ok(Settings { config, policy: sandbox_policy, cwd, approval, helper, home })
+    }
+
+    /// The orchestrator: these settings plus the rules files.
+    pub fn orchestrator(&self) -> anyhow::Result<Orchestrator> {
+        let rules = load_rules(self.home.as_deref(), &self.cwd)?;
+        let user_rules = self.home.as_ref().map(|h| h.join("rules.toml"));
+        Ok(Orchestrator::new(rules, user_rules, self.helper.clone()))
+    }
+
+    /// The environment the command gets, after the environment policy, and what the policy
+    /// removed (names only).
+    pub fn command_env(&self) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        let filtered = self.config.shell_environment_policy.apply(vars);
+        let env = filtered.vars.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        (env.collect(), filtered.removed)
+    }
+}
+
+/// The sandbox policy from the flags and the config.
+fn sandbox_policy(
+    flags: &SandboxFlags,
+    config: &Config,
+    cwd: &Path,
+    default_mode: SandboxMode,
+    env: &PolicyEnv<'_>,
+) -> anyhow::Result<SandboxPolicy> {
+    let mode = if flags.full_auto {
+        SandboxMode::WorkspaceWrite
+    } else {
+        flags.mode.or(config.sandbox_mode).unwrap_or(default_mode)
+    };
+    let hidden_paths = hidden_paths(flags, config, env);
+    let ww = &config.sandbox_workspace_write;
+    Ok(match mode {
+        SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess {},
+        SandboxMode::ReadOnly => {
+            if flags.network || !flags.add_dirs.is_empty() || !flags.allow_domains.is_empty() {
+                bail!(
+                    "--network, --allow-domain and --add-dir need -s workspace-write (or --full-auto)"
+                );
+            }
+            SandboxPolicy::ReadOnly { hidden_paths }
+        }
+        SandboxMode::WorkspaceWrite => SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+            writable_roots: ww
+                .writable_roots
+                .iter()
+                .chain(&flags.add_dirs)
+                .map(|d| cwd.join(d))
+                .collect(),
+            network_access: flags.network
+                || match &config.network {
+                    Some(NetworkSetting::Switch(NetworkSwitch::On)) => true,
+                    Some(NetworkSetting::Switch(NetworkSwitch::Off)) => false,
+                    Some(NetworkSetting::Domains(_)) | None => ww.network_access,
+                },
+            network_domains: network_domains(flags, config)?,
+            exclude_tmpdir_env_var: ww.exclude_tmpdir_env_var,
+            exclude_slash_tmp: ww.exclude_slash_tmp,
+            protected_paths: protected_paths(flags, config),
+            hidden_paths,
+        }),
+    })
+}
+
+/// The domain allow-list: config `network = { allow, deny }` plus `--allow-domain`. `--network`
+/// (everything) and `network = "on"|"off"` without `--allow-domain` mean no list. Patterns are
+/// checked here so a typo is an error before anything runs.
+fn network_domains(
+    flags: &SandboxFlags,
+    config: &Config,
+) -> anyhow::Result<Option<cordon_policies::DomainRules>> {
+    if flags.network {
+        return Ok(None);
+    }
+    let mut rules = match &config.network {
+        Some(NetworkSetting::Domains(rules)) => rules.clone(),
+        Some(NetworkSetting::Switch(_)) | None if flags.allow_domains.is_empty() => {
+            return Ok(None);
+        }
+        Some(NetworkSetting::Switch(_)) | None => cordon_policies::DomainRules::default(),
+    };
+    rules.allow.extend(flags.allow_domains.iter().cloned());
+    cordon_policies::DomainMatcher::new(&rules)?;
+    Ok(Some(rules))
+}
+
+/// TEST ONLY: `CORDON_TEST_RESOLVE="name=127.0.0.1:PORT,other=[::1]:PORT"` makes the network
+/// proxy answer these names with these addresses instead of asking DNS, and lets exactly
+/// these names reach a loopback address. For the end-to-end suite, which must never leave
+/// the machine; never set it in real use.
+fn test_resolve() -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
+    let Some(value) = std::env::var_os("CORDON_TEST_RESOLVE") else { return Ok(Vec::new()) };
+    let value = value.to_str().context("CORDON_TEST_RESOLVE is not valid UTF-8")?.to_owned();
+    value
+        .split(',')
+        .filter(|item| !item.trim().is_empty())
+        .map(|item| {
+            let (name, address) = item
+                .split_once('=')
+                .with_context(|| format!("CORDON_TEST_RESOLVE: {item:?} is not name=ip:port"))?;
+            let address = address
+                .trim()
+                .parse()
+                .with_context(|| format!("CORDON_TEST_RESOLVE: {item:?} is not name=ip:port"))?;
+            Ok((name.trim().to_owned(), address))
+        })
+        .collect()
+}
+
+/// The config's list (or the defaults) plus `--protect`. `None` keeps the helper's defaults.
+fn protected_paths(flags: &SandboxFlags, config: &Config) -> Option<Vec<String>> {
+    let configured =
+        config.protected_paths.clone().or(config.sandbox_workspace_write.protected_paths.clone());
+    if flags.protect.is_empty() && configured.is_none() {
+        return None;
+    }
+    let base = configured
+        .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect());
+    Some(base.into_iter().chain(flags.protect.iter().cloned()).collect())
+}
+
+/// The config's list (or the defaults) plus `--hide`, minus `--unhide` (compared after `~`
+/// expansion, since the shell has usually expanded the user's `~` already). `None` keeps the
+/// helper's defaults.
+fn hidden_paths(flags: &SandboxFlags, config: &Config, env: &PolicyEnv<'_>) -> Option<Vec<String>> {
+    let configured =
+        config.hidden_paths.clone().or(config.sandbox_workspace_write.hidden_paths.clone());
+    if flags.hide.is_empty() && flags.unhide.is_empty() && configured.is_none() {
+        return None;
+    }
+    let unhidden: Vec<PathBuf> = flags.unhide.iter().filter_map(|p| expand_path(p, env)).collect();
+    let base = configured
+        .unwrap_or_else(|| DEFAULT_HIDDEN_PATHS.iter().map(|p| (*p).to_owned()).collect());
+    Some(
+        base.into_iter()
+            .chain(flags.hide.iter().cloned())
+            .filter(|p| expand_path(p, env).is_none_or(|p| !unhidden.contains(&p)))
+            .collect(),
+    )
+}
+
+/// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else config `linux_sandbox_exe`, else
+/// this very binary.
+fn helper_exe(config: &Config) -> anyhow::Result<PathBuf> {
+    match std::env::var_os("CORDON_LINUX_SANDBOX_EXE") {
+        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+        _ => match &config.linux_sandbox_exe {
+            Some(path) => Ok(path.clone()),
+            None => std::env::current_exe().context("cannot find the cordon executable"),
+        },
+    }
+}
+
+/// `$CORDON_HOME/rules.toml`, then `<workspace>/.cordon/rules.toml` (read safely: see
+/// `state_files`).
+fn load_rules(home: Option<&Path>, cwd: &Path) -> anyhow::Result<RuleSet> {
+    let mut rules = RuleSet::default();
+    let files = [
+        home.map(|h| (h.join("rules.toml"), RuleSource::User)),
+        Some((cwd.join(".cordon").join("rules.toml"), RuleSource::Workspace)),
+    ];
+    for (path, source) in files.into_iter().flatten() {
+        let Some(text) = crate::state_files::read(&path)? else { continue };
+        let (parsed, warnings) = RuleSet::parse(&text, source)
+            .map_err(|error| anyhow::anyhow!("{}: {}", path.display(), error.detail()))?;
+        for warning in warnings {
+            eprintln!("cordon: {}: {warning}", path.display());
+        }
+        rules.merge(parsed);
+    }
+    Ok(rules)
+}

@@ -1,0 +1,139 @@
+//! Reading the files cordon obeys (DESIGN §12): `$CORDON_HOME/config.toml`,
+//! `$CORDON_HOME/rules.toml` and `<workspace>/.cordon/rules.toml`.
+//!
+//! A sandboxed command may have planted any of them (the workspace file always, cordon's home
+//! if it ever was writable), so each is opened without following a final symlink and without
+//! blocking (`O_NOFOLLOW | O_NONBLOCK`: a FIFO cannot hang cordon, a symlink to `/dev/zero`
+//! cannot grow it to gigabytes), must be a regular file of at most [`MAX_BYTES`], and must be
+//! UTF-8. Anything else is one error line naming the file (and the line, where there is one).
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use anyhow::bail;
+
+/// Larger config or rules files are refused: real ones are a few kilobytes.
+pub const MAX_BYTES: u64 = 1024 * 1024;
+
+/// The file's text, or `None` when it does not exist.
+pub fn read(path: &Path) -> anyhow::Result<Option<String>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags::NOFOLLOW | libc_flags::NONBLOCK | libc_flags::NOCTTY)
+        .open(path);
+    let file = match file {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // A directory on the way that this user may not search (another user's HOME): there
+        // is no file this user could have, or could have been planted for it.
+        Err(error)
+            if error.kind() == std::io::ErrorKind::PermissionDenied
+                && std::fs::symlink_metadata(path)
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied) =>
+        {
+            return Ok(None);
+        }
+        // ELOOP: the final component is a symlink.
+        Err(error) if error.raw_os_error() == Some(libc_flags::ELOOP) => {
+            bail!(
+                "{}: is a symbolic link; cordon does not follow links to its own files",
+                path.display()
+            )
+        }
+        Err(error) => bail!("{}: cannot open: {error}", path.display()),
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(error) => bail!("{}: cannot read: {error}", path.display()),
+    };
+    if !meta.file_type().is_file() {
+        bail!("{}: is not a regular file ({})", path.display(), kind(&meta.file_type()));
+    }
+    if meta.len() > MAX_BYTES {
+        bail!(
+            "{}: is {} bytes, more than the {MAX_BYTES} cordon reads",
+            path.display(),
+            meta.len()
+        );
+    }
+    let mut bytes = Vec::new();
+    // The size was checked, but the file may grow while it is read: read one byte past the cap.
+    if let Err(error) = file.take(MAX_BYTES + 1).read_to_end(&mut bytes) {
+        bail!("{}: cannot read: {error}", path.display());
+    }
+    if bytes.len() as u64 > MAX_BYTES {
+        bail!("{}: is more than the {MAX_BYTES} bytes cordon reads", path.display());
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Some(text)),
+        Err(error) => {
+            let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+            bail!("{}: line {line}: not valid UTF-8", path.display())
+        }
+    }
+}
+
+fn kind(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
+}
+
+/// The open(2) flags used here (from `nix`, which re-exports libc's values).
+mod libc_flags {
+    pub const NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
+    pub const NONBLOCK: i32 = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    pub const NOCTTY: i32 = nix::fcntl::OFlag::O_NOCTTY.bits();
+    pub const ELOOP: i32 = nix::errno::Errno::ELOOP as i32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regular_files_are_read_and_missing_ones_are_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        assert_eq!(read(&path).unwrap(), None);
+        std::fs::write(&path, "a = 1\n").unwrap();
+        assert_eq!(read(&path).unwrap().as_deref(), Some("a = 1\n"));
+    }
+
+    #[test]
+    fn links_fifos_directories_devices_huge_and_binary_files_are_one_line_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("link.toml");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let fifo = dir.path().join("fifo.toml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let huge = dir.path().join("huge.toml");
+        std::fs::File::create(&huge).unwrap().set_len(MAX_BYTES + 1).unwrap();
+        let binary = dir.path().join("binary.toml");
+        std::fs::write(&binary, b"a = 1\nb = \"\xff\"\n").unwrap();
+        for (path, says) in [
+            (link.as_path(), "symbolic link"),
+            (fifo.as_path(), "a FIFO"),
+            (dir.path(), "a directory"),
+            (Path::new("/dev/null"), "a device"),
+            (huge.as_path(), "more than"),
+            (binary.as_path(), "line 2: not valid UTF-8"),
+        ] {
+            let error = format!("{:#}", read(path).unwrap_err());
+            assert!(error.contains(says), "{error}");
+            assert!(error.starts_with(&path.display().to_string()), "{error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+use super::*;
+use pretty_assertions::assert_eq;
+
+fn context(network: bool) -> DenialContext {
+    DenialContext {
+        cwd: PathBuf::from("/w"),
+        writable_roots: vec![PathBuf::from("/w"), PathBuf::from("/tmp")],
+        protected: vec![PathBuf::from("/w/.git/hooks"), PathBuf::from("/w/.cordon")],
+        hidden: vec![PathBuf::from("/home/u/.ssh")],
+        network,
+    }
+}
+
+fn verdict(sandbox: SandboxKind, exit: ExitKind, stderr: &str) -> Verdict {
+    classify(Finished { sandbox, exit, stdout: "", stderr }, &context(false))
+}
+
+#[test]
+fn denials_need_a_sandbox_a_real_failure_and_evidence_that_fits_the_policy() {
+    use SandboxKind::{Linux, None as Unsandboxed};
+    let etc = "sh: 1: cannot create /etc/x: Read-only file system";
+    let hooks = "touch: cannot touch '.git/hooks/pre-commit': Read-only file system";
+    assert_eq!(
+        [
+            verdict(Linux, ExitKind::Code(2), etc),
+            verdict(Linux, ExitKind::Code(1), etc),
+            verdict(Linux, ExitKind::Code(1), hooks),
+            verdict(Linux, ExitKind::Code(1), "curl: (6) Could not resolve host: example.org"),
+            verdict(Linux, ExitKind::Code(1), "socket: Operation not permitted"),
+            // Not denials: no sandbox, success, not found, a path the policy allows, no path.
+            verdict(Unsandboxed, ExitKind::Code(1), etc),
+            verdict(Linux, ExitKind::Code(0), etc),
+            verdict(Linux, ExitKind::Code(127), etc),
+            verdict(Linux, ExitKind::Code(1), "cannot create /w/x: Permission denied"),
+            verdict(Linux, ExitKind::Code(1), "cannot create /tmp/x: Permission denied"),
+            verdict(Linux, ExitKind::Code(1), "Operation not permitted"),
+            verdict(Linux, ExitKind::Code(1), "Permission denied (publickey)."),
+            verdict(Linux, ExitKind::Code(2), "usage: grep [OPTION]"),
+            // cordon's filter answers with errors and never kills: SIGSYS is no evidence.
+            verdict(Linux, ExitKind::Signal(libc::SIGSYS), ""),
+            verdict(Linux, ExitKind::Code(128 + libc::SIGSYS), ""),
+            verdict(Linux, ExitKind::Signal(libc::SIGKILL), ""),
+            verdict(Linux, ExitKind::TimedOut, etc),
+        ],
+        [
+            Verdict::LikelySandboxDenied,
+            Verdict::LikelySandboxDenied,
+            Verdict::LikelySandboxDenied,
+            Verdict::LikelySandboxDenied,
+            Verdict::LikelySandboxDenied,
+            Verdict::Failure,
+            Verdict::Success,
+            Verdict::Failure,
+            Verdict::Failure,
+            Verdict::Failure,
+            Verdict::Failure,
+            Verdict::Failure,
+            Verdict::Failure,
+            Verdict::Signal,
+            Verdict::Failure,
+            Verdict::Signal,
+            Verdict::Timeout,
+        ]
+    );
+}
+
+#[test]
+fn network_failures_count_only_with_the_network_off() {
+    let line = "curl: (6) Could not resolve host: example.org";
+    let finished =
+        Finished { sandbox: SandboxKind::Linux, exit: ExitKind::Code(6), stdout: "", stderr: line };
+    assert_eq!(classify(finished, &context(false)), Verdict::LikelySandboxDenied);
+    assert_eq!(classify(finished, &context(true)), Verdict::Failure);
+}
+
+#[test]
+fn a_helper_that_could_not_set_up_is_a_setup_failure_not_a_denial() {
+    let line = "codex-linux-sandbox: Landlock: not enforced by this kernel (sandbox unavailable)";
+    assert_eq!(verdict(SandboxKind::Linux, ExitKind::Code(125), line), Verdict::SandboxSetupFailed);
+    // The same status from the command itself, without the helper's line, is a failure.
+    assert_eq!(
+        verdict(SandboxKind::Linux, ExitKind::Code(125), "sandbox: permission denied"),
+        Verdict::Failure
+    );
+    assert_eq!(setup_failure_line(&format!("x\n{line}\n")), Some(line));
+}
+
+#[test]
+fn shell_status_follows_the_convention() {
+    assert_eq!(ExitKind::Code(3).shell_status(), 3);
+    assert_eq!(ExitKind::Signal(9).shell_status(), 137);
+    assert_eq!(ExitKind::TimedOut.shell_status(), 124);
+}
+
+#[test]
+fn a_denial_names_what_was_blocked_and_the_knob() {
+    let context = context(false);
+    let cases = [
+        (
+            "sh: 1: cannot create /etc/x: Read-only file system",
+            Blocked::OutsideRoots { path: "/etc/x".into() },
+            "--add-dir /etc",
+        ),
+        (
+            "touch: cannot touch '.git/hooks/pre-commit': Read-only file system",
+            Blocked::Protected { path: "/w/.git/hooks/pre-commit".into() },
+            "protected",
+        ),
+        (
+            "cat: /home/u/.ssh/id_ed25519: Permission denied",
+            Blocked::Hidden { path: "/home/u/.ssh/id_ed25519".into() },
+            "--unhide",
+        ),
+        ("curl: (6) Could not resolve host: example.org", Blocked::Network, "--network"),
+    ];
+    for (line, blocked, knob) in cases {
+        assert_eq!(explain(line, &context), Some(blocked.clone()), "{line}");
+        assert!(blocked.advice().contains(knob), "{}", blocked.advice());
+    }
+    assert_eq!(explain("cannot create /w/ok: Permission denied", &context), None);
+}

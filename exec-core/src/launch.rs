@@ -1,0 +1,215 @@
+//! The one launch path (DESIGN §7 step 2): `policy + command line + options → LaunchPlan`, a
+//! plain value (printable, testable), and one way to turn a plan into a process per spawner
+//! (pipes in [`crate::spawn`], PTYs in [`crate::session`], `exec` for `cordon sandbox`).
+//! Nothing else in cordon builds the helper's or `sandbox-exec`'s argv.
+//!
+//! A leaf module: it depends on no other module of this crate.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use cordon_policies::{EnvSnapshot, SandboxPolicy};
+use cordon_sandbox_linux::{HelperArgs, UserView};
+use serde::Serialize;
+
+pub use cordon_sandbox_linux::{MountViewRequirement, ParentDeath, Strictness};
+
+/// Which sandbox an attempt ran under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxKind {
+    None,
+    /// The Linux helper (`codex-linux-sandbox`).
+    Linux,
+    /// Seatbelt (`/usr/bin/sandbox-exec`).
+    Seatbelt,
+}
+
+impl SandboxKind {
+    /// This platform's sandbox for a policy, or none for `danger-full-access`.
+    pub fn for_policy(policy: &SandboxPolicy) -> SandboxKind {
+        match policy {
+            SandboxPolicy::DangerFullAccess {} => SandboxKind::None,
+            SandboxPolicy::ReadOnly { .. } | SandboxPolicy::WorkspaceWrite(_) => {
+                if cfg!(target_os = "macos") { SandboxKind::Seatbelt } else { SandboxKind::Linux }
+            }
+        }
+    }
+
+    /// The policy's sandbox when the run is sandboxed, none otherwise.
+    pub fn for_run(policy: &SandboxPolicy, sandboxed: Sandboxed) -> SandboxKind {
+        match sandboxed {
+            Sandboxed::Yes => SandboxKind::for_policy(policy),
+            Sandboxed::No => SandboxKind::None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxKind::None => "none",
+            SandboxKind::Linux => "linux",
+            SandboxKind::Seatbelt => "seatbelt",
+        }
+    }
+}
+
+/// Whether an approved run happens inside the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sandboxed {
+    Yes,
+    No,
+}
+
+/// How to reach and configure the Linux helper, and what both sandboxes compute hidden paths
+/// and writable roots from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperSettings {
+    /// The cordon binary (or a `codex-linux-sandbox` symlink to it).
+    pub exe: PathBuf,
+    pub strictness: Strictness,
+    pub mount_view: MountViewRequirement,
+    /// The user view, read from cordon's own environment when it started. Never the command's
+    /// environment: that one follows `shell_environment_policy`, and what the command is told
+    /// (no HOME, another TMPDIR) must not change what is hidden or writable.
+    pub user_view: EnvSnapshot,
+    /// TEST ONLY (`CORDON_TEST_RESOLVE`): names the network proxy resolves to these
+    /// addresses instead of asking DNS (see `network_proxy`).
+    pub proxy_test_resolve: Vec<(String, std::net::SocketAddr)>,
+}
+
+/// What to launch.
+#[derive(Debug, Clone)]
+pub struct Launch<'a> {
+    pub kind: SandboxKind,
+    /// The command and its arguments (any bytes: they go to `execve` as they are).
+    pub command: Vec<OsString>,
+    /// Where the command runs.
+    pub cwd: &'a std::path::Path,
+    /// What the writable roots are resolved against.
+    pub policy_cwd: &'a std::path::Path,
+    pub policy: &'a SandboxPolicy,
+    /// The command's complete environment.
+    pub env: &'a [(OsString, OsString)],
+    /// Whether the command dies with cordon (always, except when cordon `exec`s it).
+    pub parent_death: ParentDeath,
+    /// The network proxy's socket, for a policy with a domain allow-list (the helper bridges
+    /// it into the command's network namespace). Without it such a command has no network.
+    pub proxy_socket: Option<&'a std::path::Path>,
+}
+
+/// A command line as a value: what every spawner turns into a process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LaunchPlan {
+    pub sandbox: SandboxKind,
+    pub program: PathBuf,
+    /// `argv[0]` when it differs from `program` (the helper's arg0 trick).
+    pub arg0: Option<OsString>,
+    pub args: Vec<OsString>,
+    /// The complete environment (nothing else is inherited).
+    #[serde(skip)]
+    pub env: Vec<(OsString, OsString)>,
+    pub cwd: PathBuf,
+}
+
+/// Errors building a sandboxed command line.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxSetupError {
+    #[error("the sandbox policy cannot be applied: {0}")]
+    Policy(#[from] cordon_policies::PolicyError),
+    #[error("the command is empty")]
+    EmptyCommand,
+}
+
+/// Plans `launch` under its sandbox kind: the command itself, the Linux helper through the
+/// arg0 trick, or `/usr/bin/sandbox-exec` with a profile generated from the policy.
+pub fn plan_launch(
+    launch: &Launch<'_>,
+    helper: &HelperSettings,
+) -> Result<LaunchPlan, SandboxSetupError> {
+    let Launch { kind, ref command, cwd, policy_cwd, policy, env, parent_death, proxy_socket } =
+        *launch;
+    let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
+    let argv = command.clone();
+    let plan = match kind {
+        SandboxKind::None => LaunchPlan {
+            sandbox: kind,
+            program: PathBuf::from(program),
+            arg0: None,
+            args: rest.to_vec(),
+            env: env.to_vec(),
+            cwd: cwd.to_path_buf(),
+        },
+        SandboxKind::Linux => {
+            let args = HelperArgs {
+                sandbox_policy_cwd: policy_cwd.to_path_buf(),
+                sandbox_policy: policy.clone(),
+                command_cwd: Some(cwd.to_path_buf()),
+                strictness: helper.strictness,
+                mount_view: helper.mount_view,
+                parent_death,
+                user_view: UserView::Given(helper.user_view.clone()),
+                proxy_socket: proxy_socket.map(std::path::Path::to_path_buf),
+                command: argv,
+            };
+            LaunchPlan {
+                sandbox: kind,
+                program: helper.exe.clone(),
+                arg0: Some(cordon_sandbox_linux::HELPER_ARG0.into()),
+                args: cordon_sandbox_linux::helper_argv(&args),
+                env: env.to_vec(),
+                cwd: cwd.to_path_buf(),
+            }
+        }
+        SandboxKind::Seatbelt => {
+            let mut resolved = policy
+                .resolve(policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))?;
+            // cordon's own state is never writable from inside (DESIGN §12); Seatbelt denies
+            // by path, so this holds whether or not the directory exists yet.
+            if let Some(home) = &helper.user_view.cordon_home {
+                resolved.protected_paths.push(home.display().to_string());
+            }
+            // Not done on macOS: a domain allow-list would need the profile to allow only the
+            // proxy's port. Until then such a policy means no network there (fail closed).
+            if resolved.network_domains.is_some() {
+                resolved.network_access = false;
+            }
+            let resolved = cordon_sandbox_macos::with_real_paths(&resolved);
+            let profile = cordon_sandbox_macos::seatbelt_profile(&resolved);
+            let mut full_env = env.to_vec();
+            full_env
+                .extend(profile.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+            let mut args = cordon_sandbox_macos::sandbox_exec_argv(&profile, &argv);
+            let program = PathBuf::from(args.remove(0));
+            LaunchPlan {
+                sandbox: kind,
+                program,
+                arg0: None,
+                args,
+                env: full_env,
+                cwd: cwd.to_path_buf(),
+            }
+        }
+    };
+    Ok(plan)
+}
+
+impl LaunchPlan {
+    /// A std `Command` with program, arg0, args, a clean environment and the cwd.
+    pub fn to_command(&self) -> std::process::Command {
+        use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new(&self.program);
+        if let Some(arg0) = &self.arg0 {
+            command.arg0(arg0);
+        }
+        command.args(&self.args).env_clear().envs(self.env.iter().cloned()).current_dir(&self.cwd);
+        command
+    }
+
+    /// Replaces this process with the plan (`cordon sandbox`): the command's status, signals
+    /// and terminal are its own with nothing in between. Returns only on failure.
+    pub fn exec(&self) -> std::io::Error {
+        use std::os::unix::process::CommandExt;
+        self.to_command().exec()
+    }
+}

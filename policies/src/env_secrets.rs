@@ -1,0 +1,283 @@
+//! What the default excludes of `shell_environment_policy` treat as a credential: names that
+//! spell one, and values that carry one whatever the variable is called (DESIGN §7,
+//! `docs/environment.md` for the table of decisions).
+
+use std::sync::{LazyLock, OnceLock};
+
+use regex::Regex;
+
+/// Names dropped unless `ignore_default_excludes`: case-insensitive globs over the whole name.
+/// They are substring rules on purpose: credentials come under every spelling (`MYSQL_PWD`,
+/// `GPG_PASSPHRASE`, `NPM_CONFIG__AUTH`), and a dropped ordinary variable costs a `set` line
+/// while a passed secret cannot be taken back.
+pub const DEFAULT_EXCLUDES: &[&str] = &[
+    "*KEY*",
+    "*SECRET*",
+    "*TOKEN*",
+    "*PASS*",
+    "*PWD*",
+    "*_PAT",
+    "*CREDENTIAL*",
+    "*AUTH*",
+    "*JWT*",
+    "*COOKIE*",
+    "*DSN*",
+    "*SESSION*",
+];
+
+/// Exact names (case-sensitive, as the environment is) that the name rules above keep: each is
+/// ordinary state that programs rely on and that never holds a credential. Value rules still
+/// apply to them.
+pub const DEFAULT_EXCLUDE_EXCEPTIONS: &[&str] = &[
+    // The shell's current and previous directory (`*PWD*`).
+    "PWD",
+    "OLDPWD",
+    // Which display stack and desktop the login uses; toolkits pick a backend from them
+    // (`*SESSION*`). XDG_SESSION_ID is not here: only logind's D-Bus API uses it.
+    "XDG_SESSION_TYPE",
+    "XDG_SESSION_CLASS",
+    "XDG_SESSION_DESKTOP",
+    "DESKTOP_SESSION",
+    // Who git records as a commit's author (`*AUTH*`).
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+];
+
+/// A credential shape recognised inside a value.
+struct Shape {
+    what: &'static str,
+    pattern: &'static str,
+    /// Also require an upper-case letter, a lower-case letter and a digit in the match: for
+    /// prefixes like `sk-` that ordinary words and paths also start with.
+    mixed_case_and_digits: bool,
+    /// Literals one of which every match contains (compared ignoring ASCII case, which only
+    /// lets more values through to the pattern): the pattern is compiled and run only for a
+    /// value that has one. Compiling all of them cost every `cordon exec` more than its own
+    /// start-up, and most environments hold none of these literals.
+    hints: &'static [&'static str],
+}
+
+/// Token shapes dropped whatever the variable is called. Each starts at a word boundary so a
+/// prefix inside a longer word (`desk-…`, `mask-…`) does not count.
+const SHAPES: &[Shape] = &[
+    Shape {
+        what: "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_)",
+        pattern: r"(?:^|[^A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}",
+        hints: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "GitHub fine-grained token (github_pat_)",
+        pattern: r"github_pat_[A-Za-z0-9_]{22,}",
+        hints: &["github_pat_"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "GitLab token (glpat-)",
+        pattern: r"glpat-[A-Za-z0-9_-]{20,}",
+        hints: &["glpat-"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "Slack token (xoxa-, xoxb-, xoxp-, …)",
+        pattern: r"(?:^|[^A-Za-z0-9_])xox[abpesor]-[A-Za-z0-9-]{10,}",
+        hints: &["xox"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "AWS access key id (AKIA…, ASIA…)",
+        pattern: r"(?:^|[^A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?:$|[^A-Za-z0-9])",
+        hints: &["AKIA", "ASIA"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "OpenAI / Anthropic key (sk-, sk-proj-, sk-ant-)",
+        pattern: r"(?:^|[^A-Za-z0-9_])sk-[A-Za-z0-9_-]{20,}",
+        hints: &["sk-"],
+        mixed_case_and_digits: true,
+    },
+    Shape {
+        what: "Stripe key (sk_live_, rk_live_)",
+        pattern: r"(?:^|[^A-Za-z0-9_])[sr]k_live_[A-Za-z0-9]{16,}",
+        hints: &["k_live_"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "npm token (npm_)",
+        pattern: r"(?:^|[^A-Za-z0-9_])npm_[A-Za-z0-9]{36}",
+        hints: &["npm_"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "PyPI token (pypi-)",
+        pattern: r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{16,}",
+        hints: &["pypi-"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "Hugging Face token (hf_)",
+        pattern: r"(?:^|[^A-Za-z0-9_])hf_[A-Za-z0-9]{30,}",
+        hints: &["hf_"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "Google API key (AIza)",
+        pattern: r"AIza[0-9A-Za-z_-]{35}",
+        hints: &["AIza"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "JSON Web Token (eyJ….eyJ….…)",
+        pattern: r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+        hints: &["eyJ"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "HTTP bearer credential (Bearer …)",
+        pattern: r"(?i)(?:^|[^a-z0-9_])bearer\s+[A-Za-z0-9._~+/=-]{16,}",
+        hints: &["bearer"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "PEM private key block",
+        pattern: r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+        hints: &["-----BEGIN "],
+        mixed_case_and_digits: false,
+    },
+];
+
+/// `scheme://userinfo@`: the authority ends at the first `/`, `?`, `#` or blank, and the
+/// greedy match takes the userinfo up to its last `@` (an unencoded `@` in a password stays
+/// inside what is removed).
+const URL_USERINFO: &str = r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)@";
+
+/// Descriptions of the value rules, for `cordon doctor`.
+pub fn value_rules() -> Vec<String> {
+    std::iter::once(
+        "scheme://user:password@… in a value: the user:password@ part is removed, the variable \
+         kept"
+            .to_owned(),
+    )
+    .chain(
+        SHAPES.iter().map(|shape| format!("{} anywhere in a value: variable dropped", shape.what)),
+    )
+    .collect()
+}
+
+/// Each shape's pattern, compiled the first time a value carries one of its hints.
+static SHAPE_REGEXES: [OnceLock<Option<Regex>>; SHAPES.len()] =
+    [const { OnceLock::new() }; SHAPES.len()];
+
+/// Every match of [`URL_USERINFO`] contains this.
+const URL_HINT: &str = "://";
+static URL_REGEX: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(URL_USERINFO).ok());
+
+fn shape_regex(index: usize) -> Option<&'static Regex> {
+    let shape = SHAPES.get(index)?;
+    SHAPE_REGEXES.get(index)?.get_or_init(|| Regex::new(shape.pattern).ok()).as_ref()
+}
+
+fn contains_ignoring_ascii_case(haystack: &str, needle: &str) -> bool {
+    haystack.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// What the value rules make of one value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueVerdict {
+    /// Nothing recognised.
+    Clean,
+    /// A token shape or private key: drop the variable.
+    Secret,
+    /// `scheme://user:password@` occurred: this is the value without the userinfo.
+    Redacted(String),
+}
+
+/// Classifies a value. A password in a URL is cut out with its user name, because the user
+/// half is sometimes the token itself (`https://TOKEN:x-oauth-basic@github.com`).
+pub fn classify_value(value: &str) -> ValueVerdict {
+    for (index, shape) in SHAPES.iter().enumerate() {
+        if !shape.hints.iter().any(|hint| contains_ignoring_ascii_case(value, hint)) {
+            continue;
+        }
+        // The patterns are constants covered by a unit test; if one ever failed to compile, a
+        // value it might match counts as a secret rather than none.
+        let Some(regex) = shape_regex(index) else {
+            return ValueVerdict::Secret;
+        };
+        let hit = regex.find_iter(value).any(|m| {
+            !shape.mixed_case_and_digits || {
+                let text = m.as_str();
+                text.bytes().any(|b| b.is_ascii_uppercase())
+                    && text.bytes().any(|b| b.is_ascii_lowercase())
+                    && text.bytes().any(|b| b.is_ascii_digit())
+            }
+        });
+        if hit {
+            return ValueVerdict::Secret;
+        }
+    }
+    if !value.contains(URL_HINT) {
+        return ValueVerdict::Clean;
+    }
+    let Some(url) = URL_REGEX.as_ref() else {
+        return ValueVerdict::Secret;
+    };
+    let mut redacted = false;
+    let cleaned = url.replace_all(value, |caps: &regex::Captures<'_>| {
+        let (scheme, userinfo) = (&caps[1], &caps[2]);
+        if userinfo.contains(':') {
+            redacted = true;
+            scheme.to_owned()
+        } else {
+            // `ssh://git@host`: a user name alone is an address, not a credential.
+            format!("{scheme}{userinfo}@")
+        }
+    });
+    if redacted { ValueVerdict::Redacted(cleaned.into_owned()) } else { ValueVerdict::Clean }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        assert!((0..SHAPES.len()).all(|i| shape_regex(i).is_some()));
+        assert!(URL_REGEX.is_some());
+        assert_eq!(value_rules().len(), SHAPES.len() + 1);
+    }
+
+    /// One value per shape, in the order of `SHAPES`: each is caught, so no hint keeps its
+    /// pattern from running.
+    #[test]
+    fn every_shape_is_caught_through_its_hints() {
+        let samples = [
+            "x ghp_0123456789abcdefghijABCDEFGHIJ0123",
+            "github_pat_0123456789abcdefghijAB",
+            "glpat-0123456789abcdefghij",
+            "xoxb-0123456789-abc",
+            "AKIA0123456789ABCDEF",
+            "sk-proj-Ab0123456789abcdefghij",
+            "rk_live_0123456789abcdef",
+            "npm_0123456789abcdefghijABCDEFGHIJ012345",
+            "pypi-AgEIcHlwaS5vcmc0123456789abcdef",
+            "hf_0123456789abcdefghijABCDEFGHIJ0123",
+            "AIza0123456789abcdefghijABCDEFGHIJ01234",
+            "eyJhbGci.eyJzdWIi.sig",
+            "Authorization: BEARER 0123456789abcdefXYZ",
+            "-----BEGIN OPENSSH PRIVATE KEY-----",
+        ];
+        assert_eq!(samples.len(), SHAPES.len());
+        for (shape, sample) in SHAPES.iter().zip(samples) {
+            assert_eq!(classify_value(sample), ValueVerdict::Secret, "{}", shape.what);
+            let regex = Regex::new(shape.pattern).unwrap();
+            assert!(regex.is_match(sample), "{}: the sample does not match", shape.what);
+        }
+        assert_eq!(
+            classify_value("https://user:pw@example.com/x"),
+            ValueVerdict::Redacted("https://example.com/x".into())
+        );
+        assert_eq!(classify_value("/usr/local/bin:/usr/bin"), ValueVerdict::Clean);
+    }
+}

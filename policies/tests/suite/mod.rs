@@ -1,0 +1,2 @@
+mod bash_differential;
+mod known_safe_property;

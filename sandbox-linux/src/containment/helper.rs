@@ -1,0 +1,121 @@
+//! The helper's side of the split: wait for the supervisor, forward signals to it, act on its
+//! reports, and exit like the command.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+
+use super::{Report, SI_KERNEL, TAKE_TERMINAL, Terminal, helper_signals};
+use crate::sys::{self, Wait};
+
+/// The helper's side: forward signals until the supervisor exits, then exit like the command.
+///
+/// It blocks in `read` on a signalfd, never in `poll`: the executor decides that an
+/// interactive session is back at its prompt when the terminal's foreground group leader (this
+/// process, until the command takes the terminal) sits in `poll`/`select` or `read(0)`. Reports
+/// from the supervisor therefore arrive as SIGIO (`O_ASYNC` on the pipe).
+pub(super) fn helper_waits(
+    supervisor: libc::pid_t,
+    terminal: Terminal,
+    to_supervisor: &OwnedFd,
+    from_supervisor: &OwnedFd,
+) -> ! {
+    let mut reports = Vec::new();
+    let mut command_status = None;
+    // Reads what the supervisor sent so far (the pipe is non-blocking) and acts on it.
+    let mut read_reports = |command_status: &mut Option<libc::c_int>| {
+        let mut buf = [0u8; 64];
+        while let Ok(n @ 1..) = nix::unistd::read(from_supervisor, &mut buf) {
+            reports.extend_from_slice(&buf[..n]);
+        }
+        while reports.len() >= Report::LEN {
+            let mut message = [0u8; Report::LEN];
+            message.copy_from_slice(&reports[..Report::LEN]);
+            reports.drain(..Report::LEN);
+            match Report::decode(message) {
+                Some(Report::Stopped) => {
+                    let _ = sys::send_signal(nix::unistd::getpid().as_raw(), libc::SIGSTOP);
+                }
+                Some(Report::Exited(status)) => *command_status = Some(status),
+                None => {}
+            }
+        }
+    };
+    let async_reports = sys::signal_when_readable(from_supervisor.as_fd());
+    let signals = SignalFd::with_flags(&helper_signals(), SfdFlags::SFD_CLOEXEC);
+    let status = match (signals, async_reports) {
+        (Ok(signals), Ok(())) => loop {
+            match signals.read_signal() {
+                Ok(Some(info)) if info.ssi_signo == Signal::SIGIO as u32 => {
+                    read_reports(&mut command_status);
+                }
+                Ok(Some(info)) if info.ssi_signo == Signal::SIGCHLD as u32 => {
+                    read_reports(&mut command_status);
+                    match sys::wait_raw(supervisor, Wait::NoHang) {
+                        Ok(None) => {}
+                        done => break done,
+                    }
+                }
+                Ok(Some(info)) => {
+                    if info.ssi_signo == Signal::SIGCONT as u32
+                        && matches!(Terminal::of_helper(), Terminal::Foreground(_))
+                    {
+                        // `fg` after a stop: the shell gave the terminal back to this group.
+                        let _ = nix::unistd::write(to_supervisor, &[TAKE_TERMINAL]);
+                    }
+                    if info.ssi_code != SI_KERNEL {
+                        let byte = u8::try_from(info.ssi_signo).unwrap_or(0);
+                        // EPIPE: the supervisor is exiting; SIGCHLD follows.
+                        let _ = nix::unistd::write(to_supervisor, &[byte]);
+                    }
+                }
+                Ok(None) | Err(nix::Error::EINTR) => {}
+                Err(_) => break sys::wait_raw(supervisor, Wait::Block),
+            }
+        },
+        // Cannot read signals: wait without forwarding them.
+        _ => sys::wait_raw(supervisor, Wait::Block),
+    };
+    let supervisor_status = match status {
+        Ok(status) => status.map_or(0, |(_, status)| status),
+        Err(error) => {
+            eprintln!("{}: waiting for the sandboxed command: {error}", crate::HELPER_ARG0);
+            std::process::exit(crate::EXIT_SETUP_FAILED)
+        }
+    };
+    // The supervisor wrote its last report before it exited: it is in the pipe now.
+    read_reports(&mut command_status);
+    give_terminal_back(terminal);
+    // No report: the supervisor failed before the command ran (its own exit code, e.g. 125)
+    // or was killed.
+    exit_like(command_status.unwrap_or(supervisor_status))
+}
+
+/// When the terminal's foreground group is the command's, now empty, makes the helper's group
+/// the foreground again, as it was before the command took it: a caller without job control
+/// (`sh -c 'cordon sandbox linux -- vi; read x'`) would otherwise be stopped by its next read.
+fn give_terminal_back(terminal: Terminal) {
+    let Some(fd) = terminal.fd() else { return };
+    let Ok(foreground) = sys::foreground_group(fd) else { return };
+    let own = sys::own_group();
+    // Signal 0 to the group: ESRCH when no process is left in it.
+    if foreground == own || foreground <= 0 || sys::send_signal(-foreground, 0).is_ok() {
+        return;
+    }
+    // From a background group tcsetpgrp raises SIGTTOU, which would stop the helper.
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let _ = ttou.thread_block();
+    let _ = sys::set_foreground_group(fd, own);
+}
+
+/// Exits with the code, or dies of the signal, that `status` (a raw wait status) describes.
+fn exit_like(status: libc::c_int) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        sys::die_of_signal(signal);
+        std::process::exit(128 + signal)
+    }
+    std::process::exit(libc::WEXITSTATUS(status))
+}

@@ -1,0 +1,270 @@
+//! Process containment: nothing outlives the command, and the command reaches no host process
+//! and no host System V IPC object (DESIGN §12).
+//!
+//! ```text
+//! helper (the pid the caller spawned; outside the sandbox): waits, forwards signals, exits
+//!  │                                                       with the command's status
+//!  └─ supervisor: pid 1 of a new PID + IPC namespace, a fresh read-only /proc, confined like
+//!      │          the command (Landlock, no capabilities, seccomp); reaps every zombie
+//!      └─ the command (pid 2)
+//! ```
+//! When the command exits the supervisor exits, and the kernel kills whatever is left in the
+//! namespace: background children, double forks, `setsid` daemons. The supervisor dies with the
+//! helper (`PR_SET_PDEATHSIG`), so `kill -9` of the helper (or of its caller, with
+//! `--die-with-parent`) takes the whole namespace down too.
+//!
+//! Without a PID namespace (no mount view: an unprivileged caller without user namespaces, or
+//! `--no-mount-view`; or `--no-pid-namespace`) the tree is the same but the supervisor is a
+//! child subreaper in the caller's namespace: orphans are reparented to it, and when the command
+//! exits it kills and reaps every remaining descendant. If the helper itself is killed with
+//! SIGKILL, the supervisor and the command die (parent-death signals) but a descendant that
+//! called `setsid()` may survive; only the namespace closes that gap.
+//!
+//! Process groups and the terminal: in the namespace the command gets a process group of its
+//! own and, when the helper's group held the terminal's foreground, the foreground (before it
+//! execs, so its first read does not stop it). Terminal signals (Ctrl-C, Ctrl-Z, window size,
+//! hangup) then reach the command's group directly, and the foreground group leader the
+//! executor watches for an idle prompt is the command, as before. A command that stops for job
+//! control on the terminal (TSTP, TTIN, TTOU) makes the helper stop too, so a shell sees its
+//! job stop; on `fg` the helper hands the terminal back to the command's group. Other stops
+//! (SIGSTOP, or any stop without a terminal) are not mirrored: nothing would continue the
+//! helper, and its caller would wait for ever. When the command has exited, the helper returns
+//! the terminal to its own group if the command's group was left holding it. Under the
+//! subreaper the command stays in the helper's group, so a caller's `killpg` (a timeout) still
+//! reaches every descendant that did not leave it.
+//!
+//! Signals: the helper forwards HUP, INT, QUIT, TERM, USR1, USR2, ALRM, WINCH and CONT that it
+//! receives (from `kill` of its pid, or `killpg` of its group, which the orchestrator uses) to
+//! the supervisor over a pipe, and the supervisor to the command, exactly once: one the kernel
+//! sent for the terminal (`SI_KERNEL`) reached the command already and is not forwarded, nor is
+//! one sent to the whole group while the command is still in it (subreaper mode), which the
+//! supervisor recognises because it received the same signal itself. SIGSTOP sent to the
+//! helper's pid alone stops only the helper.
+//!
+//! Exit status: the supervisor sends the command's raw wait status up a pipe; the helper exits
+//! with the same code, or dies of the same signal (core dumps of the helper itself are turned
+//! off first), so its caller sees exactly what it saw when the helper exec'd the command.
+//!
+//! The helper and the supervisor stay single-threaded, never panic, and only wait, read and
+//! write pipes, and send signals.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::{SigSet, Signal};
+
+mod helper;
+mod supervisor;
+
+pub use supervisor::Exec;
+
+use crate::args::ParentDeath;
+use crate::error::HelperError;
+pub use crate::report::Containment;
+use crate::sys::{self, Forked};
+
+/// Whether to try PID + IPC namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PidNamespaceRequest {
+    /// When the mount view is built (a private mount namespace to mount /proc in).
+    WhenAvailable,
+    /// `--no-pid-namespace` or no mount view: the subreaper only.
+    Disabled,
+}
+
+/// `si_code` of a signal the kernel itself sent (a terminal's INT, QUIT, WINCH, HUP).
+const SI_KERNEL: i32 = 0x80;
+
+/// The signals passed on to the command.
+const FORWARDED: [Signal; 9] = [
+    Signal::SIGHUP,
+    Signal::SIGINT,
+    Signal::SIGQUIT,
+    Signal::SIGTERM,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGALRM,
+    Signal::SIGWINCH,
+    Signal::SIGCONT,
+];
+
+/// What the helper waits for: [`watched`] and SIGIO (a report from the supervisor).
+fn helper_signals() -> SigSet {
+    let mut set = watched();
+    set.add(Signal::SIGIO);
+    set
+}
+
+fn watched() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in FORWARDED {
+        set.add(signal);
+    }
+    set.add(Signal::SIGCHLD);
+    set
+}
+
+/// The confined side of the split: becomes the command's parent in [`Supervisor::run`].
+#[derive(Debug)]
+pub struct Supervisor {
+    pub containment: Containment,
+    /// Signal numbers from the helper, one byte each; end of file when the helper is gone.
+    from_helper: OwnedFd,
+    /// The command's raw wait status, to the helper.
+    to_helper: OwnedFd,
+    terminal: Terminal,
+}
+
+/// The helper's controlling terminal (one of fds 0-2), if any, and whether the helper's group
+/// was in its foreground when it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Terminal {
+    None,
+    Background(libc::c_int),
+    Foreground(libc::c_int),
+}
+
+impl Terminal {
+    /// Looks at fds 0, 1 and 2 from the helper's side (outside any PID namespace, where its
+    /// process group has a number).
+    fn of_helper() -> Terminal {
+        let group = sys::own_group();
+        for fd in 0..3 {
+            match sys::foreground_group(fd) {
+                Ok(fg) if fg == group => return Terminal::Foreground(fd),
+                Ok(_) => return Terminal::Background(fd),
+                Err(_) => {}
+            }
+        }
+        Terminal::None
+    }
+
+    fn fd(self) -> Option<libc::c_int> {
+        match self {
+            Terminal::None => None,
+            Terminal::Background(fd) | Terminal::Foreground(fd) => Some(fd),
+        }
+    }
+}
+
+/// The byte the helper sends (instead of a signal number) when its process group is in the
+/// terminal's foreground again (after a stop): the supervisor hands the terminal to the
+/// command's group.
+const TAKE_TERMINAL: u8 = 0;
+
+fn setup_error(what: &'static str) -> impl Fn(nix::Error) -> HelperError {
+    move |e| HelperError::Containment { what, source: e.into() }
+}
+
+/// Enters PID + IPC namespaces when asked and possible, then forks. The helper (parent) never
+/// returns from here: it waits for the supervisor and exits with the command's status. The
+/// supervisor (child) returns, to confine itself and run the command.
+pub fn split(
+    request: PidNamespaceRequest,
+    parent_death: ParentDeath,
+) -> Result<Supervisor, HelperError> {
+    let containment = match request {
+        PidNamespaceRequest::WhenAvailable
+            if unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC).is_ok() =>
+        {
+            Containment::PidNamespace
+        }
+        PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Disabled => {
+            Containment::Subreaper
+        }
+    };
+    if parent_death == ParentDeath::Kill {
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+            .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
+    }
+    let (down_read, down_write) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(setup_error("creating a pipe"))?;
+    let (up_read, up_write) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(setup_error("creating a pipe"))?;
+    // Blocked before the fork, so nothing that arrives in between is lost; signalfd reads them.
+    helper_signals().thread_block().map_err(setup_error("blocking signals"))?;
+    let terminal = Terminal::of_helper();
+    let forked = sys::fork()
+        .map_err(|source| HelperError::Containment { what: "forking the supervisor", source })?;
+    match forked {
+        Forked::Parent { child } => {
+            drop((down_read, up_write));
+            helper::helper_waits(child, terminal, &down_write, &up_read)
+        }
+        Forked::Child => {
+            drop((down_write, up_read));
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+                .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
+            // The helper may have died before the line above; its end of the pipe says so.
+            if helper_gone(&down_read) {
+                std::process::exit(crate::EXIT_SETUP_FAILED);
+            }
+            if containment == Containment::Subreaper {
+                nix::sys::prctl::set_child_subreaper(true)
+                    .map_err(setup_error("becoming a child subreaper"))?;
+            }
+            Ok(Supervisor { containment, from_helper: down_read, to_helper: up_write, terminal })
+        }
+    }
+}
+
+/// Whether the helper's end of the pipe is closed (a forwarded signal waiting in the pipe is
+/// POLLIN, not POLLHUP).
+fn helper_gone(from_helper: &OwnedFd) -> bool {
+    let mut fds = [PollFd::new(from_helper.as_fd(), PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+        && fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLHUP))
+}
+
+/// What the supervisor tells the helper: five bytes each, a tag and a little-endian `i32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Report {
+    /// The command stopped (job control): the helper stops too, so a shell that started the
+    /// helper sees its job stop as it did when the helper was the command.
+    Stopped,
+    /// The command's raw wait status; the supervisor exits next.
+    Exited(libc::c_int),
+}
+
+impl Report {
+    const LEN: usize = 5;
+
+    fn encode(self) -> [u8; Self::LEN] {
+        let (tag, value) = match self {
+            Report::Stopped => (b'S', 0),
+            Report::Exited(status) => (b'X', status),
+        };
+        let v = value.to_le_bytes();
+        [tag, v[0], v[1], v[2], v[3]]
+    }
+
+    fn decode(bytes: [u8; Self::LEN]) -> Option<Report> {
+        let value = i32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
+        match bytes[0] {
+            b'S' => Some(Report::Stopped),
+            b'X' => Some(Report::Exited(value)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_round_trip_and_unknown_tags_are_ignored() {
+        for report in [Report::Stopped, Report::Exited(0), Report::Exited(0x8b), Report::Exited(-1)]
+        {
+            assert_eq!(Report::decode(report.encode()), Some(report));
+        }
+        assert_eq!(Report::decode([b'?', 0, 0, 0, 0]), None);
+    }
+
+    #[test]
+    fn no_forwarded_signal_is_the_take_terminal_byte() {
+        assert!(FORWARDED.iter().all(|s| *s as i32 != i32::from(TAKE_TERMINAL)));
+    }
+}

@@ -1,0 +1,255 @@
+//! The supervisor's side: run the command, forward what the helper sends, reap, and when the
+//! command exits leave nothing behind.
+
+use std::os::fd::AsFd;
+
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+
+use super::{Containment, Report, SI_KERNEL, Supervisor, TAKE_TERMINAL, Terminal, watched};
+use crate::error::HelperError;
+use crate::sys::{self, Forked, Wait};
+
+/// What the supervisor knows while the command runs.
+struct Watch {
+    command: libc::pid_t,
+    containment: Containment,
+    /// The command's raw wait status once it has exited.
+    status: Option<libc::c_int>,
+    /// The command stopped and the helper has not been told yet.
+    stopped: bool,
+    terminal: Terminal,
+    /// Forwardable signals the supervisor received itself from outside (by signal number):
+    /// a `killpg` to the helper's group, which reached the command too if it is still there.
+    received: [bool; 65],
+}
+
+impl Watch {
+    fn drain(&mut self, signals: &SignalFd) {
+        while let Ok(Some(info)) = signals.read_signal() {
+            if info.ssi_signo == Signal::SIGCHLD as u32 {
+                while let Ok(Some((pid, status))) = sys::wait_raw(-1, Wait::NoHangUntraced) {
+                    if pid != self.command {
+                        continue;
+                    }
+                    if libc::WIFSTOPPED(status) {
+                        self.stopped |= self.mirror_stop(libc::WSTOPSIG(status));
+                    } else {
+                        self.status = Some(status);
+                    }
+                }
+            } else if info.ssi_code != SI_KERNEL && self.sent_from_outside(info.ssi_pid) {
+                if let Some(slot) = self.received.get_mut(info.ssi_signo as usize) {
+                    *slot = true;
+                }
+            }
+        }
+    }
+
+    /// Whether the helper should stop because the command stopped with `signal`: only for
+    /// job control on a terminal (Ctrl-Z, a background read or write), where the shell that
+    /// sees the job stop sends SIGCONT to the helper's group later. Under the subreaper the
+    /// command shares the helper's group, and the terminal's signal stopped the helper already.
+    fn mirror_stop(&self, signal: libc::c_int) -> bool {
+        self.terminal.fd().is_some()
+            && matches!(signal, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)
+    }
+
+    /// Whether a sender is outside the sandbox: in the namespace, senders outside have pid 0.
+    fn sent_from_outside(&self, sender: u32) -> bool {
+        match self.containment {
+            Containment::PidNamespace => sender == 0,
+            Containment::Subreaper => i32::try_from(sender).is_ok_and(|p| p != self.command),
+        }
+    }
+
+    /// Passes a signal the helper forwarded on to the command, unless the command got it already.
+    fn forward(&mut self, signals: &SignalFd, signal: u8) {
+        if signal == TAKE_TERMINAL {
+            if let Some(fd) = self.terminal.fd() {
+                let _ = sys::set_foreground_group(fd, self.command);
+            }
+            return;
+        }
+        self.drain(signals);
+        let slot = usize::from(signal);
+        let to_group = self.received.get(slot).copied().unwrap_or(false);
+        if let Some(flag) = self.received.get_mut(slot) {
+            *flag = false;
+        }
+        let command = nix::unistd::Pid::from_raw(self.command);
+        let in_our_group =
+            nix::unistd::getpgid(Some(command)).ok() == nix::unistd::getpgid(None).ok();
+        if to_group && in_our_group {
+            return;
+        }
+        let _ = sys::send_signal(self.command, libc::c_int::from(signal));
+    }
+}
+
+/// The command, ready to exec (everything allocated and checked before the fork).
+pub trait Exec {
+    /// Execs; returns only the error.
+    fn exec(self) -> HelperError;
+}
+
+impl Supervisor {
+    /// Forks the command and supervises it until it exits; then kills what is left, reports
+    /// the command's status to the helper and exits.
+    pub fn run(self, command: impl Exec) -> ! {
+        // The command gets a process group of its own, and the terminal's foreground when the
+        // helper had it: a terminal's signals (Ctrl-C, Ctrl-Z, window size) then go to the
+        // command alone, and the group leader the executor watches for an idle prompt is the
+        // command. `go` holds the command back until its group is in the foreground, or its
+        // first read of the terminal would stop it.
+        // Only in the namespace, where the command's group dies with the supervisor: under the
+        // subreaper the command stays in the helper's group, so that the caller's `killpg`
+        // (a timeout) still reaches every descendant that did not leave it.
+        let own_group = self.containment == Containment::PidNamespace;
+        let (go_wait, go) = match nix::unistd::pipe2(OFlag::O_CLOEXEC) {
+            Ok(pipe) => pipe,
+            Err(e) => fail(HelperError::Containment { what: "creating a pipe", source: e.into() }),
+        };
+        let forked = match sys::fork() {
+            Ok(forked) => forked,
+            Err(source) => fail(HelperError::Containment { what: "forking the command", source }),
+        };
+        let pid = match forked {
+            Forked::Child => {
+                drop(go);
+                if own_group {
+                    let _ = nix::unistd::setpgid(
+                        nix::unistd::Pid::from_raw(0),
+                        nix::unistd::Pid::from_raw(0),
+                    );
+                }
+                // End of file once the supervisor is done.
+                let _ = nix::unistd::read(&go_wait, &mut [0u8; 1]);
+                drop(go_wait);
+                // The command starts with nothing blocked, as the helper itself did.
+                let _ = SigSet::empty().thread_set_mask();
+                if self.containment == Containment::Subreaper {
+                    // No namespace kills the command when the supervisor dies.
+                    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+                }
+                fail(command.exec())
+            }
+            Forked::Parent { child } => {
+                if own_group {
+                    let group = nix::unistd::Pid::from_raw(child);
+                    // Both sides set the group, so it is in place whichever runs first.
+                    let _ = nix::unistd::setpgid(group, group);
+                    if let Terminal::Foreground(fd) = self.terminal {
+                        let _ = sys::set_foreground_group(fd, child);
+                    }
+                }
+                drop((go, go_wait));
+                child
+            }
+        };
+        let mut watch = Watch {
+            command: pid,
+            containment: self.containment,
+            status: None,
+            stopped: false,
+            terminal: match self.containment {
+                Containment::PidNamespace => self.terminal,
+                Containment::Subreaper => Terminal::None,
+            },
+            received: [false; 65],
+        };
+        let signals = match SignalFd::with_flags(
+            &watched(),
+            SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK,
+        ) {
+            Ok(signals) => signals,
+            Err(e) => {
+                let _ = sys::send_signal(pid, libc::SIGKILL);
+                fail(HelperError::Containment { what: "reading signals", source: e.into() })
+            }
+        };
+        let mut helper_alive = true;
+        while watch.status.is_none() && helper_alive {
+            let mut fds = [
+                PollFd::new(signals.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.from_helper.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(nix::Error::EINTR) => {}
+                Err(_) => break,
+            }
+            let from_helper = fds[1].revents().unwrap_or(PollFlags::empty());
+            watch.drain(&signals);
+            if std::mem::take(&mut watch.stopped) {
+                let _ = nix::unistd::write(&self.to_helper, &Report::Stopped.encode());
+            }
+            if from_helper.intersects(PollFlags::POLLIN | PollFlags::POLLHUP) {
+                let mut buf = [0u8; 64];
+                match nix::unistd::read(&self.from_helper, &mut buf) {
+                    Ok(0) => helper_alive = false,
+                    Ok(n) => buf[..n].iter().for_each(|s| watch.forward(&signals, *s)),
+                    Err(_) => {}
+                }
+            }
+        }
+        if self.containment == Containment::Subreaper {
+            kill_descendants();
+        }
+        // Without a status (the helper went away) the helper is not listening any more.
+        let status = watch.status.unwrap_or(libc::SIGKILL);
+        let _ = nix::unistd::write(&self.to_helper, &Report::Exited(status).encode());
+        // As pid 1, exiting kills everything left in the namespace.
+        std::process::exit(if libc::WIFSIGNALED(status) {
+            128 + libc::WTERMSIG(status)
+        } else {
+            libc::WEXITSTATUS(status)
+        })
+    }
+}
+
+fn fail(error: HelperError) -> ! {
+    eprintln!("{}: {error}", crate::HELPER_ARG0);
+    std::process::exit(error.exit_code())
+}
+
+/// Kills and reaps every remaining descendant: SIGKILL to each child, whose own children are
+/// then reparented to this subreaper and killed in the next round, until none is left.
+fn kill_descendants() {
+    let me = nix::unistd::getpid().as_raw();
+    loop {
+        for child in children(me) {
+            let _ = sys::send_signal(child, libc::SIGKILL);
+        }
+        loop {
+            match sys::wait_raw(-1, Wait::NoHang) {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                // ECHILD: nothing left.
+                Err(_) => return,
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// The pids of `parent`'s children: `/proc/PID/task/PID/children` (CONFIG_PROC_CHILDREN), else
+/// a scan of every `/proc/PID/stat`.
+fn children(parent: libc::pid_t) -> Vec<libc::pid_t> {
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")) {
+        return text.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().is_some_and(|stat| {
+                // The fields after the command name, which may itself contain spaces.
+                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+                rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()) == Some(parent)
+            })
+        })
+        .collect()
+}

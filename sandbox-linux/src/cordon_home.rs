@@ -1,0 +1,122 @@
+//! cordon's own state directory inside a writable root (DESIGN §12).
+//!
+//! `$CORDON_HOME` (default `~/.cordon`) holds the config and the allow rules that decide the
+//! next command's sandbox, so it must never be writable from inside one — whether or not it
+//! exists yet: with the workspace at `$HOME`, a command could otherwise create `~/.cordon` and
+//! plant `sandbox_mode = "danger-full-access"`. A missing directory cannot be made read-only
+//! (a read-only bind needs something to bind), so the helper creates it, empty and private
+//! (0700), before it confines anything, then adds it to the protected paths. Only the mount
+//! view can keep a directory inside a writable root read-only, so when this applies and the
+//! mount view cannot be built the sandbox counts as not set up (see `report::gaps`).
+
+use std::path::{Component, Path, PathBuf};
+
+use cordon_policies::ResolvedPolicy;
+
+use crate::error::HelperError;
+
+/// When `cordon_home` lies inside a writable root (judged by its nearest existing ancestor,
+/// canonicalized): creates it if missing, adds it to the policy's protected paths and returns
+/// its canonical path. `None` when it lies outside every root (read-only there already).
+pub(crate) fn protect(
+    cordon_home: Option<&Path>,
+    policy: &mut ResolvedPolicy,
+) -> Result<Option<PathBuf>, HelperError> {
+    let Some(home) = cordon_home.filter(|home| home.is_absolute()) else { return Ok(None) };
+    let target = canonical_even_if_missing(home);
+    if !policy.writable_roots.iter().any(|root| target.starts_with(root)) {
+        return Ok(None);
+    }
+    if std::fs::symlink_metadata(&target).is_err() {
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&target)
+            .map_err(|source| HelperError::CordonHome { path: target.clone(), source })?;
+    }
+    policy.protected_paths.push(target.display().to_string());
+    Ok(Some(target))
+}
+
+/// The canonical form of `path`: its nearest existing ancestor canonicalized (symlinks
+/// resolved), with the missing rest appended. `.` and `..` are taken lexically first (the
+/// kernel would refuse `missing/..` anyway).
+fn canonical_even_if_missing(path: &Path) -> PathBuf {
+    let mut lexical = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    let mut existing = lexical.as_path();
+    let mut missing = Vec::new();
+    loop {
+        if let Ok(canonical) = std::fs::canonicalize(existing) {
+            return missing.iter().rev().fold(canonical, |out, name| out.join(name));
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name.to_owned());
+                existing = parent;
+            }
+            // Nothing of it exists, not even `/`: take it as given.
+            _ => return lexical,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(root: &Path) -> ResolvedPolicy {
+        ResolvedPolicy {
+            network_domains: None,
+            writable_roots: vec![std::fs::canonicalize(root).unwrap()],
+            network_access: false,
+            protected_paths: Vec::new(),
+            hidden_paths: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_missing_home_inside_a_root_is_created_private_and_protected() {
+        let root = tempfile::tempdir().unwrap();
+        let mut policy = policy(root.path());
+        let home = root.path().join("a/../.cordon");
+        let protected = protect(Some(&home), &mut policy).unwrap().unwrap();
+        let canonical = std::fs::canonicalize(root.path()).unwrap().join(".cordon");
+        assert_eq!(protected, canonical);
+        assert!(canonical.is_dir());
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&canonical.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(policy.protected_paths, vec![canonical.display().to_string()]);
+    }
+
+    #[test]
+    fn a_home_outside_every_root_is_left_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let mut policy = policy(root.path());
+        let home = other.path().join("missing/.cordon");
+        assert_eq!(protect(Some(&home), &mut policy).unwrap(), None);
+        assert!(!home.exists());
+        assert!(policy.protected_paths.is_empty());
+        assert_eq!(protect(None, &mut policy).unwrap(), None);
+        assert_eq!(protect(Some(Path::new("relative")), &mut policy).unwrap(), None);
+    }
+
+    #[test]
+    fn a_symlinked_ancestor_is_judged_where_it_points() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let link = outside.path().join("link");
+        std::os::unix::fs::symlink(root.path(), &link).unwrap();
+        let mut policy = policy(root.path());
+        let protected = protect(Some(&link.join(".cordon")), &mut policy).unwrap();
+        assert_eq!(protected, Some(std::fs::canonicalize(root.path()).unwrap().join(".cordon")));
+    }
+}

@@ -1,0 +1,273 @@
+//! Network by domain (issue 19): `cordon exec --allow-domain` runs the command in a network
+//! namespace with only loopback, and cordon's proxy decides each destination. Loopback only:
+//! a Python server on 127.0.0.1 stands in for the internet, and the test-only resolver override
+//! (`CORDON_TEST_RESOLVE`) maps `allowed.test` and `denied.test` to it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::util::*;
+
+/// The loopback server of `tests/helpers/http_server.py`, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("requests.log");
+        std::fs::write(&log, "").unwrap();
+        let mut child = Command::new(python())
+            .arg(helper_program("http_server.py"))
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line.trim().parse().unwrap();
+        Server { child, port, log, _dir: dir }
+    }
+
+    /// The paths the server saw, in order.
+    fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log).unwrap().lines().map(str::to_owned).collect()
+    }
+
+    fn resolve(&self) -> String {
+        format!("allowed.test=127.0.0.1:{0},denied.test=127.0.0.1:{0}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+macro_rules! require_network_namespace {
+    () => {
+        require_sandbox!(1);
+        skip_unless!(
+            features().mount_view,
+            "the domain allow-list needs the mount view's namespaces"
+        );
+        skip_unless!(Path::new("/usr/bin/curl").exists(), "needs curl (apt-get install -y curl)");
+    };
+}
+
+/// `cordon exec -a never <flags> -C dir -- sh -c script` with the resolver override.
+fn exec_sh(server: &Server, flags: &[&str], dir: &Path, script: &str) -> Run {
+    let mut args = vec!["exec", "-a", "never"];
+    args.extend_from_slice(flags);
+    let dir = dir.to_str().unwrap();
+    args.extend_from_slice(&["-C", dir, "--", "sh", "-c", script]);
+    let mut command = cordon_command(User::Root, &args);
+    command.env("CORDON_TEST_RESOLVE", server.resolve());
+    command.output().unwrap().into()
+}
+
+#[test]
+fn curl_and_urllib_reach_an_allowed_host_through_the_proxy() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let script = format!(
+        "curl -sS --fail http://allowed.test/curl-plain && \
+         curl -sS --fail --proxytunnel http://allowed.test:{port}/curl-connect && \
+         {py} -c 'import urllib.request; print(urllib.request.urlopen(\"http://allowed.test/urllib\").read().decode())'",
+        port = server.port,
+        py = python()
+    );
+    let run = exec_sh(&server, &["--allow-domain", "allowed.test"], root.path(), &script);
+    run.assert_ok();
+    assert_eq!(run.stdout.matches("hello from the loopback server").count(), 3, "{}", run.stdout);
+    assert_eq!(server.requests(), ["/curl-plain", "/curl-connect", "/urllib"]);
+}
+
+#[test]
+fn a_denied_host_gets_403_naming_the_rule_and_the_summary_lists_it() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let run = exec_sh(
+        &server,
+        &["-c", r#"network={ allow = ["*.test"], deny = ["denied.test"] }"#],
+        root.path(),
+        "curl -sS http://denied.test/nope; curl -sS --fail http://denied.test/nope",
+    );
+    assert_eq!(run.code, Some(22), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(r#"denied by the rule "denied.test" in the network deny list"#),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("cordon: the network allow-list refused denied.test:80"),
+        "{}",
+        run.stderr
+    );
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+}
+
+#[test]
+fn json_lists_every_connection_and_the_denied_hosts() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let run = exec_sh(
+        &server,
+        &["--json", "--allow-domain", "allowed.test"],
+        root.path(),
+        "curl -sS -o /dev/null http://allowed.test/a; curl -sS -o /dev/null http://denied.test/b",
+    );
+    run.assert_ok();
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(document["network_denied"], serde_json::json!(["denied.test:80"]));
+    let connections = &document["attempts"][0]["network"]["connections"];
+    assert_eq!(connections[0]["host"], "allowed.test");
+    assert_eq!(connections[0]["allowed"], true);
+    assert_eq!(connections[0]["rule"], "allowed.test");
+    assert_eq!(connections[1]["host"], "denied.test");
+    assert_eq!(connections[1]["allowed"], false);
+}
+
+#[test]
+fn a_direct_connect_to_the_hosts_loopback_server_fails_and_it_sees_nothing() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let script = format!(
+        "curl -sS --noproxy '*' -m 5 http://127.0.0.1:{}/direct; echo direct=$?",
+        server.port
+    );
+    let run = exec_sh(&server, &["--allow-domain", "allowed.test"], root.path(), &script);
+    run.assert_ok();
+    assert!(run.stdout.contains("direct=7"), "{}{}", run.stdout, run.stderr);
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+}
+
+#[test]
+fn udp_out_fails() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "{} -c 'import socket\nfor dest in [(\"127.0.0.1\", {port}), (\"192.0.2.1\", 53)]:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    try:\n        s.sendto(b\"x\", dest); print(\"sent\", dest)\n    except OSError as e:\n        print(\"refused\", e.errno)'",
+        python()
+    );
+    let run = exec_sh(&server, &["--allow-domain", "allowed.test"], root.path(), &script);
+    run.assert_ok();
+    // To 127.0.0.1 the datagram goes to the namespace's own loopback, where nothing listens.
+    assert!(run.stdout.contains(&format!("refused {}", libc::ENETUNREACH)), "{}", run.stdout);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(listener.recv(&mut [0u8; 8]).is_err(), "the host's UDP socket got a datagram");
+}
+
+#[test]
+fn an_allowed_name_resolving_to_loopback_is_refused_unless_mapped_for_tests() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    // `localhost` is allowed by name but resolves (through /etc/hosts) to 127.0.0.1: refused,
+    // even though `127.0.0.1:PORT+1` names that address (another port).
+    let refused =
+        format!("curl -sS --noproxy '' -x \"$HTTP_PROXY\" http://localhost:{}/rebind", server.port);
+    let localhost = format!("localhost:{}", server.port);
+    let other_port = format!("127.0.0.1:{}", server.port + 1);
+    let run = exec_sh(
+        &server,
+        &["--allow-domain", &localhost, "--allow-domain", &other_port],
+        root.path(),
+        &refused,
+    );
+    run.assert_ok();
+    assert!(
+        run.stdout
+            .contains("localhost resolves to 127.0.0.1, a loopback/private/link-local address"),
+        "{}",
+        run.stdout
+    );
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+    // `127.0.0.1:PORT` names the address and port itself: allowed.
+    let named = format!("127.0.0.1:{}", server.port);
+    let script = format!(
+        "curl -sS --fail --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{}/named",
+        server.port
+    );
+    exec_sh(&server, &["--allow-domain", &named], root.path(), &script).assert_ok();
+    assert_eq!(server.requests(), ["/named"]);
+}
+
+#[test]
+fn garbage_and_many_concurrent_connections_leave_the_proxy_serving() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let code = r#"
+import os, socket, threading, urllib.request
+port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
+s = socket.create_connection(("127.0.0.1", port)); s.sendall(b"\x00\xff NOT HTTP\r\n\r\n")
+print("garbage answer", s.recv(64)[:12])
+results = []
+def one(i):
+    try:
+        results.append(urllib.request.urlopen("http://allowed.test/c%d" % i, timeout=60).status)
+    except Exception as e:
+        results.append(repr(e))
+threads = [threading.Thread(target=one, args=(i,)) for i in range(100)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print("ok", results.count(200), len(results))
+print(urllib.request.urlopen("http://allowed.test/after").status)
+"#;
+    let script = format!("{} -c '{}'", python(), code.replace('\'', "'\\''"));
+    let run = exec_sh(&server, &["--allow-domain", "allowed.test"], root.path(), &script);
+    run.assert_ok();
+    assert!(run.stdout.contains("garbage answer b'HTTP/1.1 400'"), "{}", run.stdout);
+    assert!(run.stdout.contains("ok 100 100"), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.trim_end().ends_with("200"), "{}", run.stdout);
+}
+
+#[test]
+fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    // `cordon sandbox` execs the helper and runs no proxy: loopback only, network "off".
+    let script = format!(
+        "echo net=$CORDON_SANDBOX_NETWORK_DISABLED; curl -sS --noproxy '*' -m 5 http://127.0.0.1:{}/x; echo rc=$?",
+        server.port
+    );
+    let dir = root.path().to_str().unwrap();
+    let mut command = cordon_command(
+        User::Root,
+        &[
+            "sandbox",
+            "linux",
+            "-s",
+            "workspace-write",
+            "--allow-domain",
+            "allowed.test",
+            "-C",
+            dir,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    command.env("CORDON_TEST_RESOLVE", server.resolve());
+    let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(run.stdout.contains("net=1") && run.stdout.contains("rc=7"), "{}", run.stdout);
+    assert!(server.requests().is_empty());
+}

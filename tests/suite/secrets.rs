@@ -1,0 +1,371 @@
+//! Secrets stay hidden whatever `shell_environment_policy` gives the command (issue 24): hidden
+//! paths and writable roots follow cordon's own HOME/TMPDIR/SSH_AUTH_SOCK, never the command's;
+//! credential variables are dropped by name and by value on every entry point.
+
+use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::util::*;
+
+macro_rules! require_mount_view {
+    () => {
+        require_sandbox!(1);
+        skip_unless!(features().mount_view, "hiding paths needs the mount view");
+    };
+}
+
+/// Environment policies that used to change what the helper hid or made writable.
+const ENV_SETTINGS: &[&str] = &[
+    "shell_environment_policy.inherit=none",
+    "shell_environment_policy.inherit=core",
+    r#"shell_environment_policy.include_only=["PATH"]"#,
+    "shell_environment_policy.set.HOME=/nonexistent",
+    "shell_environment_policy.inherit=all",
+];
+
+const GITHUB_TOKEN_VALUE: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+
+/// `cordon exec -a never -C work -c setting <flags> -- argv` as `user`.
+fn exec_with(user: User, work: &Path, setting: &str, flags: &[&str], argv: &[&str]) -> Command {
+    let mut args = vec!["exec", "-a", "never", "-C", work.to_str().unwrap(), "-c", setting];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(argv);
+    cordon_command(user, &args)
+}
+
+#[test]
+fn a_key_under_home_stays_hidden_whatever_the_command_environment_holds() {
+    require_mount_view!();
+    let (home, key) = fake_home();
+    let work = scratch();
+    let script = format!("cat {}; echo \"ran-$? home=${{HOME-unset}}\"", key.display());
+    for user in USERS {
+        for setting in ENV_SETTINGS {
+            let out = exec_with(user, work.path(), setting, &[], &["/bin/sh", "-c", &script])
+                .env("HOME", home.path())
+                .output()
+                .unwrap();
+            let run = Run::from(out);
+            assert!(
+                run.stdout.contains("ran-1"),
+                "{user:?} {setting}: {}{}",
+                run.stdout,
+                run.stderr
+            );
+            assert!(!run.stdout.contains(FAKE_KEY), "{user:?} {setting}: the key was read");
+        }
+    }
+    // The key is readable outside the sandbox, so the runs above really were refused it.
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), FAKE_KEY);
+}
+
+/// Python that connects to the UNIX socket at `path` and prints `CONNECTED` or `refused ERRNO`.
+fn agent_probe(path: &Path) -> String {
+    format!(
+        "import socket\ntry:\n    s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.sendall(b'sign'); print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)",
+        path.display().to_string()
+    )
+}
+
+#[test]
+fn the_ssh_agent_gets_no_connection_under_any_inherit_setting_with_the_network_on() {
+    require_mount_view!();
+    let (home, _) = fake_home();
+    let agent_dir = scratch();
+    let agent = agent_dir.path().join("agent.42");
+    let listener = UnixListener::bind(&agent).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let work = scratch();
+    let code = agent_probe(&agent);
+    let network = ["-c", "sandbox_workspace_write.network_access=true"];
+    let run_probe = |user: User, setting: &str, extra: &[&str]| {
+        let flags: Vec<&str> = network.iter().chain(extra).copied().collect();
+        let out = exec_with(user, work.path(), setting, &flags, &[python(), "-c", &code])
+            .env("HOME", home.path())
+            .env("SSH_AUTH_SOCK", &agent)
+            .output()
+            .unwrap();
+        Run::from(out)
+    };
+    for user in USERS {
+        for setting in ENV_SETTINGS {
+            let run = run_probe(user, setting, &[]);
+            assert!(
+                run.stdout.contains("refused"),
+                "{user:?} {setting}: {}{}",
+                run.stdout,
+                run.stderr
+            );
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(
+                listener.accept().map(|_| ()).unwrap_err().kind(),
+                ErrorKind::WouldBlock,
+                "{user:?} {setting}: the agent was reached"
+            );
+        }
+    }
+    // The probe can reach the agent when it is deliberately unhidden: the refusals above are
+    // the hiding, not a broken probe.
+    let run = run_probe(User::Root, ENV_SETTINGS[0], &["--unhide", agent.to_str().unwrap()]);
+    assert!(run.stdout.contains("CONNECTED"), "{}{}", run.stdout, run.stderr);
+    assert!(listener.accept().is_ok());
+}
+
+#[test]
+fn tmpdir_set_for_the_command_does_not_make_that_directory_writable() {
+    require_sandbox!(1);
+    let work = scratch();
+    let outside = scratch();
+    let cordon_home = scratch();
+    for user in USERS {
+        for target in [outside.path(), cordon_home.path()] {
+            let setting = format!("shell_environment_policy.set.TMPDIR={}", target.display());
+            let script = "echo \"tmpdir=$TMPDIR\"; echo allow > \"$TMPDIR/rules.toml\"; echo rc=$?";
+            let out = exec_with(user, work.path(), &setting, &[], &["/bin/sh", "-c", script])
+                .env("CORDON_HOME", cordon_home.path())
+                .output()
+                .unwrap();
+            let run = Run::from(out);
+            let seen = format!("tmpdir={}\n", target.display());
+            assert!(run.stdout.contains(&seen), "{user:?}: {}{}", run.stdout, run.stderr);
+            assert!(!run.stdout.contains("rc=0"), "{user:?}: {}", run.stdout);
+            assert!(!target.join("rules.toml").exists(), "{user:?}: wrote {}", target.display());
+        }
+    }
+}
+
+#[test]
+fn cordons_own_tmpdir_stays_writable_when_the_command_is_not_told_about_it() {
+    require_sandbox!(1);
+    let work = scratch();
+    let tmpdir = scratch();
+    let made = tmpdir.path().join("made");
+    let script = format!("echo \"tmpdir=${{TMPDIR-unset}}\"; echo x > {}", made.display());
+    let setting = "shell_environment_policy.inherit=none";
+    let out = exec_with(User::Root, work.path(), setting, &[], &["/bin/sh", "-c", &script])
+        .env("TMPDIR", tmpdir.path())
+        .output()
+        .unwrap();
+    let run = Run::from(out);
+    run.assert_ok();
+    assert_eq!(run.stdout, "tmpdir=unset\n");
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "x\n");
+}
+
+#[test]
+fn sandbox_linux_applies_the_environment_policy_unless_inherit_env_is_given() {
+    require_sandbox!(1);
+    let work = scratch();
+    let cordon_home = scratch();
+    std::fs::write(
+        cordon_home.path().join("config.toml"),
+        "[shell_environment_policy]\nexclude = [\"EDITOR\"]\n",
+    )
+    .unwrap();
+    let env_of = |flags: &[&str]| {
+        let out = sandbox_command(flags, work.path(), &["env"])
+            .env("CORDON_HOME", cordon_home.path())
+            .env("DEPLOY_TOKEN", "tok-value-123")
+            .env("NOTES", GITHUB_TOKEN_VALUE)
+            .env("DATABASE_URL", "postgres://app:pw-secret@db.internal/app")
+            .env("EDITOR", "vi")
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        run.assert_ok();
+        run.stdout
+    };
+    let filtered = env_of(&[]);
+    for gone in ["DEPLOY_TOKEN=", "NOTES=", "EDITOR=", "pw-secret"] {
+        assert!(!filtered.contains(gone), "{gone} reached the command:\n{filtered}");
+    }
+    assert!(filtered.contains("\nDATABASE_URL=postgres://db.internal/app\n"), "{filtered}");
+    assert!(filtered.contains("CORDON_SANDBOX=linux"), "{filtered}");
+    let inherited = env_of(&["--inherit-env"]);
+    assert!(inherited.contains("DEPLOY_TOKEN=tok-value-123"), "{inherited}");
+    assert!(inherited.contains("EDITOR=vi"), "{inherited}");
+
+    let help = cordon(&["sandbox", "linux", "--help"]);
+    assert!(help.stdout.contains("--inherit-env"), "{}", help.stdout);
+}
+
+#[test]
+fn exec_json_lists_the_removed_names_and_never_their_values() {
+    require_sandbox!(1);
+    let work = scratch();
+    let out = cordon_command(User::Root, &["exec", "--json", "-a", "never", "-C"])
+        .arg(work.path())
+        .args(["--", "true"])
+        .env("DEPLOY_TOKEN", "tok-value-123")
+        .env("NOTES", GITHUB_TOKEN_VALUE)
+        .env("DATABASE_URL", "postgres://app:pw-secret@db.internal/app")
+        .output()
+        .unwrap();
+    let run = Run::from(out);
+    run.assert_ok();
+    for value in ["tok-value-123", GITHUB_TOKEN_VALUE, "pw-secret"] {
+        assert!(!run.stdout.contains(value), "a value leaked: {value}");
+    }
+    let document: Value = serde_json::from_str(&run.stdout).unwrap();
+    let removed = document["env_removed"].as_array().unwrap();
+    for expected in [
+        json!({"name": "DATABASE_URL", "reason": "url_credentials"}),
+        json!({"name": "DEPLOY_TOKEN", "reason": "secret_name"}),
+        json!({"name": "NOTES", "reason": "secret_value"}),
+    ] {
+        assert!(removed.contains(&expected), "{expected} missing from {removed:?}");
+    }
+}
+
+/// A workspace-write policy: `root` and `$TMPDIR` writable, not `/tmp`.
+fn root_and_tmpdir_policy(root: &Path) -> String {
+    json!({"type": "workspace-write", "writable_roots": [root], "exclude_slash_tmp": true})
+        .to_string()
+}
+
+#[test]
+fn the_helper_given_a_user_view_follows_it_and_not_its_own_environment() {
+    require_mount_view!();
+    let (home, key) = fake_home();
+    let root = scratch();
+    let outside = scratch();
+    let planted = outside.path().join("planted");
+    let view = json!({"home": home.path(), "uid": nix::unistd::getuid().as_raw()}).to_string();
+    let script = format!("cat {}; echo x > {}; echo ran", key.display(), planted.display());
+    let out = helper_cmd(
+        &root_and_tmpdir_policy(root.path()),
+        root.path(),
+        &["--user-view", &view],
+        &["/bin/sh", "-c", &script],
+    )
+    // What a filtered command environment looks like: no HOME, another TMPDIR.
+    .env_clear()
+    .env("PATH", "/usr/bin:/bin")
+    .env("TMPDIR", outside.path())
+    .output()
+    .unwrap();
+    let run = Run::from(out);
+    assert!(run.stdout.contains("ran"), "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains(FAKE_KEY), "the key was read: {}", run.stdout);
+    assert!(!planted.exists(), "the command's TMPDIR became writable");
+}
+
+#[test]
+fn the_helper_called_directly_without_a_user_view_uses_its_own_environment() {
+    require_mount_view!();
+    let (home, key) = fake_home();
+    let root = scratch();
+    let tmpdir = scratch();
+    let made = tmpdir.path().join("made");
+    let script = format!("cat {}; echo x > {}; echo ran", key.display(), made.display());
+    let out = helper_cmd(
+        &root_and_tmpdir_policy(root.path()),
+        root.path(),
+        &[],
+        &["/bin/sh", "-c", &script],
+    )
+    .env("HOME", home.path())
+    .env("TMPDIR", tmpdir.path())
+    .output()
+    .unwrap();
+    let run = Run::from(out);
+    assert!(run.stdout.contains("ran"), "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains(FAKE_KEY), "the key was read: {}", run.stdout);
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "x\n");
+}
+
+/// Runs one `exec_command` through `cordon executor -C work <flags>` and returns its text.
+fn executor_output(flags: &[&str], work: &Path, envs: &[(&str, &str)], cmd: &str) -> String {
+    let mut child = Command::new(CORDON)
+        .arg("executor")
+        .arg("-C")
+        .arg(work)
+        .args(flags)
+        .envs(envs.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let call = json!({"type": "call_tool", "requestId": "1", "toolName": "exec_command",
+                      "arguments": {"cmd": cmd, "login": false}});
+    writeln!(stdin, "{call}").unwrap();
+    stdin.flush().unwrap();
+    let mut text = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if message["type"] == "call_tool_response" {
+            text = message["outcome"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+            break;
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    text
+}
+
+#[test]
+fn the_executor_hides_the_same_secrets_and_drops_the_same_variables() {
+    require_mount_view!();
+    let (home, key) = fake_home();
+    let work = scratch();
+    let home_str = home.path().to_str().unwrap();
+    let script = format!("cat {}; echo \"ran-$?\"", key.display());
+    let text = executor_output(
+        &["-c", "shell_environment_policy.inherit=none"],
+        work.path(),
+        &[("HOME", home_str)],
+        &script,
+    );
+    assert!(text.contains("ran-1"), "{text}");
+    assert!(!text.contains(FAKE_KEY), "the key was read: {text}");
+
+    let text = executor_output(
+        &[],
+        work.path(),
+        &[("HOME", home_str), ("DEPLOY_TOKEN", "tok-value-123"), ("NOTES", GITHUB_TOKEN_VALUE)],
+        "env",
+    );
+    assert!(text.contains("NO_COLOR=1"), "{text}");
+    assert!(!text.contains("DEPLOY_TOKEN") && !text.contains("NOTES="), "{text}");
+}
+
+#[test]
+fn doctor_shows_the_environment_patterns_in_force() {
+    let cordon_home = scratch();
+    let doctor = || {
+        let out = cordon_command(User::Root, &["doctor", "--json"])
+            .env("CORDON_HOME", cordon_home.path())
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        // 1: this kernel cannot enforce the default policy; the report is complete either way.
+        assert!(matches!(run.code, Some(0 | 1)), "{}", run.stderr);
+        serde_json::from_str::<Value>(&run.stdout).unwrap()["environment"].clone()
+    };
+    let env = doctor();
+    for pattern in ["*KEY*", "*PASS*", "*PWD*", "*_PAT", "*AUTH*", "*SESSION*"] {
+        assert!(env["default_excludes"].as_array().unwrap().contains(&json!(pattern)), "{env}");
+    }
+    assert!(env["kept_despite_default_excludes"].as_array().unwrap().contains(&json!("PWD")));
+    assert!(env["value_rules"].to_string().contains("PEM private key"), "{env}");
+
+    std::fs::write(
+        cordon_home.path().join("config.toml"),
+        "[shell_environment_policy]\nignore_default_excludes = true\nexclude = [\"AWS_*\"]\n",
+    )
+    .unwrap();
+    let env = doctor();
+    assert_eq!(env["default_excludes"], json!([]));
+    assert_eq!(env["value_rules"], json!([]));
+    assert_eq!(env["exclude"], json!(["AWS_*"]));
+}

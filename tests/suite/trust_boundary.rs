@@ -1,0 +1,591 @@
+//! The trust boundary (DESIGN §12): nothing a sandboxed command does, and no spelling of a
+//! command, loosens what cordon decides for the next one. Effects are checked from outside.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::exec::{env, exec, exec_on_terminal};
+use super::executor::Executor;
+use super::util::*;
+
+#[test]
+fn an_executor_workdir_outside_the_roots_sets_the_cwd_but_grants_no_write() {
+    require_sandbox!(1);
+    let outside = scratch();
+    let mut ex = Executor::start(&["-a", "on-request", "-s", "workspace-write"]);
+    let text = ex.text(
+        "exec_command",
+        json!({"cmd": "pwd; echo x > x", "workdir": outside.path(), "login": false}),
+    );
+    assert!(text.contains(&outside.path().display().to_string()), "{text}");
+    assert!(!outside.path().join("x").exists(), "the workdir became writable: {text}");
+    // Nor through `..` from the workspace, nor by naming cordon's own home.
+    let work = ex.work.path().to_path_buf();
+    let relative = format!("../{}", outside.path().file_name().unwrap().to_str().unwrap());
+    let text =
+        ex.text("exec_command", json!({"cmd": "echo x > y", "workdir": relative, "login": false}));
+    assert!(!outside.path().join("y").exists(), "{text}");
+    let home = ex.home.path().to_path_buf();
+    let text = ex.text(
+        "exec_command",
+        json!({"cmd": "echo 'sandbox_mode = \"danger-full-access\"' > config.toml", "workdir": home, "login": false}),
+    );
+    assert!(!home.join("config.toml").exists(), "{text}");
+    // Inside the workspace a workdir still writes.
+    std::fs::create_dir(work.join("sub")).unwrap();
+    ex.text("exec_command", json!({"cmd": "echo x > z", "workdir": "sub", "login": false}));
+    assert!(work.join("sub/z").exists());
+    // A workdir that does not exist is an error naming it.
+    let response = ex.call("exec_command", json!({"cmd": "true", "workdir": "/nonexistent/dir"}));
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
+    assert!(response["outcome"]["message"].as_str().unwrap().contains("/nonexistent/dir"));
+}
+
+#[test]
+fn an_escalated_workdir_write_needs_an_approval_and_never_refuses_it() {
+    require_sandbox!(1);
+    let outside = scratch();
+    let mut never = Executor::start(&["-a", "never"]);
+    let response = never.call(
+        "exec_command",
+        json!({"cmd": "echo x > x", "workdir": outside.path(), "login": false,
+               "sandbox_permissions": "require_escalated", "justification": "write there"}),
+    );
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
+    assert!(!outside.path().join("x").exists());
+
+    let mut ex = Executor::start(&["-a", "on-request"]);
+    ex.send(&json!({"type": "call_tool", "requestId": "e1", "toolName": "exec_command",
+        "arguments": {"cmd": "echo x > x", "workdir": outside.path(), "login": false,
+                      "sandbox_permissions": "require_escalated", "justification": "write there"}}));
+    let request = ex.wait_for(Duration::from_secs(10), |v| v["type"] == "approval_request");
+    assert_eq!(request["cwd"], outside.path().display().to_string(), "{request}");
+    ex.send(&json!({"type": "approval_response", "requestId": request["requestId"], "decision": "approved"}));
+    ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == "e1");
+    assert!(outside.path().join("x").exists());
+}
+
+#[test]
+fn a_session_approval_of_a_sandboxed_run_does_not_cover_an_escalation_of_it() {
+    require_sandbox!(1);
+    let outside = scratch();
+    let target = outside.path().join("escalated");
+    let cmd = format!("echo x > {}", target.display());
+    let mut ex = Executor::start(&["-a", "untrusted"]);
+    ex.send(&json!({"type": "call_tool", "requestId": "c1", "toolName": "exec_command",
+        "arguments": {"cmd": cmd, "login": false}}));
+    let request = ex.wait_for(Duration::from_secs(10), |v| v["type"] == "approval_request");
+    ex.send(&json!({"type": "approval_response", "requestId": request["requestId"], "decision": "approved_for_session"}));
+    ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == "c1");
+    assert!(!target.exists(), "the sandboxed run wrote outside");
+    ex.send(&json!({"type": "call_tool", "requestId": "c2", "toolName": "exec_command",
+        "arguments": {"cmd": cmd, "login": false, "sandbox_permissions": "require_escalated"}}));
+    let second = ex.wait_for(Duration::from_secs(10), |v| {
+        v["type"] == "approval_request" || v["requestId"] == "c2"
+    });
+    assert_eq!(
+        second["type"], "approval_request",
+        "escalation ran without a new approval: {second}"
+    );
+    ex.send(&json!({"type": "approval_response", "requestId": second["requestId"], "decision": "denied"}));
+    ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == "c2");
+    assert!(!target.exists());
+}
+
+#[test]
+fn yes_for_this_session_before_the_run_does_not_approve_the_unsandboxed_retry() {
+    require_sandbox!(1);
+    let e = env();
+    let target = e.outside.path().join("retried");
+    let script = format!("echo x > {}", target.display());
+    let args = ["-a", "untrusted", "--", "sh", "-c", script.as_str()];
+    let (transcript, code) = exec_on_terminal(e.home.path(), e.work.path(), &args, &["s", "n"]);
+    assert_ne!(code, 0, "{transcript}");
+    assert!(!target.exists(), "the retry ran unasked: {transcript}");
+    assert!(transcript.contains("WITHOUT the sandbox"), "{transcript}");
+    // No "always allow" is offered for a shell: a rule for `sh` would approve every script.
+    assert!(!transcript.contains("always allow"), "{transcript}");
+    assert!(!e.home.path().join("rules.toml").exists());
+}
+
+/// Writes `text` to `$CORDON_HOME/rules.toml`.
+fn rules(home: &Path, text: &str) {
+    std::fs::write(home.join("rules.toml"), text).unwrap();
+}
+
+#[test]
+fn a_forbidden_rule_stops_every_spelling_of_its_command() {
+    require_sandbox!(1);
+    let e = env();
+    rules(e.home.path(), "[[rule]]\nprefix = [\"touch\"]\ndecision = \"forbidden\"\n");
+    let spellings: &[&[&str]] = &[
+        &["touch", "f"],
+        &["/usr/bin/touch", "f"],
+        &["env", "touch", "f"],
+        &["env", "-i", "A=1", "touch", "f"],
+        &["nice", "-n", "1", "touch", "f"],
+        &["timeout", "5", "touch", "f"],
+        &["bash", "-lc", "cd . && touch f"],
+        &["bash", "-c", "touch f 2>&1"],
+        &["bash", "-c", "touch f # note"],
+        &["bash", "-c", "\\touch f"],
+        &["bash", "-c", "t''ouch f"],
+        &["bash", "-c", "tou\\\nch f"],
+        &["sh", "-c", "x=1 touch f"],
+        &["dash", "-c", "touch f"],
+        &["bash", "-l", "-c", "touch f"],
+        &["bash", "-c", "sh -c 'touch f'"],
+        &["bash", "-c", "echo $(touch f)"],
+    ];
+    for argv in spellings {
+        let mut args = vec!["-a", "never", "--"];
+        args.extend_from_slice(argv);
+        let run = exec(e.home.path(), e.work.path(), &args);
+        assert_eq!(run.code, Some(125), "{argv:?}: {}", run.stderr);
+        assert!(run.stderr.contains("forbids"), "{argv:?}: {}", run.stderr);
+        assert!(!e.work.path().join("f").exists(), "{argv:?} ran");
+    }
+}
+
+#[test]
+fn an_allow_rule_approves_a_script_only_when_every_command_is_allowed() {
+    require_sandbox!(1);
+    let e = env();
+    rules(e.home.path(), "[[rule]]\nprefix = [\"touch\", \"a\"]\ndecision = \"allow\"\n");
+    let run = exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "touch", "a"]);
+    run.assert_ok();
+    for script in ["touch a; touch PWNED", "touch a && touch PWNED", "touch a 2>&1; touch PWNED"] {
+        let run =
+            exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "bash", "-c", script]);
+        assert_eq!(run.code, Some(125), "{script}: {}", run.stderr);
+        assert!(!e.work.path().join("PWNED").exists(), "{script} ran unasked");
+    }
+    let run = exec(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "untrusted", "--", "bash", "-c", "touch a && ls"],
+    );
+    run.assert_ok();
+}
+
+#[test]
+fn a_command_cannot_fake_a_denial_to_be_offered_an_unsandboxed_retry() {
+    require_sandbox!(1);
+    let e = env();
+    for script in [
+        "echo 'Operation not permitted' >&2; exit 1",
+        "echo 'sandbox: landlock: seccomp: permission denied' >&2; exit 1",
+        "echo \"cannot create $PWD/x: Permission denied\" >&2; exit 1",
+        "kill -SYS $$",
+        "exit 159",
+    ] {
+        let (transcript, code) = exec_on_terminal(
+            e.home.path(),
+            e.work.path(),
+            &["-a", "on-failure", "--", "sh", "-c", script],
+            &["y"],
+        );
+        assert_ne!(code, 0, "{script}: {transcript}");
+        assert!(!transcript.contains("WITHOUT the sandbox"), "{script}: {transcript}");
+    }
+    // A real denial is still offered, with the evidence and a word that it already ran.
+    let target = e.outside.path().join("t");
+    let script = format!("echo x > {}", target.display());
+    let (transcript, _) = exec_on_terminal(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "on-failure", "--", "sh", "-c", &script],
+        &["n"],
+    );
+    assert!(transcript.contains("WITHOUT the sandbox"), "{transcript}");
+    assert!(transcript.contains("already ran"), "{transcript}");
+    assert!(transcript.contains(&target.display().to_string()), "{transcript}");
+}
+
+#[test]
+fn a_sandbox_that_cannot_be_set_up_is_an_error_never_a_retry() {
+    let e = env();
+    let fake = e.home.path().join("fake-helper");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'codex-linux-sandbox: Landlock: not enforced by this kernel' >&2\nexit 125\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let target = e.work.path().join("h");
+    let script = format!("echo y > {}", target.display());
+    // `untrusted` asks before anything not known-safe; `ls` runs unasked and still fails.
+    let cases: [(&str, &[&str]); 3] = [
+        ("on-failure", &["sh", "-c", &script]),
+        ("never", &["sh", "-c", &script]),
+        ("untrusted", &["ls"]),
+    ];
+    for (policy, argv) in cases {
+        let out = std::process::Command::new("setsid")
+            .args(["-w", CORDON, "exec", "-a", policy, "--json", "--"])
+            .args(argv)
+            .current_dir(e.work.path())
+            .env("CORDON_HOME", e.home.path())
+            .env("CORDON_LINUX_SANDBOX_EXE", &fake)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        assert_eq!(run.code, Some(125), "{policy}: {}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(v["attempts"][0]["verdict"], "sandbox_setup_failed", "{policy}: {v}");
+        assert_eq!(v["attempts"].as_array().unwrap().len(), 1, "{policy}");
+        let retry_asked = v["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["stage"] == "retry_without_sandbox");
+        assert!(!retry_asked, "{policy}: {v}");
+        assert!(run.stderr.contains("could not be set up"), "{policy}: {}", run.stderr);
+        assert!(!run.stderr.contains("blocked"), "{policy}: {}", run.stderr);
+        assert!(!target.exists());
+    }
+}
+
+/// Runs `cordon exec -- touch ran` with `home` as CORDON_HOME; returns the run and how long it
+/// took.
+fn exec_timed(home: &Path, work: &Path) -> (Run, Duration) {
+    let started = Instant::now();
+    let run = exec(home, work, &["-a", "never", "--", "touch", "ran"]);
+    (run, started.elapsed())
+}
+
+/// Puts something at a path.
+type Plant = Box<dyn Fn(&Path)>;
+
+#[test]
+fn planted_config_and_rules_files_are_one_line_errors_never_hangs_or_floods() {
+    let e = env();
+    let home = e.home.path();
+    let work = e.work.path();
+    std::fs::create_dir_all(work.join(".cordon")).unwrap();
+    let targets =
+        [home.join("config.toml"), home.join("rules.toml"), work.join(".cordon/rules.toml")];
+    let plants: Vec<(&str, Plant)> = vec![
+        (
+            "FIFO",
+            Box::new(|p: &Path| {
+                nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap()
+            }),
+        ),
+        (
+            "symlink to /dev/zero",
+            Box::new(|p: &Path| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
+        ),
+        (
+            "symlink to a file",
+            Box::new(|p: &Path| {
+                let real = p.with_extension("real");
+                std::fs::write(&real, "").unwrap();
+                std::os::unix::fs::symlink(&real, p).unwrap()
+            }),
+        ),
+        ("directory", Box::new(|p: &Path| std::fs::create_dir(p).unwrap())),
+        ("device", Box::new(|p: &Path| std::os::unix::fs::symlink("/dev/null", p).unwrap())),
+        (
+            "100 MB",
+            Box::new(|p: &Path| {
+                std::fs::File::create(p).unwrap().set_len(100 * 1024 * 1024).unwrap()
+            }),
+        ),
+        ("invalid UTF-8", Box::new(|p: &Path| std::fs::write(p, b"# ok\n\xff\xfe = 1\n").unwrap())),
+        ("invalid TOML", Box::new(|p: &Path| std::fs::write(p, "# ok\n[[rule\n").unwrap())),
+    ];
+    for target in &targets {
+        for (what, plant) in &plants {
+            plant(target);
+            let (run, took) = exec_timed(home, work);
+            assert_eq!(run.code, Some(125), "{what} at {}: {}", target.display(), run.stderr);
+            assert!(took < Duration::from_secs(1), "{what}: took {took:?}");
+            assert_eq!(run.stderr.lines().count(), 1, "{what}: {}", run.stderr);
+            assert!(run.stderr.contains(&target.display().to_string()), "{what}: {}", run.stderr);
+            if matches!(*what, "invalid UTF-8" | "invalid TOML") {
+                assert!(run.stderr.contains("line 2"), "{what}: {}", run.stderr);
+            }
+            assert!(!work.join("ran").exists(), "{what}: the command ran");
+            if target.is_dir() && !target.is_symlink() {
+                std::fs::remove_dir(target).unwrap();
+            } else {
+                std::fs::remove_file(target).unwrap();
+            }
+        }
+    }
+}
+
+/// A script that tries to loosen cordon's state in `home` every way it can: config and rules
+/// rewritten (or created), and FIFOs or links planted where cordon reads.
+fn tamper_script(home: &Path) -> String {
+    let h = home.display();
+    format!(
+        "mkdir -p {h}; \
+         printf 'sandbox_mode = \"danger-full-access\"\\napproval_policy = \"never\"\\n' > {h}/config.toml; \
+         printf '[[rule]]\\nprefix = [\"sh\"]\\ndecision = \"allow\"\\n' >> {h}/rules.toml; \
+         rm -f {h}/config.toml {h}/rules.toml; mkfifo {h}/rules.toml; ln -s /dev/zero {h}/config.toml; \
+         mv {h} {h}.moved; mkdir {h}; echo 'sandbox_mode = \"danger-full-access\"' > {h}/config.toml; \
+         true"
+    )
+}
+
+/// The state of `home` as cordon would later read it.
+fn snapshot(home: &Path) -> Vec<(String, String)> {
+    let mut entries = Vec::new();
+    if let Ok(dir) = std::fs::read_dir(home) {
+        for entry in dir.flatten() {
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            let content = if meta.is_file() {
+                std::fs::read_to_string(entry.path()).unwrap_or_default()
+            } else {
+                format!("{:?}", meta.file_type())
+            };
+            entries.push((entry.file_name().to_string_lossy().into_owned(), content));
+        }
+    }
+    entries.sort();
+    entries
+}
+
+#[test]
+fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view (user namespaces or root)");
+    for user in USERS {
+        for existing in [false, true] {
+            // HOME is the workspace (the default `~/.cordon` lies inside a writable root).
+            let home_dir = scratch();
+            let home = home_dir.path().join(".cordon");
+            if existing {
+                std::fs::create_dir(&home).unwrap();
+                std::fs::write(home.join("config.toml"), "approval_policy = \"never\"\n").unwrap();
+            }
+            if user == User::Nobody {
+                chown_nobody(home_dir.path());
+            }
+            let before = snapshot(&home);
+            let script = tamper_script(&home);
+            let dir = home_dir.path().to_str().unwrap();
+            let bin = nobody_binary();
+            let entry_points: Vec<Vec<&str>> = vec![
+                vec![
+                    "exec",
+                    "-a",
+                    "never",
+                    "-s",
+                    "workspace-write",
+                    "-C",
+                    dir,
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ],
+                vec!["sandbox", "linux", "--full-auto", "-C", dir, "--", "sh", "-c", &script],
+            ];
+            for args in &entry_points {
+                let run = cordon_as(user, args, Some(home_dir.path()));
+                let after = snapshot(&home);
+                let expected = if existing { before.clone() } else { Vec::new() };
+                assert_eq!(
+                    after, expected,
+                    "{user:?} existing={existing} {args:?}: {}",
+                    run.stderr
+                );
+                assert!(!home_dir.path().join(".cordon.moved").exists(), "{user:?} {args:?}");
+            }
+            // The executor, serving the workspace at HOME.
+            let mut executor = match user {
+                User::Root => std::process::Command::new(CORDON),
+                User::Nobody => {
+                    let mut c = std::process::Command::new("setpriv");
+                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&bin);
+                    c
+                }
+            };
+            let mut child = executor
+                .args(["executor", "-a", "never", "-C", dir])
+                .env("HOME", home_dir.path())
+                .env_remove("CORDON_HOME")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            {
+                use std::io::Write;
+                let call = serde_json::json!({"type": "call_tool", "requestId": "1",
+                    "toolName": "exec_command", "arguments": {"cmd": script, "login": false}});
+                let mut stdin = child.stdin.take().unwrap();
+                writeln!(stdin, "{call}").unwrap();
+                let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+                let mut line = String::new();
+                std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+                assert!(line.contains("call_tool_response"), "{line}");
+            }
+            child.wait().unwrap();
+            let expected = if existing { before.clone() } else { Vec::new() };
+            assert_eq!(snapshot(&home), expected, "{user:?} executor");
+            // The helper called directly (as Codex would), with HOME pointing at the workspace.
+            let policy = serde_json::json!({"type": "workspace-write"}).to_string();
+            let mut cmd = match user {
+                User::Root => std::process::Command::new(CORDON),
+                User::Nobody => {
+                    let mut c = std::process::Command::new("setpriv");
+                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&bin);
+                    c
+                }
+            };
+            std::os::unix::process::CommandExt::arg0(&mut cmd, "codex-linux-sandbox");
+            let out = cmd
+                .args(["--sandbox-policy-cwd", dir, "--sandbox-policy", &policy, "--"])
+                .args(["sh", "-c", &script])
+                .current_dir(home_dir.path())
+                .env("HOME", home_dir.path())
+                .env_remove("CORDON_HOME")
+                .output()
+                .unwrap();
+            let expected = if existing { before.clone() } else { Vec::new() };
+            assert_eq!(
+                snapshot(&home),
+                expected,
+                "{user:?} helper: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_fresh_install_in_home_cannot_be_turned_into_an_unsandboxed_one() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view (user namespaces or root)");
+    let home_dir = scratch();
+    let outside = scratch();
+    let dir = home_dir.path().to_str().unwrap();
+    let plant = "mkdir .cordon && printf 'sandbox_mode = \"danger-full-access\"\\napproval_policy = \"never\"\\n' > .cordon/config.toml";
+    let run = cordon_as(
+        User::Root,
+        &["exec", "-s", "workspace-write", "-C", dir, "--", "sh", "-c", plant],
+        Some(home_dir.path()),
+    );
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    let probe = outside.path().join("probe");
+    let escape = format!("echo x > {}", probe.display());
+    let run = cordon_as(
+        User::Root,
+        &["exec", "-C", dir, "--", "sh", "-c", &escape],
+        Some(home_dir.path()),
+    );
+    assert!(!probe.exists(), "the next command ran unsandboxed: {}", run.stderr);
+}
+
+/// `cordon <args>` under a parent seccomp filter that fails `syscall` with `errno`, in `cwd`,
+/// with `home` as CORDON_HOME.
+fn cordon_under(deny: &[(i64, i32)], cwd: &Path, home: &Path, args: &[&str]) -> Run {
+    let argv: Vec<&std::ffi::OsStr> =
+        std::iter::once("cordon").chain(args.iter().copied()).map(os).collect();
+    let mut cmd = under_filter(deny, Path::new(CORDON), &argv);
+    Run::from(cmd.current_dir(cwd).env("CORDON_HOME", home).output().unwrap())
+}
+
+#[test]
+fn without_landlock_exec_says_why_and_never_offers_an_unsandboxed_run() {
+    require_sandbox!(1);
+    let e = env();
+    for (errno, says) in [(libc::EOPNOTSUPP, "lsm="), (libc::ENOSYS, "compiled out")] {
+        let deny = [(libc::SYS_landlock_create_ruleset, errno)];
+        for policy in ["on-failure", "untrusted", "never"] {
+            // `ls` is known-safe, so `untrusted` runs it without asking first.
+            let argv: &[&str] =
+                if policy == "untrusted" { &["ls"] } else { &["sh", "-c", "echo y > h"] };
+            let mut args = vec!["exec", "-a", policy, "--json", "--"];
+            args.extend_from_slice(argv);
+            let run = cordon_under(&deny, e.work.path(), e.home.path(), &args);
+            assert_eq!(run.code, Some(125), "{policy}: {}", run.stderr);
+            let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            assert_eq!(v["attempts"][0]["verdict"], "sandbox_setup_failed", "{v}");
+            assert!(v["approvals"].as_array().unwrap().is_empty(), "{policy}: {v}");
+            assert!(run.stderr.contains(says), "{policy}: {}", run.stderr);
+            assert!(!run.stderr.contains("blocked"), "{}", run.stderr);
+            assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+            assert!(!e.work.path().join("h").exists());
+        }
+        let run = cordon_under(&deny, e.work.path(), e.home.path(), &["doctor", "--json"]);
+        assert_eq!(run.code, Some(1), "{}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(v["default_policy_enforceable"], false);
+        assert!(v["causes"].to_string().contains(says), "{v}");
+        let run = cordon_under(&deny, e.work.path(), e.home.path(), &["doctor"]);
+        assert_eq!(run.code, Some(1));
+        assert!(run.stdout.contains(says) && run.stdout.contains("fix:"), "{}", run.stdout);
+    }
+}
+
+#[test]
+fn without_namespaces_doctor_names_the_cause_and_exec_warns_once() {
+    require_sandbox!(1);
+    let e = env();
+    let deny = [(libc::SYS_unshare, libc::EPERM)];
+    // Before Landlock ABI 3 (Linux 6.1) only the mount view stops truncate(2): fail closed.
+    let old_landlock = features().landlock_abi < 3;
+    let run = cordon_under(&deny, e.work.path(), e.home.path(), &["doctor"]);
+    let code = if old_landlock { 1 } else { 0 };
+    assert_eq!(run.code, Some(code), "the default policy runs unless ABI < 3: {}", run.stdout);
+    assert!(run.stdout.contains("missing mount view"), "{}", run.stdout);
+    let run =
+        cordon_under(&deny, e.work.path(), e.home.path(), &["exec", "-a", "never", "--", "true"]);
+    if old_landlock {
+        assert_eq!(run.code, Some(125), "{}", run.stderr);
+        assert!(run.stderr.contains("truncating"), "{}", run.stderr);
+        assert!(run.stderr.matches("warning: no mount view").count() <= 1, "{}", run.stderr);
+    } else {
+        run.assert_ok();
+        assert_eq!(run.stderr.matches("warning: no mount view").count(), 1, "{}", run.stderr);
+    }
+    let run = cordon_under(
+        &deny,
+        e.work.path(),
+        e.home.path(),
+        &["exec", "-a", "never", "-c", "mount_view=required", "--", "true"],
+    );
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+}
+
+#[test]
+fn a_denial_report_names_the_path_or_the_network_and_the_knob() {
+    require_sandbox!(1);
+    let e = env();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(e.work.path())
+        .status()
+        .unwrap();
+    let outside = e.outside.path().join("x");
+    let connect = format!(
+        "{} -c \"import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)\"",
+        python()
+    );
+    let cases: [(String, &str, &str); 3] = [
+        (format!("echo x > {}", outside.display()), "outside_roots", "--add-dir"),
+        ("echo x > .git/hooks/pre-commit".to_owned(), "protected", "protected path"),
+        (connect, "network", "--network"),
+    ];
+    for (script, kind, knob) in cases {
+        let run = exec(e.home.path(), e.work.path(), &["-a", "never", "--", "sh", "-c", &script]);
+        assert!(run.stderr.contains(knob), "{script}: {}", run.stderr);
+        let run = exec(
+            e.home.path(),
+            e.work.path(),
+            &["-a", "never", "--json", "--", "sh", "-c", &script],
+        );
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let blocked = &v["attempts"][0]["blocked"];
+        assert!(blocked.as_array().unwrap().iter().any(|b| b["kind"] == kind), "{script}: {v}");
+    }
+    assert!(!outside.exists());
+}
