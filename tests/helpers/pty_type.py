@@ -1,8 +1,14 @@
 """Runs argv[2:] on a new pseudo-terminal (as its controlling terminal, like a shell would),
-types argv[1] after half a second (Python escapes allowed: \\x03 is Ctrl-C), prints the
-transcript and exits with the child's status."""
-import os, pty, sys, time
+types argv[1] once the transcript shows the text in $PTY_TYPE_AFTER (or after half a second when
+it is unset), prints the transcript and exits with the child's status. Python escapes are
+allowed in argv[1]: \\x03 is Ctrl-C.
 
+Waiting for a marker the command prints, rather than a fixed delay, keeps the test meaningful on
+a slow machine (a VM under software emulation): typed too early, Ctrl-C would reach cordon
+before the command held the terminal."""
+import os, pty, select, sys, time
+
+after = os.environ.get("PTY_TYPE_AFTER", "").encode()
 pid, fd = pty.fork()
 if pid == 0:
     os.execv(sys.argv[2], sys.argv[2:])
@@ -10,12 +16,12 @@ typed = sys.argv[1].encode().decode("unicode_escape").encode()
 out = b""
 start = time.time()
 sent = False
-while time.time() - start < 20:
-    if not sent and time.time() - start > 0.5:
+done = 0
+while time.time() - start < 120:
+    if not sent and ((after and after in out) or (not after and time.time() - start > 0.5)):
         os.write(fd, typed)
         sent = True
     try:
-        import select
         ready, _, _ = select.select([fd], [], [], 0.05)
         if ready:
             chunk = os.read(fd, 4096)
@@ -27,9 +33,8 @@ while time.time() - start < 20:
     done, status = os.waitpid(pid, os.WNOHANG)
     if done:
         break
-else:
-    status = 0
 if not done:
+    os.kill(pid, 9)
     _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors="replace"))
 sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)

@@ -24,6 +24,9 @@
 # A table of what each policy gets on each kernel (from the doctor JSON, tests/kernels/table.py)
 # goes to kernel-support.md there. Exit status 0 only when every kernel passed.
 #
+# CORDON_KERNELS_FILTER="NAME…": only the tests whose names contain one of these (libtest
+# filters), e.g. to rerun a failure quickly; the per-kernel expectations still run.
+#
 # --budget MINUTES: run only the VM kernels that fit (estimated from whether KVM works and the
 # number of CPUs; in SPEC order), print the ones left out and the command that runs them.
 set -euo pipefail
@@ -196,6 +199,7 @@ for spec in "$@"; do
   mkdir -p "$out"
   cp "$list" "$out/tests.list"
   echo "$cordon_bin" >"$out/cordon"
+  echo "${CORDON_KERNELS_FILTER:-}" >"$out/filter"
   t0=$(date +%s)
   if [ "$kernel" = native ]; then
     [ "$variant" = default ] || { log "native runs only as it is"; exit 2; }

@@ -96,9 +96,12 @@ fn spawn(entry: Entry, ending: Ending, user: User, dir: &Path, script: &str) -> 
     let d = dir.to_str().unwrap();
     let mut cmd = match entry {
         Entry::Exec => {
+            let timeout;
             let mut args = vec!["exec", "-a", "never", "-C", d];
             if ending == Ending::Timeout {
-                args.extend(["--timeout", "1s"]);
+                // Long enough for the command to start its children however slow the machine.
+                timeout = format!("{}s", time_scale());
+                args.extend(["--timeout", &timeout]);
             }
             args.extend(["--", "sh", "-c", script]);
             let mut cmd = cordon_command(user, &args);
@@ -208,7 +211,7 @@ fn assert_nothing_survives(entry: Entry, ending: Ending, user: User) {
         Ending::Timeout => assert_eq!(status.code(), Some(124), "{what}"),
         Ending::KillCaller => {}
     }
-    let deadline = Instant::now() + Duration::from_secs(1);
+    let deadline = Instant::now() + scaled(Duration::from_secs(1));
     while survivors(&marker) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }

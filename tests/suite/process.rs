@@ -220,16 +220,20 @@ fn a_terminal_on_stdin_goes_to_the_command_and_comes_back() {
             .args([CORDON, "exec", "-a", "never", "--", "sh", "-c", script])
             .current_dir(dir.path())
             .env("CORDON_HOME", dir.path())
+            // Type only once the command runs (and so holds the terminal), however slow the
+            // machine is.
+            .env("PTY_TYPE_AFTER", "ready")
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
         (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code())
     };
-    let (transcript, code) = run("hello\\n", "read x; echo got=$x");
+    let (transcript, code) = run("hello\\n", "echo ready; read x; echo got=$x");
     assert!(transcript.contains("got=hello"), "{transcript}");
     assert_eq!(code, Some(0), "{transcript}");
     let started = std::time::Instant::now();
-    let (transcript, code) = run("\\x03", "sleep 30");
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{transcript}");
+    let (transcript, code) = run("\\x03", "echo ready; sleep 300");
+    // Well under the 300 s the command would sleep.
+    assert!(started.elapsed() < scaled(Duration::from_secs(10)), "{transcript}");
     assert_eq!(code, Some(130), "{transcript}");
 }

@@ -228,10 +228,22 @@ pub fn processes_matching(pattern: &str) -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
+/// `CORDON_TEST_TIME_SCALE` (default 1): how many times slower than a normal machine this one
+/// is. The kernel matrix sets it under software emulation (TCG), where everything takes 10-30
+/// times longer; a test's wall-clock bounds are [`scaled`] by it.
+pub fn time_scale() -> u32 {
+    std::env::var("CORDON_TEST_TIME_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1).max(1)
+}
+
+/// `bound` multiplied by [`time_scale`].
+pub fn scaled(bound: std::time::Duration) -> std::time::Duration {
+    bound * time_scale()
+}
+
 /// [`processes_matching`], polled for up to 5 s until it reaches `expected` (processes a
 /// command starts in the background may come up after the call that started them returned).
 pub fn eventually_matching(pattern: &str, expected: usize) -> usize {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(5));
     loop {
         let found = processes_matching(pattern);
         if found >= expected || std::time::Instant::now() >= deadline {
