@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use cordon_exec_core::platform::predicted_gaps;
 use cordon_exec_core::{ExecRequest, OutcomeResult, OutputMode, SandboxKind, StdinMode, Verdict};
-use cordon_policies::{Escalation, PreRunDecision, SandboxMode, render_text};
+use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode, render_text};
 
 use crate::approver::TerminalApprover;
 use crate::flags::{ExecArgs, PolicyCheckArgs};
@@ -23,6 +23,9 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         sandbox_policy: settings.policy.clone(),
         approval: settings.approval,
         escalation: Escalation::UseDefault,
+        // With a terminal to ask on, the person who typed the command is asked after a denial
+        // under `on-request` too; without one nobody could answer.
+        requester: if TerminalApprover::can_ask() { Requester::Person } else { Requester::Program },
         timeout: args.timeout,
         env,
         // A terminal is handed to the command for as long as it runs (the approver asks on it

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use cordon_sandbox_linux::CORDON_MESSAGE_PREFIX;
 use serde::Serialize;
 
 use crate::launch::SandboxKind;
@@ -115,22 +116,26 @@ pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
     }
 }
 
-/// The helper's refusal is one line `codex-linux-sandbox: <what>: <why>` and exit 125;
+/// The helper's refusal is one line `cordon: sandbox: <what>: <why>` (cordon passes
+/// `--caller cordon`; `codex-linux-sandbox: …` when called directly) and exit 125;
 /// `sandbox-exec` names itself the same way. (A command that imitates it only loses the
 /// offer of an unsandboxed retry.)
 fn is_setup_failure(sandbox: SandboxKind, stderr: &str) -> bool {
-    let prefix = match sandbox {
-        SandboxKind::Linux => "codex-linux-sandbox: ",
-        SandboxKind::Seatbelt => "sandbox-exec: ",
+    let prefixes: &[&str] = match sandbox {
+        SandboxKind::Linux => &[CORDON_MESSAGE_PREFIX, HELPER_PREFIX],
+        SandboxKind::Seatbelt => &[SEATBELT_PREFIX],
         SandboxKind::None => return false,
     };
-    stderr.lines().any(|line| line.starts_with(prefix))
+    stderr.lines().any(|line| prefixes.iter().any(|p| line.starts_with(p)))
 }
+
+const HELPER_PREFIX: &str = "codex-linux-sandbox: ";
+const SEATBELT_PREFIX: &str = "sandbox-exec: ";
 
 /// The first line that shows the helper could not set the sandbox up, for messages.
 pub fn setup_failure_line(stderr: &str) -> Option<&str> {
     stderr.lines().find(|line| {
-        line.starts_with("codex-linux-sandbox: ") || line.starts_with("sandbox-exec: ")
+        [CORDON_MESSAGE_PREFIX, HELPER_PREFIX, SEATBELT_PREFIX].iter().any(|p| line.starts_with(p))
     })
 }
 

@@ -150,6 +150,7 @@ pub fn plan_launch(
                 parent_death,
                 user_view: UserView::Given(helper.user_view.clone()),
                 proxy_socket: proxy_socket.map(std::path::Path::to_path_buf),
+                caller: cordon_sandbox_linux::Caller::Cordon,
                 command: argv,
             };
             LaunchPlan {

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use cordon_policies::{
-    AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxMode,
-    SandboxPolicy, allow_rule_toml, assess, retry_after_denial,
+    AskForApproval, Assessment, Escalation, PreRunDecision, Requester, RetryDecision, RuleSet,
+    SandboxMode, SandboxPolicy, allow_rule_toml, assess, retry_after_denial,
 };
 use serde::Serialize;
 
@@ -38,6 +38,8 @@ pub struct ExecRequest {
     pub sandbox_policy: SandboxPolicy,
     pub approval: AskForApproval,
     pub escalation: Escalation,
+    /// A person at a terminal or a program: what `on-request` does after a denial.
+    pub requester: Requester,
     pub timeout: Option<Duration>,
     /// The complete environment of the command (already filtered by the environment policy).
     pub env: Vec<(OsString, OsString)>,
@@ -273,7 +275,7 @@ impl Orchestrator {
         }
 
         // 5. A likely denial: retry once without the sandbox if the policy lets us ask.
-        let why_not = match retry_after_denial(request.approval) {
+        let why_not = match retry_after_denial(request.approval, request.requester) {
             RetryDecision::NoRetry { why } => why,
             RetryDecision::AskToRetryUnsandboxed => {
                 let reason = format!(

@@ -57,6 +57,45 @@ pub enum ParentDeath {
     Kill,
 }
 
+/// Who called the helper: decides the name its messages carry. `cordon exec` passes
+/// `--caller cordon`, so a user who typed `cordon` reads `cordon: sandbox: …`, never the name of
+/// a program they did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Caller {
+    /// Run as `codex-linux-sandbox` by a person or by Codex.
+    #[default]
+    Direct,
+    /// Run by cordon's own front end (`exec`, `sandbox`, the executor, the MCP server).
+    Cordon,
+}
+
+/// The start of a setup-failure line when cordon called the helper (see [`Caller`]).
+pub const CORDON_MESSAGE_PREFIX: &str = "cordon: sandbox: ";
+
+impl Caller {
+    /// What the helper's messages start with, up to and including `": "`.
+    pub fn message_prefix(self) -> &'static str {
+        match self {
+            Caller::Direct => "codex-linux-sandbox: ",
+            Caller::Cordon => CORDON_MESSAGE_PREFIX,
+        }
+    }
+
+    /// The caller named before `--` in `args`, looked at before anything is parsed so even a
+    /// usage error carries the right name.
+    pub fn of(args: &[OsString]) -> Caller {
+        let mut before = args.iter().take_while(|a| *a != "--");
+        while let Some(arg) = before.next() {
+            if arg == "--caller=cordon"
+                || (arg == "--caller" && before.next().is_some_and(|v| v == "cordon"))
+            {
+                return Caller::Cordon;
+            }
+        }
+        Caller::Direct
+    }
+}
+
 /// Where the helper takes the user's HOME, TMPDIR, etc. from (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum UserView {
@@ -84,6 +123,7 @@ pub struct HelperArgs {
     /// a policy with a domain allow-list. The helper bridges it to `127.0.0.1` inside the
     /// command's network namespace.
     pub proxy_socket: Option<PathBuf>,
+    pub caller: Caller,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
 }
@@ -92,12 +132,15 @@ pub struct HelperArgs {
 pub const HELPER_USAGE: &str = "\
 usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
-           [--user-view JSON] [--proxy-socket PATH] -- CMD [ARG...]
+           [--user-view JSON] [--proxy-socket PATH] [--caller cordon] -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
 namespace with only loopback, and HTTP(S)_PROXY pointing at a bridge to --proxy-socket. A drop-in for OpenAI Codex's helper: --use-bwrap-sandbox,
 --apply-seccomp-then-exec and --no-proc are accepted.
+
+--user-view, --proxy-socket and --caller are cordon's own: cordon passes them when it runs the
+helper (--caller cordon makes messages start `cordon: sandbox:`).
 
 Exit status: CMD's own once it runs; 125 the sandbox could not be set up (one line on
 stderr says why); 126 CMD not executable; 127 CMD not found.
@@ -138,6 +181,7 @@ pub fn parse_helper_args(
     let mut parent_death = ParentDeath::Ignore;
     let mut user_view_json: Option<OsString> = None;
     let mut proxy_socket: Option<PathBuf> = None;
+    let mut caller = Caller::Direct;
     let mut saw_separator = false;
 
     while let Some(arg) = args.next() {
@@ -168,6 +212,10 @@ pub fn parse_helper_args(
             "--die-with-parent" => parent_death = ParentDeath::Kill,
             "--user-view" => user_view_json = Some(value(&flag)?),
             "--proxy-socket" => proxy_socket = Some(PathBuf::from(value(&flag)?)),
+            "--caller" => match value(&flag)?.to_str() {
+                Some("cordon") => caller = Caller::Cordon,
+                _ => return Err(HelperError::Usage("--caller takes only `cordon`".into())),
+            },
             // Codex passes this to ask its helper for a bubblewrap mount view; cordon's helper
             // builds its own mount view whenever the kernel allows, so it is accepted as is.
             "--use-bwrap-sandbox" => {}
@@ -218,6 +266,7 @@ pub fn parse_helper_args(
         parent_death,
         user_view,
         proxy_socket,
+        caller,
         command,
     })
 }
@@ -260,6 +309,10 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
     if let Some(socket) = &invocation.proxy_socket {
         argv.push("--proxy-socket".into());
         argv.push(socket.clone().into());
+    }
+    match invocation.caller {
+        Caller::Direct => {}
+        Caller::Cordon => argv.extend(["--caller".into(), "cordon".into()]),
     }
     argv.push("--".into());
     argv.extend(invocation.command.iter().cloned());
@@ -308,6 +361,20 @@ mod tests {
         assert_eq!(parse_helper_args(helper_argv(&parsed)).unwrap(), parsed);
         let own = HelperArgs { user_view: UserView::OwnEnvironment, ..parsed };
         assert_eq!(parse_helper_args(helper_argv(&own)).unwrap(), own);
+        let from_cordon = HelperArgs { caller: Caller::Cordon, ..own };
+        let argv = helper_argv(&from_cordon);
+        assert_eq!(Caller::of(&argv), Caller::Cordon);
+        assert_eq!(parse_helper_args(argv).unwrap(), from_cordon);
+    }
+
+    #[test]
+    fn the_caller_names_the_messages_and_only_before_the_separator() {
+        assert_eq!(Caller::of(&os(&["--caller", "cordon", "--", "ls"])), Caller::Cordon);
+        assert_eq!(Caller::of(&os(&["--caller=cordon", "--", "ls"])), Caller::Cordon);
+        assert_eq!(Caller::of(&os(&["--", "--caller", "cordon"])), Caller::Direct);
+        assert_eq!(Caller::of(&os(&["--caller", "codex", "--", "ls"])), Caller::Direct);
+        assert_eq!(Caller::Direct.message_prefix(), "codex-linux-sandbox: ");
+        assert_eq!(Caller::Cordon.message_prefix(), "cordon: sandbox: ");
     }
 
     #[test]

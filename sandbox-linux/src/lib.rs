@@ -60,8 +60,9 @@ pub mod seccomp;
 mod sys;
 
 pub use args::{
-    HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, ParentDeath,
-    Strictness, UserView, helper_argv, is_helper_arg0, parse_helper_args, parse_invocation,
+    CORDON_MESSAGE_PREFIX, Caller, HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation,
+    MountViewRequirement, ParentDeath, Strictness, UserView, helper_argv, is_helper_arg0,
+    parse_helper_args, parse_invocation,
 };
 pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperError};
 

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
+use cordon_policies::{AskForApproval, Escalation, Requester, SandboxPolicy};
 use serde::Deserialize;
 
 use crate::launch::{SandboxKind, SandboxSetupError, plan_launch};
@@ -246,6 +246,8 @@ impl SessionManager {
             sandbox_policy: self.defaults.sandbox_policy.clone(),
             approval: self.defaults.approval,
             escalation,
+            // A harness asks for escalation itself (`require_escalated`).
+            requester: Requester::Program,
             timeout: None,
             env,
             stdin: StdinMode::Null,
