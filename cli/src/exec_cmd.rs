@@ -166,6 +166,6 @@ fn denied_hosts(outcome: &cordon_exec_core::Outcome) -> Vec<String> {
     hosts
 }
 
-fn exit_code(status: i32) -> ExitCode {
+pub(crate) fn exit_code(status: i32) -> ExitCode {
     ExitCode::from(u8::try_from(status).unwrap_or(1))
 }

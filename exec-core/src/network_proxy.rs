@@ -147,6 +147,12 @@ impl NetworkProxy {
         &self.socket_path
     }
 
+    /// The refused connections so far, in order (the proxy keeps serving).
+    pub fn refusals(&self) -> Vec<ConnectionRecord> {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        log.connections.iter().filter(|c| !c.allowed).cloned().collect()
+    }
+
     /// Stops serving and returns what was recorded.
     pub fn finish(self) -> NetworkLog {
         self.task.abort();

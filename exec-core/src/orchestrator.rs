@@ -336,6 +336,17 @@ impl Orchestrator {
         }
     }
 
+    /// One sandboxed attempt under `kind`, without deciding or asking: `cordon sandbox` with a
+    /// domain allow-list, which needs cordon to stay and serve the proxy for the attempt.
+    pub async fn run_sandboxed(
+        &self,
+        request: &ExecRequest,
+        kind: SandboxKind,
+    ) -> Result<Attempt, OrchestratorError> {
+        let context = denial_context(request, &self.helper.user_view);
+        self.attempt(request, kind, &context).await
+    }
+
     /// The helper settings (for spawners outside this module).
     pub fn helper(&self) -> &HelperSettings {
         &self.helper

@@ -238,15 +238,12 @@ print(urllib.request.urlopen("http://allowed.test/after").status)
 }
 
 #[test]
-fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
+fn cordon_sandbox_with_a_domain_list_runs_the_proxy_too() {
     require_network_namespace!();
     let server = Server::start();
     let root = scratch();
-    // `cordon sandbox` execs the helper and runs no proxy: loopback only, network "off".
-    let script = format!(
-        "echo net=$CORDON_SANDBOX_NETWORK_DISABLED; curl -sS --noproxy '*' -m 5 http://127.0.0.1:{}/x; echo rc=$?",
-        server.port
-    );
+    let script =
+        "curl -sS --fail http://allowed.test/sandbox; curl -sS http://denied.test/no; echo";
     let dir = root.path().to_str().unwrap();
     let mut command = cordon_command(
         User::Root,
@@ -262,11 +259,76 @@ fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
             "--",
             "sh",
             "-c",
-            &script,
+            script,
         ],
     );
     command.env("CORDON_TEST_RESOLVE", server.resolve());
     let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(run.stdout.contains("hello from the loopback server"), "{}", run.stdout);
+    assert!(run.stdout.contains("no rule of the network allow-list matches denied.test:80"));
+    assert!(
+        run.stderr.contains("cordon: the network allow-list refused denied.test:80"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests(), ["/sandbox"]);
+}
+
+#[test]
+fn executor_sessions_get_a_proxy_that_lives_as_long_as_the_session() {
+    require_network_namespace!();
+    let server = Server::start();
+    let resolve = server.resolve();
+    let mut ex = super::executor::Executor::start_with_env(
+        &["-s", "workspace-write", "--allow-domain", "allowed.test"],
+        &[("CORDON_TEST_RESOLVE", resolve.as_str())],
+    );
+    let text = ex.text(
+        "exec_command",
+        serde_json::json!({"cmd": "curl -sS http://allowed.test/one; curl -sS http://denied.test/two", "login": false}),
+    );
+    assert!(text.contains("hello from the loopback server"), "{text}");
+    assert!(
+        text.contains(
+            "Network: the allow-list refused denied.test:80; allow a host with --allow-domain"
+        ),
+        "{text}"
+    );
+    // A terminal session: the proxy still serves the command typed later.
+    let text = ex.text(
+        "exec_command",
+        serde_json::json!({"cmd": "sh", "login": false, "tty": true, "yield_time_ms": 500}),
+    );
+    let id = super::executor::session_id(&text).unwrap_or_else(|| panic!("{text}"));
+    let text = ex.text(
+        "write_stdin",
+        serde_json::json!({"session_id": id, "chars": "curl -sS http://allowed.test/later; echo fin''ished\n", "yield_time_ms": 5000}),
+    );
+    let mut all = text.clone();
+    let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(10));
+    while !all.contains("finished") && std::time::Instant::now() < deadline {
+        all.push_str(
+            &ex.text("write_stdin", serde_json::json!({"session_id": id, "yield_time_ms": 1000})),
+        );
+    }
+    assert!(all.contains("hello from the loopback server"), "{all}");
+    assert_eq!(server.requests(), ["/one", "/later"]);
+}
+
+#[test]
+fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    // A policy with a domain list but no --proxy-socket (a direct, Codex-style call): the
+    // command gets its own network namespace and nothing to reach through it.
+    let script = format!(
+        "echo net=$CORDON_SANDBOX_NETWORK_DISABLED; curl -sS --noproxy '*' -m 5 http://127.0.0.1:{}/x; echo rc=$?",
+        server.port
+    );
+    let policy = r#"{"type":"workspace-write","network_domains":{"allow":["allowed.test"]}}"#;
+    let run = helper(policy, root.path(), &["sh", "-c", &script]);
     run.assert_ok();
     assert!(run.stdout.contains("net=1") && run.stdout.contains("rc=7"), "{}", run.stdout);
     assert!(server.requests().is_empty());

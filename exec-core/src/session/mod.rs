@@ -25,6 +25,7 @@ use cordon_policies::{AskForApproval, Escalation, Requester, SandboxPolicy};
 use serde::Deserialize;
 
 use crate::launch::{SandboxKind, SandboxSetupError, plan_launch};
+use crate::network_proxy::{NetworkProxy, ProxyError, ProxySettings};
 use crate::orchestrator::{Approver, Authorization, ExecRequest, Orchestrator};
 use crate::spawn::{OutputMode, StdinMode};
 
@@ -118,6 +119,8 @@ pub enum SessionError {
     Workdir { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Setup(#[from] SandboxSetupError),
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
     #[error("cannot start the session: {0}")]
     Spawn(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot write to session {id}: {source}")]
@@ -136,6 +139,10 @@ pub struct SessionDefaults {
 
 struct Entry {
     session: Arc<SessionProcess>,
+    /// With a domain allow-list: the session's own proxy, alive as long as the session.
+    proxy: Option<NetworkProxy>,
+    /// How many of the proxy's refusals earlier results already reported.
+    refusals_reported: usize,
     /// What the session runs, for listings.
     about: listing::About,
     last_used: u64,
@@ -260,7 +267,18 @@ impl SessionManager {
             Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
         let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
-        let mut spec = plan_launch(&request.launch(kind), self.orchestrator.helper())?;
+        // A domain allow-list gets a proxy of its own for as long as the session lives (only
+        // the Linux helper can bridge it; elsewhere the list means no network, see `launch`).
+        let proxy = match (kind, request.sandbox_policy.network_domains()) {
+            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
+                rules: rules.clone(),
+                test_resolve: self.orchestrator.helper().proxy_test_resolve.clone(),
+            })?),
+            _ => None,
+        };
+        let mut launch = request.launch(kind);
+        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
+        let mut spec = plan_launch(&launch, self.orchestrator.helper())?;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
                 spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
@@ -276,7 +294,7 @@ impl SessionManager {
             SessionProcess::spawn_pipes(&spec)?
         });
         let about = listing::About { cmd: args.cmd.clone(), tty, started: Instant::now() };
-        let id = self.register(Arc::clone(&session), about);
+        let id = self.register(Arc::clone(&session), about, proxy);
         let _busy = Busy { manager: self, id };
         let abandoned = listing::KillIfAbandoned::new(self, id);
         let yield_for =
@@ -349,6 +367,7 @@ impl SessionManager {
             session.wait_for_output((deadline - now).min(Duration::from_millis(5))).await;
         }
         let (output, original_bytes) = session.take_output();
+        let refusals = self.new_refusals(id);
         let state = match session.exit_code() {
             Some(code) if session.exit_settled(EXIT_DRAIN) => {
                 self.table().sessions.remove(&id);
@@ -356,12 +375,13 @@ impl SessionManager {
             }
             _ => SessionState::Running { session_id: id },
         };
-        result_text(
+        let text = result_text(
             started.elapsed(),
             state,
             Collected { text: &output, original_bytes },
             max_tokens,
-        )
+        );
+        if refusals.is_empty() { text } else { text.replacen("Output:\n", &refusals, 1) }
     }
 
     /// At the cap, closes idle sessions until one more fits and returns their ids; refuses
@@ -381,13 +401,30 @@ impl SessionManager {
     }
 
     /// Adds a new session, busy with the call that started it.
-    fn register(&self, session: Arc<SessionProcess>, about: listing::About) -> u32 {
+    fn register(
+        &self,
+        session: Arc<SessionProcess>,
+        about: listing::About,
+        proxy: Option<NetworkProxy>,
+    ) -> u32 {
         let mut table = self.table();
         table.next_id += 1;
         table.clock += 1;
         let (id, last_used) = (table.next_id, table.clock);
-        table.sessions.insert(id, Entry { session, about, last_used, busy: 1 });
+        let entry = Entry { session, proxy, refusals_reported: 0, about, last_used, busy: 1 };
+        table.sessions.insert(id, entry);
         id
+    }
+
+    /// The proxy's refusals not reported yet, as one line for the result (empty when none).
+    fn new_refusals(&self, id: u32) -> String {
+        let mut table = self.table();
+        let Some(entry) = table.sessions.get_mut(&id) else { return String::new() };
+        let Some(proxy) = &entry.proxy else { return String::new() };
+        let refusals = proxy.refusals();
+        let new = refusals.get(entry.refusals_reported..).unwrap_or_default();
+        entry.refusals_reported = refusals.len();
+        refusals_line(new)
     }
 
     /// The session, marked used now and busy (release with a [`Busy`] guard).
@@ -425,6 +462,27 @@ impl SessionManager {
             entry.session.terminate();
         }
     }
+}
+
+/// `Network: the allow-list refused HOST:PORT, …` and the knob, then `Output:` (it replaces
+/// the result's `Output:` line); empty for no refusals. Host names come from the command:
+/// rendered, never raw.
+fn refusals_line(refused: &[crate::network_proxy::ConnectionRecord]) -> String {
+    let mut hosts: Vec<String> = Vec::new();
+    for record in refused {
+        let host = format!("{}:{}", record.host, record.port);
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    if hosts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Network: the allow-list refused {}; allow a host with --allow-domain HOST (config \
+         network.allow)\nOutput:\n",
+        cordon_policies::render_text(&hosts.join(", ")).text
+    )
 }
 
 /// How long sessions get between SIGHUP and SIGKILL at shutdown.
