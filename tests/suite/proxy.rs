@@ -238,6 +238,46 @@ print(urllib.request.urlopen("http://allowed.test/after").status)
 }
 
 #[test]
+fn socks5_on_all_proxy_goes_through_the_same_list() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    // curl speaks SOCKS5 to $ALL_PROXY (socks5h: the proxy resolves the name).
+    let script = format!(
+        "echo all=$ALL_PROXY; curl -sS --fail -x \"$ALL_PROXY\" http://allowed.test:{port}/socks; \
+         curl -sS -x \"$ALL_PROXY\" http://denied.test:{port}/no; echo denied=$?; \
+         curl -sS --noproxy '' -x \"$ALL_PROXY\" http://127.0.0.1:{port}/direct; echo loopback=$?",
+        port = server.port
+    );
+    let run = exec_sh(&server, &["--json", "--allow-domain", "allowed.test"], root.path(), &script);
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let stdout = document["attempts"][0]["stdout"]["text"].as_str().unwrap_or_default();
+    assert!(stdout.contains("all=socks5h://127.0.0.1:"), "{document}");
+    assert!(stdout.contains("hello from the loopback server"), "{document}");
+    // curl's exit 97: the SOCKS5 proxy refused the connection.
+    assert!(stdout.contains("denied=97") && stdout.contains("loopback=97"), "{document}");
+    assert_eq!(server.requests(), ["/socks"]);
+    let connections = document["attempts"][0]["network"]["connections"].as_array().unwrap();
+    let summary: Vec<(String, bool)> = connections
+        .iter()
+        .map(|c| {
+            (
+                format!("{} {}", c["method"].as_str().unwrap(), c["host"].as_str().unwrap()),
+                c["allowed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("SOCKS5 allowed.test".to_owned(), true),
+            ("SOCKS5 denied.test".to_owned(), false),
+            ("SOCKS5 127.0.0.1".to_owned(), false),
+        ]
+    );
+}
+
+#[test]
 fn cordon_sandbox_with_a_domain_list_runs_the_proxy_too() {
     require_network_namespace!();
     let server = Server::start();

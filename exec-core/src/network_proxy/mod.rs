@@ -20,8 +20,11 @@
 //! owns it) and never takes the runtime down: a client sending garbage gets a 400 from hyper
 //! and is dropped.
 
-use std::convert::Infallible;
+mod http;
+mod socks;
+
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,12 +33,11 @@ use cordon_policies::{
     DomainDecision, DomainMatcher, DomainPatternError, DomainRules, is_internal_address,
     normalize_host,
 };
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::StatusCode;
+use nix::sys::socket::MsgFlags;
 use serde::Serialize;
-use tokio::net::{TcpStream, UnixListener};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
 
 /// How long name resolution and the upstream connect may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
@@ -117,6 +119,32 @@ struct Refusal {
     reason: String,
 }
 
+impl Refusal {
+    /// Records the refused destination and returns the line the client is told.
+    fn record(&self, state: &State, destination: Destination<'_>) -> String {
+        state.record(ConnectionRecord {
+            host: destination.host.to_owned(),
+            port: destination.port,
+            method: destination.method.to_owned(),
+            allowed: false,
+            rule: self.rule.clone(),
+            reason: Some(self.reason.clone()),
+        });
+        format!(
+            "cordon: network access to {}:{} refused: {}\n",
+            destination.host, destination.port, self.reason
+        )
+    }
+}
+
+/// Where a client asked to go, and how (`CONNECT`, an HTTP method, `SOCKS5`).
+#[derive(Debug, Clone, Copy)]
+struct Destination<'a> {
+    host: &'a str,
+    port: u16,
+    method: &'a str,
+}
+
 impl NetworkProxy {
     /// Listens on a fresh UNIX socket (in a private 0700 directory under the temp dir) and
     /// serves on the current tokio runtime.
@@ -166,22 +194,31 @@ impl Drop for NetworkProxy {
     }
 }
 
+/// At most this many client connections at once (each holds two sockets and two 64 KiB relay
+/// buffers at most); a connection beyond that is closed at once. Memory stays bounded whatever
+/// the command does.
+const MAX_CONNECTIONS: usize = 4096;
+/// A client must send its request line and headers (or its SOCKS5 greeting and request)
+/// within this long, or it is dropped: a slowloris client holds one slot for this long, never
+/// the proxy.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes copied per read in a tunnel, each way.
+const RELAY_BUFFER: usize = 64 * 1024;
+/// The first byte of a SOCKS5 greeting; an HTTP request starts with a method's letter.
+const SOCKS5_VERSION: u8 = 5;
+
 async fn serve(listener: UnixListener, state: Arc<State>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else { continue };
                 let state = Arc::clone(&state);
                 connections.spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        handle(request, Arc::clone(&state))
-                    });
-                    // Garbage, a closed client, a timeout: that connection ends, no other.
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .with_upgrades()
-                        .await;
+                    let _slot = slot;
+                    serve_connection(stream, state).await;
                 });
             }
             // Reap finished connections so the set does not grow for ever.
@@ -190,90 +227,67 @@ async fn serve(listener: UnixListener, state: Arc<State>) {
     }
 }
 
-type ProxyBody = BoxBody<Bytes, hyper::Error>;
-
-fn text_response(status: StatusCode, body: String) -> Response<ProxyBody> {
-    let mut response =
-        Response::new(Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
-async fn handle(
-    request: Request<Incoming>,
-    state: Arc<State>,
-) -> Result<Response<ProxyBody>, Infallible> {
-    let method = request.method().to_string();
-    let Some((host, port)) = destination(&request) else {
-        return Ok(text_response(
-            StatusCode::BAD_REQUEST,
-            "cordon proxy: expected CONNECT host:port or an absolute http:// URL\n".to_owned(),
-        ));
-    };
-    let (upstream, rule) = match state.admit(&host, port).await {
-        Ok(admitted) => admitted,
-        Err(refusal) => {
-            state.record(ConnectionRecord {
-                host: host.clone(),
-                port,
-                method,
-                allowed: false,
-                rule: refusal.rule.clone(),
-                reason: Some(refusal.reason.clone()),
-            });
-            let body =
-                format!("cordon: network access to {host}:{port} refused: {}\n", refusal.reason);
-            return Ok(text_response(refusal.status, body));
-        }
-    };
-    state.record(ConnectionRecord {
-        host: host.clone(),
-        port,
-        method,
-        allowed: true,
-        rule: Some(rule),
-        reason: None,
-    });
-    if request.method() == Method::CONNECT {
-        tokio::spawn(tunnel(request, upstream));
-        Ok(Response::new(Full::new(Bytes::new()).map_err(|never| match never {}).boxed()))
-    } else {
-        Ok(forward(request, upstream).await.unwrap_or_else(|error| {
-            text_response(
-                StatusCode::BAD_GATEWAY,
-                format!("cordon proxy: {host}:{port}: upstream error: {error}\n"),
-            )
-        }))
+/// One client connection: SOCKS5 or HTTP, told apart by its first byte (peeked, not read).
+/// Garbage, a closed client, a timeout: that connection ends, no other.
+async fn serve_connection(stream: UnixStream, state: Arc<State>) {
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, first_byte(&stream)).await {
+        Ok(Ok(SOCKS5_VERSION)) => socks::serve(stream, state).await,
+        Ok(Ok(_)) => http::serve(stream, state).await,
+        Ok(Err(_)) | Err(_) => {}
     }
 }
 
-/// `host, port` from `CONNECT host:port`, an absolute `http://` URI, or the Host header.
-fn destination(request: &Request<Incoming>) -> Option<(String, u16)> {
-    if request.method() == Method::CONNECT {
-        let authority = request.uri().authority()?;
-        return Some((normalize_host(authority.host()), authority.port_u16()?));
-    }
-    match request.uri().scheme_str() {
-        Some("http") => {
-            let authority = request.uri().authority()?;
-            Some((normalize_host(authority.host()), authority.port_u16().unwrap_or(80)))
-        }
-        Some(_) => None,
-        None => {
-            let host = request.headers().get(hyper::header::HOST)?.to_str().ok()?;
-            let authority: hyper::http::uri::Authority = host.parse().ok()?;
-            Some((normalize_host(authority.host()), authority.port_u16().unwrap_or(80)))
+/// The first byte the client sent, left in the socket for the protocol that reads it.
+async fn first_byte(stream: &UnixStream) -> std::io::Result<u8> {
+    loop {
+        stream.readable().await?;
+        let mut byte = [0u8; 1];
+        let peeked = stream.try_io(tokio::io::Interest::READABLE, || {
+            nix::sys::socket::recv(stream.as_raw_fd(), &mut byte, MsgFlags::MSG_PEEK)
+                .map_err(std::io::Error::from)
+        });
+        match peeked {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => return Ok(byte[0]),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(error) => return Err(error),
         }
     }
+}
+
+/// Bytes both ways between an admitted client and its upstream until either side closes.
+async fn relay(
+    client: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    upstream: &mut (impl AsyncRead + AsyncWrite + Unpin),
+) {
+    let _ = tokio::io::copy_bidirectional_with_sizes(client, upstream, RELAY_BUFFER, RELAY_BUFFER)
+        .await;
 }
 
 impl State {
     fn record(&self, record: ConnectionRecord) {
         self.log.lock().unwrap_or_else(PoisonError::into_inner).connections.push(record);
+    }
+
+    /// Checks `destination`, connects, and records the outcome either way.
+    async fn open(&self, destination: Destination<'_>) -> Result<TcpStream, (Refusal, String)> {
+        match self.admit(destination.host, destination.port).await {
+            Ok((upstream, rule)) => {
+                self.record(ConnectionRecord {
+                    host: destination.host.to_owned(),
+                    port: destination.port,
+                    method: destination.method.to_owned(),
+                    allowed: true,
+                    rule: Some(rule),
+                    reason: None,
+                });
+                Ok(upstream)
+            }
+            Err(refusal) => {
+                let line = refusal.record(self, destination);
+                Err((refusal, line))
+            }
+        }
     }
 
     /// The list, then the resolved addresses, then the connection.
@@ -379,30 +393,4 @@ fn bracketed(ip: IpAddr) -> String {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
     }
-}
-
-/// After `200` to a CONNECT: bytes both ways until either side closes.
-async fn tunnel(request: Request<Incoming>, mut upstream: TcpStream) {
-    let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
-    let mut client = TokioIo::new(upgraded);
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-}
-
-/// Sends a plain-HTTP request upstream in origin form, without the proxy's own headers.
-async fn forward(
-    mut request: Request<Incoming>,
-    upstream: TcpStream,
-) -> Result<Response<ProxyBody>, hyper::Error> {
-    let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    if let Ok(uri) = path.parse() {
-        *request.uri_mut() = uri;
-    }
-    let headers = request.headers_mut();
-    headers.remove("proxy-connection");
-    headers.remove(hyper::header::PROXY_AUTHORIZATION);
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await?;
-    tokio::spawn(connection);
-    let response = sender.send_request(request).await?;
-    Ok(response.map(BodyExt::boxed))
 }
