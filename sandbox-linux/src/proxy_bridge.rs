@@ -19,6 +19,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::Signal;
 
 use crate::error::HelperError;
@@ -45,6 +46,13 @@ fn serve(listener: TcpListener, proxy_socket: PathBuf) -> ! {
     let _ = nix::sys::prctl::set_dumpable(false);
     if sys::close_fds_except(listener.as_raw_fd()).is_err() {
         std::process::exit(crate::EXIT_SETUP_FAILED);
+    }
+    // Two descriptors per relayed connection: the usual soft limit of 1024 would stop the
+    // bridge near 500 connections. Only this process: the command keeps its own limit.
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
     }
     for stream in listener.incoming() {
         let Ok(client) = stream else { continue };

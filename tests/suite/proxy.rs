@@ -208,8 +208,11 @@ fn an_allowed_name_resolving_to_loopback_is_refused_unless_mapped_for_tests() {
     assert_eq!(server.requests(), ["/named"]);
 }
 
+/// Issue 19's robustness bar: garbage, a thousand slowloris clients holding connections open
+/// mid-header, and a hundred concurrent requests; the proxy keeps serving real requests
+/// through all of it.
 #[test]
-fn garbage_and_many_concurrent_connections_leave_the_proxy_serving() {
+fn garbage_slowloris_and_a_thousand_connections_leave_the_proxy_serving() {
     require_network_namespace!();
     let server = Server::start();
     let root = scratch();
@@ -218,6 +221,14 @@ import os, socket, threading, urllib.request
 port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
 s = socket.create_connection(("127.0.0.1", port)); s.sendall(b"\x00\xff NOT HTTP\r\n\r\n")
 print("garbage answer", s.recv(64)[:12])
+held = []
+for i in range(1000):
+    c = socket.create_connection(("127.0.0.1", port))
+    c.sendall(b"GET http://allowed.test/slow HTTP/1.1\r\nHost: allowed.test\r\nX-Slow: ")
+    held.append(c)
+print("held", len(held))
+during = [urllib.request.urlopen("http://allowed.test/during", timeout=60).status for _ in range(5)]
+print("during", during.count(200))
 results = []
 def one(i):
     try:
@@ -230,9 +241,21 @@ print("ok", results.count(200), len(results))
 print(urllib.request.urlopen("http://allowed.test/after").status)
 "#;
     let script = format!("{} -c '{}'", python(), code.replace('\'', "'\\''"));
-    let run = exec_sh(&server, &["--allow-domain", "allowed.test"], root.path(), &script);
+    // The usual soft limit of open files (1024), which a thousand connections through the
+    // bridge and the proxy (two descriptors each) would exceed unless cordon raises it.
+    let dir = root.path().to_str().unwrap();
+    let run: Run = Command::new("prlimit")
+        .arg("--nofile=1024:")
+        .args([CORDON, "exec", "-a", "never", "--allow-domain", "allowed.test", "-C", dir])
+        .args(["--", "sh", "-c", &script])
+        .env("CORDON_TEST_RESOLVE", server.resolve())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into();
     run.assert_ok();
     assert!(run.stdout.contains("garbage answer b'HTTP/1.1 400'"), "{}", run.stdout);
+    assert!(run.stdout.contains("held 1000\nduring 5\n"), "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("ok 100 100"), "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.trim_end().ends_with("200"), "{}", run.stdout);
 }

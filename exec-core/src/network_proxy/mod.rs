@@ -150,6 +150,7 @@ impl NetworkProxy {
     /// serves on the current tokio runtime.
     pub fn start(settings: &ProxySettings) -> Result<NetworkProxy, ProxyError> {
         let matcher = DomainMatcher::new(&settings.rules)?;
+        raise_open_file_limit();
         let io = |what| move |source| ProxyError::Io { what, source };
         let dir = tempfile::Builder::new()
             .prefix("cordon-proxy-")
@@ -191,6 +192,18 @@ impl NetworkProxy {
 impl Drop for NetworkProxy {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// Each client connection holds two descriptors (its socket and the upstream's): the usual
+/// soft limit of 1024 would stop the proxy near 500 connections. Raised to the hard limit, as
+/// Go programs and many services do; the processes cordon starts inherit the higher soft limit.
+fn raise_open_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
     }
 }
 
