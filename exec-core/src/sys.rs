@@ -126,3 +126,11 @@ fn children_of(parent: u32) -> Vec<i32> {
         })
         .collect()
 }
+
+/// Takes ownership of a descriptor this process just received with `SCM_RIGHTS`.
+pub fn adopt_received_fd(fd: std::os::fd::RawFd) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the kernel installed `fd` in this process for the message just received (recvmsg
+    // with SCM_RIGHTS); nothing else knows of it, so this is its only owner.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+}

@@ -15,8 +15,8 @@
 //!    subreaper); the helper forks a supervisor and stays outside to forward signals and pass
 //!    on the command's status; everything below runs in the supervisor;
 //!    with a domain allow-list the namespaces include a network namespace with only loopback,
-//!    and the supervisor forks the proxy bridge into it ([`proxy_bridge`]) before confining
-//!    itself;
+//!    and the supervisor binds the proxy's port in it and hands the listening socket to
+//!    cordon's proxy ([`proxy_listener`]) before confining itself;
 //! 4. Landlock ([`landlock_rules`]), negotiated down to the kernel's ABI;
 //! 5. every capability dropped and the securebits locked ([`caps`]);
 //! 6. `no_new_privs`, then the seccomp program ([`seccomp`]);
@@ -50,7 +50,7 @@ mod mount_view;
 #[cfg(target_os = "linux")]
 pub mod probe;
 #[cfg(target_os = "linux")]
-mod proxy_bridge;
+mod proxy_listener;
 pub mod report;
 #[cfg(target_os = "linux")]
 mod run;

@@ -16,7 +16,7 @@ use crate::containment::{self, Containment, Exec as _, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::landlock_rules::{self, LandlockEnforcement};
 use crate::mount_view::{self, MountView, ProcView};
-use crate::proxy_bridge;
+use crate::proxy_listener;
 use crate::report::{self, Enforcement};
 use crate::seccomp::{self, Network};
 use crate::sys;
@@ -142,8 +142,8 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
         Containment::Subreaper => Containment::Subreaper,
     };
 
-    // The proxy bridge: forked before anything below confines this process, so that it can
-    // reach the proxy's socket; it lives in the command's network and PID namespaces.
+    // The proxy's listener: bound in the command's network namespace and handed to the proxy
+    // before anything below confines this process (it must reach the proxy's socket).
     let proxy_port = match (&policy.network_domains, &mount_view) {
         (None, _) => None,
         (Some(_), Err(reason)) => {
@@ -155,7 +155,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
             )));
         }
         (Some(_), Ok(())) => match &args.proxy_socket {
-            Some(socket) => Some(proxy_bridge::start(socket)?),
+            Some(socket) => Some(proxy_listener::start(socket)?),
             // No proxy to reach: the namespace has loopback only, which is network off.
             None => None,
         },
@@ -244,7 +244,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
         env.push(("CORDON_SANDBOX_NETWORK_DISABLED", "1".to_owned()));
     }
     if let Some(port) = proxy_port {
-        env.extend(proxy_bridge::proxy_env(port));
+        env.extend(proxy_listener::proxy_env(port));
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     supervisor.run(prepare_exec(args, &env)?)

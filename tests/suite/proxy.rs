@@ -91,6 +91,45 @@ fn curl_and_urllib_reach_an_allowed_host_through_the_proxy() {
     assert_eq!(server.requests(), ["/curl-plain", "/curl-connect", "/urllib"]);
 }
 
+/// As an unprivileged user the mount view's namespaces come from a user namespace: the
+/// listener the helper hands over belongs to a network namespace that user namespace owns, and
+/// the proxy (outside, the same user) serves it the same.
+#[test]
+fn an_unprivileged_user_gets_the_same_proxy() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let home = scratch();
+    chown_nobody(home.path());
+    let script = "curl -sS --fail http://allowed.test/nobody; curl -sS http://denied.test/no";
+    let dir = root.path().to_str().unwrap();
+    let mut command = cordon_command(
+        User::Nobody,
+        &[
+            "exec",
+            "-a",
+            "never",
+            "--allow-domain",
+            "allowed.test",
+            "-C",
+            dir,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    command
+        .env("CORDON_TEST_RESOLVE", server.resolve())
+        .env("CORDON_HOME", home.path().join(".cordon"))
+        .env("HOME", home.path());
+    let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(run.stdout.contains("hello from the loopback server"), "{}", run.stdout);
+    assert!(run.stdout.contains("no rule of the network allow-list matches denied.test:80"));
+    assert_eq!(server.requests(), ["/nobody"]);
+}
+
 #[test]
 fn a_denied_host_gets_403_naming_the_rule_and_the_summary_lists_it() {
     require_network_namespace!();
@@ -368,7 +407,7 @@ fn executor_sessions_get_a_proxy_that_lives_as_long_as_the_session() {
         "write_stdin",
         serde_json::json!({"session_id": id, "chars": "curl -sS http://allowed.test/later; echo fin''ished\n", "yield_time_ms": 5000}),
     );
-    let mut all = text.clone();
+    let mut all = text;
     let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(10));
     while !all.contains("finished") && std::time::Instant::now() < deadline {
         all.push_str(

@@ -9,7 +9,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
 
 use super::{Destination, HANDSHAKE_TIMEOUT, State, relay};
 
@@ -31,7 +31,7 @@ type Tunnel = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// Serves one client connection as HTTP/1.1. A CONNECT's tunnel runs here, inside this
 /// connection's task, so stopping the proxy stops every tunnel too.
-pub(super) async fn serve(stream: UnixStream, state: Arc<State>) {
+pub(super) async fn serve(stream: TcpStream, state: Arc<State>) {
     let (tunnels, mut tunnel) = tokio::sync::mpsc::unbounded_channel::<Tunnel>();
     let service = hyper::service::service_fn(move |request| {
         handle(request, Arc::clone(&state), tunnels.clone())
@@ -102,7 +102,7 @@ fn destination(request: &Request<Incoming>) -> Option<(String, u16)> {
 /// already read past the request.
 async fn tunnel(request: Request<Incoming>, mut upstream: TcpStream) {
     let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
-    match upgraded.downcast::<TokioIo<UnixStream>>() {
+    match upgraded.downcast::<TokioIo<TcpStream>>() {
         Ok(parts) => {
             let mut client = parts.io.into_inner();
             if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {

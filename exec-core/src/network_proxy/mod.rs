@@ -34,10 +34,10 @@ use cordon_policies::{
     normalize_host,
 };
 use hyper::StatusCode;
-use nix::sys::socket::MsgFlags;
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, getsockopt, recvmsg, sockopt};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
 /// How long name resolution and the upstream connect may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
@@ -146,8 +146,9 @@ struct Destination<'a> {
 }
 
 impl NetworkProxy {
-    /// Listens on a fresh UNIX socket (in a private 0700 directory under the temp dir) and
-    /// serves on the current tokio runtime.
+    /// Listens on a fresh UNIX socket (in a private 0700 directory under the temp dir) for the
+    /// helper to hand over the command's listening socket, and serves on the current tokio
+    /// runtime.
     pub fn start(settings: &ProxySettings) -> Result<NetworkProxy, ProxyError> {
         let matcher = DomainMatcher::new(&settings.rules)?;
         raise_open_file_limit();
@@ -168,7 +169,7 @@ impl NetworkProxy {
                 .collect(),
             log: Arc::clone(&log),
         });
-        let task = tokio::spawn(serve(listener, state));
+        let task = tokio::spawn(serve(listener, socket_path.clone(), state));
         Ok(NetworkProxy { socket_path, log, task, _dir: dir })
     }
 
@@ -220,7 +221,25 @@ const RELAY_BUFFER: usize = 64 * 1024;
 /// The first byte of a SOCKS5 greeting; an HTTP request starts with a method's letter.
 const SOCKS5_VERSION: u8 = 5;
 
-async fn serve(listener: UnixListener, state: Arc<State>) {
+/// First takes the listening socket the helper hands over (the first connection to the
+/// UNIX socket that carries one), then removes the UNIX socket and serves the command's
+/// connections from that listener.
+async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
+    let listener = loop {
+        let Ok((stream, _)) = control.accept().await else { continue };
+        let Ok(Ok(listener)) =
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, receive_listener(&stream)).await
+        else {
+            continue;
+        };
+        // The helper waits for this byte before it lets the command run.
+        if stream.writable().await.is_ok() && stream.try_write(b"K").is_ok() {
+            break listener;
+        }
+    };
+    // From now on nothing reaches the proxy but through the command's port.
+    drop(control);
+    let _ = std::fs::remove_file(&socket_path);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -240,31 +259,56 @@ async fn serve(listener: UnixListener, state: Arc<State>) {
     }
 }
 
-/// One client connection: SOCKS5 or HTTP, told apart by its first byte (peeked, not read).
-/// Garbage, a closed client, a timeout: that connection ends, no other.
-async fn serve_connection(stream: UnixStream, state: Arc<State>) {
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, first_byte(&stream)).await {
-        Ok(Ok(SOCKS5_VERSION)) => socks::serve(stream, state).await,
-        Ok(Ok(_)) => http::serve(stream, state).await,
-        Ok(Err(_)) | Err(_) => {}
+/// The listening TCP socket sent over `stream` with `SCM_RIGHTS`. Anything else (no
+/// descriptor, a descriptor that is not a listening socket) is an error; extra descriptors
+/// are closed.
+async fn receive_listener(stream: &UnixStream) -> std::io::Result<TcpListener> {
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
+    loop {
+        stream.readable().await?;
+        let received = stream.try_io(tokio::io::Interest::READABLE, || {
+            let mut byte = [0u8; 1];
+            let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+            let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+            let message = recvmsg::<()>(
+                stream.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            )
+            .map_err(std::io::Error::from)?;
+            let mut fds = Vec::new();
+            for cmsg in message.cmsgs().map_err(std::io::Error::from)? {
+                if let ControlMessageOwned::ScmRights(received) = cmsg {
+                    fds.extend(received.into_iter().map(crate::sys::adopt_received_fd));
+                }
+            }
+            Ok(fds)
+        });
+        let fds = match received {
+            Ok(fds) => fds,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(error) => return Err(error),
+        };
+        let fd = fds.into_iter().next().ok_or_else(|| invalid("no descriptor"))?;
+        if !getsockopt(&fd, sockopt::AcceptConn).unwrap_or(false) {
+            return Err(invalid("not a listening socket"));
+        }
+        let listener = std::net::TcpListener::from(fd);
+        listener.set_nonblocking(true)?;
+        return TcpListener::from_std(listener);
     }
 }
 
-/// The first byte the client sent, left in the socket for the protocol that reads it.
-async fn first_byte(stream: &UnixStream) -> std::io::Result<u8> {
-    loop {
-        stream.readable().await?;
-        let mut byte = [0u8; 1];
-        let peeked = stream.try_io(tokio::io::Interest::READABLE, || {
-            nix::sys::socket::recv(stream.as_raw_fd(), &mut byte, MsgFlags::MSG_PEEK)
-                .map_err(std::io::Error::from)
-        });
-        match peeked {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(_) => return Ok(byte[0]),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(error) => return Err(error),
-        }
+/// One client connection: SOCKS5 or HTTP, told apart by its first byte (peeked, not read).
+/// Garbage, a closed client, a timeout: that connection ends, no other.
+async fn serve_connection(stream: TcpStream, state: Arc<State>) {
+    let _ = stream.set_nodelay(true);
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.peek(&mut byte)).await {
+        Ok(Ok(1)) if byte[0] == SOCKS5_VERSION => socks::serve(stream, state).await,
+        Ok(Ok(1)) => http::serve(stream, state).await,
+        Ok(Ok(_) | Err(_)) | Err(_) => {}
     }
 }
 

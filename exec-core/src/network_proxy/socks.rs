@@ -11,14 +11,14 @@ use fast_socks5::server::Socks5ServerProtocol;
 use fast_socks5::util::target_addr::TargetAddr;
 use fast_socks5::{ReplyError, Socks5Command};
 use hyper::StatusCode;
-use tokio::net::UnixStream;
+use tokio::net::TcpStream;
 
 use super::{Destination, HANDSHAKE_TIMEOUT, State, relay};
 
 /// The method recorded for a SOCKS5 connection.
 const METHOD: &str = "SOCKS5";
 
-pub(super) async fn serve(stream: UnixStream, state: Arc<State>) {
+pub(super) async fn serve(stream: TcpStream, state: Arc<State>) {
     let handshake = async {
         let protocol = Socks5ServerProtocol::accept_no_auth(stream).await.ok()?;
         protocol.read_command().await.ok()
