@@ -436,8 +436,8 @@ impl Orchestrator {
         sandbox: SandboxKind,
         context: &DenialContext,
     ) -> Result<Attempt, OrchestratorError> {
-        // The proxy lives exactly as long as this attempt. Only the Linux helper can bridge
-        // it; elsewhere a domain list means no network (see `launch`).
+        // The proxy lives exactly as long as this attempt. Only the Linux helper can hand it
+        // the command's port; elsewhere a domain list means no network (see `launch`).
         let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
             (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
                 rules: rules.clone(),

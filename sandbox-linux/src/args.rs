@@ -120,8 +120,8 @@ pub struct HelperArgs {
     pub parent_death: ParentDeath,
     pub user_view: UserView,
     /// `--proxy-socket PATH`: cordon's network proxy (a UNIX socket outside the sandbox), for
-    /// a policy with a domain allow-list. The helper bridges it to `127.0.0.1` inside the
-    /// command's network namespace.
+    /// a policy with a domain allow-list. The helper hands it a listening socket on `127.0.0.1`
+    /// inside the command's network namespace.
     pub proxy_socket: Option<PathBuf>,
     pub caller: Caller,
     /// The command and its arguments (never empty).
@@ -136,8 +136,9 @@ usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--com
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
-namespace with only loopback, and HTTP(S)_PROXY pointing at a bridge to --proxy-socket. A drop-in for OpenAI Codex's helper: --use-bwrap-sandbox,
---apply-seccomp-then-exec and --no-proc are accepted.
+namespace with only loopback, and HTTP(S)_PROXY/ALL_PROXY pointing at a port there whose
+listening socket is handed to the proxy at --proxy-socket. A drop-in for OpenAI Codex's helper:
+--use-bwrap-sandbox, --apply-seccomp-then-exec and --no-proc are accepted.
 
 --user-view, --proxy-socket and --caller are cordon's own: cordon passes them when it runs the
 helper (--caller cordon makes messages start `cordon: sandbox:`).

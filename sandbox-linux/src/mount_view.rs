@@ -54,8 +54,8 @@ pub enum NetworkNamespace {
     /// The caller's network.
     #[default]
     Shared,
-    /// A new network namespace with only loopback up: the outside is reached through the
-    /// proxy bridge alone.
+    /// A new network namespace with only loopback up: the outside is reached through cordon's
+    /// proxy alone.
     Private,
 }
 

@@ -281,7 +281,7 @@ print(urllib.request.urlopen("http://allowed.test/after").status)
 "#;
     let script = format!("{} -c '{}'", python(), code.replace('\'', "'\\''"));
     // The usual soft limit of open files (1024), which a thousand connections through the
-    // bridge and the proxy (two descriptors each) would exceed unless cordon raises it.
+    // proxy (two descriptors each) would exceed unless cordon raises it.
     let dir = root.path().to_str().unwrap();
     let run: Run = Command::new("prlimit")
         .arg("--nofile=1024:")

@@ -1,12 +1,13 @@
 //! The network allow-list proxy (issue 19): what a command with a domain allow-list reaches the
 //! outside through.
 //!
-//! The command runs in a network namespace with only loopback; the Linux helper bridges
-//! `127.0.0.1:PORT` inside it to this proxy's UNIX socket, and points `HTTP_PROXY`,
-//! `HTTPS_PROXY` and `ALL_PROXY` at it. The proxy speaks HTTP/1.1 (hyper): `CONNECT host:port`
-//! for HTTPS and anything tunnelled, and absolute-form requests (`GET http://host/path`) for
-//! plain HTTP, which it forwards on a fresh upstream connection per request. For each
-//! destination it:
+//! The command runs in a network namespace with only loopback; the Linux helper binds
+//! `127.0.0.1:PORT` inside it and hands the listening socket to this proxy over its UNIX
+//! socket, then points `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` at the port. The proxy
+//! speaks HTTP/1.1 (hyper, [`http`]): `CONNECT host:port` for HTTPS and anything tunnelled,
+//! and absolute-form requests (`GET http://host/path`) for plain HTTP, which it forwards on a
+//! fresh upstream connection per request; and SOCKS5 `CONNECT` ([`socks`]) on the same port.
+//! For each destination it:
 //! 1. checks the host and port against the allow/deny list (deny wins);
 //! 2. resolves the name itself (the namespace has no DNS), and refuses a name that resolves to
 //!    a loopback, private, link-local or otherwise internal address unless an allow pattern
@@ -232,14 +233,15 @@ async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
         else {
             continue;
         };
-        // The helper waits for this byte before it lets the command run.
-        if stream.writable().await.is_ok() && stream.try_write(b"K").is_ok() {
-            break listener;
+        // From now on nothing reaches the proxy but through the command's port: the UNIX
+        // socket goes before the helper hears back and lets the command run.
+        drop(control);
+        let _ = std::fs::remove_file(&socket_path);
+        if stream.writable().await.is_ok() {
+            let _ = stream.try_write(b"K");
         }
+        break listener;
     };
-    // From now on nothing reaches the proxy but through the command's port.
-    drop(control);
-    let _ = std::fs::remove_file(&socket_path);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {

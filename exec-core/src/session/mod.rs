@@ -268,7 +268,7 @@ impl SessionManager {
         };
         let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
         // A domain allow-list gets a proxy of its own for as long as the session lives (only
-        // the Linux helper can bridge it; elsewhere the list means no network, see `launch`).
+        // the Linux helper can hand it the command's port; elsewhere the list means no network, see `launch`).
         let proxy = match (kind, request.sandbox_policy.network_domains()) {
             (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
                 rules: rules.clone(),
