@@ -441,6 +441,7 @@ impl Orchestrator {
         let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
             (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
                 rules: rules.clone(),
+                narrowed_by: None,
                 test_resolve: self.helper.proxy_test_resolve.clone(),
             })?),
             _ => None,

@@ -418,6 +418,40 @@ fn executor_sessions_get_a_proxy_that_lives_as_long_as_the_session() {
     assert_eq!(server.requests(), ["/one", "/later"]);
 }
 
+/// A call's `allowed_domains` only narrows: under the executor's list both apply; with the
+/// network fully on it becomes the list; with no network it is refused.
+#[test]
+fn an_executor_call_can_narrow_the_network_but_never_widen_it() {
+    require_network_namespace!();
+    let server = Server::start();
+    let resolve = server.resolve();
+    let env = [("CORDON_TEST_RESOLVE", resolve.as_str())];
+    let both = "curl -sS http://allowed.test/a; echo; curl -sS http://denied.test/b";
+    let call =
+        serde_json::json!({"cmd": both, "login": false, "allowed_domains": ["allowed.test"]});
+
+    let mut ex = super::executor::Executor::start_with_env(
+        &["-s", "workspace-write", "--allow-domain", "*.test"],
+        &env,
+    );
+    let text = ex.text("exec_command", call.clone());
+    assert!(text.contains("hello from the loopback server"), "{text}");
+    assert!(text.contains("denied.test:80 is not among this call's allowed_domains"), "{text}");
+
+    let mut ex =
+        super::executor::Executor::start_with_env(&["-s", "workspace-write", "--network"], &env);
+    let text = ex.text("exec_command", call.clone());
+    assert!(text.contains("hello from the loopback server"), "{text}");
+    assert!(text.contains("no rule of the network allow-list matches denied.test:80"), "{text}");
+
+    let mut ex = super::executor::Executor::start_with_env(&["-s", "workspace-write"], &env);
+    let response = ex.call("exec_command", call);
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
+    let message = response["outcome"]["message"].as_str().unwrap();
+    assert!(message.contains("cannot widen"), "{message}");
+    assert_eq!(server.requests(), ["/a", "/a"]);
+}
+
 #[test]
 fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
     require_network_namespace!();

@@ -47,6 +47,8 @@ const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProxySettings {
     pub rules: DomainRules,
+    /// A second list every destination must pass too (an executor call's `allowed_domains`).
+    pub narrowed_by: Option<DomainRules>,
     /// TEST ONLY (`CORDON_TEST_RESOLVE`): host names answered with these addresses instead of
     /// DNS, so the suite never leaves the machine. Only these names may reach an internal
     /// (loopback) address without an allow pattern naming it.
@@ -109,6 +111,7 @@ pub struct NetworkProxy {
 
 struct State {
     matcher: DomainMatcher,
+    narrowed_by: Option<DomainMatcher>,
     test_resolve: Vec<(String, SocketAddr)>,
     log: Arc<Mutex<NetworkLog>>,
 }
@@ -161,8 +164,10 @@ impl NetworkProxy {
         let socket_path = dir.path().join("proxy.sock");
         let listener = UnixListener::bind(&socket_path).map_err(io("binding its socket"))?;
         let log = Arc::new(Mutex::new(NetworkLog::default()));
+        let narrowed_by = settings.narrowed_by.as_ref().map(DomainMatcher::new).transpose()?;
         let state = Arc::new(State {
             matcher,
+            narrowed_by,
             test_resolve: settings
                 .test_resolve
                 .iter()
@@ -374,6 +379,21 @@ impl State {
                 });
             }
         };
+        if let Some(narrow) = &self.narrowed_by {
+            match narrow.decide(host, port) {
+                DomainDecision::Allowed { .. } => {}
+                DomainDecision::DeniedByRule { .. } | DomainDecision::NotAllowed => {
+                    return Err(Refusal {
+                        status: StatusCode::FORBIDDEN,
+                        reason: format!(
+                            "{host}:{port} is not among this call's allowed_domains (the \
+                             executor's list allows it by \"{rule}\")"
+                        ),
+                        rule: None,
+                    });
+                }
+            }
+        }
         let addresses = self.resolve(host, port, &rule).await?;
         let connect = async {
             let mut last_error = None;
@@ -430,7 +450,12 @@ impl State {
         };
         // Every address must pass, or a resolver answering [public, internal] picks the target.
         if let Some(internal) = addresses.iter().find(|a| {
-            is_internal_address(a.ip()) && !self.matcher.explicitly_allows_address(a.ip(), a.port())
+            is_internal_address(a.ip())
+                && !(self.matcher.explicitly_allows_address(a.ip(), a.port())
+                    && self
+                        .narrowed_by
+                        .as_ref()
+                        .is_none_or(|n| n.explicitly_allows_address(a.ip(), a.port())))
         }) {
             return Err(Refusal {
                 status: StatusCode::FORBIDDEN,

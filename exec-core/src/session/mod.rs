@@ -21,7 +21,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordon_policies::{AskForApproval, Escalation, Requester, SandboxPolicy};
+use cordon_policies::{
+    AskForApproval, DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy,
+};
 use serde::Deserialize;
 
 use crate::launch::{SandboxKind, SandboxSetupError, plan_launch};
@@ -79,6 +81,9 @@ pub struct ExecCommandArgs {
     pub max_output_tokens: Option<usize>,
     pub sandbox_permissions: Option<SandboxPermissions>,
     pub justification: Option<String>,
+    /// Narrows the network of this one command (issue 19): a destination must pass the
+    /// executor's list and this one.
+    pub allowed_domains: Option<Vec<String>>,
 }
 
 /// `sandbox_permissions`.
@@ -115,6 +120,8 @@ pub enum SessionError {
     TooManySessions,
     #[error("session {0} runs on pipes, not a terminal: it has no stdin to write to")]
     NotATerminal(u32),
+    #[error("allowed_domains only narrows the network of a sandboxed command: {0}")]
+    NetworkNotNarrowable(&'static str),
     #[error("cannot use workdir {}: {source}", .path.display())]
     Workdir { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
@@ -246,11 +253,16 @@ impl SessionManager {
             }
             Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
         };
+        let (sandbox_policy, narrowed_by) = narrow_network(
+            &self.defaults.sandbox_policy,
+            args.allowed_domains.as_deref(),
+            &escalation,
+        )?;
         let request = ExecRequest {
             command: vec![shell, flag.to_owned(), args.cmd.clone()],
             cwd,
             policy_cwd: self.defaults.cwd.clone(),
-            sandbox_policy: self.defaults.sandbox_policy.clone(),
+            sandbox_policy,
             approval: self.defaults.approval,
             escalation,
             // A harness asks for escalation itself (`require_escalated`).
@@ -272,6 +284,7 @@ impl SessionManager {
         let proxy = match (kind, request.sandbox_policy.network_domains()) {
             (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
                 rules: rules.clone(),
+                narrowed_by,
                 test_resolve: self.orchestrator.helper().proxy_test_resolve.clone(),
             })?),
             _ => None,
@@ -461,6 +474,44 @@ impl SessionManager {
         for entry in &sessions {
             entry.session.terminate();
         }
+    }
+}
+
+/// The policy one call runs under, and the list that narrows its proxy, for a call's
+/// `allowed_domains`: under a domain list both apply; with the network fully on the call's
+/// list becomes the list; with no network, no sandbox or an escalation it is refused (it would
+/// widen what the command may reach, or there is no sandbox to narrow).
+fn narrow_network(
+    policy: &SandboxPolicy,
+    allowed: Option<&[String]>,
+    escalation: &Escalation,
+) -> Result<(SandboxPolicy, Option<DomainRules>), SessionError> {
+    let Some(allowed) = allowed else { return Ok((policy.clone(), None)) };
+    let call = DomainRules { allow: allowed.to_vec(), deny: Vec::new() };
+    DomainMatcher::new(&call).map_err(|e| SessionError::Proxy(ProxyError::Pattern(e)))?;
+    if matches!(escalation, Escalation::RequireEscalated { .. }) {
+        return Err(SessionError::NetworkNotNarrowable(
+            "an escalated command runs without the sandbox; ask for one or the other",
+        ));
+    }
+    match policy {
+        SandboxPolicy::WorkspaceWrite(ww) if ww.network_domains.is_some() => {
+            Ok((policy.clone(), Some(call)))
+        }
+        SandboxPolicy::WorkspaceWrite(ww) if ww.network_access => {
+            let mut narrowed = ww.clone();
+            narrowed.network_domains = Some(call);
+            Ok((SandboxPolicy::WorkspaceWrite(narrowed), None))
+        }
+        SandboxPolicy::WorkspaceWrite(_) | SandboxPolicy::ReadOnly { .. } => {
+            Err(SessionError::NetworkNotNarrowable(
+                "this executor runs commands without network, and a call cannot widen that \
+                 (start it with --allow-domain or --network)",
+            ))
+        }
+        SandboxPolicy::DangerFullAccess {} => Err(SessionError::NetworkNotNarrowable(
+            "this executor runs commands without a sandbox (danger-full-access)",
+        )),
     }
 }
 
