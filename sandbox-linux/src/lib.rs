@@ -44,6 +44,8 @@ mod containment;
 #[cfg(target_os = "linux")]
 mod cordon_home;
 #[cfg(target_os = "linux")]
+mod git_dirs;
+#[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
 mod mount_view;

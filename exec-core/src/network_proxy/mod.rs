@@ -266,6 +266,13 @@ async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
     }
 }
 
+/// A received descriptor is close-on-exec from the start (no window for a concurrent spawn to
+/// inherit it). Elsewhere the handover does not happen (the Linux helper makes it).
+#[cfg(target_os = "linux")]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_CMSG_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::empty();
+
 /// The listening TCP socket sent over `stream` with `SCM_RIGHTS`. Anything else (no
 /// descriptor, a descriptor that is not a listening socket) is an error; extra descriptors
 /// are closed.
@@ -277,13 +284,9 @@ async fn receive_listener(stream: &UnixStream) -> std::io::Result<TcpListener> {
             let mut byte = [0u8; 1];
             let mut iov = [std::io::IoSliceMut::new(&mut byte)];
             let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-            let message = recvmsg::<()>(
-                stream.as_raw_fd(),
-                &mut iov,
-                Some(&mut space),
-                MsgFlags::MSG_CMSG_CLOEXEC,
-            )
-            .map_err(std::io::Error::from)?;
+            let message =
+                recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(&mut space), RECEIVE_FLAGS)
+                    .map_err(std::io::Error::from)?;
             let mut fds = Vec::new();
             for cmsg in message.cmsgs().map_err(std::io::Error::from)? {
                 if let ControlMessageOwned::ScmRights(received) = cmsg {
