@@ -39,6 +39,12 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap().lines().map(str::to_owned).collect()
     }
 
+    /// `cordon executor <flags>` with the resolver override.
+    fn executor(&self, flags: &[&str]) -> super::executor::Executor {
+        let resolve = self.resolve();
+        super::executor::Executor::start_with_env(flags, &[("CORDON_TEST_RESOLVE", &resolve)])
+    }
+
     fn resolve(&self) -> String {
         format!("allowed.test=127.0.0.1:{0},denied.test=127.0.0.1:{0}", self.port)
     }
@@ -381,11 +387,7 @@ fn cordon_sandbox_with_a_domain_list_runs_the_proxy_too() {
 fn executor_sessions_get_a_proxy_that_lives_as_long_as_the_session() {
     require_network_namespace!();
     let server = Server::start();
-    let resolve = server.resolve();
-    let mut ex = super::executor::Executor::start_with_env(
-        &["-s", "workspace-write", "--allow-domain", "allowed.test"],
-        &[("CORDON_TEST_RESOLVE", resolve.as_str())],
-    );
+    let mut ex = server.executor(&["-s", "workspace-write", "--allow-domain", "allowed.test"]);
     let text = ex.text(
         "exec_command",
         serde_json::json!({"cmd": "curl -sS http://allowed.test/one; curl -sS http://denied.test/two", "login": false}),
@@ -424,27 +426,21 @@ fn executor_sessions_get_a_proxy_that_lives_as_long_as_the_session() {
 fn an_executor_call_can_narrow_the_network_but_never_widen_it() {
     require_network_namespace!();
     let server = Server::start();
-    let resolve = server.resolve();
-    let env = [("CORDON_TEST_RESOLVE", resolve.as_str())];
     let both = "curl -sS http://allowed.test/a; echo; curl -sS http://denied.test/b";
     let call =
         serde_json::json!({"cmd": both, "login": false, "allowed_domains": ["allowed.test"]});
 
-    let mut ex = super::executor::Executor::start_with_env(
-        &["-s", "workspace-write", "--allow-domain", "*.test"],
-        &env,
-    );
+    let mut ex = server.executor(&["-s", "workspace-write", "--allow-domain", "*.test"]);
     let text = ex.text("exec_command", call.clone());
     assert!(text.contains("hello from the loopback server"), "{text}");
     assert!(text.contains("denied.test:80 is not among this call's allowed_domains"), "{text}");
 
-    let mut ex =
-        super::executor::Executor::start_with_env(&["-s", "workspace-write", "--network"], &env);
+    let mut ex = server.executor(&["-s", "workspace-write", "--network"]);
     let text = ex.text("exec_command", call.clone());
     assert!(text.contains("hello from the loopback server"), "{text}");
     assert!(text.contains("no rule of the network allow-list matches denied.test:80"), "{text}");
 
-    let mut ex = super::executor::Executor::start_with_env(&["-s", "workspace-write"], &env);
+    let mut ex = server.executor(&["-s", "workspace-write"]);
     let response = ex.call("exec_command", call);
     assert_eq!(response["outcome"]["status"], "error", "{response}");
     let message = response["outcome"]["message"].as_str().unwrap();
