@@ -138,7 +138,9 @@ Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) unde
 then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
 namespace with only loopback, and HTTP(S)_PROXY/ALL_PROXY pointing at a port there whose
 listening socket is handed to the proxy at --proxy-socket. A drop-in for OpenAI Codex's helper:
---use-bwrap-sandbox, --apply-seccomp-then-exec and --no-proc are accepted.
+--use-bwrap-sandbox, --apply-seccomp-then-exec, --no-proc and --use-legacy-landlock are accepted;
+--file-system-sandbox-policy/--network-sandbox-policy are checked against --sandbox-policy
+(deny entries are refused); --allow-network-for-proxy/--proxy-route-spec are refused.
 
 --user-view, --proxy-socket and --caller are cordon's own: cordon passes them when it runs the
 helper (--caller cordon makes messages start `cordon: sandbox:`).
@@ -183,6 +185,7 @@ pub fn parse_helper_args(
     let mut user_view_json: Option<OsString> = None;
     let mut proxy_socket: Option<PathBuf> = None;
     let mut caller = Caller::Direct;
+    let mut split_policies = SplitPolicies::default();
     let mut saw_separator = false;
 
     while let Some(arg) = args.next() {
@@ -224,6 +227,23 @@ pub fn parse_helper_args(
             // retry without a fresh /proc. cordon's helper always applies seccomp itself and
             // mounts no /proc of its own, so both mean what they mean there already.
             "--apply-seccomp-then-exec" | "--no-proc" => {}
+            // Newer Codex asks for its legacy Landlock-only pipeline with this; cordon's helper
+            // has one pipeline, which enforces at least as much.
+            "--use-legacy-landlock" => {}
+            // Newer Codex passes the policy twice: the legacy JSON (`--sandbox-policy`, which
+            // this helper enforces) and a split form. The split form is checked, not ignored:
+            // what only it could say (deny entries) is refused below rather than dropped.
+            "--file-system-sandbox-policy" => split_policies.file_system = Some(value(&flag)?),
+            "--network-sandbox-policy" => split_policies.network = Some(value(&flag)?),
+            // Codex's managed-proxy routing: its own bridge protocol, which cordon does not
+            // speak. Refused by name rather than run with the network in some other state.
+            "--allow-network-for-proxy" | "--proxy-route-spec" => {
+                return Err(HelperError::Usage(format!(
+                    "{flag} (Codex's managed-proxy routing) is not supported; cordon's own \
+                     domain allow-list proxy is `network_domains` in the policy with \
+                     --proxy-socket"
+                )));
+            }
             other => return Err(HelperError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -247,6 +267,7 @@ pub fn parse_helper_args(
         .to_str()
         .ok_or_else(|| HelperError::Usage("--sandbox-policy is not valid UTF-8".into()))?;
     let sandbox_policy = SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
+    split_policies.check(&sandbox_policy)?;
     let user_view = match user_view_json {
         None => UserView::OwnEnvironment,
         Some(json) => {
@@ -270,6 +291,62 @@ pub fn parse_helper_args(
         caller,
         command,
     })
+}
+
+/// Codex's split policies (`--file-system-sandbox-policy`, `--network-sandbox-policy`), passed
+/// by newer Codex next to the legacy `--sandbox-policy` that this helper enforces. They must not
+/// ask for more than the legacy one can say: deny entries, or a network setting that disagrees,
+/// are a usage error (exit 125), never silently dropped.
+#[derive(Debug, Default)]
+struct SplitPolicies {
+    file_system: Option<OsString>,
+    network: Option<OsString>,
+}
+
+impl SplitPolicies {
+    fn check(&self, legacy: &SandboxPolicy) -> Result<(), HelperError> {
+        let json = |value: &OsString, flag: &str| -> Result<serde_json::Value, HelperError> {
+            let text = value
+                .to_str()
+                .ok_or_else(|| HelperError::Usage(format!("{flag} is not valid UTF-8")))?;
+            serde_json::from_str(text)
+                .map_err(|e| HelperError::Usage(format!("{flag}: invalid JSON: {e}")))
+        };
+        if let Some(value) = &self.file_system {
+            let policy = json(value, "--file-system-sandbox-policy")?;
+            let entries = policy.get("entries").and_then(|e| e.as_array());
+            let denies = entries.into_iter().flatten().any(|entry| {
+                matches!(entry.get("access").and_then(|a| a.as_str()), Some("deny" | "none"))
+            });
+            if denies {
+                return Err(HelperError::Usage(
+                    "--file-system-sandbox-policy has deny entries, which this helper cannot \
+                     enforce from --sandbox-policy; use hidden_paths in the policy instead"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(value) = &self.network {
+            let network = json(value, "--network-sandbox-policy")?;
+            let enabled = match network.as_str() {
+                Some("enabled") => true,
+                Some("restricted") => false,
+                _ => {
+                    return Err(HelperError::Usage(format!(
+                        "--network-sandbox-policy: expected \"enabled\" or \"restricted\", got \
+                         {network}"
+                    )));
+                }
+            };
+            if enabled != legacy.has_network_access() {
+                return Err(HelperError::Usage(
+                    "--network-sandbox-policy and --sandbox-policy disagree about the network"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Builds the helper's argv (after `argv[0]`) for a command: what the orchestrator and
@@ -421,6 +498,40 @@ mod tests {
             ]),
         ] {
             assert!(parse_helper_args(bad.clone()).is_err(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn newer_codex_flags_are_accepted_checked_or_refused_by_name() {
+        let ww = r#"{"type":"workspace-write"}"#;
+        let base = |extra: &[&str]| {
+            let mut v = os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", ww]);
+            v.extend(os(extra));
+            v.extend(os(&["--", "true"]));
+            v
+        };
+        let fs_ok = r#"{"kind":"restricted","entries":[{"path":{"type":"special","value":{"kind":"root"}},"access":"read"}]}"#;
+        let fs_deny = r#"{"kind":"restricted","entries":[{"path":{"type":"path","path":"/home/u/.ssh"},"access":"deny"}]}"#;
+        for accepted in [
+            base(&["--use-legacy-landlock"]),
+            base(&[
+                "--file-system-sandbox-policy",
+                fs_ok,
+                "--network-sandbox-policy",
+                "\"restricted\"",
+            ]),
+        ] {
+            assert!(parse_helper_args(accepted.clone()).is_ok(), "refused {accepted:?}");
+        }
+        for (refused, says) in [
+            (base(&["--file-system-sandbox-policy", fs_deny]), "deny entries"),
+            (base(&["--network-sandbox-policy", "\"enabled\""]), "disagree"),
+            (base(&["--network-sandbox-policy", "\"sometimes\""]), "expected"),
+            (base(&["--allow-network-for-proxy"]), "managed-proxy"),
+            (base(&["--proxy-route-spec", "x"]), "managed-proxy"),
+        ] {
+            let error = parse_helper_args(refused.clone()).unwrap_err().to_string();
+            assert!(error.contains(says), "{refused:?}: {error}");
         }
     }
 
