@@ -5,9 +5,7 @@
 //! interpreters): "always allow" is never recorded for those, since a prefix rule for `sh`
 //! would approve every `sh -c …`.
 
-/// Shells: `sh -c SCRIPT` runs anything.
-const SHELLS: &[&str] =
-    &["sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "busybox"];
+use crate::script_words::MULTI_CALL;
 
 /// Programs that run another program named in their arguments.
 const WRAPPERS: &[&str] = &[
@@ -107,9 +105,9 @@ pub fn basename(word: &str) -> &str {
 pub fn runs_arbitrary_code(program: &str) -> bool {
     let name = basename(program);
     let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
-    [name, stem]
-        .iter()
-        .any(|n| SHELLS.contains(n) || WRAPPERS.contains(n) || INTERPRETERS.contains(n))
+    crate::script_words::is_shell_name(program)
+        || MULTI_CALL.contains(&name)
+        || [name, stem].iter().any(|n| WRAPPERS.contains(n) || INTERPRETERS.contains(n))
 }
 
 /// How many wrappers deep [`normalize`] unwraps (`env nice timeout 5 git push`); the cap bounds

@@ -18,7 +18,7 @@ const SHELLS: &[&str] = &[
 ];
 
 /// Multi-call binaries whose first argument names the applet (`busybox sh -c …`).
-const MULTI_CALL: &[&str] = &["busybox", "toybox"];
+pub(crate) const MULTI_CALL: &[&str] = &["busybox", "toybox"];
 
 /// How many times the words are read again for scripts nested in quotes: `bash -c "sh -c 'rm'"`
 /// needs two readings, and each nesting level needs one more quoting level.
@@ -50,7 +50,9 @@ fn shell_arguments(command: &[String]) -> Option<&[String]> {
     (MULTI_CALL.contains(&file_name(program)) && is_shell_name(applet)).then_some(args)
 }
 
-fn is_shell_name(program: &str) -> bool {
+/// Whether `program` names a shell (`/bin/bash`, `-zsh`, `bash5.2`): the one list of shells,
+/// shared with [`crate::normalize::runs_arbitrary_code`].
+pub(crate) fn is_shell_name(program: &str) -> bool {
     let name = file_name(program).trim_start_matches('-');
     let name = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
     SHELLS.contains(&name)
