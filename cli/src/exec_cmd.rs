@@ -108,7 +108,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         OutcomeResult::Completed { blocked: None, .. } => {}
     }
-    Ok(exit_code(outcome.exit_status()))
+    Ok(crate::output::exit_code(outcome.exit_status()))
 }
 
 pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
@@ -164,8 +164,4 @@ fn denied_hosts(outcome: &cordon_exec_core::Outcome) -> Vec<String> {
         }
     }
     hosts
-}
-
-pub(crate) fn exit_code(status: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(status).unwrap_or(1))
 }

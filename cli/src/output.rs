@@ -8,3 +8,8 @@ pub fn write_stdout(text: &str) -> anyhow::Result<()> {
         _ => Ok(()),
     }
 }
+
+/// A command's exit status as cordon's own (out-of-range values become 1).
+pub fn exit_code(status: i32) -> std::process::ExitCode {
+    std::process::ExitCode::from(u8::try_from(status).unwrap_or(1))
+}

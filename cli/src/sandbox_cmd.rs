@@ -105,5 +105,5 @@ fn run_with_proxy(
             render_text(&denied.join(", ")).text
         );
     }
-    Ok(crate::exec_cmd::exit_code(attempt.exit.shell_status()))
+    Ok(crate::output::exit_code(attempt.exit.shell_status()))
 }

@@ -48,6 +48,8 @@ mod git_dirs;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
+mod messages;
+#[cfg(target_os = "linux")]
 mod mount_view;
 #[cfg(target_os = "linux")]
 pub mod probe;

@@ -21,22 +21,13 @@ use crate::report::{self, Enforcement};
 use crate::seccomp::{self, Network};
 use crate::sys;
 
-/// Who called this helper, set once at start (before any fork) by [`run_main`].
-static CALLER: std::sync::OnceLock<Caller> = std::sync::OnceLock::new();
-
-/// What every message of this helper starts with (`codex-linux-sandbox: `, or `cordon:
-/// sandbox: ` when cordon called it).
-pub(crate) fn message_prefix() -> &'static str {
-    CALLER.get().copied().unwrap_or_default().message_prefix()
-}
-
 /// The helper's entry point: parses `std::env::args_os()` (after `argv[0]`), confines the
 /// process and execs the command. Never returns; on failure prints one line
 /// `codex-linux-sandbox: <what failed>: <why>` (`cordon: sandbox: …` under `--caller cordon`)
 /// and exits with the documented code.
 pub fn run_main() -> ! {
     let (pid_namespace, args) = take_no_pid_namespace(std::env::args_os().skip(1).collect());
-    let _ = CALLER.set(Caller::of(&args));
+    crate::messages::set_caller(Caller::of(&args));
     let result = match parse_invocation(args) {
         Ok(Invocation::Help) => {
             print!("{HELPER_USAGE}");
@@ -53,7 +44,7 @@ pub fn run_main() -> ! {
         Ok(never) => match never {},
         Err(error) => error,
     };
-    eprintln!("{}{error}", message_prefix());
+    eprintln!("{}{error}", crate::messages::prefix());
     std::process::exit(error.exit_code())
 }
 
@@ -134,7 +125,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
             ProcView::Host(reason) => {
                 eprintln!(
                     "{}warning: {reason}: /proc shows the host's processes (they stay out of reach)",
-                    message_prefix()
+                    crate::messages::prefix()
                 );
                 Containment::PidNamespace
             }
@@ -207,13 +198,13 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
              paths inside the writable roots are writable and hidden paths readable; run as root \
              or allow unprivileged user namespaces, or require it with --require-mount-view \
              (config sandbox_mount_view = \"required\")",
-            message_prefix()
+            crate::messages::prefix()
         );
     }
     if best_effort {
         if !gaps.is_empty() {
             let list: Vec<&str> = gaps.iter().map(|g| g.what.as_str()).collect();
-            eprintln!("{}warning: not enforced: {}", message_prefix(), list.join("; "));
+            eprintln!("{}warning: not enforced: {}", crate::messages::prefix(), list.join("; "));
         }
         // DESIGN §12: cordon's own state is never writable from inside a sandbox. A weaker
         // sandbox is accepted, never one that can rewrite the rules judging the next command.

@@ -210,7 +210,7 @@ impl Supervisor {
 }
 
 fn fail(error: HelperError) -> ! {
-    eprintln!("{}{error}", crate::run::message_prefix());
+    eprintln!("{}{error}", crate::messages::prefix());
     std::process::exit(error.exit_code())
 }
 
