@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cordon_exec_core::executor::{ServeEnd, serve};
+use cordon_exec_core::executor::{LocalExecutor, ServeEnd, serve};
 use cordon_exec_core::session::{SessionDefaults, SessionManager};
 
 use cordon_exec_core::platform::predicted_gaps;
@@ -29,7 +29,8 @@ pub fn run(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
     let served = local.block_on(&runtime, async move {
         let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-        let end = serve(stdin, tokio::io::stdout(), Rc::clone(&manager)).await?;
+        let backend = Rc::new(LocalExecutor { manager: Rc::clone(&manager) });
+        let end = serve(stdin, tokio::io::stdout(), backend).await?;
         manager.shutdown();
         anyhow::Ok(end)
     });

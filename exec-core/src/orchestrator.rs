@@ -15,7 +15,7 @@ use cordon_policies::{
 };
 use serde::Serialize;
 
-use crate::capture::Captured;
+use crate::capture::{Captured, HeadTail};
 use crate::classify::{
     Blocked, DenialContext, ExitKind, Finished, Verdict, classify, explain_output,
     is_denial_evidence,
@@ -24,6 +24,7 @@ use crate::launch::{
     HelperSettings, Launch, ParentDeath, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,
 };
 use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError, ProxySettings};
+use crate::resolved::ApprovalState;
 use crate::spawn::{OutputMode, RunOptions, StdinMode, run_process};
 
 /// One command to run.
@@ -233,12 +234,23 @@ impl Orchestrator {
         assess(command, approval, &rules, escalation)
     }
 
-    /// Runs `request` through the whole flow.
+    /// Runs `request` through the whole flow on this machine.
     pub async fn run(
         &self,
         request: &ExecRequest,
         approver: &impl Approver,
     ) -> Result<Outcome, OrchestratorError> {
+        self.run_on(request, approver, &LocalRunner { helper: &self.helper }).await
+    }
+
+    /// The whole flow with attempts run by `runner`: decisions, approvals and classification
+    /// stay here whichever machine the command runs on.
+    pub(crate) async fn run_on<R: Runner>(
+        &self,
+        request: &ExecRequest,
+        approver: &impl Approver,
+        runner: &R,
+    ) -> Result<Outcome, R::Error> {
         // 1. Decide, and ask when needed.
         let mut approvals = Vec::new();
         let authorization = self.authorize(request, approver, &mut approvals).await;
@@ -264,7 +276,9 @@ impl Orchestrator {
         // 2-4. Pick the sandbox, spawn, classify.
         let sandbox = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
         let context = denial_context(request, &self.helper.user_view);
-        let first = self.attempt(request, sandbox, &context).await?;
+        let approval =
+            if outcome.approvals.is_empty() { ApprovalState::NotNeeded } else { ApprovalState::Granted };
+        let first = self.attempt(runner, AttemptRun { request, sandbox, approval }, &context).await?;
         let (exit, verdict) = (first.exit, first.verdict);
         outcome.attempts.push(first);
         if verdict != Verdict::LikelySandboxDenied {
@@ -290,7 +304,12 @@ impl Orchestrator {
                     evidence: denial_evidence(outcome.attempts.last(), &context),
                 };
                 if self.approve(request, question, approver, &mut outcome.approvals).await {
-                    let retry = self.attempt(request, SandboxKind::None, &context).await?;
+                    let run = AttemptRun {
+                        request,
+                        sandbox: SandboxKind::None,
+                        approval: ApprovalState::Granted,
+                    };
+                    let retry = self.attempt(runner, run, &context).await?;
                     let (exit, verdict) = (retry.exit, retry.verdict);
                     outcome.attempts.push(retry);
                     outcome.result = OutcomeResult::Completed { exit, verdict, blocked: None };
@@ -417,29 +436,15 @@ impl Orchestrator {
         append(path, &text).map_err(|e| format!("cannot save the rule to {}: {e}", path.display()))
     }
 
-    async fn attempt(
+    /// One attempt through `runner`, classified here.
+    async fn attempt<R: Runner>(
         &self,
-        request: &ExecRequest,
-        sandbox: SandboxKind,
+        runner: &R,
+        run: AttemptRun<'_>,
         context: &DenialContext,
-    ) -> Result<Attempt, OrchestratorError> {
-        // The proxy lives exactly as long as this attempt. Only the Linux helper can bridge
-        // it; elsewhere a domain list means no network (see `launch`).
-        let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
-            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
-                rules: rules.clone(),
-                test_resolve: self.helper.proxy_test_resolve.clone(),
-            })?),
-            _ => None,
-        };
-        let mut launch = request.launch(sandbox);
-        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
-        let spec = plan_launch(&launch, &self.helper)?;
-        let options =
-            RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
-        let result = run_process(&spec, &options)
-            .await
-            .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
+    ) -> Result<Attempt, R::Error> {
+        let sandbox = run.sandbox;
+        let result = runner.run_attempt(run).await?;
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());
         let finished = Finished { sandbox, exit: result.exit, stdout: &stdout, stderr: &stderr };
         let verdict = classify(finished, context);
@@ -455,6 +460,68 @@ impl Orchestrator {
             blocked,
             stdout: result.stdout.captured(),
             stderr: result.stderr.captured(),
+            network: result.network,
+        })
+    }
+}
+
+/// One attempt to run: the request, the sandbox it runs under, and whether a person approved it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AttemptRun<'a> {
+    pub request: &'a ExecRequest,
+    pub sandbox: SandboxKind,
+    pub approval: ApprovalState,
+}
+
+/// What running one attempt gave, before classification.
+#[derive(Debug)]
+pub(crate) struct RawAttempt {
+    pub exit: ExitKind,
+    pub duration: Duration,
+    pub stdout: HeadTail,
+    pub stderr: HeadTail,
+    pub network: Option<NetworkLog>,
+}
+
+/// Runs attempts somewhere: on this machine ([`LocalRunner`]) or over a link to another
+/// ([`crate::remote`]).
+pub(crate) trait Runner {
+    type Error: From<OrchestratorError>;
+    fn run_attempt(&self, run: AttemptRun<'_>) -> impl Future<Output = Result<RawAttempt, Self::Error>>;
+}
+
+/// Attempts on this machine: the launch plan, the network proxy, [`run_process`].
+struct LocalRunner<'a> {
+    helper: &'a HelperSettings,
+}
+
+impl Runner for LocalRunner<'_> {
+    type Error = OrchestratorError;
+
+    async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, OrchestratorError> {
+        let AttemptRun { request, sandbox, approval: _ } = run;
+        // The proxy lives exactly as long as this attempt. Only the Linux helper can bridge
+        // it; elsewhere a domain list means no network (see `launch`).
+        let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
+            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
+                rules: rules.clone(),
+                test_resolve: self.helper.proxy_test_resolve.clone(),
+            })?),
+            _ => None,
+        };
+        let mut launch = request.launch(sandbox);
+        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
+        let spec = plan_launch(&launch, self.helper)?;
+        let options =
+            RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
+        let result = run_process(&spec, &options)
+            .await
+            .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
+        Ok(RawAttempt {
+            exit: result.exit,
+            duration: result.duration,
+            stdout: result.stdout,
+            stderr: result.stderr,
             network: proxy.map(NetworkProxy::finish),
         })
     }

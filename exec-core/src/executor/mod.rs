@@ -5,6 +5,7 @@
 //! the matching `approval_response`. A line that does not parse gets an `error` and the loop
 //! goes on. EOF or `shutdown` terminates every session and returns.
 
+mod backends;
 mod protocol;
 
 use std::cell::RefCell;
@@ -17,14 +18,19 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::orchestrator::{ApprovalAnswer, ApprovalRequest, Approver};
-use crate::session::{ExecCommandArgs, SessionManager, WriteStdinArgs};
+use crate::session::{ExecCommandArgs, WriteStdinArgs};
 
-pub use protocol::{ApprovalDecision, CallOutcome, Content, Incoming, Outgoing, Tool, tools};
+pub use backends::{Backend, Hello, LocalExecutor, RemoteServer};
+pub use protocol::{
+    ApprovalDecision, ApprovalState, CORDON_VERSION, CallOutcome, Content, HostFacts, Incoming,
+    Outgoing, PROTOCOL_VERSION, RESOLVED_FORM_VERSION, ResolvedExec, ResolvedOutcome,
+    ResolvedResult, SandboxAttempt, Tool, WireMountView, WireStrictness, tools,
+};
 
 type Pending = Rc<RefCell<HashMap<String, oneshot::Sender<ApprovalDecision>>>>;
 
 /// Asks the harness over the protocol.
-struct ProtocolApprover {
+pub struct ProtocolApprover {
     call_request_id: Value,
     out: mpsc::UnboundedSender<Outgoing>,
     pending: Pending,
@@ -87,10 +93,10 @@ pub enum ServeEnd {
 /// `LocalSet`. Every line is bytes: invalid UTF-8, invalid JSON, unknown tools and oversized
 /// lines each get one `error` (with the requestId when it can be read) and serving goes on.
 /// On the way out, pending approvals are denied and every session is terminated.
-pub async fn serve(
+pub async fn serve<B: Backend + 'static>(
     mut input: impl AsyncBufRead + Unpin,
     mut output: impl AsyncWrite + Unpin + 'static,
-    manager: Rc<SessionManager>,
+    backend: Rc<B>,
 ) -> std::io::Result<ServeEnd> {
     let (out, mut outbox) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::task::spawn_local(async move {
@@ -136,7 +142,53 @@ pub async fn serve(
         };
         match message {
             Incoming::ListTools { request_id } => {
-                let _ = out.send(Outgoing::ListToolsResponse { request_id, tools: tools() });
+                let _ = out.send(Outgoing::ListToolsResponse {
+                    request_id,
+                    protocol_version: PROTOCOL_VERSION,
+                    tools: tools(),
+                });
+            }
+            Incoming::Hello { request_id, protocol_version, cordon_version } => {
+                let _ = out.send(hello_response(
+                    backend.hello(),
+                    request_id,
+                    protocol_version,
+                    cordon_version.as_deref(),
+                ));
+            }
+            Incoming::ExecResolved { request_id, exec } => {
+                let backend = Rc::clone(&backend);
+                let out = out.clone();
+                tokio::task::spawn_local(async move {
+                    let outcome = match backend.exec_resolved(exec).await {
+                        Ok(result) => ResolvedOutcome::Success { result },
+                        Err(message) => ResolvedOutcome::Error { message },
+                    };
+                    let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
+                });
+            }
+            Incoming::WriteResolved {
+                request_id,
+                session_id,
+                chars,
+                yield_time_ms,
+                max_output_tokens,
+            } => {
+                let backend = Rc::clone(&backend);
+                let out = out.clone();
+                let args = WriteStdinArgs {
+                    session_id,
+                    chars: Some(chars),
+                    yield_time_ms,
+                    max_output_tokens,
+                };
+                tokio::task::spawn_local(async move {
+                    let outcome = match backend.write_resolved(args).await {
+                        Ok(result) => ResolvedOutcome::Success { result },
+                        Err(message) => ResolvedOutcome::Error { message },
+                    };
+                    let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
+                });
             }
             Incoming::Shutdown { request_id } => {
                 let _ = out.send(Outgoing::ShutdownResponse { request_id });
@@ -167,10 +219,10 @@ pub async fn serve(
                     pending: Rc::clone(&pending),
                     next: Rc::clone(&next),
                 };
-                let manager = Rc::clone(&manager);
+                let backend = Rc::clone(&backend);
                 let out = out.clone();
                 tokio::task::spawn_local(async move {
-                    let outcome = call_tool(&manager, &tool_name, arguments, &approver).await;
+                    let outcome = call_tool(&*backend, &tool_name, arguments, &approver).await;
                     let _ = out.send(Outgoing::CallToolResponse { request_id, tool_name, outcome });
                 });
             }
@@ -179,7 +231,7 @@ pub async fn serve(
     // Nothing the executor started may outlive it: questions still open are answered no (their
     // calls then refuse), and every session is closed.
     pending.borrow_mut().clear();
-    manager.shutdown();
+    backend.shutdown();
     drop(out);
     // Calls still finishing hold the outbox open; their last words are not worth a hang.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
@@ -312,19 +364,47 @@ impl Signals {
     }
 }
 
-async fn call_tool(
-    manager: &SessionManager,
+/// The `hello_response` (or the error) for a peer speaking `requested`.
+fn hello_response(
+    hello: Hello,
+    request_id: Value,
+    requested: u32,
+    peer_version: Option<&str>,
+) -> Outgoing {
+    if !(1..=PROTOCOL_VERSION).contains(&requested) || requested < hello.min_version {
+        let peer = peer_version.map(|v| format!("cordon {} ", excerpt(v))).unwrap_or_default();
+        return Outgoing::Error {
+            request_id: Some(request_id),
+            message: format!(
+                "version mismatch: the peer ({peer}protocol {requested}) and this executor \
+                 (cordon {CORDON_VERSION}, protocol {}..={PROTOCOL_VERSION}) share no protocol \
+                 version",
+                hello.min_version
+            ),
+        };
+    }
+    Outgoing::HelloResponse {
+        request_id,
+        protocol_version: requested,
+        cordon_version: CORDON_VERSION,
+        forms: hello.forms,
+        host: hello.host,
+    }
+}
+
+async fn call_tool<B: Backend>(
+    backend: &B,
     tool: &str,
     arguments: Value,
     approver: &ProtocolApprover,
 ) -> CallOutcome {
     let result = match tool {
         "exec_command" => match serde_json::from_value::<ExecCommandArgs>(arguments) {
-            Ok(args) => manager.exec_command(args, approver).await.map_err(|e| e.to_string()),
+            Ok(args) => backend.exec_command(args, approver).await,
             Err(e) => Err(format!("invalid exec_command arguments: {e}")),
         },
         "write_stdin" => match serde_json::from_value::<WriteStdinArgs>(arguments) {
-            Ok(args) => manager.write_stdin(args).await.map_err(|e| e.to_string()),
+            Ok(args) => backend.write_stdin(args).await,
             Err(e) => Err(format!("invalid write_stdin arguments: {e}")),
         },
         other => Err(format!("unknown tool {other:?}: expected exec_command or write_stdin")),

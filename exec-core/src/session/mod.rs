@@ -24,11 +24,14 @@ use std::time::{Duration, Instant};
 use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
 use serde::Deserialize;
 
-use crate::launch::{SandboxKind, SandboxSetupError, plan_launch};
+use crate::resolved::{ResolvedExec, ResolvedResult, SandboxAttempt};
+use crate::launch::{Launch, LaunchPlan, ParentDeath, SandboxKind, SandboxSetupError, plan_launch};
 use crate::orchestrator::{Approver, Authorization, ExecRequest, Orchestrator};
 use crate::spawn::{OutputMode, StdinMode};
 
-use text::{Collected, SessionState, Wait, clamp_yield, result_text};
+use text::{Collected, Wait, clamp_yield, result_text, truncate_middle};
+
+pub use text::SessionState;
 
 use process::SessionProcess;
 
@@ -56,6 +59,33 @@ pub const SESSION_ENV: &[(&str, &str)] = &[
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
 ];
+
+/// What one call collected: the state, the output (cut to the budget) and the result text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub state: SessionState,
+    pub output: String,
+    pub text: String,
+}
+
+impl From<Report> for ResolvedResult {
+    fn from(report: Report) -> Self {
+        let (session_id, exit_code) = match report.state {
+            SessionState::Running { session_id } => (Some(session_id), None),
+            SessionState::Exited { code } => (None, Some(code)),
+        };
+        ResolvedResult { session_id, exit_code, output: report.output, text: report.text }
+    }
+}
+
+/// A session about to start: what it runs (for listings) and how its first call collects.
+struct Start {
+    started: Instant,
+    cmd: String,
+    tty: bool,
+    yield_time_ms: Option<u64>,
+    max_output_tokens: Option<usize>,
+}
 
 /// When a call started, how long it may wait and how much it may return.
 #[derive(Debug, Clone, Copy)]
@@ -116,6 +146,8 @@ pub enum SessionError {
     NotATerminal(u32),
     #[error("cannot use workdir {}: {source}", .path.display())]
     Workdir { path: PathBuf, source: std::io::Error },
+    #[error("the working directory {} is not absolute (the resolved form needs one)", .0.display())]
+    RelativeCwd(PathBuf),
     #[error(transparent)]
     Setup(#[from] SandboxSetupError),
     #[error("cannot start the session: {0}")]
@@ -258,14 +290,73 @@ impl SessionManager {
             Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
         let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
-        let mut spec = plan_launch(&request.launch(kind), self.orchestrator.helper())?;
+        let spec = plan_launch(&request.launch(kind), self.orchestrator.helper())?;
+        let start = Start {
+            started,
+            cmd: args.cmd,
+            tty: args.tty.unwrap_or(false),
+            yield_time_ms: args.yield_time_ms,
+            max_output_tokens: args.max_output_tokens,
+        };
+        Ok(self.start_session(spec, start).await?.text)
+    }
+
+    /// The resolved form (protocol 2): runs exactly `exec` — argv, cwd, environment and
+    /// sandbox decided (and approved) by the orchestrator on the other end of the link.
+    /// Nothing is decided here beyond what this machine's sandbox can enforce.
+    pub async fn exec_resolved(&self, exec: ResolvedExec) -> Result<Report, SessionError> {
+        let started = Instant::now();
+        if !exec.cwd.is_absolute() {
+            return Err(SessionError::RelativeCwd(exec.cwd));
+        }
+        if !exec.cwd.is_dir() {
+            return Err(SessionError::Workdir {
+                path: exec.cwd,
+                source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
+            });
+        }
+        let env: Vec<(OsString, OsString)> =
+            exec.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
+        let mut helper = self.orchestrator.helper().clone();
+        let unsandboxed = SandboxPolicy::DangerFullAccess {};
+        let (kind, policy, policy_cwd) = match &exec.sandbox {
+            SandboxAttempt::None => (SandboxKind::None, &unsandboxed, exec.cwd.as_path()),
+            SandboxAttempt::Platform { policy, policy_cwd, strictness, mount_view } => {
+                helper.strictness = (*strictness).into();
+                helper.mount_view = (*mount_view).into();
+                (SandboxKind::for_policy(policy), policy, policy_cwd.as_path())
+            }
+        };
+        let launch = Launch {
+            kind,
+            command: exec.argv.iter().map(OsString::from).collect(),
+            cwd: &exec.cwd,
+            policy_cwd,
+            policy,
+            env: &env,
+            parent_death: ParentDeath::Kill,
+            proxy_socket: None,
+        };
+        let spec = plan_launch(&launch, &helper)?;
+        let start = Start {
+            started,
+            cmd: cordon_policies::render_argv(&exec.argv).text,
+            tty: exec.tty,
+            yield_time_ms: exec.yield_time_ms,
+            max_output_tokens: exec.max_output_tokens,
+        };
+        self.start_session(spec, start).await
+    }
+
+    /// Spawns `spec` as a new session and collects its first output.
+    async fn start_session(&self, mut spec: LaunchPlan, start: Start) -> Result<Report, SessionError> {
+        let Start { started, cmd, tty, yield_time_ms, max_output_tokens } = start;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
                 spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
                 spec.arg0 = None;
             }
         }
-        let tty = args.tty.unwrap_or(false);
         // Room first (nothing below awaits, so no other call can take it meanwhile).
         let closed = self.make_room()?;
         let session = Arc::new(if tty {
@@ -273,28 +364,33 @@ impl SessionManager {
         } else {
             SessionProcess::spawn_pipes(&spec)?
         });
-        let about = listing::About { cmd: args.cmd.clone(), tty, started: Instant::now() };
+        let about = listing::About { cmd, tty, started: Instant::now() };
         let id = self.register(Arc::clone(&session), about);
         let _busy = Busy { manager: self, id };
         let abandoned = listing::KillIfAbandoned::new(self, id);
-        let yield_for =
-            clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
-        let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let text = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
+        let yield_for = clamp_yield(yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
+        let max_tokens = max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let mut report =
+            self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
         abandoned.disarm();
-        if closed.is_empty() {
-            return Ok(text);
+        if !closed.is_empty() {
+            let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
+            let note = format!(
+                "Note: closed session {} (oldest idle) to stay within {MAX_SESSIONS} sessions\nOutput:\n",
+                ids.join(", ")
+            );
+            report.text = report.text.replacen("Output:\n", &note, 1);
         }
-        let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
-        let note = format!(
-            "Note: closed session {} (oldest idle) to stay within {MAX_SESSIONS} sessions\nOutput:\n",
-            ids.join(", ")
-        );
-        Ok(text.replacen("Output:\n", &note, 1))
+        Ok(report)
     }
 
     /// `write_stdin`: returns the result text.
     pub async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, SessionError> {
+        Ok(self.write_resolved(args).await?.text)
+    }
+
+    /// `write_stdin` with the structured result (the resolved form's `write_resolved`).
+    pub async fn write_resolved(&self, args: WriteStdinArgs) -> Result<Report, SessionError> {
         let started = Instant::now();
         let id = args.session_id;
         let session = self.touch(id).ok_or_else(|| {
@@ -319,14 +415,14 @@ impl SessionManager {
             if empty_poll { Wait::EmptyPoll } else { Wait::AfterInput },
         );
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let text = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
+        let report = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
         abandoned.disarm();
-        Ok(text)
+        Ok(report)
     }
 
     /// Waits for output (see the module docs), then reports and, for an exited process,
     /// forgets the session.
-    async fn collect(&self, id: u32, session: &SessionProcess, limits: Collect) -> String {
+    async fn collect(&self, id: u32, session: &SessionProcess, limits: Collect) -> Report {
         let Collect { started, yield_for, max_tokens } = limits;
         let deadline = started + yield_for;
         loop {
@@ -354,12 +450,13 @@ impl SessionManager {
             }
             _ => SessionState::Running { session_id: id },
         };
-        result_text(
+        let text = result_text(
             started.elapsed(),
             state,
             Collected { text: &output, original_bytes },
             max_tokens,
-        )
+        );
+        Report { state, output: truncate_middle(&output, max_tokens).0, text }
     }
 
     /// At the cap, closes idle sessions until one more fits and returns their ids; refuses
