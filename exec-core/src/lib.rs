@@ -22,6 +22,7 @@ mod launch;
 pub mod mcp;
 mod network_proxy;
 mod orchestrator;
+pub mod remote;
 mod resolved;
 pub mod platform;
 pub mod session;

@@ -13,6 +13,7 @@
 mod idle;
 mod listing;
 mod process;
+mod resolved;
 mod text;
 
 use std::collections::HashMap;
@@ -24,8 +25,7 @@ use std::time::{Duration, Instant};
 use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
 use serde::Deserialize;
 
-use crate::resolved::{ResolvedExec, ResolvedResult, SandboxAttempt};
-use crate::launch::{Launch, LaunchPlan, ParentDeath, SandboxKind, SandboxSetupError, plan_launch};
+use crate::launch::{LaunchPlan, SandboxKind, SandboxSetupError, plan_launch};
 use crate::orchestrator::{Approver, Authorization, ExecRequest, Orchestrator};
 use crate::spawn::{OutputMode, StdinMode};
 
@@ -68,23 +68,13 @@ pub struct Report {
     pub text: String,
 }
 
-impl From<Report> for ResolvedResult {
-    fn from(report: Report) -> Self {
-        let (session_id, exit_code) = match report.state {
-            SessionState::Running { session_id } => (Some(session_id), None),
-            SessionState::Exited { code } => (None, Some(code)),
-        };
-        ResolvedResult { session_id, exit_code, output: report.output, text: report.text }
-    }
-}
-
 /// A session about to start: what it runs (for listings) and how its first call collects.
-struct Start {
-    started: Instant,
-    cmd: String,
-    tty: bool,
-    yield_time_ms: Option<u64>,
-    max_output_tokens: Option<usize>,
+pub(super) struct Start {
+    pub started: Instant,
+    pub cmd: String,
+    pub tty: bool,
+    pub yield_time_ms: Option<u64>,
+    pub max_output_tokens: Option<usize>,
 }
 
 /// When a call started, how long it may wait and how much it may return.
@@ -246,8 +236,6 @@ impl SessionManager {
         approver: &impl Approver,
     ) -> Result<String, SessionError> {
         let started = Instant::now();
-        let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
-        let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
         // The workdir only sets where the command runs: the writable roots stay those the
         // executor started with (DESIGN §12). Resolved first (relative, `..`, symlinks), so
         // what is shown for approval is where the command really runs.
@@ -262,27 +250,7 @@ impl SessionManager {
                 source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
             });
         }
-        let mut env = self.defaults.env.clone();
-        env.retain(|(k, _)| !SESSION_ENV.iter().any(|(name, _)| k == name));
-        env.extend(SESSION_ENV.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
-        let escalation = match args.sandbox_permissions {
-            Some(SandboxPermissions::RequireEscalated) => {
-                Escalation::RequireEscalated { justification: args.justification.clone() }
-            }
-            Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
-        };
-        let request = ExecRequest {
-            command: vec![shell, flag.to_owned(), args.cmd.clone()],
-            cwd,
-            policy_cwd: self.defaults.cwd.clone(),
-            sandbox_policy: self.defaults.sandbox_policy.clone(),
-            approval: self.defaults.approval,
-            escalation,
-            timeout: None,
-            env,
-            stdin: StdinMode::Null,
-            output: OutputMode::Capture,
-        };
+        let request = session_request(&args, &self.defaults, cwd);
         let mut approvals = Vec::new();
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {
@@ -301,55 +269,8 @@ impl SessionManager {
         Ok(self.start_session(spec, start).await?.text)
     }
 
-    /// The resolved form (protocol 2): runs exactly `exec` — argv, cwd, environment and
-    /// sandbox decided (and approved) by the orchestrator on the other end of the link.
-    /// Nothing is decided here beyond what this machine's sandbox can enforce.
-    pub async fn exec_resolved(&self, exec: ResolvedExec) -> Result<Report, SessionError> {
-        let started = Instant::now();
-        if !exec.cwd.is_absolute() {
-            return Err(SessionError::RelativeCwd(exec.cwd));
-        }
-        if !exec.cwd.is_dir() {
-            return Err(SessionError::Workdir {
-                path: exec.cwd,
-                source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
-            });
-        }
-        let env: Vec<(OsString, OsString)> =
-            exec.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
-        let mut helper = self.orchestrator.helper().clone();
-        let unsandboxed = SandboxPolicy::DangerFullAccess {};
-        let (kind, policy, policy_cwd) = match &exec.sandbox {
-            SandboxAttempt::None => (SandboxKind::None, &unsandboxed, exec.cwd.as_path()),
-            SandboxAttempt::Platform { policy, policy_cwd, strictness, mount_view } => {
-                helper.strictness = (*strictness).into();
-                helper.mount_view = (*mount_view).into();
-                (SandboxKind::for_policy(policy), policy, policy_cwd.as_path())
-            }
-        };
-        let launch = Launch {
-            kind,
-            command: exec.argv.iter().map(OsString::from).collect(),
-            cwd: &exec.cwd,
-            policy_cwd,
-            policy,
-            env: &env,
-            parent_death: ParentDeath::Kill,
-            proxy_socket: None,
-        };
-        let spec = plan_launch(&launch, &helper)?;
-        let start = Start {
-            started,
-            cmd: cordon_policies::render_argv(&exec.argv).text,
-            tty: exec.tty,
-            yield_time_ms: exec.yield_time_ms,
-            max_output_tokens: exec.max_output_tokens,
-        };
-        self.start_session(spec, start).await
-    }
-
     /// Spawns `spec` as a new session and collects its first output.
-    async fn start_session(&self, mut spec: LaunchPlan, start: Start) -> Result<Report, SessionError> {
+    pub(super) async fn start_session(&self, mut spec: LaunchPlan, start: Start) -> Result<Report, SessionError> {
         let Start { started, cmd, tty, yield_time_ms, max_output_tokens } = start;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
@@ -519,6 +440,39 @@ impl SessionManager {
         for entry in &sessions {
             entry.session.terminate();
         }
+    }
+}
+
+/// The request an `exec_command` call makes: `[shell, -lc|-c, cmd]` in `cwd`, with the
+/// session environment, under the executor's policy (the writable roots stay those of
+/// `defaults.cwd`). Shared by local sessions and remote ones ([`crate::remote`]).
+pub(crate) fn session_request(
+    args: &ExecCommandArgs,
+    defaults: &SessionDefaults,
+    cwd: PathBuf,
+) -> ExecRequest {
+    let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
+    let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
+    let mut env = defaults.env.clone();
+    env.retain(|(k, _)| !SESSION_ENV.iter().any(|(name, _)| k == name));
+    env.extend(SESSION_ENV.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+    let escalation = match args.sandbox_permissions {
+        Some(SandboxPermissions::RequireEscalated) => {
+            Escalation::RequireEscalated { justification: args.justification.clone() }
+        }
+        Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
+    };
+    ExecRequest {
+        command: vec![shell, flag.to_owned(), args.cmd.clone()],
+        cwd,
+        policy_cwd: defaults.cwd.clone(),
+        sandbox_policy: defaults.sandbox_policy.clone(),
+        approval: defaults.approval,
+        escalation,
+        timeout: None,
+        env,
+        stdin: StdinMode::Null,
+        output: OutputMode::Capture,
     }
 }
 
