@@ -9,9 +9,7 @@ use cordon_policies::{Escalation, PreRunDecision, SandboxMode, render_text};
 
 use crate::approver::TerminalApprover;
 use crate::flags::{ExecArgs, PolicyCheckArgs};
-use crate::settings::{
-    Bypass, Settings, Workspace, check_remote_enforcement, remote_target,
-};
+use crate::settings::{Bypass, Settings, Workspace, check_remote_enforcement, remote_target};
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let bypass = if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No };
@@ -23,10 +21,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut document = serde_json::to_value(&outcome)?;
         if let Some(map) = document.as_object_mut() {
-            map.insert(
-                "not_enforced".into(),
-                serde_json::to_value(&gaps)?,
-            );
+            map.insert("not_enforced".into(), serde_json::to_value(&gaps)?);
             map.insert("env_removed".into(), serde_json::to_value(&env_removed)?);
             map.insert("network_denied".into(), serde_json::to_value(denied_hosts(&outcome))?);
             map.insert(

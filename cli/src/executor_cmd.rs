@@ -16,9 +16,7 @@ use cordon_exec_core::platform::predicted_gaps;
 use cordon_policies::SandboxMode;
 
 use crate::flags::ExecutorCmdArgs;
-use crate::settings::{
-    Bypass, Settings, Workspace, check_remote_enforcement, remote_target,
-};
+use crate::settings::{Bypass, Settings, Workspace, check_remote_enforcement, remote_target};
 
 pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
     let ExecutorCmdArgs { base, connect, serve_remote, remote } = args;
@@ -69,8 +67,7 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
                 let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
                 let end = if serve_remote {
                     let facts = host_facts(&settings)?;
-                    serve_stdio(Rc::new(RemoteServer { manager: Rc::clone(&manager), facts }))
-                        .await
+                    serve_stdio(Rc::new(RemoteServer { manager: Rc::clone(&manager), facts })).await
                 } else {
                     serve_stdio(Rc::new(LocalExecutor { manager: Rc::clone(&manager) })).await
                 };

@@ -123,7 +123,15 @@ impl Settings {
             user_view,
             proxy_test_resolve: test_resolve()?,
         };
-        Ok(Settings { config, policy: sandbox_policy, cwd, approval, helper, home, workspace_rules })
+        Ok(Settings {
+            config,
+            policy: sandbox_policy,
+            cwd,
+            approval,
+            helper,
+            home,
+            workspace_rules,
+        })
     }
 
     /// The orchestrator: these settings plus the rules files.

@@ -276,9 +276,13 @@ impl Orchestrator {
         // 2-4. Pick the sandbox, spawn, classify.
         let sandbox = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
         let context = denial_context(request, &self.helper.user_view);
-        let approval =
-            if outcome.approvals.is_empty() { ApprovalState::NotNeeded } else { ApprovalState::Granted };
-        let first = self.attempt(runner, AttemptRun { request, sandbox, approval }, &context).await?;
+        let approval = if outcome.approvals.is_empty() {
+            ApprovalState::NotNeeded
+        } else {
+            ApprovalState::Granted
+        };
+        let first =
+            self.attempt(runner, AttemptRun { request, sandbox, approval }, &context).await?;
         let (exit, verdict) = (first.exit, first.verdict);
         outcome.attempts.push(first);
         if verdict != Verdict::LikelySandboxDenied {
@@ -487,7 +491,10 @@ pub(crate) struct RawAttempt {
 /// ([`crate::remote`]).
 pub(crate) trait Runner {
     type Error: From<OrchestratorError>;
-    fn run_attempt(&self, run: AttemptRun<'_>) -> impl Future<Output = Result<RawAttempt, Self::Error>>;
+    fn run_attempt(
+        &self,
+        run: AttemptRun<'_>,
+    ) -> impl Future<Output = Result<RawAttempt, Self::Error>>;
 }
 
 /// Attempts on this machine: the launch plan, the network proxy, [`run_process`].

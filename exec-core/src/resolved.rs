@@ -142,4 +142,3 @@ pub struct HostFacts {
     /// The executor's working directory (the default workspace).
     pub cwd: PathBuf,
 }
-

@@ -160,7 +160,7 @@ pub async fn serve<B: Backend + 'static>(
                 let backend = Rc::clone(&backend);
                 let out = out.clone();
                 tokio::task::spawn_local(async move {
-                    let outcome = match backend.exec_resolved(exec).await {
+                    let outcome = match backend.exec_resolved(*exec).await {
                         Ok(result) => ResolvedOutcome::Success { result },
                         Err(message) => ResolvedOutcome::Error { message },
                     };

@@ -54,7 +54,7 @@ pub enum Incoming {
     /// The resolved form (protocol 2, `--serve-remote` only): run exactly this.
     ExecResolved {
         request_id: Value,
-        exec: ResolvedExec,
+        exec: Box<ResolvedExec>,
     },
     /// The resolved form of `write_stdin` (protocol 2, `--serve-remote` only).
     WriteResolved {

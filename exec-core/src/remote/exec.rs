@@ -103,7 +103,8 @@ impl Runner for RemoteRunner<'_> {
                 self.link.abort().await;
                 return Ok(finished(ExitKind::TimedOut, stdout));
             }
-            let wait = left.map_or(POLL_MS, |l| POLL_MS.min(l.as_millis().try_into().unwrap_or(POLL_MS)));
+            let wait =
+                left.map_or(POLL_MS, |l| POLL_MS.min(l.as_millis().try_into().unwrap_or(POLL_MS)));
             let write = Write {
                 session_id,
                 chars: "",

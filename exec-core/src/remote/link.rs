@@ -65,10 +65,9 @@ impl RemoteLink {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| RemoteError::Spawn {
-            program: target.ssh_program.clone(),
-            source,
-        })?;
+        let mut child = command
+            .spawn()
+            .map_err(|source| RemoteError::Spawn { program: target.ssh_program.clone(), source })?;
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(RemoteError::Protocol {
                 host: target.label(),
@@ -86,8 +85,7 @@ impl RemoteLink {
         let (outbox, mut lines) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
             while let Some(line) = lines.recv().await {
-                if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err()
-                {
+                if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
                     break;
                 }
             }
@@ -111,15 +109,14 @@ impl RemoteLink {
         let request = json!({"type": "hello", "protocolVersion": RESOLVED_FORM_VERSION,
             "cordonVersion": CORDON_VERSION});
         let response = self.request(request).await.map_err(|e| self.unreachable(e))?;
-        let mismatch = |remote_version: String, remote_protocol: String| {
-            RemoteError::VersionMismatch {
+        let mismatch =
+            |remote_version: String, remote_protocol: String| RemoteError::VersionMismatch {
                 host: self.shared.host.clone(),
                 local_version: CORDON_VERSION,
                 local_protocol: RESOLVED_FORM_VERSION,
                 remote_version,
                 remote_protocol,
-            }
-        };
+            };
         match response["type"].as_str() {
             Some("hello_response") => {}
             // An executor older than protocol 2 does not know `hello` at all; a newer one
@@ -174,10 +171,7 @@ impl RemoteLink {
     fn unexpected_because(&self, response: &Value, why: &str) -> RemoteError {
         RemoteError::Protocol {
             host: self.shared.host.clone(),
-            message: format!(
-                "{}{why}",
-                crate::executor::excerpt(&response.to_string()),
-            ),
+            message: format!("{}{why}", crate::executor::excerpt(&response.to_string()),),
         }
     }
 
@@ -342,10 +336,7 @@ pub struct Write<'a> {
 
 /// Hands each response to the request waiting for it; at EOF marks the link lost, wakes every
 /// waiter (they report the loss) and says which remote sessions ended with it.
-async fn read_responses(
-    mut stdout: BufReader<tokio::process::ChildStdout>,
-    shared: Arc<Shared>,
-) {
+async fn read_responses(mut stdout: BufReader<tokio::process::ChildStdout>, shared: Arc<Shared>) {
     let mut line = String::new();
     loop {
         line.clear();

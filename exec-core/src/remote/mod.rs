@@ -87,7 +87,11 @@ pub enum RemoteError {
 
 /// The sandbox attempt the far end applies for `kind`: its own platform sandbox under the
 /// request's policy, with this side's strictness and mount-view requirement, or none.
-fn attempt_for(request: &ExecRequest, kind: SandboxKind, helper: &HelperSettings) -> SandboxAttempt {
+fn attempt_for(
+    request: &ExecRequest,
+    kind: SandboxKind,
+    helper: &HelperSettings,
+) -> SandboxAttempt {
     match kind {
         SandboxKind::None => SandboxAttempt::None,
         SandboxKind::Linux | SandboxKind::Seatbelt => SandboxAttempt::Platform {
@@ -101,9 +105,7 @@ fn attempt_for(request: &ExecRequest, kind: SandboxKind, helper: &HelperSettings
 
 /// The environment as JSON strings (a name or value that is not UTF-8 cannot travel).
 fn env_strings(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Vec<(String, String)> {
-    env.iter()
-        .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned())))
-        .collect()
+    env.iter().filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned()))).collect()
 }
 
 fn lost_sessions(sessions: &[(u32, String)]) -> String {

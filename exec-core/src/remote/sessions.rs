@@ -2,7 +2,6 @@
 //! `exec_command` goes through this side's orchestrator (rules, approval policy, approvals
 //! asked of the harness) and leaves as the resolved form; `write_stdin` is passed through.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::executor::{Backend, Hello};
@@ -57,7 +56,7 @@ impl Backend for RemoteSessions {
             Some(dir) => self.defaults.cwd.join(dir),
             None => self.defaults.cwd.clone(),
         };
-        let request = session_request(&args, &self.defaults, PathBuf::from(cwd));
+        let request = session_request(&args, &self.defaults, cwd);
         let mut approvals = Vec::new();
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {

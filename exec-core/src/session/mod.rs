@@ -270,7 +270,11 @@ impl SessionManager {
     }
 
     /// Spawns `spec` as a new session and collects its first output.
-    pub(super) async fn start_session(&self, mut spec: LaunchPlan, start: Start) -> Result<Report, SessionError> {
+    pub(super) async fn start_session(
+        &self,
+        mut spec: LaunchPlan,
+        start: Start,
+    ) -> Result<Report, SessionError> {
         let Start { started, cmd, tty, yield_time_ms, max_output_tokens } = start;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
@@ -289,7 +293,8 @@ impl SessionManager {
         let id = self.register(Arc::clone(&session), about);
         let _busy = Busy { manager: self, id };
         let abandoned = listing::KillIfAbandoned::new(self, id);
-        let yield_for = clamp_yield(yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
+        let yield_for =
+            clamp_yield(yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
         let max_tokens = max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
         let mut report =
             self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;

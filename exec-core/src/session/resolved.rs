@@ -57,7 +57,6 @@ impl SessionManager {
         };
         self.start_session(spec, start).await
     }
-
 }
 
 impl From<Report> for ResolvedResult {
@@ -69,4 +68,3 @@ impl From<Report> for ResolvedResult {
         ResolvedResult { session_id, exit_code, output: report.output, text: report.text }
     }
 }
-
