@@ -101,9 +101,26 @@ fn host_facts(settings: &Settings) -> anyhow::Result<HostFacts> {
     let doctor = serde_json::Value::Null;
     let env = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| !CONNECTION_VARS.contains(&k.as_str()))
         .collect();
     Ok(HostFacts { doctor, env, cwd: settings.cwd.clone() })
 }
+
+/// Variables that describe this executor's own ssh login and shell, not a command's
+/// environment. They stay out of the base environment: with `SSH_CLIENT` set, Debian's bash
+/// reads `~/.bashrc` even for `bash -c` (it thinks sshd started it), which made every
+/// command pay for the login's rc files; `PWD` would name the wrong directory.
+const CONNECTION_VARS: &[&str] = &[
+    "SSH_CLIENT",
+    "SSH_CONNECTION",
+    "SSH_TTY",
+    "SSH_ORIGINAL_COMMAND",
+    "SSH2_CLIENT",
+    "SHLVL",
+    "PWD",
+    "OLDPWD",
+    "_",
+];
 
 /// Says once, at start, what this machine's sandbox does not enforce (DESIGN §5 step 2).
 fn announce_gaps(policy: &cordon_policies::SandboxPolicy) {
