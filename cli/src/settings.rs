@@ -336,6 +336,12 @@ pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTa
 /// settings' policy, unless best effort was asked for; with best effort, says what is not
 /// enforced there.
 pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyhow::Result<()> {
+    if settings.policy.network_domains().is_some() {
+        bail!(
+            "network by domain (--allow-domain, config network.allow) is not available on \
+             another machine yet: its proxy would have to run there; use --network or no network"
+        );
+    }
     let mode = settings.policy.mode();
     let network = settings.policy.has_network_access();
     match settings.helper.strictness {

@@ -481,3 +481,23 @@ fn the_far_end_refuses_the_high_level_form_and_a_local_executor_refuses_the_reso
     assert_eq!(mismatch["type"], "error", "{mismatch}");
     assert!(mismatch["message"].as_str().unwrap().contains("protocol 2..=2"), "{mismatch}");
 }
+
+#[test]
+fn a_remote_timeout_exits_124_and_ends_the_command_there() {
+    require_sshd!();
+    require_sandbox!(1);
+    let sshd = Sshd::start(Login::Root);
+    let marker = format!("{}", 50_000 + std::process::id() % 10_000);
+    let started = Instant::now();
+    let run = sshd.exec(
+        &sshd.cordon(),
+        &["--timeout", "1s", "-C", "/", "--", "sleep", &format!("{marker}.3")],
+    );
+    assert_eq!(run.code, Some(124), "{}{}", run.stdout, run.stderr);
+    assert!(started.elapsed() < scaled(Duration::from_secs(20)), "{:?}", started.elapsed());
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while proc_count(&format!("sleep {marker}.3")) > 0 {
+        assert!(Instant::now() < deadline, "the remote command outlived the timeout");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
