@@ -142,3 +142,57 @@ pub struct HostFacts {
     /// The executor's working directory (the default workspace).
     pub cwd: PathBuf,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_documented_exec_resolved_parses_and_unknown_fields_are_errors() {
+        let documented = serde_json::json!({
+            "argv": ["/bin/bash", "-lc", "make test"],
+            "cwd": "/srv/build/repo",
+            "env": [["PATH", "/usr/bin:/bin"], ["HOME", "/home/me"]],
+            "sandbox": {"kind": "platform",
+                        "policy": {"type": "workspace-write", "network_access": false},
+                        "policyCwd": "/srv/build/repo",
+                        "strictness": "fail_closed", "mountView": "auto"},
+            "approval": "not_needed",
+            "tty": false, "yieldTimeMs": 10000, "maxOutputTokens": 10000
+        });
+        let exec: ResolvedExec = serde_json::from_value(documented.clone()).unwrap();
+        assert_eq!(exec.cwd, PathBuf::from("/srv/build/repo"));
+        assert_eq!(exec.approval, ApprovalState::NotNeeded);
+        let SandboxAttempt::Platform { strictness, mount_view, .. } = &exec.sandbox else {
+            panic!("{exec:?}")
+        };
+        assert_eq!((*strictness, *mount_view), (WireStrictness::FailClosed, WireMountView::Auto));
+        let again: ResolvedExec =
+            serde_json::from_value(serde_json::to_value(&exec).unwrap()).unwrap();
+        assert_eq!(again, exec);
+
+        let mut extra = documented;
+        extra["sudo"] = true.into();
+        assert!(serde_json::from_value::<ResolvedExec>(extra).is_err());
+        let none: ResolvedExec = serde_json::from_value(serde_json::json!({
+            "argv": ["true"], "cwd": "/", "env": [], "sandbox": {"kind": "none"},
+            "approval": "granted"}))
+        .unwrap();
+        assert_eq!((none.sandbox, none.tty), (SandboxAttempt::None, false));
+    }
+
+    #[test]
+    fn wire_enums_map_both_ways() {
+        for s in [Strictness::FailClosed, Strictness::BestEffort] {
+            assert_eq!(Strictness::from(WireStrictness::from(s)), s);
+        }
+        for m in [
+            MountViewRequirement::WhenAvailable,
+            MountViewRequirement::Required,
+            MountViewRequirement::Disabled,
+        ] {
+            assert_eq!(MountViewRequirement::from(WireMountView::from(m)), m);
+        }
+    }
+}
