@@ -64,9 +64,11 @@ Add to Codex (~/.codex/config.toml):\n  [mcp_servers.cordon]\n  command = \"cord
 args = [\"mcp-server\", \"-a\", \"on-request\"]\n\
 Add to Claude Code:\n  claude mcp add cordon -- cordon mcp-server\n\n\
 Logs go to stderr; stdout carries only the protocol. EOF on stdin ends every session (exit 0); \
-SIGTERM does too (exit 143)."
+SIGTERM does too (exit 143).\n\n\
+With --connect HOST the sessions run on HOST (ssh HOST cordon executor --serve-remote), \
+sandboxed there, while rules, the approval policy and the elicitation stay here."
     )]
-    McpServer(ExecutorArgs),
+    McpServer(McpArgs),
     /// Policy tools.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -250,6 +252,18 @@ pub struct ExecutorCmdArgs {
     /// environment go back in `hello_response`.
     #[arg(long)]
     pub serve_remote: bool,
+    #[command(flatten)]
+    pub remote: RemoteFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub base: ExecutorArgs,
+    /// Run the sessions on another machine over ssh (as `cordon executor --connect`);
+    /// approvals are still asked of this client through elicitation. `-C` is a path there.
+    #[arg(long, value_name = "[USER@]HOST[:PORT]")]
+    pub connect: Option<String>,
     #[command(flatten)]
     pub remote: RemoteFlags,
 }

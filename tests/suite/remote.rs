@@ -501,3 +501,70 @@ fn a_remote_timeout_exits_124_and_ends_the_command_there() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `mcp-server --connect` arguments for `sshd`, the workspace `work` and `extra`.
+fn mcp_remote_args(sshd: &Sshd, work: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["--connect".to_owned(), sshd.host()];
+    args.extend(sshd.flags(&sshd.cordon()));
+    args.extend(["-C".to_owned(), work.display().to_string()]);
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+#[test]
+fn an_mcp_escalation_over_ssh_is_elicited_here_and_runs_there_only_when_accepted() {
+    require_sshd!();
+    require_sandbox!(1);
+    skip_unless!(
+        super::mcp::mcp_python().is_some(),
+        "needs the Python `mcp` package (pip install mcp; .ci/run makes .ci/venv)"
+    );
+    let sshd = Sshd::start(Login::Root);
+    for answer in ["accept", "decline"] {
+        let dirs = super::mcp::Dirs::new();
+        let target = dirs.outside.path().join(format!("escalated-{answer}"));
+        let cmd = format!("touch {}", target.display());
+        let args = mcp_remote_args(&sshd, dirs.work.path(), &["-a", "on-request"]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let report =
+            super::mcp::client("escalate", &dirs, &["--cmd", &cmd, "--answer", answer], &refs);
+        let asked = report["elicitations"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{report}");
+        let message = asked[0]["message"].as_str().unwrap();
+        assert!(message.contains("UNSANDBOXED"), "{message}");
+        assert!(message.contains(dirs.work.path().to_str().unwrap()), "{message}");
+        assert_eq!(report["result"]["is_error"], answer != "accept", "{report}");
+        assert_eq!(target.exists(), answer == "accept", "{answer}: {report}");
+    }
+}
+
+#[test]
+fn mcp_cancellation_and_close_session_over_ssh_kill_the_remote_command() {
+    require_sshd!();
+    require_sandbox!(1);
+    skip_unless!(
+        super::mcp::mcp_python().is_some(),
+        "needs the Python `mcp` package (pip install mcp; .ci/run makes .ci/venv)"
+    );
+    let sshd = Sshd::start(Login::Unprivileged);
+    let dirs = super::mcp::Dirs::new();
+    let args = mcp_remote_args(&sshd, dirs.work.path(), &[]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    let marker = format!("37{}.1", std::process::id());
+    let report = super::mcp::client("cancel", &dirs, &["--marker", &marker], &refs);
+    assert_eq!(report["seen"], true, "the remote command never started: {report}");
+    assert_eq!(report["cancelled"], true, "{report}");
+    assert_eq!(report["gone"], true, "the remote command outlived the cancellation: {report}");
+    assert_eq!(report["sessions"]["text"], "[]", "{report}");
+
+    let marker = format!("37{}.2", std::process::id());
+    let report = super::mcp::client("close", &dirs, &["--marker", &marker], &refs);
+    assert_eq!(report["seen"], true, "{report}");
+    let listed = report["listed"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{report}");
+    assert_eq!(report["closed"]["is_error"], false, "{report}");
+    assert_eq!(report["gone"], true, "close_session left the remote command running: {report}");
+    assert_eq!(report["again"]["is_error"], true, "{report}");
+    assert_eq!(proc_count(&format!("sleep {marker}")), 0);
+}

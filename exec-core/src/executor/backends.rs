@@ -40,6 +40,8 @@ pub trait Backend {
         &self,
         args: WriteStdinArgs,
     ) -> impl Future<Output = Result<ResolvedResult, String>>;
+    /// Ends one session (`close_resolved`).
+    fn close_session(&self, session_id: u32) -> impl Future<Output = Result<String, String>>;
     /// Ends every session (EOF, `shutdown`, a signal).
     fn shutdown(&self);
 }
@@ -75,6 +77,10 @@ impl Backend for LocalExecutor {
     }
 
     async fn write_resolved(&self, _args: WriteStdinArgs) -> Result<ResolvedResult, String> {
+        Err(RESOLVED_ONLY_REMOTE.to_owned())
+    }
+
+    async fn close_session(&self, _session_id: u32) -> Result<String, String> {
         Err(RESOLVED_ONLY_REMOTE.to_owned())
     }
 
@@ -120,6 +126,13 @@ impl Backend for RemoteServer {
 
     async fn write_resolved(&self, args: WriteStdinArgs) -> Result<ResolvedResult, String> {
         self.manager.write_resolved(args).await.map(Into::into).map_err(|e| e.to_string())
+    }
+
+    async fn close_session(&self, session_id: u32) -> Result<String, String> {
+        match self.manager.close(session_id).await {
+            Ok(()) => Ok(format!("Session {session_id} closed")),
+            Err(error) => Err(error.to_string()),
+        }
     }
 
     fn shutdown(&self) {

@@ -111,6 +111,7 @@ pub async fn serve<B: Backend + 'static>(
         }
     });
     let pending: Pending = Rc::new(RefCell::new(HashMap::new()));
+    let in_flight: InFlight = Rc::new(RefCell::new(HashMap::new()));
     let next = Rc::new(RefCell::new(0u64));
     let mut signals = Signals::new();
     let mut line = Vec::new();
@@ -158,14 +159,8 @@ pub async fn serve<B: Backend + 'static>(
             }
             Incoming::ExecResolved { request_id, exec } => {
                 let backend = Rc::clone(&backend);
-                let out = out.clone();
-                tokio::task::spawn_local(async move {
-                    let outcome = match backend.exec_resolved(*exec).await {
-                        Ok(result) => ResolvedOutcome::Success { result },
-                        Err(message) => ResolvedOutcome::Error { message },
-                    };
-                    let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
-                });
+                let call = async move { backend.exec_resolved(*exec).await };
+                spawn_resolved(&in_flight, request_id, &out, call);
             }
             Incoming::WriteResolved {
                 request_id,
@@ -175,31 +170,28 @@ pub async fn serve<B: Backend + 'static>(
                 max_output_tokens,
             } => {
                 let backend = Rc::clone(&backend);
-                let out = out.clone();
                 let args = WriteStdinArgs {
                     session_id,
                     chars: Some(chars),
                     yield_time_ms,
                     max_output_tokens,
                 };
-                tokio::task::spawn_local(async move {
-                    let outcome = match backend.write_resolved(args).await {
-                        Ok(result) => ResolvedOutcome::Success { result },
-                        Err(message) => ResolvedOutcome::Error { message },
-                    };
-                    let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
-                });
+                let call = async move { backend.write_resolved(args).await };
+                spawn_resolved(&in_flight, request_id, &out, call);
+            }
+            Incoming::Cancel { call_request_id, .. } => {
+                // Dropping the call kills the session it started or was waiting on (as an
+                // MCP cancellation does locally); a call already answered is not found.
+                if let Some(call) = in_flight.borrow_mut().remove(&id_key(&call_request_id)) {
+                    call.abort();
+                }
             }
             Incoming::Shutdown { request_id } => {
                 let _ = out.send(Outgoing::ShutdownResponse { request_id });
                 break ServeEnd::Shutdown;
             }
             Incoming::ApprovalResponse { request_id, decision } => {
-                let key = match &request_id {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let waiter = pending.borrow_mut().remove(&key);
+                let waiter = pending.borrow_mut().remove(&id_key(&request_id));
                 match waiter {
                     Some(waiter) => {
                         let _ = waiter.send(decision);
@@ -211,6 +203,19 @@ pub async fn serve<B: Backend + 'static>(
                         });
                     }
                 }
+            }
+            Incoming::CloseResolved { request_id, session_id } => {
+                let backend = Rc::clone(&backend);
+                let out = out.clone();
+                tokio::task::spawn_local(async move {
+                    let outcome = match backend.close_session(session_id).await {
+                        Ok(text) => {
+                            CallOutcome::Success { content: vec![Content::InputText { text }] }
+                        }
+                        Err(message) => CallOutcome::Error { message },
+                    };
+                    let _ = out.send(Outgoing::CloseResponse { request_id, outcome });
+                });
             }
             Incoming::CallTool { request_id, tool_name, arguments } => {
                 let approver = ProtocolApprover {
@@ -236,6 +241,40 @@ pub async fn serve<B: Backend + 'static>(
     // Calls still finishing hold the outbox open; their last words are not worth a hang.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
     Ok(end)
+}
+
+/// Calls of the resolved form in flight, by request id, so that `cancel` can drop one.
+type InFlight = Rc<RefCell<HashMap<String, tokio::task::AbortHandle>>>;
+
+/// A request id as a map key.
+fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Runs one resolved call as a task that `cancel` can abort, and answers it.
+fn spawn_resolved(
+    in_flight: &InFlight,
+    request_id: Value,
+    out: &mpsc::UnboundedSender<Outgoing>,
+    call: impl std::future::Future<Output = Result<ResolvedResult, String>> + 'static,
+) {
+    let key = id_key(&request_id);
+    let registry = Rc::clone(in_flight);
+    let out = out.clone();
+    let done = key.clone();
+    // Registered before the task first runs: a local task only starts when this one yields.
+    let task = tokio::task::spawn_local(async move {
+        let outcome = match call.await {
+            Ok(result) => ResolvedOutcome::Success { result },
+            Err(message) => ResolvedOutcome::Error { message },
+        };
+        registry.borrow_mut().remove(&done);
+        let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
+    });
+    in_flight.borrow_mut().insert(key, task.abort_handle());
 }
 
 /// How reading one line ended.

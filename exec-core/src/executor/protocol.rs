@@ -67,6 +67,19 @@ pub enum Incoming {
         #[serde(default)]
         max_output_tokens: Option<usize>,
     },
+    /// Ends a session (protocol 2, `--serve-remote` only): `close_session` of the MCP server
+    /// or a call the orchestrator's client abandoned.
+    CloseResolved {
+        request_id: Value,
+        session_id: u32,
+    },
+    /// Drops a resolved call in flight (protocol 2): the orchestrator's caller went away. The
+    /// session it started or waited on is killed, as a dropped call is locally. No answer.
+    Cancel {
+        #[serde(default)]
+        request_id: Option<Value>,
+        call_request_id: Value,
+    },
 }
 
 /// The harness's answer to an `approval_request`.
@@ -101,6 +114,10 @@ pub enum Outgoing {
     ResolvedResponse {
         request_id: Value,
         outcome: ResolvedOutcome,
+    },
+    CloseResponse {
+        request_id: Value,
+        outcome: CallOutcome,
     },
     CallToolResponse {
         request_id: Value,

@@ -91,7 +91,11 @@ impl RemoteLink {
             }
             // Dropping stdin is EOF for the far end: it ends every session and exits.
         });
-        tokio::spawn(read_responses(BufReader::new(stdout), Arc::clone(&shared)));
+        tokio::spawn(read_responses(
+            BufReader::new(stdout),
+            Arc::clone(&shared),
+            outbox.downgrade(),
+        ));
         let mut link = RemoteLink {
             shared,
             outbox: Mutex::new(Some(outbox)),
@@ -186,15 +190,44 @@ impl RemoteLink {
         lock(&self.shared.pending).insert(id.clone(), tx);
         let mut line = message.to_string();
         line.push('\n');
-        let sent = lock(&self.outbox).as_ref().is_some_and(|outbox| outbox.send(line).is_ok());
-        if !sent {
+        let outbox = lock(&self.outbox).clone();
+        let sent = outbox.as_ref().is_some_and(|outbox| outbox.send(line).is_ok());
+        let Some(outbox) = outbox.filter(|_| sent) else {
             lock(&self.shared.pending).remove(&id);
             return Err(self.shared.lost_error());
-        }
-        match rx.await {
+        };
+        let cancel = CancelOnDrop { id, outbox: Some(outbox) };
+        let response = rx.await;
+        cancel.disarm();
+        match response {
             Ok(response) => Ok(response),
             Err(_) => Err(self.shared.lost_error()),
         }
+    }
+
+    /// Ends session `id` there (`close_resolved`).
+    pub async fn close_session(&self, session_id: u32) -> Result<String, RemoteError> {
+        let request = json!({"type": "close_resolved", "sessionId": session_id});
+        let response = self.request(request).await?;
+        lock(&self.shared.live).remove(&session_id);
+        match (response["type"].as_str(), response["outcome"]["status"].as_str()) {
+            (Some("close_response"), Some("success")) => {
+                Ok(response["outcome"]["content"][0]["text"].as_str().unwrap_or_default().into())
+            }
+            (Some("close_response"), Some("error")) | (Some("error"), _) => {
+                let message = response["outcome"]["message"]
+                    .as_str()
+                    .or(response["message"].as_str())
+                    .unwrap_or("an error without a message");
+                Err(RemoteError::Remote { host: self.shared.host.clone(), message: message.into() })
+            }
+            _ => Err(self.unexpected(&response)),
+        }
+    }
+
+    /// The sessions running there, as far as this side knows: id and what runs.
+    pub fn live_sessions(&self) -> Vec<(u32, String)> {
+        lock(&self.shared.live).iter().map(|(id, cmd)| (*id, cmd.clone())).collect()
     }
 
     /// Runs `exec` there (`exec_resolved`).
@@ -325,6 +358,28 @@ impl RemoteLink {
     }
 }
 
+/// Sends `cancel` for a request whose caller dropped it before the answer came (an MCP
+/// client's cancellation): the far end drops the call, which kills its session.
+struct CancelOnDrop {
+    id: String,
+    outbox: Option<mpsc::UnboundedSender<String>>,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.outbox = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(outbox) = self.outbox.take() {
+            let cancel = json!({"type": "cancel", "callRequestId": self.id});
+            let _ = outbox.send(format!("{cancel}\n"));
+        }
+    }
+}
+
 /// One `write_resolved` call.
 #[derive(Debug, Clone, Copy)]
 pub struct Write<'a> {
@@ -334,9 +389,18 @@ pub struct Write<'a> {
     pub max_output_tokens: Option<usize>,
 }
 
+/// Request ids of the closes sent for abandoned calls: their answers interest nobody.
+const ABANDONED: &str = "abandoned-";
+
 /// Hands each response to the request waiting for it; at EOF marks the link lost, wakes every
-/// waiter (they report the loss) and says which remote sessions ended with it.
-async fn read_responses(mut stdout: BufReader<tokio::process::ChildStdout>, shared: Arc<Shared>) {
+/// waiter (they report the loss) and says which remote sessions ended with it. A response
+/// whose caller went away (an MCP client cancelled the call) that left a session running
+/// closes that session: nobody holds its id.
+async fn read_responses(
+    mut stdout: BufReader<tokio::process::ChildStdout>,
+    shared: Arc<Shared>,
+    outbox: mpsc::WeakUnboundedSender<String>,
+) {
     let mut line = String::new();
     loop {
         line.clear();
@@ -359,8 +423,18 @@ async fn read_responses(mut stdout: BufReader<tokio::process::ChildStdout>, shar
         let waiter = lock(&shared.pending).remove(&id);
         match waiter {
             Some(waiter) => {
-                let _ = waiter.send(value);
+                if let Err(value) = waiter.send(value) {
+                    if let Some(session_id) = value["outcome"]["result"]["sessionId"].as_u64() {
+                        lock(&shared.live).remove(&u32::try_from(session_id).unwrap_or(0));
+                        let close = json!({"type": "close_resolved", "sessionId": session_id,
+                            "requestId": format!("{ABANDONED}{id}")});
+                        if let Some(outbox) = outbox.upgrade() {
+                            let _ = outbox.send(format!("{close}\n"));
+                        }
+                    }
+                }
             }
+            None if id.starts_with(ABANDONED) => {}
             None => eprintln!(
                 "cordon: {}: unexpected message: {}",
                 shared.host,

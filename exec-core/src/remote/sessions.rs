@@ -34,17 +34,14 @@ impl RemoteSessions {
     pub fn link(&self) -> &RemoteLink {
         &self.link
     }
-}
 
-const RESOLVED_NOT_HERE: &str = "the resolved form is served by `cordon executor --serve-remote` \
-     (the far end of this link), not by a harness-facing executor";
-
-impl Backend for RemoteSessions {
-    fn hello(&self) -> Hello {
-        Hello { min_version: 1, forms: vec!["exec_command"], host: None }
+    /// The workspace (a path there), the policy and the approval policy sessions run under.
+    pub fn defaults(&self) -> &SessionDefaults {
+        &self.defaults
     }
 
-    async fn exec_command(
+    /// `exec_command`: decided (and approved through `approver`) here, run there.
+    pub async fn exec_command(
         &self,
         args: ExecCommandArgs,
         approver: &impl Approver,
@@ -79,7 +76,8 @@ impl Backend for RemoteSessions {
         self.link.exec(&exec).await.map(|r| r.text).map_err(|e| e.to_string())
     }
 
-    async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, String> {
+    /// `write_stdin`, passed through.
+    pub async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, String> {
         let chars = args.chars.unwrap_or_default();
         let write = Write {
             session_id: args.session_id,
@@ -90,6 +88,37 @@ impl Backend for RemoteSessions {
         self.link.write(write).await.map(|r| r.text).map_err(|e| e.to_string())
     }
 
+    /// Ends one session there.
+    pub async fn close_session(&self, session_id: u32) -> Result<String, String> {
+        self.link.close_session(session_id).await.map_err(|e| e.to_string())
+    }
+
+    /// EOF to the far end: it ends every session there.
+    pub fn shutdown(&self) {
+        self.link.hang_up();
+    }
+}
+
+const RESOLVED_NOT_HERE: &str = "the resolved form is served by `cordon executor --serve-remote` \
+     (the far end of this link), not by a harness-facing executor";
+
+impl Backend for RemoteSessions {
+    fn hello(&self) -> Hello {
+        Hello { min_version: 1, forms: vec!["exec_command"], host: None }
+    }
+
+    async fn exec_command(
+        &self,
+        args: ExecCommandArgs,
+        approver: &impl Approver,
+    ) -> Result<String, String> {
+        RemoteSessions::exec_command(self, args, approver).await
+    }
+
+    async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, String> {
+        RemoteSessions::write_stdin(self, args).await
+    }
+
     async fn exec_resolved(&self, _exec: ResolvedExec) -> Result<ResolvedResult, String> {
         Err(RESOLVED_NOT_HERE.to_owned())
     }
@@ -98,8 +127,11 @@ impl Backend for RemoteSessions {
         Err(RESOLVED_NOT_HERE.to_owned())
     }
 
+    async fn close_session(&self, _session_id: u32) -> Result<String, String> {
+        Err(RESOLVED_NOT_HERE.to_owned())
+    }
+
     fn shutdown(&self) {
-        // EOF to the far end: it ends every session there.
-        self.link.hang_up();
+        RemoteSessions::shutdown(self);
     }
 }
