@@ -50,7 +50,10 @@ pub enum Command {
     /// Run a command under the approval policy and the sandbox.
     Exec(ExecArgs),
     /// Serve interactive sandboxed sessions over JSON lines on stdin/stdout
-    /// (docs/executor-protocol.md); `--connect HOST` runs them on another machine over ssh.
+    /// (docs/executor-protocol.md).
+    ///
+    /// With `--connect HOST` the sessions run on another machine over ssh (decided and
+    /// approved here, sandboxed there); `--serve-remote` is that machine's end of the link.
     Executor(ExecutorCmdArgs),
     /// Serve sandboxed command execution to MCP clients over stdio (Codex, Claude Code, …).
     #[command(

@@ -443,11 +443,14 @@ async fn read_responses(
         }
     }
     shared.lost.store(true, Ordering::SeqCst);
-    lock(&shared.pending).clear();
-    if !shared.closing.load(Ordering::SeqCst) {
-        let sessions = lock(&shared.live).len();
-        if sessions > 0 {
-            eprintln!("cordon: {}", shared.lost_error());
-        }
+    // A call in flight reports the loss to its caller; with none, this line is the only news.
+    let calls_waiting = {
+        let mut pending = lock(&shared.pending);
+        let waiting = !pending.is_empty();
+        pending.clear();
+        waiting
+    };
+    if !shared.closing.load(Ordering::SeqCst) && !calls_waiting && !lock(&shared.live).is_empty() {
+        eprintln!("cordon: {}", shared.lost_error());
     }
 }
