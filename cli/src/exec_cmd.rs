@@ -160,15 +160,7 @@ async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Resul
     link.close().await;
     let outcome = outcome?;
     let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);
-    let gaps = if sandboxed {
-        let (mode, network) = (settings.policy.mode(), settings.policy.has_network_access());
-        link.gaps(mode, network)
-            .into_iter()
-            .map(|(what, required)| cordon_exec_core::platform::Gap { what, required })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let gaps = if sandboxed { link.gaps(&settings.policy) } else { Vec::new() };
     Ok(Ran { outcome, request, env_removed, gaps })
 }
 

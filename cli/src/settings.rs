@@ -342,19 +342,15 @@ pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyho
              another machine yet: its proxy would have to run there; use --network or no network"
         );
     }
-    let mode = settings.policy.mode();
-    let network = settings.policy.has_network_access();
     match settings.helper.strictness {
         Strictness::FailClosed => {
-            if let Some(refusal) = link.refusal(mode, network) {
+            if let Some(refusal) = link.refusal(&settings.policy) {
                 return Err(refusal.into());
             }
         }
         Strictness::BestEffort => {
-            if mode != SandboxMode::DangerFullAccess {
-                for (what, _) in link.gaps(mode, network) {
-                    eprintln!("cordon: not enforced on {}: {what}", link.host());
-                }
+            for gap in link.gaps(&settings.policy) {
+                eprintln!("cordon: not enforced on {}: {}", link.host(), gap.what);
             }
         }
     }

@@ -2,66 +2,29 @@
 //! retry once without the sandbox. [`Orchestrator::run`] is that flow in one function.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use cordon_policies::{
     AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxMode,
-    SandboxPolicy, allow_rule_toml, assess, retry_after_denial,
+    allow_rule_toml, assess, retry_after_denial,
 };
 use serde::Serialize;
 
-use crate::capture::{Captured, HeadTail};
+use crate::capture::Captured;
 use crate::classify::{
     Blocked, DenialContext, ExitKind, Finished, Verdict, classify, explain_output,
     is_denial_evidence,
 };
-use crate::launch::{
-    HelperSettings, Launch, ParentDeath, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,
-};
-use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError, ProxySettings};
+use crate::launch::{HelperSettings, SandboxKind, Sandboxed};
+use crate::network_proxy::NetworkLog;
 use crate::resolved::ApprovalState;
-use crate::spawn::{OutputMode, RunOptions, StdinMode, run_process};
+use crate::runner::{AttemptRun, LocalRunner, Runner};
 
-/// One command to run.
-#[derive(Debug, Clone)]
-pub struct ExecRequest {
-    pub command: Vec<String>,
-    /// Where the command runs.
-    pub cwd: PathBuf,
-    /// What the writable roots are resolved against (the workspace): fixed when a run or an
-    /// executor starts. A per-call working directory changes `cwd`, never this (DESIGN §12).
-    pub policy_cwd: PathBuf,
-    pub sandbox_policy: SandboxPolicy,
-    pub approval: AskForApproval,
-    pub escalation: Escalation,
-    pub timeout: Option<Duration>,
-    /// The complete environment of the command (already filtered by the environment policy).
-    pub env: Vec<(OsString, OsString)>,
-    pub stdin: StdinMode,
-    pub output: OutputMode,
-}
-
-impl ExecRequest {
-    /// The launch of this request under `kind`. Nothing the orchestrator or a session starts
-    /// may outlive cordon, so the command dies with it.
-    pub fn launch(&self, kind: SandboxKind) -> Launch<'_> {
-        Launch {
-            kind,
-            command: self.command.iter().map(OsString::from).collect(),
-            cwd: &self.cwd,
-            policy_cwd: &self.policy_cwd,
-            policy: &self.sandbox_policy,
-            env: &self.env,
-            parent_death: ParentDeath::Kill,
-            proxy_socket: None,
-        }
-    }
-}
+pub use crate::request::ExecRequest;
+pub use crate::runner::OrchestratorError;
 
 /// What step 1 (decide, and ask when needed) concluded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,17 +136,6 @@ impl Outcome {
             OutcomeResult::Completed { exit, .. } => exit.shell_status(),
         }
     }
-}
-
-/// Why the orchestrator could not even try.
-#[derive(Debug, thiserror::Error)]
-pub enum OrchestratorError {
-    #[error(transparent)]
-    Setup(#[from] SandboxSetupError),
-    #[error(transparent)]
-    Proxy(#[from] ProxyError),
-    #[error("cannot start {program}: {source}")]
-    Spawn { program: PathBuf, source: std::io::Error },
 }
 
 /// Long-lived state: rules, the helper, approvals cached for this session.
@@ -465,71 +417,6 @@ impl Orchestrator {
             stdout: result.stdout.captured(),
             stderr: result.stderr.captured(),
             network: result.network,
-        })
-    }
-}
-
-/// One attempt to run: the request, the sandbox it runs under, and whether a person approved it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AttemptRun<'a> {
-    pub request: &'a ExecRequest,
-    pub sandbox: SandboxKind,
-    pub approval: ApprovalState,
-}
-
-/// What running one attempt gave, before classification.
-#[derive(Debug)]
-pub(crate) struct RawAttempt {
-    pub exit: ExitKind,
-    pub duration: Duration,
-    pub stdout: HeadTail,
-    pub stderr: HeadTail,
-    pub network: Option<NetworkLog>,
-}
-
-/// Runs attempts somewhere: on this machine ([`LocalRunner`]) or over a link to another
-/// ([`crate::remote`]).
-pub(crate) trait Runner {
-    type Error: From<OrchestratorError>;
-    fn run_attempt(
-        &self,
-        run: AttemptRun<'_>,
-    ) -> impl Future<Output = Result<RawAttempt, Self::Error>>;
-}
-
-/// Attempts on this machine: the launch plan, the network proxy, [`run_process`].
-struct LocalRunner<'a> {
-    helper: &'a HelperSettings,
-}
-
-impl Runner for LocalRunner<'_> {
-    type Error = OrchestratorError;
-
-    async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, OrchestratorError> {
-        let AttemptRun { request, sandbox, approval: _ } = run;
-        // The proxy lives exactly as long as this attempt. Only the Linux helper can bridge
-        // it; elsewhere a domain list means no network (see `launch`).
-        let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
-            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
-                rules: rules.clone(),
-                test_resolve: self.helper.proxy_test_resolve.clone(),
-            })?),
-            _ => None,
-        };
-        let mut launch = request.launch(sandbox);
-        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
-        let spec = plan_launch(&launch, self.helper)?;
-        let options =
-            RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
-        let result = run_process(&spec, &options)
-            .await
-            .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
-        Ok(RawAttempt {
-            exit: result.exit,
-            duration: result.duration,
-            stdout: result.stdout,
-            stderr: result.stderr,
-            network: proxy.map(NetworkProxy::finish),
         })
     }
 }

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use crate::capture::HeadTail;
 use crate::classify::ExitKind;
-use crate::orchestrator::{
-    Approver, AttemptRun, ExecRequest, Orchestrator, Outcome, RawAttempt, Runner,
-};
+use crate::orchestrator::{Approver, Orchestrator, Outcome};
+use crate::request::ExecRequest;
 use crate::resolved::ResolvedExec;
+use crate::runner::{AttemptRun, RawAttempt, Runner};
 use crate::spawn::{CAPTURE_BYTES, OutputMode};
 
 use super::link::{RemoteLink, Write};

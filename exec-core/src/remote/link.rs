@@ -8,12 +8,13 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use cordon_policies::SandboxMode;
+use cordon_policies::{SandboxMode, SandboxPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{RemoteError, RemoteTarget};
+use crate::platform::Gap;
 use crate::resolved::{HostFacts, ResolvedExec, ResolvedResult};
 
 /// What the reader, the writer and the callers share.
@@ -292,35 +293,38 @@ impl RemoteLink {
         self.shared.lost.load(Ordering::SeqCst)
     }
 
-    /// What the far end's `doctor` says it cannot enforce for `mode` (with the network on or
-    /// off), as (what, required) pairs.
-    pub fn gaps(&self, mode: SandboxMode, network: bool) -> Vec<(String, bool)> {
+    /// What the far end's `doctor` says it cannot enforce for `policy` (its mode, with the
+    /// network on or off). Empty for `danger-full-access`.
+    pub fn gaps(&self, policy: &SandboxPolicy) -> Vec<Gap> {
+        let mode = policy.mode();
+        if mode == SandboxMode::DangerFullAccess {
+            return Vec::new();
+        }
         let report = &self.facts.doctor["modes"][mode.as_str()];
         let mut gaps: Vec<&Value> =
             report["not_enforced"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
-        if network {
+        if policy.has_network_access() {
             if let Some(more) = report["not_enforced_with_network"].as_array() {
                 gaps.extend(more);
             }
         }
         gaps.iter()
-            .map(|g| {
-                let what = g["what"].as_str().unwrap_or("(unnamed)").to_owned();
-                (what, g["required"].as_bool().unwrap_or(true))
+            .map(|g| Gap {
+                what: g["what"].as_str().unwrap_or("(unnamed)").to_owned(),
+                // A gap the far end does not qualify is taken as required (fail closed).
+                required: g["required"].as_bool().unwrap_or(true),
             })
             .collect()
     }
 
-    /// The refusal when the far end cannot enforce `mode` and best effort was not asked for.
-    pub fn refusal(&self, mode: SandboxMode, network: bool) -> Option<RemoteError> {
-        if mode == SandboxMode::DangerFullAccess {
-            return None;
-        }
+    /// The refusal when the far end cannot enforce `policy` and best effort was not asked
+    /// for.
+    pub fn refusal(&self, policy: &SandboxPolicy) -> Option<RemoteError> {
         let required: Vec<String> =
-            self.gaps(mode, network).into_iter().filter(|(_, r)| *r).map(|(w, _)| w).collect();
+            self.gaps(policy).into_iter().filter(|g| g.required).map(|g| g.what).collect();
         (!required.is_empty()).then(|| RemoteError::CannotEnforce {
             host: self.shared.host.clone(),
-            mode: mode.as_str(),
+            mode: policy.mode().as_str(),
             gaps: required,
         })
     }

@@ -25,8 +25,9 @@ mod sessions;
 use std::path::PathBuf;
 
 use crate::launch::{HelperSettings, SandboxKind};
-use crate::orchestrator::{ExecRequest, OrchestratorError};
+use crate::request::ExecRequest;
 use crate::resolved::SandboxAttempt;
+use crate::runner::OrchestratorError;
 
 pub use exec::{RemoteExec, run_remote};
 pub use link::RemoteLink;

@@ -26,7 +26,8 @@ use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
 use serde::Deserialize;
 
 use crate::launch::{LaunchPlan, SandboxKind, SandboxSetupError, plan_launch};
-use crate::orchestrator::{Approver, Authorization, ExecRequest, Orchestrator};
+use crate::orchestrator::{Approver, Authorization, Orchestrator};
+use crate::request::ExecRequest;
 use crate::spawn::{OutputMode, StdinMode};
 
 use text::{Collected, Wait, clamp_yield, result_text, truncate_middle};
