@@ -46,6 +46,10 @@ impl Sshd {
                 .unwrap();
             assert!(status.success());
         }
+        // The same key for a client running as uid 65534 (ssh wants its key owned by the user).
+        let nobody_key = dir.path().join("client_key.nobody");
+        std::fs::copy(dir.path().join("client_key"), &nobody_key).unwrap();
+        chown_nobody(&nobody_key);
         let authorized = dir.path().join("authorized_keys");
         std::fs::copy(dir.path().join("client_key.pub"), &authorized).unwrap();
         std::fs::set_permissions(&authorized, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -105,7 +109,15 @@ impl Sshd {
 
     /// `--ssh-option …` for a throwaway key and host key, and `--remote-cordon PATH`.
     fn flags(&self, remote_cordon: &Path) -> Vec<String> {
-        let key = self.dir.path().join("client_key");
+        self.flags_for(User::Root, remote_cordon)
+    }
+
+    /// [`Sshd::flags`] for a client running as `local`.
+    fn flags_for(&self, local: User, remote_cordon: &Path) -> Vec<String> {
+        let key = match local {
+            User::Root => self.dir.path().join("client_key"),
+            User::Nobody => self.dir.path().join("client_key.nobody"),
+        };
         let mut flags = Vec::new();
         for option in [
             "StrictHostKeyChecking=no".to_owned(),
@@ -123,14 +135,17 @@ impl Sshd {
 
     /// `cordon exec --host … <args>` (stdin /dev/null).
     fn exec(&self, remote_cordon: &Path, args: &[&str]) -> Run {
+        self.exec_as(User::Root, remote_cordon, args)
+    }
+
+    /// [`Sshd::exec`] with the local cordon (and so ssh) running as `local`.
+    fn exec_as(&self, local: User, remote_cordon: &Path, args: &[&str]) -> Run {
         let host = self.host();
-        let mut command = Command::new(CORDON);
-        command
-            .args(["exec", "--host", &host])
-            .args(self.flags(remote_cordon))
-            .args(args)
-            .stdin(Stdio::null());
-        command.output().unwrap().into()
+        let flags = self.flags_for(local, remote_cordon);
+        let mut all = vec!["exec", "--host", &host];
+        all.extend(flags.iter().map(String::as_str));
+        all.extend_from_slice(args);
+        cordon_command(local, &all).output().unwrap().into()
     }
 
     /// `cordon executor --connect … <extra>` as a protocol client.
@@ -222,7 +237,12 @@ fn children_named(parent: u32, comm: &str) -> Vec<i32> {
 fn a_remote_command_writes_inside_its_workspace_and_is_denied_outside() {
     require_sshd!();
     require_sandbox!(1);
-    for login in [Login::Root, Login::Unprivileged] {
+    // Who runs cordon here (and so ssh), and who logs in there.
+    for (local, login) in [
+        (User::Root, Login::Root),
+        (User::Root, Login::Unprivileged),
+        (User::Nobody, Login::Unprivileged),
+    ] {
         let sshd = Sshd::start(login);
         let work = scratch();
         let outside = scratch();
@@ -245,13 +265,25 @@ fn a_remote_command_writes_inside_its_workspace_and_is_denied_outside() {
                 &script,
             ],
         );
-        assert_ne!(run.code, Some(0), "{login:?}: {}{}", run.stdout, run.stderr);
-        assert!(run.stdout.contains("wrote-inside"), "{login:?}: {}{}", run.stdout, run.stderr);
-        assert_eq!(std::fs::read_to_string(&inside).unwrap(), "in\n", "{login:?}");
-        assert!(!escaped.exists(), "{login:?}: the remote command wrote outside its workspace");
+        assert_ne!(run.code, Some(0), "{local:?}->{login:?}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout.contains("wrote-inside"),
+            "{local:?}->{login:?}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        assert_eq!(std::fs::read_to_string(&inside).unwrap(), "in\n", "{local:?}->{login:?}");
+        assert!(
+            !escaped.exists(),
+            "{local:?}->{login:?}: the remote command wrote outside its workspace"
+        );
         // The remote user owns what it wrote: the command ran as that login, over there.
         let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&inside).unwrap());
-        assert_eq!(owner == 0, login == Login::Root, "{login:?}: file owned by uid {owner}");
+        assert_eq!(
+            owner == 0,
+            login == Login::Root,
+            "{local:?}->{login:?}: file owned by uid {owner}"
+        );
 
         // The retry decision is taken here: with -a on-failure the denial is judged locally and
         // the retry question asked locally (no terminal here: no), so nothing runs unsandboxed.
@@ -269,13 +301,14 @@ fn a_remote_command_writes_inside_its_workspace_and_is_denied_outside() {
                 &script,
             ],
         );
-        let document: Value = serde_json::from_str(&run.stdout)
-            .unwrap_or_else(|e| panic!("{login:?}: not JSON ({e}): {}{}", run.stdout, run.stderr));
+        let document: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
+            panic!("{local:?}->{login:?}: not JSON ({e}): {}{}", run.stdout, run.stderr)
+        });
         assert_eq!(document["attempts"].as_array().unwrap().len(), 1, "{document}");
         assert_eq!(document["attempts"][0]["verdict"], "likely_sandbox_denied", "{document}");
         assert_eq!(document["approvals"][0]["stage"], "retry_without_sandbox", "{document}");
         assert_eq!(document["approvals"][0]["answer"], "denied", "{document}");
-        assert!(!escaped.exists(), "{login:?}: an unapproved retry ran");
+        assert!(!escaped.exists(), "{local:?}->{login:?}: an unapproved retry ran");
     }
 }
 
