@@ -601,3 +601,54 @@ fn mcp_cancellation_and_close_session_over_ssh_kill_the_remote_command() {
     assert_eq!(report["again"]["is_error"], true, "{report}");
     assert_eq!(proc_count(&format!("sleep {marker}")), 0);
 }
+
+#[test]
+fn a_denial_over_ssh_is_retried_unsandboxed_only_after_a_yes_on_this_terminal() {
+    require_sshd!();
+    require_sandbox!(1);
+    let sshd = Sshd::start(Login::Root);
+    let home = scratch();
+    let work = scratch();
+    let outside = scratch();
+    for answer in ["n", "y"] {
+        let escaped = outside.path().join(format!("escaped-{answer}"));
+        let script = format!("echo out > {}", escaped.display());
+        let host = sshd.host();
+        let mut args = vec!["--host".to_owned(), host];
+        args.extend(sshd.flags(&sshd.cordon()));
+        args.extend(
+            ["-a", "on-failure", "-C", work.path().to_str().unwrap(), "--", "sh", "-c", &script]
+                .map(str::to_owned),
+        );
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (transcript, code) =
+            super::exec::exec_on_terminal(home.path(), work.path(), &refs, &[answer]);
+        // The question is asked here, after the remote's sandboxed attempt was judged here.
+        assert!(transcript.contains("WITHOUT"), "{answer}: {transcript}");
+        match answer {
+            "y" => {
+                assert_eq!(code, 0, "{transcript}");
+                assert!(escaped.exists(), "the approved retry did not run there: {transcript}");
+            }
+            _ => {
+                assert_ne!(code, 0, "{transcript}");
+                assert!(!escaped.exists(), "the declined retry ran: {transcript}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_host_or_a_missing_remote_cordon_is_an_error_saying_so() {
+    require_sshd!();
+    let sshd = Sshd::start(Login::Root);
+    let run = sshd.exec(Path::new("/nonexistent/cordon"), &["--", "true"]);
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("no executor answered over ssh"), "{}", run.stderr);
+    assert!(run.stderr.contains("--remote-cordon"), "{}", run.stderr);
+
+    let closed = free_port();
+    let run = cordon(&["exec", "--host", &format!("root@127.0.0.1:{closed}"), "--", "true"]);
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("no executor answered over ssh"), "{}", run.stderr);
+}

@@ -27,8 +27,6 @@ struct Shared {
     lost: AtomicBool,
     /// This side is closing the link on purpose: EOF is not news.
     closing: AtomicBool,
-    /// ssh's exit status once it ended.
-    status: Mutex<Option<String>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -39,7 +37,6 @@ impl Shared {
     fn lost_error(&self) -> RemoteError {
         RemoteError::Lost {
             host: self.host.clone(),
-            status: lock(&self.status).clone(),
             sessions: lock(&self.live).iter().map(|(id, cmd)| (*id, cmd.clone())).collect(),
         }
     }
@@ -81,7 +78,6 @@ impl RemoteLink {
             live: Mutex::new(BTreeMap::new()),
             lost: AtomicBool::new(false),
             closing: AtomicBool::new(false),
-            status: Mutex::new(None),
         });
         let (outbox, mut lines) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
@@ -157,12 +153,10 @@ impl RemoteLink {
     /// A lost link before the hello: ssh could not connect or the far end has no cordon.
     fn unreachable(&self, error: RemoteError) -> RemoteError {
         match error {
-            RemoteError::Lost { host, status, .. } => RemoteError::Remote {
-                message: format!(
-                    "no executor answered over ssh{} (ssh's own message, if any, is above; is \
-                     cordon installed there? --remote-cordon PATH names it)",
-                    status.map(|s| format!(" ({s})")).unwrap_or_default()
-                ),
+            RemoteError::Lost { host, .. } => RemoteError::Remote {
+                message: "no executor answered over ssh (ssh's own message, if any, is above; \
+                          is cordon installed there? --remote-cordon PATH names it)"
+                    .to_owned(),
                 host,
             },
             other => other,

@@ -54,12 +54,8 @@ pub enum RemoteError {
     BadHost { spec: String },
     #[error("cannot start {}: {source}", .program.display())]
     Spawn { program: PathBuf, source: std::io::Error },
-    #[error(
-        "the connection to {host} was lost{}{}",
-        .status.as_ref().map(|s| format!(" ({s})")).unwrap_or_default(),
-        lost_sessions(.sessions)
-    )]
-    Lost { host: String, status: Option<String>, sessions: Vec<(u32, String)> },
+    #[error("the connection to {host} was lost{}", lost_sessions(.sessions))]
+    Lost { host: String, sessions: Vec<(u32, String)> },
     #[error(
         "version mismatch: this cordon is {local_version} (executor protocol \
          {local_protocol}); the cordon on {host} is {remote_version} (protocol \
