@@ -54,8 +54,21 @@ impl Sshd {
         std::fs::copy(dir.path().join("client_key.pub"), &authorized).unwrap();
         std::fs::set_permissions(&authorized, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::create_dir_all("/run/sshd").unwrap();
+        // A port another test's sshd took between `free_port` and the bind makes this sshd
+        // exit: then try another.
+        let Some((child, port)) = (0..5).find_map(|_| Sshd::listen(dir.path(), &authorized)) else {
+            panic!("sshd did not start on any of 5 free ports (see its sshd.log)");
+        };
+        if login == Login::Unprivileged {
+            ensure_remote_user();
+        }
+        Sshd { child, port, dir, login }
+    }
+
+    /// Starts sshd on a free port; `None` when it exited (the port was taken meanwhile).
+    fn listen(dir: &Path, authorized: &Path) -> Option<(Child, u16)> {
         let port = free_port();
-        let config = dir.path().join("sshd_config");
+        let config = dir.join("sshd_config");
         std::fs::write(
             &config,
             format!(
@@ -63,15 +76,15 @@ impl Sshd {
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
                  StrictModes no\nPermitRootLogin prohibit-password\nPidFile none\n\
                  LogLevel ERROR\n",
-                dir.path().join("host_key").display(),
+                dir.join("host_key").display(),
                 authorized.display()
             ),
         )
         .unwrap();
         // Its log (each readiness probe below is a "connection closed" line) stays in the
         // directory, out of the test output.
-        let log = std::fs::File::create(dir.path().join("sshd.log")).unwrap();
-        let child = Command::new(SSHD)
+        let log = std::fs::File::create(dir.join("sshd.log")).unwrap();
+        let mut child = Command::new(SSHD)
             .args(["-D", "-e", "-f"])
             .arg(&config)
             .stdin(Stdio::null())
@@ -80,14 +93,21 @@ impl Sshd {
             .spawn()
             .unwrap();
         let deadline = Instant::now() + scaled(Duration::from_secs(10));
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                return None;
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Something listens; it is this sshd only if this sshd is still running.
+                std::thread::sleep(Duration::from_millis(20));
+                return match child.try_wait().unwrap() {
+                    None => Some((child, port)),
+                    Some(_) => None,
+                };
+            }
             assert!(Instant::now() < deadline, "sshd did not listen on port {port}");
             std::thread::sleep(Duration::from_millis(20));
         }
-        if login == Login::Unprivileged {
-            ensure_remote_user();
-        }
-        Sshd { child, port, dir, login }
     }
 
     /// `user@127.0.0.1:PORT`.
