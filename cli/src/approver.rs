@@ -19,6 +19,13 @@ use nix::sys::termios::{FlushArg, tcflush};
 
 pub struct TerminalApprover;
 
+impl TerminalApprover {
+    /// Whether there is a controlling terminal to ask on.
+    pub fn can_ask() -> bool {
+        std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").is_ok()
+    }
+}
+
 impl Approver for TerminalApprover {
     fn ask(&self, request: &ApprovalRequest) -> impl std::future::Future<Output = ApprovalAnswer> {
         std::future::ready(ask_on_tty(request))

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use cordon_exec_core::platform::predicted_gaps;
 use cordon_exec_core::remote::{RemoteExec, RemoteLink};
 use cordon_exec_core::{ExecRequest, OutcomeResult, OutputMode, SandboxKind, StdinMode, Verdict};
-use cordon_policies::{Escalation, PreRunDecision, SandboxMode, render_text};
+use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode, render_text};
 
 use crate::approver::TerminalApprover;
 use crate::flags::{ExecArgs, PolicyCheckArgs};
@@ -110,6 +110,9 @@ fn exec_request(
         sandbox_policy: settings.policy.clone(),
         approval: settings.approval,
         escalation: Escalation::UseDefault,
+        // With a terminal to ask on, the person who typed the command is asked after a denial
+        // under `on-request` too; without one nobody could answer.
+        requester: if TerminalApprover::can_ask() { Requester::Person } else { Requester::Program },
         timeout: args.timeout,
         env,
         stdin,
@@ -219,6 +222,6 @@ fn denied_hosts(outcome: &cordon_exec_core::Outcome) -> Vec<String> {
     hosts
 }
 
-fn exit_code(status: i32) -> ExitCode {
+pub(crate) fn exit_code(status: i32) -> ExitCode {
     ExitCode::from(u8::try_from(status).unwrap_or(1))
 }

@@ -4,8 +4,12 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use cordon_exec_core::{Launch, ParentDeath, SandboxKind, plan_launch};
-use cordon_policies::{SandboxMode, SandboxPolicy};
+use cordon_exec_core::{
+    ExecRequest, Launch, NetworkLog, OutputMode, ParentDeath, SandboxKind, StdinMode, plan_launch,
+};
+use cordon_policies::{
+    AskForApproval, Escalation, Requester, SandboxMode, SandboxPolicy, render_text,
+};
 
 use crate::flags::{PolicyFlags, SandboxCommand, SandboxRunArgs};
 use crate::settings::{Bypass, Settings};
@@ -42,6 +46,9 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         SandboxPolicy::DangerFullAccess {} => SandboxKind::None,
         SandboxPolicy::ReadOnly { .. } | SandboxPolicy::WorkspaceWrite(_) => kind,
     };
+    if kind == SandboxKind::Linux && settings.policy.network_domains().is_some() {
+        return run_with_proxy(&settings, env, args.command);
+    }
     let launch = Launch {
         kind,
         command: args.command,
@@ -51,11 +58,52 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         env: &env,
         // cordon execs the plan: the command replaces cordon, there is no parent to follow.
         parent_death: ParentDeath::Ignore,
-        // No cordon process stays to run the proxy: with a domain allow-list the command gets
-        // loopback only (use `cordon exec` for the proxy).
+        // A domain allow-list needs cordon to stay (`run_with_proxy`); nothing else does.
         proxy_socket: None,
     };
     let plan = plan_launch(&launch, &settings.helper)?;
     let error = plan.exec();
     Err(error).with_context(|| format!("cannot start {}", plan.program.display()))
+}
+
+/// With a domain allow-list cordon cannot exec the helper: its proxy must serve the command.
+/// It runs the command as its child instead — one sandboxed attempt, streamed, the terminal
+/// handed over while it runs — and exits with the command's status.
+fn run_with_proxy(
+    settings: &Settings,
+    env: Vec<(OsString, OsString)>,
+    command: Vec<OsString>,
+) -> anyhow::Result<ExitCode> {
+    let orchestrator = settings.orchestrator()?;
+    let request = ExecRequest {
+        command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        cwd: settings.cwd.clone(),
+        policy_cwd: settings.cwd.clone(),
+        sandbox_policy: settings.policy.clone(),
+        approval: AskForApproval::Never,
+        escalation: Escalation::UseDefault,
+        requester: Requester::Program,
+        timeout: None,
+        env,
+        stdin: if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            StdinMode::Terminal
+        } else {
+            StdinMode::Inherit
+        },
+        output: OutputMode::Stream,
+    };
+    if request.command.iter().map(OsString::from).ne(command.iter().cloned()) {
+        bail!("with --allow-domain the command line must be valid UTF-8");
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let attempt = runtime.block_on(orchestrator.run_sandboxed(&request, SandboxKind::Linux))?;
+    let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();
+    if !denied.is_empty() {
+        eprintln!(
+            "cordon: the network allow-list refused {}: allow a host with --allow-domain HOST \
+             (config network.allow; docs/network.md)",
+            render_text(&denied.join(", ")).text
+        );
+    }
+    Ok(crate::exec_cmd::exit_code(attempt.exit.shell_status()))
 }

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use cordon_sandbox_linux::CORDON_MESSAGE_PREFIX;
 use serde::Serialize;
 
 use crate::launch::SandboxKind;
@@ -84,12 +85,16 @@ const NETWORK_MARKERS: &[&str] = &[
     "could not resolve",
     "temporary failure in name resolution",
     "name or service not known",
+    // macOS: getaddrinfo's EAI_NONAME under a Seatbelt profile without network.
+    "nodename nor servname provided",
     "failed to connect",
     "connection refused",
     "couldn't connect",
 ];
-const NETWORK_WORDS: &[&str] =
-    &["socket", "connect", "network", "resolve", "host", "http", "dns", "tcp", "udp", "fetch"];
+const NETWORK_WORDS: &[&str] = &[
+    "socket", "connect", "network", "resolve", "host", "http", "dns", "tcp", "udp", "fetch",
+    "servname",
+];
 
 /// Classifies an attempt. A likely denial needs a sandbox, a failing status other than
 /// 126/127 (not executable, not found), and at least one [`is_denial_evidence`] line.
@@ -104,7 +109,9 @@ pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
         ExitKind::TimedOut => Verdict::Timeout,
         ExitKind::Code(0) => Verdict::Success,
         ExitKind::Signal(_) => Verdict::Signal,
-        ExitKind::Code(125) if sandboxed && is_setup_failure(sandbox, stderr) => {
+        ExitKind::Code(code)
+            if sandboxed && is_setup_status(sandbox, code) && is_setup_failure(sandbox, stderr) =>
+        {
             Verdict::SandboxSetupFailed
         }
         ExitKind::Code(126 | 127) => Verdict::Failure,
@@ -115,22 +122,37 @@ pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
     }
 }
 
-/// The helper's refusal is one line `codex-linux-sandbox: <what>: <why>` and exit 125;
+/// The helper's refusal is one line `cordon: sandbox: <what>: <why>` (cordon passes
+/// `--caller cordon`; `codex-linux-sandbox: …` when called directly) and exit 125;
 /// `sandbox-exec` names itself the same way. (A command that imitates it only loses the
 /// offer of an unsandboxed retry.)
 fn is_setup_failure(sandbox: SandboxKind, stderr: &str) -> bool {
-    let prefix = match sandbox {
-        SandboxKind::Linux => "codex-linux-sandbox: ",
-        SandboxKind::Seatbelt => "sandbox-exec: ",
+    let prefixes: &[&str] = match sandbox {
+        SandboxKind::Linux => &[CORDON_MESSAGE_PREFIX, HELPER_PREFIX],
+        SandboxKind::Seatbelt => &[SEATBELT_PREFIX],
         SandboxKind::None => return false,
     };
-    stderr.lines().any(|line| line.starts_with(prefix))
+    stderr.lines().any(|line| prefixes.iter().any(|p| line.starts_with(p)))
 }
+
+/// The statuses a sandbox that could not be set up exits with: the helper's 125; for
+/// `sandbox-exec` also 65 (`EX_DATAERR`: the profile did not compile) and 71 (`EX_OSERR`:
+/// `sandbox_apply` refused, e.g. when already inside a sandbox).
+fn is_setup_status(sandbox: SandboxKind, code: i32) -> bool {
+    match sandbox {
+        SandboxKind::Linux => code == 125,
+        SandboxKind::Seatbelt => matches!(code, 65 | 71 | 125),
+        SandboxKind::None => false,
+    }
+}
+
+const HELPER_PREFIX: &str = "codex-linux-sandbox: ";
+const SEATBELT_PREFIX: &str = "sandbox-exec: ";
 
 /// The first line that shows the helper could not set the sandbox up, for messages.
 pub fn setup_failure_line(stderr: &str) -> Option<&str> {
     stderr.lines().find(|line| {
-        line.starts_with("codex-linux-sandbox: ") || line.starts_with("sandbox-exec: ")
+        [CORDON_MESSAGE_PREFIX, HELPER_PREFIX, SEATBELT_PREFIX].iter().any(|p| line.starts_with(p))
     })
 }
 

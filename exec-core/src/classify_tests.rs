@@ -85,6 +85,52 @@ fn a_helper_that_could_not_set_up_is_a_setup_failure_not_a_denial() {
     assert_eq!(setup_failure_line(&format!("x\n{line}\n")), Some(line));
 }
 
+/// Issue 16 §2: `sandbox-exec`'s own failures are setup failures (never an unsandboxed retry):
+/// nested inside another sandbox (exit 71), a profile that does not compile (exit 65).
+#[test]
+fn sandbox_exec_that_could_not_apply_its_profile_is_a_setup_failure() {
+    let nested = "sandbox-exec: sandbox_apply: Operation not permitted";
+    assert_eq!(
+        verdict(SandboxKind::Seatbelt, ExitKind::Code(71), nested),
+        Verdict::SandboxSetupFailed
+    );
+    let syntax = "sandbox-exec: syntax error in profile";
+    assert_eq!(
+        verdict(SandboxKind::Seatbelt, ExitKind::Code(65), syntax),
+        Verdict::SandboxSetupFailed
+    );
+    // A command's own exit 71 with a permission message is judged as a command's failure.
+    assert_ne!(
+        verdict(SandboxKind::Seatbelt, ExitKind::Code(71), "cp: x: Operation not permitted"),
+        Verdict::SandboxSetupFailed
+    );
+    // And the helper on Linux sets up with 125 only.
+    assert_ne!(
+        verdict(SandboxKind::Linux, ExitKind::Code(71), nested),
+        Verdict::SandboxSetupFailed
+    );
+}
+
+#[test]
+fn macos_name_resolution_failures_count_as_network_denials_with_the_network_off() {
+    let line = "curl: (6) Could not resolve host: example.org; nodename nor servname provided, or not known";
+    let finished = Finished {
+        sandbox: SandboxKind::Seatbelt,
+        exit: ExitKind::Code(6),
+        stdout: "",
+        stderr: line,
+    };
+    assert_eq!(classify(finished, &context(false)), Verdict::LikelySandboxDenied);
+    let python = "urllib.error.URLError: <urlopen error [Errno 8] nodename nor servname provided, or not known>";
+    let finished = Finished {
+        sandbox: SandboxKind::Seatbelt,
+        exit: ExitKind::Code(1),
+        stdout: "",
+        stderr: python,
+    };
+    assert_eq!(classify(finished, &context(false)), Verdict::LikelySandboxDenied);
+}
+
 #[test]
 fn shell_status_follows_the_convention() {
     assert_eq!(ExitKind::Code(3).shell_status(), 3);

@@ -93,8 +93,9 @@ pub struct Launch<'a> {
     pub env: &'a [(OsString, OsString)],
     /// Whether the command dies with cordon (always, except when cordon `exec`s it).
     pub parent_death: ParentDeath,
-    /// The network proxy's socket, for a policy with a domain allow-list (the helper bridges
-    /// it into the command's network namespace). Without it such a command has no network.
+    /// The network proxy's socket, for a policy with a domain allow-list (the helper hands the
+    /// proxy a port in the command's network namespace over it). Without it such a command has
+    /// no network.
     pub proxy_socket: Option<&'a std::path::Path>,
 }
 
@@ -150,6 +151,7 @@ pub fn plan_launch(
                 parent_death,
                 user_view: UserView::Given(helper.user_view.clone()),
                 proxy_socket: proxy_socket.map(std::path::Path::to_path_buf),
+                caller: cordon_sandbox_linux::Caller::Cordon,
                 command: argv,
             };
             LaunchPlan {

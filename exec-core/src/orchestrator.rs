@@ -243,7 +243,7 @@ impl Orchestrator {
         }
 
         // 5. A likely denial: retry once without the sandbox if the policy lets us ask.
-        let why_not = match retry_after_denial(request.approval) {
+        let why_not = match retry_after_denial(request.approval, request.requester) {
             RetryDecision::NoRetry { why } => why,
             RetryDecision::AskToRetryUnsandboxed => {
                 let reason = format!(
@@ -307,6 +307,18 @@ impl Orchestrator {
                 }
             }
         }
+    }
+
+    /// One sandboxed attempt under `kind`, without deciding or asking: `cordon sandbox` with a
+    /// domain allow-list, which needs cordon to stay and serve the proxy for the attempt.
+    pub async fn run_sandboxed(
+        &self,
+        request: &ExecRequest,
+        kind: SandboxKind,
+    ) -> Result<Attempt, OrchestratorError> {
+        let context = denial_context(request, &self.helper.user_view);
+        let run = AttemptRun { request, sandbox: kind, approval: ApprovalState::NotNeeded };
+        self.attempt(&LocalRunner { helper: &self.helper }, run, &context).await
     }
 
     /// The helper settings (for spawners outside this module).

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
+use cordon_policies::{AskForApproval, Escalation, Requester, SandboxPolicy};
 
 use crate::launch::{Launch, ParentDeath, SandboxKind};
 use crate::spawn::{OutputMode, StdinMode};
@@ -23,6 +23,8 @@ pub struct ExecRequest {
     pub sandbox_policy: SandboxPolicy,
     pub approval: AskForApproval,
     pub escalation: Escalation,
+    /// A person at a terminal or a program: what `on-request` does after a denial.
+    pub requester: Requester,
     pub timeout: Option<Duration>,
     /// The complete environment of the command (already filtered by the environment policy).
     pub env: Vec<(OsString, OsString)>,

@@ -64,11 +64,12 @@ impl Runner for LocalRunner<'_> {
 
     async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, OrchestratorError> {
         let AttemptRun { request, sandbox, approval: _ } = run;
-        // The proxy lives exactly as long as this attempt. Only the Linux helper can bridge
-        // it; elsewhere a domain list means no network (see `launch`).
+        // The proxy lives exactly as long as this attempt. Only the Linux helper can hand it
+        // the command's port; elsewhere a domain list means no network (see `launch`).
         let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
             (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
                 rules: rules.clone(),
+                narrowed_by: None,
                 test_resolve: self.helper.proxy_test_resolve.clone(),
             })?),
             _ => None,

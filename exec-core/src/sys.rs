@@ -48,10 +48,28 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     }
 }
 
-/// Elsewhere (macOS) there is no parent-death signal or `close_range`; cordon's own
-/// descriptors are close-on-exec and the process group is still killed on exit and timeout.
+/// Elsewhere (macOS) there is no parent-death signal or `close_range`: the process group is
+/// still killed on exit and timeout, and every descriptor above stderr is marked close-on-exec
+/// one by one (up to the descriptor table size, at most 65536), so descriptors cordon's caller
+/// leaked to it never reach `sandbox-exec` and the command (issue 16 §6).
 #[cfg(not(target_os = "linux"))]
-pub fn prepare_child(_command: &mut std::process::Command, _terminal: Terminal) {}
+pub fn prepare_child(command: &mut std::process::Command, _terminal: Terminal) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // async-signal-safe functions (getdtablesize, fcntl); it allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            let top = libc::getdtablesize().clamp(3, 65_536);
+            for fd in 3..top {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                    libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                }
+            }
+            Ok(())
+        });
+    }
+}
 
 /// Whether the child takes the terminal on its stdin as its foreground process group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,4 +143,12 @@ fn children_of(parent: u32) -> Vec<i32> {
             })
         })
         .collect()
+}
+
+/// Takes ownership of a descriptor this process just received with `SCM_RIGHTS`.
+pub fn adopt_received_fd(fd: std::os::fd::RawFd) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the kernel installed `fd` in this process for the message just received (recvmsg
+    // with SCM_RIGHTS); nothing else knows of it, so this is its only owner.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }

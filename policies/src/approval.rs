@@ -16,7 +16,8 @@ pub enum AskForApproval {
     Untrusted,
     /// Run sandboxed without asking; ask to retry without the sandbox after a denial.
     OnFailure,
-    /// Run sandboxed; ask only when the request asks for escalation.
+    /// Run sandboxed; ask when the request asks for escalation, and after a denial only when a
+    /// person at a terminal ran it.
     #[default]
     OnRequest,
     /// Never ask: what would need approval is refused.

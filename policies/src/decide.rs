@@ -154,17 +154,33 @@ pub enum RetryDecision {
     NoRetry { why: String },
 }
 
-/// DESIGN §4 table: `untrusted` and `on-failure` ask to retry without the sandbox;
-/// `on-request` and `never` report the failure.
-pub fn retry_after_denial(approval: AskForApproval) -> RetryDecision {
+/// Who stands behind a request: decides what `on-request` does after a denial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requester {
+    /// A person who typed the command and can be asked on its terminal (`cordon exec` with a
+    /// controlling terminal): the one who could request escalation is right there.
+    Person,
+    /// A program — an agent harness over the executor or MCP, a script without a terminal. It
+    /// requests escalation explicitly (`require_escalated`), so a denial is reported to it.
+    Program,
+}
+
+/// DESIGN §4 table: `untrusted` and `on-failure` ask to retry without the sandbox; `never`
+/// reports the failure; `on-request` asks a [`Requester::Person`] (issue 17: from a terminal
+/// it would otherwise behave exactly like `never`) and reports to a program.
+pub fn retry_after_denial(approval: AskForApproval, requester: Requester) -> RetryDecision {
     match approval {
         AskForApproval::Untrusted | AskForApproval::OnFailure => {
             RetryDecision::AskToRetryUnsandboxed
         }
-        AskForApproval::OnRequest => RetryDecision::NoRetry {
-            why: "approval policy on-request does not retry without the sandbox; use -a \
-                  on-failure to be asked, or request escalation"
-                .to_owned(),
+        AskForApproval::OnRequest => match requester {
+            Requester::Person => RetryDecision::AskToRetryUnsandboxed,
+            Requester::Program => RetryDecision::NoRetry {
+                why: "approval policy on-request retries without the sandbox only when asked \
+                      (sandbox_permissions \"require_escalated\"); use -a on-failure to be \
+                      asked after every denial"
+                    .to_owned(),
+            },
         },
         AskForApproval::Never => RetryDecision::NoRetry {
             why: "approval policy never does not retry without the sandbox; use -a on-failure \

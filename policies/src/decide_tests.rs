@@ -222,23 +222,29 @@ fn the_assessment_reports_the_rule_and_known_safety_and_serialises_for_policy_ch
 }
 
 #[test]
-fn only_untrusted_and_on_failure_ask_to_retry_after_a_denial() {
+fn a_program_is_asked_to_retry_only_under_untrusted_and_on_failure() {
+    let ask = RetryDecision::AskToRetryUnsandboxed;
+    let no = |why: &str| RetryDecision::NoRetry { why: why.to_owned() };
     assert_eq!(
-        AskForApproval::ALL.map(retry_after_denial),
+        AskForApproval::ALL.map(|a| retry_after_denial(a, Requester::Program)),
         [
-            RetryDecision::AskToRetryUnsandboxed,
-            RetryDecision::AskToRetryUnsandboxed,
-            RetryDecision::NoRetry {
-                why: "approval policy on-request does not retry without the sandbox; use -a \
-                      on-failure to be asked, or request escalation"
-                    .to_owned()
-            },
-            RetryDecision::NoRetry {
-                why: "approval policy never does not retry without the sandbox; use -a \
-                      on-failure to be asked"
-                    .to_owned()
-            },
+            ask.clone(),
+            ask,
+            no("approval policy on-request retries without the sandbox only when asked \
+                (sandbox_permissions \"require_escalated\"); use -a on-failure to be asked \
+                after every denial"),
+            no("approval policy never does not retry without the sandbox; use -a on-failure to \
+                be asked"),
         ]
+    );
+}
+
+#[test]
+fn a_person_at_a_terminal_is_asked_under_on_request_too_but_never_under_never() {
+    let decisions = AskForApproval::ALL.map(|a| retry_after_denial(a, Requester::Person));
+    assert_eq!(
+        decisions.iter().map(|d| *d == RetryDecision::AskToRetryUnsandboxed).collect::<Vec<_>>(),
+        [true, true, true, false]
     );
 }
 

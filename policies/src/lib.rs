@@ -42,7 +42,9 @@ mod shell_script;
 mod never_panics_tests;
 
 pub use approval::{AskForApproval, Escalation, ParseApprovalError};
-pub use decide::{Assessment, PreRunDecision, RetryDecision, assess, retry_after_denial};
+pub use decide::{
+    Assessment, PreRunDecision, Requester, RetryDecision, assess, retry_after_denial,
+};
 pub use display::{
     Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
 };

@@ -5,8 +5,25 @@ use std::path::{Path, PathBuf};
 /// Paths inside every writable root that stay read-only: writing them lets a command plant code
 /// that runs later outside the sandbox (git hooks, git config's `core.fsmonitor`, direnv's
 /// `.envrc`, editor tasks) or loosen cordon's own rules.
-pub const DEFAULT_PROTECTED_PATHS: &[&str] =
-    &[".git/hooks", ".git/config", ".cordon", ".codex", ".envrc", ".vscode", ".idea"];
+///
+/// Git runs code from its config (`core.fsmonitor`, `core.hooksPath`, filters, …) and hooks, so
+/// every place it reads them in a repository is here: the main config and hooks, the
+/// per-worktree config, and `.git/modules` — the git dirs of submodules, whose configs and
+/// hooks run at the next `git status` in the superproject. Objects, refs, the index and logs
+/// stay writable, so `git add` and `git commit` work in the sandbox; submodule updates do not.
+/// (A `.git` *file*, the pointer of a linked worktree or a submodule checkout, is read-only
+/// too: the helper treats it so whatever this list says.)
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".git/config.worktree",
+    ".git/modules",
+    ".cordon",
+    ".codex",
+    ".envrc",
+    ".vscode",
+    ".idea",
+];
 
 /// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`
 /// for files) inside the sandbox. The container-engine sockets are on the list because a

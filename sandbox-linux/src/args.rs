@@ -57,6 +57,45 @@ pub enum ParentDeath {
     Kill,
 }
 
+/// Who called the helper: decides the name its messages carry. `cordon exec` passes
+/// `--caller cordon`, so a user who typed `cordon` reads `cordon: sandbox: …`, never the name of
+/// a program they did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Caller {
+    /// Run as `codex-linux-sandbox` by a person or by Codex.
+    #[default]
+    Direct,
+    /// Run by cordon's own front end (`exec`, `sandbox`, the executor, the MCP server).
+    Cordon,
+}
+
+/// The start of a setup-failure line when cordon called the helper (see [`Caller`]).
+pub const CORDON_MESSAGE_PREFIX: &str = "cordon: sandbox: ";
+
+impl Caller {
+    /// What the helper's messages start with, up to and including `": "`.
+    pub fn message_prefix(self) -> &'static str {
+        match self {
+            Caller::Direct => "codex-linux-sandbox: ",
+            Caller::Cordon => CORDON_MESSAGE_PREFIX,
+        }
+    }
+
+    /// The caller named before `--` in `args`, looked at before anything is parsed so even a
+    /// usage error carries the right name.
+    pub fn of(args: &[OsString]) -> Caller {
+        let mut before = args.iter().take_while(|a| *a != "--");
+        while let Some(arg) = before.next() {
+            if arg == "--caller=cordon"
+                || (arg == "--caller" && before.next().is_some_and(|v| v == "cordon"))
+            {
+                return Caller::Cordon;
+            }
+        }
+        Caller::Direct
+    }
+}
+
 /// Where the helper takes the user's HOME, TMPDIR, etc. from (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum UserView {
@@ -81,9 +120,10 @@ pub struct HelperArgs {
     pub parent_death: ParentDeath,
     pub user_view: UserView,
     /// `--proxy-socket PATH`: cordon's network proxy (a UNIX socket outside the sandbox), for
-    /// a policy with a domain allow-list. The helper bridges it to `127.0.0.1` inside the
-    /// command's network namespace.
+    /// a policy with a domain allow-list. The helper hands it a listening socket on `127.0.0.1`
+    /// inside the command's network namespace.
     pub proxy_socket: Option<PathBuf>,
+    pub caller: Caller,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
 }
@@ -92,12 +132,18 @@ pub struct HelperArgs {
 pub const HELPER_USAGE: &str = "\
 usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
-           [--user-view JSON] [--proxy-socket PATH] -- CMD [ARG...]
+           [--user-view JSON] [--proxy-socket PATH] [--caller cordon] -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
-namespace with only loopback, and HTTP(S)_PROXY pointing at a bridge to --proxy-socket. A drop-in for OpenAI Codex's helper: --use-bwrap-sandbox,
---apply-seccomp-then-exec and --no-proc are accepted.
+namespace with only loopback, and HTTP(S)_PROXY/ALL_PROXY pointing at a port there whose
+listening socket is handed to the proxy at --proxy-socket. A drop-in for OpenAI Codex's helper:
+--use-bwrap-sandbox, --apply-seccomp-then-exec, --no-proc and --use-legacy-landlock are accepted;
+--file-system-sandbox-policy/--network-sandbox-policy are checked against --sandbox-policy
+(deny entries are refused); --allow-network-for-proxy/--proxy-route-spec are refused.
+
+--user-view, --proxy-socket and --caller are cordon's own: cordon passes them when it runs the
+helper (--caller cordon makes messages start `cordon: sandbox:`).
 
 Exit status: CMD's own once it runs; 125 the sandbox could not be set up (one line on
 stderr says why); 126 CMD not executable; 127 CMD not found.
@@ -138,6 +184,8 @@ pub fn parse_helper_args(
     let mut parent_death = ParentDeath::Ignore;
     let mut user_view_json: Option<OsString> = None;
     let mut proxy_socket: Option<PathBuf> = None;
+    let mut caller = Caller::Direct;
+    let mut split_policies = SplitPolicies::default();
     let mut saw_separator = false;
 
     while let Some(arg) = args.next() {
@@ -168,6 +216,10 @@ pub fn parse_helper_args(
             "--die-with-parent" => parent_death = ParentDeath::Kill,
             "--user-view" => user_view_json = Some(value(&flag)?),
             "--proxy-socket" => proxy_socket = Some(PathBuf::from(value(&flag)?)),
+            "--caller" => match value(&flag)?.to_str() {
+                Some("cordon") => caller = Caller::Cordon,
+                _ => return Err(HelperError::Usage("--caller takes only `cordon`".into())),
+            },
             // Codex passes this to ask its helper for a bubblewrap mount view; cordon's helper
             // builds its own mount view whenever the kernel allows, so it is accepted as is.
             "--use-bwrap-sandbox" => {}
@@ -175,6 +227,23 @@ pub fn parse_helper_args(
             // retry without a fresh /proc. cordon's helper always applies seccomp itself and
             // mounts no /proc of its own, so both mean what they mean there already.
             "--apply-seccomp-then-exec" | "--no-proc" => {}
+            // Newer Codex asks for its legacy Landlock-only pipeline with this; cordon's helper
+            // has one pipeline, which enforces at least as much.
+            "--use-legacy-landlock" => {}
+            // Newer Codex passes the policy twice: the legacy JSON (`--sandbox-policy`, which
+            // this helper enforces) and a split form. The split form is checked, not ignored:
+            // what only it could say (deny entries) is refused below rather than dropped.
+            "--file-system-sandbox-policy" => split_policies.file_system = Some(value(&flag)?),
+            "--network-sandbox-policy" => split_policies.network = Some(value(&flag)?),
+            // Codex's managed-proxy routing: its own bridge protocol, which cordon does not
+            // speak. Refused by name rather than run with the network in some other state.
+            "--allow-network-for-proxy" | "--proxy-route-spec" => {
+                return Err(HelperError::Usage(format!(
+                    "{flag} (Codex's managed-proxy routing) is not supported; cordon's own \
+                     domain allow-list proxy is `network_domains` in the policy with \
+                     --proxy-socket"
+                )));
+            }
             other => return Err(HelperError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -198,6 +267,7 @@ pub fn parse_helper_args(
         .to_str()
         .ok_or_else(|| HelperError::Usage("--sandbox-policy is not valid UTF-8".into()))?;
     let sandbox_policy = SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
+    split_policies.check(&sandbox_policy)?;
     let user_view = match user_view_json {
         None => UserView::OwnEnvironment,
         Some(json) => {
@@ -218,8 +288,65 @@ pub fn parse_helper_args(
         parent_death,
         user_view,
         proxy_socket,
+        caller,
         command,
     })
+}
+
+/// Codex's split policies (`--file-system-sandbox-policy`, `--network-sandbox-policy`), passed
+/// by newer Codex next to the legacy `--sandbox-policy` that this helper enforces. They must not
+/// ask for more than the legacy one can say: deny entries, or a network setting that disagrees,
+/// are a usage error (exit 125), never silently dropped.
+#[derive(Debug, Default)]
+struct SplitPolicies {
+    file_system: Option<OsString>,
+    network: Option<OsString>,
+}
+
+impl SplitPolicies {
+    fn check(&self, legacy: &SandboxPolicy) -> Result<(), HelperError> {
+        let json = |value: &OsString, flag: &str| -> Result<serde_json::Value, HelperError> {
+            let text = value
+                .to_str()
+                .ok_or_else(|| HelperError::Usage(format!("{flag} is not valid UTF-8")))?;
+            serde_json::from_str(text)
+                .map_err(|e| HelperError::Usage(format!("{flag}: invalid JSON: {e}")))
+        };
+        if let Some(value) = &self.file_system {
+            let policy = json(value, "--file-system-sandbox-policy")?;
+            let entries = policy.get("entries").and_then(|e| e.as_array());
+            let denies = entries.into_iter().flatten().any(|entry| {
+                matches!(entry.get("access").and_then(|a| a.as_str()), Some("deny" | "none"))
+            });
+            if denies {
+                return Err(HelperError::Usage(
+                    "--file-system-sandbox-policy has deny entries, which this helper cannot \
+                     enforce from --sandbox-policy; use hidden_paths in the policy instead"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(value) = &self.network {
+            let network = json(value, "--network-sandbox-policy")?;
+            let enabled = match network.as_str() {
+                Some("enabled") => true,
+                Some("restricted") => false,
+                _ => {
+                    return Err(HelperError::Usage(format!(
+                        "--network-sandbox-policy: expected \"enabled\" or \"restricted\", got \
+                         {network}"
+                    )));
+                }
+            };
+            if enabled != legacy.has_network_access() {
+                return Err(HelperError::Usage(
+                    "--network-sandbox-policy and --sandbox-policy disagree about the network"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Builds the helper's argv (after `argv[0]`) for a command: what the orchestrator and
@@ -260,6 +387,10 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
     if let Some(socket) = &invocation.proxy_socket {
         argv.push("--proxy-socket".into());
         argv.push(socket.clone().into());
+    }
+    match invocation.caller {
+        Caller::Direct => {}
+        Caller::Cordon => argv.extend(["--caller".into(), "cordon".into()]),
     }
     argv.push("--".into());
     argv.extend(invocation.command.iter().cloned());
@@ -308,6 +439,20 @@ mod tests {
         assert_eq!(parse_helper_args(helper_argv(&parsed)).unwrap(), parsed);
         let own = HelperArgs { user_view: UserView::OwnEnvironment, ..parsed };
         assert_eq!(parse_helper_args(helper_argv(&own)).unwrap(), own);
+        let from_cordon = HelperArgs { caller: Caller::Cordon, ..own };
+        let argv = helper_argv(&from_cordon);
+        assert_eq!(Caller::of(&argv), Caller::Cordon);
+        assert_eq!(parse_helper_args(argv).unwrap(), from_cordon);
+    }
+
+    #[test]
+    fn the_caller_names_the_messages_and_only_before_the_separator() {
+        assert_eq!(Caller::of(&os(&["--caller", "cordon", "--", "ls"])), Caller::Cordon);
+        assert_eq!(Caller::of(&os(&["--caller=cordon", "--", "ls"])), Caller::Cordon);
+        assert_eq!(Caller::of(&os(&["--", "--caller", "cordon"])), Caller::Direct);
+        assert_eq!(Caller::of(&os(&["--caller", "codex", "--", "ls"])), Caller::Direct);
+        assert_eq!(Caller::Direct.message_prefix(), "codex-linux-sandbox: ");
+        assert_eq!(Caller::Cordon.message_prefix(), "cordon: sandbox: ");
     }
 
     #[test]
@@ -353,6 +498,40 @@ mod tests {
             ]),
         ] {
             assert!(parse_helper_args(bad.clone()).is_err(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn newer_codex_flags_are_accepted_checked_or_refused_by_name() {
+        let ww = r#"{"type":"workspace-write"}"#;
+        let base = |extra: &[&str]| {
+            let mut v = os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", ww]);
+            v.extend(os(extra));
+            v.extend(os(&["--", "true"]));
+            v
+        };
+        let fs_ok = r#"{"kind":"restricted","entries":[{"path":{"type":"special","value":{"kind":"root"}},"access":"read"}]}"#;
+        let fs_deny = r#"{"kind":"restricted","entries":[{"path":{"type":"path","path":"/home/u/.ssh"},"access":"deny"}]}"#;
+        for accepted in [
+            base(&["--use-legacy-landlock"]),
+            base(&[
+                "--file-system-sandbox-policy",
+                fs_ok,
+                "--network-sandbox-policy",
+                "\"restricted\"",
+            ]),
+        ] {
+            assert!(parse_helper_args(accepted.clone()).is_ok(), "refused {accepted:?}");
+        }
+        for (refused, says) in [
+            (base(&["--file-system-sandbox-policy", fs_deny]), "deny entries"),
+            (base(&["--network-sandbox-policy", "\"enabled\""]), "disagree"),
+            (base(&["--network-sandbox-policy", "\"sometimes\""]), "expected"),
+            (base(&["--allow-network-for-proxy"]), "managed-proxy"),
+            (base(&["--proxy-route-spec", "x"]), "managed-proxy"),
+        ] {
+            let error = parse_helper_args(refused.clone()).unwrap_err().to_string();
+            assert!(error.contains(says), "{refused:?}: {error}");
         }
     }
 

@@ -15,8 +15,8 @@
 //!    subreaper); the helper forks a supervisor and stays outside to forward signals and pass
 //!    on the command's status; everything below runs in the supervisor;
 //!    with a domain allow-list the namespaces include a network namespace with only loopback,
-//!    and the supervisor forks the proxy bridge into it ([`proxy_bridge`]) before confining
-//!    itself;
+//!    and the supervisor binds the proxy's port in it and hands the listening socket to
+//!    cordon's proxy ([`proxy_listener`]) before confining itself;
 //! 4. Landlock ([`landlock_rules`]), negotiated down to the kernel's ABI;
 //! 5. every capability dropped and the securebits locked ([`caps`]);
 //! 6. `no_new_privs`, then the seccomp program ([`seccomp`]);
@@ -44,13 +44,15 @@ mod containment;
 #[cfg(target_os = "linux")]
 mod cordon_home;
 #[cfg(target_os = "linux")]
+mod git_dirs;
+#[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
 mod mount_view;
 #[cfg(target_os = "linux")]
 pub mod probe;
 #[cfg(target_os = "linux")]
-mod proxy_bridge;
+mod proxy_listener;
 pub mod report;
 #[cfg(target_os = "linux")]
 mod run;
@@ -60,8 +62,9 @@ pub mod seccomp;
 mod sys;
 
 pub use args::{
-    HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, ParentDeath,
-    Strictness, UserView, helper_argv, is_helper_arg0, parse_helper_args, parse_invocation,
+    CORDON_MESSAGE_PREFIX, Caller, HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation,
+    MountViewRequirement, ParentDeath, Strictness, UserView, helper_argv, is_helper_arg0,
+    parse_helper_args, parse_invocation,
 };
 pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperError};
 

@@ -19,6 +19,7 @@ use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 
 use crate::error::HelperError;
+use crate::git_dirs::{git_dirs, submodule_pointer_files};
 use crate::sys::{self, Recursion};
 
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
@@ -54,8 +55,8 @@ pub enum NetworkNamespace {
     /// The caller's network.
     #[default]
     Shared,
-    /// A new network namespace with only loopback up: the outside is reached through the
-    /// proxy bridge alone.
+    /// A new network namespace with only loopback up: the outside is reached through cordon's
+    /// proxy alone.
     Private,
 }
 
@@ -103,30 +104,6 @@ fn unescape(field: &str) -> Vec<u8> {
     out
 }
 
-/// Where the git metadata of a writable root lives: `root/.git` when it is a directory, or the
-/// directory a `.git` pointer file names (worktrees, submodules), plus its `commondir`.
-fn git_dirs(root: &Path) -> Vec<PathBuf> {
-    let dot_git = root.join(".git");
-    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
-        return Vec::new();
-    };
-    if meta.is_dir() {
-        return vec![dot_git];
-    }
-    let Ok(text) = std::fs::read_to_string(&dot_git) else {
-        return Vec::new();
-    };
-    let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) else {
-        return Vec::new();
-    };
-    let git_dir = root.join(target.trim());
-    let mut dirs = vec![git_dir.clone()];
-    if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
-        dirs.push(git_dir.join(common.trim()));
-    }
-    dirs
-}
-
 /// Builds the plan for `policy` from the current mount table.
 pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     let roots = &policy.writable_roots;
@@ -143,6 +120,15 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         // The git dirs a `.git` pointer file names (read once per root, not once per entry).
         let pointed_git_dirs: Vec<PathBuf> =
             git_dirs(root).into_iter().filter(|d| *d != root.join(".git")).collect();
+        // A `.git` pointer file is as good as a config: rewritten to `gitdir: ./evil`, it would
+        // make the user's next git command in this checkout read a planted config. Read-only,
+        // and so are the pointer files of the submodule checkouts git recurses into.
+        if !pointed_git_dirs.is_empty() {
+            protected.push(root.join(".git"));
+        }
+        for git_dir in git_dirs(root) {
+            protected.extend(submodule_pointer_files(&git_dir));
+        }
         for entry in &policy.protected_paths {
             let entry_path = Path::new(entry);
             if entry_path.is_absolute() {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
 use crate::args::{
-    HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, Strictness, UserView,
+    Caller, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, Strictness, UserView,
     parse_invocation,
 };
 use crate::caps::{self, CapabilityDrop};
@@ -16,16 +16,27 @@ use crate::containment::{self, Containment, Exec as _, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::landlock_rules::{self, LandlockEnforcement};
 use crate::mount_view::{self, MountView, ProcView};
-use crate::proxy_bridge;
+use crate::proxy_listener;
 use crate::report::{self, Enforcement};
 use crate::seccomp::{self, Network};
 use crate::sys;
 
+/// Who called this helper, set once at start (before any fork) by [`run_main`].
+static CALLER: std::sync::OnceLock<Caller> = std::sync::OnceLock::new();
+
+/// What every message of this helper starts with (`codex-linux-sandbox: `, or `cordon:
+/// sandbox: ` when cordon called it).
+pub(crate) fn message_prefix() -> &'static str {
+    CALLER.get().copied().unwrap_or_default().message_prefix()
+}
+
 /// The helper's entry point: parses `std::env::args_os()` (after `argv[0]`), confines the
 /// process and execs the command. Never returns; on failure prints one line
-/// `codex-linux-sandbox: <what failed>: <why>` and exits with the documented code.
+/// `codex-linux-sandbox: <what failed>: <why>` (`cordon: sandbox: …` under `--caller cordon`)
+/// and exits with the documented code.
 pub fn run_main() -> ! {
     let (pid_namespace, args) = take_no_pid_namespace(std::env::args_os().skip(1).collect());
+    let _ = CALLER.set(Caller::of(&args));
     let result = match parse_invocation(args) {
         Ok(Invocation::Help) => {
             print!("{HELPER_USAGE}");
@@ -42,7 +53,7 @@ pub fn run_main() -> ! {
         Ok(never) => match never {},
         Err(error) => error,
     };
-    eprintln!("{}: {error}", crate::HELPER_ARG0);
+    eprintln!("{}{error}", message_prefix());
     std::process::exit(error.exit_code())
 }
 
@@ -122,8 +133,8 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
             ProcView::Private => Containment::PidNamespace,
             ProcView::Host(reason) => {
                 eprintln!(
-                    "{}: warning: {reason}: /proc shows the host's processes (they stay out of reach)",
-                    crate::HELPER_ARG0
+                    "{}warning: {reason}: /proc shows the host's processes (they stay out of reach)",
+                    message_prefix()
                 );
                 Containment::PidNamespace
             }
@@ -131,8 +142,8 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
         Containment::Subreaper => Containment::Subreaper,
     };
 
-    // The proxy bridge: forked before anything below confines this process, so that it can
-    // reach the proxy's socket; it lives in the command's network and PID namespaces.
+    // The proxy's listener: bound in the command's network namespace and handed to the proxy
+    // before anything below confines this process (it must reach the proxy's socket).
     let proxy_port = match (&policy.network_domains, &mount_view) {
         (None, _) => None,
         (Some(_), Err(reason)) => {
@@ -144,7 +155,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
             )));
         }
         (Some(_), Ok(())) => match &args.proxy_socket {
-            Some(socket) => Some(proxy_bridge::start(socket)?),
+            Some(socket) => Some(proxy_listener::start(socket)?),
             // No proxy to reach: the namespace has loopback only, which is network off.
             None => None,
         },
@@ -192,17 +203,17 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
     {
         // Said once per command, so no one mistakes Landlock alone for the whole sandbox.
         eprintln!(
-            "{}: warning: no mount view ({reason}): .git/hooks, .cordon and the other protected \
+            "{}warning: no mount view ({reason}): .git/hooks, .cordon and the other protected \
              paths inside the writable roots are writable and hidden paths readable; run as root \
              or allow unprivileged user namespaces, or require it with --require-mount-view \
              (config sandbox_mount_view = \"required\")",
-            crate::HELPER_ARG0
+            message_prefix()
         );
     }
     if best_effort {
         if !gaps.is_empty() {
             let list: Vec<&str> = gaps.iter().map(|g| g.what.as_str()).collect();
-            eprintln!("{}: warning: not enforced: {}", crate::HELPER_ARG0, list.join("; "));
+            eprintln!("{}warning: not enforced: {}", message_prefix(), list.join("; "));
         }
         // DESIGN §12: cordon's own state is never writable from inside a sandbox. A weaker
         // sandbox is accepted, never one that can rewrite the rules judging the next command.
@@ -233,7 +244,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
         env.push(("CORDON_SANDBOX_NETWORK_DISABLED", "1".to_owned()));
     }
     if let Some(port) = proxy_port {
-        env.extend(proxy_bridge::proxy_env(port));
+        env.extend(proxy_listener::proxy_env(port));
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     supervisor.run(prepare_exec(args, &env)?)

@@ -319,20 +319,3 @@ pub fn loopback_up() -> io::Result<()> {
     check_int(unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const request) })
         .map(drop)
 }
-
-/// Closes every file descriptor from 3 up except `keep` (the proxy bridge, which must hold
-/// neither the command's output pipes nor the supervisor's).
-pub fn close_fds_except(keep: libc::c_int) -> io::Result<()> {
-    let ranges = [(3, keep - 1), (keep + 1, libc::c_int::MAX)];
-    for (first, last) in ranges {
-        if first > last {
-            continue;
-        }
-        // SAFETY: closes descriptors only; the bridge never uses the objects that owned them
-        // (it never returns to the supervisor's code, and exits without dropping them).
-        check(unsafe {
-            libc::syscall(libc::SYS_close_range, first as libc::c_uint, last as libc::c_uint, 0)
-        })?;
-    }
-    Ok(())
-}

@@ -80,6 +80,8 @@ async def scenario_tools(session, args, out):
         if schema.get("type") != "object":
             fail(f"{tool['name']}: inputSchema type is {schema.get('type')!r}")
         for prop, spec in schema.get("properties", {}).items():
+            if spec.get("type") == "array" and spec.get("items", {}).get("type") == "string":
+                continue
             if spec.get("type") not in ("string", "integer", "boolean"):
                 fail(f"{tool['name']}.{prop}: unexpected type {spec.get('type')!r}")
         hints = tool.get("annotations", {})

@@ -129,6 +129,7 @@ if [ "${abi:-0}" = 0 ]; then
     check "$user: cordon sandbox linux (read-only) exits 125" [ "$rc" = 125 ]
     as $user "$bin/cordon" exec -a never -s workspace-write -C "$W" -- sh -c "echo x > $W/in"
     check "$user: cordon exec exits 125 naming Landlock" eval '[ "$rc" = 125 ] && has "$err" Landlock && [ ! -e "$W/in" ]'
+    check "$user: … in a line that says cordon, not codex-linux-sandbox" eval 'has "$err" "cordon: sandbox: " && ! has "$err" codex-linux-sandbox'
     as $user "$bin/codex-linux-sandbox" --sandbox-policy-cwd "$W" --sandbox-policy "$(policy_ww "$W")" -- sh -c "echo x > $W/in"
     check "$user: the helper exits 125 with one codex-linux-sandbox: line naming Landlock" \
       eval '[ "$rc" = 125 ] && [ "$(lines "$err")" = 1 ] && has "$err" "codex-linux-sandbox: " && has "$err" Landlock && [ ! -e "$W/in" ]'

@@ -26,6 +26,42 @@ fn a_symlink_named_codex_linux_sandbox_is_the_helper() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "linux 1\n");
 }
 
+/// Newer Codex passes its split policies next to the legacy one: the helper enforces the legacy
+/// policy (checked from outside: the write inside lands, the one outside does not), and refuses
+/// Codex's managed-proxy flags by name with exit 125.
+#[test]
+fn the_helper_runs_a_newer_codex_invocation_and_refuses_managed_proxy_flags() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let outside = scratch();
+    let link = dir.path().join("codex-linux-sandbox");
+    std::os::unix::fs::symlink(CORDON, &link).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let target = outside.path().join("escaped");
+    let script = format!("echo in > inside; echo out > {}", target.display());
+    let file_system = r#"{"kind":"restricted","entries":[{"path":{"type":"special","value":{"kind":"root"}},"access":"read"}]}"#;
+    let codex = |extra: &[&str]| {
+        Command::new(&link)
+            .args(["--sandbox-policy-cwd", d, "--command-cwd", d])
+            .args(["--sandbox-policy", r#"{"type":"workspace-write"}"#])
+            .args(["--file-system-sandbox-policy", file_system])
+            .args(["--network-sandbox-policy", "\"restricted\"", "--use-legacy-landlock"])
+            .args(extra)
+            .args(["--", "sh", "-c", &script])
+            .current_dir(d)
+            .output()
+            .unwrap()
+    };
+    let out = codex(&[]);
+    assert_eq!(std::fs::read_to_string(dir.path().join("inside")).unwrap(), "in\n");
+    assert!(!target.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(dir.path().join("inside")).unwrap();
+    let out = codex(&["--allow-network-for-proxy"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("managed-proxy"));
+    assert!(!dir.path().join("inside").exists());
+}
+
 #[test]
 fn doctor_reports_the_kernel_and_every_mode() {
     let run = cordon(&["doctor", "--json"]);

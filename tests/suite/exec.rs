@@ -182,7 +182,7 @@ fn rules_forbid_prompt_persist_and_workspace_allows_are_ignored() {
 }
 
 #[test]
-fn on_request_and_never_do_not_retry_or_ask() {
+fn on_request_and_never_without_a_terminal_do_not_retry_or_ask() {
     require_sandbox!(1);
     let e = env();
     let target = e.outside.path().join("nope");
@@ -199,6 +199,32 @@ fn on_request_and_never_do_not_retry_or_ask() {
         assert!(!run.stderr.contains("approval needed"), "{policy}: {}", run.stderr);
         assert!(!target.exists());
     }
+}
+
+/// From a terminal, the person who typed the command is the requester: `on-request` asks after a
+/// denial (issue 17) and retries only on yes; `never` still does not ask.
+#[test]
+fn on_request_from_a_terminal_asks_after_a_denial_and_never_does_not() {
+    require_sandbox!(1);
+    let e = env();
+    let target = e.outside.path().join("written");
+    let script = format!("echo x > {}", target.display());
+    let args = ["-a", "on-request", "--", "sh", "-c", script.as_str()];
+
+    let (transcript, code) = exec_on_terminal(e.home.path(), e.work.path(), &args, &["n"]);
+    assert_ne!(code, 0, "{transcript}");
+    assert!(transcript.contains("WITHOUT the sandbox"), "{transcript}");
+    assert!(!target.exists(), "retried after a no: {transcript}");
+
+    let never = ["-a", "never", "--", "sh", "-c", script.as_str()];
+    let (transcript, code) = exec_on_terminal(e.home.path(), e.work.path(), &never, &["y"]);
+    assert_ne!(code, 0, "{transcript}");
+    assert!(!transcript.contains("approval needed"), "never asked: {transcript}");
+    assert!(!target.exists(), "{transcript}");
+
+    let (transcript, code) = exec_on_terminal(e.home.path(), e.work.path(), &args, &["y"]);
+    assert_eq!(code, 0, "{transcript}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
 }
 
 #[test]

@@ -23,12 +23,18 @@ pub(super) struct Executor {
 
 impl Executor {
     pub(super) fn start(extra: &[&str]) -> Executor {
+        Executor::start_with_env(extra, &[])
+    }
+
+    /// [`Executor::start`] with extra environment variables for the executor.
+    pub(super) fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Executor {
         let home = scratch();
         let work = scratch();
         let mut child = Command::new(CORDON)
             .arg("executor")
             .args(["-C", work.path().to_str().unwrap()])
             .args(extra)
+            .envs(env.iter().copied())
             .env("CORDON_HOME", home.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -134,6 +134,67 @@ fn git_metadata_is_protected_while_git_keeps_working() {
     }
 }
 
+/// Issue 16 §5: every place git reads code-running config from stays read-only — the git dirs
+/// of submodules (`.git/modules`, whose configs run at the next `git status` in the
+/// superproject), the `.git` pointer files of submodule checkouts and linked worktrees (which
+/// could be pointed at a planted git dir) — while `git commit` keeps working.
+#[test]
+fn submodule_configs_and_git_pointer_files_are_protected_and_commit_still_works() {
+    require_mount_view!();
+    for user in USERS {
+        let scratch_dir = scratch();
+        let upstream = scratch_dir.path().join("upstream");
+        let r = &scratch_dir.path().join("super");
+        for repo in [&upstream, r] {
+            std::fs::create_dir_all(repo).unwrap();
+            git(repo, &["init", "-q"]);
+            git(repo, &["config", "user.email", "t@example.invalid"]);
+            git(repo, &["config", "user.name", "t"]);
+        }
+        std::fs::write(upstream.join("lib.txt"), "lib\n").unwrap();
+        git(&upstream, &["add", "lib.txt"]);
+        git(&upstream, &["commit", "-qm", "lib"]);
+        let url = upstream.to_str().unwrap();
+        git(r, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", url, "sub"]);
+        git(r, &["commit", "-qm", "add sub"]);
+        // A linked worktree of the submodule's upstream: its `.git` is a pointer file too.
+        let linked = scratch_dir.path().join("linked");
+        git(&upstream, &["worktree", "add", "-q", linked.to_str().unwrap()]);
+        std::fs::write(r.join("file.txt"), "content\n").unwrap();
+        if user == User::Nobody {
+            chown_nobody(scratch_dir.path());
+        }
+        let module_config = r.join(".git/modules/sub/config");
+        let before = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let (config0, pointer0, linked0) =
+            (before(&module_config), before(&r.join("sub/.git")), before(&linked.join(".git")));
+        let script = "git -C sub config core.fsmonitor 'touch /tmp/pwned' && echo sub-config; \
+                      echo x > .git/modules/sub/hooks/pre-commit && echo sub-hook; \
+                      mkdir -p .git/modules/new && echo new-module; \
+                      echo 'gitdir: ../evil' > sub/.git && echo sub-pointer; \
+                      git add file.txt && git commit -qm x && echo committed";
+        let run = sandbox_sh(user, &["--full-auto"], r, script);
+        let out = format!("{user:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("committed"), "{out}");
+        for marker in ["sub-config", "sub-hook", "new-module", "sub-pointer"] {
+            assert!(!run.stdout.contains(marker), "{marker} {out}");
+        }
+        assert_eq!(before(&module_config), config0, "{user:?}");
+        assert_eq!(before(&r.join("sub/.git")), pointer0, "{user:?}");
+        assert!(!r.join(".git/modules/sub/hooks/pre-commit").exists(), "{user:?}");
+        assert!(!r.join(".git/modules/new").exists(), "{user:?}");
+        let linked_dir = linked.to_str().unwrap();
+        let run = sandbox_sh(
+            user,
+            &["--full-auto"],
+            &linked,
+            "echo 'gitdir: /tmp/evil' > .git && echo linked-pointer",
+        );
+        assert!(!run.stdout.contains("linked-pointer"), "{user:?} {linked_dir}: {}", run.stdout);
+        assert_eq!(before(&linked.join(".git")), linked0, "{user:?}");
+    }
+}
+
 #[test]
 fn hidden_paths_are_empty_and_unhide_restores_them() {
     require_mount_view!();

@@ -209,6 +209,70 @@ fn the_inherited_terminal_and_new_ptys_work() {
 }
 
 /// `cordon exec` on a terminal: the command reads it and Ctrl-C reaches it.
+/// Issue 16: a sandboxed command handed the user's terminal cannot push keystrokes into it
+/// (TIOCSTI on stdin or on /dev/tty) for the shell that reads it after cordon exits. The
+/// unsandboxed control run shows, as root, that the probe would see an injection.
+#[test]
+fn a_sandboxed_command_cannot_inject_keystrokes_into_the_terminal_it_was_given() {
+    require_sandbox!(1);
+    let inject = r#"
+import fcntl, os, termios
+for fd in (0, os.open("/dev/tty", os.O_RDWR)):
+    try:
+        for c in b"echo INJECTED\n":
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))
+        print("injected via", fd)
+    except OSError as e:
+        print("refused", fd, e.errno)
+"#;
+    let dir = scratch();
+    let run = |user: User, mode: &str| {
+        let cordon = cordon_for(user);
+        let script = format!(
+            "{cordon} exec -a never -s {mode} -- {py} -c '{code}'; echo status=$?; read line; echo \"got:[$line]\"",
+            cordon = cordon.display(),
+            py = python(),
+            code = inject.replace('\'', "'\\''"),
+        );
+        let mut argv: Vec<String> = Vec::new();
+        if user == User::Nobody {
+            argv.extend(
+                ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                    .map(String::from),
+            );
+        }
+        argv.extend(["/bin/sh".to_owned(), "-c".to_owned(), script]);
+        let home = dir.path().join(format!("home-{user:?}"));
+        std::fs::create_dir_all(&home).unwrap();
+        chown_nobody(&home);
+        let out = Command::new(python())
+            .arg(helper_program("pty_type.py"))
+            .arg("typed\\n")
+            .args(&argv)
+            .current_dir(dir.path())
+            .env("CORDON_HOME", &home)
+            .env("HOME", &home)
+            .env("PTY_TYPE_AFTER", "status=")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for user in USERS {
+        let transcript = run(user, "workspace-write");
+        assert!(transcript.contains("got:[typed]"), "{user:?}: {transcript}");
+        assert!(!transcript.contains("injected via"), "{user:?}: {transcript}");
+        assert!(!transcript.contains("got:[echo INJECTED]"), "{user:?}: {transcript}");
+    }
+    if is_root() {
+        let control = run(User::Root, "danger-full-access");
+        assert!(
+            control.contains("got:[echo INJECTED]"),
+            "the probe cannot see an injection: {control}"
+        );
+    }
+}
+
 #[test]
 fn a_terminal_on_stdin_goes_to_the_command_and_comes_back() {
     require_sandbox!(1);

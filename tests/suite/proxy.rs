@@ -39,6 +39,12 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap().lines().map(str::to_owned).collect()
     }
 
+    /// `cordon executor <flags>` with the resolver override.
+    fn executor(&self, flags: &[&str]) -> super::executor::Executor {
+        let resolve = self.resolve();
+        super::executor::Executor::start_with_env(flags, &[("CORDON_TEST_RESOLVE", &resolve)])
+    }
+
     fn resolve(&self) -> String {
         format!("allowed.test=127.0.0.1:{0},denied.test=127.0.0.1:{0}", self.port)
     }
@@ -89,6 +95,45 @@ fn curl_and_urllib_reach_an_allowed_host_through_the_proxy() {
     run.assert_ok();
     assert_eq!(run.stdout.matches("hello from the loopback server").count(), 3, "{}", run.stdout);
     assert_eq!(server.requests(), ["/curl-plain", "/curl-connect", "/urllib"]);
+}
+
+/// As an unprivileged user the mount view's namespaces come from a user namespace: the
+/// listener the helper hands over belongs to a network namespace that user namespace owns, and
+/// the proxy (outside, the same user) serves it the same.
+#[test]
+fn an_unprivileged_user_gets_the_same_proxy() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let home = scratch();
+    chown_nobody(home.path());
+    let script = "curl -sS --fail http://allowed.test/nobody; curl -sS http://denied.test/no";
+    let dir = root.path().to_str().unwrap();
+    let mut command = cordon_command(
+        User::Nobody,
+        &[
+            "exec",
+            "-a",
+            "never",
+            "--allow-domain",
+            "allowed.test",
+            "-C",
+            dir,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    command
+        .env("CORDON_TEST_RESOLVE", server.resolve())
+        .env("CORDON_HOME", home.path().join(".cordon"))
+        .env("HOME", home.path());
+    let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(run.stdout.contains("hello from the loopback server"), "{}", run.stdout);
+    assert!(run.stdout.contains("no rule of the network allow-list matches denied.test:80"));
+    assert_eq!(server.requests(), ["/nobody"]);
 }
 
 #[test]
@@ -208,8 +253,11 @@ fn an_allowed_name_resolving_to_loopback_is_refused_unless_mapped_for_tests() {
     assert_eq!(server.requests(), ["/named"]);
 }
 
+/// Issue 19's robustness bar: garbage, a thousand slowloris clients holding connections open
+/// mid-header, and a hundred concurrent requests; the proxy keeps serving real requests
+/// through all of it.
 #[test]
-fn garbage_and_many_concurrent_connections_leave_the_proxy_serving() {
+fn garbage_slowloris_and_a_thousand_connections_leave_the_proxy_serving() {
     require_network_namespace!();
     let server = Server::start();
     let root = scratch();
@@ -218,6 +266,14 @@ import os, socket, threading, urllib.request
 port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
 s = socket.create_connection(("127.0.0.1", port)); s.sendall(b"\x00\xff NOT HTTP\r\n\r\n")
 print("garbage answer", s.recv(64)[:12])
+held = []
+for i in range(1000):
+    c = socket.create_connection(("127.0.0.1", port))
+    c.sendall(b"GET http://allowed.test/slow HTTP/1.1\r\nHost: allowed.test\r\nX-Slow: ")
+    held.append(c)
+print("held", len(held))
+during = [urllib.request.urlopen("http://allowed.test/during", timeout=60).status for _ in range(5)]
+print("during", during.count(200))
 results = []
 def one(i):
     try:
@@ -230,23 +286,72 @@ print("ok", results.count(200), len(results))
 print(urllib.request.urlopen("http://allowed.test/after").status)
 "#;
     let script = format!("{} -c '{}'", python(), code.replace('\'', "'\\''"));
-    let run = exec_sh(&server, &["--allow-domain", "allowed.test"], root.path(), &script);
+    // The usual soft limit of open files (1024), which a thousand connections through the
+    // proxy (two descriptors each) would exceed unless cordon raises it.
+    let dir = root.path().to_str().unwrap();
+    let run: Run = Command::new("prlimit")
+        .arg("--nofile=1024:")
+        .args([CORDON, "exec", "-a", "never", "--allow-domain", "allowed.test", "-C", dir])
+        .args(["--", "sh", "-c", &script])
+        .env("CORDON_TEST_RESOLVE", server.resolve())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into();
     run.assert_ok();
     assert!(run.stdout.contains("garbage answer b'HTTP/1.1 400'"), "{}", run.stdout);
+    assert!(run.stdout.contains("held 1000\nduring 5\n"), "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("ok 100 100"), "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.trim_end().ends_with("200"), "{}", run.stdout);
 }
 
 #[test]
-fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
+fn socks5_on_all_proxy_goes_through_the_same_list() {
     require_network_namespace!();
     let server = Server::start();
     let root = scratch();
-    // `cordon sandbox` execs the helper and runs no proxy: loopback only, network "off".
+    // curl speaks SOCKS5 to $ALL_PROXY (socks5h: the proxy resolves the name).
     let script = format!(
-        "echo net=$CORDON_SANDBOX_NETWORK_DISABLED; curl -sS --noproxy '*' -m 5 http://127.0.0.1:{}/x; echo rc=$?",
-        server.port
+        "echo all=$ALL_PROXY; curl -sS --fail -x \"$ALL_PROXY\" http://allowed.test:{port}/socks; \
+         curl -sS -x \"$ALL_PROXY\" http://denied.test:{port}/no; echo denied=$?; \
+         curl -sS --noproxy '' -x \"$ALL_PROXY\" http://127.0.0.1:{port}/direct; echo loopback=$?",
+        port = server.port
     );
+    let run = exec_sh(&server, &["--json", "--allow-domain", "allowed.test"], root.path(), &script);
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let stdout = document["attempts"][0]["stdout"]["text"].as_str().unwrap_or_default();
+    assert!(stdout.contains("all=socks5h://127.0.0.1:"), "{document}");
+    assert!(stdout.contains("hello from the loopback server"), "{document}");
+    // curl's exit 97: the SOCKS5 proxy refused the connection.
+    assert!(stdout.contains("denied=97") && stdout.contains("loopback=97"), "{document}");
+    assert_eq!(server.requests(), ["/socks"]);
+    let connections = document["attempts"][0]["network"]["connections"].as_array().unwrap();
+    let summary: Vec<(String, bool)> = connections
+        .iter()
+        .map(|c| {
+            (
+                format!("{} {}", c["method"].as_str().unwrap(), c["host"].as_str().unwrap()),
+                c["allowed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("SOCKS5 allowed.test".to_owned(), true),
+            ("SOCKS5 denied.test".to_owned(), false),
+            ("SOCKS5 127.0.0.1".to_owned(), false),
+        ]
+    );
+}
+
+#[test]
+fn cordon_sandbox_with_a_domain_list_runs_the_proxy_too() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    let script =
+        "curl -sS --fail http://allowed.test/sandbox; curl -sS http://denied.test/no; echo";
     let dir = root.path().to_str().unwrap();
     let mut command = cordon_command(
         User::Root,
@@ -262,11 +367,100 @@ fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
             "--",
             "sh",
             "-c",
-            &script,
+            script,
         ],
     );
     command.env("CORDON_TEST_RESOLVE", server.resolve());
     let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(run.stdout.contains("hello from the loopback server"), "{}", run.stdout);
+    assert!(run.stdout.contains("no rule of the network allow-list matches denied.test:80"));
+    assert!(
+        run.stderr.contains("cordon: the network allow-list refused denied.test:80"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests(), ["/sandbox"]);
+}
+
+#[test]
+fn executor_sessions_get_a_proxy_that_lives_as_long_as_the_session() {
+    require_network_namespace!();
+    let server = Server::start();
+    let mut ex = server.executor(&["-s", "workspace-write", "--allow-domain", "allowed.test"]);
+    let text = ex.text(
+        "exec_command",
+        serde_json::json!({"cmd": "curl -sS http://allowed.test/one; curl -sS http://denied.test/two", "login": false}),
+    );
+    assert!(text.contains("hello from the loopback server"), "{text}");
+    assert!(
+        text.contains(
+            "Network: the allow-list refused denied.test:80; allow a host with --allow-domain"
+        ),
+        "{text}"
+    );
+    // A terminal session: the proxy still serves the command typed later.
+    let text = ex.text(
+        "exec_command",
+        serde_json::json!({"cmd": "sh", "login": false, "tty": true, "yield_time_ms": 500}),
+    );
+    let id = super::executor::session_id(&text).unwrap_or_else(|| panic!("{text}"));
+    let text = ex.text(
+        "write_stdin",
+        serde_json::json!({"session_id": id, "chars": "curl -sS http://allowed.test/later; echo fin''ished\n", "yield_time_ms": 5000}),
+    );
+    let mut all = text;
+    let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(10));
+    while !all.contains("finished") && std::time::Instant::now() < deadline {
+        all.push_str(
+            &ex.text("write_stdin", serde_json::json!({"session_id": id, "yield_time_ms": 1000})),
+        );
+    }
+    assert!(all.contains("hello from the loopback server"), "{all}");
+    assert_eq!(server.requests(), ["/one", "/later"]);
+}
+
+/// A call's `allowed_domains` only narrows: under the executor's list both apply; with the
+/// network fully on it becomes the list; with no network it is refused.
+#[test]
+fn an_executor_call_can_narrow_the_network_but_never_widen_it() {
+    require_network_namespace!();
+    let server = Server::start();
+    let both = "curl -sS http://allowed.test/a; echo; curl -sS http://denied.test/b";
+    let call =
+        serde_json::json!({"cmd": both, "login": false, "allowed_domains": ["allowed.test"]});
+
+    let mut ex = server.executor(&["-s", "workspace-write", "--allow-domain", "*.test"]);
+    let text = ex.text("exec_command", call.clone());
+    assert!(text.contains("hello from the loopback server"), "{text}");
+    assert!(text.contains("denied.test:80 is not among this call's allowed_domains"), "{text}");
+
+    let mut ex = server.executor(&["-s", "workspace-write", "--network"]);
+    let text = ex.text("exec_command", call.clone());
+    assert!(text.contains("hello from the loopback server"), "{text}");
+    assert!(text.contains("no rule of the network allow-list matches denied.test:80"), "{text}");
+
+    let mut ex = server.executor(&["-s", "workspace-write"]);
+    let response = ex.call("exec_command", call);
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
+    let message = response["outcome"]["message"].as_str().unwrap();
+    assert!(message.contains("cannot widen"), "{message}");
+    assert_eq!(server.requests(), ["/a", "/a"]);
+}
+
+#[test]
+fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    // A policy with a domain list but no --proxy-socket (a direct, Codex-style call): the
+    // command gets its own network namespace and nothing to reach through it.
+    let script = format!(
+        "echo net=$CORDON_SANDBOX_NETWORK_DISABLED; curl -sS --noproxy '*' -m 5 http://127.0.0.1:{}/x; echo rc=$?",
+        server.port
+    );
+    let policy = r#"{"type":"workspace-write","network_domains":{"allow":["allowed.test"]}}"#;
+    let run = helper(policy, root.path(), &["sh", "-c", &script]);
     run.assert_ok();
     assert!(run.stdout.contains("net=1") && run.stdout.contains("rc=7"), "{}", run.stdout);
     assert!(server.requests().is_empty());

@@ -513,6 +513,9 @@ fn without_landlock_exec_says_why_and_never_offers_an_unsandboxed_run() {
             assert!(run.stderr.contains(says), "{policy}: {}", run.stderr);
             assert!(!run.stderr.contains("blocked"), "{}", run.stderr);
             assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+            // The user ran `cordon`: the message carries that name, not the helper's.
+            assert!(run.stderr.starts_with("cordon: "), "{}", run.stderr);
+            assert!(!run.stderr.contains("codex-linux-sandbox"), "{}", run.stderr);
             assert!(!e.work.path().join("h").exists());
         }
         let run = cordon_under(&deny, e.work.path(), e.home.path(), &["doctor", "--json"]);

@@ -133,7 +133,7 @@ pub enum User {
 pub const USERS: [User; 2] = [User::Root, User::Nobody];
 
 /// A copy of the binary that uid 65534 can execute (the build tree may sit under a 0700 home).
-fn cordon_for(user: User) -> PathBuf {
+pub fn cordon_for(user: User) -> PathBuf {
     static COPY: OnceLock<PathBuf> = OnceLock::new();
     match user {
         User::Root => PathBuf::from(CORDON),

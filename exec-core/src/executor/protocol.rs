@@ -196,7 +196,8 @@ pub fn tools() -> Vec<Tool> {
                     "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for output (default 10000, clamped to 250..30000)."},
                     "max_output_tokens": {"type": "integer", "minimum": 0, "description": "Output budget in tokens of 4 bytes (default 10000)."},
                     "sandbox_permissions": {"type": "string", "enum": ["use_default", "require_escalated"]},
-                    "justification": {"type": "string", "description": "Why escalation is needed."}
+                    "justification": {"type": "string", "description": "Why escalation is needed."},
+                    "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Narrow this command's network to these destinations (host, *.suffix, optional :port). Only narrows: the executor's own allow-list still applies, and an executor without network refuses it."}
                 },
                 "required": ["cmd"],
                 "additionalProperties": false

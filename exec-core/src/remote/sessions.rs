@@ -53,7 +53,13 @@ impl RemoteSessions {
             Some(dir) => self.defaults.cwd.join(dir),
             None => self.defaults.cwd.clone(),
         };
-        let request = session_request(&args, &self.defaults, cwd);
+        let (request, narrowed_by) =
+            session_request(&args, &self.defaults, cwd).map_err(|e| e.to_string())?;
+        if narrowed_by.is_some() || request.sandbox_policy.network_domains().is_some() {
+            return Err("allowed_domains: network by domain is not available on another machine \
+                        yet (its proxy would have to run there)"
+                .to_owned());
+        }
         let mut approvals = Vec::new();
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {

@@ -22,10 +22,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordon_policies::{AskForApproval, Escalation, SandboxPolicy};
+use cordon_policies::{
+    AskForApproval, DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy,
+};
 use serde::Deserialize;
 
 use crate::launch::{LaunchPlan, SandboxKind, SandboxSetupError, plan_launch};
+use crate::network_proxy::{NetworkProxy, ProxyError, ProxySettings};
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
 use crate::request::ExecRequest;
 use crate::spawn::{OutputMode, StdinMode};
@@ -76,6 +79,8 @@ pub(super) struct Start {
     pub tty: bool,
     pub yield_time_ms: Option<u64>,
     pub max_output_tokens: Option<usize>,
+    /// With a domain allow-list: the session's own proxy, alive as long as the session.
+    pub proxy: Option<NetworkProxy>,
 }
 
 /// When a call started, how long it may wait and how much it may return.
@@ -99,6 +104,9 @@ pub struct ExecCommandArgs {
     pub max_output_tokens: Option<usize>,
     pub sandbox_permissions: Option<SandboxPermissions>,
     pub justification: Option<String>,
+    /// Narrows the network of this one command (issue 19): a destination must pass the
+    /// executor's list and this one.
+    pub allowed_domains: Option<Vec<String>>,
 }
 
 /// `sandbox_permissions`.
@@ -135,12 +143,16 @@ pub enum SessionError {
     TooManySessions,
     #[error("session {0} runs on pipes, not a terminal: it has no stdin to write to")]
     NotATerminal(u32),
+    #[error("allowed_domains only narrows the network of a sandboxed command: {0}")]
+    NetworkNotNarrowable(&'static str),
     #[error("cannot use workdir {}: {source}", .path.display())]
     Workdir { path: PathBuf, source: std::io::Error },
     #[error("the working directory {} is not absolute (the resolved form needs one)", .0.display())]
     RelativeCwd(PathBuf),
     #[error(transparent)]
     Setup(#[from] SandboxSetupError),
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
     #[error("cannot start the session: {0}")]
     Spawn(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot write to session {id}: {source}")]
@@ -159,6 +171,10 @@ pub struct SessionDefaults {
 
 struct Entry {
     session: Arc<SessionProcess>,
+    /// With a domain allow-list: the session's own proxy, alive as long as the session.
+    proxy: Option<NetworkProxy>,
+    /// How many of the proxy's refusals earlier results already reported.
+    refusals_reported: usize,
     /// What the session runs, for listings.
     about: listing::About,
     last_used: u64,
@@ -251,7 +267,7 @@ impl SessionManager {
                 source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
             });
         }
-        let request = session_request(&args, &self.defaults, cwd);
+        let (request, narrowed_by) = session_request(&args, &self.defaults, cwd)?;
         let mut approvals = Vec::new();
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {
@@ -259,13 +275,26 @@ impl SessionManager {
             Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
         let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
-        let spec = plan_launch(&request.launch(kind), self.orchestrator.helper())?;
+        // A domain allow-list gets a proxy of its own for as long as the session lives (only
+        // the Linux helper can hand it the command's port; elsewhere the list means no network, see `launch`).
+        let proxy = match (kind, request.sandbox_policy.network_domains()) {
+            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
+                rules: rules.clone(),
+                narrowed_by,
+                test_resolve: self.orchestrator.helper().proxy_test_resolve.clone(),
+            })?),
+            _ => None,
+        };
+        let mut launch = request.launch(kind);
+        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
+        let spec = plan_launch(&launch, self.orchestrator.helper())?;
         let start = Start {
             started,
             cmd: args.cmd,
             tty: args.tty.unwrap_or(false),
             yield_time_ms: args.yield_time_ms,
             max_output_tokens: args.max_output_tokens,
+            proxy,
         };
         Ok(self.start_session(spec, start).await?.text)
     }
@@ -276,7 +305,7 @@ impl SessionManager {
         mut spec: LaunchPlan,
         start: Start,
     ) -> Result<Report, SessionError> {
-        let Start { started, cmd, tty, yield_time_ms, max_output_tokens } = start;
+        let Start { started, cmd, tty, yield_time_ms, max_output_tokens, proxy } = start;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
                 spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
@@ -291,7 +320,7 @@ impl SessionManager {
             SessionProcess::spawn_pipes(&spec)?
         });
         let about = listing::About { cmd, tty, started: Instant::now() };
-        let id = self.register(Arc::clone(&session), about);
+        let id = self.register(Arc::clone(&session), about, proxy);
         let _busy = Busy { manager: self, id };
         let abandoned = listing::KillIfAbandoned::new(self, id);
         let yield_for =
@@ -370,6 +399,7 @@ impl SessionManager {
             session.wait_for_output((deadline - now).min(Duration::from_millis(5))).await;
         }
         let (output, original_bytes) = session.take_output();
+        let refusals = self.new_refusals(id);
         let state = match session.exit_code() {
             Some(code) if session.exit_settled(EXIT_DRAIN) => {
                 self.table().sessions.remove(&id);
@@ -383,6 +413,8 @@ impl SessionManager {
             Collected { text: &output, original_bytes },
             max_tokens,
         );
+        let text =
+            if refusals.is_empty() { text } else { text.replacen("Output:\n", &refusals, 1) };
         Report { state, output: truncate_middle(&output, max_tokens).0, text }
     }
 
@@ -403,13 +435,30 @@ impl SessionManager {
     }
 
     /// Adds a new session, busy with the call that started it.
-    fn register(&self, session: Arc<SessionProcess>, about: listing::About) -> u32 {
+    fn register(
+        &self,
+        session: Arc<SessionProcess>,
+        about: listing::About,
+        proxy: Option<NetworkProxy>,
+    ) -> u32 {
         let mut table = self.table();
         table.next_id += 1;
         table.clock += 1;
         let (id, last_used) = (table.next_id, table.clock);
-        table.sessions.insert(id, Entry { session, about, last_used, busy: 1 });
+        let entry = Entry { session, proxy, refusals_reported: 0, about, last_used, busy: 1 };
+        table.sessions.insert(id, entry);
         id
+    }
+
+    /// The proxy's refusals not reported yet, as one line for the result (empty when none).
+    fn new_refusals(&self, id: u32) -> String {
+        let mut table = self.table();
+        let Some(entry) = table.sessions.get_mut(&id) else { return String::new() };
+        let Some(proxy) = &entry.proxy else { return String::new() };
+        let refusals = proxy.refusals();
+        let new = refusals.get(entry.refusals_reported..).unwrap_or_default();
+        entry.refusals_reported = refusals.len();
+        refusals_line(new)
     }
 
     /// The session, marked used now and busy (release with a [`Busy`] guard).
@@ -451,12 +500,13 @@ impl SessionManager {
 
 /// The request an `exec_command` call makes: `[shell, -lc|-c, cmd]` in `cwd`, with the
 /// session environment, under the executor's policy (the writable roots stay those of
-/// `defaults.cwd`). Shared by local sessions and remote ones ([`crate::remote`]).
+/// `defaults.cwd`; a call's `allowed_domains` only narrows the network), and the list that
+/// narrows its proxy. Shared by local sessions and remote ones ([`crate::remote`]).
 pub(crate) fn session_request(
     args: &ExecCommandArgs,
     defaults: &SessionDefaults,
     cwd: PathBuf,
-) -> ExecRequest {
+) -> Result<(ExecRequest, Option<DomainRules>), SessionError> {
     let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
     let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
     let mut env = defaults.env.clone();
@@ -468,18 +518,82 @@ pub(crate) fn session_request(
         }
         Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
     };
-    ExecRequest {
+    let (sandbox_policy, narrowed_by) =
+        narrow_network(&defaults.sandbox_policy, args.allowed_domains.as_deref(), &escalation)?;
+    let request = ExecRequest {
         command: vec![shell, flag.to_owned(), args.cmd.clone()],
         cwd,
         policy_cwd: defaults.cwd.clone(),
-        sandbox_policy: defaults.sandbox_policy.clone(),
+        sandbox_policy,
         approval: defaults.approval,
         escalation,
+        // A harness asks for escalation itself (`require_escalated`).
+        requester: Requester::Program,
         timeout: None,
         env,
         stdin: StdinMode::Null,
         output: OutputMode::Capture,
+    };
+    Ok((request, narrowed_by))
+}
+
+/// The policy one call runs under, and the list that narrows its proxy, for a call's
+/// `allowed_domains`: under a domain list both apply; with the network fully on the call's
+/// list becomes the list; with no network, no sandbox or an escalation it is refused (it would
+/// widen what the command may reach, or there is no sandbox to narrow).
+fn narrow_network(
+    policy: &SandboxPolicy,
+    allowed: Option<&[String]>,
+    escalation: &Escalation,
+) -> Result<(SandboxPolicy, Option<DomainRules>), SessionError> {
+    let Some(allowed) = allowed else { return Ok((policy.clone(), None)) };
+    let call = DomainRules { allow: allowed.to_vec(), deny: Vec::new() };
+    DomainMatcher::new(&call).map_err(|e| SessionError::Proxy(ProxyError::Pattern(e)))?;
+    if matches!(escalation, Escalation::RequireEscalated { .. }) {
+        return Err(SessionError::NetworkNotNarrowable(
+            "an escalated command runs without the sandbox; ask for one or the other",
+        ));
     }
+    match policy {
+        SandboxPolicy::WorkspaceWrite(ww) if ww.network_domains.is_some() => {
+            Ok((policy.clone(), Some(call)))
+        }
+        SandboxPolicy::WorkspaceWrite(ww) if ww.network_access => {
+            let mut narrowed = ww.clone();
+            narrowed.network_domains = Some(call);
+            Ok((SandboxPolicy::WorkspaceWrite(narrowed), None))
+        }
+        SandboxPolicy::WorkspaceWrite(_) | SandboxPolicy::ReadOnly { .. } => {
+            Err(SessionError::NetworkNotNarrowable(
+                "this executor runs commands without network, and a call cannot widen that \
+                 (start it with --allow-domain or --network)",
+            ))
+        }
+        SandboxPolicy::DangerFullAccess {} => Err(SessionError::NetworkNotNarrowable(
+            "this executor runs commands without a sandbox (danger-full-access)",
+        )),
+    }
+}
+
+/// `Network: the allow-list refused HOST:PORT, …` and the knob, then `Output:` (it replaces
+/// the result's `Output:` line); empty for no refusals. Host names come from the command:
+/// rendered, never raw.
+fn refusals_line(refused: &[crate::network_proxy::ConnectionRecord]) -> String {
+    let mut hosts: Vec<String> = Vec::new();
+    for record in refused {
+        let host = format!("{}:{}", record.host, record.port);
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    if hosts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Network: the allow-list refused {}; allow a host with --allow-domain HOST (config \
+         network.allow)\nOutput:\n",
+        cordon_policies::render_text(&hosts.join(", ")).text
+    )
 }
 
 /// How long sessions get between SIGHUP and SIGKILL at shutdown.

@@ -54,6 +54,9 @@ impl SessionManager {
             tty: exec.tty,
             yield_time_ms: exec.yield_time_ms,
             max_output_tokens: exec.max_output_tokens,
+            // No proxy over there yet: a policy with a domain list runs without network
+            // (fail closed), as `launch` does for any plan without a proxy socket.
+            proxy: None,
         };
         self.start_session(spec, start).await
     }

@@ -80,7 +80,7 @@ pub(super) fn helper_waits(
     let supervisor_status = match status {
         Ok(status) => status.map_or(0, |(_, status)| status),
         Err(error) => {
-            eprintln!("{}: waiting for the sandboxed command: {error}", crate::HELPER_ARG0);
+            eprintln!("{}waiting for the sandboxed command: {error}", crate::run::message_prefix());
             std::process::exit(crate::EXIT_SETUP_FAILED)
         }
     };

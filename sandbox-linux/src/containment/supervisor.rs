@@ -210,7 +210,7 @@ impl Supervisor {
 }
 
 fn fail(error: HelperError) -> ! {
-    eprintln!("{}: {error}", crate::HELPER_ARG0);
+    eprintln!("{}{error}", crate::run::message_prefix());
     std::process::exit(error.exit_code())
 }
 

@@ -1,12 +1,13 @@
 //! The network allow-list proxy (issue 19): what a command with a domain allow-list reaches the
 //! outside through.
 //!
-//! The command runs in a network namespace with only loopback; the Linux helper bridges
-//! `127.0.0.1:PORT` inside it to this proxy's UNIX socket, and points `HTTP_PROXY`,
-//! `HTTPS_PROXY` and `ALL_PROXY` at it. The proxy speaks HTTP/1.1 (hyper): `CONNECT host:port`
-//! for HTTPS and anything tunnelled, and absolute-form requests (`GET http://host/path`) for
-//! plain HTTP, which it forwards on a fresh upstream connection per request. For each
-//! destination it:
+//! The command runs in a network namespace with only loopback; the Linux helper binds
+//! `127.0.0.1:PORT` inside it and hands the listening socket to this proxy over its UNIX
+//! socket, then points `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` at the port. The proxy
+//! speaks HTTP/1.1 (hyper, [`http`]): `CONNECT host:port` for HTTPS and anything tunnelled,
+//! and absolute-form requests (`GET http://host/path`) for plain HTTP, which it forwards on a
+//! fresh upstream connection per request; and SOCKS5 `CONNECT` ([`socks`]) on the same port.
+//! For each destination it:
 //! 1. checks the host and port against the allow/deny list (deny wins);
 //! 2. resolves the name itself (the namespace has no DNS), and refuses a name that resolves to
 //!    a loopback, private, link-local or otherwise internal address unless an allow pattern
@@ -20,8 +21,11 @@
 //! owns it) and never takes the runtime down: a client sending garbage gets a 400 from hyper
 //! and is dropped.
 
-use std::convert::Infallible;
+mod http;
+mod socks;
+
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,12 +34,11 @@ use cordon_policies::{
     DomainDecision, DomainMatcher, DomainPatternError, DomainRules, is_internal_address,
     normalize_host,
 };
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::StatusCode;
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, getsockopt, recvmsg, sockopt};
 use serde::Serialize;
-use tokio::net::{TcpStream, UnixListener};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
 /// How long name resolution and the upstream connect may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
@@ -44,6 +47,8 @@ const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProxySettings {
     pub rules: DomainRules,
+    /// A second list every destination must pass too (an executor call's `allowed_domains`).
+    pub narrowed_by: Option<DomainRules>,
     /// TEST ONLY (`CORDON_TEST_RESOLVE`): host names answered with these addresses instead of
     /// DNS, so the suite never leaves the machine. Only these names may reach an internal
     /// (loopback) address without an allow pattern naming it.
@@ -106,6 +111,7 @@ pub struct NetworkProxy {
 
 struct State {
     matcher: DomainMatcher,
+    narrowed_by: Option<DomainMatcher>,
     test_resolve: Vec<(String, SocketAddr)>,
     log: Arc<Mutex<NetworkLog>>,
 }
@@ -117,11 +123,39 @@ struct Refusal {
     reason: String,
 }
 
+impl Refusal {
+    /// Records the refused destination and returns the line the client is told.
+    fn record(&self, state: &State, destination: Destination<'_>) -> String {
+        state.record(ConnectionRecord {
+            host: destination.host.to_owned(),
+            port: destination.port,
+            method: destination.method.to_owned(),
+            allowed: false,
+            rule: self.rule.clone(),
+            reason: Some(self.reason.clone()),
+        });
+        format!(
+            "cordon: network access to {}:{} refused: {}\n",
+            destination.host, destination.port, self.reason
+        )
+    }
+}
+
+/// Where a client asked to go, and how (`CONNECT`, an HTTP method, `SOCKS5`).
+#[derive(Debug, Clone, Copy)]
+struct Destination<'a> {
+    host: &'a str,
+    port: u16,
+    method: &'a str,
+}
+
 impl NetworkProxy {
-    /// Listens on a fresh UNIX socket (in a private 0700 directory under the temp dir) and
-    /// serves on the current tokio runtime.
+    /// Listens on a fresh UNIX socket (in a private 0700 directory under the temp dir) for the
+    /// helper to hand over the command's listening socket, and serves on the current tokio
+    /// runtime.
     pub fn start(settings: &ProxySettings) -> Result<NetworkProxy, ProxyError> {
         let matcher = DomainMatcher::new(&settings.rules)?;
+        raise_open_file_limit();
         let io = |what| move |source| ProxyError::Io { what, source };
         let dir = tempfile::Builder::new()
             .prefix("cordon-proxy-")
@@ -130,8 +164,10 @@ impl NetworkProxy {
         let socket_path = dir.path().join("proxy.sock");
         let listener = UnixListener::bind(&socket_path).map_err(io("binding its socket"))?;
         let log = Arc::new(Mutex::new(NetworkLog::default()));
+        let narrowed_by = settings.narrowed_by.as_ref().map(DomainMatcher::new).transpose()?;
         let state = Arc::new(State {
             matcher,
+            narrowed_by,
             test_resolve: settings
                 .test_resolve
                 .iter()
@@ -139,12 +175,18 @@ impl NetworkProxy {
                 .collect(),
             log: Arc::clone(&log),
         });
-        let task = tokio::spawn(serve(listener, state));
+        let task = tokio::spawn(serve(listener, socket_path.clone(), state));
         Ok(NetworkProxy { socket_path, log, task, _dir: dir })
     }
 
     pub fn socket_path(&self) -> &Path {
         &self.socket_path
+    }
+
+    /// The refused connections so far, in order (the proxy keeps serving).
+    pub fn refusals(&self) -> Vec<ConnectionRecord> {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        log.connections.iter().filter(|c| !c.allowed).cloned().collect()
     }
 
     /// Stops serving and returns what was recorded.
@@ -160,22 +202,62 @@ impl Drop for NetworkProxy {
     }
 }
 
-async fn serve(listener: UnixListener, state: Arc<State>) {
+/// Each client connection holds two descriptors (its socket and the upstream's): the usual
+/// soft limit of 1024 would stop the proxy near 500 connections. Raised to the hard limit, as
+/// Go programs and many services do; the processes cordon starts inherit the higher soft limit.
+fn raise_open_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
+}
+
+/// At most this many client connections at once (each holds two sockets and two 64 KiB relay
+/// buffers at most); a connection beyond that is closed at once. Memory stays bounded whatever
+/// the command does.
+const MAX_CONNECTIONS: usize = 4096;
+/// A client must send its request line and headers (or its SOCKS5 greeting and request)
+/// within this long, or it is dropped: a slowloris client holds one slot for this long, never
+/// the proxy.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes copied per read in a tunnel, each way.
+const RELAY_BUFFER: usize = 64 * 1024;
+/// The first byte of a SOCKS5 greeting; an HTTP request starts with a method's letter.
+const SOCKS5_VERSION: u8 = 5;
+
+/// First takes the listening socket the helper hands over (the first connection to the
+/// UNIX socket that carries one), then removes the UNIX socket and serves the command's
+/// connections from that listener.
+async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
+    let listener = loop {
+        let Ok((stream, _)) = control.accept().await else { continue };
+        let Ok(Ok(listener)) =
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, receive_listener(&stream)).await
+        else {
+            continue;
+        };
+        // From now on nothing reaches the proxy but through the command's port: the UNIX
+        // socket goes before the helper hears back and lets the command run.
+        drop(control);
+        let _ = std::fs::remove_file(&socket_path);
+        if stream.writable().await.is_ok() {
+            let _ = stream.try_write(b"K");
+        }
+        break listener;
+    };
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else { continue };
                 let state = Arc::clone(&state);
                 connections.spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        handle(request, Arc::clone(&state))
-                    });
-                    // Garbage, a closed client, a timeout: that connection ends, no other.
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .with_upgrades()
-                        .await;
+                    let _slot = slot;
+                    serve_connection(stream, state).await;
                 });
             }
             // Reap finished connections so the set does not grow for ever.
@@ -184,90 +266,95 @@ async fn serve(listener: UnixListener, state: Arc<State>) {
     }
 }
 
-type ProxyBody = BoxBody<Bytes, hyper::Error>;
+/// A received descriptor is close-on-exec from the start (no window for a concurrent spawn to
+/// inherit it). Elsewhere the handover does not happen (the Linux helper makes it).
+#[cfg(target_os = "linux")]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_CMSG_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::empty();
 
-fn text_response(status: StatusCode, body: String) -> Response<ProxyBody> {
-    let mut response =
-        Response::new(Full::new(Bytes::from(body)).map_err(|never| match never {}).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
-async fn handle(
-    request: Request<Incoming>,
-    state: Arc<State>,
-) -> Result<Response<ProxyBody>, Infallible> {
-    let method = request.method().to_string();
-    let Some((host, port)) = destination(&request) else {
-        return Ok(text_response(
-            StatusCode::BAD_REQUEST,
-            "cordon proxy: expected CONNECT host:port or an absolute http:// URL\n".to_owned(),
-        ));
-    };
-    let (upstream, rule) = match state.admit(&host, port).await {
-        Ok(admitted) => admitted,
-        Err(refusal) => {
-            state.record(ConnectionRecord {
-                host: host.clone(),
-                port,
-                method,
-                allowed: false,
-                rule: refusal.rule.clone(),
-                reason: Some(refusal.reason.clone()),
-            });
-            let body =
-                format!("cordon: network access to {host}:{port} refused: {}\n", refusal.reason);
-            return Ok(text_response(refusal.status, body));
+/// The listening TCP socket sent over `stream` with `SCM_RIGHTS`. Anything else (no
+/// descriptor, a descriptor that is not a listening socket) is an error; extra descriptors
+/// are closed.
+async fn receive_listener(stream: &UnixStream) -> std::io::Result<TcpListener> {
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
+    loop {
+        stream.readable().await?;
+        let received = stream.try_io(tokio::io::Interest::READABLE, || {
+            let mut byte = [0u8; 1];
+            let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+            let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+            let message =
+                recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(&mut space), RECEIVE_FLAGS)
+                    .map_err(std::io::Error::from)?;
+            let mut fds = Vec::new();
+            for cmsg in message.cmsgs().map_err(std::io::Error::from)? {
+                if let ControlMessageOwned::ScmRights(received) = cmsg {
+                    fds.extend(received.into_iter().map(crate::sys::adopt_received_fd));
+                }
+            }
+            Ok(fds)
+        });
+        let fds = match received {
+            Ok(fds) => fds,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(error) => return Err(error),
+        };
+        let fd = fds.into_iter().next().ok_or_else(|| invalid("no descriptor"))?;
+        if !getsockopt(&fd, sockopt::AcceptConn).unwrap_or(false) {
+            return Err(invalid("not a listening socket"));
         }
-    };
-    state.record(ConnectionRecord {
-        host: host.clone(),
-        port,
-        method,
-        allowed: true,
-        rule: Some(rule),
-        reason: None,
-    });
-    if request.method() == Method::CONNECT {
-        tokio::spawn(tunnel(request, upstream));
-        Ok(Response::new(Full::new(Bytes::new()).map_err(|never| match never {}).boxed()))
-    } else {
-        Ok(forward(request, upstream).await.unwrap_or_else(|error| {
-            text_response(
-                StatusCode::BAD_GATEWAY,
-                format!("cordon proxy: {host}:{port}: upstream error: {error}\n"),
-            )
-        }))
+        let listener = std::net::TcpListener::from(fd);
+        listener.set_nonblocking(true)?;
+        return TcpListener::from_std(listener);
     }
 }
 
-/// `host, port` from `CONNECT host:port`, an absolute `http://` URI, or the Host header.
-fn destination(request: &Request<Incoming>) -> Option<(String, u16)> {
-    if request.method() == Method::CONNECT {
-        let authority = request.uri().authority()?;
-        return Some((normalize_host(authority.host()), authority.port_u16()?));
+/// One client connection: SOCKS5 or HTTP, told apart by its first byte (peeked, not read).
+/// Garbage, a closed client, a timeout: that connection ends, no other.
+async fn serve_connection(stream: TcpStream, state: Arc<State>) {
+    let _ = stream.set_nodelay(true);
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.peek(&mut byte)).await {
+        Ok(Ok(1)) if byte[0] == SOCKS5_VERSION => socks::serve(stream, state).await,
+        Ok(Ok(1)) => http::serve(stream, state).await,
+        Ok(Ok(_) | Err(_)) | Err(_) => {}
     }
-    match request.uri().scheme_str() {
-        Some("http") => {
-            let authority = request.uri().authority()?;
-            Some((normalize_host(authority.host()), authority.port_u16().unwrap_or(80)))
-        }
-        Some(_) => None,
-        None => {
-            let host = request.headers().get(hyper::header::HOST)?.to_str().ok()?;
-            let authority: hyper::http::uri::Authority = host.parse().ok()?;
-            Some((normalize_host(authority.host()), authority.port_u16().unwrap_or(80)))
-        }
-    }
+}
+
+/// Bytes both ways between an admitted client and its upstream until either side closes.
+async fn relay(
+    client: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    upstream: &mut (impl AsyncRead + AsyncWrite + Unpin),
+) {
+    let _ = tokio::io::copy_bidirectional_with_sizes(client, upstream, RELAY_BUFFER, RELAY_BUFFER)
+        .await;
 }
 
 impl State {
     fn record(&self, record: ConnectionRecord) {
         self.log.lock().unwrap_or_else(PoisonError::into_inner).connections.push(record);
+    }
+
+    /// Checks `destination`, connects, and records the outcome either way.
+    async fn open(&self, destination: Destination<'_>) -> Result<TcpStream, (Refusal, String)> {
+        match self.admit(destination.host, destination.port).await {
+            Ok((upstream, rule)) => {
+                self.record(ConnectionRecord {
+                    host: destination.host.to_owned(),
+                    port: destination.port,
+                    method: destination.method.to_owned(),
+                    allowed: true,
+                    rule: Some(rule),
+                    reason: None,
+                });
+                Ok(upstream)
+            }
+            Err(refusal) => {
+                let line = refusal.record(self, destination);
+                Err((refusal, line))
+            }
+        }
     }
 
     /// The list, then the resolved addresses, then the connection.
@@ -295,6 +382,21 @@ impl State {
                 });
             }
         };
+        if let Some(narrow) = &self.narrowed_by {
+            match narrow.decide(host, port) {
+                DomainDecision::Allowed { .. } => {}
+                DomainDecision::DeniedByRule { .. } | DomainDecision::NotAllowed => {
+                    return Err(Refusal {
+                        status: StatusCode::FORBIDDEN,
+                        reason: format!(
+                            "{host}:{port} is not among this call's allowed_domains (the \
+                             executor's list allows it by \"{rule}\")"
+                        ),
+                        rule: None,
+                    });
+                }
+            }
+        }
         let addresses = self.resolve(host, port, &rule).await?;
         let connect = async {
             let mut last_error = None;
@@ -351,7 +453,12 @@ impl State {
         };
         // Every address must pass, or a resolver answering [public, internal] picks the target.
         if let Some(internal) = addresses.iter().find(|a| {
-            is_internal_address(a.ip()) && !self.matcher.explicitly_allows_address(a.ip(), a.port())
+            is_internal_address(a.ip())
+                && !(self.matcher.explicitly_allows_address(a.ip(), a.port())
+                    && self
+                        .narrowed_by
+                        .as_ref()
+                        .is_none_or(|n| n.explicitly_allows_address(a.ip(), a.port())))
         }) {
             return Err(Refusal {
                 status: StatusCode::FORBIDDEN,
@@ -373,30 +480,4 @@ fn bracketed(ip: IpAddr) -> String {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
     }
-}
-
-/// After `200` to a CONNECT: bytes both ways until either side closes.
-async fn tunnel(request: Request<Incoming>, mut upstream: TcpStream) {
-    let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
-    let mut client = TokioIo::new(upgraded);
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-}
-
-/// Sends a plain-HTTP request upstream in origin form, without the proxy's own headers.
-async fn forward(
-    mut request: Request<Incoming>,
-    upstream: TcpStream,
-) -> Result<Response<ProxyBody>, hyper::Error> {
-    let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    if let Ok(uri) = path.parse() {
-        *request.uri_mut() = uri;
-    }
-    let headers = request.headers_mut();
-    headers.remove("proxy-connection");
-    headers.remove(hyper::header::PROXY_AUTHORIZATION);
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await?;
-    tokio::spawn(connection);
-    let response = sender.send_request(request).await?;
-    Ok(response.map(BodyExt::boxed))
 }

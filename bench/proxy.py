@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""The network allow-list proxy against a direct loopback connection (issue 19).
+
+    python3 bench/proxy.py [--cordon target/release/cordon] [--bytes 1073741824] [--requests 200]
+
+Loopback only. A small server in this process stands in for the internet (it answers
+`GET /bytes/N` with N bytes sent from one buffer, and `GET /small`); the test-only resolver
+override CORDON_TEST_RESOLVE maps `bench.test` to it. A client script runs three ways:
+  direct             no sandbox, straight to the server;
+  sandbox --network  the helper with the network on, straight to the server;
+  proxy              `--allow-domain bench.test`: CONNECT through the bridge and the proxy.
+For each it prints the throughput of one N-byte transfer and the time of a new connection plus
+a small request (p50, p95 over --requests). Then, through the proxy, it holds 1000 connections
+open mid-header (slowloris) and prints cordon's resident memory (VmRSS, read from /proc)
+before and while they are held, and whether a request still goes through.
+Needs root or unprivileged user namespaces (the proxy needs the mount view's namespaces).
+"""
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CLIENT = r'''
+import os, socket, statistics, sys, time
+mode, host, port, nbytes, nreq, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+proxy = os.environ.get("HTTPS_PROXY")
+proxy_port = int(proxy.rsplit(":", 1)[1]) if proxy else None
+
+def open_to(target_host):
+    if proxy_port is None:
+        return socket.create_connection((target_host, port))
+    s = socket.create_connection(("127.0.0.1", proxy_port))
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (target_host.encode(), port, target_host.encode(), port))
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise SystemExit("proxy closed: %r" % answer)
+        answer += chunk
+    if not answer.startswith(b"HTTP/1.1 200"):
+        raise SystemExit("proxy refused: %r" % answer[:200])
+    return s
+
+def fetch(path):
+    s = open_to(host)
+    s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    total = 0
+    while True:
+        n = s.recv_into(view)
+        if n == 0:
+            break
+        total += n
+    s.close()
+    return total
+
+if mode == "hold":
+    held = []
+    for _ in range(1000):
+        c = socket.create_connection(("127.0.0.1", proxy_port))
+        c.sendall(b"GET http://" + host.encode() + b"/slow HTTP/1.1\r\nX-Slow: ")
+        held.append(c)
+    open(os.path.join(work, "holding"), "w").close()
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(work, "release")) and time.time() < deadline:
+        time.sleep(0.05)
+    ok = fetch(b"/small") > 0
+    print("held %d ok %s" % (len(held), ok))
+    raise SystemExit(0)
+
+t0 = time.perf_counter()
+got = fetch(b"/bytes/%d" % nbytes)
+t1 = time.perf_counter()
+lat = []
+for _ in range(nreq):
+    a = time.perf_counter()
+    fetch(b"/small")
+    lat.append((time.perf_counter() - a) * 1000)
+lat.sort()
+print("%d %.6f %.3f %.3f" % (got, t1 - t0, statistics.median(lat), lat[int(len(lat) * 0.95) - 1]))
+'''
+
+
+def serve(listener):
+    block = b"\0" * (1 << 20)
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=answer, args=(conn, block), daemon=True).start()
+
+
+def answer(conn, block):
+    try:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            request += chunk
+        path = request.split(b" ", 2)[1]
+        if path.startswith(b"/bytes/"):
+            n = int(path[len(b"/bytes/"):])
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % n)
+            while n > 0:
+                piece = block if n >= len(block) else block[:n]
+                conn.sendall(piece)
+                n -= len(piece)
+        else:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cordon", default="target/release/cordon")
+    parser.add_argument("--bytes", type=int, default=1 << 30)
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    cordon = os.path.abspath(args.cordon)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1024)
+    port = listener.getsockname()[1]
+    threading.Thread(target=serve, args=(listener,), daemon=True).start()
+    work = tempfile.mkdtemp(prefix="cordon-proxy-bench-", dir="/var/tmp")
+    env = dict(os.environ, CORDON_TEST_RESOLVE="bench.test=127.0.0.1:%d" % port)
+    py = sys.executable
+    common = [py, "-c", CLIENT]
+    runs = [
+        ("direct (no sandbox)", common + ["direct", "127.0.0.1"]),
+        ("sandbox, --network", [cordon, "exec", "-a", "never", "--network", "-C", work, "--"] + common + ["direct", "127.0.0.1"]),
+        ("proxy, --allow-domain", [cordon, "exec", "-a", "never", "--allow-domain", "bench.test", "-C", work, "--"] + common + ["proxy", "bench.test"]),
+    ]
+    print("%-24s %12s %10s %10s" % ("", "MiB/s", "p50 ms", "p95 ms"))
+    results = {}
+    for name, argv in runs:
+        argv = argv + [str(port), str(args.bytes), str(args.requests), work]
+        run_env = dict(env)
+        if name.startswith("direct"):
+            run_env.pop("HTTPS_PROXY", None)
+        out = subprocess.run(argv, env=run_env, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit("%s failed: %s%s" % (name, out.stdout, out.stderr))
+        got, seconds, p50, p95 = out.stdout.split()[-4:]
+        rate = int(got) / float(seconds) / (1 << 20)
+        results[name] = (rate, float(p50), float(p95))
+        print("%-24s %12.1f %10.3f %10.3f" % (name, rate, float(p50), float(p95)))
+    direct = results["sandbox, --network"]
+    proxy = results["proxy, --allow-domain"]
+    print("proxy throughput: %.0f %% of the sandboxed direct connection; added per connection: p50 %.3f ms" % (
+        100 * proxy[0] / direct[0], proxy[1] - direct[1]))
+
+    # A thousand slowloris connections held open: cordon's memory, and a request still served.
+    for name in ("holding", "release"):
+        try:
+            os.unlink(os.path.join(work, name))
+        except FileNotFoundError:
+            pass
+    child = subprocess.Popen(
+        [cordon, "exec", "-a", "never", "--allow-domain", "bench.test", "-C", work, "--"] + common
+        + ["hold", "bench.test", str(port), "0", "0", work],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    before = None
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(work, "holding")) and time.time() < deadline:
+        if before is None:
+            try:
+                before = rss_kib(child.pid)
+            except OSError:
+                pass
+        time.sleep(0.02)
+    held = rss_kib(child.pid)
+    open(os.path.join(work, "release"), "w").close()
+    out, err = child.communicate(timeout=120)
+    print("1000 slowloris connections: cordon VmRSS %.1f MiB at start, %.1f MiB while held; %s" % (
+        (before or 0) / 1024, held / 1024, out.strip() or err.strip()))
+
+
+if __name__ == "__main__":
+    main()

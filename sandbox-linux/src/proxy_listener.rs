@@ -1,0 +1,91 @@
+//! The command's way to cordon's proxy: a listening socket handed over, not a bridge.
+//!
+//! With a domain allow-list the command runs in a network namespace of its own with only
+//! loopback up: it can reach nothing outside. Before it confines itself, the supervisor binds
+//! `127.0.0.1:PORT` *inside* that namespace and sends the listening socket over the proxy's
+//! UNIX socket (`SCM_RIGHTS`) to cordon's proxy, outside the sandbox. A socket belongs to the
+//! namespace it was created in, not to the process holding it: the proxy accepts the command's
+//! connections from outside and relays them — one hop, no process in between. The helper keeps
+//! no copy of the listener (the command cannot accept on it), and the proxy removes its UNIX
+//! socket once it has the listener, so nothing inside can reach the proxy but through the port.
+//! The proxy answers one byte when it serves the listener; without that answer the helper fails
+//! closed (exit 125). The command gets `HTTP_PROXY`/`HTTPS_PROXY` and `ALL_PROXY` pointing at
+//! the port.
+
+use std::io::{IoSlice, Read};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::socket::{
+    AddressFamily, Backlog, ControlMessage, MsgFlags, SockFlag, SockType, SockaddrIn, bind,
+    getsockname, listen, sendmsg, socket,
+};
+
+use crate::error::HelperError;
+
+/// Connections waiting for the proxy to accept them (a thousand clients connecting at once
+/// would overflow the usual 128 and see their SYNs dropped and retried a second later).
+const BACKLOG: i32 = 4096;
+/// How long the proxy may take to confirm it serves the listener.
+const HANDOVER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Binds a loopback port in the current (new) network namespace and hands the listener to the
+/// proxy at `proxy_socket`; returns the port. Call in the supervisor, before Landlock and
+/// seccomp.
+pub fn start(proxy_socket: &Path) -> Result<u16, HelperError> {
+    let error = |what| move |source| HelperError::NetworkNamespace { what, source };
+    let listener = socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)
+        .map_err(std::io::Error::from)
+        .map_err(error("creating the proxy's listening socket"))?;
+    bind(listener.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)))
+        .map_err(std::io::Error::from)
+        .map_err(error("listening on loopback for the proxy"))?;
+    let backlog = Backlog::new(BACKLOG).unwrap_or(Backlog::MAXCONN);
+    listen(&listener, backlog)
+        .map_err(std::io::Error::from)
+        .map_err(error("listening on loopback for the proxy"))?;
+    let port = getsockname::<SockaddrIn>(listener.as_raw_fd())
+        .map_err(std::io::Error::from)
+        .map_err(error("reading the proxy port"))?
+        .port();
+    let mut control =
+        UnixStream::connect(proxy_socket).map_err(error("connecting to cordon's network proxy"))?;
+    sendmsg::<()>(
+        control.as_raw_fd(),
+        &[IoSlice::new(b"L")],
+        &[ControlMessage::ScmRights(&[listener.as_raw_fd()])],
+        MsgFlags::empty(),
+        None,
+    )
+    .map_err(std::io::Error::from)
+    .map_err(error("handing the listening socket to the proxy"))?;
+    drop(listener);
+    control.set_read_timeout(Some(HANDOVER_TIMEOUT)).map_err(error("waiting for the proxy"))?;
+    let mut answer = [0u8; 1];
+    control.read_exact(&mut answer).map_err(error("waiting for the proxy to take the listener"))?;
+    Ok(port)
+}
+
+/// The proxy variables the command gets (both spellings: curl reads lower case `http_proxy`
+/// only, many tools read upper case). HTTP and HTTPS go through the HTTP proxy; `ALL_PROXY`,
+/// for every other protocol, through SOCKS5 on the same port (`socks5h`: the client sends host
+/// names and the proxy resolves them). Loopback stays direct: the command's own servers.
+pub fn proxy_env(port: u16) -> Vec<(&'static str, String)> {
+    let url = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let no_proxy = "localhost,127.0.0.1,::1".to_owned();
+    vec![
+        ("HTTP_PROXY", url.clone()),
+        ("http_proxy", url.clone()),
+        ("HTTPS_PROXY", url.clone()),
+        ("https_proxy", url),
+        ("ALL_PROXY", socks.clone()),
+        ("all_proxy", socks),
+        ("NO_PROXY", no_proxy.clone()),
+        ("no_proxy", no_proxy),
+        ("CORDON_SANDBOX_NETWORK", "proxy".to_owned()),
+    ]
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Follows the README's "Install" and "First run" blocks literally, as a new user would, in a
+# throwaway $HOME (so ~/.cargo, ~/.cordon and ~/demo are fresh): `cargo install --locked --path
+# cli` into it, the completions and man page, `cordon doctor`, then the two first-run commands,
+# and checks what a user would see. Crates come from this machine's cargo cache (no download);
+# the release build goes to target/ so later runs and the benchmarks reuse it.
+#
+#   bash tests/install.sh          (.ci/run runs it after the test suite)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+fail() { echo "install: FAILED: $*" >&2; exit 1; }
+
+# The README's fenced sh blocks after "## Install": the first is the install, the second the
+# first run.
+block() {
+  awk -v want="$1" '
+    /^## Install/ { on = 1; next }
+    on && /^## / { exit }
+    on && /^```sh$/ { n++; inside = (n == want); next }
+    on && /^```$/ { inside = 0; next }
+    inside { print }' "$repo/README.md"
+}
+install=$(block 1)
+first_run=$(block 2)
+[ -n "$install" ] && [ -n "$first_run" ] || fail "README.md has no Install / first-run sh blocks"
+
+real_cargo_home=${CARGO_HOME:-$HOME/.cargo}
+# Not under /tmp: /tmp is a writable root of workspace-write, and ~/outside must lie outside.
+mkdir -p "$repo/target"
+tmp=$(mktemp -d -p "$repo/target" install-home.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+home=$tmp/home
+mkdir -p "$home/.cargo"
+# Only the download caches are shared: bin/ (where `cargo install` puts cordon) is fresh.
+for cache in registry git; do
+  [ -e "$real_cargo_home/$cache" ] && ln -s "$real_cargo_home/$cache" "$home/.cargo/$cache"
+done
+# cargo itself (a rustup proxy or the distribution's) stays where it is.
+cargo_dir=$(dirname "$(command -v cargo)")
+export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}
+run_as_user() {
+  env -i HOME="$home" CARGO_HOME="$home/.cargo" RUSTUP_HOME="$RUSTUP_HOME" \
+    CARGO_TARGET_DIR="$repo/target" USER="${USER:-root}" LANG=C.UTF-8 \
+    PATH="$home/.cargo/bin:$cargo_dir:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
+    bash -c "$1"
+}
+
+echo "install: the README's install block, in a fresh HOME ($home)"
+out=$(cd "$repo" && run_as_user "set -e; $install" 2>&1) || { echo "$out" >&2; fail "the install block"; }
+[ -x "$home/.cargo/bin/cordon" ] || fail "no ~/.cargo/bin/cordon"
+[ -L "$home/.cargo/bin/codex-linux-sandbox" ] || fail "no ~/.cargo/bin/codex-linux-sandbox link"
+grep -q "complete" "$home/.local/share/bash-completion/completions/cordon" || fail "no bash completion"
+grep -q '^\.TH' "$home/.local/share/man/man1/cordon.1" || fail "no man page"
+grep -q "enforce" <<<"$out" || { echo "$out" >&2; fail "cordon doctor said nothing about enforcement"; }
+version=$(run_as_user 'cordon --version')
+echo "install: installed $version"
+# The helper by its name answers too.
+run_as_user 'codex-linux-sandbox --version' | grep -q cordon || fail "codex-linux-sandbox --version"
+
+echo "install: the README's first-run block"
+# Run line by line as typed; the second line is meant to fail.
+mapfile -t lines <<<"$first_run"
+[ "${#lines[@]}" = 3 ] || fail "expected three first-run lines, got ${#lines[@]}"
+script="cd ~ && ${lines[0]%%#*}"
+out=$(run_as_user "$script && ${lines[1]%%#*}" 2>&1) || { echo "$out" >&2; fail "${lines[1]}"; }
+[ "$(tail -n 1 <<<"$out")" = hello ] || { echo "$out" >&2; fail "the first command did not print hello"; }
+[ "$(cat "$home/demo/greeting")" = hello ] || fail "~/demo/greeting was not written"
+set +e
+out=$(run_as_user "$script && ${lines[2]%%#*}" 2>&1)
+code=$?
+set -e
+[ "$code" != 0 ] || { echo "$out" >&2; fail "the write outside the workspace succeeded"; }
+[ ! -e "$home/outside" ] || fail "~/outside was written"
+grep -q "the sandbox blocked this command" <<<"$out" || { echo "$out" >&2; fail "no denial message"; }
+grep -q -- "--add-dir" <<<"$out" || { echo "$out" >&2; fail "the denial does not name --add-dir"; }
+echo "install: ok (install block, completions, man page, doctor, first run: hello, then a denial naming --add-dir)"
