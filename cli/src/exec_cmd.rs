@@ -3,49 +3,25 @@
 use std::process::ExitCode;
 
 use cordon_exec_core::platform::predicted_gaps;
+use cordon_exec_core::remote::{RemoteExec, RemoteLink};
 use cordon_exec_core::{ExecRequest, OutcomeResult, OutputMode, SandboxKind, StdinMode, Verdict};
 use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode, render_text};
 
 use crate::approver::TerminalApprover;
 use crate::flags::{ExecArgs, PolicyCheckArgs};
-use crate::settings::{Bypass, Settings};
+use crate::settings::{Bypass, Settings, Workspace, check_remote_enforcement, remote_target};
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let bypass = if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No };
-    let settings =
-        Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, bypass)?;
-    let orchestrator = settings.orchestrator()?;
-    let (env, env_removed) = settings.command_env();
-    let request = ExecRequest {
-        command: args.command.clone(),
-        cwd: settings.cwd.clone(),
-        policy_cwd: settings.cwd.clone(),
-        sandbox_policy: settings.policy.clone(),
-        approval: settings.approval,
-        escalation: Escalation::UseDefault,
-        // With a terminal to ask on, the person who typed the command is asked after a denial
-        // under `on-request` too; without one nobody could answer.
-        requester: if TerminalApprover::can_ask() { Requester::Person } else { Requester::Program },
-        timeout: args.timeout,
-        env,
-        // A terminal is handed to the command for as long as it runs (the approver asks on it
-        // before and after); pipes and files go through.
-        stdin: if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-            StdinMode::Terminal
-        } else {
-            StdinMode::Inherit
-        },
-        output: if args.json { OutputMode::Capture } else { OutputMode::Stream },
-    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let outcome = runtime.block_on(orchestrator.run(&request, &TerminalApprover))?;
+    let Ran { outcome, request, env_removed, gaps } = match &args.host {
+        None => run_here(&args, bypass, &runtime)?,
+        Some(host) => runtime.block_on(run_there(&args, bypass, host))?,
+    };
     if args.json {
         let mut document = serde_json::to_value(&outcome)?;
         if let Some(map) = document.as_object_mut() {
-            map.insert(
-                "not_enforced".into(),
-                serde_json::to_value(not_enforced(&outcome, &request))?,
-            );
+            map.insert("not_enforced".into(), serde_json::to_value(&gaps)?);
             map.insert("env_removed".into(), serde_json::to_value(&env_removed)?);
             map.insert("network_denied".into(), serde_json::to_value(denied_hosts(&outcome))?);
             map.insert(
@@ -109,6 +85,86 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         OutcomeResult::Completed { blocked: None, .. } => {}
     }
     Ok(crate::output::exit_code(outcome.exit_status()))
+}
+
+/// What running the command gave, wherever it ran.
+struct Ran {
+    outcome: cordon_exec_core::Outcome,
+    request: ExecRequest,
+    env_removed: Vec<cordon_policies::RemovedVar>,
+    /// What the sandbox could not enforce where the command ran.
+    gaps: Vec<cordon_exec_core::platform::Gap>,
+}
+
+/// The request for `args` in `settings`' workspace with environment `env`.
+fn exec_request(
+    args: &ExecArgs,
+    settings: &Settings,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    stdin: StdinMode,
+) -> ExecRequest {
+    ExecRequest {
+        command: args.command.clone(),
+        cwd: settings.cwd.clone(),
+        policy_cwd: settings.cwd.clone(),
+        sandbox_policy: settings.policy.clone(),
+        approval: settings.approval,
+        escalation: Escalation::UseDefault,
+        // With a terminal to ask on, the person who typed the command is asked after a denial
+        // under `on-request` too; without one nobody could answer.
+        requester: if TerminalApprover::can_ask() { Requester::Person } else { Requester::Program },
+        timeout: args.timeout,
+        env,
+        stdin,
+        output: if args.json { OutputMode::Capture } else { OutputMode::Stream },
+    }
+}
+
+/// On this machine.
+fn run_here(
+    args: &ExecArgs,
+    bypass: Bypass,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Ran> {
+    let settings =
+        Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, bypass)?;
+    let orchestrator = settings.orchestrator()?;
+    let (env, env_removed) = settings.command_env();
+    // A terminal is handed to the command for as long as it runs (the approver asks on it
+    // before and after); pipes and files go through.
+    let stdin = if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        StdinMode::Terminal
+    } else {
+        StdinMode::Inherit
+    };
+    let request = exec_request(args, &settings, env, stdin);
+    let outcome = runtime.block_on(orchestrator.run(&request, &TerminalApprover))?;
+    let gaps = not_enforced(&outcome, &request);
+    Ok(Ran { outcome, request, env_removed, gaps })
+}
+
+/// On another machine (`--host`): decided and approved here, run and sandboxed there.
+async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Result<Ran> {
+    let target = remote_target(host, &args.remote)?;
+    let link = RemoteLink::connect(&target).await?;
+    let default_cwd = link.facts().cwd.clone();
+    let settings = Settings::load_in(
+        &args.sandbox,
+        &args.policy,
+        (SandboxMode::WorkspaceWrite, bypass),
+        Workspace::Remote { default_cwd: &default_cwd },
+    )?;
+    check_remote_enforcement(&link, &settings)?;
+    let orchestrator = settings.orchestrator()?;
+    let (env, env_removed) = settings.command_env_from(link.facts().env.clone());
+    let request = exec_request(args, &settings, env, StdinMode::Null);
+    let remote = RemoteExec { orchestrator: &orchestrator, link: &link };
+    let outcome = remote.run(&request, &TerminalApprover).await;
+    link.close().await;
+    let outcome = outcome?;
+    let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);
+    let gaps = if sandboxed { link.gaps(&settings.policy) } else { Vec::new() };
+    Ok(Ran { outcome, request, env_removed, gaps })
 }
 
 pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {

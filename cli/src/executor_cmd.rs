@@ -1,38 +1,81 @@
 //! `cordon executor`: sessions over JSON lines on stdin/stdout. Logging goes to stderr only.
+//! Three roles: the local executor (decides and runs here), `--connect HOST` (decides here,
+//! runs there over ssh) and `--serve-remote` (the far end of that link: runs what it is told).
 
 use std::process::ExitCode;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cordon_exec_core::executor::{ServeEnd, serve};
+use cordon_exec_core::executor::{
+    Backend, HostFacts, LocalExecutor, RemoteServer, ServeEnd, serve,
+};
+use cordon_exec_core::remote::{RemoteLink, RemoteSessions};
 use cordon_exec_core::session::{SessionDefaults, SessionManager};
 
 use cordon_exec_core::platform::predicted_gaps;
 use cordon_policies::SandboxMode;
 
-use crate::flags::ExecutorArgs;
-use crate::settings::{Bypass, Settings};
+use crate::flags::ExecutorCmdArgs;
+use crate::settings::{Bypass, Settings, Workspace, check_remote_enforcement, remote_target};
 
-pub fn run(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
-    let settings =
-        Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, Bypass::No)?;
-    announce_gaps(&settings.policy);
-    let orchestrator = settings.orchestrator()?;
-    let defaults = SessionDefaults {
-        cwd: settings.cwd.clone(),
-        sandbox_policy: settings.policy.clone(),
-        approval: settings.approval,
-        env: settings.command_env().0,
-    };
+pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
+    let ExecutorCmdArgs { base, connect, serve_remote, remote } = args;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
-    let served = local.block_on(&runtime, async move {
-        let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
-        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-        let end = serve(stdin, tokio::io::stdout(), Rc::clone(&manager)).await?;
-        manager.shutdown();
-        anyhow::Ok(end)
-    });
+    let served = match (connect, serve_remote) {
+        (Some(host), _) => {
+            let target = remote_target(&host, &remote)?;
+            local.block_on(&runtime, async move {
+                let link = RemoteLink::connect(&target).await?;
+                let default_cwd = link.facts().cwd.clone();
+                let settings = Settings::load_in(
+                    &base.sandbox,
+                    &base.policy,
+                    (SandboxMode::WorkspaceWrite, Bypass::No),
+                    Workspace::Remote { default_cwd: &default_cwd },
+                )?;
+                check_remote_enforcement(&link, &settings)?;
+                let env = link.facts().env.clone();
+                let defaults = SessionDefaults {
+                    cwd: settings.cwd.clone(),
+                    sandbox_policy: settings.policy.clone(),
+                    approval: settings.approval,
+                    env: settings.command_env_from(env).0,
+                };
+                let orchestrator = Arc::new(settings.orchestrator()?);
+                serve_stdio(Rc::new(RemoteSessions::new(link, orchestrator, defaults))).await
+            })
+        }
+        (None, serve_remote) => {
+            let settings = Settings::load(
+                &base.sandbox,
+                &base.policy,
+                SandboxMode::WorkspaceWrite,
+                Bypass::No,
+            )?;
+            if !serve_remote {
+                announce_gaps(&settings.policy);
+            }
+            let orchestrator = settings.orchestrator()?;
+            let defaults = SessionDefaults {
+                cwd: settings.cwd.clone(),
+                sandbox_policy: settings.policy.clone(),
+                approval: settings.approval,
+                env: settings.command_env().0,
+            };
+            local.block_on(&runtime, async move {
+                let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
+                let end = if serve_remote {
+                    let facts = host_facts(&settings)?;
+                    serve_stdio(Rc::new(RemoteServer { manager: Rc::clone(&manager), facts })).await
+                } else {
+                    serve_stdio(Rc::new(LocalExecutor { manager: Rc::clone(&manager) })).await
+                };
+                manager.shutdown();
+                end
+            })
+        }
+    };
     // Calls still in flight are abandoned (their sessions were terminated above), and so are
     // blocking helpers stuck in a read of stdin (after `shutdown`) or a write to a terminal.
     drop(local);
@@ -43,6 +86,41 @@ pub fn run(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
         ServeEnd::Signal(signal) => Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1))),
     }
 }
+
+async fn serve_stdio<B: Backend + 'static>(backend: Rc<B>) -> anyhow::Result<ServeEnd> {
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    Ok(serve(stdin, tokio::io::stdout(), backend).await?)
+}
+
+/// What `--serve-remote` tells the orchestrator about this machine: `doctor`, its
+/// environment (the base the orchestrator's environment policy filters) and its directory.
+fn host_facts(settings: &Settings) -> anyhow::Result<HostFacts> {
+    #[cfg(target_os = "linux")]
+    let doctor = serde_json::to_value(cordon_exec_core::platform::DoctorReport::gather())?;
+    #[cfg(not(target_os = "linux"))]
+    let doctor = serde_json::Value::Null;
+    let env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| !CONNECTION_VARS.contains(&k.as_str()))
+        .collect();
+    Ok(HostFacts { doctor, env, cwd: settings.cwd.clone() })
+}
+
+/// Variables that describe this executor's own ssh login and shell, not a command's
+/// environment. They stay out of the base environment: with `SSH_CLIENT` set, Debian's bash
+/// reads `~/.bashrc` even for `bash -c` (it thinks sshd started it), which made every
+/// command pay for the login's rc files; `PWD` would name the wrong directory.
+const CONNECTION_VARS: &[&str] = &[
+    "SSH_CLIENT",
+    "SSH_CONNECTION",
+    "SSH_TTY",
+    "SSH_ORIGINAL_COMMAND",
+    "SSH2_CLIENT",
+    "SHLVL",
+    "PWD",
+    "OLDPWD",
+    "_",
+];
 
 /// Says once, at start, what this machine's sandbox does not enforce (DESIGN §5 step 2).
 fn announce_gaps(policy: &cordon_policies::SandboxPolicy) {

@@ -51,7 +51,10 @@ pub enum Command {
     Exec(ExecArgs),
     /// Serve interactive sandboxed sessions over JSON lines on stdin/stdout
     /// (docs/executor-protocol.md).
-    Executor(ExecutorArgs),
+    ///
+    /// With `--connect HOST` the sessions run on another machine over ssh (decided and
+    /// approved here, sandboxed there); `--serve-remote` is that machine's end of the link.
+    Executor(ExecutorCmdArgs),
     /// Serve sandboxed command execution to MCP clients over stdio (Codex, Claude Code, …).
     #[command(
         long_about = "Serve sandboxed command execution to any MCP client over stdin/stdout \
@@ -64,9 +67,11 @@ Add to Codex (~/.codex/config.toml):\n  [mcp_servers.cordon]\n  command = \"cord
 args = [\"mcp-server\", \"-a\", \"on-request\"]\n\
 Add to Claude Code:\n  claude mcp add cordon -- cordon mcp-server\n\n\
 Logs go to stderr; stdout carries only the protocol. EOF on stdin ends every session (exit 0); \
-SIGTERM does too (exit 143)."
+SIGTERM does too (exit 143).\n\n\
+With --connect HOST the sessions run on HOST (ssh HOST cordon executor --serve-remote), \
+sandboxed there, while rules, the approval policy and the elicitation stay here."
     )]
-    McpServer(ExecutorArgs),
+    McpServer(McpArgs),
     /// Policy tools.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -191,9 +196,30 @@ pub struct ExecArgs {
     /// Print one JSON document with every attempt instead of streaming the output.
     #[arg(long)]
     pub json: bool,
+    /// Run the command on another machine, sandboxed there by its cordon (reached with
+    /// `ssh HOST cordon executor --serve-remote`); approvals are asked here. `-C` is then a
+    /// path there (default: the login directory); the command's output arrives merged on
+    /// stdout and its stdin is /dev/null. See README "Running commands on another machine".
+    #[arg(long, value_name = "[USER@]HOST[:PORT]")]
+    pub host: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteFlags,
     /// The command and its arguments (`--` before it is optional).
     #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// How to reach another machine (`exec --host`, `executor --connect`).
+#[derive(Debug, Clone, Args)]
+pub struct RemoteFlags {
+    /// An ssh option for the connection, as `ssh -o` takes it (repeatable):
+    /// `--ssh-option IdentityFile=~/.ssh/ci --ssh-option ControlPath=~/.ssh/cm-%C`.
+    /// ~/.ssh/config applies as for any ssh.
+    #[arg(long = "ssh-option", value_name = "KEY=VALUE")]
+    pub ssh_options: Vec<String>,
+    /// The cordon to run on the other machine.
+    #[arg(long = "remote-cordon", value_name = "PATH", default_value = "cordon")]
+    pub remote_cordon: String,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -212,6 +238,37 @@ pub struct ExecutorArgs {
     pub policy: PolicyFlags,
     #[command(flatten)]
     pub sandbox: SandboxFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecutorCmdArgs {
+    #[command(flatten)]
+    pub base: ExecutorArgs,
+    /// Run the sessions on another machine over ssh (`ssh HOST cordon executor
+    /// --serve-remote`): rules, the approval policy and approvals stay here (asked of the
+    /// harness), the sandbox is that machine's. `-C` is a path there.
+    #[arg(long, value_name = "[USER@]HOST[:PORT]", conflicts_with = "serve_remote")]
+    pub connect: Option<String>,
+    /// The far end of `--connect`/`exec --host` (started by ssh, not by people): serve the
+    /// resolved form (exec_resolved) to an orchestrator on the other end of stdin/stdout,
+    /// deciding nothing but what this machine's sandbox enforces. Its `doctor` report and
+    /// environment go back in `hello_response`.
+    #[arg(long)]
+    pub serve_remote: bool,
+    #[command(flatten)]
+    pub remote: RemoteFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub base: ExecutorArgs,
+    /// Run the sessions on another machine over ssh (as `cordon executor --connect`);
+    /// approvals are still asked of this client through elicitation. `-C` is a path there.
+    #[arg(long, value_name = "[USER@]HOST[:PORT]")]
+    pub connect: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteFlags,
 }
 
 #[derive(Debug, Subcommand)]

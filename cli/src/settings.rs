@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use cordon_exec_core::remote::{RemoteLink, RemoteTarget};
 use cordon_exec_core::{HelperSettings, MountViewRequirement, Orchestrator, Strictness};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, PolicyEnv, RemovedVar, RuleSet,
@@ -14,13 +15,23 @@ use cordon_policies::{
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
-use crate::flags::{PolicyFlags, SandboxFlags};
+use crate::flags::{PolicyFlags, RemoteFlags, SandboxFlags};
 
 /// `--dangerously-bypass-approvals-and-sandbox` or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bypass {
     No,
     ApprovalsAndSandbox,
+}
+
+/// Where the workspace (and the command) is.
+#[derive(Debug, Clone, Copy)]
+pub enum Workspace<'a> {
+    /// This machine: `-C` is resolved here.
+    Local,
+    /// Another machine: `-C` must be absolute there (it is never resolved here); without it
+    /// the remote executor's directory.
+    Remote { default_cwd: &'a Path },
 }
 
 /// Everything a subcommand needs to run something, validated.
@@ -33,6 +44,15 @@ pub struct Settings {
     pub helper: HelperSettings,
     /// `$CORDON_HOME`, from the user view.
     pub home: Option<PathBuf>,
+    /// Whether `<workspace>/.cordon/rules.toml` can be read here.
+    workspace_rules: WorkspaceRules,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkspaceRules {
+    Read,
+    /// The workspace is on another machine: only `$CORDON_HOME/rules.toml` applies.
+    Elsewhere,
 }
 
 impl Settings {
@@ -43,13 +63,39 @@ impl Settings {
         default_mode: SandboxMode,
         bypass: Bypass,
     ) -> anyhow::Result<Settings> {
+        Settings::load_in(flags, policy, (default_mode, bypass), Workspace::Local)
+    }
+
+    /// [`Settings::load`] for a workspace that may be on another machine.
+    pub fn load_in(
+        flags: &SandboxFlags,
+        policy: &PolicyFlags,
+        (default_mode, bypass): (SandboxMode, Bypass),
+        workspace: Workspace<'_>,
+    ) -> anyhow::Result<Settings> {
         let user_view = config::user_view()?;
         let home = user_view.cordon_home.clone();
         let config = config::load(home.as_deref(), &policy.overrides)?;
-        let cwd = match &flags.cd {
-            Some(dir) => std::fs::canonicalize(dir)
-                .with_context(|| format!("cannot use -C {}", dir.display()))?,
-            None => std::env::current_dir().context("cannot read the current directory")?,
+        let (cwd, workspace_rules) = match (workspace, &flags.cd) {
+            (Workspace::Local, Some(dir)) => (
+                std::fs::canonicalize(dir)
+                    .with_context(|| format!("cannot use -C {}", dir.display()))?,
+                WorkspaceRules::Read,
+            ),
+            (Workspace::Local, None) => (
+                std::env::current_dir().context("cannot read the current directory")?,
+                WorkspaceRules::Read,
+            ),
+            (Workspace::Remote { .. }, Some(dir)) if dir.is_absolute() => {
+                (dir.clone(), WorkspaceRules::Elsewhere)
+            }
+            (Workspace::Remote { .. }, Some(dir)) => bail!(
+                "-C {} is relative: on another machine -C takes an absolute path there",
+                dir.display()
+            ),
+            (Workspace::Remote { default_cwd }, None) => {
+                (default_cwd.to_path_buf(), WorkspaceRules::Elsewhere)
+            }
         };
         let (sandbox_policy, approval) = match bypass {
             Bypass::ApprovalsAndSandbox => {
@@ -77,12 +123,24 @@ impl Settings {
             user_view,
             proxy_test_resolve: test_resolve()?,
         };
-        Ok(Settings { config, policy: sandbox_policy, cwd, approval, helper, home })
+        Ok(Settings {
+            config,
+            policy: sandbox_policy,
+            cwd,
+            approval,
+            helper,
+            home,
+            workspace_rules,
+        })
     }
 
     /// The orchestrator: these settings plus the rules files.
     pub fn orchestrator(&self) -> anyhow::Result<Orchestrator> {
-        let rules = load_rules(self.home.as_deref(), &self.cwd)?;
+        let workspace = match self.workspace_rules {
+            WorkspaceRules::Read => Some(self.cwd.as_path()),
+            WorkspaceRules::Elsewhere => None,
+        };
+        let rules = load_rules(self.home.as_deref(), workspace)?;
         let user_rules = self.home.as_ref().map(|h| h.join("rules.toml"));
         Ok(Orchestrator::new(rules, user_rules, self.helper.clone()))
     }
@@ -92,6 +150,14 @@ impl Settings {
     pub fn command_env(&self) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        self.command_env_from(vars)
+    }
+
+    /// [`Settings::command_env`] from another environment (a remote executor's).
+    pub fn command_env_from(
+        &self,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
         let filtered = self.config.shell_environment_policy.apply(vars);
         let env = filtered.vars.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v)));
         (env.collect(), filtered.removed)
@@ -236,11 +302,11 @@ fn helper_exe(config: &Config) -> anyhow::Result<PathBuf> {
 
 /// `$CORDON_HOME/rules.toml`, then `<workspace>/.cordon/rules.toml` (read safely: see
 /// `state_files`).
-fn load_rules(home: Option<&Path>, cwd: &Path) -> anyhow::Result<RuleSet> {
+fn load_rules(home: Option<&Path>, workspace: Option<&Path>) -> anyhow::Result<RuleSet> {
     let mut rules = RuleSet::default();
     let files = [
         home.map(|h| (h.join("rules.toml"), RuleSource::User)),
-        Some((cwd.join(".cordon").join("rules.toml"), RuleSource::Workspace)),
+        workspace.map(|cwd| (cwd.join(".cordon").join("rules.toml"), RuleSource::Workspace)),
     ];
     for (path, source) in files.into_iter().flatten() {
         let Some(text) = crate::state_files::read(&path)? else { continue };
@@ -252,4 +318,41 @@ fn load_rules(home: Option<&Path>, cwd: &Path) -> anyhow::Result<RuleSet> {
         rules.merge(parsed);
     }
     Ok(rules)
+}
+
+/// The ssh target of `--host`/`--connect`.
+pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTarget> {
+    let (destination, port) = RemoteTarget::parse_host(host)?;
+    Ok(RemoteTarget {
+        destination,
+        port,
+        ssh_options: flags.ssh_options.clone(),
+        remote_cordon: flags.remote_cordon.clone(),
+        ssh_program: PathBuf::from("ssh"),
+    })
+}
+
+/// Refuses (the caller exits 125) when the far end's `doctor` says it cannot enforce these
+/// settings' policy, unless best effort was asked for; with best effort, says what is not
+/// enforced there.
+pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyhow::Result<()> {
+    if settings.policy.network_domains().is_some() {
+        bail!(
+            "network by domain (--allow-domain, config network.allow) is not available on \
+             another machine yet: its proxy would have to run there; use --network or no network"
+        );
+    }
+    match settings.helper.strictness {
+        Strictness::FailClosed => {
+            if let Some(refusal) = link.refusal(&settings.policy) {
+                return Err(refusal.into());
+            }
+        }
+        Strictness::BestEffort => {
+            for gap in link.gaps(&settings.policy) {
+                eprintln!("cordon: not enforced on {}: {}", link.host(), gap.what);
+            }
+        }
+    }
+    Ok(())
 }

@@ -2,16 +2,14 @@
 //! retry once without the sandbox. [`Orchestrator::run`] is that flow in one function.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use cordon_policies::{
-    AskForApproval, Assessment, Escalation, PreRunDecision, Requester, RetryDecision, RuleSet,
-    SandboxMode, SandboxPolicy, allow_rule_toml, assess, retry_after_denial,
+    AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxMode,
+    allow_rule_toml, assess, retry_after_denial,
 };
 use serde::Serialize;
 
@@ -20,49 +18,13 @@ use crate::classify::{
     Blocked, DenialContext, ExitKind, Finished, Verdict, classify, explain_output,
     is_denial_evidence,
 };
-use crate::launch::{
-    HelperSettings, Launch, ParentDeath, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,
-};
-use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError, ProxySettings};
-use crate::spawn::{OutputMode, RunOptions, StdinMode, run_process};
+use crate::launch::{HelperSettings, SandboxKind, Sandboxed};
+use crate::network_proxy::NetworkLog;
+use crate::resolved::ApprovalState;
+use crate::runner::{AttemptRun, LocalRunner, Runner};
 
-/// One command to run.
-#[derive(Debug, Clone)]
-pub struct ExecRequest {
-    pub command: Vec<String>,
-    /// Where the command runs.
-    pub cwd: PathBuf,
-    /// What the writable roots are resolved against (the workspace): fixed when a run or an
-    /// executor starts. A per-call working directory changes `cwd`, never this (DESIGN §12).
-    pub policy_cwd: PathBuf,
-    pub sandbox_policy: SandboxPolicy,
-    pub approval: AskForApproval,
-    pub escalation: Escalation,
-    /// A person at a terminal or a program: what `on-request` does after a denial.
-    pub requester: Requester,
-    pub timeout: Option<Duration>,
-    /// The complete environment of the command (already filtered by the environment policy).
-    pub env: Vec<(OsString, OsString)>,
-    pub stdin: StdinMode,
-    pub output: OutputMode,
-}
-
-impl ExecRequest {
-    /// The launch of this request under `kind`. Nothing the orchestrator or a session starts
-    /// may outlive cordon, so the command dies with it.
-    pub fn launch(&self, kind: SandboxKind) -> Launch<'_> {
-        Launch {
-            kind,
-            command: self.command.iter().map(OsString::from).collect(),
-            cwd: &self.cwd,
-            policy_cwd: &self.policy_cwd,
-            policy: &self.sandbox_policy,
-            env: &self.env,
-            parent_death: ParentDeath::Kill,
-            proxy_socket: None,
-        }
-    }
-}
+pub use crate::request::ExecRequest;
+pub use crate::runner::OrchestratorError;
 
 /// What step 1 (decide, and ask when needed) concluded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,17 +138,6 @@ impl Outcome {
     }
 }
 
-/// Why the orchestrator could not even try.
-#[derive(Debug, thiserror::Error)]
-pub enum OrchestratorError {
-    #[error(transparent)]
-    Setup(#[from] SandboxSetupError),
-    #[error(transparent)]
-    Proxy(#[from] ProxyError),
-    #[error("cannot start {program}: {source}")]
-    Spawn { program: PathBuf, source: std::io::Error },
-}
-
 /// Long-lived state: rules, the helper, approvals cached for this session.
 #[derive(Debug)]
 pub struct Orchestrator {
@@ -235,12 +186,23 @@ impl Orchestrator {
         assess(command, approval, &rules, escalation)
     }
 
-    /// Runs `request` through the whole flow.
+    /// Runs `request` through the whole flow on this machine.
     pub async fn run(
         &self,
         request: &ExecRequest,
         approver: &impl Approver,
     ) -> Result<Outcome, OrchestratorError> {
+        self.run_on(request, approver, &LocalRunner { helper: &self.helper }).await
+    }
+
+    /// The whole flow with attempts run by `runner`: decisions, approvals and classification
+    /// stay here whichever machine the command runs on.
+    pub(crate) async fn run_on<R: Runner>(
+        &self,
+        request: &ExecRequest,
+        approver: &impl Approver,
+        runner: &R,
+    ) -> Result<Outcome, R::Error> {
         // 1. Decide, and ask when needed.
         let mut approvals = Vec::new();
         let authorization = self.authorize(request, approver, &mut approvals).await;
@@ -266,7 +228,13 @@ impl Orchestrator {
         // 2-4. Pick the sandbox, spawn, classify.
         let sandbox = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
         let context = denial_context(request, &self.helper.user_view);
-        let first = self.attempt(request, sandbox, &context).await?;
+        let approval = if outcome.approvals.is_empty() {
+            ApprovalState::NotNeeded
+        } else {
+            ApprovalState::Granted
+        };
+        let first =
+            self.attempt(runner, AttemptRun { request, sandbox, approval }, &context).await?;
         let (exit, verdict) = (first.exit, first.verdict);
         outcome.attempts.push(first);
         if verdict != Verdict::LikelySandboxDenied {
@@ -292,7 +260,12 @@ impl Orchestrator {
                     evidence: denial_evidence(outcome.attempts.last(), &context),
                 };
                 if self.approve(request, question, approver, &mut outcome.approvals).await {
-                    let retry = self.attempt(request, SandboxKind::None, &context).await?;
+                    let run = AttemptRun {
+                        request,
+                        sandbox: SandboxKind::None,
+                        approval: ApprovalState::Granted,
+                    };
+                    let retry = self.attempt(runner, run, &context).await?;
                     let (exit, verdict) = (retry.exit, retry.verdict);
                     outcome.attempts.push(retry);
                     outcome.result = OutcomeResult::Completed { exit, verdict, blocked: None };
@@ -344,7 +317,8 @@ impl Orchestrator {
         kind: SandboxKind,
     ) -> Result<Attempt, OrchestratorError> {
         let context = denial_context(request, &self.helper.user_view);
-        self.attempt(request, kind, &context).await
+        let run = AttemptRun { request, sandbox: kind, approval: ApprovalState::NotNeeded };
+        self.attempt(&LocalRunner { helper: &self.helper }, run, &context).await
     }
 
     /// The helper settings (for spawners outside this module).
@@ -430,30 +404,15 @@ impl Orchestrator {
         append(path, &text).map_err(|e| format!("cannot save the rule to {}: {e}", path.display()))
     }
 
-    async fn attempt(
+    /// One attempt through `runner`, classified here.
+    async fn attempt<R: Runner>(
         &self,
-        request: &ExecRequest,
-        sandbox: SandboxKind,
+        runner: &R,
+        run: AttemptRun<'_>,
         context: &DenialContext,
-    ) -> Result<Attempt, OrchestratorError> {
-        // The proxy lives exactly as long as this attempt. Only the Linux helper can hand it
-        // the command's port; elsewhere a domain list means no network (see `launch`).
-        let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
-            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
-                rules: rules.clone(),
-                narrowed_by: None,
-                test_resolve: self.helper.proxy_test_resolve.clone(),
-            })?),
-            _ => None,
-        };
-        let mut launch = request.launch(sandbox);
-        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
-        let spec = plan_launch(&launch, &self.helper)?;
-        let options =
-            RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
-        let result = run_process(&spec, &options)
-            .await
-            .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
+    ) -> Result<Attempt, R::Error> {
+        let sandbox = run.sandbox;
+        let result = runner.run_attempt(run).await?;
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());
         let finished = Finished { sandbox, exit: result.exit, stdout: &stdout, stderr: &stderr };
         let verdict = classify(finished, context);
@@ -469,7 +428,7 @@ impl Orchestrator {
             blocked,
             stdout: result.stdout.captured(),
             stderr: result.stderr.captured(),
-            network: proxy.map(NetworkProxy::finish),
+            network: result.network,
         })
     }
 }

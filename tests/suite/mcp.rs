@@ -18,7 +18,7 @@ use super::util::*;
 
 /// An interpreter with the `mcp` package: `$CORDON_TEST_MCP_PYTHON`, else the venv `.ci/run`
 /// makes (`.ci/venv`), else the suite's python3. `None` when none of them can import it.
-fn mcp_python() -> Option<&'static Path> {
+pub(super) fn mcp_python() -> Option<&'static Path> {
     static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
     FOUND
         .get_or_init(|| {
@@ -53,20 +53,20 @@ macro_rules! require_mcp_client {
 }
 
 /// A workspace, a directory outside it, and a `$CORDON_HOME`.
-struct Dirs {
-    work: tempfile::TempDir,
-    outside: tempfile::TempDir,
-    home: tempfile::TempDir,
+pub(super) struct Dirs {
+    pub(super) work: tempfile::TempDir,
+    pub(super) outside: tempfile::TempDir,
+    pub(super) home: tempfile::TempDir,
 }
 
 impl Dirs {
-    fn new() -> Dirs {
+    pub(super) fn new() -> Dirs {
         Dirs { work: scratch(), outside: scratch(), home: scratch() }
     }
 }
 
 /// Runs one scenario of the Python client; returns its JSON report.
-fn client(scenario: &str, dirs: &Dirs, options: &[&str], server_args: &[&str]) -> Value {
+pub(super) fn client(scenario: &str, dirs: &Dirs, options: &[&str], server_args: &[&str]) -> Value {
     let python = mcp_python().unwrap();
     let out = Command::new(python)
         .arg(helper_program("mcp_client.py"))

@@ -14,6 +14,7 @@ mod mount_view;
 mod network;
 mod process;
 mod proxy;
+mod remote;
 mod robustness;
 mod secrets;
 mod trust_boundary;

@@ -5,6 +5,7 @@
 //! the matching `approval_response`. A line that does not parse gets an `error` and the loop
 //! goes on. EOF or `shutdown` terminates every session and returns.
 
+mod backends;
 mod protocol;
 
 use std::cell::RefCell;
@@ -17,14 +18,19 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::orchestrator::{ApprovalAnswer, ApprovalRequest, Approver};
-use crate::session::{ExecCommandArgs, SessionManager, WriteStdinArgs};
+use crate::session::{ExecCommandArgs, WriteStdinArgs};
 
-pub use protocol::{ApprovalDecision, CallOutcome, Content, Incoming, Outgoing, Tool, tools};
+pub use backends::{Backend, Hello, LocalExecutor, RemoteServer};
+pub use protocol::{
+    ApprovalDecision, ApprovalState, CORDON_VERSION, CallOutcome, Content, HostFacts, Incoming,
+    Outgoing, PROTOCOL_VERSION, RESOLVED_FORM_VERSION, ResolvedExec, ResolvedOutcome,
+    ResolvedResult, SandboxAttempt, Tool, WireMountView, WireStrictness, tools,
+};
 
 type Pending = Rc<RefCell<HashMap<String, oneshot::Sender<ApprovalDecision>>>>;
 
 /// Asks the harness over the protocol.
-struct ProtocolApprover {
+pub struct ProtocolApprover {
     call_request_id: Value,
     out: mpsc::UnboundedSender<Outgoing>,
     pending: Pending,
@@ -87,10 +93,10 @@ pub enum ServeEnd {
 /// `LocalSet`. Every line is bytes: invalid UTF-8, invalid JSON, unknown tools and oversized
 /// lines each get one `error` (with the requestId when it can be read) and serving goes on.
 /// On the way out, pending approvals are denied and every session is terminated.
-pub async fn serve(
+pub async fn serve<B: Backend + 'static>(
     mut input: impl AsyncBufRead + Unpin,
     mut output: impl AsyncWrite + Unpin + 'static,
-    manager: Rc<SessionManager>,
+    backend: Rc<B>,
 ) -> std::io::Result<ServeEnd> {
     let (out, mut outbox) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::task::spawn_local(async move {
@@ -105,6 +111,7 @@ pub async fn serve(
         }
     });
     let pending: Pending = Rc::new(RefCell::new(HashMap::new()));
+    let in_flight: InFlight = Rc::new(RefCell::new(HashMap::new()));
     let next = Rc::new(RefCell::new(0u64));
     let mut signals = Signals::new();
     let mut line = Vec::new();
@@ -136,18 +143,55 @@ pub async fn serve(
         };
         match message {
             Incoming::ListTools { request_id } => {
-                let _ = out.send(Outgoing::ListToolsResponse { request_id, tools: tools() });
+                let _ = out.send(Outgoing::ListToolsResponse {
+                    request_id,
+                    protocol_version: PROTOCOL_VERSION,
+                    tools: tools(),
+                });
+            }
+            Incoming::Hello { request_id, protocol_version, cordon_version } => {
+                let _ = out.send(hello_response(
+                    backend.hello(),
+                    request_id,
+                    protocol_version,
+                    cordon_version.as_deref(),
+                ));
+            }
+            Incoming::ExecResolved { request_id, exec } => {
+                let backend = Rc::clone(&backend);
+                let call = async move { backend.exec_resolved(*exec).await };
+                spawn_resolved(&in_flight, request_id, &out, call);
+            }
+            Incoming::WriteResolved {
+                request_id,
+                session_id,
+                chars,
+                yield_time_ms,
+                max_output_tokens,
+            } => {
+                let backend = Rc::clone(&backend);
+                let args = WriteStdinArgs {
+                    session_id,
+                    chars: Some(chars),
+                    yield_time_ms,
+                    max_output_tokens,
+                };
+                let call = async move { backend.write_resolved(args).await };
+                spawn_resolved(&in_flight, request_id, &out, call);
+            }
+            Incoming::Cancel { call_request_id, .. } => {
+                // Dropping the call kills the session it started or was waiting on (as an
+                // MCP cancellation does locally); a call already answered is not found.
+                if let Some(call) = in_flight.borrow_mut().remove(&id_key(&call_request_id)) {
+                    call.abort();
+                }
             }
             Incoming::Shutdown { request_id } => {
                 let _ = out.send(Outgoing::ShutdownResponse { request_id });
                 break ServeEnd::Shutdown;
             }
             Incoming::ApprovalResponse { request_id, decision } => {
-                let key = match &request_id {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let waiter = pending.borrow_mut().remove(&key);
+                let waiter = pending.borrow_mut().remove(&id_key(&request_id));
                 match waiter {
                     Some(waiter) => {
                         let _ = waiter.send(decision);
@@ -160,6 +204,19 @@ pub async fn serve(
                     }
                 }
             }
+            Incoming::CloseResolved { request_id, session_id } => {
+                let backend = Rc::clone(&backend);
+                let out = out.clone();
+                tokio::task::spawn_local(async move {
+                    let outcome = match backend.close_session(session_id).await {
+                        Ok(text) => {
+                            CallOutcome::Success { content: vec![Content::InputText { text }] }
+                        }
+                        Err(message) => CallOutcome::Error { message },
+                    };
+                    let _ = out.send(Outgoing::CloseResponse { request_id, outcome });
+                });
+            }
             Incoming::CallTool { request_id, tool_name, arguments } => {
                 let approver = ProtocolApprover {
                     call_request_id: request_id.clone(),
@@ -167,10 +224,10 @@ pub async fn serve(
                     pending: Rc::clone(&pending),
                     next: Rc::clone(&next),
                 };
-                let manager = Rc::clone(&manager);
+                let backend = Rc::clone(&backend);
                 let out = out.clone();
                 tokio::task::spawn_local(async move {
-                    let outcome = call_tool(&manager, &tool_name, arguments, &approver).await;
+                    let outcome = call_tool(&*backend, &tool_name, arguments, &approver).await;
                     let _ = out.send(Outgoing::CallToolResponse { request_id, tool_name, outcome });
                 });
             }
@@ -179,11 +236,45 @@ pub async fn serve(
     // Nothing the executor started may outlive it: questions still open are answered no (their
     // calls then refuse), and every session is closed.
     pending.borrow_mut().clear();
-    manager.shutdown();
+    backend.shutdown();
     drop(out);
     // Calls still finishing hold the outbox open; their last words are not worth a hang.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
     Ok(end)
+}
+
+/// Calls of the resolved form in flight, by request id, so that `cancel` can drop one.
+type InFlight = Rc<RefCell<HashMap<String, tokio::task::AbortHandle>>>;
+
+/// A request id as a map key.
+fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Runs one resolved call as a task that `cancel` can abort, and answers it.
+fn spawn_resolved(
+    in_flight: &InFlight,
+    request_id: Value,
+    out: &mpsc::UnboundedSender<Outgoing>,
+    call: impl std::future::Future<Output = Result<ResolvedResult, String>> + 'static,
+) {
+    let key = id_key(&request_id);
+    let registry = Rc::clone(in_flight);
+    let out = out.clone();
+    let done = key.clone();
+    // Registered before the task first runs: a local task only starts when this one yields.
+    let task = tokio::task::spawn_local(async move {
+        let outcome = match call.await {
+            Ok(result) => ResolvedOutcome::Success { result },
+            Err(message) => ResolvedOutcome::Error { message },
+        };
+        registry.borrow_mut().remove(&done);
+        let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
+    });
+    in_flight.borrow_mut().insert(key, task.abort_handle());
 }
 
 /// How reading one line ended.
@@ -312,19 +403,47 @@ impl Signals {
     }
 }
 
-async fn call_tool(
-    manager: &SessionManager,
+/// The `hello_response` (or the error) for a peer speaking `requested`.
+fn hello_response(
+    hello: Hello,
+    request_id: Value,
+    requested: u32,
+    peer_version: Option<&str>,
+) -> Outgoing {
+    if !(1..=PROTOCOL_VERSION).contains(&requested) || requested < hello.min_version {
+        let peer = peer_version.map(|v| format!("cordon {} ", excerpt(v))).unwrap_or_default();
+        return Outgoing::Error {
+            request_id: Some(request_id),
+            message: format!(
+                "version mismatch: the peer ({peer}protocol {requested}) and this executor \
+                 (cordon {CORDON_VERSION}, protocol {}..={PROTOCOL_VERSION}) share no protocol \
+                 version",
+                hello.min_version
+            ),
+        };
+    }
+    Outgoing::HelloResponse {
+        request_id,
+        protocol_version: requested,
+        cordon_version: CORDON_VERSION,
+        forms: hello.forms,
+        host: hello.host,
+    }
+}
+
+async fn call_tool<B: Backend>(
+    backend: &B,
     tool: &str,
     arguments: Value,
     approver: &ProtocolApprover,
 ) -> CallOutcome {
     let result = match tool {
         "exec_command" => match serde_json::from_value::<ExecCommandArgs>(arguments) {
-            Ok(args) => manager.exec_command(args, approver).await.map_err(|e| e.to_string()),
+            Ok(args) => backend.exec_command(args, approver).await,
             Err(e) => Err(format!("invalid exec_command arguments: {e}")),
         },
         "write_stdin" => match serde_json::from_value::<WriteStdinArgs>(arguments) {
-            Ok(args) => manager.write_stdin(args).await.map_err(|e| e.to_string()),
+            Ok(args) => backend.write_stdin(args).await,
             Err(e) => Err(format!("invalid write_stdin arguments: {e}")),
         },
         other => Err(format!("unknown tool {other:?}: expected exec_command or write_stdin")),

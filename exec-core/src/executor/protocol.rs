@@ -1,10 +1,28 @@
 //! The executor's JSON-lines messages (DESIGN §10): `type` in snake_case, fields in camelCase.
+//!
+//! Protocol 1 is the high-level form for harnesses (`list_tools`, `call_tool` with
+//! `exec_command`/`write_stdin`, approvals over the wire). Protocol 2 adds `hello` (version
+//! negotiation) and the *resolved* form an orchestrator sends to a remote executor
+//! (`exec_resolved`, `write_resolved`): the final argv, cwd, environment and sandbox attempt,
+//! decided and approved on the orchestrator's side ([`crate::remote`]).
 
 use cordon_policies::SandboxMode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::orchestrator::ApprovalStage;
+
+pub use crate::resolved::{
+    ApprovalState, HostFacts, ResolvedExec, ResolvedResult, SandboxAttempt, WireMountView,
+    WireStrictness,
+};
+
+/// The newest executor protocol this build speaks.
+pub const PROTOCOL_VERSION: u32 = 2;
+/// The first version with `hello` and the resolved form.
+pub const RESOLVED_FORM_VERSION: u32 = 2;
+/// This build's version, as `hello` reports it.
+pub const CORDON_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A line from the harness.
 #[derive(Debug, Deserialize)]
@@ -26,6 +44,42 @@ pub enum Incoming {
         request_id: Value,
         decision: ApprovalDecision,
     },
+    /// Version negotiation (protocol 2): the version the peer speaks and its cordon version.
+    Hello {
+        request_id: Value,
+        protocol_version: u32,
+        #[serde(default)]
+        cordon_version: Option<String>,
+    },
+    /// The resolved form (protocol 2, `--serve-remote` only): run exactly this.
+    ExecResolved {
+        request_id: Value,
+        exec: Box<ResolvedExec>,
+    },
+    /// The resolved form of `write_stdin` (protocol 2, `--serve-remote` only).
+    WriteResolved {
+        request_id: Value,
+        session_id: u32,
+        #[serde(default)]
+        chars: String,
+        #[serde(default)]
+        yield_time_ms: Option<u64>,
+        #[serde(default)]
+        max_output_tokens: Option<usize>,
+    },
+    /// Ends a session (protocol 2, `--serve-remote` only): `close_session` of the MCP server
+    /// or a call the orchestrator's client abandoned.
+    CloseResolved {
+        request_id: Value,
+        session_id: u32,
+    },
+    /// Drops a resolved call in flight (protocol 2): the orchestrator's caller went away. The
+    /// session it started or waited on is killed, as a dropped call is locally. No answer.
+    Cancel {
+        #[serde(default)]
+        request_id: Option<Value>,
+        call_request_id: Value,
+    },
 }
 
 /// The harness's answer to an `approval_request`.
@@ -43,7 +97,27 @@ pub enum ApprovalDecision {
 pub enum Outgoing {
     ListToolsResponse {
         request_id: Value,
+        /// The newest protocol version this executor speaks (see `hello`).
+        protocol_version: u32,
         tools: Vec<Tool>,
+    },
+    HelloResponse {
+        request_id: Value,
+        /// The version both sides now speak.
+        protocol_version: u32,
+        cordon_version: &'static str,
+        /// The request forms served: `exec_command` (protocol 1), `exec_resolved` (2).
+        forms: Vec<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none", flatten)]
+        host: Option<HostFacts>,
+    },
+    ResolvedResponse {
+        request_id: Value,
+        outcome: ResolvedOutcome,
+    },
+    CloseResponse {
+        request_id: Value,
+        outcome: CallOutcome,
     },
     CallToolResponse {
         request_id: Value,
@@ -81,6 +155,14 @@ pub struct Tool {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: Value,
+}
+
+/// The outcome of `exec_resolved` / `write_resolved`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ResolvedOutcome {
+    Success { result: ResolvedResult },
+    Error { message: String },
 }
 
 #[derive(Debug, Serialize)]

@@ -77,3 +77,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn hello_negotiates_a_shared_version_or_names_both() {
+    let harness = Hello { min_version: 1, forms: vec!["exec_command"], host: None };
+    let answer =
+        serde_json::to_value(hello_response(harness.clone(), Value::from("h"), 2, None)).unwrap();
+    assert_eq!(answer["type"], "hello_response");
+    assert_eq!(answer["protocolVersion"], 2);
+    assert_eq!(answer["forms"], serde_json::json!(["exec_command"]));
+    let older = serde_json::to_value(hello_response(harness, Value::from("h"), 1, None)).unwrap();
+    assert_eq!(older["protocolVersion"], 1);
+
+    let far_end = Hello { min_version: 2, forms: vec!["exec_resolved"], host: None };
+    for requested in [1, 3] {
+        let refusal = serde_json::to_value(hello_response(
+            far_end.clone(),
+            Value::from("h"),
+            requested,
+            Some("9.9.9"),
+        ))
+        .unwrap();
+        assert_eq!(refusal["type"], "error");
+        let message = refusal["message"].as_str().unwrap();
+        assert!(message.contains(&format!("cordon 9.9.9 protocol {requested}")), "{message}");
+        assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 2..=2")), "{message}");
+    }
+}

@@ -37,7 +37,9 @@ use serde::Deserialize;
 use tokio::sync::Notify;
 
 use crate::executor::{ServeEnd, Signals};
-use crate::session::{ExecCommandArgs, SessionError, SessionManager, WriteStdinArgs};
+use crate::orchestrator::Approver;
+use crate::remote::RemoteSessions;
+use crate::session::{ExecCommandArgs, SessionDefaults, SessionManager, WriteStdinArgs};
 
 use approver::ElicitationApprover;
 
@@ -53,9 +55,83 @@ pub enum McpError {
     Join(#[from] tokio::task::JoinError),
 }
 
+/// Where the MCP server's sessions run: on this machine, or on another one over ssh (decided
+/// and approved here either way).
+#[derive(Clone)]
+pub enum Sessions {
+    Here(Arc<SessionManager>),
+    There(Arc<RemoteSessions>),
+}
+
+impl Sessions {
+    fn defaults(&self) -> &SessionDefaults {
+        match self {
+            Sessions::Here(manager) => manager.defaults(),
+            Sessions::There(remote) => remote.defaults(),
+        }
+    }
+
+    async fn exec_command(
+        &self,
+        args: ExecCommandArgs,
+        approver: &impl Approver,
+    ) -> Result<String, String> {
+        match self {
+            Sessions::Here(manager) => {
+                manager.exec_command(args, approver).await.map_err(|e| e.to_string())
+            }
+            Sessions::There(remote) => remote.exec_command(args, approver).await,
+        }
+    }
+
+    async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, String> {
+        match self {
+            Sessions::Here(manager) => manager.write_stdin(args).await.map_err(|e| e.to_string()),
+            Sessions::There(remote) => remote.write_stdin(args).await,
+        }
+    }
+
+    /// `list_sessions` as JSON text. Remote sessions are listed as this side knows them (id
+    /// and command).
+    fn list(&self) -> String {
+        let listed = match self {
+            Sessions::Here(manager) => serde_json::to_string_pretty(&manager.list()),
+            Sessions::There(remote) => {
+                let sessions: Vec<serde_json::Value> = remote
+                    .link()
+                    .live_sessions()
+                    .into_iter()
+                    .map(|(id, cmd)| {
+                        serde_json::json!({"session_id": id, "cmd": cmd, "host": remote.link().host()})
+                    })
+                    .collect();
+                serde_json::to_string_pretty(&sessions)
+            }
+        };
+        listed.unwrap_or_else(|e| e.to_string())
+    }
+
+    async fn close(&self, session_id: u32) -> Result<String, String> {
+        match self {
+            Sessions::Here(manager) => match manager.close(session_id).await {
+                Ok(()) => Ok(format!("Session {session_id} closed")),
+                Err(error) => Err(error.to_string()),
+            },
+            Sessions::There(remote) => remote.close_session(session_id).await,
+        }
+    }
+
+    fn shutdown(&self) {
+        match self {
+            Sessions::Here(manager) => manager.shutdown(),
+            Sessions::There(remote) => remote.shutdown(),
+        }
+    }
+}
+
 /// The MCP server: the sessions and the tool table.
 pub struct CordonMcp {
-    manager: Arc<SessionManager>,
+    sessions: Sessions,
     tool_router: ToolRouter<CordonMcp>,
 }
 
@@ -73,15 +149,15 @@ pub struct NoArgs {}
 
 #[tool_router]
 impl CordonMcp {
-    pub fn new(manager: Arc<SessionManager>) -> Self {
+    pub fn new(sessions: Sessions) -> Self {
         let mut tool_router = Self::tool_router();
         // Descriptions and annotations are values of this server's policy, not constants.
-        for definition in tools::definitions(&manager.defaults().sandbox_policy) {
+        for definition in tools::definitions(&sessions.defaults().sandbox_policy) {
             if let Some(route) = tool_router.map.get_mut(definition.name.as_ref()) {
                 route.attr = definition;
             }
         }
-        CordonMcp { manager, tool_router }
+        CordonMcp { sessions, tool_router }
     }
 
     #[tool(name = "exec_command", input_schema = tools::input_schema("exec_command"))]
@@ -91,7 +167,7 @@ impl CordonMcp {
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let approver = ElicitationApprover::new(context.peer.clone());
-        let call = self.manager.exec_command(args, &approver);
+        let call = self.sessions.exec_command(args, &approver);
         let result = supervise(call, &context).await;
         with_notes(result, approver.notes())
     }
@@ -102,15 +178,13 @@ impl CordonMcp {
         Parameters(args): Parameters<WriteStdinArgs>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let result = supervise(self.manager.write_stdin(args), &context).await;
+        let result = supervise(self.sessions.write_stdin(args), &context).await;
         with_notes(result, Vec::new())
     }
 
     #[tool(name = "list_sessions", input_schema = tools::input_schema("list_sessions"))]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> CallToolResult {
-        let sessions = self.manager.list();
-        let text = serde_json::to_string_pretty(&sessions).unwrap_or_else(|e| e.to_string());
-        CallToolResult::success(vec![ContentBlock::text(text)])
+        CallToolResult::success(vec![ContentBlock::text(self.sessions.list())])
     }
 
     #[tool(name = "close_session", input_schema = tools::input_schema("close_session"))]
@@ -118,12 +192,9 @@ impl CordonMcp {
         &self,
         Parameters(args): Parameters<CloseSessionArgs>,
     ) -> CallToolResult {
-        match self.manager.close(args.session_id).await {
-            Ok(()) => CallToolResult::success(vec![ContentBlock::text(format!(
-                "Session {} closed",
-                args.session_id
-            ))]),
-            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+        match self.sessions.close(args.session_id).await {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error)]),
         }
     }
 }
@@ -151,9 +222,9 @@ impl ServerHandler for CordonMcp {
 /// Runs a tool call until it returns or the client cancels it (then the call is dropped, which
 /// kills its session), sending progress while it waits when the client asked for progress.
 async fn supervise(
-    call: impl Future<Output = Result<String, SessionError>>,
+    call: impl Future<Output = Result<String, String>>,
     context: &RequestContext<RoleServer>,
-) -> Option<Result<String, SessionError>> {
+) -> Option<Result<String, String>> {
     let token = context.meta.get_progress_token();
     let started = Instant::now();
     let mut tick =
@@ -175,7 +246,7 @@ async fn supervise(
 }
 
 /// The tool result: the session text, or the error, after what the approver had to say.
-fn with_notes(result: Option<Result<String, SessionError>>, notes: Vec<String>) -> CallToolResult {
+fn with_notes(result: Option<Result<String, String>>, notes: Vec<String>) -> CallToolResult {
     let mut lines = notes;
     let failed = match result {
         Some(Ok(text)) => {
@@ -183,7 +254,7 @@ fn with_notes(result: Option<Result<String, SessionError>>, notes: Vec<String>) 
             false
         }
         Some(Err(error)) => {
-            lines.push(error.to_string());
+            lines.push(error);
             true
         }
         None => {
@@ -197,13 +268,13 @@ fn with_notes(result: Option<Result<String, SessionError>>, notes: Vec<String>) 
 
 /// Serves MCP on stdin/stdout until the client goes away (EOF) or a terminating signal; then
 /// every session is closed. Call on a current-thread runtime.
-pub async fn serve_stdio(manager: Arc<SessionManager>) -> Result<ServeEnd, McpError> {
+pub async fn serve_stdio(manager: Sessions) -> Result<ServeEnd, McpError> {
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let eof = Arc::new(Notify::new());
     let transport =
         transport::GuardedLines::new(tokio::io::BufReader::new(stdin), stdout, Arc::clone(&eof));
     let mut signals = Signals::new();
-    let server = CordonMcp::new(Arc::clone(&manager));
+    let server = CordonMcp::new(manager.clone());
     let running = tokio::select! {
         running = server.serve(transport) => running,
         signal = signals.recv() => {

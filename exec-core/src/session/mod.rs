@@ -13,6 +13,8 @@
 mod idle;
 mod listing;
 mod process;
+mod request;
+mod resolved;
 mod text;
 
 use std::collections::HashMap;
@@ -21,17 +23,19 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordon_policies::{
-    AskForApproval, DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy,
-};
+use cordon_policies::{AskForApproval, SandboxPolicy};
 use serde::Deserialize;
 
-use crate::launch::{SandboxKind, SandboxSetupError, plan_launch};
+use crate::launch::{LaunchPlan, SandboxKind, SandboxSetupError, plan_launch};
 use crate::network_proxy::{NetworkProxy, ProxyError, ProxySettings};
-use crate::orchestrator::{Approver, Authorization, ExecRequest, Orchestrator};
-use crate::spawn::{OutputMode, StdinMode};
+use crate::orchestrator::{Approver, Authorization, Orchestrator};
 
-use text::{Collected, SessionState, Wait, clamp_yield, result_text};
+use text::{Collected, Wait, clamp_yield, result_text, truncate_middle};
+
+pub use text::SessionState;
+
+use request::refusals_line;
+pub(crate) use request::session_request;
 
 use process::SessionProcess;
 
@@ -59,6 +63,25 @@ pub const SESSION_ENV: &[(&str, &str)] = &[
     ("PAGER", "cat"),
     ("GIT_PAGER", "cat"),
 ];
+
+/// What one call collected: the state, the output (cut to the budget) and the result text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub state: SessionState,
+    pub output: String,
+    pub text: String,
+}
+
+/// A session about to start: what it runs (for listings) and how its first call collects.
+pub(super) struct Start {
+    pub started: Instant,
+    pub cmd: String,
+    pub tty: bool,
+    pub yield_time_ms: Option<u64>,
+    pub max_output_tokens: Option<usize>,
+    /// With a domain allow-list: the session's own proxy, alive as long as the session.
+    pub proxy: Option<NetworkProxy>,
+}
 
 /// When a call started, how long it may wait and how much it may return.
 #[derive(Debug, Clone, Copy)]
@@ -124,6 +147,8 @@ pub enum SessionError {
     NetworkNotNarrowable(&'static str),
     #[error("cannot use workdir {}: {source}", .path.display())]
     Workdir { path: PathBuf, source: std::io::Error },
+    #[error("the working directory {} is not absolute (the resolved form needs one)", .0.display())]
+    RelativeCwd(PathBuf),
     #[error(transparent)]
     Setup(#[from] SandboxSetupError),
     #[error(transparent)]
@@ -228,8 +253,6 @@ impl SessionManager {
         approver: &impl Approver,
     ) -> Result<String, SessionError> {
         let started = Instant::now();
-        let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
-        let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
         // The workdir only sets where the command runs: the writable roots stay those the
         // executor started with (DESIGN §12). Resolved first (relative, `..`, symlinks), so
         // what is shown for approval is where the command really runs.
@@ -244,34 +267,7 @@ impl SessionManager {
                 source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
             });
         }
-        let mut env = self.defaults.env.clone();
-        env.retain(|(k, _)| !SESSION_ENV.iter().any(|(name, _)| k == name));
-        env.extend(SESSION_ENV.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
-        let escalation = match args.sandbox_permissions {
-            Some(SandboxPermissions::RequireEscalated) => {
-                Escalation::RequireEscalated { justification: args.justification.clone() }
-            }
-            Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
-        };
-        let (sandbox_policy, narrowed_by) = narrow_network(
-            &self.defaults.sandbox_policy,
-            args.allowed_domains.as_deref(),
-            &escalation,
-        )?;
-        let request = ExecRequest {
-            command: vec![shell, flag.to_owned(), args.cmd.clone()],
-            cwd,
-            policy_cwd: self.defaults.cwd.clone(),
-            sandbox_policy,
-            approval: self.defaults.approval,
-            escalation,
-            // A harness asks for escalation itself (`require_escalated`).
-            requester: Requester::Program,
-            timeout: None,
-            env,
-            stdin: StdinMode::Null,
-            output: OutputMode::Capture,
-        };
+        let (request, narrowed_by) = session_request(&args, &self.defaults, cwd)?;
         let mut approvals = Vec::new();
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {
@@ -291,14 +287,31 @@ impl SessionManager {
         };
         let mut launch = request.launch(kind);
         launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
-        let mut spec = plan_launch(&launch, self.orchestrator.helper())?;
+        let spec = plan_launch(&launch, self.orchestrator.helper())?;
+        let start = Start {
+            started,
+            cmd: args.cmd,
+            tty: args.tty.unwrap_or(false),
+            yield_time_ms: args.yield_time_ms,
+            max_output_tokens: args.max_output_tokens,
+            proxy,
+        };
+        Ok(self.start_session(spec, start).await?.text)
+    }
+
+    /// Spawns `spec` as a new session and collects its first output.
+    pub(super) async fn start_session(
+        &self,
+        mut spec: LaunchPlan,
+        start: Start,
+    ) -> Result<Report, SessionError> {
+        let Start { started, cmd, tty, yield_time_ms, max_output_tokens, proxy } = start;
         if spec.arg0.is_some() {
             if let Some(dir) = &self.helper_link {
                 spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
                 spec.arg0 = None;
             }
         }
-        let tty = args.tty.unwrap_or(false);
         // Room first (nothing below awaits, so no other call can take it meanwhile).
         let closed = self.make_room()?;
         let session = Arc::new(if tty {
@@ -306,28 +319,34 @@ impl SessionManager {
         } else {
             SessionProcess::spawn_pipes(&spec)?
         });
-        let about = listing::About { cmd: args.cmd.clone(), tty, started: Instant::now() };
+        let about = listing::About { cmd, tty, started: Instant::now() };
         let id = self.register(Arc::clone(&session), about, proxy);
         let _busy = Busy { manager: self, id };
         let abandoned = listing::KillIfAbandoned::new(self, id);
         let yield_for =
-            clamp_yield(args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
-        let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let text = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
+            clamp_yield(yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
+        let max_tokens = max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
+        let mut report =
+            self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
         abandoned.disarm();
-        if closed.is_empty() {
-            return Ok(text);
+        if !closed.is_empty() {
+            let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
+            let note = format!(
+                "Note: closed session {} (oldest idle) to stay within {MAX_SESSIONS} sessions\nOutput:\n",
+                ids.join(", ")
+            );
+            report.text = report.text.replacen("Output:\n", &note, 1);
         }
-        let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
-        let note = format!(
-            "Note: closed session {} (oldest idle) to stay within {MAX_SESSIONS} sessions\nOutput:\n",
-            ids.join(", ")
-        );
-        Ok(text.replacen("Output:\n", &note, 1))
+        Ok(report)
     }
 
     /// `write_stdin`: returns the result text.
     pub async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, SessionError> {
+        Ok(self.write_resolved(args).await?.text)
+    }
+
+    /// `write_stdin` with the structured result (the resolved form's `write_resolved`).
+    pub async fn write_resolved(&self, args: WriteStdinArgs) -> Result<Report, SessionError> {
         let started = Instant::now();
         let id = args.session_id;
         let session = self.touch(id).ok_or_else(|| {
@@ -352,14 +371,14 @@ impl SessionManager {
             if empty_poll { Wait::EmptyPoll } else { Wait::AfterInput },
         );
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let text = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
+        let report = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
         abandoned.disarm();
-        Ok(text)
+        Ok(report)
     }
 
     /// Waits for output (see the module docs), then reports and, for an exited process,
     /// forgets the session.
-    async fn collect(&self, id: u32, session: &SessionProcess, limits: Collect) -> String {
+    async fn collect(&self, id: u32, session: &SessionProcess, limits: Collect) -> Report {
         let Collect { started, yield_for, max_tokens } = limits;
         let deadline = started + yield_for;
         loop {
@@ -394,7 +413,9 @@ impl SessionManager {
             Collected { text: &output, original_bytes },
             max_tokens,
         );
-        if refusals.is_empty() { text } else { text.replacen("Output:\n", &refusals, 1) }
+        let text =
+            if refusals.is_empty() { text } else { text.replacen("Output:\n", &refusals, 1) };
+        Report { state, output: truncate_middle(&output, max_tokens).0, text }
     }
 
     /// At the cap, closes idle sessions until one more fits and returns their ids; refuses
@@ -475,65 +496,6 @@ impl SessionManager {
             entry.session.terminate();
         }
     }
-}
-
-/// The policy one call runs under, and the list that narrows its proxy, for a call's
-/// `allowed_domains`: under a domain list both apply; with the network fully on the call's
-/// list becomes the list; with no network, no sandbox or an escalation it is refused (it would
-/// widen what the command may reach, or there is no sandbox to narrow).
-fn narrow_network(
-    policy: &SandboxPolicy,
-    allowed: Option<&[String]>,
-    escalation: &Escalation,
-) -> Result<(SandboxPolicy, Option<DomainRules>), SessionError> {
-    let Some(allowed) = allowed else { return Ok((policy.clone(), None)) };
-    let call = DomainRules { allow: allowed.to_vec(), deny: Vec::new() };
-    DomainMatcher::new(&call).map_err(|e| SessionError::Proxy(ProxyError::Pattern(e)))?;
-    if matches!(escalation, Escalation::RequireEscalated { .. }) {
-        return Err(SessionError::NetworkNotNarrowable(
-            "an escalated command runs without the sandbox; ask for one or the other",
-        ));
-    }
-    match policy {
-        SandboxPolicy::WorkspaceWrite(ww) if ww.network_domains.is_some() => {
-            Ok((policy.clone(), Some(call)))
-        }
-        SandboxPolicy::WorkspaceWrite(ww) if ww.network_access => {
-            let mut narrowed = ww.clone();
-            narrowed.network_domains = Some(call);
-            Ok((SandboxPolicy::WorkspaceWrite(narrowed), None))
-        }
-        SandboxPolicy::WorkspaceWrite(_) | SandboxPolicy::ReadOnly { .. } => {
-            Err(SessionError::NetworkNotNarrowable(
-                "this executor runs commands without network, and a call cannot widen that \
-                 (start it with --allow-domain or --network)",
-            ))
-        }
-        SandboxPolicy::DangerFullAccess {} => Err(SessionError::NetworkNotNarrowable(
-            "this executor runs commands without a sandbox (danger-full-access)",
-        )),
-    }
-}
-
-/// `Network: the allow-list refused HOST:PORT, …` and the knob, then `Output:` (it replaces
-/// the result's `Output:` line); empty for no refusals. Host names come from the command:
-/// rendered, never raw.
-fn refusals_line(refused: &[crate::network_proxy::ConnectionRecord]) -> String {
-    let mut hosts: Vec<String> = Vec::new();
-    for record in refused {
-        let host = format!("{}:{}", record.host, record.port);
-        if !hosts.contains(&host) {
-            hosts.push(host);
-        }
-    }
-    if hosts.is_empty() {
-        return String::new();
-    }
-    format!(
-        "Network: the allow-list refused {}; allow a host with --allow-domain HOST (config \
-         network.allow)\nOutput:\n",
-        cordon_policies::render_text(&hosts.join(", ")).text
-    )
 }
 
 /// How long sessions get between SIGHUP and SIGKILL at shutdown.

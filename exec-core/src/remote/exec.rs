@@ -1,0 +1,117 @@
+//! `cordon exec --host HOST -- CMD`: the orchestrator's whole flow here (rules, approval,
+//! classification, the retry decision), each attempt run there as the resolved form and
+//! polled until it exits, its output streamed here as it arrives.
+
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use crate::capture::HeadTail;
+use crate::classify::ExitKind;
+use crate::orchestrator::{Approver, Orchestrator, Outcome};
+use crate::request::ExecRequest;
+use crate::resolved::ResolvedExec;
+use crate::runner::{AttemptRun, RawAttempt, Runner};
+use crate::spawn::{CAPTURE_BYTES, OutputMode};
+
+use super::link::{RemoteLink, Write};
+use super::{RemoteError, attempt_for, env_strings};
+
+/// How long each poll of a running remote command waits (output arrives in chunks this far
+/// apart; an exit ends a poll at once).
+const POLL_MS: u64 = 1000;
+/// No result is cut: the far end's unread buffer (1 MiB per poll) is the only bound.
+const WHOLE_OUTPUT_TOKENS: usize = 1 << 20;
+
+/// Runs requests on the far end of `link` under `orchestrator`'s decisions.
+pub struct RemoteExec<'a> {
+    pub orchestrator: &'a Orchestrator,
+    pub link: &'a RemoteLink,
+}
+
+/// [`RemoteExec::run`] by another name, for callers that like functions.
+pub async fn run_remote(
+    remote: RemoteExec<'_>,
+    request: &ExecRequest,
+    approver: &impl Approver,
+) -> Result<Outcome, RemoteError> {
+    remote.run(request, approver).await
+}
+
+impl RemoteExec<'_> {
+    /// The orchestrator's flow with every attempt run remotely. The remote command's stdout
+    /// and stderr arrive merged (on this process's stdout when streaming); its stdin is
+    /// `/dev/null`.
+    pub async fn run(
+        &self,
+        request: &ExecRequest,
+        approver: &impl Approver,
+    ) -> Result<Outcome, RemoteError> {
+        let runner = RemoteRunner { orchestrator: self.orchestrator, link: self.link };
+        self.orchestrator.run_on(request, approver, &runner).await
+    }
+}
+
+struct RemoteRunner<'a> {
+    orchestrator: &'a Orchestrator,
+    link: &'a RemoteLink,
+}
+
+impl Runner for RemoteRunner<'_> {
+    type Error = RemoteError;
+
+    async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, RemoteError> {
+        let AttemptRun { request, sandbox, approval } = run;
+        let exec = ResolvedExec {
+            argv: request.command.clone(),
+            cwd: request.cwd.clone(),
+            env: env_strings(&request.env),
+            sandbox: attempt_for(request, sandbox, self.orchestrator.helper()),
+            approval,
+            tty: false,
+            yield_time_ms: Some(POLL_MS),
+            max_output_tokens: Some(WHOLE_OUTPUT_TOKENS),
+        };
+        let started = Instant::now();
+        let deadline = request.timeout.map(|timeout| started + timeout);
+        let mut stdout = HeadTail::new(CAPTURE_BYTES);
+        let mut result = self.link.exec(&exec).await?;
+        loop {
+            stdout.push(result.output.as_bytes());
+            if request.output == OutputMode::Stream {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(result.output.as_bytes()).and_then(|()| out.flush());
+            }
+            let finished = |exit, stdout| RawAttempt {
+                exit,
+                duration: started.elapsed(),
+                stdout,
+                stderr: HeadTail::new(CAPTURE_BYTES),
+                network: None,
+            };
+            if let Some(code) = result.exit_code {
+                return Ok(finished(ExitKind::Code(code), stdout));
+            }
+            let Some(session_id) = result.session_id else {
+                return Err(RemoteError::Protocol {
+                    host: self.link.host().to_owned(),
+                    message: "a result with neither an exit code nor a session id".into(),
+                });
+            };
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                // The far end ends everything when the link drops: that is the kill.
+                self.link.abort().await;
+                return Ok(finished(ExitKind::TimedOut, stdout));
+            }
+            let wait =
+                left.map_or(POLL_MS, |l| POLL_MS.min(l.as_millis().try_into().unwrap_or(POLL_MS)));
+            let write = Write {
+                session_id,
+                chars: "",
+                yield_time_ms: Some(wait),
+                max_output_tokens: Some(WHOLE_OUTPUT_TOKENS),
+            };
+            result = self.link.write(write).await?;
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Running commands on another machine (DESIGN §7, §10): the orchestrator decides here, the
+//! command runs sandboxed there.
+//!
+//! - Transport: the system `ssh` client runs `cordon executor --serve-remote` on the other
+//!   machine and the executor protocol flows over the channel's stdin/stdout ([`RemoteLink`]),
+//!   so `~/.ssh/config`, agents, jump hosts and control masters all apply. No listening port.
+//! - Split: approval policy, rules, the final argv, cwd, environment and output budget are
+//!   decided here; the far end gets the resolved form (`exec_resolved`) and owns spawning, the
+//!   sandbox it is told to apply, session ids, buffering and process lifecycle.
+//! - Trust: the far end's `doctor` report travels back in `hello_response`; a policy it
+//!   cannot enforce is refused here (exit 125) unless best effort was asked for
+//!   ([`RemoteLink::refusal`]).
+//! - Failure: when the link drops, the far end sees EOF and ends every session (nothing
+//!   survives there); this side reports the sessions that were lost. A version mismatch is
+//!   one error naming both versions.
+//!
+//! [`run_remote`] is `cordon exec --host` (one command, the orchestrator's whole flow with a
+//! retry decided here); [`RemoteSessions`] is `cordon executor --connect` (a harness's
+//! sessions).
+
+mod exec;
+mod link;
+mod sessions;
+
+use std::path::PathBuf;
+
+use crate::launch::{HelperSettings, SandboxKind};
+use crate::request::ExecRequest;
+use crate::resolved::SandboxAttempt;
+use crate::runner::OrchestratorError;
+
+pub use exec::{RemoteExec, run_remote};
+pub use link::RemoteLink;
+pub use sessions::RemoteSessions;
+
+/// Where and how to reach the other machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteTarget {
+    /// `[user@]host`, as ssh takes it (a `Host` alias of `~/.ssh/config` works).
+    pub destination: String,
+    pub port: Option<u16>,
+    /// `-o KEY=VALUE` options for ssh, in order.
+    pub ssh_options: Vec<String>,
+    /// The `cordon` to run there (a name looked up on the remote `PATH`, or a path).
+    pub remote_cordon: String,
+    /// The ssh client (`ssh` on `PATH` unless told otherwise).
+    pub ssh_program: PathBuf,
+}
+
+/// Why a remote run could not happen or went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("cannot read the host {spec:?}: expected [user@]HOST[:PORT]")]
+    BadHost { spec: String },
+    #[error("cannot start {}: {source}", .program.display())]
+    Spawn { program: PathBuf, source: std::io::Error },
+    #[error("the connection to {host} was lost{}", lost_sessions(.sessions))]
+    Lost { host: String, sessions: Vec<(u32, String)> },
+    #[error(
+        "version mismatch: this cordon is {local_version} (executor protocol \
+         {local_protocol}); the cordon on {host} is {remote_version} (protocol \
+         {remote_protocol}): install the same cordon on both machines"
+    )]
+    VersionMismatch {
+        host: String,
+        local_version: &'static str,
+        local_protocol: u32,
+        remote_version: String,
+        remote_protocol: String,
+    },
+    #[error("{host} answered something unexpected: {message}")]
+    Protocol { host: String, message: String },
+    #[error("{host}: {message}")]
+    Remote { host: String, message: String },
+    #[error(
+        "{host} cannot enforce {mode} (its `cordon doctor`): {}; nothing ran (--best-effort \
+         runs there anyway with what it can enforce)",
+        .gaps.join("; ")
+    )]
+    CannotEnforce { host: String, mode: &'static str, gaps: Vec<String> },
+    #[error(transparent)]
+    Orchestrator(#[from] OrchestratorError),
+}
+
+/// The sandbox attempt the far end applies for `kind`: its own platform sandbox under the
+/// request's policy, with this side's strictness and mount-view requirement, or none.
+fn attempt_for(
+    request: &ExecRequest,
+    kind: SandboxKind,
+    helper: &HelperSettings,
+) -> SandboxAttempt {
+    match kind {
+        SandboxKind::None => SandboxAttempt::None,
+        SandboxKind::Linux | SandboxKind::Seatbelt => SandboxAttempt::Platform {
+            policy: request.sandbox_policy.clone(),
+            policy_cwd: request.policy_cwd.clone(),
+            strictness: helper.strictness.into(),
+            mount_view: helper.mount_view.into(),
+        },
+    }
+}
+
+/// The environment as JSON strings (a name or value that is not UTF-8 cannot travel).
+fn env_strings(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Vec<(String, String)> {
+    env.iter().filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned()))).collect()
+}
+
+fn lost_sessions(sessions: &[(u32, String)]) -> String {
+    if sessions.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = sessions
+        .iter()
+        .map(|(id, cmd)| format!("{id} ({})", cordon_policies::render_text(cmd).text))
+        .collect();
+    format!("; remote sessions ended with it on the remote host: {}", list.join(", "))
+}
+
+impl RemoteTarget {
+    /// Splits `[user@]HOST[:PORT]` (`[::1]:22` for an IPv6 address with a port).
+    pub fn parse_host(spec: &str) -> Result<(String, Option<u16>), RemoteError> {
+        let bad = || RemoteError::BadHost { spec: spec.to_owned() };
+        let (user, rest) = match spec.rsplit_once('@') {
+            Some((user, rest)) if !user.is_empty() => (Some(user), rest),
+            Some(_) => return Err(bad()),
+            None => (None, spec),
+        };
+        let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
+            let (host, after) = inner.split_once(']').ok_or_else(bad)?;
+            match after.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None if after.is_empty() => (host, None),
+                None => return Err(bad()),
+            }
+        } else {
+            match rest.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (rest, None),
+            }
+        };
+        if host.is_empty() || host.starts_with('-') || host.contains(char::is_whitespace) {
+            return Err(bad());
+        }
+        let port = port.map(|p| p.parse::<u16>().map_err(|_| bad())).transpose()?;
+        let destination = match user {
+            Some(user) => format!("{user}@{host}"),
+            None => host.to_owned(),
+        };
+        Ok((destination, port))
+    }
+
+    /// The ssh client's arguments: no terminal (`-T`; the protocol is bytes), the options,
+    /// the port, the destination, and the remote command line quoted for the remote shell.
+    pub fn ssh_args(&self) -> Vec<String> {
+        let mut args = vec!["-T".to_owned()];
+        for option in &self.ssh_options {
+            args.extend(["-o".to_owned(), option.clone()]);
+        }
+        if let Some(port) = self.port {
+            args.extend(["-p".to_owned(), port.to_string()]);
+        }
+        args.extend(["--".to_owned(), self.destination.clone()]);
+        let words = [self.remote_cordon.as_str(), "executor", "--serve-remote"];
+        // ssh hands the remote login shell one string: each word is quoted for it.
+        let quoted: Vec<String> = words
+            .iter()
+            .map(|w| shlex::try_quote(w).map_or_else(|_| (*w).to_owned(), |q| q.into_owned()))
+            .collect();
+        args.push(quoted.join(" "));
+        args
+    }
+
+    /// How the host is named in messages.
+    pub fn label(&self) -> String {
+        match self.port {
+            Some(port) => format!("{}:{port}", self.destination),
+            None => self.destination.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_split_into_destination_and_port() {
+        let ok = |spec: &str| RemoteTarget::parse_host(spec).unwrap();
+        assert_eq!(ok("build"), ("build".to_owned(), None));
+        assert_eq!(ok("me@build:2222"), ("me@build".to_owned(), Some(2222)));
+        assert_eq!(ok("[::1]:22"), ("::1".to_owned(), Some(22)));
+        assert_eq!(ok("u@[fe80::1]"), ("u@fe80::1".to_owned(), None));
+        for bad in ["", "@host", "host:port", "-oProxyCommand=x", "a b", "[::1", "h:70000"] {
+            assert!(RemoteTarget::parse_host(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_remote_command_is_quoted_for_the_remote_shell() {
+        let target = RemoteTarget {
+            destination: "me@build".into(),
+            port: Some(2222),
+            ssh_options: vec!["IdentityFile=/k".into()],
+            remote_cordon: "/opt/my cordon/cordon".into(),
+            ssh_program: "ssh".into(),
+        };
+        assert_eq!(
+            target.ssh_args(),
+            [
+                "-T",
+                "-o",
+                "IdentityFile=/k",
+                "-p",
+                "2222",
+                "--",
+                "me@build",
+                "'/opt/my cordon/cordon' executor --serve-remote"
+            ]
+        );
+    }
+}

@@ -1,0 +1,93 @@
+//! Where an attempt runs: [`Runner`] is the one step of the orchestrator's flow that differs
+//! between this machine ([`LocalRunner`]: plan the launch, start the network proxy, spawn) and
+//! another one ([`crate::remote`]: send the resolved form over ssh). Decisions, approvals and
+//! classification stay in the orchestrator either way.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::capture::HeadTail;
+use crate::classify::ExitKind;
+use crate::launch::{HelperSettings, SandboxKind, SandboxSetupError, plan_launch};
+use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError, ProxySettings};
+use crate::request::ExecRequest;
+use crate::resolved::ApprovalState;
+use crate::spawn::{RunOptions, run_process};
+
+/// Why the orchestrator could not even try.
+#[derive(Debug, thiserror::Error)]
+pub enum OrchestratorError {
+    #[error(transparent)]
+    Setup(#[from] SandboxSetupError),
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+    #[error("cannot start {program}: {source}")]
+    Spawn { program: PathBuf, source: std::io::Error },
+}
+
+/// One attempt to run: the request, the sandbox it runs under, and whether a person approved it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AttemptRun<'a> {
+    pub request: &'a ExecRequest,
+    pub sandbox: SandboxKind,
+    pub approval: ApprovalState,
+}
+
+/// What running one attempt gave, before classification.
+#[derive(Debug)]
+pub(crate) struct RawAttempt {
+    pub exit: ExitKind,
+    pub duration: Duration,
+    pub stdout: HeadTail,
+    pub stderr: HeadTail,
+    pub network: Option<NetworkLog>,
+}
+
+/// Runs attempts somewhere: on this machine ([`LocalRunner`]) or over a link to another
+/// ([`crate::remote`]).
+pub(crate) trait Runner {
+    type Error: From<OrchestratorError>;
+    fn run_attempt(
+        &self,
+        run: AttemptRun<'_>,
+    ) -> impl Future<Output = Result<RawAttempt, Self::Error>>;
+}
+
+/// Attempts on this machine: the launch plan, the network proxy, [`run_process`].
+pub(crate) struct LocalRunner<'a> {
+    pub helper: &'a HelperSettings,
+}
+
+impl Runner for LocalRunner<'_> {
+    type Error = OrchestratorError;
+
+    async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, OrchestratorError> {
+        let AttemptRun { request, sandbox, approval: _ } = run;
+        // The proxy lives exactly as long as this attempt. Only the Linux helper can hand it
+        // the command's port; elsewhere a domain list means no network (see `launch`).
+        let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
+            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
+                rules: rules.clone(),
+                narrowed_by: None,
+                test_resolve: self.helper.proxy_test_resolve.clone(),
+            })?),
+            _ => None,
+        };
+        let mut launch = request.launch(sandbox);
+        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
+        let spec = plan_launch(&launch, self.helper)?;
+        let options =
+            RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
+        let result = run_process(&spec, &options)
+            .await
+            .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
+        Ok(RawAttempt {
+            exit: result.exit,
+            duration: result.duration,
+            stdout: result.stdout,
+            stderr: result.stderr,
+            network: proxy.map(NetworkProxy::finish),
+        })
+    }
+}

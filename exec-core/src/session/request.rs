@@ -1,0 +1,111 @@
+//! What an `exec_command` call asks for, as a request: the shell command line, the session
+//! environment, the executor's policy narrowed by the call's `allowed_domains`; and the line
+//! that reports the proxy's refusals in a result.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use cordon_policies::{DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy};
+
+use super::{ExecCommandArgs, SESSION_ENV, SandboxPermissions, SessionDefaults, SessionError};
+use crate::network_proxy::ProxyError;
+use crate::request::ExecRequest;
+use crate::spawn::{OutputMode, StdinMode};
+
+/// The request an `exec_command` call makes: `[shell, -lc|-c, cmd]` in `cwd`, with the
+/// session environment, under the executor's policy (the writable roots stay those of
+/// `defaults.cwd`; a call's `allowed_domains` only narrows the network), and the list that
+/// narrows its proxy. Shared by local sessions and remote ones ([`crate::remote`]).
+pub(crate) fn session_request(
+    args: &ExecCommandArgs,
+    defaults: &SessionDefaults,
+    cwd: PathBuf,
+) -> Result<(ExecRequest, Option<DomainRules>), SessionError> {
+    let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
+    let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
+    let mut env = defaults.env.clone();
+    env.retain(|(k, _)| !SESSION_ENV.iter().any(|(name, _)| k == name));
+    env.extend(SESSION_ENV.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+    let escalation = match args.sandbox_permissions {
+        Some(SandboxPermissions::RequireEscalated) => {
+            Escalation::RequireEscalated { justification: args.justification.clone() }
+        }
+        Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
+    };
+    let (sandbox_policy, narrowed_by) =
+        narrow_network(&defaults.sandbox_policy, args.allowed_domains.as_deref(), &escalation)?;
+    let request = ExecRequest {
+        command: vec![shell, flag.to_owned(), args.cmd.clone()],
+        cwd,
+        policy_cwd: defaults.cwd.clone(),
+        sandbox_policy,
+        approval: defaults.approval,
+        escalation,
+        // A harness asks for escalation itself (`require_escalated`).
+        requester: Requester::Program,
+        timeout: None,
+        env,
+        stdin: StdinMode::Null,
+        output: OutputMode::Capture,
+    };
+    Ok((request, narrowed_by))
+}
+
+/// The policy one call runs under, and the list that narrows its proxy, for a call's
+/// `allowed_domains`: under a domain list both apply; with the network fully on the call's
+/// list becomes the list; with no network, no sandbox or an escalation it is refused (it would
+/// widen what the command may reach, or there is no sandbox to narrow).
+fn narrow_network(
+    policy: &SandboxPolicy,
+    allowed: Option<&[String]>,
+    escalation: &Escalation,
+) -> Result<(SandboxPolicy, Option<DomainRules>), SessionError> {
+    let Some(allowed) = allowed else { return Ok((policy.clone(), None)) };
+    let call = DomainRules { allow: allowed.to_vec(), deny: Vec::new() };
+    DomainMatcher::new(&call).map_err(|e| SessionError::Proxy(ProxyError::Pattern(e)))?;
+    if matches!(escalation, Escalation::RequireEscalated { .. }) {
+        return Err(SessionError::NetworkNotNarrowable(
+            "an escalated command runs without the sandbox; ask for one or the other",
+        ));
+    }
+    match policy {
+        SandboxPolicy::WorkspaceWrite(ww) if ww.network_domains.is_some() => {
+            Ok((policy.clone(), Some(call)))
+        }
+        SandboxPolicy::WorkspaceWrite(ww) if ww.network_access => {
+            let mut narrowed = ww.clone();
+            narrowed.network_domains = Some(call);
+            Ok((SandboxPolicy::WorkspaceWrite(narrowed), None))
+        }
+        SandboxPolicy::WorkspaceWrite(_) | SandboxPolicy::ReadOnly { .. } => {
+            Err(SessionError::NetworkNotNarrowable(
+                "this executor runs commands without network, and a call cannot widen that \
+                 (start it with --allow-domain or --network)",
+            ))
+        }
+        SandboxPolicy::DangerFullAccess {} => Err(SessionError::NetworkNotNarrowable(
+            "this executor runs commands without a sandbox (danger-full-access)",
+        )),
+    }
+}
+
+/// `Network: the allow-list refused HOST:PORT, …` and the knob, then `Output:` (it replaces
+/// the result's `Output:` line); empty for no refusals. Host names come from the command:
+/// rendered, never raw.
+pub(super) fn refusals_line(refused: &[crate::network_proxy::ConnectionRecord]) -> String {
+    let mut hosts: Vec<String> = Vec::new();
+    for record in refused {
+        let host = format!("{}:{}", record.host, record.port);
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    if hosts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Network: the allow-list refused {}; allow a host with --allow-domain HOST (config \
+         network.allow)\nOutput:\n",
+        cordon_policies::render_text(&hosts.join(", ")).text
+    )
+}

@@ -1,0 +1,73 @@
+//! The resolved form's side of the sessions (protocol 2, `cordon executor --serve-remote`):
+//! run exactly the argv, cwd, environment and sandbox an orchestrator elsewhere decided.
+
+use std::ffi::OsString;
+use std::time::Instant;
+
+use cordon_policies::SandboxPolicy;
+
+use super::{Report, SessionError, SessionManager, SessionState, Start};
+use crate::launch::{Launch, ParentDeath, SandboxKind, plan_launch};
+use crate::resolved::{ResolvedExec, ResolvedResult, SandboxAttempt};
+
+impl SessionManager {
+    /// The resolved form (protocol 2): runs exactly `exec` — argv, cwd, environment and
+    /// sandbox decided (and approved) by the orchestrator on the other end of the link.
+    /// Nothing is decided here beyond what this machine's sandbox can enforce.
+    pub async fn exec_resolved(&self, exec: ResolvedExec) -> Result<Report, SessionError> {
+        let started = Instant::now();
+        if !exec.cwd.is_absolute() {
+            return Err(SessionError::RelativeCwd(exec.cwd));
+        }
+        if !exec.cwd.is_dir() {
+            return Err(SessionError::Workdir {
+                path: exec.cwd,
+                source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
+            });
+        }
+        let env: Vec<(OsString, OsString)> =
+            exec.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
+        let mut helper = self.orchestrator.helper().clone();
+        let unsandboxed = SandboxPolicy::DangerFullAccess {};
+        let (kind, policy, policy_cwd) = match &exec.sandbox {
+            SandboxAttempt::None => (SandboxKind::None, &unsandboxed, exec.cwd.as_path()),
+            SandboxAttempt::Platform { policy, policy_cwd, strictness, mount_view } => {
+                helper.strictness = (*strictness).into();
+                helper.mount_view = (*mount_view).into();
+                (SandboxKind::for_policy(policy), policy, policy_cwd.as_path())
+            }
+        };
+        let launch = Launch {
+            kind,
+            command: exec.argv.iter().map(OsString::from).collect(),
+            cwd: &exec.cwd,
+            policy_cwd,
+            policy,
+            env: &env,
+            parent_death: ParentDeath::Kill,
+            proxy_socket: None,
+        };
+        let spec = plan_launch(&launch, &helper)?;
+        let start = Start {
+            started,
+            cmd: cordon_policies::render_argv(&exec.argv).text,
+            tty: exec.tty,
+            yield_time_ms: exec.yield_time_ms,
+            max_output_tokens: exec.max_output_tokens,
+            // No proxy over there yet: a policy with a domain list runs without network
+            // (fail closed), as `launch` does for any plan without a proxy socket.
+            proxy: None,
+        };
+        self.start_session(spec, start).await
+    }
+}
+
+impl From<Report> for ResolvedResult {
+    fn from(report: Report) -> Self {
+        let (session_id, exit_code) = match report.state {
+            SessionState::Running { session_id } => (Some(session_id), None),
+            SessionState::Exited { code } => (None, Some(code)),
+        };
+        ResolvedResult { session_id, exit_code, output: report.output, text: report.text }
+    }
+}
