@@ -52,8 +52,17 @@ impl Watch {
     /// job control on a terminal (Ctrl-Z, a background read or write), where the shell that
     /// sees the job stop sends SIGCONT to the helper's group later. Under the subreaper the
     /// command shares the helper's group, and the terminal's signal stopped the helper already.
+    ///
+    /// Mirroring a stop the terminal already delivered to the helper would race with `fg`: the
+    /// shell's SIGCONT resumes this supervisor before it reaches the command, so a stop read
+    /// then is stale, and stopping the helper again would hand the terminal back to the shell
+    /// under a command that is running.
     fn mirror_stop(&self, signal: libc::c_int) -> bool {
+        let command = nix::unistd::Pid::from_raw(self.command);
+        let shares_our_group =
+            nix::unistd::getpgid(Some(command)).ok() == nix::unistd::getpgid(None).ok();
         self.terminal.fd().is_some()
+            && !shares_our_group
             && matches!(signal, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)
     }
 
