@@ -25,9 +25,13 @@ first_run=$(block 2)
 [ -n "$install" ] && [ -n "$first_run" ] || fail "README.md has no Install / first-run sh blocks"
 
 real_cargo_home=${CARGO_HOME:-$HOME/.cargo}
-# Not under /tmp: /tmp is a writable root of workspace-write, and ~/outside must lie outside.
-mkdir -p "$repo/target"
-tmp=$(mktemp -d -p "$repo/target" install-home.XXXXXX)
+# Not under /tmp (a writable root of workspace-write: ~/outside must lie outside every root),
+# and not under the checkout either, which may itself be under /tmp.
+base=/var/tmp
+[ -d "$base" ] || base=$repo/target
+mkdir -p "$base"
+tmp=$(mktemp -d -p "$base" cordon-install-home.XXXXXX)
+case "$tmp" in /tmp/*) fail "no directory outside /tmp for the throwaway HOME ($tmp)" ;; esac
 trap 'rm -rf "$tmp"' EXIT
 home=$tmp/home
 mkdir -p "$home/.cargo"
