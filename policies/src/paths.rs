@@ -13,6 +13,11 @@ use std::path::{Path, PathBuf};
 /// stay writable, so `git add` and `git commit` work in the sandbox; submodule updates do not.
 /// (A `.git` *file*, the pointer of a linked worktree or a submodule checkout, is read-only
 /// too: the helper treats it so whatever this list says.)
+///
+/// The shell start-up files and the global git config matter when a writable root is `$HOME`
+/// itself (`cordon exec` run from the home directory): written from inside, they would run the
+/// command's code in the user's next shell or git command, outside any sandbox. In a project
+/// they rarely exist, and a protected path that does not exist costs nothing.
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".git/hooks",
     ".git/config",
@@ -23,6 +28,17 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".envrc",
     ".vscode",
     ".idea",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".gitconfig",
+    ".config/git",
+    ".config/fish",
 ];
 
 /// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`

