@@ -9,43 +9,23 @@ use std::sync::Arc;
 use cordon_exec_core::executor::{
     Backend, HostFacts, LocalExecutor, RemoteServer, ServeEnd, serve,
 };
-use cordon_exec_core::remote::{RemoteLink, RemoteSessions};
-use cordon_exec_core::session::{SessionDefaults, SessionManager};
+use cordon_exec_core::session::SessionManager;
 
 use cordon_exec_core::platform::predicted_gaps;
 use cordon_policies::SandboxMode;
 
 use crate::flags::ExecutorCmdArgs;
-use crate::settings::{Bypass, Settings, Workspace, check_remote_enforcement, remote_target};
+use crate::settings::{Bypass, Settings, connect_sessions};
 
 pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
     let ExecutorCmdArgs { base, connect, serve_remote, remote } = args;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let served = match (connect, serve_remote) {
-        (Some(host), _) => {
-            let target = remote_target(&host, &remote)?;
-            local.block_on(&runtime, async move {
-                let link = RemoteLink::connect(&target).await?;
-                let default_cwd = link.facts().cwd.clone();
-                let settings = Settings::load_in(
-                    &base.sandbox,
-                    &base.policy,
-                    (SandboxMode::WorkspaceWrite, Bypass::No),
-                    Workspace::Remote { default_cwd: &default_cwd },
-                )?;
-                check_remote_enforcement(&link, &settings)?;
-                let env = link.facts().env.clone();
-                let defaults = SessionDefaults {
-                    cwd: settings.cwd.clone(),
-                    sandbox_policy: settings.policy.clone(),
-                    approval: settings.approval,
-                    env: settings.command_env_from(env).0,
-                };
-                let orchestrator = Arc::new(settings.orchestrator()?);
-                serve_stdio(Rc::new(RemoteSessions::new(link, orchestrator, defaults))).await
-            })
-        }
+        (Some(host), _) => local.block_on(&runtime, async move {
+            let sessions = connect_sessions(&base, &host, &remote).await?;
+            serve_stdio(Rc::new(sessions)).await
+        }),
         (None, serve_remote) => {
             let settings = Settings::load(
                 &base.sandbox,
@@ -57,12 +37,7 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
                 announce_gaps(&settings.policy);
             }
             let orchestrator = settings.orchestrator()?;
-            let defaults = SessionDefaults {
-                cwd: settings.cwd.clone(),
-                sandbox_policy: settings.policy.clone(),
-                approval: settings.approval,
-                env: settings.command_env().0,
-            };
+            let defaults = settings.session_defaults();
             local.block_on(&runtime, async move {
                 let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
                 let end = if serve_remote {

@@ -7,41 +7,21 @@ use std::sync::Arc;
 use cordon_exec_core::executor::ServeEnd;
 use cordon_exec_core::mcp::{Sessions, serve_stdio};
 use cordon_exec_core::platform::predicted_gaps;
-use cordon_exec_core::remote::{RemoteLink, RemoteSessions};
-use cordon_exec_core::session::{SessionDefaults, SessionManager};
+use cordon_exec_core::session::SessionManager;
 use cordon_policies::SandboxMode;
 
 use crate::flags::McpArgs;
-use crate::settings::{Bypass, Settings, Workspace, check_remote_enforcement, remote_target};
+use crate::settings::{Bypass, Settings, connect_sessions};
 
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let McpArgs { base, connect, remote } = args;
     // One thread: every session's parent-death signal is tied to the thread that spawned it.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let served = match connect {
-        Some(host) => {
-            let target = remote_target(&host, &remote)?;
-            runtime.block_on(async move {
-                let link = RemoteLink::connect(&target).await?;
-                let default_cwd = link.facts().cwd.clone();
-                let settings = Settings::load_in(
-                    &base.sandbox,
-                    &base.policy,
-                    (SandboxMode::WorkspaceWrite, Bypass::No),
-                    Workspace::Remote { default_cwd: &default_cwd },
-                )?;
-                check_remote_enforcement(&link, &settings)?;
-                let defaults = SessionDefaults {
-                    cwd: settings.cwd.clone(),
-                    sandbox_policy: settings.policy.clone(),
-                    approval: settings.approval,
-                    env: settings.command_env_from(link.facts().env.clone()).0,
-                };
-                let orchestrator = Arc::new(settings.orchestrator()?);
-                let sessions = RemoteSessions::new(link, orchestrator, defaults);
-                anyhow::Ok(serve_stdio(Sessions::There(Arc::new(sessions))).await?)
-            })
-        }
+        Some(host) => runtime.block_on(async move {
+            let sessions = connect_sessions(&base, &host, &remote).await?;
+            anyhow::Ok(serve_stdio(Sessions::There(Arc::new(sessions))).await?)
+        }),
         None => {
             let settings = Settings::load(
                 &base.sandbox,
@@ -55,12 +35,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("cordon mcp-server: not enforced here: {}{required}", gap.what);
             }
             let orchestrator = settings.orchestrator()?;
-            let defaults = SessionDefaults {
-                cwd: settings.cwd.clone(),
-                sandbox_policy: settings.policy.clone(),
-                approval: settings.approval,
-                env: settings.command_env().0,
-            };
+            let defaults = settings.session_defaults();
             runtime.block_on(async move {
                 let manager = Arc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
                 anyhow::Ok(serve_stdio(Sessions::Here(manager)).await?)

@@ -7,7 +7,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use cordon_exec_core::remote::{RemoteLink, RemoteTarget};
+use cordon_exec_core::remote::{RemoteLink, RemoteSessions, RemoteTarget};
+use cordon_exec_core::session::SessionDefaults;
 use cordon_exec_core::{HelperSettings, MountViewRequirement, Orchestrator, Strictness};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, PolicyEnv, RemovedVar, RuleSet,
@@ -15,7 +16,7 @@ use cordon_policies::{
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
-use crate::flags::{PolicyFlags, RemoteFlags, SandboxFlags};
+use crate::flags::{ExecutorArgs, PolicyFlags, RemoteFlags, SandboxFlags};
 
 /// `--dangerously-bypass-approvals-and-sandbox` or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +152,22 @@ impl Settings {
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
         self.command_env_from(vars)
+    }
+
+    /// What every session of `cordon executor`/`cordon mcp-server` starts from, with this
+    /// process's environment as the base.
+    pub fn session_defaults(&self) -> SessionDefaults {
+        self.session_defaults_with(self.command_env().0)
+    }
+
+    /// [`Settings::session_defaults`] with `env` (already filtered) as the environment.
+    fn session_defaults_with(&self, env: Vec<(OsString, OsString)>) -> SessionDefaults {
+        SessionDefaults {
+            cwd: self.cwd.clone(),
+            sandbox_policy: self.policy.clone(),
+            approval: self.approval,
+            env,
+        }
     }
 
     /// [`Settings::command_env`] from another environment (a remote executor's).
@@ -330,6 +347,29 @@ pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTa
         remote_cordon: flags.remote_cordon.clone(),
         ssh_program: PathBuf::from("ssh"),
     })
+}
+
+/// `cordon executor --connect` / `cordon mcp-server --connect`: opens the link, loads the
+/// settings for the far end's workspace (`-C` is a path there), refuses what it cannot
+/// enforce, and returns the sessions that run there, with its environment as the base.
+pub async fn connect_sessions(
+    base: &ExecutorArgs,
+    host: &str,
+    remote: &RemoteFlags,
+) -> anyhow::Result<RemoteSessions> {
+    let link = RemoteLink::connect(&remote_target(host, remote)?).await?;
+    let default_cwd = link.facts().cwd.clone();
+    let settings = Settings::load_in(
+        &base.sandbox,
+        &base.policy,
+        (SandboxMode::WorkspaceWrite, Bypass::No),
+        Workspace::Remote { default_cwd: &default_cwd },
+    )?;
+    check_remote_enforcement(&link, &settings)?;
+    let defaults =
+        settings.session_defaults_with(settings.command_env_from(link.facts().env.clone()).0);
+    let orchestrator = std::sync::Arc::new(settings.orchestrator()?);
+    Ok(RemoteSessions::new(link, orchestrator, defaults))
 }
 
 /// Refuses (the caller exits 125) when the far end's `doctor` says it cannot enforce these
