@@ -117,17 +117,19 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     let mut protected = Vec::new();
     let mut pinned = Vec::new();
     for root in roots {
-        // The git dirs a `.git` pointer file names (read once per root, not once per entry).
+        // The root's git dirs, read once per root (not once per entry): `.git`, or what a
+        // `.git` pointer file names.
+        let git_dirs = git_dirs(root);
+        for git_dir in &git_dirs {
+            protected.extend(submodule_pointer_files(git_dir));
+        }
         let pointed_git_dirs: Vec<PathBuf> =
-            git_dirs(root).into_iter().filter(|d| *d != root.join(".git")).collect();
+            git_dirs.into_iter().filter(|d| *d != root.join(".git")).collect();
         // A `.git` pointer file is as good as a config: rewritten to `gitdir: ./evil`, it would
         // make the user's next git command in this checkout read a planted config. Read-only,
-        // and so are the pointer files of the submodule checkouts git recurses into.
+        // and so are the pointer files of the submodule checkouts git recurses into (above).
         if !pointed_git_dirs.is_empty() {
             protected.push(root.join(".git"));
-        }
-        for git_dir in git_dirs(root) {
-            protected.extend(submodule_pointer_files(&git_dir));
         }
         for entry in &policy.protected_paths {
             let entry_path = Path::new(entry);
