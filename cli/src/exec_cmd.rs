@@ -211,13 +211,6 @@ fn not_enforced(
 
 /// `host:port` of every destination the proxy refused, over all attempts.
 fn denied_hosts(outcome: &cordon_exec_core::Outcome) -> Vec<String> {
-    let mut hosts: Vec<String> = Vec::new();
-    for log in outcome.attempts.iter().filter_map(|a| a.network.as_ref()) {
-        for host in log.denied_hosts() {
-            if !hosts.contains(&host) {
-                hosts.push(host);
-            }
-        }
-    }
-    hosts
+    let logs = outcome.attempts.iter().filter_map(|a| a.network.as_ref());
+    cordon_exec_core::denied_hosts(logs.flat_map(|log| &log.connections))
 }

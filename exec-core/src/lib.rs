@@ -37,7 +37,9 @@ pub use launch::{
     HelperSettings, Launch, LaunchPlan, MountViewRequirement, ParentDeath, SandboxKind,
     SandboxSetupError, Sandboxed, Strictness, plan_launch,
 };
-pub use network_proxy::{ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings};
+pub use network_proxy::{
+    ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings, denied_hosts,
+};
 pub use orchestrator::{
     ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, Attempt,
     Authorization, ExecRequest, Orchestrator, OrchestratorError, Outcome, OutcomeResult,

@@ -80,15 +80,20 @@ pub struct NetworkLog {
 impl NetworkLog {
     /// `host:port` of each refused destination, once each, in order.
     pub fn denied_hosts(&self) -> Vec<String> {
-        let mut hosts: Vec<String> = Vec::new();
-        for record in self.connections.iter().filter(|c| !c.allowed) {
-            let host = format!("{}:{}", record.host, record.port);
-            if !hosts.contains(&host) {
-                hosts.push(host);
-            }
-        }
-        hosts
+        denied_hosts(&self.connections)
     }
+}
+
+/// `host:port` of each refused destination among `records`, once each, in order.
+pub fn denied_hosts<'a>(records: impl IntoIterator<Item = &'a ConnectionRecord>) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for record in records.into_iter().filter(|c| !c.allowed) {
+        let host = format!("{}:{}", record.host, record.port);
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    hosts
 }
 
 /// Why the proxy could not start.

@@ -93,13 +93,7 @@ fn narrow_network(
 /// the result's `Output:` line); empty for no refusals. Host names come from the command:
 /// rendered, never raw.
 pub(super) fn refusals_line(refused: &[crate::network_proxy::ConnectionRecord]) -> String {
-    let mut hosts: Vec<String> = Vec::new();
-    for record in refused {
-        let host = format!("{}:{}", record.host, record.port);
-        if !hosts.contains(&host) {
-            hosts.push(host);
-        }
-    }
+    let hosts = crate::network_proxy::denied_hosts(refused);
     if hosts.is_empty() {
         return String::new();
     }
