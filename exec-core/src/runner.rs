@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::capture::HeadTail;
 use crate::classify::ExitKind;
 use crate::launch::{HelperSettings, SandboxKind, SandboxSetupError, plan_launch};
-use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError, ProxySettings};
+use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError};
 use crate::request::ExecRequest;
 use crate::resolved::ApprovalState;
 use crate::spawn::{RunOptions, run_process};
@@ -64,16 +64,13 @@ impl Runner for LocalRunner<'_> {
 
     async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, OrchestratorError> {
         let AttemptRun { request, sandbox, approval: _ } = run;
-        // The proxy lives exactly as long as this attempt. Only the Linux helper can hand it
-        // the command's port; elsewhere a domain list means no network (see `launch`).
-        let proxy = match (sandbox, request.sandbox_policy.network_domains()) {
-            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
-                rules: rules.clone(),
-                narrowed_by: None,
-                test_resolve: self.helper.proxy_test_resolve.clone(),
-            })?),
-            _ => None,
-        };
+        // The proxy lives exactly as long as this attempt.
+        let proxy = NetworkProxy::start_for(
+            sandbox,
+            &request.sandbox_policy,
+            None,
+            &self.helper.proxy_test_resolve,
+        )?;
         let mut launch = request.launch(sandbox);
         launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
         let spec = plan_launch(&launch, self.helper)?;

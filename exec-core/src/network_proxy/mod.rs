@@ -31,14 +31,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use cordon_policies::{
-    DomainDecision, DomainMatcher, DomainPatternError, DomainRules, is_internal_address,
-    normalize_host,
+    DomainDecision, DomainMatcher, DomainPatternError, DomainRules, SandboxPolicy,
+    is_internal_address, normalize_host,
 };
 use hyper::StatusCode;
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, getsockopt, recvmsg, sockopt};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+
+use crate::launch::SandboxKind;
 
 /// How long name resolution and the upstream connect may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
@@ -182,6 +184,25 @@ impl NetworkProxy {
         });
         let task = tokio::spawn(serve(listener, socket_path.clone(), state));
         Ok(NetworkProxy { socket_path, log, task, _dir: dir })
+    }
+
+    /// The proxy a launch under `kind` needs: one for a policy with a domain allow-list under
+    /// the Linux helper (the only sandbox that can hand it the command's port; elsewhere such a
+    /// policy means no network, see `launch`), none otherwise.
+    pub fn start_for(
+        kind: SandboxKind,
+        policy: &SandboxPolicy,
+        narrowed_by: Option<DomainRules>,
+        test_resolve: &[(String, SocketAddr)],
+    ) -> Result<Option<NetworkProxy>, ProxyError> {
+        match (kind, policy.network_domains()) {
+            (SandboxKind::Linux, Some(rules)) => Ok(Some(NetworkProxy::start(&ProxySettings {
+                rules: rules.clone(),
+                narrowed_by,
+                test_resolve: test_resolve.to_vec(),
+            })?)),
+            (SandboxKind::Linux | SandboxKind::Seatbelt | SandboxKind::None, _) => Ok(None),
+        }
     }
 
     pub fn socket_path(&self) -> &Path {

@@ -27,7 +27,7 @@ use cordon_policies::{AskForApproval, SandboxPolicy};
 use serde::Deserialize;
 
 use crate::launch::{LaunchPlan, SandboxKind, SandboxSetupError, plan_launch};
-use crate::network_proxy::{NetworkProxy, ProxyError, ProxySettings};
+use crate::network_proxy::{NetworkProxy, ProxyError};
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
 
 use text::{Collected, Wait, clamp_yield, result_text, truncate_middle};
@@ -275,16 +275,10 @@ impl SessionManager {
             Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
         let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
-        // A domain allow-list gets a proxy of its own for as long as the session lives (only
-        // the Linux helper can hand it the command's port; elsewhere the list means no network, see `launch`).
-        let proxy = match (kind, request.sandbox_policy.network_domains()) {
-            (SandboxKind::Linux, Some(rules)) => Some(NetworkProxy::start(&ProxySettings {
-                rules: rules.clone(),
-                narrowed_by,
-                test_resolve: self.orchestrator.helper().proxy_test_resolve.clone(),
-            })?),
-            _ => None,
-        };
+        // A domain allow-list gets a proxy of its own for as long as the session lives.
+        let test_resolve = &self.orchestrator.helper().proxy_test_resolve;
+        let proxy =
+            NetworkProxy::start_for(kind, &request.sandbox_policy, narrowed_by, test_resolve)?;
         let mut launch = request.launch(kind);
         launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
         let spec = plan_launch(&launch, self.orchestrator.helper())?;
