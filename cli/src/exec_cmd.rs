@@ -92,7 +92,7 @@ struct Ran {
     outcome: cordon_exec_core::Outcome,
     request: ExecRequest,
     env_removed: Vec<cordon_policies::RemovedVar>,
-    /// What the sandbox could not enforce where the command ran.
+    /// What the sandbox could not enforce where the command ran (gathered for `--json` only).
     gaps: Vec<cordon_exec_core::platform::Gap>,
 }
 
@@ -139,7 +139,8 @@ fn run_here(
     };
     let request = exec_request(args, &settings, env, stdin);
     let outcome = runtime.block_on(orchestrator.run(&request, &TerminalApprover))?;
-    let gaps = not_enforced(&outcome, &request);
+    // The prediction forks probe children: only `--json` reports it, so only `--json` pays.
+    let gaps = if args.json { not_enforced(&outcome, &request) } else { Vec::new() };
     Ok(Ran { outcome, request, env_removed, gaps })
 }
 

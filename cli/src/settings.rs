@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use cordon_exec_core::remote::{RemoteLink, RemoteSessions, RemoteTarget};
 use cordon_exec_core::session::SessionDefaults;
-use cordon_exec_core::{HelperSettings, MountViewRequirement, Orchestrator, Strictness};
+use cordon_exec_core::{
+    HelperLaunch, HelperSettings, MountViewRequirement, Orchestrator, Strictness,
+};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, PolicyEnv, RemovedVar, RuleSet,
     RuleSource, SandboxMode, SandboxPolicy, WorkspaceWrite, expand_path,
@@ -107,8 +109,10 @@ impl Settings {
                 policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
             ),
         };
+        let (exe, launch) = helper_exe(&config)?;
         let helper = HelperSettings {
-            exe: helper_exe(&config)?,
+            exe,
+            launch,
             strictness: if flags.best_effort || config.sandbox_best_effort {
                 Strictness::BestEffort
             } else {
@@ -306,13 +310,16 @@ fn hidden_paths(flags: &SandboxFlags, config: &Config, env: &PolicyEnv<'_>) -> O
 }
 
 /// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else config `linux_sandbox_exe`, else
-/// this very binary.
-fn helper_exe(config: &Config) -> anyhow::Result<PathBuf> {
+/// this very binary — which a spawner may then run in its forked child without an exec.
+fn helper_exe(config: &Config) -> anyhow::Result<(PathBuf, HelperLaunch)> {
     match std::env::var_os("CORDON_LINUX_SANDBOX_EXE") {
-        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+        Some(path) if !path.is_empty() => Ok((PathBuf::from(path), HelperLaunch::Exec)),
         _ => match &config.linux_sandbox_exe {
-            Some(path) => Ok(path.clone()),
-            None => std::env::current_exe().context("cannot find the cordon executable"),
+            Some(path) => Ok((path.clone(), HelperLaunch::Exec)),
+            None => Ok((
+                std::env::current_exe().context("cannot find the cordon executable")?,
+                HelperLaunch::InProcessWhenPossible,
+            )),
         },
     }
 }

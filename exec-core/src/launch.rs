@@ -73,9 +73,22 @@ pub struct HelperSettings {
     /// environment: that one follows `shell_environment_policy`, and what the command is told
     /// (no HOME, another TMPDIR) must not change what is hidden or writable.
     pub user_view: EnvSnapshot,
+    /// How a spawner may start the helper.
+    pub launch: HelperLaunch,
     /// TEST ONLY (`CORDON_TEST_RESOLVE`): names the network proxy resolves to these
     /// addresses instead of asking DNS (see `network_proxy`).
     pub proxy_test_resolve: Vec<(String, std::net::SocketAddr)>,
+}
+
+/// How the Linux helper is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HelperLaunch {
+    /// A spawner that forks from a single-threaded process runs the helper in the forked child
+    /// ([`cordon_sandbox_linux::run_forked`]): one `execve` of cordon fewer. Only when the
+    /// helper is this very binary.
+    InProcessWhenPossible,
+    /// Always exec the helper executable (a configured `linux_sandbox_exe`).
+    Exec,
 }
 
 /// What to launch.
@@ -111,6 +124,11 @@ pub struct LaunchPlan {
     #[serde(skip)]
     pub env: Vec<(OsString, OsString)>,
     pub cwd: PathBuf,
+    /// The helper's arguments, when a spawner that forks from a single-threaded process may
+    /// run the helper in the child instead of exec'ing `program` ([`HelperLaunch`]). The
+    /// result is the same process tree, minus one `execve`.
+    #[serde(skip)]
+    pub in_process: Option<HelperArgs>,
 }
 
 /// Errors building a sandboxed command line.
@@ -140,6 +158,7 @@ pub fn plan_launch(
             args: rest.to_vec(),
             env: env.to_vec(),
             cwd: cwd.to_path_buf(),
+            in_process: None,
         },
         SandboxKind::Linux => {
             let args = HelperArgs {
@@ -161,6 +180,10 @@ pub fn plan_launch(
                 args: cordon_sandbox_linux::helper_argv(&args),
                 env: env.to_vec(),
                 cwd: cwd.to_path_buf(),
+                in_process: match helper.launch {
+                    HelperLaunch::InProcessWhenPossible => Some(args),
+                    HelperLaunch::Exec => None,
+                },
             }
         }
         SandboxKind::Seatbelt => {
@@ -190,6 +213,7 @@ pub fn plan_launch(
                 args,
                 env: full_env,
                 cwd: cwd.to_path_buf(),
+                in_process: None,
             }
         }
     };
@@ -212,6 +236,13 @@ impl LaunchPlan {
     /// and terminal are its own with nothing in between. Returns only on failure.
     pub fn exec(&self) -> std::io::Error {
         use std::os::unix::process::CommandExt;
+        // The helper in this very process: the exec of cordon it would take is saved.
+        #[cfg(target_os = "linux")]
+        if let Some(args) = &self.in_process {
+            if cordon_sandbox_linux::single_threaded() {
+                cordon_sandbox_linux::run_in_process(args, &self.env);
+            }
+        }
         self.to_command().exec()
     }
 }

@@ -48,6 +48,26 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     }
 }
 
+/// Makes `command`'s forked child run the Linux helper for `args` with environment `env`
+/// instead of exec'ing the helper binary (see `cordon_sandbox_linux::run_in_process`). The hook
+/// runs last, after stdio, the process group and [`prepare_child`]'s, and never returns.
+/// Call only when `cordon_sandbox_linux::single_threaded()`.
+#[cfg(target_os = "linux")]
+pub fn run_helper_in_child(
+    command: &mut std::process::Command,
+    args: cordon_sandbox_linux::HelperArgs,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the caller checked that this process is single-threaded, so the forked child is
+    // an exact copy with no lock held by a vanished thread: it may allocate and run the
+    // helper's ordinary code, as the exec'd helper would. The helper closes the descriptors an
+    // exec would close, resets caught signals and replaces the environment first.
+    unsafe {
+        command.pre_exec(move || cordon_sandbox_linux::run_in_process(&args, &env));
+    }
+}
+
 /// Elsewhere (macOS) there is no parent-death signal or `close_range`: the process group is
 /// still killed on exit and timeout, and every descriptor above stderr is marked close-on-exec
 /// one by one (up to the descriptor table size, at most 65536), so descriptors cordon's caller

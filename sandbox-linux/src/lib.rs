@@ -72,7 +72,7 @@ pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperEr
 
 /// The helper's entry point (see the crate docs). Never returns.
 #[cfg(target_os = "linux")]
-pub use run::run_main;
+pub use run::{run_in_process, run_main, single_threaded};
 
 /// On other systems the helper personality only explains itself.
 #[cfg(not(target_os = "linux"))]

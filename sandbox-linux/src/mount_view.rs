@@ -47,6 +47,10 @@ pub struct MountPlan {
     pub private_dev_shm: bool,
     /// Whether the command also gets a network namespace of its own (a domain allow-list).
     pub network: NetworkNamespace,
+    /// Mount points strictly under `/proc` (a container's masks, a read-only `/proc/sys`, hidden
+    /// paths there): put back on top of a fresh proc, so nothing hidden before shows. Taken
+    /// from the table the plan was made from, which saves reading it a second time.
+    pub proc_covers: Vec<PathBuf>,
 }
 
 /// The network namespace the mount view is entered together with.
@@ -158,14 +162,19 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             }
         }
     }
-    // Only real directories and files are pinned: a symlink is not followed into who knows where.
-    pinned.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink()));
+    // Each path is looked at once (`.git` is the ancestor of several entries).
     pinned.sort();
     pinned.dedup();
+    protected.sort();
+    protected.dedup();
+    // Only real directories and files are pinned: a symlink is not followed into who knows where.
+    pinned.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink()));
     // Bind the canonical target, and only inside a writable root: outside them everything is
-    // read-only already, and a planted symlink must not make the helper bind, say, `/`.
+    // read-only already, and a planted symlink must not make the helper bind, say, `/`. Most
+    // entries do not exist: one lstat rules them out before the component-by-component walk.
     let mut protected: Vec<PathBuf> = protected
         .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .filter(|p| roots.iter().any(|root| p.starts_with(root)))
         .collect();
@@ -197,7 +206,19 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         .filter(|root| !roots.iter().any(|other| other != *root && root.starts_with(other)))
         .cloned()
         .collect();
+    let proc_root = Path::new("/proc");
+    let mut proc_covers: Vec<PathBuf> = mounts
+        .iter()
+        .map(|m| &m.mount_point)
+        .chain(&hidden_dirs)
+        .chain(&hidden_files)
+        .filter(|p| p.starts_with(proc_root) && *p != proc_root)
+        .cloned()
+        .collect();
+    proc_covers.sort();
+    proc_covers.dedup();
     MountPlan {
+        proc_covers,
         writable_roots: outermost,
         writable_submounts,
         pinned,
@@ -349,22 +370,20 @@ pub enum ProcView {
 }
 
 /// Mounts a fresh read-only proc on `/proc` for the PID namespace this process is pid 1 of,
-/// and puts every mount that covered part of the old `/proc` (a container's masks, a
-/// read-only `/proc/sys`, binfmt_misc) back on top, so nothing hidden before shows. Called
+/// and puts every mount that covered part of the old `/proc` ([`MountPlan::proc_covers`]: a
+/// container's masks, a read-only `/proc/sys`, binfmt_misc) back on top, so nothing hidden
+/// before shows. Called
 /// inside the mount view only (a private mount namespace; nothing reaches the host).
-pub fn mount_fresh_proc() -> Result<ProcView, HelperError> {
+pub fn mount_fresh_proc(covers: &[PathBuf]) -> Result<ProcView, HelperError> {
     use std::os::fd::AsRawFd;
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let proc_root = Path::new("/proc");
-    let covers: Vec<(PathBuf, std::os::fd::OwnedFd)> = parse_mountinfo(&mountinfo)
-        .into_iter()
-        .map(|m| m.mount_point)
-        .filter(|p| p.starts_with(proc_root) && p != proc_root)
+    let covers: Vec<(PathBuf, std::os::fd::OwnedFd)> = covers
+        .iter()
         .map(|path| {
             let flags = nix::fcntl::OFlag::O_PATH
                 | nix::fcntl::OFlag::O_CLOEXEC
                 | nix::fcntl::OFlag::O_NOFOLLOW;
-            nix::fcntl::open(&path, flags, nix::sys::stat::Mode::empty())
+            nix::fcntl::open(path.as_path(), flags, nix::sys::stat::Mode::empty())
                 .map(|fd| (path.clone(), fd))
                 .map_err(|e| HelperError::MountView {
                     what: format!("keeping {} covered", path.display()),

@@ -48,6 +48,35 @@ pub fn run_main() -> ! {
     std::process::exit(error.exit_code())
 }
 
+/// The helper without an `execve` of the helper binary: run in the calling process (`cordon
+/// sandbox`, which would exec the helper anyway) or in a child the caller forked for it
+/// (`cordon exec`) — one exec fewer on the way to the command. The caller must be
+/// single-threaded (a child forked from a threaded process may not allocate) and set up as the
+/// helper's caller would set it up: stdio, process group, parent-death signal. What the exec
+/// would have done is done here first: descriptors marked close-on-exec are closed (a
+/// supervisor that never execs would otherwise keep the caller's open, and a spawner waits for
+/// one of them to close), caught signals go back to their default disposition (ignored ones stay
+/// ignored, as across an exec), and the environment becomes `env`. Then the same steps as
+/// [`run_main`]. Never returns.
+pub fn run_in_process(args: &HelperArgs, env: &[(OsString, OsString)]) -> ! {
+    sys::close_cloexec_descriptors();
+    sys::reset_caught_signals();
+    sys::replace_environment(env);
+    crate::messages::set_caller(args.caller);
+    let error = match run(args, PidNamespaceRequest::WhenAvailable) {
+        Ok(never) => match never {},
+        Err(error) => error,
+    };
+    eprintln!("{}{error}", crate::messages::prefix());
+    // `_exit`: buffered output and exit handlers belong to the caller, not to this helper.
+    sys::exit_now(error.exit_code())
+}
+
+/// Whether this process has a single thread, which [`run_in_process`] needs.
+pub fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
+}
+
 /// Removes `--no-pid-namespace` (before `--`): a flag of this helper only, for benchmarks and
 /// kernels where the namespace misbehaves. It is not a field of [`HelperArgs`], which the
 /// orchestrator builds and which never asks for it.
@@ -94,6 +123,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
+    let mut proc_covers = Vec::new();
     let mount_view = match args.mount_view {
         MountViewRequirement::Disabled => Err("turned off with --no-mount-view".to_owned()),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
@@ -104,6 +134,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
                     }
+                    proc_covers = plan.proc_covers;
                     Ok(())
                 }
                 MountView::Unavailable(reason) => Err(reason),
@@ -120,7 +151,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
     };
     let supervisor = containment::split(pid_namespace, args.parent_death)?;
     let containment = match supervisor.containment {
-        Containment::PidNamespace => match mount_view::mount_fresh_proc()? {
+        Containment::PidNamespace => match mount_view::mount_fresh_proc(&proc_covers)? {
             ProcView::Private => Containment::PidNamespace,
             ProcView::Host(reason) => {
                 eprintln!(

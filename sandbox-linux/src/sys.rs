@@ -100,6 +100,81 @@ pub fn reset_sigpipe() {
     }
 }
 
+/// Closes every descriptor marked close-on-exec, as an `execve` would; the others stay open.
+pub fn close_cloexec_descriptors() {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
+    // Listed first, closed after: the listing's own descriptor is gone by then (EBADF below).
+    let fds: Vec<libc::c_int> = dir
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_GETFD and close take integers; the descriptors closed were marked
+        // close-on-exec by their owners, none of which runs again in this process.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Puts every signal that has a handler back to its default disposition, as an `execve` does
+/// (ignored signals stay ignored).
+pub fn reset_caught_signals() {
+    for signal in 1..libc::SIGRTMAX() {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: `sigaction` with a NULL new action only fills `current`, a zeroed plain
+        // struct; installing SIG_DFL runs no handler code.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &raw mut current) == 0
+                && current.sa_sigaction != libc::SIG_DFL
+                && current.sa_sigaction != libc::SIG_IGN
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+/// Makes `env` this process's whole environment. Through libc, not `std::env`: a caller's
+/// spawn forks while holding std's environment lock, which its child inherits locked.
+pub fn replace_environment(env: &[(std::ffi::OsString, std::ffi::OsString)]) {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: only ever called by `run_in_process`, in a single-threaded process: no other
+    // thread exists to read the environment while it changes.
+    unsafe {
+        libc::clearenv();
+    }
+    for (key, value) in env {
+        let (Ok(key), Ok(value)) =
+            (std::ffi::CString::new(key.as_bytes()), std::ffi::CString::new(value.as_bytes()))
+        else {
+            continue;
+        };
+        if key.as_bytes().is_empty() || key.as_bytes().contains(&b'=') {
+            continue;
+        }
+        // SAFETY: both are NUL-terminated strings that live across the call (setenv copies
+        // them); single-threaded as above.
+        unsafe {
+            libc::setenv(key.as_ptr(), value.as_ptr(), 1);
+        }
+    }
+}
+
+/// `_exit(code)`: ends this process without running exit handlers or flushing buffers it
+/// inherited from the process that forked it.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` takes an integer and does not return.
+    unsafe { libc::_exit(code) }
+}
+
 /// `mount_setattr(AT_FDCWD, path, AT_RECURSIVE?, attr)` — flips mount attributes (read-only)
 /// on a whole mount tree in one call.
 pub fn mount_setattr(
@@ -310,12 +385,16 @@ pub fn loopback_up() -> io::Result<()> {
     }
     // SAFETY: SIOCGIFFLAGS reads the NUL-terminated name and writes the flags into the
     // `ifreq` we own, which outlives the call.
-    check_int(unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &raw mut request) })?;
+    check_int(unsafe {
+        libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS as _, &raw mut request)
+    })?;
     // SAFETY: the union member the kernel just filled for SIOCGIFFLAGS is `ifru_flags`.
     unsafe {
         request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
     }
     // SAFETY: as above; SIOCSIFFLAGS only reads the `ifreq`.
-    check_int(unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const request) })
-        .map(drop)
+    check_int(unsafe {
+        libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS as _, &raw const request)
+    })
+    .map(drop)
 }

@@ -8,6 +8,7 @@ mod executor;
 mod exit_codes;
 mod filesystem;
 mod hardening;
+mod launch_paths;
 mod mcp;
 mod messages;
 mod mount_view;

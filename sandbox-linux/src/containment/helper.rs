@@ -81,7 +81,7 @@ pub(super) fn helper_waits(
         Ok(status) => status.map_or(0, |(_, status)| status),
         Err(error) => {
             eprintln!("{}waiting for the sandboxed command: {error}", crate::messages::prefix());
-            std::process::exit(crate::EXIT_SETUP_FAILED)
+            sys::exit_now(crate::EXIT_SETUP_FAILED)
         }
     };
     // The supervisor wrote its last report before it exited: it is in the pipe now.
@@ -115,7 +115,7 @@ fn exit_like(status: libc::c_int) -> ! {
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
         sys::die_of_signal(signal);
-        std::process::exit(128 + signal)
+        sys::exit_now(128 + signal)
     }
-    std::process::exit(libc::WEXITSTATUS(status))
+    sys::exit_now(libc::WEXITSTATUS(status))
 }

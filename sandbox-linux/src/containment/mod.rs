@@ -199,7 +199,7 @@ pub fn split(
                 .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
             // The helper may have died before the line above; its end of the pipe says so.
             if helper_gone(&down_read) {
-                std::process::exit(crate::EXIT_SETUP_FAILED);
+                sys::exit_now(crate::EXIT_SETUP_FAILED);
             }
             if containment == Containment::Subreaper {
                 nix::sys::prctl::set_child_subreaper(true)

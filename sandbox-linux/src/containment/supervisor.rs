@@ -210,7 +210,7 @@ impl Supervisor {
         let status = watch.status.unwrap_or(libc::SIGKILL);
         let _ = nix::unistd::write(&self.to_helper, &Report::Exited(status).encode());
         // As pid 1, exiting kills everything left in the namespace.
-        std::process::exit(if libc::WIFSIGNALED(status) {
+        sys::exit_now(if libc::WIFSIGNALED(status) {
             128 + libc::WTERMSIG(status)
         } else {
             libc::WEXITSTATUS(status)
@@ -220,7 +220,7 @@ impl Supervisor {
 
 fn fail(error: HelperError) -> ! {
     eprintln!("{}{error}", crate::messages::prefix());
-    std::process::exit(error.exit_code())
+    sys::exit_now(error.exit_code())
 }
 
 /// Kills and reaps every remaining descendant: SIGKILL to each child, whose own children are

@@ -1,0 +1,170 @@
+//! The two ways cordon starts its Linux helper (issue 14): in its own process or forked child
+//! (`cordon sandbox`, `cordon exec`: one `execve` fewer), or by exec'ing the helper binary (a
+//! configured `linux_sandbox_exe`, `CORDON_LINUX_SANDBOX_EXE`). The command must not be able to
+//! tell them apart, and both must confine it.
+
+use std::process::Command;
+
+use super::util::{
+    CORDON, Run, USERS, User, cordon_command, cordon_for, features, require_sandbox, scratch,
+    skip_unless,
+};
+
+/// How the helper starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    InProcess,
+    ExecHelper,
+}
+
+const STARTS: [Start; 2] = [Start::InProcess, Start::ExecHelper];
+
+/// `cordon <args>` as `user`, with the helper started as `start` says.
+fn cordon_via(start: Start, user: User, args: &[&str]) -> Command {
+    let mut command = cordon_command(user, args);
+    if start == Start::ExecHelper {
+        command.env("CORDON_LINUX_SANDBOX_EXE", cordon_for(user));
+    }
+    command
+}
+
+fn run(command: &mut Command) -> Run {
+    command.output().unwrap().into()
+}
+
+/// What a command can see of its own process: descriptors, signal dispositions and mask,
+/// capabilities, no_new_privs, seccomp — and its environment, minus the variable that picks the
+/// start.
+fn process_state(start: Start, user: User, front: &[&str], dir: &str) -> (String, String, String) {
+    let command = |argv: &[&str]| {
+        let mut args: Vec<&str> = front.to_vec();
+        args.extend_from_slice(&["-C", dir, "--"]);
+        args.extend_from_slice(argv);
+        let out = run(&mut cordon_via(start, user, &args));
+        out.assert_ok();
+        out.stdout
+    };
+    let status = command(&["cat", "/proc/self/status"])
+        .lines()
+        .filter(|l| {
+            ["Sig", "Cap", "NoNewPrivs", "Seccomp", "ShdPnd"].iter().any(|k| l.starts_with(k))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let fds = command(&["ls", "/proc/self/fd"]);
+    let mut env: Vec<String> = command(&["env"])
+        .lines()
+        .filter(|l| !l.starts_with("CORDON_LINUX_SANDBOX_EXE="))
+        .map(str::to_owned)
+        .collect();
+    env.sort();
+    (status, fds, env.join("\n"))
+}
+
+#[test]
+fn the_command_sees_the_same_process_whichever_way_the_helper_starts() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let dir = dir.path().to_str().unwrap();
+    for user in USERS {
+        for front in [&["exec", "-a", "never"][..], &["sandbox", "linux", "--full-auto"][..]] {
+            let in_process = process_state(Start::InProcess, user, front, dir);
+            let exec_helper = process_state(Start::ExecHelper, user, front, dir);
+            pretty_assertions::assert_eq!(
+                in_process,
+                exec_helper,
+                "{user:?} `cordon {}`: in process vs exec'd helper",
+                front.join(" ")
+            );
+            // `cordon exec`: only stdio and `ls`'s own listing, nothing of cordon's or of its
+            // caller's (`cordon sandbox` passes its caller's open descriptors on, as exec does).
+            if front[0] == "exec" {
+                assert_eq!(
+                    in_process.1.split_whitespace().collect::<Vec<_>>(),
+                    ["0", "1", "2", "3"],
+                    "{user:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn both_ways_confine_the_command() {
+    require_sandbox!(1);
+    let work = scratch();
+    let outside = scratch();
+    for user in USERS {
+        for start in STARTS {
+            for front in [&["exec", "-a", "never"][..], &["sandbox", "linux", "--full-auto"][..]] {
+                let target = outside.path().join(format!("{user:?}-{start:?}-{}", front[0]));
+                let mut args: Vec<&str> = front.to_vec();
+                let script = format!("echo x > {}; echo done", target.display());
+                args.extend_from_slice(&["-C", work.path().to_str().unwrap(), "--"]);
+                args.extend_from_slice(&["sh", "-c", &script]);
+                let out = run(&mut cordon_via(start, user, &args));
+                assert!(out.stdout.contains("done"), "{user:?} {start:?}: {}", out.stderr);
+                assert!(
+                    !target.exists(),
+                    "{user:?} {start:?} `cordon {}` wrote outside its workspace",
+                    front[0]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn in_process_means_the_helper_binary_is_not_exec_ed_again() {
+    require_sandbox!(1);
+    skip_unless!(
+        features().mount_view,
+        "needs the mount view (PID namespace), in which the command's pid 1 is the helper"
+    );
+    let dir = scratch();
+    let dir = dir.path().to_str().unwrap();
+    for front in [&["exec", "-a", "never"][..], &["sandbox", "linux", "--full-auto"][..]] {
+        let cmdline = |start: Start| {
+            let mut args: Vec<&str> = front.to_vec();
+            args.extend_from_slice(&["-C", dir, "--", "cat", "/proc/1/cmdline"]);
+            let out = run(&mut cordon_via(start, User::Root, &args));
+            out.assert_ok();
+            out.stdout.split('\0').next().unwrap_or_default().to_owned()
+        };
+        // pid 1 of the command's namespace is the helper's supervisor: a fork of cordon itself
+        // (argv[0] is cordon's), or of the exec'd helper (argv[0] `codex-linux-sandbox`).
+        assert_eq!(cmdline(Start::InProcess), CORDON, "`cordon {}`", front[0]);
+        assert_eq!(cmdline(Start::ExecHelper), "codex-linux-sandbox", "`cordon {}`", front[0]);
+    }
+}
+
+#[test]
+fn cordon_sandbox_passes_inherited_descriptors_through_as_an_exec_would() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let file = dir.path().join("passed");
+    std::fs::write(&file, "through fd 5\n").unwrap();
+    for start in STARTS {
+        let command = cordon_via(
+            start,
+            User::Root,
+            &["sandbox", "linux", "--full-auto", "-C", dir.path().to_str().unwrap(), "--"],
+        );
+        // `sh -c 'cat <&5' 5<file`, done by a shell around cordon.
+        let program = command.get_program().to_owned();
+        let args: Vec<String> =
+            command.get_args().map(|a| a.to_str().unwrap().to_owned()).collect();
+        let mut shell = Command::new("sh");
+        shell
+            .arg("-c")
+            .arg(r#"f=$1; shift; exec "$@" sh -c 'cat <&5' 5<"$f""#)
+            .arg("sh")
+            .arg(&file)
+            .arg(program)
+            .args(args)
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        let out = run(&mut shell);
+        out.assert_ok();
+        assert_eq!(out.stdout, "through fd 5\n", "{start:?}");
+    }
+}
