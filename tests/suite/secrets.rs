@@ -369,3 +369,72 @@ fn doctor_shows_the_environment_patterns_in_force() {
     assert_eq!(env["value_rules"], json!([]));
     assert_eq!(env["exclude"], json!(["AWS_*"]));
 }
+
+/// Searches every process the command can see — `/proc/PID/environ` and the readable memory
+/// of `/proc/PID/mem` — for the string given reversed in argv[1] (reversed, so the argv of the
+/// processes that pass it on does not match). Prints `CLEAN` or `FOUND` with where.
+const PROCESS_SCAN: &str = r#"
+import os, sys
+secret = sys.argv[1][::-1].encode()
+found = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if int(pid) == os.getpid():
+        continue
+    try:
+        if secret in open(f"/proc/{pid}/environ", "rb").read():
+            found.append(f"{pid} environ")
+    except OSError:
+        pass
+    try:
+        regions = open(f"/proc/{pid}/maps").read().splitlines()
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            for line in regions:
+                span, perms = line.split()[:2]
+                if "r" not in perms:
+                    continue
+                low, high = (int(x, 16) for x in span.split("-"))
+                try:
+                    mem.seek(low)
+                    if secret in mem.read(high - low):
+                        found.append(f"{pid} memory")
+                        break
+                except (OSError, OverflowError, ValueError):
+                    continue
+    except OSError:
+        pass
+print("FOUND" if found else "CLEAN", found, "in", sys.argv[0])
+"#;
+
+#[test]
+fn a_removed_secret_cannot_be_read_from_any_process_the_command_can_see() {
+    require_sandbox!(1);
+    let work = scratch();
+    let secret = "cordon-probe-secret-5f3a9c";
+    let reversed: String = secret.chars().rev().collect();
+    // With the mount view the command sees its PID namespace (the supervisor is pid 1); without
+    // it, the host's processes (the supervisor, the helper, cordon itself).
+    let views: &[&[&str]] = &[&[], &["--no-mount-view", "--best-effort"]];
+    for user in USERS {
+        for view in views {
+            // cordon's helper in its forked child (which holds cordon's whole environment in
+            // memory), and the exec'd helper.
+            for helper in [None, Some(cordon_for(user))] {
+                let mut args = vec!["exec", "-a", "never", "-C", work.path().to_str().unwrap()];
+                args.extend_from_slice(view);
+                args.extend_from_slice(&["--", python(), "-c", PROCESS_SCAN, &reversed]);
+                let mut command = cordon_command(user, &args);
+                command.env("CORDON_PROBE_TOKEN", secret);
+                if let Some(helper) = &helper {
+                    command.env("CORDON_LINUX_SANDBOX_EXE", helper);
+                }
+                let out = Run::from(command.output().unwrap());
+                assert!(
+                    out.stdout.starts_with("CLEAN"),
+                    "{user:?} {view:?} helper {helper:?}: {}\n{}",
+                    out.stdout,
+                    out.stderr
+                );
+            }
+        }
+    }
+}

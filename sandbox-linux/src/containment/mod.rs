@@ -188,13 +188,22 @@ pub fn split(
     let terminal = Terminal::of_helper();
     let forked = sys::fork()
         .map_err(|source| HelperError::Containment { what: "forking the supervisor", source })?;
+    // Neither the helper nor the supervisor may be read by the command: a same-uid process can
+    // read a dumpable process's /proc/PID/environ and memory, and run in cordon's forked child
+    // both hold cordon's whole environment — the secrets its environment policy kept from the
+    // command. (An exec resets the command's own flag.) After the mount view: a non-dumpable
+    // process's /proc files belong to root, and an unprivileged helper writes its uid_map.
+    let not_dumpable =
+        || nix::sys::prctl::set_dumpable(false).map_err(setup_error("turning off dumpable"));
     match forked {
         Forked::Parent { child } => {
             drop((down_read, up_write));
+            not_dumpable()?;
             helper::helper_waits(child, terminal, &down_write, &up_read)
         }
         Forked::Child => {
             drop((down_write, up_read));
+            not_dumpable()?;
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
             // The helper may have died before the line above; its end of the pipe says so.
