@@ -29,6 +29,10 @@ pub struct Config {
     pub protected_paths: Option<Vec<String>>,
     /// Replaces the default hidden paths.
     pub hidden_paths: Option<Vec<String>>,
+    /// UNIX sockets reachable despite the hidden paths (added to
+    /// `[sandbox_workspace_write] allow_unix_sockets`).
+    #[serde(default)]
+    pub allow_unix_sockets: Vec<String>,
     /// `"auto" | "required" | "off"`; also spelled `mount_view`.
     #[serde(default, alias = "mount_view")]
     pub sandbox_mount_view: MountViewRequirement,

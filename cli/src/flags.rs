@@ -124,6 +124,11 @@ pub struct SandboxFlags {
     /// Linux only; see docs/network.md.
     #[arg(long = "allow-domain", value_name = "DOMAIN")]
     pub allow_domains: Vec<String>,
+    /// Let the command connect to this UNIX socket although it is hidden or lies in a hidden
+    /// directory (an ssh agent, a Docker socket); the rest stays hidden. Repeatable; added to
+    /// config `allow_unix_sockets`. Needs --network or --allow-domain (workspace-write).
+    #[arg(long = "allow-unix-socket", value_name = "PATH")]
+    pub allow_unix_sockets: Vec<String>,
     /// Working directory of the command (and the workspace root).
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub cd: Option<PathBuf>,

@@ -200,12 +200,17 @@ fn sandbox_policy(
     };
     let hidden_paths = hidden_paths(flags, config, env);
     let ww = &config.sandbox_workspace_write;
-    Ok(match mode {
+    let policy = match mode {
         SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess {},
         SandboxMode::ReadOnly => {
-            if flags.network || !flags.add_dirs.is_empty() || !flags.allow_domains.is_empty() {
+            if flags.network
+                || !flags.add_dirs.is_empty()
+                || !flags.allow_domains.is_empty()
+                || !flags.allow_unix_sockets.is_empty()
+            {
                 bail!(
-                    "--network, --allow-domain and --add-dir need -s workspace-write (or --full-auto)"
+                    "--network, --allow-domain, --allow-unix-socket and --add-dir need -s \
+                     workspace-write (or --full-auto)"
                 );
             }
             SandboxPolicy::ReadOnly { hidden_paths }
@@ -228,8 +233,27 @@ fn sandbox_policy(
             exclude_slash_tmp: ww.exclude_slash_tmp,
             protected_paths: protected_paths(flags, config),
             hidden_paths,
+            allow_unix_sockets: ww
+                .allow_unix_sockets
+                .iter()
+                .chain(&config.allow_unix_sockets)
+                .chain(&flags.allow_unix_sockets)
+                .cloned()
+                .collect(),
         }),
-    })
+    };
+    // A usage error here, not a sandbox that cannot be set up later.
+    if let SandboxPolicy::WorkspaceWrite(ww) = &policy {
+        if !ww.allow_unix_sockets.is_empty() && !policy.has_network_access() {
+            bail!(
+                "{}",
+                cordon_policies::PolicyError::SocketsNeedNetwork {
+                    sockets: ww.allow_unix_sockets.join(", ")
+                }
+            );
+        }
+    }
+    Ok(policy)
 }
 
 /// The domain allow-list: config `network = { allow, deny }` plus `--allow-domain`. `--network`

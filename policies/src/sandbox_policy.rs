@@ -54,6 +54,12 @@ pub struct WorkspaceWrite {
     /// Paths replaced by empty stand-ins; `None` means [`DEFAULT_HIDDEN_PATHS`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden_paths: Option<Vec<String>>,
+    /// UNIX sockets the command may reach although they are hidden, or lie in a hidden
+    /// directory (`~/…`, `$XDG_RUNTIME_DIR/…` expand as hidden paths do); the rest of a hidden
+    /// directory stays hidden. Needs the network on or a domain list: with the network off
+    /// seccomp refuses every `connect()`. Absent in Codex's JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_unix_sockets: Vec<String>,
 }
 
 /// The CLI spelling of the three policies (`-s MODE`).
@@ -90,6 +96,15 @@ pub enum PolicyError {
     RelativeCwd(PathBuf),
     #[error("`~` in {path:?} cannot be expanded: HOME is not set")]
     NoHome { path: String },
+    #[error(
+        "allow_unix_sockets ({sockets}) needs the network on or a domain list: with the network \
+         off the sandbox refuses every connect(), to UNIX sockets too (--network, --allow-domain)"
+    )]
+    SocketsNeedNetwork { sockets: String },
+    #[error(
+        "allow_unix_sockets: {path:?} is not an absolute path (`~/` and `$XDG_RUNTIME_DIR/` expand)"
+    )]
+    RelativeSocket { path: String },
 }
 
 /// A policy resolved against a cwd and an environment: absolute, canonical paths only. This is
@@ -107,6 +122,9 @@ pub struct ResolvedPolicy {
     pub protected_paths: Vec<String>,
     /// Absolute paths to hide (`~` expanded); existence is checked by whoever hides them.
     pub hidden_paths: Vec<PathBuf>,
+    /// Absolute paths of the UNIX sockets reachable despite the hidden paths (none of them is
+    /// in `hidden_paths` itself; a hidden directory may hold them).
+    pub allowed_sockets: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -199,6 +217,7 @@ impl SandboxPolicy {
         });
         writable_roots.dedup();
 
+        let allowed_sockets = self.allowed_sockets(env)?;
         let (protected, hidden) = match self {
             SandboxPolicy::DangerFullAccess {} => (Some(Vec::new()), Some(Vec::new())),
             SandboxPolicy::ReadOnly { hidden_paths } => (Some(Vec::new()), hidden_paths.clone()),
@@ -235,9 +254,39 @@ impl SandboxPolicy {
                 hidden_paths
                     .into_iter()
                     .filter(|p| p.is_absolute() && seen.insert(p.clone()))
+                    .filter(|p| !allowed_sockets.contains(p))
                     .collect()
             },
+            allowed_sockets,
         })
+    }
+
+    /// The expanded `allow_unix_sockets`, checked against the network setting.
+    fn allowed_sockets(&self, env: &PolicyEnv<'_>) -> Result<Vec<PathBuf>, PolicyError> {
+        let SandboxPolicy::WorkspaceWrite(ww) = self else { return Ok(Vec::new()) };
+        if ww.allow_unix_sockets.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !self.has_network_access() {
+            return Err(PolicyError::SocketsNeedNetwork {
+                sockets: ww.allow_unix_sockets.join(", "),
+            });
+        }
+        let mut sockets = Vec::new();
+        for path in &ww.allow_unix_sockets {
+            if (path == "~" || path.starts_with("~/")) && env.home.is_none() {
+                return Err(PolicyError::NoHome { path: path.clone() });
+            }
+            // A `$VARIABLE` that is not set names no socket.
+            let Some(expanded) = expand_path(path, env) else { continue };
+            if !expanded.is_absolute() {
+                return Err(PolicyError::RelativeSocket { path: path.clone() });
+            }
+            if !sockets.contains(&expanded) {
+                sockets.push(expanded);
+            }
+        }
+        Ok(sockets)
     }
 }
 

@@ -169,3 +169,40 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
     assert_eq!(serde_json::from_str::<EnvSnapshot>(&json).unwrap(), snapshot);
     assert!(serde_json::from_str::<EnvSnapshot>(r#"{"HOME":"/x"}"#).is_err());
 }
+
+#[test]
+fn allowed_sockets_expand_leave_the_hidden_list_and_need_the_network() {
+    let env = PolicyEnv {
+        home: Some(Path::new("/home/u")),
+        ssh_auth_sock: Some(Path::new("/tmp/ssh-x/agent.1")),
+        ..PolicyEnv::default()
+    };
+    let policy = |network_access| {
+        SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+            network_access,
+            allow_unix_sockets: vec!["$SSH_AUTH_SOCK".into(), "~/.docker/run/docker.sock".into()],
+            ..WorkspaceWrite::default()
+        })
+    };
+    let resolved = policy(true).resolve(Path::new("/w"), &env, identity).unwrap();
+    assert_eq!(
+        resolved.allowed_sockets,
+        vec![PathBuf::from("/tmp/ssh-x/agent.1"), PathBuf::from("/home/u/.docker/run/docker.sock")]
+    );
+    // The agent socket is hidden by default; allowed, it is not hidden any more.
+    assert!(!resolved.hidden_paths.contains(&PathBuf::from("/tmp/ssh-x/agent.1")));
+    assert!(resolved.hidden_paths.contains(&PathBuf::from("/home/u/.ssh")));
+    assert!(matches!(
+        policy(false).resolve(Path::new("/w"), &env, identity),
+        Err(PolicyError::SocketsNeedNetwork { .. })
+    ));
+    let relative = SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+        network_access: true,
+        allow_unix_sockets: vec!["run/x.sock".into()],
+        ..WorkspaceWrite::default()
+    });
+    assert!(matches!(
+        relative.resolve(Path::new("/w"), &env, identity),
+        Err(PolicyError::RelativeSocket { .. })
+    ));
+}

@@ -78,6 +78,7 @@ mod tests {
             network_access: false,
             protected_paths: Vec::new(),
             hidden_paths: Vec::new(),
+            allowed_sockets: Vec::new(),
         }
     }
 

@@ -130,6 +130,7 @@ mod tests {
             network_access,
             protected_paths: Vec::new(),
             hidden_paths: Vec::new(),
+            allowed_sockets: Vec::new(),
         }
     }
 

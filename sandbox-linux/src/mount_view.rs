@@ -41,6 +41,10 @@ pub struct MountPlan {
     pub protected: Vec<PathBuf>,
     /// Existing hidden directories: covered with an empty read-only tmpfs.
     pub hidden_dirs: Vec<PathBuf>,
+    /// Allowed UNIX sockets inside hidden directories: each is bound onto a stand-in of the same
+    /// path in its directory's tmpfs before the tmpfs turns read-only, so the command reaches
+    /// that one socket and nothing else of the directory.
+    pub exposed_sockets: Vec<PathBuf>,
     /// Existing hidden non-directories: covered with `/dev/null`.
     pub hidden_files: Vec<PathBuf>,
     /// Whether to put a private tmpfs on `/dev/shm`.
@@ -200,6 +204,16 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             Err(_) => {}
         }
     }
+    let exposed_sockets = policy
+        .allowed_sockets
+        .iter()
+        .filter(|p| {
+            use std::os::unix::fs::FileTypeExt;
+            std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket())
+        })
+        .filter(|p| hidden_dirs.iter().any(|dir| p.starts_with(dir) && *p != dir))
+        .cloned()
+        .collect();
     // A root inside another root is already writable through the outer one's bind.
     let outermost: Vec<PathBuf> = roots
         .iter()
@@ -224,6 +238,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         pinned,
         protected,
         hidden_dirs,
+        exposed_sockets,
         hidden_files,
         private_dev_shm: Path::new("/dev/shm").is_dir(),
         network: match policy.network_domains {
@@ -319,8 +334,14 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
     }
     let stand_in = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     for dir in &plan.hidden_dirs {
-        mount(Some("tmpfs"), dir, Some("tmpfs"), stand_in, Some("mode=0755,size=4k"))
-            .map_err(fail(format!("hiding {}", dir.display())))?;
+        let exposed: Vec<&PathBuf> =
+            plan.exposed_sockets.iter().filter(|s| s.starts_with(dir)).collect();
+        if exposed.is_empty() {
+            mount(Some("tmpfs"), dir, Some("tmpfs"), stand_in, Some("mode=0755,size=4k"))
+                .map_err(fail(format!("hiding {}", dir.display())))?;
+        } else {
+            hide_dir_but_sockets(dir, &exposed)?;
+        }
     }
     // `/dev/null` sits on a mount that is read-only by now, and a bind copies its source's
     // flags: the stand-in is read-only without another call (and writes to it go nowhere).
@@ -339,6 +360,49 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
         .map_err(fail("mounting a private /dev/shm".into()))?;
     }
     Ok(MountView::Built)
+}
+
+/// Covers `dir` with an empty tmpfs in which only `sockets` (inside `dir`) appear: each is
+/// bound onto an empty file at its own path (its directories created 0755), then the tmpfs
+/// turns read-only. The sockets are opened (`O_PATH`) before the cover hides them.
+fn hide_dir_but_sockets(dir: &Path, sockets: &[&PathBuf]) -> Result<(), HelperError> {
+    use std::os::fd::AsRawFd;
+    let fail =
+        |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
+    let opened = sockets
+        .iter()
+        .map(|socket| {
+            let flags = nix::fcntl::OFlag::O_PATH
+                | nix::fcntl::OFlag::O_CLOEXEC
+                | nix::fcntl::OFlag::O_NOFOLLOW;
+            nix::fcntl::open(socket.as_path(), flags, nix::sys::stat::Mode::empty())
+                .map(|fd| (*socket, fd))
+                .map_err(fail(format!("opening the allowed socket {}", socket.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let writable = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("tmpfs"), dir, Some("tmpfs"), writable, Some("mode=0755,size=16k"))
+        .map_err(fail(format!("hiding {}", dir.display())))?;
+    for (socket, fd) in &opened {
+        let io = |what: &str| {
+            let what = format!("{what} for the allowed socket {}", socket.display());
+            move |source: std::io::Error| HelperError::MountView { what, source }
+        };
+        if let Some(parent) = socket.parent() {
+            std::fs::create_dir_all(parent).map_err(io("creating its directory"))?;
+        }
+        std::fs::File::create(socket).map_err(io("creating its stand-in"))?;
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        mount(
+            Some(source.as_str()),
+            socket.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(fail(format!("exposing the allowed socket {}", socket.display())))?;
+    }
+    set_read_only(dir, Recursion::Single, ReadOnly::Yes)
 }
 
 /// `unshare(CLONE_NEWNS | extra)`, with a user namespace mapping the caller's own ids when that
@@ -483,6 +547,7 @@ mod tests {
             network_access: false,
             protected_paths: Vec::new(),
             hidden_paths: Vec::new(),
+            allowed_sockets: Vec::new(),
         };
         assert_eq!(plan(&policy, &mounts).writable_submounts, vec![PathBuf::from("/w/cache")]);
         let nested = ResolvedPolicy {

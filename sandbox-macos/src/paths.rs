@@ -189,6 +189,7 @@ mod tests {
             network_access: false,
             protected_paths: protected.iter().map(|p| (*p).to_owned()).collect(),
             hidden_paths: hidden,
+            allowed_sockets: Vec::new(),
         }
     }
 

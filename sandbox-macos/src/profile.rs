@@ -54,8 +54,10 @@ pub struct SeatbeltProfile {
 ///    `file-link` is allowed only here: a hard link to a file outside the roots would make it
 ///    writable under a new name;
 /// 3. the network rules: all IP networking when `network_access`, else only UNIX sockets;
-/// 4. last, `(deny file-read* file-write* file-link ...)` and a deny of UNIX-socket connects
-///    for every hidden path, overriding steps 1 to 3.
+/// 4. `(deny file-read* file-write* file-link ...)` and a deny of UNIX-socket connects for
+///    every hidden path, overriding steps 1 to 3;
+/// 5. last, a connect to (and a look at) each allowed UNIX socket, overriding step 4 for
+///    exactly those sockets.
 ///
 /// Every path is mapped with [`macos_real_path`] (`/tmp` -> `/private/tmp`, ...) so that it
 /// matches what the kernel reports. Paths must be absolute, as [`ResolvedPolicy`] guarantees
@@ -93,7 +95,31 @@ pub fn seatbelt_profile(policy: &ResolvedPolicy) -> SeatbeltProfile {
     if !hidden.is_empty() {
         push_hidden_rules(&mut profile, hidden);
     }
+    let sockets = unique(policy.allowed_sockets.iter().map(|p| macos_real_path(p)));
+    if !sockets.is_empty() {
+        push_allowed_sockets(&mut profile, sockets);
+    }
     profile
+}
+
+/// After the hidden paths, which they override: a connect to each allowed UNIX socket
+/// (`ALLOWED_SOCKET_k`; `allow_unix_sockets`), and a look at the socket file itself, even inside
+/// a hidden directory or with the network off. Nothing else of a hidden directory opens up.
+fn push_allowed_sockets(profile: &mut SeatbeltProfile, sockets: Vec<PathBuf>) {
+    profile.text.push_str(&heading("Allowed UNIX sockets (cordon policy)"));
+    let names: Vec<String> = (0..sockets.len()).map(|k| format!("ALLOWED_SOCKET_{k}")).collect();
+    profile.text.push_str("(allow network-outbound");
+    for name in &names {
+        profile
+            .text
+            .push_str(&format!("\n  (remote unix-socket (path-literal (param \"{name}\")))"));
+    }
+    profile.text.push_str(")\n(allow file-read-metadata file-read-data");
+    for name in &names {
+        profile.text.push_str(&format!("\n  (literal (param \"{name}\"))"));
+    }
+    profile.text.push_str(")\n");
+    profile.params.extend(names.into_iter().zip(sockets));
 }
 
 /// `(allow file-write* file-link ...)` for writable root `index`, minus its protected paths

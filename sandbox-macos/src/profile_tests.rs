@@ -181,6 +181,7 @@ fn hostile() -> ResolvedPolicy {
             PathBuf::from("/Users/u/MARKER5\"\n)"),
             PathBuf::from("/var/MARKER6;#\"x\""),
         ],
+        allowed_sockets: Vec::new(),
     }
 }
 
@@ -307,9 +308,46 @@ fn balance_checker_respects_strings_and_comments() {
     assert!(check_balanced_lists("(a \"x\" ; \"\n)").is_ok());
 }
 
+fn with_an_allowed_socket() -> ResolvedPolicy {
+    resolve(
+        &SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+            network_access: true,
+            hidden_paths: strings(&["~/.docker", "~/.colima"]),
+            allow_unix_sockets: vec!["~/.docker/run/docker.sock".into()],
+            ..WorkspaceWrite::default()
+        }),
+        "/Users/u/project",
+    )
+}
+
+#[test]
+fn an_allowed_socket_is_opened_after_the_hidden_paths_and_nothing_else_of_its_directory() {
+    let profile = seatbelt_profile(&with_an_allowed_socket());
+    let text = &profile.text;
+    let hidden = text.find("(deny network-outbound").unwrap();
+    let allowed = text.find("(remote unix-socket (path-literal (param \"ALLOWED_SOCKET_0\")))");
+    assert!(allowed.is_some_and(|at| at > hidden), "{text}");
+    assert!(text.contains("(literal (param \"ALLOWED_SOCKET_0\"))"), "{text}");
+    assert!(!text.contains("(subpath (param \"ALLOWED_SOCKET_0\"))"), "{text}");
+    assert!(
+        profile.params.contains(&(
+            "ALLOWED_SOCKET_0".to_owned(),
+            PathBuf::from("/Users/u/.docker/run/docker.sock")
+        )),
+        "{:?}",
+        profile.params
+    );
+    // The directory itself stays hidden.
+    assert!(
+        profile.params.iter().any(|(k, v)| k.starts_with("HIDDEN_") && v.ends_with(".docker")),
+        "{:?}",
+        profile.params
+    );
+}
+
 #[test]
 fn every_profile_is_a_sequence_of_balanced_lists() {
-    for policy in [read_only(), two_roots(), with_network(), hostile()] {
+    for policy in [read_only(), two_roots(), with_network(), hostile(), with_an_allowed_socket()] {
         let text = seatbelt_profile(&policy).text;
         let forms = check_balanced_lists(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"));
         assert!(forms > 10, "{forms} forms:\n{text}");
@@ -321,7 +359,7 @@ fn every_profile_is_a_sequence_of_balanced_lists() {
 
 #[test]
 fn every_param_used_is_passed_exactly_once_and_every_passed_param_is_used() {
-    for policy in [read_only(), two_roots(), with_network(), hostile()] {
+    for policy in [read_only(), two_roots(), with_network(), hostile(), with_an_allowed_socket()] {
         let profile = seatbelt_profile(&policy);
         let argv = sandbox_exec_argv(&profile, &[OsString::from("true")]);
         let mut passed: BTreeMap<String, usize> = BTreeMap::new();
@@ -382,6 +420,7 @@ fn nested_roots_keep_the_inner_roots_protected_paths_and_names_out_of_the_outer_
         network_access: false,
         protected_paths: vec![".git/hooks".to_owned()],
         hidden_paths: Vec::new(),
+        allowed_sockets: Vec::new(),
     };
     assert_eq!(
         seatbelt_profile(&policy).params,
@@ -411,6 +450,7 @@ fn absolute_protected_paths_apply_to_the_roots_they_touch() {
         network_access: false,
         protected_paths: vec!["/a/x".to_owned(), "/b".to_owned(), "/elsewhere".to_owned()],
         hidden_paths: Vec::new(),
+        allowed_sockets: Vec::new(),
     };
     let profile = seatbelt_profile(&policy);
     assert_eq!(
@@ -443,6 +483,7 @@ fn roots_and_hidden_paths_that_meet_under_private_are_listed_once() {
             PathBuf::from("/var/run/docker.sock"),
             PathBuf::from("/private/var/run/docker.sock"),
         ],
+        allowed_sockets: Vec::new(),
     };
     assert_eq!(
         seatbelt_profile(&policy).params,

@@ -438,3 +438,89 @@ fn a_removed_secret_cannot_be_read_from_any_process_the_command_can_see() {
         }
     }
 }
+
+/// Connects to each socket path in argv and sends `hi`; prints `PATH connected` or `PATH refused`.
+const SOCKET_PROBE: &str = r#"
+import socket, sys
+for path in sys.argv[1:]:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall(b"hi")
+        s.close()
+        print(path, "connected")
+    except OSError as error:
+        print(path, "refused", error)
+"#;
+
+/// What a listener received, without waiting: one entry per accepted connection.
+fn received(listener: &UnixListener) -> Vec<Vec<u8>> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    while let Ok((mut connection, _)) = listener.accept() {
+        connection.set_nonblocking(false).unwrap();
+        connection.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut bytes = Vec::new();
+        let _ = connection.read_to_end(&mut bytes);
+        got.push(bytes);
+    }
+    got
+}
+
+#[test]
+fn an_allowed_socket_in_a_hidden_directory_is_reachable_and_nothing_else_there_is() {
+    require_mount_view!();
+    let work = scratch();
+    // Stands for $XDG_RUNTIME_DIR, which is hidden by default.
+    let runtime = scratch();
+    let engine = runtime.path().join("engine");
+    std::fs::create_dir(&engine).unwrap();
+    std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let allowed_path = engine.join("engine.sock");
+    let other_path = runtime.path().join("bus");
+    let listen = |path: &Path| {
+        let listener = UnixListener::bind(path).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        listener
+    };
+    let (allowed, other) = (listen(&allowed_path), listen(&other_path));
+    let (allowed_arg, other_arg) = (allowed_path.to_str().unwrap(), other_path.to_str().unwrap());
+    for user in USERS {
+        for network in [&["--network"][..], &["--allow-domain", "example.test"][..]] {
+            let mut args = vec!["exec", "-a", "never", "-C", work.path().to_str().unwrap()];
+            args.extend_from_slice(network);
+            args.extend_from_slice(&["--allow-unix-socket", allowed_arg, "--"]);
+            args.extend_from_slice(&[python(), "-c", SOCKET_PROBE, allowed_arg, other_arg]);
+            let out = Run::from(
+                cordon_command(user, &args)
+                    .env("XDG_RUNTIME_DIR", runtime.path())
+                    .output()
+                    .unwrap(),
+            );
+            assert!(
+                out.stdout.contains(&format!("{allowed_arg} connected")),
+                "{user:?} {network:?}: {}\n{}",
+                out.stdout,
+                out.stderr
+            );
+            assert!(out.stdout.contains(&format!("{other_arg} refused")), "{}", out.stdout);
+            // Checked from outside: the allowed listener got the bytes, the other nothing.
+            assert_eq!(received(&allowed), vec![b"hi".to_vec()], "{user:?} {network:?}");
+            assert!(received(&other).is_empty(), "{user:?} {network:?}");
+        }
+        // Without it the socket stays hidden like the rest of the directory.
+        let args = ["exec", "-a", "never", "--network", "-C", work.path().to_str().unwrap(), "--"];
+        let mut args = args.to_vec();
+        args.extend_from_slice(&[python(), "-c", SOCKET_PROBE, allowed_arg]);
+        let out = Run::from(
+            cordon_command(user, &args).env("XDG_RUNTIME_DIR", runtime.path()).output().unwrap(),
+        );
+        assert!(out.stdout.contains(&format!("{allowed_arg} refused")), "{}", out.stdout);
+        assert!(received(&allowed).is_empty(), "{user:?}");
+    }
+    // With the network off no connect() passes seccomp: a usage error, before anything runs.
+    let out = cordon(&["exec", "-a", "never", "--allow-unix-socket", allowed_arg, "--", "true"]);
+    assert_eq!(out.code, Some(125), "{}", out.stderr);
+    assert!(out.stderr.contains("needs the network on or a domain list"), "{}", out.stderr);
+}

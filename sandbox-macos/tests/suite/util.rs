@@ -96,6 +96,7 @@ pub fn policy(
         network_access,
         protected_paths: protected.iter().map(|p| (*p).to_owned()).collect(),
         hidden_paths: hidden.iter().map(|h| h.to_path_buf()).collect(),
+        allowed_sockets: Vec::new(),
     }
 }
 
