@@ -46,8 +46,8 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         SandboxPolicy::DangerFullAccess {} => SandboxKind::None,
         SandboxPolicy::ReadOnly { .. } | SandboxPolicy::WorkspaceWrite(_) => kind,
     };
-    if kind == SandboxKind::Linux && settings.policy.network_domains().is_some() {
-        return run_with_proxy(&settings, env, args.command);
+    if kind != SandboxKind::None && settings.policy.network_domains().is_some() {
+        return run_with_proxy(&settings, env, args.command, kind);
     }
     let launch = Launch {
         kind,
@@ -59,7 +59,7 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         // cordon execs the plan: the command replaces cordon, there is no parent to follow.
         parent_death: ParentDeath::Ignore,
         // A domain allow-list needs cordon to stay (`run_with_proxy`); nothing else does.
-        proxy_socket: None,
+        proxy: None,
     };
     let plan = plan_launch(&launch, &settings.helper)?;
     let error = plan.exec();
@@ -73,6 +73,7 @@ fn run_with_proxy(
     settings: &Settings,
     env: Vec<(OsString, OsString)>,
     command: Vec<OsString>,
+    kind: SandboxKind,
 ) -> anyhow::Result<ExitCode> {
     let orchestrator = settings.orchestrator()?;
     let request = ExecRequest {
@@ -96,7 +97,7 @@ fn run_with_proxy(
         bail!("with --allow-domain the command line must be valid UTF-8");
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let attempt = runtime.block_on(orchestrator.run_sandboxed(&request, SandboxKind::Linux))?;
+    let attempt = runtime.block_on(orchestrator.run_sandboxed(&request, kind))?;
     let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();
     if !denied.is_empty() {
         eprintln!(

@@ -106,10 +106,20 @@ pub struct Launch<'a> {
     pub env: &'a [(OsString, OsString)],
     /// Whether the command dies with cordon (always, except when cordon `exec`s it).
     pub parent_death: ParentDeath,
-    /// The network proxy's socket, for a policy with a domain allow-list (the helper hands the
-    /// proxy a port in the command's network namespace over it). Without it such a command has
-    /// no network.
-    pub proxy_socket: Option<&'a std::path::Path>,
+    /// cordon's network proxy, for a policy with a domain allow-list. Without it such a
+    /// command has no network.
+    pub proxy: Option<ProxyEndpoint<'a>>,
+}
+
+/// How a sandboxed command reaches cordon's network proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyEndpoint<'a> {
+    /// The Linux helper binds a port in the command's network namespace and hands the
+    /// listening socket to the proxy over this UNIX socket.
+    HandOver(&'a std::path::Path),
+    /// The proxy listens on `127.0.0.1:PORT` of the host; Seatbelt lets the command reach that
+    /// port and nothing else of the network.
+    Loopback(u16),
 }
 
 /// A command line as a value: what every spawner turns into a process.
@@ -146,8 +156,7 @@ pub fn plan_launch(
     launch: &Launch<'_>,
     helper: &HelperSettings,
 ) -> Result<LaunchPlan, SandboxSetupError> {
-    let Launch { kind, ref command, cwd, policy_cwd, policy, env, parent_death, proxy_socket } =
-        *launch;
+    let Launch { kind, ref command, cwd, policy_cwd, policy, env, parent_death, proxy } = *launch;
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv = command.clone();
     let plan = match kind {
@@ -169,7 +178,10 @@ pub fn plan_launch(
                 mount_view: helper.mount_view,
                 parent_death,
                 user_view: UserView::Given(helper.user_view.clone()),
-                proxy_socket: proxy_socket.map(std::path::Path::to_path_buf),
+                proxy_socket: match proxy {
+                    Some(ProxyEndpoint::HandOver(socket)) => Some(socket.to_path_buf()),
+                    Some(ProxyEndpoint::Loopback(_)) | None => None,
+                },
                 caller: cordon_sandbox_linux::Caller::Cordon,
                 command: argv,
             };
@@ -194,14 +206,31 @@ pub fn plan_launch(
             if let Some(home) = &helper.user_view.cordon_home {
                 resolved.protected_paths.push(home.display().to_string());
             }
-            // Not done on macOS: a domain allow-list would need the profile to allow only the
-            // proxy's port. Until then such a policy means no network there (fail closed).
+            // A domain allow-list: no network but the proxy's port on the host's loopback
+            // (without a proxy, no network at all: fail closed).
+            let proxy_port = match proxy {
+                Some(ProxyEndpoint::Loopback(port)) if resolved.network_domains.is_some() => {
+                    Some(port)
+                }
+                Some(ProxyEndpoint::Loopback(_) | ProxyEndpoint::HandOver(_)) | None => None,
+            };
             if resolved.network_domains.is_some() {
                 resolved.network_access = false;
             }
             let resolved = cordon_sandbox_macos::with_real_paths(&resolved);
-            let profile = cordon_sandbox_macos::seatbelt_profile(&resolved);
+            let mut profile = cordon_sandbox_macos::seatbelt_profile(&resolved);
             let mut full_env = env.to_vec();
+            if let Some(port) = proxy_port {
+                cordon_sandbox_macos::allow_proxy_port(&mut profile, port);
+                full_env.retain(|(k, _)| {
+                    !cordon_policies::proxy_env(port).iter().any(|(name, _)| k == name)
+                });
+                full_env.extend(
+                    cordon_policies::proxy_env(port)
+                        .into_iter()
+                        .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+                );
+            }
             full_env
                 .extend(profile.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
             let mut args = cordon_sandbox_macos::sandbox_exec_argv(&profile, &argv);
@@ -244,5 +273,69 @@ impl LaunchPlan {
             }
         }
         self.to_command().exec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cordon_policies::{DomainRules, WorkspaceWrite};
+
+    fn helper() -> HelperSettings {
+        HelperSettings {
+            exe: PathBuf::from("/usr/bin/cordon"),
+            launch: HelperLaunch::Exec,
+            strictness: Strictness::FailClosed,
+            mount_view: MountViewRequirement::WhenAvailable,
+            user_view: EnvSnapshot::default(),
+            proxy_test_resolve: Vec::new(),
+        }
+    }
+
+    /// The Seatbelt plan for a domain allow-list, with or without a proxy on the loopback.
+    fn seatbelt_plan(proxy: Option<ProxyEndpoint<'_>>) -> (String, Vec<(String, String)>) {
+        let policy = SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+            network_domains: Some(DomainRules {
+                allow: vec!["example.test".parse().unwrap()],
+                deny: Vec::new(),
+            }),
+            ..WorkspaceWrite::default()
+        });
+        let cwd = std::env::temp_dir();
+        let launch = Launch {
+            kind: SandboxKind::Seatbelt,
+            command: vec!["curl".into()],
+            cwd: &cwd,
+            policy_cwd: &cwd,
+            policy: &policy,
+            env: &[],
+            parent_death: ParentDeath::Kill,
+            proxy,
+        };
+        let plan = plan_launch(&launch, &helper()).unwrap();
+        assert_eq!(plan.program, PathBuf::from("/usr/bin/sandbox-exec"));
+        let profile = plan.args[1].to_string_lossy().into_owned();
+        let env = plan
+            .env
+            .iter()
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+            .collect();
+        (profile, env)
+    }
+
+    #[test]
+    fn a_domain_list_under_seatbelt_reaches_only_the_proxys_port_or_nothing() {
+        let (profile, env) = seatbelt_plan(Some(ProxyEndpoint::Loopback(8123)));
+        assert!(profile.contains("(allow network-outbound (remote ip \"localhost:8123\"))"));
+        assert!(!profile.contains("(allow network-outbound)\n"), "{profile}");
+        assert!(env.contains(&("HTTPS_PROXY".into(), "http://127.0.0.1:8123".into())), "{env:?}");
+        assert!(env.contains(&("ALL_PROXY".into(), "socks5h://127.0.0.1:8123".into())));
+        assert!(!env.iter().any(|(k, _)| k == "CORDON_SANDBOX_NETWORK_DISABLED"), "{env:?}");
+
+        // No proxy: no network at all.
+        let (profile, env) = seatbelt_plan(None);
+        assert!(!profile.contains("remote ip"), "{profile}");
+        assert!(!env.iter().any(|(k, _)| k == "HTTPS_PROXY"), "{env:?}");
+        assert!(env.contains(&("CORDON_SANDBOX_NETWORK_DISABLED".into(), "1".into())));
     }
 }

@@ -35,7 +35,7 @@ pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
 pub use launch::{
     HelperLaunch, HelperSettings, Launch, LaunchPlan, MountViewRequirement, ParentDeath,
-    SandboxKind, SandboxSetupError, Sandboxed, Strictness, plan_launch,
+    ProxyEndpoint, SandboxKind, SandboxSetupError, Sandboxed, Strictness, plan_launch,
 };
 pub use network_proxy::{
     ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings, denied_hosts,

@@ -44,7 +44,7 @@ impl ExecRequest {
             policy: &self.sandbox_policy,
             env: &self.env,
             parent_death: ParentDeath::Kill,
-            proxy_socket: None,
+            proxy: None,
         }
     }
 }

@@ -72,7 +72,7 @@ impl Runner for LocalRunner<'_> {
             &self.helper.proxy_test_resolve,
         )?;
         let mut launch = request.launch(sandbox);
-        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
+        launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         let spec = plan_launch(&launch, self.helper)?;
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };

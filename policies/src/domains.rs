@@ -206,6 +206,28 @@ pub fn is_internal_address(addr: IpAddr) -> bool {
     }
 }
 
+/// The proxy variables a command behind cordon's proxy at `127.0.0.1:port` gets (both
+/// spellings: curl reads lower case `http_proxy` only, many tools read upper case). HTTP and
+/// HTTPS go through the HTTP proxy; `ALL_PROXY`, for every other protocol, through SOCKS5 on the
+/// same port (`socks5h`: the client sends host names and the proxy resolves them). Loopback
+/// stays direct: the command's own servers.
+pub fn proxy_env(port: u16) -> Vec<(&'static str, String)> {
+    let url = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let no_proxy = "localhost,127.0.0.1,::1".to_owned();
+    vec![
+        ("HTTP_PROXY", url.clone()),
+        ("http_proxy", url.clone()),
+        ("HTTPS_PROXY", url.clone()),
+        ("https_proxy", url),
+        ("ALL_PROXY", socks.clone()),
+        ("all_proxy", socks),
+        ("NO_PROXY", no_proxy.clone()),
+        ("no_proxy", no_proxy),
+        ("CORDON_SANDBOX_NETWORK", "proxy".to_owned()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -266,7 +266,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
         env.push(("CORDON_SANDBOX_NETWORK_DISABLED", "1".to_owned()));
     }
     if let Some(port) = proxy_port {
-        env.extend(proxy_listener::proxy_env(port));
+        env.extend(cordon_policies::proxy_env(port));
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     supervisor.run(prepare_exec(args, &env)?)

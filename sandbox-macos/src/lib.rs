@@ -33,5 +33,6 @@ mod profile;
 pub use exec::{SANDBOX_EXEC_PATH, sandbox_exec_argv, sandbox_exec_command};
 pub use paths::{macos_real_path, with_real_paths};
 pub use profile::{
-    BASE_PROFILE, NETWORK_DISABLED_ENV, SANDBOX_ENV, SeatbeltProfile, seatbelt_profile,
+    BASE_PROFILE, NETWORK_DISABLED_ENV, SANDBOX_ENV, SeatbeltProfile, allow_proxy_port,
+    seatbelt_profile,
 };

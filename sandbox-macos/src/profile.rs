@@ -102,6 +102,20 @@ pub fn seatbelt_profile(policy: &ResolvedPolicy) -> SeatbeltProfile {
     profile
 }
 
+/// For a domain allow-list: the command may reach cordon's proxy at `127.0.0.1:port` and
+/// nothing else of the network (the profile was built with the network off). The port is a
+/// number, the one value written into the text rather than passed as a parameter: Seatbelt
+/// takes no parameter inside `(remote ip "…")`, and a `u16` cannot break out of the string.
+/// TCP sockets may be created for it; the connect rule is what confines them.
+pub fn allow_proxy_port(profile: &mut SeatbeltProfile, port: u16) {
+    profile.text.push_str(&heading("Network proxy (domain allow-list)"));
+    profile.text.push_str(&format!(
+        "(allow system-socket (socket-domain AF_INET))\n\
+         (allow network-outbound (remote ip \"localhost:{port}\"))\n"
+    ));
+    profile.env.retain(|(name, _)| *name != NETWORK_DISABLED_ENV.0);
+}
+
 /// After the hidden paths, which they override: a connect to each allowed UNIX socket
 /// (`ALLOWED_SOCKET_k`; `allow_unix_sockets`), and a look at the socket file itself, even inside
 /// a hidden directory or with the network off. Nothing else of a hidden directory opens up.

@@ -26,7 +26,7 @@ mod socks;
 
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
-use crate::launch::SandboxKind;
+use crate::launch::{ProxyEndpoint, SandboxKind};
 
 /// How long name resolution and the upstream connect may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
@@ -110,10 +110,11 @@ pub enum ProxyError {
 /// A running proxy; stops when [`NetworkProxy::finish`] is called or it is dropped.
 #[derive(Debug)]
 pub struct NetworkProxy {
-    socket_path: PathBuf,
+    endpoint: Endpoint,
     log: Arc<Mutex<NetworkLog>>,
     task: tokio::task::JoinHandle<()>,
-    _dir: tempfile::TempDir,
+    /// The private directory of the hand-over socket.
+    _dir: Option<tempfile::TempDir>,
 }
 
 struct State {
@@ -156,6 +157,15 @@ struct Destination<'a> {
     method: &'a str,
 }
 
+/// Where the proxy takes its clients from.
+#[derive(Debug)]
+enum Endpoint {
+    /// The helper hands over the command's listening socket through this UNIX socket.
+    HandOver(PathBuf),
+    /// `127.0.0.1:PORT` on the host (Seatbelt).
+    Loopback(u16),
+}
+
 impl NetworkProxy {
     /// Listens on a fresh UNIX socket (in a private 0700 directory under the temp dir) for the
     /// helper to hand over the command's listening socket, and serves on the current tokio
@@ -170,20 +180,26 @@ impl NetworkProxy {
             .map_err(io("creating its directory"))?;
         let socket_path = dir.path().join("proxy.sock");
         let listener = UnixListener::bind(&socket_path).map_err(io("binding its socket"))?;
-        let log = Arc::new(Mutex::new(NetworkLog::default()));
-        let narrowed_by = settings.narrowed_by.as_ref().map(DomainMatcher::new).transpose()?;
-        let state = Arc::new(State {
-            matcher,
-            narrowed_by,
-            test_resolve: settings
-                .test_resolve
-                .iter()
-                .map(|(host, addr)| (normalize_host(host), *addr))
-                .collect(),
-            log: Arc::clone(&log),
-        });
+        let (state, log) = State::new(matcher, settings)?;
         let task = tokio::spawn(serve(listener, socket_path.clone(), state));
-        Ok(NetworkProxy { socket_path, log, task, _dir: dir })
+        Ok(NetworkProxy { endpoint: Endpoint::HandOver(socket_path), log, task, _dir: Some(dir) })
+    }
+
+    /// Listens on `127.0.0.1` of the host, on a port the kernel picks, for a sandbox that can
+    /// be limited to one local port (Seatbelt), and serves on the current tokio runtime. Any
+    /// local process could connect to it; it reaches only what the allow-list allows.
+    pub fn start_on_loopback(settings: &ProxySettings) -> Result<NetworkProxy, ProxyError> {
+        let matcher = DomainMatcher::new(&settings.rules)?;
+        raise_open_file_limit();
+        let io = |what| move |source| ProxyError::Io { what, source };
+        let listener =
+            std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(io("binding its port"))?;
+        let port = listener.local_addr().map_err(io("reading its port"))?.port();
+        listener.set_nonblocking(true).map_err(io("binding its port"))?;
+        let listener = TcpListener::from_std(listener).map_err(io("binding its port"))?;
+        let (state, log) = State::new(matcher, settings)?;
+        let task = tokio::spawn(serve_clients(listener, state));
+        Ok(NetworkProxy { endpoint: Endpoint::Loopback(port), log, task, _dir: None })
     }
 
     /// The proxy a launch under `kind` needs: one for a policy with a domain allow-list under
@@ -195,18 +211,25 @@ impl NetworkProxy {
         narrowed_by: Option<DomainRules>,
         test_resolve: &[(String, SocketAddr)],
     ) -> Result<Option<NetworkProxy>, ProxyError> {
-        match (kind, policy.network_domains()) {
-            (SandboxKind::Linux, Some(rules)) => Ok(Some(NetworkProxy::start(&ProxySettings {
-                rules: rules.clone(),
-                narrowed_by,
-                test_resolve: test_resolve.to_vec(),
-            })?)),
-            (SandboxKind::Linux | SandboxKind::Seatbelt | SandboxKind::None, _) => Ok(None),
+        let Some(rules) = policy.network_domains() else { return Ok(None) };
+        let settings = ProxySettings {
+            rules: rules.clone(),
+            narrowed_by,
+            test_resolve: test_resolve.to_vec(),
+        };
+        match kind {
+            SandboxKind::Linux => Ok(Some(NetworkProxy::start(&settings)?)),
+            SandboxKind::Seatbelt => Ok(Some(NetworkProxy::start_on_loopback(&settings)?)),
+            SandboxKind::None => Ok(None),
         }
     }
 
-    pub fn socket_path(&self) -> &Path {
-        &self.socket_path
+    /// How the command reaches this proxy (for [`crate::Launch::proxy`]).
+    pub fn endpoint(&self) -> ProxyEndpoint<'_> {
+        match &self.endpoint {
+            Endpoint::HandOver(socket) => ProxyEndpoint::HandOver(socket),
+            Endpoint::Loopback(port) => ProxyEndpoint::Loopback(*port),
+        }
     }
 
     /// The refused connections so far, in order (the proxy keeps serving).
@@ -273,6 +296,11 @@ async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
         }
         break listener;
     };
+    serve_clients(listener, state).await;
+}
+
+/// Serves the command's connections from `listener`, at most [`MAX_CONNECTIONS`] at once.
+async fn serve_clients(listener: TcpListener, state: Arc<State>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -358,6 +386,26 @@ async fn relay(
 }
 
 impl State {
+    /// The shared state of a proxy for `settings`, and its connection log.
+    fn new(
+        matcher: DomainMatcher,
+        settings: &ProxySettings,
+    ) -> Result<(Arc<State>, Arc<Mutex<NetworkLog>>), ProxyError> {
+        let log = Arc::new(Mutex::new(NetworkLog::default()));
+        let narrowed_by = settings.narrowed_by.as_ref().map(DomainMatcher::new).transpose()?;
+        let state = Arc::new(State {
+            matcher,
+            narrowed_by,
+            test_resolve: settings
+                .test_resolve
+                .iter()
+                .map(|(host, addr)| (normalize_host(host), *addr))
+                .collect(),
+            log: Arc::clone(&log),
+        });
+        Ok((state, log))
+    }
+
     fn record(&self, record: ConnectionRecord) {
         self.log.lock().unwrap_or_else(PoisonError::into_inner).connections.push(record);
     }
@@ -505,5 +553,66 @@ fn bracketed(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use cordon_policies::DomainRules;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// Sends `CONNECT target` and returns the proxy's answer head and the stream.
+    async fn connect_through(port: u16, target: &str) -> (String, TcpStream) {
+        let mut client = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+        client.write_all(request.as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            if client.read(&mut byte).await.unwrap() == 0 {
+                break;
+            }
+            head.push(byte[0]);
+        }
+        (String::from_utf8_lossy(&head).into_owned(), client)
+    }
+
+    #[tokio::test]
+    async fn the_loopback_proxy_tunnels_to_allowed_hosts_and_refuses_the_rest() {
+        let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream_addr = upstream.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in upstream.incoming() {
+                let _ = stream.and_then(|mut s| s.write_all(b"pong"));
+            }
+        });
+        let proxy = NetworkProxy::start_on_loopback(&ProxySettings {
+            rules: DomainRules { allow: vec!["allowed.test".parse().unwrap()], deny: Vec::new() },
+            narrowed_by: None,
+            test_resolve: vec![("allowed.test".to_owned(), upstream_addr)],
+        })
+        .unwrap();
+        let ProxyEndpoint::Loopback(port) = proxy.endpoint() else {
+            panic!("not on the loopback: {:?}", proxy.endpoint())
+        };
+
+        let allowed = format!("allowed.test:{}", upstream_addr.port());
+        let (head, mut tunnel) = connect_through(port, &allowed).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        let mut pong = [0u8; 4];
+        tunnel.read_exact(&mut pong).await.unwrap();
+        assert_eq!(&pong, b"pong");
+
+        let (head, _) = connect_through(port, "denied.test:443").await;
+        assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+
+        let log = proxy.finish();
+        let seen: Vec<(&str, bool)> =
+            log.connections.iter().map(|c| (c.host.as_str(), c.allowed)).collect();
+        assert_eq!(seen, [("allowed.test", true), ("denied.test", false)]);
     }
 }

@@ -280,7 +280,7 @@ impl SessionManager {
         let proxy =
             NetworkProxy::start_for(kind, &request.sandbox_policy, narrowed_by, test_resolve)?;
         let mut launch = request.launch(kind);
-        launch.proxy_socket = proxy.as_ref().map(NetworkProxy::socket_path);
+        launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         let spec = plan_launch(&launch, self.orchestrator.helper())?;
         let start = Start {
             started,

@@ -45,7 +45,7 @@ impl SessionManager {
             policy,
             env: &env,
             parent_death: ParentDeath::Kill,
-            proxy_socket: None,
+            proxy: None,
         };
         let spec = plan_launch(&launch, &helper)?;
         let start = Start {
