@@ -46,8 +46,10 @@ fn process_state(start: Start, user: User, front: &[&str], dir: &str) -> (String
     };
     let status = command(&["cat", "/proc/self/status"])
         .lines()
+        // SigQ counts the queued signals of every process of the user: not this process's.
         .filter(|l| {
             ["Sig", "Cap", "NoNewPrivs", "Seccomp", "ShdPnd"].iter().any(|k| l.starts_with(k))
+                && !l.starts_with("SigQ")
         })
         .collect::<Vec<_>>()
         .join("\n");
