@@ -82,6 +82,13 @@ pub const DEFAULT_HIDDEN_PATHS: &[&str] = &[
     "/run/docker.sock",
     "/run/containerd/containerd.sock",
     "/run/podman/podman.sock",
+    // The same engines' per-user sockets (Docker Desktop, Colima, Lima, OrbStack, a Podman
+    // machine): a route to a root container, on macOS and on Linux.
+    "~/.docker/run",
+    "~/.colima",
+    "~/.lima",
+    "~/.orbstack/run",
+    "~/.local/share/containers/podman/machine",
     // Sockets that run commands outside the sandbox for whoever connects. With the network
     // off seccomp already refuses connect(); with it on, only hiding them keeps them out of
     // reach (until Landlock ABI 9 decides connect() on socket files).

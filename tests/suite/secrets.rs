@@ -524,3 +524,55 @@ fn an_allowed_socket_in_a_hidden_directory_is_reachable_and_nothing_else_there_i
     assert_eq!(out.code, Some(125), "{}", out.stderr);
     assert!(out.stderr.contains("needs the network on or a domain list"), "{}", out.stderr);
 }
+
+#[test]
+fn per_user_container_engine_sockets_are_hidden_with_the_network_on() {
+    require_mount_view!();
+    let work = scratch();
+    // Docker Desktop, Colima, Lima, OrbStack and a Podman machine keep a socket under HOME that
+    // reaches a root container.
+    let engines = [
+        ".docker/run/docker.sock",
+        ".colima/default/docker.sock",
+        ".lima/default/sock/docker.sock",
+        ".orbstack/run/docker.sock",
+        ".local/share/containers/podman/machine/podman.sock",
+    ];
+    for user in USERS {
+        let home = scratch();
+        let mut listeners = Vec::new();
+        for engine in engines {
+            let path = home.path().join(engine);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let listener = UnixListener::bind(&path).unwrap();
+            listener.set_nonblocking(true).unwrap();
+            listeners.push((path, listener));
+        }
+        chown_nobody(home.path());
+        let paths: Vec<&str> = listeners.iter().map(|(p, _)| p.to_str().unwrap()).collect();
+        let mut args =
+            vec!["exec", "-a", "never", "--network", "-C", work.path().to_str().unwrap()];
+        args.extend_from_slice(&["--", python(), "-c", SOCKET_PROBE]);
+        args.extend_from_slice(&paths);
+        let out = Run::from(cordon_command(user, &args).env("HOME", home.path()).output().unwrap());
+        for (path, listener) in &listeners {
+            assert!(
+                out.stdout.contains(&format!("{} refused", path.display())),
+                "{user:?}: {}\n{}",
+                out.stdout,
+                out.stderr
+            );
+            assert!(received(listener).is_empty(), "{user:?}: {} was reached", path.display());
+        }
+        // Outside the sandbox the same probe reaches them: the refusals are the hiding.
+        let outside = Run::from(
+            Command::new(python()).arg("-c").arg(SOCKET_PROBE).args(&paths).output().unwrap(),
+        );
+        assert_eq!(
+            outside.stdout.matches(" connected").count(),
+            engines.len(),
+            "{}",
+            outside.stdout
+        );
+    }
+}
