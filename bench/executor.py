@@ -5,8 +5,11 @@
   (b) 100 MB of output drained through a PTY session: throughput, executor peak RSS
   (c) 64 live sessions: executor RSS
   (d) 1000 short exec_command calls: open fds and child processes before and after
+  (e) exec_command {"cmd": "true", "login": false} round trip, p50 and p95 over 500 calls (after
+      50 warm-up calls), against `bash -c true` spawned by this script (issue 14: the overhead
+      a sandboxed command costs in a live executor)
 
-Usage: python3 bench/executor.py [path/to/cordon]   (default: target/release/cordon)
+Usage: python3 bench/executor.py [path/to/cordon [a b c d e]]   (default: target/release/cordon, all)
 """
 import json
 import os
@@ -135,8 +138,33 @@ def many_calls():
           f"fds {before[0]} -> {after[0]}, child processes {before[1]} -> {after[1]}")
 
 
+def command_overhead():
+    ex = Executor()
+    for _ in range(50):
+        ex.call("exec_command", {"cmd": "true", "login": False})
+    sandboxed = []
+    for _ in range(500):
+        start = time.perf_counter()
+        text = ex.call("exec_command", {"cmd": "true", "login": False})
+        sandboxed.append((time.perf_counter() - start) * 1000)
+        assert "exited with code 0" in text, text
+    ex.close()
+    bare = []
+    for _ in range(500):
+        start = time.perf_counter()
+        subprocess.run(["bash", "-c", "true"], check=True)
+        bare.append((time.perf_counter() - start) * 1000)
+    sandboxed.sort()
+    bare.sort()
+    p50, base = statistics.median(sandboxed), statistics.median(bare)
+    print(f"(e) exec_command 'true' round trip: p50 {p50:.2f} ms, p95 {sandboxed[474]:.2f} ms; "
+          f"bash -c true spawned here: p50 {base:.2f} ms; overhead {p50 - base:.2f} ms "
+          f"(target <= 1.5 ms)")
+
+
 if __name__ == "__main__":
-    round_trips()
-    drain()
-    many_sessions()
-    many_calls()
+    only = sys.argv[2:] or ["a", "b", "c", "d", "e"]
+    for name, run in [("a", round_trips), ("b", drain), ("c", many_sessions), ("d", many_calls),
+                      ("e", command_overhead)]:
+        if name in only:
+            run()
