@@ -243,16 +243,7 @@ fn sandbox_policy(
         }),
     };
     // A usage error here, not a sandbox that cannot be set up later.
-    if let SandboxPolicy::WorkspaceWrite(ww) = &policy {
-        if !ww.allow_unix_sockets.is_empty() && !policy.has_network_access() {
-            bail!(
-                "{}",
-                cordon_policies::PolicyError::SocketsNeedNetwork {
-                    sockets: ww.allow_unix_sockets.join(", ")
-                }
-            );
-        }
-    }
+    policy.allowed_sockets(env)?;
     Ok(policy)
 }
 

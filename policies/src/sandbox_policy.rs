@@ -102,7 +102,8 @@ pub enum PolicyError {
     )]
     SocketsNeedNetwork { sockets: String },
     #[error(
-        "allow_unix_sockets: {path:?} is not an absolute path (`~/` and `$XDG_RUNTIME_DIR/` expand)"
+        "allow_unix_sockets: {path:?} is not an absolute path without `.` or `..` (`~/` and \
+         `$XDG_RUNTIME_DIR/` expand)"
     )]
     RelativeSocket { path: String },
 }
@@ -261,8 +262,9 @@ impl SandboxPolicy {
         })
     }
 
-    /// The expanded `allow_unix_sockets`, checked against the network setting.
-    fn allowed_sockets(&self, env: &PolicyEnv<'_>) -> Result<Vec<PathBuf>, PolicyError> {
+    /// The expanded `allow_unix_sockets`, checked against the network setting (the front-end
+    /// calls it to refuse a bad list before anything runs; `resolve` uses it).
+    pub fn allowed_sockets(&self, env: &PolicyEnv<'_>) -> Result<Vec<PathBuf>, PolicyError> {
         let SandboxPolicy::WorkspaceWrite(ww) = self else { return Ok(Vec::new()) };
         if ww.allow_unix_sockets.is_empty() {
             return Ok(Vec::new());
@@ -279,7 +281,12 @@ impl SandboxPolicy {
             }
             // A `$VARIABLE` that is not set names no socket.
             let Some(expanded) = expand_path(path, env) else { continue };
-            if !expanded.is_absolute() {
+            // Absolute and plain: a `..` would let the stand-in the helper creates for it
+            // land outside the hidden directory that holds it.
+            let plain = expanded.components().all(|c| {
+                matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_))
+            });
+            if !expanded.is_absolute() || !plain {
                 return Err(PolicyError::RelativeSocket { path: path.clone() });
             }
             if !sockets.contains(&expanded) {

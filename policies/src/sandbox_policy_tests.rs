@@ -205,4 +205,13 @@ fn allowed_sockets_expand_leave_the_hidden_list_and_need_the_network() {
         relative.resolve(Path::new("/w"), &env, identity),
         Err(PolicyError::RelativeSocket { .. })
     ));
+    let climbing = SandboxPolicy::WorkspaceWrite(WorkspaceWrite {
+        network_access: true,
+        allow_unix_sockets: vec!["/run/user/1000/../../../tmp/x.sock".into()],
+        ..WorkspaceWrite::default()
+    });
+    assert!(matches!(
+        climbing.resolve(Path::new("/w"), &env, identity),
+        Err(PolicyError::RelativeSocket { .. })
+    ));
 }
