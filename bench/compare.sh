@@ -2,7 +2,8 @@
 # Launch cost of `/bin/true` through cordon and its peers, in one hyperfine run (issue 14):
 # bare; cordon's helper (static and dynamic builds; with and without the mount view; with and
 # without the PID + IPC namespaces); `cordon sandbox linux --full-auto`; `cordon exec -a never
-# -s workspace-write`; bubblewrap (read-only root, one read-write directory, no network), with
+# -s workspace-write` (also with the helper exec'd instead of run in cordon's forked child);
+# bubblewrap (read-only root, one read-write directory, no network), with
 # and without --unshare-pid --unshare-ipc; firejail --noprofile --net=none; and the floor, a
 # static Rust program that only execv's its argument. Prints median, mean, × bare and the peak
 # RSS of the process tree (the largest process in it: cordon's front-end for `exec`/`sandbox`,
@@ -82,6 +83,10 @@ done
 add "cordon sandbox linux --full-auto (static)" "$static sandbox linux --full-auto -- /bin/true"
 add "cordon exec -a never -s workspace-write (static)" \
   "$static exec -a never -s workspace-write -C $work -- /bin/true"
+# The same, with the helper exec'd as before issue 14's in-process start (a configured
+# linux_sandbox_exe always takes the exec path): that lever, side by side.
+add "cordon exec -a never -s workspace-write (static, helper exec'd)" \
+  "$static exec -a never -s workspace-write -c linux_sandbox_exe=$static -C $work -- /bin/true"
 add "cordon exec -a never -s workspace-write (dyn)" \
   "$dyn exec -a never -s workspace-write -C $work -- /bin/true"
 add "bubblewrap" "bwrap --ro-bind / / --dev /dev --bind $work $work --unshare-net /bin/true"
@@ -161,9 +166,9 @@ for r in results:
     })
 print(f"machine: {machine['nproc']} x {machine['cpu']}, Linux {machine['kernel']}, "
       f"load {' '.join(machine['load'])} (before the RSS runs)")
-print(f"{'variant':<50} {'median':>9} {'mean':>9} {'x bare':>7} {'peak RSS':>9}")
+print(f"{'variant':<62} {'median':>9} {'mean':>9} {'x bare':>7} {'peak RSS':>9}")
 for row in rows:
-    print(f"{row['name']:<50} {row['median_ms']:>7.3f}ms {row['mean_ms']:>7.3f}ms "
+    print(f"{row['name']:<62} {row['median_ms']:>7.3f}ms {row['mean_ms']:>7.3f}ms "
           f"{row['x_bare']:>7.2f} {row['peak_rss_kib'] / 1024:>6.1f}MiB")
 if sys.argv[3]:
     with open(sys.argv[3], "w") as f:
