@@ -54,6 +54,8 @@ mod mount_view;
 #[cfg(target_os = "linux")]
 pub mod probe;
 #[cfg(target_os = "linux")]
+mod proc_view;
+#[cfg(target_os = "linux")]
 mod proxy_listener;
 pub mod report;
 #[cfg(target_os = "linux")]

@@ -423,66 +423,6 @@ fn enter_namespace(extra: CloneFlags) -> Result<(), String> {
     Ok(())
 }
 
-/// Which `/proc` the command sees in its PID namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProcView {
-    /// A fresh, read-only proc of the new namespace: only the sandbox's processes.
-    Private,
-    /// The kernel refused a new proc (e.g. a user namespace where the host's /proc has parts
-    /// covered): the host's, which shows host pids the command cannot address; the reason.
-    Host(String),
-}
-
-/// Mounts a fresh read-only proc on `/proc` for the PID namespace this process is pid 1 of,
-/// and puts every mount that covered part of the old `/proc` ([`MountPlan::proc_covers`]: a
-/// container's masks, a read-only `/proc/sys`, binfmt_misc) back on top, so nothing hidden
-/// before shows. Called
-/// inside the mount view only (a private mount namespace; nothing reaches the host).
-pub fn mount_fresh_proc(covers: &[PathBuf]) -> Result<ProcView, HelperError> {
-    use std::os::fd::AsRawFd;
-    let proc_root = Path::new("/proc");
-    let covers: Vec<(PathBuf, std::os::fd::OwnedFd)> = covers
-        .iter()
-        .map(|path| {
-            let flags = nix::fcntl::OFlag::O_PATH
-                | nix::fcntl::OFlag::O_CLOEXEC
-                | nix::fcntl::OFlag::O_NOFOLLOW;
-            nix::fcntl::open(path.as_path(), flags, nix::sys::stat::Mode::empty())
-                .map(|fd| (path.clone(), fd))
-                .map_err(|e| HelperError::MountView {
-                    what: format!("keeping {} covered", path.display()),
-                    source: e.into(),
-                })
-        })
-        .collect::<Result<_, _>>()?;
-    let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    if let Err(e) = mount(Some("proc"), proc_root, Some("proc"), flags, None::<&str>) {
-        return Ok(ProcView::Host(format!("cannot mount a new /proc: {e}")));
-    }
-    for (path, fd) in &covers {
-        // `/proc/self/fd/N` is resolved through the new proc, which shows this process.
-        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
-        match mount(
-            Some(source.as_str()),
-            path,
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        ) {
-            Ok(()) => {}
-            // Not in the new proc (another namespace's pid directory): nothing to cover.
-            Err(nix::Error::ENOENT) => {}
-            Err(e) => {
-                return Err(HelperError::MountView {
-                    what: format!("covering {} again", path.display()),
-                    source: e.into(),
-                });
-            }
-        }
-    }
-    Ok(ProcView::Private)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReadOnly {
     Yes,
@@ -515,52 +455,5 @@ fn set_read_only(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn mountinfo_lines_give_mount_points_and_read_only_flags() {
-        let text = "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
-                    30 22 0:5 / /mnt/my\\040disk ro,nosuid - vfat /dev/sdb1 ro\n";
-        assert_eq!(
-            parse_mountinfo(text),
-            vec![
-                MountInfo { mount_point: PathBuf::from("/"), read_only: false },
-                MountInfo { mount_point: PathBuf::from("/mnt/my disk"), read_only: true },
-            ]
-        );
-    }
-
-    #[test]
-    fn only_writable_submounts_strictly_inside_roots_are_reopened() {
-        let mounts = vec![
-            MountInfo { mount_point: PathBuf::from("/"), read_only: false },
-            MountInfo { mount_point: PathBuf::from("/w"), read_only: false },
-            MountInfo { mount_point: PathBuf::from("/w/cache"), read_only: false },
-            MountInfo { mount_point: PathBuf::from("/w/ro"), read_only: true },
-            MountInfo { mount_point: PathBuf::from("/wx"), read_only: false },
-        ];
-        let policy = ResolvedPolicy {
-            network_domains: None,
-            writable_roots: vec![PathBuf::from("/w")],
-            network_access: false,
-            protected_paths: Vec::new(),
-            hidden_paths: Vec::new(),
-            allowed_sockets: Vec::new(),
-        };
-        assert_eq!(plan(&policy, &mounts).writable_submounts, vec![PathBuf::from("/w/cache")]);
-        let nested = ResolvedPolicy {
-            writable_roots: vec![
-                PathBuf::from("/tmp"),
-                PathBuf::from("/tmp/work"),
-                PathBuf::from("/w"),
-            ],
-            ..policy
-        };
-        assert_eq!(
-            plan(&nested, &mounts).writable_roots,
-            vec![PathBuf::from("/tmp"), PathBuf::from("/w")]
-        );
-    }
-}
+#[path = "mount_view_tests.rs"]
+mod tests;

@@ -15,7 +15,8 @@ use crate::caps::{self, CapabilityDrop};
 use crate::containment::{self, Containment, Exec as _, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::landlock_rules::{self, LandlockEnforcement};
-use crate::mount_view::{self, MountView, ProcView};
+use crate::mount_view::{self, MountView};
+use crate::proc_view::{self, ProcView};
 use crate::proxy_listener;
 use crate::report::{self, Enforcement};
 use crate::seccomp::{self, Network};
@@ -151,7 +152,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
     };
     let supervisor = containment::split(pid_namespace, args.parent_death)?;
     let containment = match supervisor.containment {
-        Containment::PidNamespace => match mount_view::mount_fresh_proc(&proc_covers)? {
+        Containment::PidNamespace => match proc_view::mount_fresh_proc(&proc_covers)? {
             ProcView::Private => Containment::PidNamespace,
             ProcView::Host(reason) => {
                 eprintln!(

@@ -21,11 +21,11 @@
 //! owns it) and never takes the runtime down: a client sending garbage gets a 400 from hyper
 //! and is dropped.
 
+mod handover;
 mod http;
 mod socks;
 
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -35,10 +35,9 @@ use cordon_policies::{
     is_internal_address, normalize_host,
 };
 use hyper::StatusCode;
-use nix::sys::socket::{ControlMessageOwned, MsgFlags, getsockopt, recvmsg, sockopt};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 
 use crate::launch::{ProxyEndpoint, SandboxKind};
 
@@ -181,7 +180,7 @@ impl NetworkProxy {
         let socket_path = dir.path().join("proxy.sock");
         let listener = UnixListener::bind(&socket_path).map_err(io("binding its socket"))?;
         let (state, log) = State::new(matcher, settings)?;
-        let task = tokio::spawn(serve(listener, socket_path.clone(), state));
+        let task = tokio::spawn(handover::serve(listener, socket_path.clone(), state));
         Ok(NetworkProxy { endpoint: Endpoint::HandOver(socket_path), log, task, _dir: Some(dir) })
     }
 
@@ -276,29 +275,6 @@ const RELAY_BUFFER: usize = 64 * 1024;
 /// The first byte of a SOCKS5 greeting; an HTTP request starts with a method's letter.
 const SOCKS5_VERSION: u8 = 5;
 
-/// First takes the listening socket the helper hands over (the first connection to the
-/// UNIX socket that carries one), then removes the UNIX socket and serves the command's
-/// connections from that listener.
-async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
-    let listener = loop {
-        let Ok((stream, _)) = control.accept().await else { continue };
-        let Ok(Ok(listener)) =
-            tokio::time::timeout(HANDSHAKE_TIMEOUT, receive_listener(&stream)).await
-        else {
-            continue;
-        };
-        // From now on nothing reaches the proxy but through the command's port: the UNIX
-        // socket goes before the helper hears back and lets the command run.
-        drop(control);
-        let _ = std::fs::remove_file(&socket_path);
-        if stream.writable().await.is_ok() {
-            let _ = stream.try_write(b"K");
-        }
-        break listener;
-    };
-    serve_clients(listener, state).await;
-}
-
 /// Serves the command's connections from `listener`, at most [`MAX_CONNECTIONS`] at once.
 async fn serve_clients(listener: TcpListener, state: Arc<State>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
@@ -317,50 +293,6 @@ async fn serve_clients(listener: TcpListener, state: Arc<State>) {
             // Reap finished connections so the set does not grow for ever.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
-    }
-}
-
-/// A received descriptor is close-on-exec from the start (no window for a concurrent spawn to
-/// inherit it). Elsewhere the handover does not happen (the Linux helper makes it).
-#[cfg(target_os = "linux")]
-const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_CMSG_CLOEXEC;
-#[cfg(not(target_os = "linux"))]
-const RECEIVE_FLAGS: MsgFlags = MsgFlags::empty();
-
-/// The listening TCP socket sent over `stream` with `SCM_RIGHTS`. Anything else (no
-/// descriptor, a descriptor that is not a listening socket) is an error; extra descriptors
-/// are closed.
-async fn receive_listener(stream: &UnixStream) -> std::io::Result<TcpListener> {
-    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
-    loop {
-        stream.readable().await?;
-        let received = stream.try_io(tokio::io::Interest::READABLE, || {
-            let mut byte = [0u8; 1];
-            let mut iov = [std::io::IoSliceMut::new(&mut byte)];
-            let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-            let message =
-                recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(&mut space), RECEIVE_FLAGS)
-                    .map_err(std::io::Error::from)?;
-            let mut fds = Vec::new();
-            for cmsg in message.cmsgs().map_err(std::io::Error::from)? {
-                if let ControlMessageOwned::ScmRights(received) = cmsg {
-                    fds.extend(received.into_iter().map(crate::sys::adopt_received_fd));
-                }
-            }
-            Ok(fds)
-        });
-        let fds = match received {
-            Ok(fds) => fds,
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(error) => return Err(error),
-        };
-        let fd = fds.into_iter().next().ok_or_else(|| invalid("no descriptor"))?;
-        if !getsockopt(&fd, sockopt::AcceptConn).unwrap_or(false) {
-            return Err(invalid("not a listening socket"));
-        }
-        let listener = std::net::TcpListener::from(fd);
-        listener.set_nonblocking(true)?;
-        return TcpListener::from_std(listener);
     }
 }
 
@@ -557,62 +489,4 @@ fn bracketed(ip: IpAddr) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::io::Write;
-
-    use cordon_policies::DomainRules;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    use super::*;
-
-    /// Sends `CONNECT target` and returns the proxy's answer head and the stream.
-    async fn connect_through(port: u16, target: &str) -> (String, TcpStream) {
-        let mut client = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-        let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
-        client.write_all(request.as_bytes()).await.unwrap();
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            let mut byte = [0u8; 1];
-            if client.read(&mut byte).await.unwrap() == 0 {
-                break;
-            }
-            head.push(byte[0]);
-        }
-        (String::from_utf8_lossy(&head).into_owned(), client)
-    }
-
-    #[tokio::test]
-    async fn the_loopback_proxy_tunnels_to_allowed_hosts_and_refuses_the_rest() {
-        let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let upstream_addr = upstream.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for stream in upstream.incoming() {
-                let _ = stream.and_then(|mut s| s.write_all(b"pong"));
-            }
-        });
-        let proxy = NetworkProxy::start_on_loopback(&ProxySettings {
-            rules: DomainRules { allow: vec!["allowed.test".parse().unwrap()], deny: Vec::new() },
-            narrowed_by: None,
-            test_resolve: vec![("allowed.test".to_owned(), upstream_addr)],
-        })
-        .unwrap();
-        let ProxyEndpoint::Loopback(port) = proxy.endpoint() else {
-            panic!("not on the loopback: {:?}", proxy.endpoint())
-        };
-
-        let allowed = format!("allowed.test:{}", upstream_addr.port());
-        let (head, mut tunnel) = connect_through(port, &allowed).await;
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        let mut pong = [0u8; 4];
-        tunnel.read_exact(&mut pong).await.unwrap();
-        assert_eq!(&pong, b"pong");
-
-        let (head, _) = connect_through(port, "denied.test:443").await;
-        assert!(head.starts_with("HTTP/1.1 403"), "{head}");
-
-        let log = proxy.finish();
-        let seen: Vec<(&str, bool)> =
-            log.connections.iter().map(|c| (c.host.as_str(), c.allowed)).collect();
-        assert_eq!(seen, [("allowed.test", true), ("denied.test", false)]);
-    }
-}
+mod tests;

@@ -1,0 +1,78 @@
+//! The hand-over: the Linux helper binds the proxy's port in the command's network namespace
+//! and sends the listening socket over a UNIX socket; the proxy serves from it.
+
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, getsockopt, recvmsg, sockopt};
+use tokio::net::{TcpListener, UnixListener, UnixStream};
+
+use super::{HANDSHAKE_TIMEOUT, State, serve_clients};
+
+/// First takes the listening socket the helper hands over (the first connection to the
+/// UNIX socket that carries one), then removes the UNIX socket and serves the command's
+/// connections from that listener.
+pub(super) async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
+    let listener = loop {
+        let Ok((stream, _)) = control.accept().await else { continue };
+        let Ok(Ok(listener)) =
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, receive_listener(&stream)).await
+        else {
+            continue;
+        };
+        // From now on nothing reaches the proxy but through the command's port: the UNIX
+        // socket goes before the helper hears back and lets the command run.
+        drop(control);
+        let _ = std::fs::remove_file(&socket_path);
+        if stream.writable().await.is_ok() {
+            let _ = stream.try_write(b"K");
+        }
+        break listener;
+    };
+    serve_clients(listener, state).await;
+}
+
+/// A received descriptor is close-on-exec from the start (no window for a concurrent spawn to
+/// inherit it). Elsewhere the handover does not happen (the Linux helper makes it).
+#[cfg(target_os = "linux")]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_CMSG_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const RECEIVE_FLAGS: MsgFlags = MsgFlags::empty();
+
+/// The listening TCP socket sent over `stream` with `SCM_RIGHTS`. Anything else (no
+/// descriptor, a descriptor that is not a listening socket) is an error; extra descriptors
+/// are closed.
+async fn receive_listener(stream: &UnixStream) -> std::io::Result<TcpListener> {
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
+    loop {
+        stream.readable().await?;
+        let received = stream.try_io(tokio::io::Interest::READABLE, || {
+            let mut byte = [0u8; 1];
+            let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+            let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+            let message =
+                recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(&mut space), RECEIVE_FLAGS)
+                    .map_err(std::io::Error::from)?;
+            let mut fds = Vec::new();
+            for cmsg in message.cmsgs().map_err(std::io::Error::from)? {
+                if let ControlMessageOwned::ScmRights(received) = cmsg {
+                    fds.extend(received.into_iter().map(crate::sys::adopt_received_fd));
+                }
+            }
+            Ok(fds)
+        });
+        let fds = match received {
+            Ok(fds) => fds,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(error) => return Err(error),
+        };
+        let fd = fds.into_iter().next().ok_or_else(|| invalid("no descriptor"))?;
+        if !getsockopt(&fd, sockopt::AcceptConn).unwrap_or(false) {
+            return Err(invalid("not a listening socket"));
+        }
+        let listener = std::net::TcpListener::from(fd);
+        listener.set_nonblocking(true)?;
+        return TcpListener::from_std(listener);
+    }
+}

@@ -1,0 +1,57 @@
+use std::io::Write;
+
+use cordon_policies::DomainRules;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::*;
+
+/// Sends `CONNECT target` and returns the proxy's answer head and the stream.
+async fn connect_through(port: u16, target: &str) -> (String, TcpStream) {
+    let mut client = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        if client.read(&mut byte).await.unwrap() == 0 {
+            break;
+        }
+        head.push(byte[0]);
+    }
+    (String::from_utf8_lossy(&head).into_owned(), client)
+}
+
+#[tokio::test]
+async fn the_loopback_proxy_tunnels_to_allowed_hosts_and_refuses_the_rest() {
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in upstream.incoming() {
+            let _ = stream.and_then(|mut s| s.write_all(b"pong"));
+        }
+    });
+    let proxy = NetworkProxy::start_on_loopback(&ProxySettings {
+        rules: DomainRules { allow: vec!["allowed.test".parse().unwrap()], deny: Vec::new() },
+        narrowed_by: None,
+        test_resolve: vec![("allowed.test".to_owned(), upstream_addr)],
+    })
+    .unwrap();
+    let ProxyEndpoint::Loopback(port) = proxy.endpoint() else {
+        panic!("not on the loopback: {:?}", proxy.endpoint())
+    };
+
+    let allowed = format!("allowed.test:{}", upstream_addr.port());
+    let (head, mut tunnel) = connect_through(port, &allowed).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut pong = [0u8; 4];
+    tunnel.read_exact(&mut pong).await.unwrap();
+    assert_eq!(&pong, b"pong");
+
+    let (head, _) = connect_through(port, "denied.test:443").await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+
+    let log = proxy.finish();
+    let seen: Vec<(&str, bool)> =
+        log.connections.iter().map(|c| (c.host.as_str(), c.allowed)).collect();
+    assert_eq!(seen, [("allowed.test", true), ("denied.test", false)]);
+}
