@@ -133,19 +133,32 @@ pub enum User {
 pub const USERS: [User; 2] = [User::Root, User::Nobody];
 
 /// A copy of the binary that uid 65534 can execute (the build tree may sit under a 0700 home).
+/// One copy per build, named after the binary's size and modification time and shared by every
+/// test process: the kernel matrix reruns failed tests one process each, and a copy per
+/// process once filled the VM's /tmp.
 pub fn cordon_for(user: User) -> PathBuf {
     static COPY: OnceLock<PathBuf> = OnceLock::new();
     match user {
         User::Root => PathBuf::from(CORDON),
         User::Nobody => COPY
             .get_or_init(|| {
+                let meta = std::fs::metadata(CORDON).unwrap();
+                let modified = meta.modified().unwrap();
+                let stamp = modified.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
                 let dir =
-                    std::env::temp_dir().join(format!("cordon-e2e-bin-{}", std::process::id()));
+                    std::env::temp_dir().join(format!("cordon-e2e-bin-{}-{stamp}", meta.len()));
+                let path = dir.join("cordon");
+                if std::fs::metadata(&path).is_ok_and(|m| m.len() == meta.len()) {
+                    return path;
+                }
                 std::fs::create_dir_all(&dir).unwrap();
                 std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-                let path = dir.join("cordon");
-                std::fs::copy(CORDON, &path).unwrap();
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+                // Copied under a name of this process's own, then renamed: a process that
+                // looks meanwhile never runs a half-written binary.
+                let partial = dir.join(format!("cordon.{}", std::process::id()));
+                std::fs::copy(CORDON, &partial).unwrap();
+                std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755)).unwrap();
+                std::fs::rename(&partial, &path).unwrap();
                 path
             })
             .clone(),
