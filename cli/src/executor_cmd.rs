@@ -11,11 +11,8 @@ use cordon_exec_core::executor::{
 };
 use cordon_exec_core::session::SessionManager;
 
-use cordon_exec_core::platform::predicted_gaps;
-use cordon_policies::SandboxMode;
-
 use crate::flags::ExecutorCmdArgs;
-use crate::settings::{Bypass, Settings, connect_sessions};
+use crate::settings::{Settings, announce_gaps, connect_sessions, load_for_sessions};
 
 pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
     let ExecutorCmdArgs { base, connect, serve_remote, remote } = args;
@@ -27,14 +24,9 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
             serve_stdio(Rc::new(sessions)).await
         }),
         (None, serve_remote) => {
-            let settings = Settings::load(
-                &base.sandbox,
-                &base.policy,
-                SandboxMode::WorkspaceWrite,
-                Bypass::No,
-            )?;
+            let settings = load_for_sessions(&base)?;
             if !serve_remote {
-                announce_gaps(&settings.policy);
+                announce_gaps("cordon executor", &settings.policy);
             }
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();
@@ -96,11 +88,3 @@ const CONNECTION_VARS: &[&str] = &[
     "OLDPWD",
     "_",
 ];
-
-/// Says once, at start, what this machine's sandbox does not enforce (DESIGN §5 step 2).
-fn announce_gaps(policy: &cordon_policies::SandboxPolicy) {
-    for gap in predicted_gaps(policy) {
-        let required = if gap.required { " (required: sandboxed calls will fail)" } else { "" };
-        eprintln!("cordon executor: not enforced here: {}{required}", gap.what);
-    }
-}

@@ -6,12 +6,10 @@ use std::sync::Arc;
 
 use cordon_exec_core::executor::ServeEnd;
 use cordon_exec_core::mcp::{Sessions, serve_stdio};
-use cordon_exec_core::platform::predicted_gaps;
 use cordon_exec_core::session::SessionManager;
-use cordon_policies::SandboxMode;
 
 use crate::flags::McpArgs;
-use crate::settings::{Bypass, Settings, connect_sessions};
+use crate::settings::{announce_gaps, connect_sessions, load_for_sessions};
 
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let McpArgs { base, connect, remote } = args;
@@ -23,17 +21,8 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             anyhow::Ok(serve_stdio(Sessions::There(Arc::new(sessions))).await?)
         }),
         None => {
-            let settings = Settings::load(
-                &base.sandbox,
-                &base.policy,
-                SandboxMode::WorkspaceWrite,
-                Bypass::No,
-            )?;
-            for gap in predicted_gaps(&settings.policy) {
-                let required =
-                    if gap.required { " (required: sandboxed calls will fail)" } else { "" };
-                eprintln!("cordon mcp-server: not enforced here: {}{required}", gap.what);
-            }
+            let settings = load_for_sessions(&base)?;
+            announce_gaps("cordon mcp-server", &settings.policy);
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();
             runtime.block_on(async move {

@@ -374,6 +374,20 @@ pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTa
 /// `cordon executor --connect` / `cordon mcp-server --connect`: opens the link, loads the
 /// settings for the far end's workspace (`-C` is a path there), refuses what it cannot
 /// enforce, and returns the sessions that run there, with its environment as the base.
+/// The settings of a server that runs sessions here (`cordon executor`, `cordon mcp-server`):
+/// workspace-write unless the flags or config say otherwise.
+pub fn load_for_sessions(base: &ExecutorArgs) -> anyhow::Result<Settings> {
+    Settings::load(&base.sandbox, &base.policy, SandboxMode::WorkspaceWrite, Bypass::No)
+}
+
+/// Says once on stderr, as `server`, what the sandboxed calls will miss on this machine.
+pub fn announce_gaps(server: &str, policy: &SandboxPolicy) {
+    for gap in cordon_exec_core::platform::predicted_gaps(policy) {
+        let required = if gap.required { " (required: sandboxed calls will fail)" } else { "" };
+        eprintln!("{server}: not enforced here: {}{required}", gap.what);
+    }
+}
+
 pub async fn connect_sessions(
     base: &ExecutorArgs,
     host: &str,
