@@ -366,16 +366,12 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
 /// bound onto an empty file at its own path (its directories created 0755), then the tmpfs
 /// turns read-only. The sockets are opened (`O_PATH`) before the cover hides them.
 fn hide_dir_but_sockets(dir: &Path, sockets: &[&PathBuf]) -> Result<(), HelperError> {
-    use std::os::fd::AsRawFd;
     let fail =
         |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
     let opened = sockets
         .iter()
         .map(|socket| {
-            let flags = nix::fcntl::OFlag::O_PATH
-                | nix::fcntl::OFlag::O_CLOEXEC
-                | nix::fcntl::OFlag::O_NOFOLLOW;
-            nix::fcntl::open(socket.as_path(), flags, nix::sys::stat::Mode::empty())
+            hold(socket)
                 .map(|fd| (*socket, fd))
                 .map_err(fail(format!("opening the allowed socket {}", socket.display())))
         })
@@ -392,17 +388,29 @@ fn hide_dir_but_sockets(dir: &Path, sockets: &[&PathBuf]) -> Result<(), HelperEr
             std::fs::create_dir_all(parent).map_err(io("creating its directory"))?;
         }
         std::fs::File::create(socket).map_err(io("creating its stand-in"))?;
-        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
-        mount(
-            Some(source.as_str()),
-            socket.as_path(),
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(fail(format!("exposing the allowed socket {}", socket.display())))?;
+        bind_held(fd, socket, MsFlags::MS_BIND)
+            .map_err(fail(format!("exposing the allowed socket {}", socket.display())))?;
     }
     set_read_only(dir, Recursion::Single, ReadOnly::Yes)
+}
+
+/// Opens `path` (`O_PATH`, a final symlink not followed) to bind it after something covers it.
+pub(crate) fn hold(path: &Path) -> nix::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
+    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())
+}
+
+/// Binds what `held` (from [`hold`]) refers to onto `target`, through `/proc/self/fd/N` —
+/// resolved by whichever `/proc` is mounted now, which always shows this process.
+pub(crate) fn bind_held(
+    held: &std::os::fd::OwnedFd,
+    target: &Path,
+    flags: MsFlags,
+) -> nix::Result<()> {
+    use std::os::fd::AsRawFd;
+    let source = format!("/proc/self/fd/{}", held.as_raw_fd());
+    mount(Some(source.as_str()), target, None::<&str>, flags, None::<&str>)
 }
 
 /// `unshare(CLONE_NEWNS | extra)`, with a user namespace mapping the caller's own ids when that
