@@ -222,13 +222,10 @@ pub fn plan_launch(
             let mut full_env = env.to_vec();
             if let Some(port) = proxy_port {
                 cordon_sandbox_macos::allow_proxy_port(&mut profile, port);
-                full_env.retain(|(k, _)| {
-                    !cordon_policies::proxy_env(port).iter().any(|(name, _)| k == name)
-                });
+                let proxy_env = cordon_policies::proxy_env(port);
+                full_env.retain(|(k, _)| !proxy_env.iter().any(|(name, _)| k == name));
                 full_env.extend(
-                    cordon_policies::proxy_env(port)
-                        .into_iter()
-                        .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+                    proxy_env.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v))),
                 );
             }
             full_env
