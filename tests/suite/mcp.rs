@@ -46,11 +46,12 @@ macro_rules! require_mcp_client {
         // Every MCP test runs sandboxed commands.
         require_sandbox!(1);
         skip_unless!(
-            mcp_python().is_some(),
+            $crate::suite::mcp::mcp_python().is_some(),
             "needs the Python `mcp` package (pip install mcp; .ci/run makes .ci/venv)"
         );
     };
 }
+pub(super) use require_mcp_client;
 
 /// A workspace, a directory outside it, and a `$CORDON_HOME`.
 pub(super) struct Dirs {

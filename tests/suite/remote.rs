@@ -567,11 +567,7 @@ fn mcp_remote_args(sshd: &Sshd, work: &Path, extra: &[&str]) -> Vec<String> {
 #[test]
 fn an_mcp_escalation_over_ssh_is_elicited_here_and_runs_there_only_when_accepted() {
     require_sshd!();
-    require_sandbox!(1);
-    skip_unless!(
-        super::mcp::mcp_python().is_some(),
-        "needs the Python `mcp` package (pip install mcp; .ci/run makes .ci/venv)"
-    );
+    super::mcp::require_mcp_client!();
     let sshd = Sshd::start(Login::Root);
     for answer in ["accept", "decline"] {
         let dirs = super::mcp::Dirs::new();
@@ -594,11 +590,7 @@ fn an_mcp_escalation_over_ssh_is_elicited_here_and_runs_there_only_when_accepted
 #[test]
 fn mcp_cancellation_and_close_session_over_ssh_kill_the_remote_command() {
     require_sshd!();
-    require_sandbox!(1);
-    skip_unless!(
-        super::mcp::mcp_python().is_some(),
-        "needs the Python `mcp` package (pip install mcp; .ci/run makes .ci/venv)"
-    );
+    super::mcp::require_mcp_client!();
     let sshd = Sshd::start(Login::Unprivileged);
     let dirs = super::mcp::Dirs::new();
     let args = mcp_remote_args(&sshd, dirs.work.path(), &[]);
