@@ -2,6 +2,7 @@
 """The network allow-list proxy against a direct loopback connection (issue 19).
 
     python3 bench/proxy.py [--cordon target/release/cordon] [--bytes 1073741824] [--requests 200]
+                           [--rounds 5]
 
 Loopback only. A small server in this process stands in for the internet (it answers
 `GET /bytes/N` with N bytes sent from one buffer, and `GET /small`); the test-only resolver
@@ -9,8 +10,9 @@ override CORDON_TEST_RESOLVE maps `bench.test` to it. A client script runs three
   direct             no sandbox, straight to the server;
   sandbox --network  the helper with the network on, straight to the server;
   proxy              `--allow-domain bench.test`: CONNECT through the bridge and the proxy.
-For each it prints the throughput of one N-byte transfer and the time of a new connection plus
-a small request (p50, p95 over --requests). Then, through the proxy, it holds 1000 connections
+The three run in turn, --rounds times (one N-byte transfer can swing by 2x on a small machine);
+for each it prints the median throughput of its transfers (and the lowest and highest) and the
+time of a new connection plus a small request (p50, p95 over --requests, from the median round). Then, through the proxy, it holds 1000 connections
 open mid-header (slowloris) and prints cordon's resident memory (VmRSS, read from /proc)
 before and while they are held, and whether a request still goes through.
 Needs root or unprivileged user namespaces (the proxy needs the mount view's namespaces).
@@ -131,6 +133,7 @@ def main():
     parser.add_argument("--cordon", default="target/release/cordon")
     parser.add_argument("--bytes", type=int, default=1 << 30)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     cordon = os.path.abspath(args.cordon)
     listener = socket.socket()
@@ -140,6 +143,8 @@ def main():
     threading.Thread(target=serve, args=(listener,), daemon=True).start()
     work = tempfile.mkdtemp(prefix="cordon-proxy-bench-", dir="/var/tmp")
     env = dict(os.environ, CORDON_TEST_RESOLVE="bench.test=127.0.0.1:%d" % port)
+    # The client takes a proxy from HTTPS_PROXY: only cordon's, in the proxy runs.
+    env.pop("HTTPS_PROXY", None)
     py = sys.executable
     common = [py, "-c", CLIENT]
     runs = [
@@ -147,24 +152,27 @@ def main():
         ("sandbox, --network", [cordon, "exec", "-a", "never", "--network", "-C", work, "--"] + common + ["direct", "127.0.0.1"]),
         ("proxy, --allow-domain", [cordon, "exec", "-a", "never", "--allow-domain", "bench.test", "-C", work, "--"] + common + ["proxy", "bench.test"]),
     ]
-    print("%-24s %12s %10s %10s" % ("", "MiB/s", "p50 ms", "p95 ms"))
+    samples = {name: [] for name, _ in runs}
+    for _ in range(args.rounds):
+        for name, argv in runs:
+            argv = argv + [str(port), str(args.bytes), str(args.requests), work]
+            out = subprocess.run(argv, env=env, capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit("%s failed: %s%s" % (name, out.stdout, out.stderr))
+            got, seconds, p50, p95 = out.stdout.split()[-4:]
+            samples[name].append((int(got) / float(seconds) / (1 << 20), float(p50), float(p95)))
+    print("%-24s %12s %18s %10s %10s" % ("", "MiB/s", "(low .. high)", "p50 ms", "p95 ms"))
     results = {}
-    for name, argv in runs:
-        argv = argv + [str(port), str(args.bytes), str(args.requests), work]
-        run_env = dict(env)
-        if name.startswith("direct"):
-            run_env.pop("HTTPS_PROXY", None)
-        out = subprocess.run(argv, env=run_env, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit("%s failed: %s%s" % (name, out.stdout, out.stderr))
-        got, seconds, p50, p95 = out.stdout.split()[-4:]
-        rate = int(got) / float(seconds) / (1 << 20)
-        results[name] = (rate, float(p50), float(p95))
-        print("%-24s %12.1f %10.3f %10.3f" % (name, rate, float(p50), float(p95)))
+    for name, _ in runs:
+        rounds = sorted(samples[name])
+        rate, p50, p95 = rounds[len(rounds) // 2]
+        results[name] = (rate, statistics.median(r[1] for r in rounds), statistics.median(r[2] for r in rounds))
+        print("%-24s %12.1f %18s %10.3f %10.3f" % (
+            name, rate, "(%.0f .. %.0f)" % (rounds[0][0], rounds[-1][0]), results[name][1], results[name][2]))
     direct = results["sandbox, --network"]
     proxy = results["proxy, --allow-domain"]
-    print("proxy throughput: %.0f %% of the sandboxed direct connection; added per connection: p50 %.3f ms" % (
-        100 * proxy[0] / direct[0], proxy[1] - direct[1]))
+    print("proxy throughput (medians of %d rounds): %.0f %% of the sandboxed direct connection; "
+          "added per connection: p50 %.3f ms" % (args.rounds, 100 * proxy[0] / direct[0], proxy[1] - direct[1]))
 
     # A thousand slowloris connections held open: cordon's memory, and a request still served.
     for name in ("holding", "release"):
@@ -179,7 +187,8 @@ def main():
     before = None
     deadline = time.time() + 60
     while not os.path.exists(os.path.join(work, "holding")) and time.time() < deadline:
-        if before is None:
+        if not before:
+            # Zero until cordon itself runs (the moment after the fork, before its exec).
             try:
                 before = rss_kib(child.pid)
             except OSError:

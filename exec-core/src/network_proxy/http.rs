@@ -11,7 +11,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::{Destination, HANDSHAKE_TIMEOUT, State, relay};
+use super::{Destination, HANDSHAKE_TIMEOUT, State, relay, relay_tcp};
 
 type ProxyBody = BoxBody<Bytes, hyper::Error>;
 
@@ -104,11 +104,11 @@ async fn tunnel(request: Request<Incoming>, mut upstream: TcpStream) {
     let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
     match upgraded.downcast::<TokioIo<TcpStream>>() {
         Ok(parts) => {
-            let mut client = parts.io.into_inner();
+            let client = parts.io.into_inner();
             if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
                 return;
             }
-            relay(&mut client, &mut upstream).await;
+            relay_tcp(client, upstream).await;
         }
         Err(upgraded) => relay(&mut TokioIo::new(upgraded), &mut upstream).await,
     }

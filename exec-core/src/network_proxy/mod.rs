@@ -24,6 +24,8 @@
 mod handover;
 mod http;
 mod socks;
+#[cfg(target_os = "linux")]
+mod splice;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -262,8 +264,9 @@ fn raise_open_file_limit() {
     }
 }
 
-/// At most this many client connections at once (each holds two sockets and two 64 KiB relay
-/// buffers at most); a connection beyond that is closed at once. Memory stays bounded whatever
+/// At most this many client connections at once (each holds two sockets and, tunnelling, two
+/// pipes — or two 64 KiB relay buffers where it copies); a connection beyond that is closed at
+/// once. Memory stays bounded whatever
 /// the command does.
 const MAX_CONNECTIONS: usize = 4096;
 /// A client must send its request line and headers (or its SOCKS5 greeting and request)
@@ -306,6 +309,16 @@ async fn serve_connection(stream: TcpStream, state: Arc<State>) {
         Ok(Ok(1)) => http::serve(stream, state).await,
         Ok(Ok(_) | Err(_)) | Err(_) => {}
     }
+}
+
+/// Bytes both ways between an admitted client and its upstream, both plain TCP sockets:
+/// spliced where the kernel can ([`splice`]), else copied.
+async fn relay_tcp(mut client: TcpStream, mut upstream: TcpStream) {
+    #[cfg(target_os = "linux")]
+    if let Some(pipes) = splice::Pipes::new() {
+        return splice::relay(&client, &upstream, pipes).await;
+    }
+    relay(&mut client, &mut upstream).await;
 }
 
 /// Bytes both ways between an admitted client and its upstream until either side closes.

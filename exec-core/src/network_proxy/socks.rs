@@ -13,7 +13,7 @@ use fast_socks5::{ReplyError, Socks5Command};
 use hyper::StatusCode;
 use tokio::net::TcpStream;
 
-use super::{Destination, HANDSHAKE_TIMEOUT, State, relay};
+use super::{Destination, HANDSHAKE_TIMEOUT, State, relay_tcp};
 
 /// The method recorded for a SOCKS5 connection.
 const METHOD: &str = "SOCKS5";
@@ -46,11 +46,11 @@ pub(super) async fn serve(stream: TcpStream, state: Arc<State>) {
         return;
     }
     match state.open(destination).await {
-        Ok(mut upstream) => {
+        Ok(upstream) => {
             let bound =
                 upstream.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-            if let Ok(mut client) = protocol.reply_success(bound).await {
-                relay(&mut client, &mut upstream).await;
+            if let Ok(client) = protocol.reply_success(bound).await {
+                relay_tcp(client, upstream).await;
             }
         }
         Err((refusal, _)) => {
