@@ -51,11 +51,34 @@ pub(crate) fn lexical_join(root: &Path, entry: &Path) -> PathBuf {
 ///   directory's `commondir`. (The pointer file itself is kept by the profile's ancestor rule:
 ///   rewriting it would point git at hooks the command wrote.)
 ///
-/// Paths that do not exist or cannot be read are left as they are. Protected paths travel as
+/// - entries inside `.git` apply only to roots that have a `.git`, as absolute paths (so a fresh
+///   workspace can `git init`).
+///
+/// Other paths that do not exist or cannot be read are left as they are. Protected paths travel as
 /// `String`s in [`ResolvedPolicy`]; a target that is not UTF-8 (which APFS and HFS+ do not
 /// store) is skipped.
 pub fn with_real_paths(policy: &ResolvedPolicy) -> ResolvedPolicy {
     let mut resolved = policy.clone();
+
+    // Entries inside `.git` are protected only in roots that have a `.git` (as in the Linux
+    // mount view, where a protected path that does not exist stays creatable): a relative
+    // `.git/hooks` would pin `.git` in every root and refuse `git init` and `git clone URL .`
+    // in a fresh workspace.
+    let (git_entries, others): (Vec<String>, Vec<String>) =
+        policy.protected_paths.iter().cloned().partition(|entry| is_git_entry(entry));
+    resolved.protected_paths = others;
+    for root in &policy.writable_roots {
+        if fs::symlink_metadata(root.join(".git")).is_err() {
+            continue;
+        }
+        for entry in &git_entries {
+            if let Ok(path) = lexical_join(root, Path::new(entry)).into_os_string().into_string() {
+                if !resolved.protected_paths.contains(&path) {
+                    resolved.protected_paths.push(path);
+                }
+            }
+        }
+    }
 
     for hidden in &policy.hidden_paths {
         if let Ok(real) = fs::canonicalize(hidden) {
@@ -94,6 +117,14 @@ pub fn with_real_paths(policy: &ResolvedPolicy) -> ResolvedPolicy {
         }
     }
     resolved
+}
+
+/// A relative protected entry inside `.git` (`.git/hooks`, `./.git/config`).
+fn is_git_entry(entry: &str) -> bool {
+    let entry = Path::new(entry);
+    !entry.is_absolute()
+        && entry.components().find(|c| *c != Component::CurDir)
+            == Some(Component::Normal(".git".as_ref()))
 }
 
 /// The git directories named by `root/.git` when it is a pointer file (`gitdir: PATH`), plus
@@ -211,8 +242,8 @@ mod tests {
         assert_eq!(
             resolved.protected_paths,
             vec![
-                ".git/hooks".to_owned(),
                 ".envrc".to_owned(),
+                s(root.join(".git/hooks")),
                 s(worktree_git.join("hooks")),
                 s(main_git.join("hooks")),
             ]
@@ -220,12 +251,28 @@ mod tests {
     }
 
     #[test]
-    fn a_git_directory_adds_no_protections() {
+    fn a_git_directory_turns_the_git_entries_into_paths_in_that_root() {
         let scratch = Scratch::new("gitdir");
         let root = scratch.0.clone();
         fs::create_dir_all(root.join(".git/hooks")).unwrap();
-        let original = policy(&root, &[".git/hooks", ".git/config"], Vec::new());
-        assert_eq!(with_real_paths(&original), original);
+        let original = policy(&root, &[".git/hooks", "./.git/config", ".vscode"], Vec::new());
+        let resolved = with_real_paths(&original);
+        let s = |p: PathBuf| p.into_os_string().into_string().unwrap();
+        assert_eq!(
+            resolved.protected_paths,
+            vec![".vscode".to_owned(), s(root.join(".git/hooks")), s(root.join(".git/config"))]
+        );
+    }
+
+    #[test]
+    fn a_root_without_git_gets_no_git_protection_so_git_init_works() {
+        let scratch = Scratch::new("fresh");
+        let original = policy(&scratch.0, &[".git/hooks", ".git/config", ".cordon"], Vec::new());
+        let resolved = with_real_paths(&original);
+        assert_eq!(resolved.protected_paths, vec![".cordon".to_owned()]);
+        // Nothing pins `.git` then: the profile lets the command create it.
+        let params = crate::seatbelt_profile(&resolved).params;
+        assert!(!params.iter().any(|(_, path)| path.ends_with(".git")), "{params:?}");
     }
 
     #[cfg(unix)]

@@ -41,7 +41,7 @@ pub struct SeatbeltProfile {
 /// Rules, in order (Seatbelt applies the *last* matching rule, so order is meaning):
 ///
 /// 1. [`BASE_PROFILE`], ending in `(allow file-read*)`;
-/// 2. per writable root `i`, one `(allow file-write* file-link (require-all (subpath ROOT) ...))`
+/// 2. per writable root `i`, one `(allow file-write* file-clone file-link (require-all (subpath ROOT) ...))`
 ///    with two kinds of exclusions, so that no later rule is needed to take anything back:
 ///    - `(require-not (subpath PROTECTED))` for every protected path inside (or containing) the
 ///      root: relative entries joined to *any* root and absolute entries, so a nested root's
@@ -54,7 +54,7 @@ pub struct SeatbeltProfile {
 ///    `file-link` is allowed only here: a hard link to a file outside the roots would make it
 ///    writable under a new name;
 /// 3. the network rules: all IP networking when `network_access`, else only UNIX sockets;
-/// 4. `(deny file-read* file-write* file-link ...)` and a deny of UNIX-socket connects for
+/// 4. `(deny file-read* file-write* file-clone file-link ...)` and a deny of UNIX-socket connects for
 ///    every hidden path, overriding steps 1 to 3;
 /// 5. last, a connect to (and a look at) each allowed UNIX socket, overriding step 4 for
 ///    exactly those sockets.
@@ -136,8 +136,11 @@ fn push_allowed_sockets(profile: &mut SeatbeltProfile, sockets: Vec<PathBuf>) {
     profile.params.extend(names.into_iter().zip(sockets));
 }
 
-/// `(allow file-write* file-link ...)` for writable root `index`, minus its protected paths
-/// (and everything below them) and the ancestor directories themselves.
+/// `(allow file-write* file-clone file-link ...)` for writable root `index`, minus its
+/// protected paths (and everything below them) and the ancestor directories themselves.
+/// `file-clone` (clonefile(2)) is its own operation, not part of `file-write*`: without it
+/// Rust's `std::fs::copy`, which clones on APFS and does not fall back on EPERM, fails in
+/// every build script. It gets the same scope as writes, never wider: a clone creates a file.
 fn push_root_rule(
     profile: &mut SeatbeltProfile,
     index: usize,
@@ -149,12 +152,12 @@ fn push_root_rule(
     profile.params.push((root_param.clone(), root.to_path_buf()));
     if protected.is_empty() && ancestors.is_empty() {
         profile.text.push_str(&format!(
-            "(allow file-write* file-link (subpath (param \"{root_param}\")))\n"
+            "(allow file-write* file-clone file-link (subpath (param \"{root_param}\")))\n"
         ));
         return;
     }
     profile.text.push_str(&format!(
-        "(allow file-write* file-link\n  (require-all\n    (subpath (param \"{root_param}\"))"
+        "(allow file-write* file-clone file-link\n  (require-all\n    (subpath (param \"{root_param}\"))"
     ));
     let exclusions = [("PROTECTED", "subpath", protected), ("ANCESTOR", "literal", ancestors)];
     for (kind, filter, paths) in exclusions {
@@ -171,11 +174,12 @@ fn push_root_rule(
 fn push_hidden_rules(profile: &mut SeatbeltProfile, hidden: Vec<PathBuf>) {
     profile.text.push_str(&heading("Hidden paths (cordon policy)"));
     profile.text.push_str(concat!(
-        "; Last, so they override every allow above: not readable, writable or linkable even\n",
-        "; inside a writable root, and their UNIX sockets (container engines) refuse connections.\n",
+        "; Last, so they override every allow above: not readable, writable, clonable or\n",
+        "; linkable even inside a writable root, and their UNIX sockets (container engines)\n",
+        "; refuse connections.\n",
     ));
     let names: Vec<String> = (0..hidden.len()).map(|k| format!("HIDDEN_{k}")).collect();
-    profile.text.push_str("(deny file-read* file-write* file-link");
+    profile.text.push_str("(deny file-read* file-write* file-clone file-link");
     for name in &names {
         profile.text.push_str(&format!("\n  (subpath (param \"{name}\"))"));
     }

@@ -406,7 +406,7 @@ fn no_policy_path_reaches_the_profile_text() {
 #[test]
 fn hidden_path_denies_come_after_every_allow() {
     let text = seatbelt_profile(&with_network()).text;
-    let deny = text.find("(deny file-read* file-write* file-link").unwrap();
+    let deny = text.find("(deny file-read* file-write* file-clone file-link").unwrap();
     let last_allow = text.rfind("(allow ").unwrap();
     assert!(deny > last_allow, "{text}");
     assert!(text.trim_end().ends_with("(remote unix-socket (subpath (param \"HIDDEN_1\"))))"));
@@ -465,11 +465,9 @@ fn absolute_protected_paths_apply_to_the_roots_they_touch() {
             ("WRITABLE_ROOT_2", "/d"),
         ])
     );
-    assert!(
-        profile
-            .text
-            .contains("(allow file-write* file-link (subpath (param \"WRITABLE_ROOT_2\")))\n")
-    );
+    assert!(profile.text.contains(
+        "(allow file-write* file-clone file-link (subpath (param \"WRITABLE_ROOT_2\")))\n"
+    ));
 }
 
 #[test]
@@ -492,4 +490,56 @@ fn roots_and_hidden_paths_that_meet_under_private_are_listed_once() {
             ("HIDDEN_0", "/private/var/run/docker.sock"),
         ])
     );
+}
+
+/// The profile's top-level forms, each as its tokens.
+fn top_level_forms(text: &str) -> Vec<Vec<Token>> {
+    let mut forms = Vec::new();
+    let mut depth = 0usize;
+    for token in tokenize(text).unwrap() {
+        if depth == 0 {
+            forms.push(Vec::new());
+        }
+        match token {
+            Token::Open => depth += 1,
+            Token::Close => depth -= 1,
+            Token::Atom(_) | Token::Str(_) => {}
+        }
+        if let Some(form) = forms.last_mut() {
+            form.push(token);
+        }
+    }
+    forms
+}
+
+#[test]
+fn terminal_input_injection_is_denied_by_number_and_nothing_after_allows_an_ioctl() {
+    let atom = |s: &str| Token::Atom(s.to_owned());
+    let deny_tiocsti = vec![
+        Token::Open,
+        atom("deny"),
+        atom("file-ioctl"),
+        Token::Open,
+        atom("ioctl-command"),
+        // _IOW('t', 114, char): the request number of TIOCSTI on macOS.
+        atom(&((1u32 << 31) | (1 << 16) | (u32::from(b't') << 8) | 114).to_string()),
+        Token::Close,
+        Token::Close,
+    ];
+    let mut with_proxy = seatbelt_profile(&read_only());
+    allow_proxy_port(&mut with_proxy, 3128);
+    let profiles = [read_only(), two_roots(), with_network(), hostile(), with_an_allowed_socket()]
+        .into_iter()
+        .map(|policy| seatbelt_profile(&policy).text)
+        .chain([with_proxy.text]);
+    for text in profiles {
+        let forms = top_level_forms(&text);
+        let at = forms.iter().position(|form| *form == deny_tiocsti);
+        let at = at.unwrap_or_else(|| panic!("no TIOCSTI deny in:\n{text}"));
+        for form in &forms[at + 1..] {
+            let allows_ioctl = form.get(1) == Some(&atom("allow"))
+                && form.iter().any(|t| matches!(t, Token::Atom(a) if a.starts_with("file-ioctl")));
+            assert!(!allows_ioctl, "an ioctl allowed after the TIOCSTI deny: {form:?}\n{text}");
+        }
+    }
 }
