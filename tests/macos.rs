@@ -340,3 +340,19 @@ fn the_executor_runs_pipe_and_pty_sessions_in_the_sandbox() {
     assert!(answers.contains("/dev/ttys"), "{answers}");
     assert!(answers.contains("pty-ok"), "{answers}");
 }
+
+#[test]
+fn a_command_without_the_terminal_on_stdin_cannot_open_it() {
+    if !have_sandbox_exec() {
+        return;
+    }
+    let (home, work) = (home_dir(), home_dir());
+    let probe = "import os\ntry:\n    os.open('/dev/tty', os.O_RDWR)\n    print('reached the terminal')\n\
+                 except OSError as e:\n    print('refused', e.errno)\n";
+    std::fs::write(work.path().join("probe.py"), probe).unwrap();
+    let script =
+        format!("{CORDON} exec -a never -- /usr/bin/python3 probe.py < /dev/null; echo status=$?");
+    let transcript = on_a_terminal(&script, home.path(), work.path());
+    // ENXIO: a session of its own, no controlling terminal.
+    assert!(transcript.contains(&format!("refused {}", libc::ENXIO)), "{transcript}");
+}

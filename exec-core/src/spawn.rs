@@ -1,7 +1,7 @@
 //! Spawning one attempt: own process group, parent-death signal, stdin, a timeout that kills
 //! the whole group, stdout/stderr streamed to the caller and kept in a head+tail buffer.
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -68,7 +68,6 @@ pub async fn run_process(
     let RunOptions { stdin, output, timeout } = *options;
     let mut command = spec.to_command();
     command
-        .process_group(0)
         .stdin(match stdin {
             StdinMode::Null => Stdio::null(),
             StdinMode::Inherit | StdinMode::Terminal => Stdio::inherit(),
@@ -77,7 +76,7 @@ pub async fn run_process(
         .stderr(Stdio::piped());
     let terminal = match stdin {
         StdinMode::Terminal => crate::sys::Terminal::Foreground,
-        StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Leave,
+        StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
     };
     crate::sys::prepare_child(&mut command, terminal);
     // One exec fewer: the forked child runs the helper itself. Only from a single-threaded

@@ -8,14 +8,17 @@
 /// - every descriptor above stderr is marked close-on-exec (`close_range`), so descriptors
 ///   cordon's own caller leaked to it (a harness's sockets, a terminal master) never reach the
 ///   sandboxed command.
+/// - a process group of its own ([`Terminal::Foreground`]) or a session of its own
+///   ([`Terminal::Detach`]); either way the group id is the child's pid.
 #[cfg(target_os = "linux")]
 pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
     let take_terminal = terminal == Terminal::Foreground;
+    let detach = own_group_or_session(command, terminal);
     // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (prctl, getppid, close_range, signal, tcsetpgrp, getpid)
-    // and `_exit`; it allocates nothing and touches no lock.
+    // async-signal-safe system calls (prctl, getppid, close_range, signal, tcsetpgrp, getpid,
+    // setsid) and `_exit`; it allocates nothing and touches no lock.
     unsafe {
         command.pre_exec(move || {
             const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
@@ -43,8 +46,24 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
                 libc::tcsetpgrp(0, libc::getpid());
                 libc::signal(libc::SIGTTOU, previous);
             }
+            if detach && libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
+    }
+}
+
+/// `process_group(0)` unless the child is to start a session (`setsid` in its pre-exec hook,
+/// which a group leader could not do); true for the session.
+fn own_group_or_session(command: &mut std::process::Command, terminal: Terminal) -> bool {
+    use std::os::unix::process::CommandExt;
+    match terminal {
+        Terminal::Foreground => {
+            command.process_group(0);
+            false
+        }
+        Terminal::Detach => true,
     }
 }
 
@@ -73,12 +92,13 @@ pub fn run_helper_in_child(
 /// one by one (up to the descriptor table size, at most 65536), so descriptors cordon's caller
 /// leaked to it never reach `sandbox-exec` and the command (issue 16 §6).
 #[cfg(not(target_os = "linux"))]
-pub fn prepare_child(command: &mut std::process::Command, _terminal: Terminal) {
+pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     use std::os::unix::process::CommandExt;
+    let detach = own_group_or_session(command, terminal);
     // SAFETY: the closure runs in the forked child before exec and only calls
-    // async-signal-safe functions (getdtablesize, fcntl); it allocates nothing.
+    // async-signal-safe functions (getdtablesize, fcntl, setsid); it allocates nothing.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             let top = libc::getdtablesize().clamp(3, 65_536);
             for fd in 3..top {
                 let flags = libc::fcntl(fd, libc::F_GETFD);
@@ -86,16 +106,24 @@ pub fn prepare_child(command: &mut std::process::Command, _terminal: Terminal) {
                     libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
                 }
             }
+            if detach && libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }
 }
 
-/// Whether the child takes the terminal on its stdin as its foreground process group.
+/// What the child does with cordon's terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Terminal {
-    Leave,
+    /// Takes the terminal on its stdin as its foreground process group (`cordon exec` on a
+    /// terminal: the command reads it, Ctrl-C and job control reach it).
     Foreground,
+    /// Starts a session of its own, with no controlling terminal: a command whose stdin is
+    /// not a terminal has no business with cordon's, and cannot open `/dev/tty` to write
+    /// escape sequences to it or push input into it.
+    Detach,
 }
 
 /// Gives the terminal on stdin back to cordon's own process group after a child had it.

@@ -227,36 +227,13 @@ for fd in (0, os.open("/dev/tty", os.O_RDWR)):
 "#;
     let dir = scratch();
     let run = |user: User, mode: &str| {
-        let cordon = cordon_for(user);
         let script = format!(
             "{cordon} exec -a never -s {mode} -- {py} -c '{code}'; echo status=$?; read line; echo \"got:[$line]\"",
-            cordon = cordon.display(),
+            cordon = cordon_for(user).display(),
             py = python(),
             code = inject.replace('\'', "'\\''"),
         );
-        let mut argv: Vec<String> = Vec::new();
-        if user == User::Nobody {
-            argv.extend(
-                ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-                    .map(String::from),
-            );
-        }
-        argv.extend(["/bin/sh".to_owned(), "-c".to_owned(), script]);
-        let home = dir.path().join(format!("home-{user:?}"));
-        std::fs::create_dir_all(&home).unwrap();
-        chown_nobody(&home);
-        let out = Command::new(python())
-            .arg(helper_program("pty_type.py"))
-            .arg("typed\\n")
-            .args(&argv)
-            .current_dir(dir.path())
-            .env("CORDON_HOME", &home)
-            .env("HOME", &home)
-            .env("PTY_TYPE_AFTER", "status=")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        on_a_terminal_as(user, &script, dir.path())
     };
     for user in USERS {
         let transcript = run(user, "workspace-write");
@@ -270,6 +247,83 @@ for fd in (0, os.open("/dev/tty", os.O_RDWR)):
             control.contains("got:[echo INJECTED]"),
             "the probe cannot see an injection: {control}"
         );
+    }
+}
+
+/// The transcript of `/bin/sh -c script`, run as `user` on a new pseudo-terminal that is its
+/// controlling terminal (as a user's shell is), with `typed\n` typed once it shows `status=`;
+/// `$HOME` and `$CORDON_HOME` a fresh directory per user under `dir`.
+fn on_a_terminal_as(user: User, script: &str, dir: &std::path::Path) -> String {
+    let mut argv: Vec<String> = Vec::new();
+    if user == User::Nobody {
+        argv.extend(
+            ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                .map(String::from),
+        );
+    }
+    argv.extend(["/bin/sh".to_owned(), "-c".to_owned(), script.to_owned()]);
+    let home = dir.join(format!("home-{user:?}"));
+    std::fs::create_dir_all(&home).unwrap();
+    chown_nobody(&home);
+    let out = Command::new(python())
+        .arg(helper_program("pty_type.py"))
+        .arg("typed\\n")
+        .args(&argv)
+        .current_dir(dir)
+        .env("CORDON_HOME", &home)
+        .env("HOME", &home)
+        .env("PTY_TYPE_AFTER", "status=")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 16: a command whose stdin is not a terminal gets no controlling terminal (a session
+/// of its own), so it cannot open `/dev/tty` to write escape sequences to the terminal cordon
+/// was started from — a title, a hyperlink, an OSC 52 clipboard write the user would paste —
+/// nor push input into it. Through `cordon exec` with stdin from /dev/null or a pipe, and
+/// through an executor pipe session; sandboxed and unsandboxed alike. The control, the same
+/// probe run directly, shows the terminal would have received it.
+#[test]
+fn a_command_without_the_terminal_on_stdin_cannot_reach_cordons_terminal() {
+    require_sandbox!(1);
+    // The marker is put together at run time, so only a real write puts it on the screen.
+    let probe = r#"
+import fcntl, os, termios
+try:
+    fd = os.open("/dev/tty", os.O_RDWR)
+    os.write(fd, b"\x1b]0;" + b"ESC" + b"APED\x07" + b"ESC" + b"APED\n")
+    fcntl.ioctl(fd, termios.TIOCSTI, b"x")
+    print("reached the terminal")
+except OSError as e:
+    print("refused", e.errno)
+"#;
+    let dir = scratch();
+    let probe_file = dir.path().join("probe.py");
+    std::fs::write(&probe_file, probe).unwrap();
+    let py = python();
+    let probe_cmd = format!("{py} {}", probe_file.display());
+    let request = serde_json::json!({"type": "call_tool", "requestId": "1",
+        "toolName": "exec_command", "arguments": {"cmd": probe_cmd, "login": false}});
+    for user in USERS {
+        let cordon = cordon_for(user);
+        let cordon = cordon.display();
+        let runs = [
+            format!("{cordon} exec -a never -- {probe_cmd} < /dev/null"),
+            format!("echo | {cordon} exec -a never -- {probe_cmd}"),
+            format!("{cordon} exec -a never -s danger-full-access -- {probe_cmd} < /dev/null"),
+            // End of input shuts the executor down: keep it open while the call runs.
+            format!("(echo '{request}'; sleep 2) | {cordon} executor"),
+        ];
+        for run in runs {
+            let transcript = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());
+            assert!(!transcript.contains("ESCAPED"), "{user:?} {run}:\n{transcript}");
+            assert!(!transcript.contains("reached the terminal"), "{user:?} {run}:\n{transcript}");
+            assert!(transcript.contains("refused 6"), "{user:?} {run}:\n{transcript}");
+        }
+        let control = on_a_terminal_as(user, &format!("{probe_cmd} < /dev/null"), dir.path());
+        assert!(control.contains("ESCAPED"), "{user:?}: the probe cannot see a write: {control}");
     }
 }
 

@@ -142,14 +142,12 @@ impl SessionProcess {
 
     /// On pipes: stdin from /dev/null, stdout and stderr merged into the session's output.
     pub fn spawn_pipes(spec: &LaunchPlan) -> Result<Self, SessionError> {
-        use std::os::unix::process::CommandExt;
         let mut command = spec.to_command();
         command
-            .process_group(0)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        crate::sys::prepare_child(&mut command, crate::sys::Terminal::Leave);
+        crate::sys::prepare_child(&mut command, crate::sys::Terminal::Detach);
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let shared = Shared::new();
