@@ -6,18 +6,22 @@
 
 Loopback only. A small server in this process stands in for the internet (it answers
 `GET /bytes/N` with N bytes sent from one buffer, and `GET /small`); the test-only resolver
-override CORDON_TEST_RESOLVE maps `bench.test` to it. A client script runs three ways:
+override CORDON_TEST_RESOLVE maps `bench.test` to it. A client script runs four ways:
   direct             no sandbox, straight to the server;
   sandbox --network  the helper with the network on, straight to the server;
-  proxy              `--allow-domain bench.test`: CONNECT through the bridge and the proxy.
-The three run in turn, --rounds times (one N-byte transfer can swing by 2x on a small machine);
+  proxy              `--allow-domain bench.test`: CONNECT through cordon's proxy;
+  floor              no sandbox, CONNECT through a bare splice(2) relay (no policy, no logging)
+                     in a process of its own: what any relay costs on this machine.
+The four run in turn, --rounds times (one N-byte transfer can swing by 2x on a small machine);
 for each it prints the median throughput of its transfers (and the lowest and highest) and the
-time of a new connection plus a small request (p50, p95 over --requests, from the median round). Then, through the proxy, it holds 1000 connections
+time of a new connection plus a small request (p50, p95 over --requests). Then, through the
+proxy, it holds 1000 connections
 open mid-header (slowloris) and prints cordon's resident memory (VmRSS, read from /proc)
 before and while they are held, and whether a request still goes through.
 Needs root or unprivileged user namespaces (the proxy needs the mount view's namespaces).
 """
 import argparse
+import fcntl
 import os
 import socket
 import statistics
@@ -63,6 +67,11 @@ def fetch(path):
     return total
 
 if mode == "hold":
+    # The bench reads cordon's memory now, then lets the connections open.
+    open(os.path.join(work, "ready"), "w").close()
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(work, "go")) and time.time() < deadline:
+        time.sleep(0.01)
     held = []
     for _ in range(1000):
         c = socket.create_connection(("127.0.0.1", proxy_port))
@@ -120,6 +129,44 @@ def answer(conn, block):
         conn.close()
 
 
+def floor_relay(listener):
+    """The least a relay can cost: CONNECT, then splice(2) both ways, no policy, no sandbox.
+    Runs in a process of its own (as cordon's proxy does), one thread per direction."""
+    def pump(src, dst):
+        r, w = os.pipe()
+        try:
+            fcntl.fcntl(w, 1031, 256 * 1024)  # F_SETPIPE_SZ, as cordon's tunnels
+        except OSError:
+            pass
+        try:
+            while True:
+                n = os.splice(src.fileno(), w, 256 * 1024, flags=1)  # SPLICE_F_MOVE
+                if n == 0:
+                    break
+                while n:
+                    n -= os.splice(r, dst.fileno(), n, flags=1)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def serve_one(client):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = client.recv(4096)
+            if not chunk:
+                return
+            head += chunk
+        host, port = head.split(b" ", 2)[1].rsplit(b":", 1)
+        upstream = socket.create_connection((host.decode(), int(port)))
+        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+        pump(client, upstream)
+
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=serve_one, args=(client,), daemon=True).start()
+
+
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -147,23 +194,35 @@ def main():
     env.pop("HTTPS_PROXY", None)
     py = sys.executable
     common = [py, "-c", CLIENT]
+    floor = socket.socket()
+    floor.bind(("127.0.0.1", 0))
+    floor.listen(1024)
+    floor_pid = os.fork()
+    if floor_pid == 0:
+        listener.close()
+        floor_relay(floor)
+        os._exit(0)
+    floor_env = dict(env, HTTPS_PROXY="http://127.0.0.1:%d" % floor.getsockname()[1])
     runs = [
-        ("direct (no sandbox)", common + ["direct", "127.0.0.1"]),
-        ("sandbox, --network", [cordon, "exec", "-a", "never", "--network", "-C", work, "--"] + common + ["direct", "127.0.0.1"]),
-        ("proxy, --allow-domain", [cordon, "exec", "-a", "never", "--allow-domain", "bench.test", "-C", work, "--"] + common + ["proxy", "bench.test"]),
+        ("direct (no sandbox)", common + ["direct", "127.0.0.1"], env),
+        ("sandbox, --network", [cordon, "exec", "-a", "never", "--network", "-C", work, "--"] + common + ["direct", "127.0.0.1"], env),
+        ("proxy, --allow-domain", [cordon, "exec", "-a", "never", "--allow-domain", "bench.test", "-C", work, "--"] + common + ["proxy", "bench.test"], env),
+        ("floor: bare splice relay", common + ["proxy", "127.0.0.1"], floor_env),
     ]
-    samples = {name: [] for name, _ in runs}
+    samples = {name: [] for name, _, _ in runs}
     for _ in range(args.rounds):
-        for name, argv in runs:
+        for name, argv, run_env in runs:
             argv = argv + [str(port), str(args.bytes), str(args.requests), work]
-            out = subprocess.run(argv, env=env, capture_output=True, text=True)
+            out = subprocess.run(argv, env=run_env, capture_output=True, text=True)
             if out.returncode != 0:
                 sys.exit("%s failed: %s%s" % (name, out.stdout, out.stderr))
             got, seconds, p50, p95 = out.stdout.split()[-4:]
             samples[name].append((int(got) / float(seconds) / (1 << 20), float(p50), float(p95)))
     print("%-24s %12s %18s %10s %10s" % ("", "MiB/s", "(low .. high)", "p50 ms", "p95 ms"))
     results = {}
-    for name, _ in runs:
+    os.kill(floor_pid, 9)
+    os.waitpid(floor_pid, 0)
+    for name, _, _ in runs:
         rounds = sorted(samples[name])
         rate, p50, p95 = rounds[len(rounds) // 2]
         results[name] = (rate, statistics.median(r[1] for r in rounds), statistics.median(r[2] for r in rounds))
@@ -171,11 +230,14 @@ def main():
             name, rate, "(%.0f .. %.0f)" % (rounds[0][0], rounds[-1][0]), results[name][1], results[name][2]))
     direct = results["sandbox, --network"]
     proxy = results["proxy, --allow-domain"]
+    floor_rate = results["floor: bare splice relay"][0]
     print("proxy throughput (medians of %d rounds): %.0f %% of the sandboxed direct connection; "
           "added per connection: p50 %.3f ms" % (args.rounds, 100 * proxy[0] / direct[0], proxy[1] - direct[1]))
+    print("the bare relay reaches %.0f %% of the unsandboxed direct connection; cordon's proxy %.0f %% of the bare relay" % (
+        100 * floor_rate / results["direct (no sandbox)"][0], 100 * proxy[0] / floor_rate))
 
     # A thousand slowloris connections held open: cordon's memory, and a request still served.
-    for name in ("holding", "release"):
+    for name in ("ready", "go", "holding", "release"):
         try:
             os.unlink(os.path.join(work, name))
         except FileNotFoundError:
@@ -184,21 +246,18 @@ def main():
         [cordon, "exec", "-a", "never", "--allow-domain", "bench.test", "-C", work, "--"] + common
         + ["hold", "bench.test", str(port), "0", "0", work],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    before = None
     deadline = time.time() + 60
+    while not os.path.exists(os.path.join(work, "ready")) and time.time() < deadline:
+        time.sleep(0.01)
+    before = rss_kib(child.pid)  # the command runs, its proxy serves nothing yet
+    open(os.path.join(work, "go"), "w").close()
     while not os.path.exists(os.path.join(work, "holding")) and time.time() < deadline:
-        if not before:
-            # Zero until cordon itself runs (the moment after the fork, before its exec).
-            try:
-                before = rss_kib(child.pid)
-            except OSError:
-                pass
         time.sleep(0.02)
     held = rss_kib(child.pid)
     open(os.path.join(work, "release"), "w").close()
     out, err = child.communicate(timeout=120)
-    print("1000 slowloris connections: cordon VmRSS %.1f MiB at start, %.1f MiB while held; %s" % (
-        (before or 0) / 1024, held / 1024, out.strip() or err.strip()))
+    print("1000 slowloris connections: cordon VmRSS %.1f MiB before, %.1f MiB while held; %s" % (
+        before / 1024, held / 1024, out.strip() or err.strip()))
 
 
 if __name__ == "__main__":
