@@ -217,3 +217,17 @@ pub fn adopt_received_fd(fd: std::os::fd::RawFd) -> std::os::fd::OwnedFd {
     // with SCM_RIGHTS); nothing else knows of it, so this is its only owner.
     unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }
+
+/// Bytes waiting to be read from `fd` (`FIONREAD`; on a terminal: input its reader has not
+/// taken yet). `None` when the descriptor cannot say.
+pub fn queued_bytes(fd: std::os::fd::RawFd) -> Option<usize> {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points at `count`. A stale
+    // descriptor number only makes the call fail (EBADF) or ask another file; nothing else is
+    // touched.
+    let result = unsafe { libc::ioctl(fd, libc::FIONREAD as _, &mut count) };
+    if result < 0 {
+        return None;
+    }
+    usize::try_from(count).ok()
+}

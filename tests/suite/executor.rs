@@ -369,3 +369,39 @@ fn an_approval_request_carries_the_raw_argv_and_its_escaped_display() {
     let response = ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == "r1");
     assert_eq!(response["outcome"]["status"], "error", "{response}");
 }
+
+/// The idle-prompt check does not end a wait while typed input is still unread: a program
+/// blocked in `read(0)` that has not taken the input yet is not at its prompt. Here it is
+/// stopped, which keeps it in `read(0)` with the input queued for as long as the test needs;
+/// under load the same happens for a few milliseconds to a shell the scheduler has not run yet
+/// (the flake this fixes: a `write_stdin` answered with only the echo of its own line).
+#[test]
+fn typed_input_the_program_has_not_read_yet_keeps_the_wait_going() {
+    // Unsandboxed, so the program's pid is one the test can signal.
+    let mut ex = Executor::start(&["-s", "danger-full-access"]);
+    let code = "import os; print(os.getpid(), flush=True); os.read(0, 100); print('got it')";
+    let first = ex.text(
+        "exec_command",
+        json!({"cmd": format!("python3 -c \"{code}\""), "tty": true, "login": false,
+               "yield_time_ms": 5000}),
+    );
+    let id = session_id(&first).expect(&first);
+    let pid: i32 = output(&first).trim().parse().expect(&first);
+    let pid = nix::unistd::Pid::from_raw(pid);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let stopped = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit(") ").next().is_some_and(|rest| rest.starts_with('T'))
+    };
+    while !stopped() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let started = Instant::now();
+    let text =
+        ex.text("write_stdin", json!({"session_id": id, "chars": "x\n", "yield_time_ms": 1500}));
+    let waited = started.elapsed();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    assert!(waited >= Duration::from_millis(1400), "answered after {waited:?}: {text}");
+    let rest = ex.text("write_stdin", json!({"session_id": id, "yield_time_ms": 5000}));
+    assert!(rest.contains("got it"), "{rest}");
+}

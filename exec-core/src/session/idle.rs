@@ -6,8 +6,10 @@
 //! waiting for terminal input — sits in `read(0, …)` or in `select`/`pselect6`/`poll`/`ppoll`.
 //! A running job is either a different foreground group (an interactive shell gives each job
 //! its own) or the same process busy elsewhere (`wait4`, `clock_nanosleep`, running).
-//! Combined with a short quiet period (no output and no input for [`QUIET`]) this tells "the
-//! command finished and the shell prints its prompt" from "still working".
+//! Combined with a short quiet period (no output and no input for [`QUIET`]) and nothing in
+//! flight (no typed input the program has not read yet, no output the reader has not taken:
+//! a shell the scheduler has not run since the input arrived still sits in `read`) this tells
+//! "the command finished and the shell prints its prompt" from "still working".
 //!
 //! Limits: a program that polls the terminal while working (a progress UI waiting on stdin
 //! with a timeout) looks idle during its quiet moments; a job started in the background (`&`)

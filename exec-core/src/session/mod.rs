@@ -379,7 +379,8 @@ impl SessionManager {
             if session.exit_settled(EXIT_DRAIN) {
                 break;
             }
-            if session.is_pty() && session.quiet_for() >= idle::QUIET {
+            if session.is_pty() && session.quiet_for() >= idle::QUIET && !session.bytes_in_flight()
+            {
                 if let Some(leader) = session.foreground_group() {
                     if idle::waiting_for_input(leader) {
                         break;

@@ -238,6 +238,28 @@ impl SessionProcess {
         self.shared.state().last_activity.elapsed()
     }
 
+    /// Whether a PTY session still has bytes in flight: typed input the program has not read
+    /// yet (the terminal's input queue, seen through its name) or output the reader has not
+    /// taken from the master. Either way the program is not idle at a prompt, whatever it is
+    /// blocked in: under load a shell can sit in `read` for a while after the input arrived.
+    /// False for pipes, and when the queues cannot be read.
+    pub fn bytes_in_flight(&self) -> bool {
+        let Io::Pty { master, .. } = &self.io else { return false };
+        let master = master.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The master stays open while its lock is held.
+        let output = master.as_raw_fd().and_then(crate::sys::queued_bytes);
+        let input = master.tty_name().and_then(|name| {
+            use std::os::unix::fs::OpenOptionsExt;
+            let terminal = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+                .open(name)
+                .ok()?;
+            crate::sys::queued_bytes(std::os::fd::AsRawFd::as_raw_fd(&terminal))
+        });
+        output.is_some_and(|n| n > 0) || input.is_some_and(|n| n > 0)
+    }
+
     /// The PTY's foreground process group.
     pub fn foreground_group(&self) -> Option<i32> {
         let Io::Pty { master, .. } = &self.io else { return None };
