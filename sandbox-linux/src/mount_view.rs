@@ -49,6 +49,12 @@ pub struct MountPlan {
     pub hidden_files: Vec<PathBuf>,
     /// Whether to put a private tmpfs on `/dev/shm`.
     pub private_dev_shm: bool,
+    /// Whether to put a private devpts instance on `/dev/pts`: when the command is handed no
+    /// terminal (none of fds 0-2 is one), so that it cannot open the user's terminals by path
+    /// (`/dev/pts/N`) to write escape sequences to them; it still makes PTYs of its own
+    /// (`/dev/ptmx` reaches the devpts mounted next to it). With a terminal handed over, the
+    /// host's `/dev/pts` stays, so `tty` and `ttyname()` keep naming it.
+    pub private_dev_pts: bool,
     /// Whether the command also gets a network namespace of its own (a domain allow-list).
     pub network: NetworkNamespace,
     /// Mount points strictly under `/proc` (a container's masks, a read-only `/proc/sys`, hidden
@@ -241,6 +247,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
         exposed_sockets,
         hidden_files,
         private_dev_shm: Path::new("/dev/shm").is_dir(),
+        private_dev_pts: Path::new("/dev/pts").is_dir() && !terminal_on_stdio(),
         network: match policy.network_domains {
             Some(_) => NetworkNamespace::Private,
             None => NetworkNamespace::Shared,
@@ -261,6 +268,14 @@ fn reachable(path: &Path, meta: &std::fs::Metadata) -> bool {
         AccessFlags::R_OK
     };
     nix::unistd::access(path, mode).is_ok()
+}
+
+/// Whether this process was handed a terminal on fd 0, 1 or 2.
+fn terminal_on_stdio() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal()
+        || std::io::stdout().is_terminal()
+        || std::io::stderr().is_terminal()
 }
 
 /// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and
@@ -358,6 +373,18 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
             Some("mode=1777"),
         )
         .map_err(fail("mounting a private /dev/shm".into()))?;
+    }
+    if plan.private_dev_pts {
+        // Not fatal: a kernel or LSM that refuses a devpts mount here leaves the host's
+        // /dev/pts, as without the mount view (writing to a terminal is not a policy rule; the
+        // command still cannot TIOCSTI, and it has no controlling terminal to open as /dev/tty).
+        let _ = mount(
+            Some("devpts"),
+            "/dev/pts",
+            Some("devpts"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+            Some("newinstance,ptmxmode=0666,mode=0620"),
+        );
     }
     Ok(MountView::Built)
 }

@@ -283,21 +283,36 @@ fn on_a_terminal_as(user: User, script: &str, dir: &std::path::Path) -> String {
 /// of its own), so it cannot open `/dev/tty` to write escape sequences to the terminal cordon
 /// was started from — a title, a hyperlink, an OSC 52 clipboard write the user would paste —
 /// nor push input into it. Through `cordon exec` with stdin from /dev/null or a pipe, and
-/// through an executor pipe session; sandboxed and unsandboxed alike. The control, the same
-/// probe run directly, shows the terminal would have received it.
+/// through an executor pipe session; sandboxed and unsandboxed alike. Sandboxed, not by the
+/// terminal's name either (`/dev/pts/N`: the mount view's own devpts). The controls — the
+/// probe run directly, and by name without the mount view — show the terminal would have
+/// received it.
 #[test]
 fn a_command_without_the_terminal_on_stdin_cannot_reach_cordons_terminal() {
     require_sandbox!(1);
     // The marker is put together at run time, so only a real write puts it on the screen.
+    // With `by-path`, also every terminal in /dev/pts opened by its name (sandboxed runs: the
+    // mount view gives a command without a terminal a devpts of its own).
     let probe = r#"
-import fcntl, os, termios
+import fcntl, os, sys, termios
+marker = b"\x1b]0;" + b"ESC" + b"APED\x07" + b"ESC" + b"APED\n"
 try:
     fd = os.open("/dev/tty", os.O_RDWR)
-    os.write(fd, b"\x1b]0;" + b"ESC" + b"APED\x07" + b"ESC" + b"APED\n")
+    os.write(fd, marker)
     fcntl.ioctl(fd, termios.TIOCSTI, b"x")
     print("reached the terminal")
 except OSError as e:
     print("refused", e.errno)
+if sys.argv[1:] == ["by-path"]:
+    for name in os.listdir("/dev/pts"):
+        if name == "ptmx":  # makes a new terminal; reaches no one's
+            continue
+        try:
+            fd = os.open("/dev/pts/" + name, os.O_WRONLY | os.O_NOCTTY)
+            os.write(fd, marker)
+            print("reached /dev/pts/" + name)
+        except OSError:
+            pass
 "#;
     let dir = scratch();
     let probe_file = dir.path().join("probe.py");
@@ -305,13 +320,14 @@ except OSError as e:
     let py = python();
     let probe_cmd = format!("{py} {}", probe_file.display());
     let request = serde_json::json!({"type": "call_tool", "requestId": "1",
-        "toolName": "exec_command", "arguments": {"cmd": probe_cmd, "login": false}});
+        "toolName": "exec_command", "arguments": {"cmd": format!("{probe_cmd} by-path"),
+        "login": false}});
     for user in USERS {
         let cordon = cordon_for(user);
         let cordon = cordon.display();
         let runs = [
-            format!("{cordon} exec -a never -- {probe_cmd} < /dev/null"),
-            format!("echo | {cordon} exec -a never -- {probe_cmd}"),
+            format!("{cordon} exec -a never -- {probe_cmd} by-path < /dev/null"),
+            format!("echo | {cordon} exec -a never -- {probe_cmd} by-path"),
             format!("{cordon} exec -a never -s danger-full-access -- {probe_cmd} < /dev/null"),
             // End of input shuts the executor down: keep it open while the call runs.
             format!("(echo '{request}'; sleep 2) | {cordon} executor"),
@@ -319,11 +335,20 @@ except OSError as e:
         for run in runs {
             let transcript = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());
             assert!(!transcript.contains("ESCAPED"), "{user:?} {run}:\n{transcript}");
-            assert!(!transcript.contains("reached the terminal"), "{user:?} {run}:\n{transcript}");
+            assert!(!transcript.contains("reached"), "{user:?} {run}:\n{transcript}");
             assert!(transcript.contains("refused 6"), "{user:?} {run}:\n{transcript}");
         }
         let control = on_a_terminal_as(user, &format!("{probe_cmd} < /dev/null"), dir.path());
         assert!(control.contains("ESCAPED"), "{user:?}: the probe cannot see a write: {control}");
+    }
+    // And by path: the sandbox without its own devpts would have reached the terminal (root
+    // owns it, so only root can open it by name).
+    if is_root() {
+        let run = format!(
+            "{CORDON} exec -a never -s read-only --no-mount-view -- {probe_cmd} by-path < /dev/null"
+        );
+        let control = on_a_terminal_as(User::Root, &format!("{run}; echo status=$?"), dir.path());
+        assert!(control.contains("ESCAPED"), "the by-path probe cannot see a write: {control}");
     }
 }
 
