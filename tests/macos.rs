@@ -269,16 +269,7 @@ fn a_sandboxed_command_cannot_push_keystrokes_into_the_terminal_it_was_given() {
         return;
     }
     let (home, work) = (home_dir(), home_dir());
-    let inject = r#"
-import fcntl, os, termios
-for fd in (0, os.open("/dev/tty", os.O_RDWR)):
-    try:
-        for c in b"echo INJECTED\n":
-            fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))
-        print("injected via", fd)
-    except OSError as e:
-        print("refused", fd, e.errno)
-"#;
+    let inject = include_str!("helpers/tiocsti_probe.py");
     let script = |mode: &str| {
         format!(
             "{CORDON} exec -a never -s {mode} -- /usr/bin/python3 -c '{code}'; echo status=$?; \

@@ -215,16 +215,7 @@ fn the_inherited_terminal_and_new_ptys_work() {
 #[test]
 fn a_sandboxed_command_cannot_inject_keystrokes_into_the_terminal_it_was_given() {
     require_sandbox!(1);
-    let inject = r#"
-import fcntl, os, termios
-for fd in (0, os.open("/dev/tty", os.O_RDWR)):
-    try:
-        for c in b"echo INJECTED\n":
-            fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))
-        print("injected via", fd)
-    except OSError as e:
-        print("refused", fd, e.errno)
-"#;
+    let inject = include_str!("../helpers/tiocsti_probe.py");
     let dir = scratch();
     let run = |user: User, mode: &str| {
         let script = format!(
