@@ -305,6 +305,71 @@ print(urllib.request.urlopen("http://allowed.test/after").status)
     assert!(run.stdout.trim_end().ends_with("200"), "{}", run.stdout);
 }
 
+/// A command that uses up the proxy's descriptors (more connections than cordon's hard limit
+/// of open files) does not make the proxy spin on `accept` (EMFILE at once, again and again):
+/// cordon's CPU time stays low while they are held, and the proxy serves again after.
+#[test]
+fn running_the_proxy_out_of_descriptors_does_not_make_it_spin() {
+    require_network_namespace!();
+    let server = Server::start();
+    let root = scratch();
+    // Three processes of 100 connections each (the command has the same low limit).
+    let code = r#"
+import os, socket, sys, time, urllib.request
+port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
+children = []
+ready_r, ready_w = os.pipe()
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        held = []
+        for _ in range(100):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            except OSError:
+                pass
+        os.write(ready_w, b"x")
+        time.sleep(3)
+        os._exit(0)
+    children.append(pid)
+for _ in range(3):
+    os.read(ready_r, 1)
+time.sleep(0.2)
+print("holding", flush=True)
+for pid in children:
+    os.waitpid(pid, 0)
+print("after", urllib.request.urlopen("http://allowed.test/after", timeout=30).status, flush=True)
+"#;
+    let script = format!("{} -c '{}'", python(), code.replace('\'', "'\\''"));
+    let dir = root.path().to_str().unwrap();
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=200:200")
+        .args([CORDON, "exec", "-a", "never", "--allow-domain", "allowed.test", "-C", dir])
+        .args(["--", "sh", "-c", &script])
+        .env("CORDON_TEST_RESOLVE", server.resolve())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // prlimit execs cordon: same pid.
+    let cpu_ticks = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat.rsplit(") ").next().unwrap().split(' ').collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let holding = lines.next().unwrap().unwrap();
+    assert_eq!(holding, "holding");
+    let before = cpu_ticks(child.id());
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let spent = cpu_ticks(child.id()) - before;
+    let after = lines.next().unwrap().unwrap();
+    assert!(child.wait().unwrap().success());
+    // Clock ticks (100 a second): a spinning accept loop burns ~150 in 1.5 s.
+    assert!(spent < 40, "cordon used {spent} ticks of CPU in 1.5 s while its proxy was full");
+    assert_eq!(after, "after 200");
+}
+
 #[test]
 fn socks5_on_all_proxy_goes_through_the_same_list() {
     require_network_namespace!();

@@ -285,7 +285,12 @@ async fn serve_clients(listener: TcpListener, state: Arc<State>) {
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of descriptors (EMFILE) or memory: accept fails at once until a
+                    // connection ends. Wait a little instead of spinning on it.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
                 let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else { continue };
                 let state = Arc::clone(&state);
                 connections.spawn(async move {
