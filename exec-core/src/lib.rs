@@ -30,6 +30,7 @@ mod runner;
 pub mod session;
 mod spawn;
 mod sys;
+mod terminal_filter;
 
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};

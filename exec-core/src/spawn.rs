@@ -1,6 +1,7 @@
 //! Spawning one attempt: own process group, parent-death signal, stdin, a timeout that kills
 //! the whole group, stdout/stderr streamed to the caller and kept in a head+tail buffer.
 
+use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::capture::HeadTail;
 use crate::classify::ExitKind;
 use crate::launch::LaunchPlan;
+use crate::terminal_filter::EscapeFilter;
 
 /// Bytes kept per stream for classification and `--json` (DESIGN §7).
 pub const CAPTURE_BYTES: usize = 1024 * 1024;
@@ -100,14 +102,25 @@ pub async fn run_process(
     let captured_out = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
     let captured_err = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
     let broken_pipe = Arc::new(tokio::sync::Notify::new());
+    let filter_for = |terminal: bool| terminal.then(EscapeFilter::default);
     let copy_out = tokio::spawn(pump(
         stdout,
-        Sink { mode: output, to: tokio::io::stdout(), broken: Arc::clone(&broken_pipe) },
+        Sink {
+            mode: output,
+            to: tokio::io::stdout(),
+            filter: filter_for(std::io::stdout().is_terminal()),
+            broken: Arc::clone(&broken_pipe),
+        },
         Arc::clone(&captured_out),
     ));
     let copy_err = tokio::spawn(pump(
         stderr,
-        Sink { mode: output, to: tokio::io::stderr(), broken: Arc::clone(&broken_pipe) },
+        Sink {
+            mode: output,
+            to: tokio::io::stderr(),
+            filter: filter_for(std::io::stderr().is_terminal()),
+            broken: Arc::clone(&broken_pipe),
+        },
         Arc::clone(&captured_err),
     ));
 
@@ -178,6 +191,8 @@ enum Ended {
 struct Sink<W> {
     mode: OutputMode,
     to: W,
+    /// Set when `to` is a terminal: only what the filter keeps reaches it.
+    filter: Option<EscapeFilter>,
     /// Told when writing to `to` fails because nobody reads it any more.
     broken: Arc<tokio::sync::Notify>,
 }
@@ -226,9 +241,10 @@ async fn pump(
     captured: Arc<Mutex<HeadTail>>,
 ) {
     let Some(mut source) = source else { return };
-    let Sink { mode, to: mut sink, broken } = sink;
+    let Sink { mode, to: mut sink, mut filter, broken } = sink;
     let mut forward = mode == OutputMode::Stream;
     let mut buf = vec![0u8; 64 * 1024];
+    let mut kept = Vec::new();
     loop {
         let n = match source.read(&mut buf).await {
             Ok(0) | Err(_) => break,
@@ -238,7 +254,15 @@ async fn pump(
         if !forward {
             continue;
         }
-        let written = match sink.write_all(&buf[..n]).await {
+        let out = match filter.as_mut() {
+            Some(filter) => {
+                kept.clear();
+                filter.filter(&buf[..n], &mut kept);
+                &kept[..]
+            }
+            None => &buf[..n],
+        };
+        let written = match sink.write_all(out).await {
             Ok(()) => sink.flush().await,
             Err(error) => Err(error),
         };

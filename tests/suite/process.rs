@@ -343,6 +343,30 @@ if sys.argv[1:] == ["by-path"]:
     }
 }
 
+/// Issue 16: what the command prints reaches cordon's terminal without the escape sequences
+/// that act beyond the screen — a window title (and with it the title report that would type
+/// it into the user's shell), an OSC 52 clipboard write, device status reports — while colours
+/// and text pass. The control prints the same straight to the terminal.
+#[test]
+fn output_relayed_to_a_terminal_keeps_colours_and_drops_sequences_that_act_beyond_the_screen() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let printf = r"printf 'A\033]0;TITLE-SET\007B\033]52;c;Y2xpcA==\007C\033[21t\033[6nD\033[31mRED\033[0m\n'";
+    let cordon = cordon_for(User::Root);
+    let through = format!(
+        "{} exec -a never -- sh -c \"{printf}\" < /dev/null; {} exec -a never -- sh -c \"{printf} >&2\" < /dev/null; echo status=$?",
+        cordon.display(),
+        cordon.display()
+    );
+    let transcript = on_a_terminal_as(User::Root, &through, dir.path());
+    assert_eq!(transcript.matches("ABCD\u{1b}[31mRED\u{1b}[0m").count(), 2, "{transcript:?}");
+    for gone in ["TITLE-SET", "\u{1b}]", "\u{1b}[21t", "\u{1b}[6n"] {
+        assert!(!transcript.contains(gone), "{gone:?} reached the terminal: {transcript:?}");
+    }
+    let control = on_a_terminal_as(User::Root, &format!("{printf}; echo status=$?"), dir.path());
+    assert!(control.contains("\u{1b}]0;TITLE-SET"), "{control:?}");
+}
+
 #[test]
 fn a_terminal_on_stdin_goes_to_the_command_and_comes_back() {
     require_sandbox!(1);
