@@ -97,7 +97,12 @@ impl EscapeFilter {
                     self.state = State::ControlDropped;
                 }
                 0x40..=0x7e => {
-                    if KEPT_CSI_FINALS.contains(&byte) {
+                    // `CSI s` / `CSI u` save and restore the cursor only bare: with parameters
+                    // `u` is the kitty keyboard protocol (`CSI ? u` is answered, `CSI > 1 u`
+                    // changes what every key sends to the user's shell).
+                    let bare = self.held.len() == 2;
+                    let kept = KEPT_CSI_FINALS.contains(&byte) && (bare || !b"su".contains(&byte));
+                    if kept {
                         out.extend_from_slice(&self.held);
                         out.push(byte);
                     }
@@ -174,6 +179,7 @@ mod tests {
             (b"a\x1b_apc\x1b\\b\x1b^pm\x1b\\c\x1bXsos\x1b\\d", b"abcd"),
             (b"a\x1b[6n\x1b[c\x1b[>c\x1b[21t\x1b[14t\x1b[?1$pb", b"ab"),
             (b"a\x1bZb", b"ab"),
+            (b"a\x1b[?u\x1b[>1u\x1b[<u\x1b[sb\x1b[u", b"a\x1b[sb\x1b[u"),
             (b"a\xc2\x9d0;title\x07b\xc2\x9b6n", b"a0;title\x07b6n"),
         ];
         for (input, expected) in cases {
