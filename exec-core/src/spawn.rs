@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::capture::HeadTail;
 use crate::classify::ExitKind;
 use crate::launch::LaunchPlan;
-use crate::terminal_filter::EscapeFilter;
+use crate::terminal_filter::{self, EscapeFilter};
 
 /// Bytes kept per stream for classification and `--json` (DESIGN §7).
 pub const CAPTURE_BYTES: usize = 1024 * 1024;
@@ -254,14 +254,7 @@ async fn pump(
         if !forward {
             continue;
         }
-        let out = match filter.as_mut() {
-            Some(filter) => {
-                kept.clear();
-                filter.filter(&buf[..n], &mut kept);
-                &kept[..]
-            }
-            None => &buf[..n],
-        };
+        let out = terminal_filter::shown(filter.as_mut(), &buf[..n], &mut kept);
         let written = match sink.write_all(out).await {
             Ok(()) => sink.flush().await,
             Err(error) => Err(error),

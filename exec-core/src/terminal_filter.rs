@@ -57,6 +57,23 @@ impl Default for EscapeFilter {
     }
 }
 
+/// What of `input` to show: all of it without a filter, else what `filter` keeps (held in
+/// `kept`, which is reused between calls).
+pub fn shown<'a>(
+    filter: Option<&mut EscapeFilter>,
+    input: &'a [u8],
+    kept: &'a mut Vec<u8>,
+) -> &'a [u8] {
+    match filter {
+        Some(filter) => {
+            kept.clear();
+            filter.filter(input, kept);
+            kept
+        }
+        None => input,
+    }
+}
+
 impl EscapeFilter {
     /// Appends to `out` what of `input` may reach the terminal.
     pub fn filter(&mut self, input: &[u8], out: &mut Vec<u8>) {

@@ -664,3 +664,26 @@ fn an_unreachable_host_or_a_missing_remote_cordon_is_an_error_saying_so() {
     assert_eq!(run.code, Some(125), "{}", run.stderr);
     assert!(run.stderr.contains("no executor answered over ssh"), "{}", run.stderr);
 }
+
+/// What a remote command prints reaches this terminal through the same escape filter as a
+/// local command's: colours stay, a window title and a report request do not.
+#[test]
+fn remote_output_on_this_terminal_loses_sequences_that_act_beyond_the_screen() {
+    require_sshd!();
+    require_sandbox!(1);
+    let sshd = Sshd::start(Login::Root);
+    let (home, work) = (scratch(), scratch());
+    let printf = r"printf 'A\033]0;TITLE-SET\007B\033[6nC\033[31mRED\033[0m\n'";
+    let mut args = vec!["--host".to_owned(), sshd.host()];
+    args.extend(sshd.flags(&sshd.cordon()));
+    args.extend(
+        ["-a", "never", "-C", work.path().to_str().unwrap(), "--", "sh", "-c", printf]
+            .map(str::to_owned),
+    );
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (transcript, code) = super::exec::exec_on_terminal(home.path(), work.path(), &refs, &[]);
+    assert_eq!(code, 0, "{transcript}");
+    assert!(transcript.contains("ABC\u{1b}[31mRED\u{1b}[0m"), "{transcript:?}");
+    assert!(!transcript.contains("TITLE-SET"), "{transcript:?}");
+    assert!(!transcript.contains("\u{1b}[6n"), "{transcript:?}");
+}

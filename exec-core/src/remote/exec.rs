@@ -12,6 +12,7 @@ use crate::request::ExecRequest;
 use crate::resolved::ResolvedExec;
 use crate::runner::{AttemptRun, RawAttempt, Runner};
 use crate::spawn::{CAPTURE_BYTES, OutputMode};
+use crate::terminal_filter::{self, EscapeFilter};
 
 use super::link::{RemoteLink, Write};
 use super::{RemoteError, attempt_for, env_strings};
@@ -75,11 +76,17 @@ impl Runner for RemoteRunner<'_> {
         let deadline = request.timeout.map(|timeout| started + timeout);
         let mut stdout = HeadTail::new(CAPTURE_BYTES);
         let mut result = self.link.exec(&exec).await?;
+        // As for a local command: on a terminal, only what the escape filter keeps.
+        let mut filter =
+            std::io::IsTerminal::is_terminal(&std::io::stdout()).then(EscapeFilter::default);
+        let mut kept = Vec::new();
         loop {
             stdout.push(result.output.as_bytes());
             if request.output == OutputMode::Stream {
+                let shown =
+                    terminal_filter::shown(filter.as_mut(), result.output.as_bytes(), &mut kept);
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(result.output.as_bytes()).and_then(|()| out.flush());
+                let _ = out.write_all(shown).and_then(|()| out.flush());
             }
             let finished = |exit, stdout| RawAttempt {
                 exit,
