@@ -36,5 +36,18 @@ while time.time() - start < 120:
 if not done:
     os.kill(pid, 9)
     _, status = os.waitpid(pid, 0)
+# The child has exited: what it wrote last may still sit in the terminal; read it all (EIO or
+# a quiet half second ends it), or the transcript would end early under load.
+while True:
+    try:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        out += chunk
+    except OSError:
+        break
 sys.stdout.write(out.decode(errors="replace"))
 sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)
