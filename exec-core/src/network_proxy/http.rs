@@ -11,7 +11,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::{Destination, HANDSHAKE_TIMEOUT, State, relay, relay_tcp};
+use super::relay::{relay, relay_tcp};
+use super::{Destination, HANDSHAKE_TIMEOUT, State};
 
 type ProxyBody = BoxBody<Bytes, hyper::Error>;
 

@@ -23,6 +23,7 @@
 
 mod handover;
 mod http;
+mod relay;
 mod socks;
 #[cfg(target_os = "linux")]
 mod splice;
@@ -38,7 +39,6 @@ use cordon_policies::{
 };
 use hyper::StatusCode;
 use serde::Serialize;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 
 use crate::launch::{ProxyEndpoint, SandboxKind};
@@ -273,8 +273,6 @@ const MAX_CONNECTIONS: usize = 4096;
 /// within this long, or it is dropped: a slowloris client holds one slot for this long, never
 /// the proxy.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Bytes copied per read in a tunnel, each way.
-const RELAY_BUFFER: usize = 64 * 1024;
 /// The first byte of a SOCKS5 greeting; an HTTP request starts with a method's letter.
 const SOCKS5_VERSION: u8 = 5;
 
@@ -314,25 +312,6 @@ async fn serve_connection(stream: TcpStream, state: Arc<State>) {
         Ok(Ok(1)) => http::serve(stream, state).await,
         Ok(Ok(_) | Err(_)) | Err(_) => {}
     }
-}
-
-/// Bytes both ways between an admitted client and its upstream, both plain TCP sockets:
-/// spliced where the kernel can ([`splice`]), else copied.
-async fn relay_tcp(mut client: TcpStream, mut upstream: TcpStream) {
-    #[cfg(target_os = "linux")]
-    if let Some(pipes) = splice::Pipes::new() {
-        return splice::relay(&client, &upstream, pipes).await;
-    }
-    relay(&mut client, &mut upstream).await;
-}
-
-/// Bytes both ways between an admitted client and its upstream until either side closes.
-async fn relay(
-    client: &mut (impl AsyncRead + AsyncWrite + Unpin),
-    upstream: &mut (impl AsyncRead + AsyncWrite + Unpin),
-) {
-    let _ = tokio::io::copy_bidirectional_with_sizes(client, upstream, RELAY_BUFFER, RELAY_BUFFER)
-        .await;
 }
 
 impl State {

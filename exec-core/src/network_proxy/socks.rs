@@ -13,7 +13,8 @@ use fast_socks5::{ReplyError, Socks5Command};
 use hyper::StatusCode;
 use tokio::net::TcpStream;
 
-use super::{Destination, HANDSHAKE_TIMEOUT, State, relay_tcp};
+use super::relay::relay_tcp;
+use super::{Destination, HANDSHAKE_TIMEOUT, State};
 
 /// The method recorded for a SOCKS5 connection.
 const METHOD: &str = "SOCKS5";
