@@ -376,6 +376,11 @@ impl SessionManager {
         let Collect { started, yield_for, max_tokens } = limits;
         let deadline = started + yield_for;
         loop {
+            // Registered before the checks, so an exit or end of file between them and the
+            // wait below ends the wait at once instead of after the next poll.
+            let changed = session.state_changed();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
             if session.exit_settled(EXIT_DRAIN) {
                 break;
             }
@@ -391,7 +396,8 @@ impl SessionManager {
             if now >= deadline {
                 break;
             }
-            session.wait_for_output((deadline - now).min(Duration::from_millis(5))).await;
+            let poll = (deadline - now).min(Duration::from_millis(5));
+            let _ = tokio::time::timeout(poll, changed).await;
         }
         let (output, original_bytes) = session.take_output();
         let refusals = self.new_refusals(id);

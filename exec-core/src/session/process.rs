@@ -215,10 +215,11 @@ impl SessionProcess {
         }
     }
 
-    /// Waits until new output, an exit, or `limit`.
-    pub async fn wait_for_output(&self, limit: Duration) {
-        let notified = self.shared.notify.notified();
-        let _ = tokio::time::timeout(limit, notified).await;
+    /// Completes at the process's exit or end of output (output itself does not wake it; see
+    /// `Shared::push`). `enable()` it before looking at the state, or a change in between is
+    /// missed: the notification keeps no permit.
+    pub fn state_changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.shared.notify.notified()
     }
 
     /// The exit status once the process exited.
