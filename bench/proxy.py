@@ -105,15 +105,23 @@ def serve(listener):
         threading.Thread(target=answer, args=(conn, block), daemon=True).start()
 
 
+def request_target(conn):
+    """The target of the request whose head arrives on conn (its second word), or None when the
+    connection closes first."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return None
+        head += chunk
+    return head.split(b" ", 2)[1]
+
+
 def answer(conn, block):
     try:
-        request = b""
-        while b"\r\n\r\n" not in request:
-            chunk = conn.recv(4096)
-            if not chunk:
-                return
-            request += chunk
-        path = request.split(b" ", 2)[1]
+        path = request_target(conn)
+        if path is None:
+            return
         if path.startswith(b"/bytes/"):
             n = int(path[len(b"/bytes/"):])
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % n)
@@ -150,13 +158,10 @@ def floor_relay(listener):
             pass
 
     def serve_one(client):
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = client.recv(4096)
-            if not chunk:
-                return
-            head += chunk
-        host, port = head.split(b" ", 2)[1].rsplit(b":", 1)
+        target = request_target(client)
+        if target is None:
+            return
+        host, port = target.rsplit(b":", 1)
         upstream = socket.create_connection((host.decode(), int(port)))
         client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
