@@ -13,6 +13,19 @@ pid, fd = pty.fork()
 if pid == 0:
     os.execv(sys.argv[2], sys.argv[2:])
 typed = sys.argv[1].encode().decode("unicode_escape").encode()
+
+
+def read_some(timeout):
+    """What the terminal has within timeout: bytes, b"" when nothing came, None at its end."""
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            return b""
+        return os.read(fd, 4096) or None
+    except OSError:
+        return None
+
+
 out = b""
 start = time.time()
 sent = False
@@ -21,15 +34,10 @@ while time.time() - start < 120:
     if not sent and ((after and after in out) or (not after and time.time() - start > 0.5)):
         os.write(fd, typed)
         sent = True
-    try:
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            out += chunk
-    except OSError:
+    chunk = read_some(0.05)
+    if chunk is None:
         break
+    out += chunk
     done, status = os.waitpid(pid, os.WNOHANG)
     if done:
         break
@@ -39,15 +47,9 @@ if not done:
 # The child has exited: what it wrote last may still sit in the terminal; read it all (EIO or
 # a quiet half second ends it), or the transcript would end early under load.
 while True:
-    try:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if not ready:
-            break
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        out += chunk
-    except OSError:
+    chunk = read_some(0.5)
+    if not chunk:
         break
+    out += chunk
 sys.stdout.write(out.decode(errors="replace"))
 sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)
