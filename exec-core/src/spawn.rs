@@ -1,7 +1,6 @@
 //! Spawning one attempt: own process group, parent-death signal, stdin, a timeout that kills
 //! the whole group, stdout/stderr streamed to the caller and kept in a head+tail buffer.
 
-use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -102,13 +101,12 @@ pub async fn run_process(
     let captured_out = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
     let captured_err = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
     let broken_pipe = Arc::new(tokio::sync::Notify::new());
-    let filter_for = |terminal: bool| terminal.then(EscapeFilter::default);
     let copy_out = tokio::spawn(pump(
         stdout,
         Sink {
             mode: output,
             to: tokio::io::stdout(),
-            filter: filter_for(std::io::stdout().is_terminal()),
+            filter: EscapeFilter::for_stream(&std::io::stdout()),
             broken: Arc::clone(&broken_pipe),
         },
         Arc::clone(&captured_out),
@@ -118,7 +116,7 @@ pub async fn run_process(
         Sink {
             mode: output,
             to: tokio::io::stderr(),
-            filter: filter_for(std::io::stderr().is_terminal()),
+            filter: EscapeFilter::for_stream(&std::io::stderr()),
             broken: Arc::clone(&broken_pipe),
         },
         Arc::clone(&captured_err),

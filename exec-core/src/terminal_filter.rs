@@ -75,6 +75,12 @@ pub fn shown<'a>(
 }
 
 impl EscapeFilter {
+    /// A filter for output written to `stream`, when it is a terminal; none otherwise (a pipe
+    /// or a file gets the bytes as they are).
+    pub fn for_stream(stream: &impl std::io::IsTerminal) -> Option<EscapeFilter> {
+        stream.is_terminal().then(EscapeFilter::default)
+    }
+
     /// Appends to `out` what of `input` may reach the terminal.
     pub fn filter(&mut self, input: &[u8], out: &mut Vec<u8>) {
         for &byte in input {

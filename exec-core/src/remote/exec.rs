@@ -77,8 +77,7 @@ impl Runner for RemoteRunner<'_> {
         let mut stdout = HeadTail::new(CAPTURE_BYTES);
         let mut result = self.link.exec(&exec).await?;
         // As for a local command: on a terminal, only what the escape filter keeps.
-        let mut filter =
-            std::io::IsTerminal::is_terminal(&std::io::stdout()).then(EscapeFilter::default);
+        let mut filter = EscapeFilter::for_stream(&std::io::stdout());
         let mut kept = Vec::new();
         loop {
             stdout.push(result.output.as_bytes());
