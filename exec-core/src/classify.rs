@@ -122,6 +122,25 @@ pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
     }
 }
 
+/// How an attempt ended in the shell's terms. `sandbox-exec` reports a command it could not
+/// start as exit 71 with `sandbox-exec: execvp() of 'CMD' failed: REASON`, where the Linux
+/// helper (and every shell) exits 127 for a command that is not there and 126 for one that
+/// cannot be run; read as it is, a typo on macOS would be "a sandbox that could not be set up".
+pub fn command_exit(sandbox: SandboxKind, exit: ExitKind, stderr: &str) -> ExitKind {
+    if sandbox != SandboxKind::Seatbelt || exit != ExitKind::Code(71) {
+        return exit;
+    }
+    let reason = stderr.lines().find_map(|line| {
+        let rest = line.strip_prefix(SEATBELT_PREFIX)?.strip_prefix("execvp() of ")?;
+        rest.rsplit_once(" failed: ").map(|(_, reason)| reason)
+    });
+    match reason {
+        None => exit,
+        Some("No such file or directory") => ExitKind::Code(127),
+        Some(_) => ExitKind::Code(126),
+    }
+}
+
 /// The helper's refusal is one line `cordon: sandbox: <what>: <why>` (cordon passes
 /// `--caller cordon`; `codex-linux-sandbox: …` when called directly) and exit 125;
 /// `sandbox-exec` names itself the same way. (A command that imitates it only loses the

@@ -111,6 +111,25 @@ fn sandbox_exec_that_could_not_apply_its_profile_is_a_setup_failure() {
     );
 }
 
+/// `sandbox-exec` exits 71 when it cannot start the command; that is the command's 127 or 126,
+/// never a setup failure (a typo would otherwise read as a broken sandbox).
+#[test]
+fn a_command_sandbox_exec_could_not_start_ends_with_the_shells_status() {
+    let exit = |stderr: &str| command_exit(SandboxKind::Seatbelt, ExitKind::Code(71), stderr);
+    let missing = "sandbox-exec: execvp() of 'cargo-tset' failed: No such file or directory";
+    assert_eq!(exit(missing), ExitKind::Code(127));
+    assert_eq!(verdict(SandboxKind::Seatbelt, exit(missing), missing), Verdict::Failure);
+    let not_executable = "sandbox-exec: execvp() of './run.sh' failed: Permission denied";
+    assert_eq!(exit(not_executable), ExitKind::Code(126));
+    let refused = "sandbox-exec: execvp() of '/Users/me/.ssh/x' failed: Operation not permitted";
+    assert_eq!(exit(refused), ExitKind::Code(126));
+    // Everything else keeps its status: another setup failure, the command's own 71, Linux.
+    assert_eq!(exit("sandbox-exec: sandbox_apply: Operation not permitted"), ExitKind::Code(71));
+    assert_eq!(exit("cp: x: Operation not permitted"), ExitKind::Code(71));
+    assert_eq!(command_exit(SandboxKind::Linux, ExitKind::Code(71), missing), ExitKind::Code(71));
+    assert_eq!(command_exit(SandboxKind::Seatbelt, ExitKind::Code(1), missing), ExitKind::Code(1));
+}
+
 #[test]
 fn macos_name_resolution_failures_count_as_network_denials_with_the_network_off() {
     let line = "curl: (6) Could not resolve host: example.org; nodename nor servname provided, or not known";

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::capture::Captured;
 use crate::classify::{
-    Blocked, DenialContext, ExitKind, Finished, Verdict, classify, explain_output,
+    Blocked, DenialContext, ExitKind, Finished, Verdict, classify, command_exit, explain_output,
     is_denial_evidence,
 };
 use crate::launch::{HelperSettings, SandboxKind, Sandboxed};
@@ -414,7 +414,8 @@ impl Orchestrator {
         let sandbox = run.sandbox;
         let result = runner.run_attempt(run).await?;
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());
-        let finished = Finished { sandbox, exit: result.exit, stdout: &stdout, stderr: &stderr };
+        let exit = command_exit(sandbox, result.exit, &stderr);
+        let finished = Finished { sandbox, exit, stdout: &stdout, stderr: &stderr };
         let verdict = classify(finished, context);
         let blocked = match verdict {
             Verdict::LikelySandboxDenied => explain_output(&stdout, &stderr, context),
@@ -422,7 +423,7 @@ impl Orchestrator {
         };
         Ok(Attempt {
             sandbox,
-            exit: result.exit,
+            exit,
             duration_ms: result.duration.as_secs_f64() * 1000.0,
             verdict,
             blocked,

@@ -5,13 +5,14 @@ Usage: mcp_client.py SCENARIO --cordon PATH --workdir DIR [options] [-- SERVER_A
 
 Prints one JSON document with what it saw on stdout; exits 1 with a message on stderr when
 something the scenario checks itself is wrong. The Rust test (tests/suite/mcp.rs) checks the
-effects from outside: files on disk, /proc.
+effects from outside: files on disk, the process list.
 """
 
 import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -32,18 +33,16 @@ def text_of(result):
 
 
 def marker_pids(marker):
-    """Processes whose command line contains `marker` (read from /proc, outside any sandbox)."""
+    """Processes whose command line contains `marker`, seen from outside any sandbox (`ps`:
+    Linux and macOS alike)."""
+    listing = subprocess.run(["ps", "-A", "-o", "pid=,args="], capture_output=True, text=True)
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
+    for line in listing.stdout.splitlines():
+        pid, _, cmdline = line.strip().partition(" ")
+        if not pid.isdigit() or int(pid) == os.getpid():
             continue
         if marker in cmdline and "mcp_client.py" not in cmdline:
-            found.append(int(entry))
+            found.append(int(pid))
     return found
 
 

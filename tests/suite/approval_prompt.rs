@@ -249,8 +249,8 @@ fn typed_ahead_yes_does_not_approve() {
 
 /// `cordon exec ARGS` in `cwd` with no terminal and `CORDON_HOME` at `home`.
 fn exec_without_terminal(home: &Path, cwd: &Path, args: &[&str]) -> Run {
-    Command::new("setsid")
-        .args(["-w", CORDON, "exec"])
+    without_terminal(CORDON)
+        .arg("exec")
         .args(args)
         .current_dir(cwd)
         .env("CORDON_HOME", home)

@@ -1,9 +1,11 @@
-//! The front-end CLI: argv[0] dispatch, `doctor`, `sandbox macos` on Linux.
+//! The front-end CLI: argv[0] dispatch, `doctor`, the other platform's `sandbox`, usage errors.
 
+#[cfg(target_os = "linux")]
 use std::process::Command;
 
 use super::util::*;
 
+#[cfg(target_os = "linux")]
 #[test]
 fn a_symlink_named_codex_linux_sandbox_is_the_helper() {
     require_sandbox!(1);
@@ -29,6 +31,7 @@ fn a_symlink_named_codex_linux_sandbox_is_the_helper() {
 /// Newer Codex passes its split policies next to the legacy one: the helper enforces the legacy
 /// policy (checked from outside: the write inside lands, the one outside does not), and refuses
 /// Codex's managed-proxy flags by name with exit 125.
+#[cfg(target_os = "linux")]
 #[test]
 fn the_helper_runs_a_newer_codex_invocation_and_refuses_managed_proxy_flags() {
     require_sandbox!(1);
@@ -62,6 +65,7 @@ fn the_helper_runs_a_newer_codex_invocation_and_refuses_managed_proxy_flags() {
     assert!(!dir.path().join("inside").exists());
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn doctor_reports_the_kernel_and_every_mode() {
     let run = cordon(&["doctor", "--json"]);
@@ -87,20 +91,43 @@ fn doctor_reports_the_kernel_and_every_mode() {
     assert!(text.stdout.contains("landlock ABI"));
 }
 
+#[cfg(target_os = "macos")]
 #[test]
-fn sandbox_macos_on_linux_exits_125_with_one_line() {
-    let run = cordon(&["sandbox", "macos", "--", "true"]);
+fn doctor_names_seatbelt_and_every_mode() {
+    let run = cordon(&["doctor", "--json"]);
+    run.assert_ok();
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["platform"], "macos");
+    assert!(v["sandbox"].as_str().unwrap().contains("/usr/bin/sandbox-exec"), "{v}");
+    let modes = v["modes"].as_array().unwrap();
+    for mode in ["read-only", "workspace-write", "danger-full-access"] {
+        assert!(modes.iter().any(|m| m == mode), "{mode}");
+    }
+    let text = cordon(&["doctor"]);
+    text.assert_ok();
+    assert!(text.stdout.contains("Seatbelt"), "{}", text.stdout);
+}
+
+/// Each platform's `cordon sandbox` refuses the other's with one line and 125.
+#[test]
+fn the_other_platforms_sandbox_exits_125_with_one_line() {
+    let (other, says) = if cfg!(target_os = "macos") {
+        ("linux", "runs only on Linux")
+    } else {
+        ("macos", "only on macOS")
+    };
+    let run = cordon(&["sandbox", other, "--", "true"]);
     assert_eq!(run.code, Some(125));
     assert_eq!(run.stderr.lines().count(), 1);
-    assert!(run.stderr.contains("only on macOS"), "{}", run.stderr);
+    assert!(run.stderr.contains(says), "{}", run.stderr);
 }
 
 #[test]
 fn bad_cli_input_is_one_clear_error_not_a_panic() {
-    let run = cordon(&["sandbox", "linux", "-s", "read-only", "--network", "--", "true"]);
+    let run = cordon(&["sandbox", PLATFORM, "-s", "read-only", "--network", "--", "true"]);
     assert_eq!(run.code, Some(125));
     assert!(run.stderr.contains("--network"), "{}", run.stderr);
-    let run = cordon(&["sandbox", "linux", "--", "true"]);
+    let run = cordon(&["sandbox", PLATFORM, "--", "true"]);
     assert!(run.code == Some(0) || run.code == Some(125), "{:?}", run.code);
     // Usage errors are clap's whole message (what, the possible values, "did you mean",
     // usage) and exit 2; nothing runs.
@@ -109,7 +136,7 @@ fn bad_cli_input_is_one_clear_error_not_a_panic() {
         (&["exce", "--", "true"], "'exec'"),
         (&["exec", "--timeout", "soon", "--", "true"], "e.g. 10s"),
         (&["exec", "--timout", "5", "--", "true"], "similar argument exists: '--timeout'"),
-        (&["sandbox", "linux", "-s", "open", "--", "true"], "possible values: read-only"),
+        (&["sandbox", PLATFORM, "-s", "open", "--", "true"], "possible values: read-only"),
         (&["exec", "-a", "sometimes", "--", "true"], "on-failure"),
         (&["exec"], "required arguments were not provided"),
     ] {
@@ -120,8 +147,7 @@ fn bad_cli_input_is_one_clear_error_not_a_panic() {
         assert!(run.stdout.is_empty());
     }
     // `--` before the command is optional (the run itself needs the sandbox).
-    let f = features();
-    if f.landlock_abi >= 1 && f.seccomp {
+    if features().sandbox_at(1) {
         let run = cordon(&["exec", "-a", "never", "ls", "-d", "/"]);
         assert_eq!(run.stdout, "/\n", "{}", run.stderr);
     }

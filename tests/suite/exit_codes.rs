@@ -5,6 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use super::util::*;
 
+#[cfg(target_os = "linux")]
 #[test]
 fn missing_and_non_executable_commands_exit_127_and_126() {
     require_sandbox!(1);
@@ -66,6 +67,31 @@ fn malformed_invocations_exit_125_with_one_line() {
     }
 }
 
+/// The same through `cordon exec` on every platform: a typo is 127 and a file without the
+/// execute bit 126, never "the sandbox could not be set up" (125) — on macOS `sandbox-exec`
+/// itself reports both as its exit 71.
+#[test]
+fn cordon_exec_of_a_missing_or_non_executable_command_exits_127_or_126() {
+    require_sandbox!(1);
+    let (home, dir) = (scratch(), scratch());
+    let file = dir.path().join("not-exec");
+    std::fs::write(&file, "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for (command, code) in [("cordon-no-such-command", 127), ("./not-exec", 126)] {
+        let run = Run::from(
+            std::process::Command::new(CORDON)
+                .args(["exec", "-a", "never", "-s", "workspace-write", "--", command])
+                .current_dir(dir.path())
+                .env("CORDON_HOME", home.path())
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code, Some(code), "{command}: {}", run.stderr);
+        assert!(!run.stderr.contains("could not be set up"), "{command}: {}", run.stderr);
+    }
+}
+
 trait Arg0Helper {
     fn arg0_helper(&mut self) -> &mut Self;
 }
@@ -85,6 +111,7 @@ fn exit_status_and_signals_pass_through_cordon_sandbox() {
     assert_eq!(run.signal, Some(libc::SIGKILL));
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn without_landlock_the_helper_fails_closed_and_best_effort_says_what_is_missing() {
     require_sandbox!(1);

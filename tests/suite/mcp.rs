@@ -1,6 +1,6 @@
 //! `cordon mcp-server` driven by a real MCP client: the Python `mcp` package from PyPI
 //! (`tests/helpers/mcp_client.py`), with the effects checked from outside (files on disk,
-//! `/proc`). The wire-level robustness checks (malformed lines, SIGTERM, progress) speak raw
+//! the process list). The wire-level robustness checks (malformed lines, SIGTERM, progress) speak raw
 //! JSON-RPC over pipes.
 
 use std::io::{BufRead, BufReader, Write};
@@ -51,6 +51,7 @@ macro_rules! require_mcp_client {
         );
     };
 }
+#[cfg(target_os = "linux")]
 pub(super) use require_mcp_client;
 
 /// A workspace, a directory outside it, and a `$CORDON_HOME`.

@@ -204,6 +204,7 @@ fn a_command_cannot_fake_a_denial_to_be_offered_an_unsandboxed_retry() {
     assert!(transcript.contains(&target.display().to_string()), "{transcript}");
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn a_sandbox_that_cannot_be_set_up_is_an_error_never_a_retry() {
     let e = env();
@@ -223,8 +224,8 @@ fn a_sandbox_that_cannot_be_set_up_is_an_error_never_a_retry() {
         ("untrusted", &["ls"]),
     ];
     for (policy, argv) in cases {
-        let out = std::process::Command::new("setsid")
-            .args(["-w", CORDON, "exec", "-a", policy, "--json", "--"])
+        let out = without_terminal(CORDON)
+            .args(["exec", "-a", policy, "--json", "--"])
             .args(argv)
             .current_dir(e.work.path())
             .env("CORDON_HOME", e.home.path())
@@ -246,6 +247,35 @@ fn a_sandbox_that_cannot_be_set_up_is_an_error_never_a_retry() {
         assert!(run.stderr.contains("could not be set up"), "{policy}: {}", run.stderr);
         assert!(!run.stderr.contains("blocked"), "{policy}: {}", run.stderr);
         assert!(!target.exists());
+    }
+}
+
+/// macOS: `sandbox-exec` inside another sandbox cannot apply its profile (exit 71,
+/// `sandbox-exec: sandbox_apply: Operation not permitted`): an error, never a denial to retry
+/// without the sandbox (issue 16 §2). Checked from outside: the file the retry would write.
+#[cfg(target_os = "macos")]
+#[test]
+fn a_nested_sandbox_exec_is_an_error_never_a_retry() {
+    require_sandbox!(1);
+    let e = env();
+    let target = e.work.path().join("h");
+    let script = format!("echo y > {}", target.display());
+    for policy in ["on-failure", "never"] {
+        let out = without_terminal("/usr/bin/sandbox-exec")
+            .args(["-p", "(version 1) (allow default)", CORDON])
+            .args(["exec", "-a", policy, "--json", "--", "sh", "-c", &script])
+            .current_dir(e.work.path())
+            .env("CORDON_HOME", e.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        assert_eq!(run.code, Some(125), "{policy}: {}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(v["attempts"][0]["verdict"], "sandbox_setup_failed", "{policy}: {v}");
+        assert_eq!(v["attempts"].as_array().unwrap().len(), 1, "{policy}");
+        assert!(run.stderr.contains("could not be set up"), "{policy}: {}", run.stderr);
+        assert!(!target.exists(), "{policy}: the command ran");
     }
 }
 
@@ -354,7 +384,10 @@ fn snapshot(home: &Path) -> Vec<(String, String)> {
 #[test]
 fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
     require_sandbox!(1);
-    skip_unless!(features().mount_view, "needs the mount view (user namespaces or root)");
+    skip_unless!(
+        cfg!(target_os = "macos") || features().mount_view,
+        "needs the mount view (user namespaces or root)"
+    );
     for user in USERS {
         for existing in [false, true] {
             // HOME is the workspace (the default `~/.cordon` lies inside a writable root).
@@ -385,7 +418,7 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
                     "-c",
                     &script,
                 ],
-                vec!["sandbox", "linux", "--full-auto", "-C", dir, "--", "sh", "-c", &script],
+                vec!["sandbox", PLATFORM, "--full-auto", "-C", dir, "--", "sh", "-c", &script],
             ];
             for args in &entry_points {
                 let run = cordon_as(user, args, Some(home_dir.path()));
@@ -430,6 +463,9 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
             child.wait().unwrap();
             let expected = if existing { before.clone() } else { Vec::new() };
             assert_eq!(snapshot(&home), expected, "{user:?} executor");
+            if cfg!(not(target_os = "linux")) {
+                continue;
+            }
             // The helper called directly (as Codex would), with HOME pointing at the workspace.
             let policy = serde_json::json!({"type": "workspace-write"}).to_string();
             let mut cmd = match user {
@@ -463,7 +499,10 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
 #[test]
 fn a_fresh_install_in_home_cannot_be_turned_into_an_unsandboxed_one() {
     require_sandbox!(1);
-    skip_unless!(features().mount_view, "needs the mount view (user namespaces or root)");
+    skip_unless!(
+        cfg!(target_os = "macos") || features().mount_view,
+        "needs the mount view (user namespaces or root)"
+    );
     let home_dir = scratch();
     let outside = scratch();
     let dir = home_dir.path().to_str().unwrap();
@@ -486,6 +525,7 @@ fn a_fresh_install_in_home_cannot_be_turned_into_an_unsandboxed_one() {
 
 /// `cordon <args>` under a parent seccomp filter that fails `syscall` with `errno`, in `cwd`,
 /// with `home` as CORDON_HOME.
+#[cfg(target_os = "linux")]
 fn cordon_under(deny: &[(i64, i32)], cwd: &Path, home: &Path, args: &[&str]) -> Run {
     let argv: Vec<&std::ffi::OsStr> =
         std::iter::once("cordon").chain(args.iter().copied()).map(os).collect();
@@ -493,6 +533,7 @@ fn cordon_under(deny: &[(i64, i32)], cwd: &Path, home: &Path, args: &[&str]) -> 
     Run::from(cmd.current_dir(cwd).env("CORDON_HOME", home).output().unwrap())
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn without_landlock_exec_says_why_and_never_offers_an_unsandboxed_run() {
     require_sandbox!(1);
@@ -529,6 +570,7 @@ fn without_landlock_exec_says_why_and_never_offers_an_unsandboxed_run() {
     }
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn without_namespaces_doctor_names_the_cause_and_exec_warns_once() {
     require_sandbox!(1);
@@ -599,7 +641,10 @@ fn a_denial_report_names_the_path_or_the_network_and_the_knob() {
 #[test]
 fn from_the_home_directory_shell_start_up_files_and_gitconfig_stay_read_only() {
     require_sandbox!(1);
-    skip_unless!(features().mount_view, "protected paths need the mount view");
+    skip_unless!(
+        cfg!(target_os = "macos") || features().mount_view,
+        "protected paths need the mount view"
+    );
     for user in USERS {
         let home = scratch();
         let h = home.path();

@@ -1,13 +1,19 @@
 //! Shared helpers: running cordon, probing kernel features, skipping with a reason.
 
+#[cfg(target_os = "linux")]
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 pub const CORDON: &str = env!("CARGO_BIN_EXE_cordon");
+
+/// This platform's sandbox as cordon names it: `--json` attempts, `CORDON_SANDBOX`, messages.
+pub const SANDBOX: &str = if cfg!(target_os = "macos") { "seatbelt" } else { "linux" };
+
+/// The platform word of `cordon sandbox PLATFORM`.
+pub const PLATFORM: &str = if cfg!(target_os = "macos") { "macos" } else { "linux" };
 
 /// Skips the test with a printed reason; with `CORDON_TEST_REQUIRE_SANDBOX=1` a skip fails.
 macro_rules! skip_unless {
@@ -24,11 +30,37 @@ macro_rules! skip_unless {
 }
 pub(crate) use skip_unless;
 
-/// The kernel features the suite depends on, read once from `cordon doctor --json`.
+/// The kernel features the suite depends on, read once from `cordon doctor --json` (on macOS:
+/// whether `/usr/bin/sandbox-exec` is there; the Linux fields stay 0 and false).
 pub struct Features {
     pub landlock_abi: i64,
     pub seccomp: bool,
     pub mount_view: bool,
+    pub seatbelt: bool,
+}
+
+impl Features {
+    /// Whether this platform's sandbox can run a command: Landlock (at least `abi`) and
+    /// seccomp on Linux, Seatbelt on macOS.
+    pub fn sandbox_at(&self, abi: i64) -> bool {
+        if cfg!(target_os = "macos") {
+            self.seatbelt
+        } else {
+            self.landlock_abi >= abi && self.seccomp
+        }
+    }
+
+    /// Why [`Features::sandbox_at`] is false.
+    pub fn missing(&self, abi: i64) -> String {
+        if cfg!(target_os = "macos") {
+            "needs /usr/bin/sandbox-exec".to_owned()
+        } else {
+            format!(
+                "needs Landlock ABI {abi} and seccomp (kernel has ABI {}, seccomp {})",
+                self.landlock_abi, self.seccomp
+            )
+        }
+    }
 }
 
 pub fn features() -> &'static Features {
@@ -46,21 +78,17 @@ pub fn features() -> &'static Features {
             landlock_abi: v["kernel"]["landlock_abi"].as_i64().unwrap_or(0),
             seccomp: v["kernel"]["seccomp_filter"].as_bool().unwrap_or(false),
             mount_view: v["kernel"]["mount_view"] == true,
+            seatbelt: cfg!(target_os = "macos") && Path::new("/usr/bin/sandbox-exec").exists(),
         }
     })
 }
 
-/// Skips unless Landlock (at least `abi`) and seccomp are available.
+/// Skips unless this platform's sandbox is available: Landlock (at least `abi`) and seccomp on
+/// Linux, Seatbelt on macOS.
 macro_rules! require_sandbox {
     ($abi:expr) => {
         let f = $crate::suite::util::features();
-        $crate::suite::util::skip_unless!(
-            f.landlock_abi >= $abi && f.seccomp,
-            "needs Landlock ABI {} and seccomp (kernel has ABI {}, seccomp {})",
-            $abi,
-            f.landlock_abi,
-            f.seccomp
-        );
+        $crate::suite::util::skip_unless!(f.sandbox_at($abi), "{}", f.missing($abi));
     };
 }
 pub(crate) use require_sandbox;
@@ -75,10 +103,12 @@ pub fn python() -> &'static str {
 }
 
 /// A scratch directory outside `/tmp` (which is a writable root by default), in `/var/tmp` so
-/// that uid 65534 can reach it wherever the build tree is.
+/// that uid 65534 can reach it wherever the build tree is. Its path is canonical (on macOS
+/// `/var` is a symbolic link to `/private/var`, and cordon names canonical paths).
 pub fn scratch() -> tempfile::TempDir {
     let base =
         if Path::new("/var/tmp").is_dir() { "/var/tmp" } else { env!("CARGO_TARGET_TMPDIR") };
+    let base = std::fs::canonicalize(base).unwrap();
     let dir = tempfile::Builder::new().prefix("cordon-e2e-").tempdir_in(base).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     dir
@@ -126,11 +156,19 @@ impl From<Output> for Run {
 /// Who runs cordon.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum User {
+    /// The user the suite runs as: root on Linux (CI, so that the unprivileged variant can be
+    /// started), the runner's own unprivileged user on macOS.
     Root,
+    /// uid 65534 through `setpriv` (Linux only).
     Nobody,
 }
 
+/// Every user a privilege-sensitive test runs as. On macOS the suite itself is unprivileged
+/// and there is no `setpriv`.
+#[cfg(target_os = "linux")]
 pub const USERS: [User; 2] = [User::Root, User::Nobody];
+#[cfg(not(target_os = "linux"))]
+pub const USERS: [User; 1] = [User::Root];
 
 /// A copy of the binary that uid 65534 can execute (the build tree may sit under a 0700 home).
 /// One copy per build, named after the binary's size and modification time and shared by every
@@ -204,29 +242,54 @@ pub fn cordon(args: &[&str]) -> Run {
     cordon_as(User::Root, args, None)
 }
 
-/// `cordon sandbox linux <flags> -C dir -- sh -c script`.
+/// `program args…` with no controlling terminal (a session of its own, like `setsid -w`), so
+/// that `/dev/tty` cannot be opened and nothing can ask on a terminal; waits for it as usual.
+/// util-linux's `setsid` on Linux; macOS has no such command, so Python does it there.
+pub fn without_terminal(program: &str) -> Command {
+    if cfg!(target_os = "linux") {
+        let mut cmd = Command::new("setsid");
+        cmd.args(["-w", program]);
+        return cmd;
+    }
+    let mut cmd = Command::new(python());
+    cmd.args(["-c", "import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])", program]);
+    cmd
+}
+
+/// Shell words that run the words after them in a session of their own (`setsid` is
+/// util-linux's; macOS has none).
+pub const SETSID: &str = if cfg!(target_os = "macos") {
+    "python3 -c 'import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])'"
+} else {
+    "setsid"
+};
+
+/// `cordon sandbox PLATFORM <flags> -C dir -- sh -c script`.
 pub fn sandbox_sh(user: User, flags: &[&str], dir: &Path, script: &str) -> Run {
-    let mut args = vec!["sandbox", "linux"];
+    let mut args = vec!["sandbox", PLATFORM];
     args.extend_from_slice(flags);
     let dir = dir.to_str().unwrap();
     args.extend_from_slice(&["-C", dir, "--", "sh", "-c", script]);
     cordon_as(user, &args, None)
 }
 
-/// `cordon sandbox linux <flags> -C dir -- python3 -c code` as `user`.
+/// `cordon sandbox PLATFORM <flags> -C dir -- python3 -c code` as `user`.
+#[cfg(target_os = "linux")]
 pub fn python_sandboxed(user: User, flags: &[&str], dir: &Path, code: &str) -> Run {
-    let mut args = vec!["sandbox", "linux"];
+    let mut args = vec!["sandbox", PLATFORM];
     args.extend_from_slice(flags);
     args.extend_from_slice(&["-C", dir.to_str().unwrap(), "--", python(), "-c", code]);
     cordon_as(user, &args, None)
 }
 
 /// Python that evaluates `call` (an expression using `libc`) and prints `ret R errno E`.
+#[cfg(target_os = "linux")]
 pub fn syscall_probe(call: &str) -> String {
     format!("{PY_LIBC}r = {call}\nprint('ret', r, 'errno', ctypes.get_errno())")
 }
 
 /// Asserts that a [`syscall_probe`] run saw the call fail with EPERM (the filter's answer).
+#[cfg(target_os = "linux")]
 #[track_caller]
 pub fn assert_eperm(run: &Run, what: &str) {
     run.assert_ok();
@@ -266,11 +329,11 @@ pub fn eventually_matching(pattern: &str, expected: usize) -> usize {
     }
 }
 
-/// `cordon sandbox linux <flags> -C dir -- argv` as root, stdin from /dev/null, for callers
+/// `cordon sandbox PLATFORM <flags> -C dir -- argv` as root, stdin from /dev/null, for callers
 /// that set the environment or redirect stdout themselves.
 pub fn sandbox_command(flags: &[&str], dir: &Path, argv: &[&str]) -> Command {
     let mut cmd = Command::new(CORDON);
-    cmd.args(["sandbox", "linux"])
+    cmd.args(["sandbox", PLATFORM])
         .args(flags)
         .arg("-C")
         .arg(dir)
@@ -281,13 +344,15 @@ pub fn sandbox_command(flags: &[&str], dir: &Path, argv: &[&str]) -> Command {
 }
 
 /// Runs the helper directly through the arg0 trick with a policy JSON.
+#[cfg(target_os = "linux")]
 pub fn helper(policy: &str, cwd: &Path, command: &[&str]) -> Run {
     helper_cmd(policy, cwd, &[], command).output().unwrap().into()
 }
 
+#[cfg(target_os = "linux")]
 pub fn helper_cmd(policy: &str, cwd: &Path, extra: &[&str], command: &[&str]) -> Command {
     let mut cmd = Command::new(CORDON);
-    cmd.arg0("codex-linux-sandbox")
+    std::os::unix::process::CommandExt::arg0(&mut cmd, "codex-linux-sandbox")
         .arg("--sandbox-policy-cwd")
         .arg(cwd)
         .arg("--sandbox-policy")
@@ -301,6 +366,7 @@ pub fn helper_cmd(policy: &str, cwd: &Path, extra: &[&str], command: &[&str]) ->
 }
 
 /// A workspace-write policy whose only writable root is `root` (no /tmp, no $TMPDIR).
+#[cfg(target_os = "linux")]
 pub fn only_root_policy(root: &Path, network: bool) -> String {
     serde_json::json!({
         "type": "workspace-write",
@@ -313,11 +379,13 @@ pub fn only_root_policy(root: &Path, network: bool) -> String {
 }
 
 /// Runs a Python snippet inside the sandbox (helper, arg0 trick) under `policy`.
+#[cfg(target_os = "linux")]
 pub fn python_in(policy: &str, cwd: &Path, code: &str) -> Run {
     helper(policy, cwd, &[python(), "-c", code])
 }
 
 /// Prefix for Python snippets: `libc` through ctypes with errno.
+#[cfg(target_os = "linux")]
 pub const PY_LIBC: &str =
     "import ctypes, os, sys, socket, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n";
 
@@ -336,18 +404,24 @@ pub fn fake_home() -> (tempfile::TempDir, PathBuf) {
     (home, key)
 }
 
-/// Makes a directory tree owned by uid/gid 65534 (for the unprivileged variants).
+/// Makes a directory tree owned by uid/gid 65534 (for the unprivileged variants, which need
+/// root to start: a suite that does not run as root has none and leaves the tree alone).
 pub fn chown_nobody(path: &Path) {
+    if !is_root() {
+        return;
+    }
     let status = Command::new("chown").args(["-R", "65534:65534"]).arg(path).status().unwrap();
     assert!(status.success());
 }
 
+#[cfg(target_os = "linux")]
 pub fn os(s: &str) -> &OsStr {
     OsStr::new(s)
 }
 
 /// A Python wrapper that installs a seccomp filter making each `(syscall number, errno)` fail,
 /// then execs `argv` (with `argv[0]` as given): simulates kernels without a feature.
+#[cfg(target_os = "linux")]
 pub fn under_filter(deny: &[(i64, i32)], program: &Path, argv: &[&OsStr]) -> Command {
     let mut cmd = Command::new(python());
     cmd.arg(helper_program("under_filter.py")).arg(deny.len().to_string());

@@ -1,14 +1,12 @@
-//! End-to-end cases for macOS (issue 16): the real `cordon` binary under the real Seatbelt,
-//! each effect checked from outside the sandbox — the file on disk, the listener that got no
-//! connection, the terminal that got no keystrokes. Linux has the full suite (`e2e.rs`); this
-//! is its macOS counterpart for what differs there: `cordon exec`, `cordon sandbox macos`, the
-//! executor with a pipe and a PTY session, and the real tools the Seatbelt profile must let
-//! work (git, python3, cargo with a build script, curl).
+//! macOS only (issue 16): the real `cordon` binary under the real Seatbelt with the tools the
+//! profile must let work — git, python3, cargo with a build script, curl — and what differs
+//! from Linux: `cordon sandbox macos`, TIOCSTI refused by the profile (no seccomp), `/dev/ttys*`
+//! terminals. Each effect is checked from outside the sandbox: the file on disk, the listener
+//! that got no connection, the terminal that got no keystrokes. The rest of the suite runs here
+//! too, with macOS expectations where the platforms differ.
 //!
 //! Runs in the GitHub Actions macOS jobs (`.github/workflows/ci.yml`) with
-//! `CORDON_TEST_REQUIRE_SANDBOX=1`; on other systems the target is empty.
-#![cfg(target_os = "macos")]
-#![expect(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+//! `CORDON_TEST_REQUIRE_SANDBOX=1`.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -19,21 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tempfile::TempDir;
 
-const CORDON: &str = env!("CARGO_BIN_EXE_cordon");
-
-/// Fails under `CORDON_TEST_REQUIRE_SANDBOX=1`, else prints why the test does nothing.
-fn skip(reason: &str) {
-    assert!(std::env::var_os("CORDON_TEST_REQUIRE_SANDBOX").is_none(), "required: {reason}");
-    eprintln!("skipped: {reason}");
-}
-
-fn have_sandbox_exec() -> bool {
-    let there = Path::new("/usr/bin/sandbox-exec").exists();
-    if !there {
-        skip("/usr/bin/sandbox-exec is missing");
-    }
-    there
-}
+use super::util::{CORDON, require_sandbox, skip_unless};
 
 /// A directory under the real home: outside every default writable root (the workspace,
 /// `/tmp` and `$TMPDIR`, which is where `tempfile` would put it).
@@ -69,9 +53,7 @@ fn sh(script: &str) -> [&str; 3] {
 
 #[test]
 fn writes_land_in_the_workspace_and_nowhere_else() {
-    if !have_sandbox_exec() {
-        return;
-    }
+    require_sandbox!(1);
     let (home, work, other) = (home_dir(), home_dir(), home_dir());
     let leak = other.path().join("leak");
     let script = format!("echo in > inside; echo out > '{}'", leak.display());
@@ -85,9 +67,7 @@ fn writes_land_in_the_workspace_and_nowhere_else() {
 
 #[test]
 fn cordon_sandbox_macos_read_only_writes_nothing() {
-    if !have_sandbox_exec() {
-        return;
-    }
+    require_sandbox!(1);
     let (home, work) = (home_dir(), home_dir());
     let out = cordon(
         &["sandbox", "macos", "-s", "read-only", "--", "/usr/bin/touch", "file"],
@@ -100,9 +80,7 @@ fn cordon_sandbox_macos_read_only_writes_nothing() {
 
 #[test]
 fn a_hidden_credential_cannot_be_read_and_a_protected_hook_cannot_be_written() {
-    if !have_sandbox_exec() {
-        return;
-    }
+    require_sandbox!(1);
     let (home, work) = (home_dir(), home_dir());
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_ed25519"), "SECRET-KEY").unwrap();
@@ -139,9 +117,7 @@ fn counting_listener() -> (u16, Arc<AtomicUsize>) {
 
 #[test]
 fn curl_reaches_a_listener_only_with_the_network_on() {
-    if !have_sandbox_exec() {
-        return;
-    }
+    require_sandbox!(1);
     let (home, work) = (home_dir(), home_dir());
     let (port, count) = counting_listener();
     let url = format!("http://127.0.0.1:{port}/");
@@ -163,9 +139,7 @@ fn curl_reaches_a_listener_only_with_the_network_on() {
 
 #[test]
 fn git_init_and_commit_work_in_the_workspace() {
-    if !have_sandbox_exec() {
-        return;
-    }
+    require_sandbox!(1);
     let (home, work) = (home_dir(), home_dir());
     let script = "git init -q . && echo hello > file && git add file && \
                   git -c user.name=t -c user.email=t@example.invalid commit -qm first && \
@@ -180,9 +154,7 @@ fn git_init_and_commit_work_in_the_workspace() {
 
 #[test]
 fn python_runs_with_multiprocessing_locks_and_interface_names_with_the_network_off() {
-    if !have_sandbox_exec() {
-        return;
-    }
+    require_sandbox!(1);
     let (home, work) = (home_dir(), home_dir());
     // A semaphore (multiprocessing's lock) and the interface list (getifaddrs reads the
     // routing tables through a sysctl), both with the network off.
@@ -199,12 +171,10 @@ fn python_runs_with_multiprocessing_locks_and_interface_names_with_the_network_o
 
 #[test]
 fn cargo_builds_a_crate_whose_build_script_copies_a_file() {
-    if !have_sandbox_exec() {
-        return;
-    }
-    let Some(cargo) = std::env::var_os("CARGO") else {
-        return skip("CARGO is not set (not run by cargo test)");
-    };
+    require_sandbox!(1);
+    let cargo = std::env::var_os("CARGO");
+    skip_unless!(cargo.is_some(), "CARGO is not set (not run by cargo test)");
+    let cargo = cargo.unwrap();
     let sysroot = Command::new("rustc").args(["--print", "sysroot"]).output().unwrap();
     let rustc = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim()).join("bin/rustc");
     let (home, work) = (home_dir(), home_dir());
@@ -245,47 +215,6 @@ fn cargo_builds_a_crate_whose_build_script_copies_a_file() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "copied by build.rs", "{}", text(&out));
 }
 
-/// Runs `python3 tests/helpers/pty_type.py` around `script`: a new pseudo-terminal as the
-/// controlling terminal, `typed` typed once the transcript shows `status=`.
-fn on_a_terminal(script: &str, home: &Path, cwd: &Path) -> String {
-    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/helpers/pty_type.py");
-    let out = Command::new("/usr/bin/python3")
-        .arg(helper)
-        .arg("typed\\n")
-        .args(sh(script))
-        .current_dir(cwd)
-        .env("HOME", home)
-        .env("CORDON_HOME", home.join(".cordon"))
-        .env("PTY_TYPE_AFTER", "status=")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-#[test]
-fn a_sandboxed_command_cannot_push_keystrokes_into_the_terminal_it_was_given() {
-    if !have_sandbox_exec() {
-        return;
-    }
-    let (home, work) = (home_dir(), home_dir());
-    let inject = include_str!("helpers/tiocsti_probe.py");
-    let script = |mode: &str| {
-        format!(
-            "{CORDON} exec -a never -s {mode} -- /usr/bin/python3 -c '{code}'; echo status=$?; \
-             read line; echo \"got:[$line]\"",
-            code = inject.replace('\'', "'\\''"),
-        )
-    };
-    let transcript = on_a_terminal(&script("workspace-write"), home.path(), work.path());
-    assert!(transcript.contains("got:[typed]"), "{transcript}");
-    assert!(!transcript.contains("injected via"), "{transcript}");
-    assert!(!transcript.contains("got:[echo INJECTED]"), "{transcript}");
-    // Unsandboxed, for the log: whether this macOS lets a process inject at all.
-    let control = on_a_terminal(&script("danger-full-access"), home.path(), work.path());
-    eprintln!("unsandboxed control:\n{control}");
-}
-
 /// Sends `requests` to `cordon executor` in `cwd`, closes its stdin, returns its stdout.
 fn executor(requests: &[serde_json::Value], cwd: &Path, home: &Path) -> String {
     let mut child = Command::new(CORDON)
@@ -309,9 +238,7 @@ fn executor(requests: &[serde_json::Value], cwd: &Path, home: &Path) -> String {
 
 #[test]
 fn the_executor_runs_pipe_and_pty_sessions_in_the_sandbox() {
-    if !have_sandbox_exec() {
-        return;
-    }
+    require_sandbox!(1);
     let (home, work, other) = (home_dir(), home_dir(), home_dir());
     let leak = other.path().join("leak");
     let call = |id: &str, cmd: String, tty: bool| {
@@ -330,20 +257,4 @@ fn the_executor_runs_pipe_and_pty_sessions_in_the_sandbox() {
     assert!(!leak.exists(), "{answers}");
     assert!(answers.contains("/dev/ttys"), "{answers}");
     assert!(answers.contains("pty-ok"), "{answers}");
-}
-
-#[test]
-fn a_command_without_the_terminal_on_stdin_cannot_open_it() {
-    if !have_sandbox_exec() {
-        return;
-    }
-    let (home, work) = (home_dir(), home_dir());
-    let probe = "import os\ntry:\n    os.open('/dev/tty', os.O_RDWR)\n    print('reached the terminal')\n\
-                 except OSError as e:\n    print('refused', e.errno)\n";
-    std::fs::write(work.path().join("probe.py"), probe).unwrap();
-    let script =
-        format!("{CORDON} exec -a never -- /usr/bin/python3 probe.py < /dev/null; echo status=$?");
-    let transcript = on_a_terminal(&script, home.path(), work.path());
-    // ENXIO: a session of its own, no controlling terminal.
-    assert!(transcript.contains(&format!("refused {}", libc::ENXIO)), "{transcript}");
 }
