@@ -233,21 +233,24 @@ fn a_sandbox_that_cannot_be_set_up_is_an_error_never_a_retry() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        let run = Run::from(out);
-        assert_eq!(run.code, Some(125), "{policy}: {}", run.stderr);
-        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        assert_eq!(v["attempts"][0]["verdict"], "sandbox_setup_failed", "{policy}: {v}");
-        assert_eq!(v["attempts"].as_array().unwrap().len(), 1, "{policy}");
-        let retry_asked = v["approvals"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["stage"] == "retry_without_sandbox");
-        assert!(!retry_asked, "{policy}: {v}");
-        assert!(run.stderr.contains("could not be set up"), "{policy}: {}", run.stderr);
-        assert!(!run.stderr.contains("blocked"), "{policy}: {}", run.stderr);
+        assert_setup_failure(&Run::from(out), policy);
         assert!(!target.exists());
     }
+}
+
+/// A `cordon exec --json` run whose sandbox could not be set up: exit 125, one attempt judged
+/// `sandbox_setup_failed`, no unsandboxed retry asked for, and an error that says so.
+#[track_caller]
+fn assert_setup_failure(run: &Run, policy: &str) {
+    assert_eq!(run.code, Some(125), "{policy}: {}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["attempts"][0]["verdict"], "sandbox_setup_failed", "{policy}: {v}");
+    assert_eq!(v["attempts"].as_array().unwrap().len(), 1, "{policy}");
+    let retry_asked =
+        v["approvals"].as_array().unwrap().iter().any(|a| a["stage"] == "retry_without_sandbox");
+    assert!(!retry_asked, "{policy}: {v}");
+    assert!(run.stderr.contains("could not be set up"), "{policy}: {}", run.stderr);
+    assert!(!run.stderr.contains("blocked"), "{policy}: {}", run.stderr);
 }
 
 /// macOS: `sandbox-exec` inside another sandbox cannot apply its profile (exit 71,
@@ -269,12 +272,7 @@ fn a_nested_sandbox_exec_is_an_error_never_a_retry() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        let run = Run::from(out);
-        assert_eq!(run.code, Some(125), "{policy}: {}", run.stderr);
-        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        assert_eq!(v["attempts"][0]["verdict"], "sandbox_setup_failed", "{policy}: {v}");
-        assert_eq!(v["attempts"].as_array().unwrap().len(), 1, "{policy}");
-        assert!(run.stderr.contains("could not be set up"), "{policy}: {}", run.stderr);
+        assert_setup_failure(&Run::from(out), policy);
         assert!(!target.exists(), "{policy}: the command ran");
     }
 }
