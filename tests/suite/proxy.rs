@@ -62,7 +62,7 @@ macro_rules! require_network_namespace {
     () => {
         require_sandbox!(1);
         skip_unless!(
-            cfg!(target_os = "macos") || features().mount_view,
+            features().path_rules(),
             "the domain allow-list needs the mount view's namespaces"
         );
         skip_unless!(Path::new("/usr/bin/curl").exists(), "needs curl (apt-get install -y curl)");

@@ -20,10 +20,7 @@ use super::util::*;
 macro_rules! require_mount_view {
     () => {
         require_sandbox!(1);
-        skip_unless!(
-            cfg!(target_os = "macos") || features().mount_view,
-            "hiding paths needs the mount view"
-        );
+        skip_unless!(features().path_rules(), "hiding paths needs the mount view");
     };
 }
 

@@ -382,10 +382,7 @@ fn snapshot(home: &Path) -> Vec<(String, String)> {
 #[test]
 fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
     require_sandbox!(1);
-    skip_unless!(
-        cfg!(target_os = "macos") || features().mount_view,
-        "needs the mount view (user namespaces or root)"
-    );
+    skip_unless!(features().path_rules(), "needs the mount view (user namespaces or root)");
     for user in USERS {
         for existing in [false, true] {
             // HOME is the workspace (the default `~/.cordon` lies inside a writable root).
@@ -497,10 +494,7 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
 #[test]
 fn a_fresh_install_in_home_cannot_be_turned_into_an_unsandboxed_one() {
     require_sandbox!(1);
-    skip_unless!(
-        cfg!(target_os = "macos") || features().mount_view,
-        "needs the mount view (user namespaces or root)"
-    );
+    skip_unless!(features().path_rules(), "needs the mount view (user namespaces or root)");
     let home_dir = scratch();
     let outside = scratch();
     let dir = home_dir.path().to_str().unwrap();
@@ -639,10 +633,7 @@ fn a_denial_report_names_the_path_or_the_network_and_the_knob() {
 #[test]
 fn from_the_home_directory_shell_start_up_files_and_gitconfig_stay_read_only() {
     require_sandbox!(1);
-    skip_unless!(
-        cfg!(target_os = "macos") || features().mount_view,
-        "protected paths need the mount view"
-    );
+    skip_unless!(features().path_rules(), "protected paths need the mount view");
     for user in USERS {
         let home = scratch();
         let h = home.path();

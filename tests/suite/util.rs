@@ -50,6 +50,12 @@ impl Features {
         }
     }
 
+    /// Whether hidden and protected paths are enforced here: by the mount view on Linux, by
+    /// the Seatbelt profile on macOS.
+    pub fn path_rules(&self) -> bool {
+        cfg!(target_os = "macos") || self.mount_view
+    }
+
     /// Why [`Features::sandbox_at`] is false.
     pub fn missing(&self, abi: i64) -> String {
         if cfg!(target_os = "macos") {
@@ -242,6 +248,14 @@ pub fn cordon(args: &[&str]) -> Run {
     cordon_as(User::Root, args, None)
 }
 
+/// Python that runs `argv[1:]` in a session of its own (macOS has no `setsid` command); a
+/// macro so that [`SETSID`] can quote it with `concat!`.
+macro_rules! setsid_py {
+    () => {
+        "import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])"
+    };
+}
+
 /// `program args…` with no controlling terminal (a session of its own, like `setsid -w`), so
 /// that `/dev/tty` cannot be opened and nothing can ask on a terminal; waits for it as usual.
 /// util-linux's `setsid` on Linux; macOS has no such command, so Python does it there.
@@ -252,17 +266,14 @@ pub fn without_terminal(program: &str) -> Command {
         return cmd;
     }
     let mut cmd = Command::new(python());
-    cmd.args(["-c", "import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])", program]);
+    cmd.args(["-c", setsid_py!(), program]);
     cmd
 }
 
 /// Shell words that run the words after them in a session of their own (`setsid` is
 /// util-linux's; macOS has none).
-pub const SETSID: &str = if cfg!(target_os = "macos") {
-    "python3 -c 'import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])'"
-} else {
-    "setsid"
-};
+pub const SETSID: &str =
+    if cfg!(target_os = "macos") { concat!("python3 -c '", setsid_py!(), "'") } else { "setsid" };
 
 /// `cordon sandbox PLATFORM <flags> -C dir -- sh -c script`.
 pub fn sandbox_sh(user: User, flags: &[&str], dir: &Path, script: &str) -> Run {
