@@ -7,13 +7,13 @@
 //! the kernel ABI decides which of them took effect, and [`crate::report`] decides whether that
 //! is enough for the policy.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use cordon_policies::ResolvedPolicy;
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use crate::error::HelperError;
@@ -92,9 +92,9 @@ pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> 
     for (path, rights) in &plan.rules {
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
-        let Ok(fd) = PathFd::new(path) else { continue };
+        let Ok(fd) = open_path(path) else { continue };
         let rights =
-            if is_directory(path) { *rights } else { *rights & AccessFs::from_file(REQUESTED_ABI) };
+            if is_directory(&fd) { *rights } else { *rights & AccessFs::from_file(REQUESTED_ABI) };
         created = created.add_rule(PathBeneath::new(fd, rights))?;
     }
     let status = created.restrict_self()?;
@@ -114,8 +114,18 @@ fn writable_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     })
 }
 
-fn is_directory(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_dir())
+/// Opens `path` with `O_PATH`, as the rule needs: nothing is opened for real, so a FIFO does
+/// not block, a device is not started (`/dev/ptmx` would allocate a terminal) and `/dev/tty`
+/// resolves without a controlling terminal. Not `landlock::PathFd`: it asks for `O_PATH`
+/// through `std::fs::OpenOptions::custom_flags`, which on musl strips it (musl counts
+/// `O_PATH` in `O_ACCMODE`), so a static musl build would open every path for reading.
+fn open_path(path: &Path) -> nix::Result<OwnedFd> {
+    use nix::fcntl::OFlag;
+    nix::fcntl::open(path, OFlag::O_PATH | OFlag::O_CLOEXEC, nix::sys::stat::Mode::empty())
+}
+
+fn is_directory(fd: &OwnedFd) -> bool {
+    nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ mod error;
 #[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
+mod command;
+#[cfg(target_os = "linux")]
 mod containment;
 #[cfg(target_os = "linux")]
 mod cordon_home;

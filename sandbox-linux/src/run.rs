@@ -12,7 +12,8 @@ use crate::args::{
     parse_invocation,
 };
 use crate::caps::{self, CapabilityDrop};
-use crate::containment::{self, Containment, Exec as _, PidNamespaceRequest};
+use crate::command::PreparedCommand;
+use crate::containment::{self, Containment, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::landlock_rules::{self, LandlockEnforcement};
 use crate::mount_view::{self, MountView};
@@ -270,26 +271,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
         env.extend(cordon_policies::proxy_env(port));
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    supervisor.run(prepare_exec(args, &env)?)
-}
-
-/// The command's argv and environment as C strings, in its cwd: everything that can fail
-/// before the fork.
-struct PreparedExec {
-    program: OsString,
-    argv: Vec<CString>,
-    envp: Vec<CString>,
-}
-
-impl containment::Exec for PreparedExec {
-    fn exec(self) -> HelperError {
-        sys::reset_sigpipe();
-        let error = match nix::unistd::execvpe(&self.argv[0], &self.argv, &self.envp) {
-            Ok(never) => match never {},
-            Err(error) => error,
-        };
-        HelperError::Exec { command: self.program, source: error.into() }
-    }
+    supervisor.run(&prepare_exec(args, &env)?)
 }
 
 /// Enters the command cwd (after the mount view, so relative paths resolve through it) and
@@ -297,7 +279,7 @@ impl containment::Exec for PreparedExec {
 fn prepare_exec(
     args: &HelperArgs,
     extra_env: &[(&str, &str)],
-) -> Result<PreparedExec, HelperError> {
+) -> Result<PreparedCommand, HelperError> {
     let cwd = match &args.command_cwd {
         Some(cwd) => cwd.clone(),
         None => std::env::current_dir()
@@ -327,7 +309,7 @@ fn prepare_exec(
     for (key, value) in extra_env {
         envp.push(to_c(OsString::from(format!("{key}={value}")))?);
     }
-    Ok(PreparedExec { program: program.clone(), argv, envp })
+    Ok(PreparedCommand { program: program.clone(), argv, envp })
 }
 
 #[cfg(test)]

@@ -398,3 +398,122 @@ pub fn loopback_up() -> io::Result<()> {
     })
     .map(drop)
 }
+
+/// How the command's child is set up between `clone` and `execvpe` ([`spawn_command`]).
+pub struct CommandSpawn<'a> {
+    /// Looked up in `PATH` as `execvp` does (a script without `#!` runs under `/bin/sh`).
+    pub file: &'a std::ffi::CStr,
+    /// NUL-terminated arrays of pointers into strings that outlive the call.
+    pub argv: &'a [*const libc::c_char],
+    pub envp: &'a [*const libc::c_char],
+    pub group: CommandGroup,
+    pub parent_death: ParentDeathSignal,
+}
+
+/// The command's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandGroup {
+    /// The supervisor's.
+    Inherited,
+    /// A group of its own, which takes the terminal `foreground` (a descriptor) when given.
+    Own { foreground: Option<libc::c_int> },
+}
+
+/// Whether the command gets SIGKILL when the supervisor dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParentDeathSignal {
+    Kill,
+    Unset,
+}
+
+/// The child [`spawn_command`] started: it has exec'd the command, or failed to with
+/// `exec_error` and exited 127 (not found) or 126 (any other reason).
+#[derive(Debug)]
+pub struct Spawned {
+    pub pid: libc::pid_t,
+    pub exec_error: Option<io::Error>,
+}
+
+/// What the child reads (the spawn) and writes (the errno of a failed exec); it lives on the
+/// parent's stack, which the child shares.
+struct SpawnShared<'a> {
+    spawn: &'a CommandSpawn<'a>,
+    errno: std::sync::atomic::AtomicI32,
+}
+
+/// Starts the command as `posix_spawn` does: `clone(CLONE_VM | CLONE_VFORK)`, so the child
+/// borrows this process's memory instead of copying its page tables, and this process sleeps
+/// until the child has exec'd (or exited). A `fork` of the supervisor costs a copy of every
+/// page table and a copy-on-write fault for each page either side writes next; on the helper's
+/// few megabytes that was the largest single cost of a launch after the exec itself.
+///
+/// The child runs on a stack of its own and makes only system calls (and `execvpe`, which
+/// keeps its `PATH` buffer on that stack and allocates nothing): it must not touch the heap or
+/// any lock, which are the parent's.
+pub fn spawn_command(spawn: &CommandSpawn<'_>) -> io::Result<Spawned> {
+    let shared = SpawnShared { spawn, errno: std::sync::atomic::AtomicI32::new(0) };
+    // execvpe keeps a path buffer (at most PATH_MAX + NAME_MAX) on the stack, and for a script
+    // without `#!` the shell's argv (one pointer per argument): room for both, with margin.
+    let size = 64 * 1024 + spawn.argv.len() * std::mem::size_of::<*const libc::c_char>();
+    let mut stack: Vec<u8> = Vec::with_capacity(size);
+    // The stack grows down from its (16-byte aligned) top; the memory is only written by the
+    // child, never read as bytes by Rust.
+    let top = (stack.as_mut_ptr() as usize + size) & !15;
+    // SAFETY: `command_child` gets a pointer to `shared`, which outlives the child's use of it:
+    // with CLONE_VFORK this call returns only after the child has exec'd or exited, and both
+    // end its use of this memory. `top` is the aligned top of `size` bytes we own. The child
+    // makes only async-signal-safe calls (see `command_child`).
+    let pid = check_int(unsafe {
+        libc::clone(
+            command_child,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw const shared).cast_mut().cast::<libc::c_void>(),
+        )
+    })?;
+    drop(stack);
+    let errno = shared.errno.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(Spawned { pid, exec_error: (errno != 0).then(|| io::Error::from_raw_os_error(errno)) })
+}
+
+/// The command's child: process group, terminal, parent-death signal, signal state, exec.
+extern "C" fn command_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `SpawnShared` of `spawn_command`, alive until this child execs or
+    // exits (CLONE_VFORK holds the parent until then).
+    let shared = unsafe { &*arg.cast::<SpawnShared<'_>>() };
+    let spawn = shared.spawn;
+    // SAFETY: only system calls on integers and on sigsets and pointer arrays that live on
+    // this stack or in the parent's (suspended) memory; nothing allocates or takes a lock.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        if let CommandGroup::Own { foreground } = spawn.group {
+            libc::setpgid(0, 0);
+            if let Some(fd) = foreground {
+                // The new group is in the background until this call, and tcsetpgrp from the
+                // background raises SIGTTOU unless it is blocked. Before the exec, so that the
+                // command's first read of the terminal does not stop it.
+                libc::sigemptyset(&raw mut set);
+                libc::sigaddset(&raw mut set, libc::SIGTTOU);
+                libc::sigprocmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+                libc::tcsetpgrp(fd, libc::getpgrp());
+            }
+        }
+        if spawn.parent_death == ParentDeathSignal::Kill {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        }
+        // Rust ignores SIGPIPE, and an ignored signal stays ignored across execve (`yes |
+        // head` would then not end); the command starts with nothing blocked. This child has
+        // its own signal dispositions (no CLONE_SIGHAND).
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::sigemptyset(&raw mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
+        libc::execvpe(spawn.file.as_ptr(), spawn.argv.as_ptr(), spawn.envp.as_ptr());
+        let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC);
+        shared.errno.store(errno, std::sync::atomic::Ordering::Relaxed);
+        libc::_exit(if errno == libc::ENOENT {
+            crate::EXIT_NOT_FOUND
+        } else {
+            crate::EXIT_NOT_EXECUTABLE
+        })
+    }
+}

@@ -58,8 +58,6 @@ use nix::sys::signal::{SigSet, Signal};
 mod helper;
 mod supervisor;
 
-pub use supervisor::Exec;
-
 use crate::args::ParentDeath;
 use crate::error::HelperError;
 pub use crate::report::Containment;

@@ -3,14 +3,14 @@
 
 use std::os::fd::AsFd;
 
-use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signal::Signal;
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
 use super::{Containment, Report, SI_KERNEL, Supervisor, TAKE_TERMINAL, Terminal, watched};
+use crate::command::PreparedCommand;
 use crate::error::HelperError;
-use crate::sys::{self, Forked, Wait};
+use crate::sys::{self, CommandGroup, ParentDeathSignal, Spawned, Wait};
 
 /// What the supervisor knows while the command runs.
 struct Watch {
@@ -98,65 +98,40 @@ impl Watch {
     }
 }
 
-/// The command, ready to exec (everything allocated and checked before the fork).
-pub trait Exec {
-    /// Execs; returns only the error.
-    fn exec(self) -> HelperError;
-}
-
 impl Supervisor {
-    /// Forks the command and supervises it until it exits; then kills what is left, reports
+    /// Starts the command and supervises it until it exits; then kills what is left, reports
     /// the command's status to the helper and exits.
-    pub fn run(self, command: impl Exec) -> ! {
+    pub fn run(self, command: &PreparedCommand) -> ! {
         // The command gets a process group of its own, and the terminal's foreground when the
         // helper had it: a terminal's signals (Ctrl-C, Ctrl-Z, window size) then go to the
         // command alone, and the group leader the executor watches for an idle prompt is the
-        // command. `go` holds the command back until its group is in the foreground, or its
-        // first read of the terminal would stop it.
+        // command. It takes both itself before it execs (the supervisor sleeps until then), so
+        // its first read of the terminal does not stop it.
         // Only in the namespace, where the command's group dies with the supervisor: under the
         // subreaper the command stays in the helper's group, so that the caller's `killpg`
         // (a timeout) still reaches every descendant that did not leave it.
-        let own_group = self.containment == Containment::PidNamespace;
-        let (go_wait, go) = match nix::unistd::pipe2(OFlag::O_CLOEXEC) {
-            Ok(pipe) => pipe,
-            Err(e) => fail(HelperError::Containment { what: "creating a pipe", source: e.into() }),
+        let (group, parent_death) = match self.containment {
+            Containment::PidNamespace => (
+                CommandGroup::Own {
+                    foreground: match self.terminal {
+                        Terminal::Foreground(fd) => Some(fd),
+                        Terminal::None | Terminal::Background(_) => None,
+                    },
+                },
+                // The namespace ends with the supervisor, and the command with it.
+                ParentDeathSignal::Unset,
+            ),
+            // No namespace kills the command when the supervisor dies.
+            Containment::Subreaper => (CommandGroup::Inherited, ParentDeathSignal::Kill),
         };
-        let forked = match sys::fork() {
-            Ok(forked) => forked,
-            Err(source) => fail(HelperError::Containment { what: "forking the command", source }),
-        };
-        let pid = match forked {
-            Forked::Child => {
-                drop(go);
-                if own_group {
-                    let _ = nix::unistd::setpgid(
-                        nix::unistd::Pid::from_raw(0),
-                        nix::unistd::Pid::from_raw(0),
-                    );
-                }
-                // End of file once the supervisor is done.
-                let _ = nix::unistd::read(&go_wait, &mut [0u8; 1]);
-                drop(go_wait);
-                // The command starts with nothing blocked, as the helper itself did.
-                let _ = SigSet::empty().thread_set_mask();
-                if self.containment == Containment::Subreaper {
-                    // No namespace kills the command when the supervisor dies.
-                    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-                }
-                fail(command.exec())
+        let pid = match command.spawn(group, parent_death) {
+            Ok(Spawned { pid, exec_error: None }) => pid,
+            Ok(Spawned { pid, exec_error: Some(source) }) => {
+                // The child has exited 127 or 126; its status goes up as any other.
+                eprintln!("{}{}", crate::messages::prefix(), command.exec_failed(source));
+                pid
             }
-            Forked::Parent { child } => {
-                if own_group {
-                    let group = nix::unistd::Pid::from_raw(child);
-                    // Both sides set the group, so it is in place whichever runs first.
-                    let _ = nix::unistd::setpgid(group, group);
-                    if let Terminal::Foreground(fd) = self.terminal {
-                        let _ = sys::set_foreground_group(fd, child);
-                    }
-                }
-                drop((go, go_wait));
-                child
-            }
+            Err(error) => fail(error),
         };
         let mut watch = Watch {
             command: pid,
