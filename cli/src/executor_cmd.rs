@@ -55,8 +55,10 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve_stdio<B: Backend + 'static>(backend: Rc<B>) -> anyhow::Result<ServeEnd> {
-    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-    Ok(serve(stdin, tokio::io::stdout(), backend).await?)
+    // Without a thread for stdin or stdout, the executor stays single-threaded while it runs
+    // only pipe sessions, and their helper starts in the forked child (no exec of cordon).
+    let stdin = tokio::io::BufReader::new(cordon_exec_core::stdio::stdin());
+    Ok(serve(stdin, cordon_exec_core::stdio::stdout(), backend).await?)
 }
 
 /// What `--serve-remote` tells the orchestrator about this machine: `doctor`, its

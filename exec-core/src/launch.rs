@@ -84,7 +84,7 @@ pub struct HelperSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HelperLaunch {
     /// A spawner that forks from a single-threaded process runs the helper in the forked child
-    /// ([`cordon_sandbox_linux::run_forked`]): one `execve` of cordon fewer. Only when the
+    /// ([`cordon_sandbox_linux::run_in_process`]): one `execve` of cordon fewer. Only when the
     /// helper is this very binary.
     InProcessWhenPossible,
     /// Always exec the helper executable (a configured `linux_sandbox_exe`).

@@ -29,6 +29,7 @@ mod resolved;
 mod runner;
 pub mod session;
 mod spawn;
+pub mod stdio;
 mod sys;
 mod terminal_filter;
 

@@ -170,3 +170,98 @@ fn cordon_sandbox_passes_inherited_descriptors_through_as_an_exec_would() {
         assert_eq!(out.stdout, "through fd 5\n", "{start:?}");
     }
 }
+
+/// The supervisor starts the command in a child that borrows its memory until the exec
+/// (`clone(CLONE_VM | CLONE_VFORK)`, issue 14). What `execvp` does there must be what it did
+/// in a forked child: a `PATH` lookup, a script without `#!` run by `/bin/sh` (whose argv the
+/// C library builds on the child's stack: a long one must fit), 127 and 126 with the reason —
+/// in the PID namespace and under the subreaper alike.
+#[test]
+fn the_command_starts_as_execvp_would_in_either_containment() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let script = bin.join("no-shebang");
+    std::fs::write(&script, "echo $#\nfor last; do :; done\necho \"$last\"\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let not_executable = dir.path().join("not-executable");
+    std::fs::write(&not_executable, "echo never\n").unwrap();
+    let policy = super::util::only_root_policy(dir.path(), false);
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let many: Vec<String> = (0..100_000).map(|i| i.to_string()).collect();
+    for containment in [&[][..], &["--no-pid-namespace"][..], &["--no-mount-view"][..]] {
+        let run_with = |argv: &[&str]| -> Run {
+            let mut command = super::util::helper_cmd(&policy, dir.path(), containment, argv);
+            command.env("PATH", &path).output().unwrap().into()
+        };
+        let mut argv = vec!["no-shebang"];
+        argv.extend(many.iter().map(String::as_str));
+        let out = run_with(&argv);
+        out.assert_ok();
+        assert_eq!(out.stdout, "100000\n99999\n", "{containment:?}");
+
+        let missing = run_with(&["no-such-command-here"]);
+        assert_eq!(missing.code, Some(127), "{containment:?}: {}", missing.stderr);
+        assert!(
+            missing.stderr.contains("cannot run \"no-such-command-here\": No such file"),
+            "{containment:?}: {}",
+            missing.stderr
+        );
+        let refused = run_with(&[not_executable.to_str().unwrap()]);
+        assert_eq!(refused.code, Some(126), "{containment:?}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains("Permission denied"),
+            "{containment:?}: {}",
+            refused.stderr
+        );
+    }
+}
+
+/// `cordon executor` run over pipes, as a harness runs it, has no thread for its own stdin and
+/// stdout, so while it runs only pipe sessions the helper of each starts in the forked child,
+/// as `cordon exec`'s does (pid 1 of the command's namespace is then a fork of the executor).
+/// Beside a live PTY session (whose reader threads make the executor threaded) the helper is
+/// exec'd instead. The command is confined the same either way.
+#[test]
+fn executor_pipe_sessions_start_the_helper_in_process_and_exec_it_beside_a_terminal() {
+    require_sandbox!(1);
+    skip_unless!(
+        features().mount_view,
+        "needs the mount view (PID namespace), in which the command's pid 1 is the helper"
+    );
+    let outside = scratch();
+    let mut executor = super::executor::Executor::start(&[]);
+    let executor_pid = executor.child.id();
+    let probe = |executor: &mut super::executor::Executor, name: &str| -> (String, String) {
+        let target = outside.path().join(name);
+        let script = format!(
+            "tr '\\0' ' ' < /proc/1/cmdline; echo; grep -E '^(Seccomp|NoNewPrivs|CapEff):' \
+             /proc/self/status; echo x > {} || echo refused",
+            target.display()
+        );
+        let text =
+            executor.text("exec_command", serde_json::json!({"cmd": script, "login": false}));
+        assert!(!target.exists(), "{name}: wrote outside the workspace: {text}");
+        let output = text.split_once("Output:\n").map(|(_, o)| o.to_owned()).unwrap_or(text);
+        let (pid1, rest) = output.split_once('\n').unwrap_or((&output, ""));
+        let confinement: Vec<&str> = rest.lines().filter(|l| !l.contains("refused")).collect();
+        (pid1.to_owned(), confinement.join("\n"))
+    };
+    let threads = || std::fs::read_dir(format!("/proc/{executor_pid}/task")).unwrap().count();
+
+    let (in_process, confined_in_process) = probe(&mut executor, "in-process");
+    assert!(in_process.starts_with(&format!("{CORDON} executor")), "pid 1: {in_process:?}");
+    assert_eq!(threads(), 1, "the executor started a thread for pipe sessions");
+
+    // A PTY session that stays: its reader and waiter are threads.
+    let terminal = executor
+        .text("exec_command", serde_json::json!({"cmd": "cat", "tty": true, "yield_time_ms": 300}));
+    assert!(terminal.contains("Process running with session ID"), "{terminal}");
+    let (exec_helper, confined_exec_helper) = probe(&mut executor, "exec-helper");
+    // The executor execs the helper through a `codex-linux-sandbox` link of its own.
+    let argv0 = exec_helper.split(' ').next().unwrap_or_default();
+    assert!(argv0.ends_with("/codex-linux-sandbox"), "pid 1: {exec_helper:?}");
+    pretty_assertions::assert_eq!(confined_in_process, confined_exec_helper);
+    assert!(confined_in_process.contains("NoNewPrivs:\t1"), "{confined_in_process}");
+}
