@@ -245,7 +245,10 @@ fn executor_pipe_sessions_start_the_helper_in_process_and_exec_it_beside_a_termi
         assert!(!target.exists(), "{name}: wrote outside the workspace: {text}");
         let output = text.split_once("Output:\n").map(|(_, o)| o.to_owned()).unwrap_or(text);
         let (pid1, rest) = output.split_once('\n').unwrap_or((&output, ""));
-        let confinement: Vec<&str> = rest.lines().filter(|l| !l.contains("refused")).collect();
+        let confinement: Vec<&str> = rest
+            .lines()
+            .filter(|l| ["Seccomp:", "NoNewPrivs:", "CapEff:"].iter().any(|k| l.starts_with(k)))
+            .collect();
         (pid1.to_owned(), confinement.join("\n"))
     };
     let threads = || std::fs::read_dir(format!("/proc/{executor_pid}/task")).unwrap().count();
