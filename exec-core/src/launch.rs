@@ -266,7 +266,11 @@ impl LaunchPlan {
         #[cfg(target_os = "linux")]
         if let Some(args) = &self.in_process {
             if cordon_sandbox_linux::single_threaded() {
-                cordon_sandbox_linux::run_in_process(args, &self.env);
+                cordon_sandbox_linux::run_in_process(
+                    args,
+                    &self.env,
+                    cordon_sandbox_linux::InheritedDescriptors::Mixed,
+                );
             }
         }
         self.to_command().exec()

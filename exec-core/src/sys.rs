@@ -83,7 +83,15 @@ pub fn run_helper_in_child(
     // helper's ordinary code, as the exec'd helper would. The helper closes the descriptors an
     // exec would close, resets caught signals and replaces the environment first.
     unsafe {
-        command.pre_exec(move || cordon_sandbox_linux::run_in_process(&args, &env));
+        command.pre_exec(move || {
+            // `prepare_child`'s hook, which ran before this one, marked every descriptor
+            // above stderr close-on-exec (cordon's own are anyway).
+            cordon_sandbox_linux::run_in_process(
+                &args,
+                &env,
+                cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
+            )
+        });
     }
 }
 

@@ -22,7 +22,8 @@
 //! 6. `no_new_privs`, then the seccomp program ([`seccomp`]);
 //! 7. the result is checked against what the policy needs ([`report::gaps`]): a required
 //!    protection that is missing is exit 125 unless `--best-effort`;
-//! 8. the supervisor forks the command, which `execvp`s in the command cwd with
+//! 8. the supervisor starts the command (`clone(CLONE_VM | CLONE_VFORK)`, [`command`]), which
+//!    `execvp`s in the command cwd with
 //!    `CORDON_SANDBOX=linux`; the supervisor reaps, forwards signals, and when the command exits
 //!    makes sure nothing it started is left.
 //!
@@ -76,7 +77,7 @@ pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperEr
 
 /// The helper's entry point (see the crate docs). Never returns.
 #[cfg(target_os = "linux")]
-pub use run::{run_in_process, run_main, single_threaded};
+pub use run::{InheritedDescriptors, run_in_process, run_main, single_threaded};
 
 /// On other systems the helper personality only explains itself.
 #[cfg(not(target_os = "linux"))]

@@ -60,8 +60,15 @@ pub fn run_main() -> ! {
 /// one of them to close), caught signals go back to their default disposition (ignored ones stay
 /// ignored, as across an exec), and the environment becomes `env`. Then the same steps as
 /// [`run_main`]. Never returns.
-pub fn run_in_process(args: &HelperArgs, env: &[(OsString, OsString)]) -> ! {
-    sys::close_cloexec_descriptors();
+pub fn run_in_process(
+    args: &HelperArgs,
+    env: &[(OsString, OsString)],
+    descriptors: InheritedDescriptors,
+) -> ! {
+    match descriptors {
+        InheritedDescriptors::AllCloseOnExec => sys::close_descriptors_above_stderr(),
+        InheritedDescriptors::Mixed => sys::close_cloexec_descriptors(),
+    }
     sys::reset_caught_signals();
     sys::replace_environment(env);
     crate::messages::set_caller(args.caller);
@@ -72,6 +79,19 @@ pub fn run_in_process(args: &HelperArgs, env: &[(OsString, OsString)]) -> ! {
     eprintln!("{}{error}", crate::messages::prefix());
     // `_exit`: buffered output and exit handlers belong to the caller, not to this helper.
     sys::exit_now(error.exit_code())
+}
+
+/// What the descriptors above stderr of a [`run_in_process`] caller are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InheritedDescriptors {
+    /// Every one is marked close-on-exec (a spawner marked them all, as cordon's does for the
+    /// command): they are all closed at once (`close_range`), with no listing of
+    /// `/proc/self/fd` — whose entries the kernel would build, and drop again at exit, on
+    /// every launch.
+    AllCloseOnExec,
+    /// Some may be meant for the command (`cordon sandbox` passes its caller's on, as an exec
+    /// would): those marked close-on-exec are closed, the others stay.
+    Mixed,
 }
 
 /// Whether this process has a single thread, which [`run_in_process`] needs.

@@ -100,6 +100,29 @@ pub fn reset_sigpipe() {
     }
 }
 
+/// Closes every descriptor above stderr (`close_range`; on kernels before 5.9 the ones
+/// `/proc/self/fd` lists).
+pub fn close_descriptors_above_stderr() {
+    // SAFETY: close_range takes integers; the descriptors closed belong to callers that never
+    // run again in this process (see `run_in_process`).
+    let ret =
+        unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0) };
+    if ret < 0 {
+        let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
+        let fds: Vec<libc::c_int> = dir
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter(|fd| *fd > 2)
+            .collect();
+        for fd in fds {
+            // SAFETY: as above; a number that is not open (the listing's own) is EBADF.
+            unsafe {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
 /// Closes every descriptor marked close-on-exec, as an `execve` would; the others stay open.
 pub fn close_cloexec_descriptors() {
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
