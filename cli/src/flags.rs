@@ -46,6 +46,9 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Each subcommand's arguments are built only when it is the one invoked (`Command::defer`):
+// building every subcommand's arguments was the largest part of `cordon exec`'s own start-up.
+#[command(defer = true)]
 pub enum Command {
     /// Run a command under the approval policy and the sandbox.
     Exec(ExecArgs),
@@ -95,6 +98,9 @@ pub struct CompletionsArgs {
 }
 
 #[derive(Debug, Subcommand)]
+// Each subcommand's arguments are built only when it is the one invoked (`Command::defer`):
+// building every subcommand's arguments was the largest part of `cordon exec`'s own start-up.
+#[command(defer = true)]
 pub enum SandboxCommand {
     /// Run through the Linux helper (Landlock, seccomp, mount view).
     Linux(SandboxRunArgs),
@@ -102,7 +108,9 @@ pub enum SandboxCommand {
     Macos(SandboxRunArgs),
 }
 
-/// The sandbox flags shared by every command that runs something.
+// The sandbox flags shared by every command that runs something. (Plain comments on the
+// flattened structs: clap would take a doc comment as the `about` of the subcommand that
+// flattens them, which with deferred subcommands would replace the subcommand's own.)
 #[derive(Debug, Clone, Args)]
 pub struct SandboxFlags {
     /// Sandbox mode [default: config sandbox_mode, else workspace-write (read-only for
@@ -168,8 +176,8 @@ pub struct SandboxRunArgs {
     pub command: Vec<OsString>,
 }
 
-/// The approval policy and config overrides shared by `exec`, `executor`, `mcp-server` and
-/// `policy check`.
+// The approval policy and config overrides shared by `exec`, `executor`, `mcp-server` and
+// `policy check`.
 #[derive(Debug, Clone, Args)]
 pub struct PolicyFlags {
     /// When to ask before running [default: config approval_policy, else on-request]; the
@@ -214,7 +222,7 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-/// How to reach another machine (`exec --host`, `executor --connect`).
+// How to reach another machine (`exec --host`, `executor --connect`).
 #[derive(Debug, Clone, Args)]
 pub struct RemoteFlags {
     /// An ssh option for the connection, as `ssh -o` takes it (repeatable):
@@ -277,6 +285,9 @@ pub struct McpArgs {
 }
 
 #[derive(Debug, Subcommand)]
+// Each subcommand's arguments are built only when it is the one invoked (`Command::defer`):
+// building every subcommand's arguments was the largest part of `cordon exec`'s own start-up.
+#[command(defer = true)]
 pub enum PolicyCommand {
     /// Print the decision for a command as JSON; runs nothing.
     Check(PolicyCheckArgs),
@@ -298,4 +309,45 @@ pub struct DoctorArgs {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand is deferred: clap's own consistency checks run on the built whole.
+    #[test]
+    fn the_command_line_is_consistent_once_every_subcommand_is_built() {
+        let mut command = Cli::command();
+        command.build();
+        command.debug_assert();
+    }
+
+    /// A deferred subcommand applies its flattened structs after its own attributes; a doc
+    /// comment on one of them would become the subcommand's description (`--help`, the man
+    /// page, completions).
+    #[test]
+    fn deferred_subcommands_keep_their_own_descriptions() {
+        let mut command = Cli::command();
+        command.build();
+        let about = |path: &[&str]| -> String {
+            let mut cmd = &command;
+            for name in path {
+                cmd = cmd.find_subcommand(name).unwrap_or_else(|| panic!("no {name}"));
+            }
+            cmd.get_about().map(ToString::to_string).unwrap_or_default()
+        };
+        assert_eq!(about(&["exec"]), "Run a command under the approval policy and the sandbox");
+        assert!(about(&["executor"]).starts_with("Serve interactive sandboxed sessions"));
+        assert!(about(&["mcp-server"]).starts_with("Serve sandboxed command execution"));
+        assert!(about(&["sandbox", "linux"]).starts_with("Run through the Linux helper"));
+        assert_eq!(
+            about(&["policy", "check"]),
+            "Print the decision for a command as JSON; runs nothing"
+        );
+        // And the arguments of a deferred subcommand are there once built.
+        let exec = command.find_subcommand("exec").unwrap();
+        assert!(exec.get_arguments().any(|a| a.get_long() == Some("timeout")));
+    }
 }

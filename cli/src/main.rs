@@ -23,7 +23,9 @@ use clap::Parser;
 
 /// `cordon man`: the roff man page on stdout.
 fn man_page() -> anyhow::Result<ExitCode> {
-    let command = <flags::Cli as clap::CommandFactory>::command();
+    // Deferred subcommands (see `flags::Command`) are built before the page lists them.
+    let mut command = <flags::Cli as clap::CommandFactory>::command();
+    command.build();
     let mut page = Vec::new();
     clap_mangen::Man::new(command).render(&mut page)?;
     output::write_stdout(&String::from_utf8_lossy(&page))?;
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         flags::Command::Doctor(cmd) => doctor::run(&cmd),
         flags::Command::Completions(args) => {
             let mut command = <flags::Cli as clap::CommandFactory>::command();
+            command.build();
             clap_complete::generate(args.shell, &mut command, "cordon", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
