@@ -477,7 +477,7 @@ pub fn spawn_command(spawn: &CommandSpawn<'_>) -> io::Result<Spawned> {
     let shared = SpawnShared { spawn, errno: std::sync::atomic::AtomicI32::new(0) };
     // execvpe keeps a path buffer (at most PATH_MAX + NAME_MAX) on the stack, and for a script
     // without `#!` the shell's argv (one pointer per argument): room for both, with margin.
-    let size = 64 * 1024 + spawn.argv.len() * std::mem::size_of::<*const libc::c_char>();
+    let size = 64 * 1024 + std::mem::size_of_val(spawn.argv);
     let mut stack: Vec<u8> = Vec::with_capacity(size);
     // The stack grows down from its (16-byte aligned) top; the memory is only written by the
     // child, never read as bytes by Rust.
