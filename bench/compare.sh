@@ -5,7 +5,7 @@
 # -s workspace-write` (also with the helper exec'd instead of run in cordon's forked child);
 # bubblewrap (read-only root, one read-write directory, no network), with
 # and without --unshare-pid --unshare-ipc; firejail --noprofile --net=none; and the floor, a
-# static Rust program that only execv's its argument. Prints median, mean, × bare and the peak
+# static Rust program that only execv's its argument (glibc, and musl where rustc has it). Prints median, mean, × bare and the peak
 # RSS of the process tree (the largest process in it: cordon's front-end for `exec`/`sandbox`,
 # the helper for the helper rows).
 #
@@ -67,12 +67,23 @@ fn main() {
 }
 RS
 rustc -O -C panic=abort -C target-feature=+crt-static --target "$host" -o "$tmp/floor" "$tmp/floor.rs"
+# The same program on musl, which skips glibc's start-up CPU-feature probe (CPUID, which traps
+# to the hypervisor on a VM): how much of the floor is glibc's own start-up. Only where the
+# target is installed (`rustup target add x86_64-unknown-linux-musl`).
+musl_target=${host%-gnu}-musl
+floor_musl=
+if rustc -O -C panic=abort --target "$musl_target" -o "$tmp/floor-musl" "$tmp/floor.rs" 2>/dev/null; then
+  floor_musl=$tmp/floor-musl
+else
+  echo "skipped floor: static musl execv: no $musl_target target for rustc" >&2
+fi
 
 names=()
 commands=()
 add() { names+=("$1"); commands+=("$2"); }
 add "bare /bin/true" "/bin/true"
 add "floor: static execv" "$tmp/floor /bin/true"
+[ -n "$floor_musl" ] && add "floor: static musl execv" "$floor_musl /bin/true"
 policy='{"type":"workspace-write"}'
 for build in static dyn; do
   helper="$tmp/$build/codex-linux-sandbox --sandbox-policy-cwd $work --sandbox-policy '$policy'"
