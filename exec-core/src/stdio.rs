@@ -13,7 +13,7 @@
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// This process's stdin.
-pub fn stdin() -> Box<dyn AsyncRead + Unpin> {
+pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
     #[cfg(target_os = "linux")]
     if let Some(pipe) =
         reopened_pipe(std::os::fd::AsFd::as_fd(&std::io::stdin()), nix::fcntl::OFlag::O_RDONLY)
@@ -25,7 +25,7 @@ pub fn stdin() -> Box<dyn AsyncRead + Unpin> {
 }
 
 /// This process's stdout.
-pub fn stdout() -> Box<dyn AsyncWrite + Unpin> {
+pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     #[cfg(target_os = "linux")]
     if let Some(pipe) =
         reopened_pipe(std::os::fd::AsFd::as_fd(&std::io::stdout()), nix::fcntl::OFlag::O_WRONLY)

@@ -441,3 +441,21 @@ fn mcp_sigterm_closes_every_session_and_exits_143() {
         "a session outlived the server"
     );
 }
+
+/// The MCP server reads and writes its own stdin and stdout without threads (as the executor
+/// does), so its pipe sessions start the helper in the forked child instead of exec'ing cordon:
+/// pid 1 of the command's namespace is then a fork of `cordon mcp-server` (issue 14).
+#[test]
+#[cfg(target_os = "linux")]
+fn mcp_pipe_sessions_start_the_helper_in_process() {
+    require_mcp_client!();
+    require_sandbox!(1);
+    skip_unless!(
+        features().mount_view,
+        "needs the mount view (PID namespace), in which the command's pid 1 is the helper"
+    );
+    let dirs = Dirs::new();
+    let report = client("run", &dirs, &["--cmd", "tr '\\0' ' ' < /proc/1/cmdline"], &[]);
+    let text = report["result"]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("Output:\n{CORDON} mcp-server")), "{text}");
+}

@@ -269,7 +269,10 @@ fn with_notes(result: Option<Result<String, String>>, notes: Vec<String>) -> Cal
 /// Serves MCP on stdin/stdout until the client goes away (EOF) or a terminating signal; then
 /// every session is closed. Call on a current-thread runtime.
 pub async fn serve_stdio(manager: Sessions) -> Result<ServeEnd, McpError> {
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    // Not rmcp's `stdio_pipes` (tokio's stdin and stdout, on blocking threads): without a
+    // thread of its own the server stays single-threaded, and its pipe sessions start the
+    // helper in the forked child (see `crate::stdio`).
+    let (stdin, stdout) = (crate::stdio::stdin(), crate::stdio::stdout());
     let eof = Arc::new(Notify::new());
     let transport =
         transport::GuardedLines::new(tokio::io::BufReader::new(stdin), stdout, Arc::clone(&eof));

@@ -150,7 +150,7 @@ impl SessionProcess {
         crate::sys::prepare_child(&mut command, crate::sys::Terminal::Detach);
         // One exec fewer, as `cordon exec` does: the forked child runs the helper itself, when
         // nothing else runs beside this thread (no PTY session's threads; `stdio` keeps the
-        // executor's own stdin and stdout off threads). Only this thread starts threads, so
+        // server's own stdin and stdout off threads). Only this thread starts threads, so
         // the answer cannot change before the fork.
         #[cfg(target_os = "linux")]
         if let Some(helper) = &spec.in_process {
