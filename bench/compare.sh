@@ -9,14 +9,15 @@
 # RSS of the process tree (the largest process in it: cordon's front-end for `exec`/`sandbox`,
 # the helper for the helper rows).
 #
-#   bash bench/compare.sh                     # 300 runs each, 30 warm-up runs
+#   bash bench/compare.sh                     # 300 runs each, in 6 rounds (10 warm-up runs each)
 #   RUNS=1000 bash bench/compare.sh --json results.json
 #   SKIP_BUILD=1 bash bench/compare.sh        # the builds in target/ as they are
 #
 # Installs hyperfine, bubblewrap, firejail and GNU time from Debian when they are missing (needs root).
 set -euo pipefail
 RUNS=${RUNS:-300}
-WARMUP=${WARMUP:-30}
+WARMUP=${WARMUP:-10}
+ROUNDS=${ROUNDS:-6}
 json_out=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -129,14 +130,36 @@ PY
 )
 
 cd "$work"
-hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$tmp/hyperfine.json" "${args[@]}" >/dev/null
+# hyperfine runs one variant after the other, and this VM's speed drifts by 10-30 % over the
+# minutes that takes, which would show up as differences between rows. So the runs are split
+# into ROUNDS hyperfine invocations, each over every variant in a new random order, and the
+# times of all rounds are pooled per variant: drift then hits every row alike.
+rounds=$ROUNDS
+per_round=$(( (RUNS + rounds - 1) / rounds ))
+pairs=$(( ${#args[@]} / 3 ))
+for round in $(seq "$rounds"); do
+  shuffled=()
+  for i in $(seq 0 $((pairs - 1)) | shuf); do
+    shuffled+=("${args[@]:$((i * 3)):3}")
+  done
+  hyperfine -N --warmup "$WARMUP" --runs "$per_round" --export-json "$tmp/hyperfine-$round.json" \
+    "${shuffled[@]}" >/dev/null
+done
 
 # Peak RSS: wait4's rusage of the top process covers it and every descendant it waited for;
 # the largest of them is the front-end (or the helper, in the helper rows). Median of 20 runs.
 python3 - "$tmp/hyperfine.json" "$tmp/commands.tsv" "$json_out" <<'PY'
-import json, os, platform, shlex, statistics, subprocess, sys, tempfile
+import glob, json, os, platform, shlex, statistics, subprocess, sys, tempfile
 
-results = json.load(open(sys.argv[1]))["results"]
+# Every round's times, pooled per variant, in the order of commands.tsv.
+pooled = {}
+for path in sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "hyperfine-*.json"))):
+    for r in json.load(open(path))["results"]:
+        pooled.setdefault(r["command"], []).extend(r["times"])
+order = [line.split("\t", 1)[0] for line in open(sys.argv[2])]
+results = [{"command": name, "median": statistics.median(pooled[name]),
+            "mean": statistics.mean(pooled[name]), "stddev": statistics.pstdev(pooled[name])}
+           for name in order if name in pooled]
 commands = dict(line.rstrip("\n").split("\t", 1) for line in open(sys.argv[2]))
 
 def peak_rss_kib(command):
