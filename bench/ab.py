@@ -82,6 +82,13 @@ def main():
     parser.add_argument("builds", nargs="+", metavar="LABEL=PATH")
     args = parser.parse_args()
 
+    builds = []
+    for build in args.builds:
+        label, _, path = build.partition("=")
+        if not path or not os.access(path, os.X_OK):
+            sys.exit(f"ab.py: {build!r} is not LABEL=PATH of an executable")
+        builds.append((label, os.path.abspath(path)))
+
     scratch = tempfile.mkdtemp(prefix="cordon-ab-")
     # CORDON_HOME must not lie inside a writable root (and /tmp is one).
     home = tempfile.mkdtemp(prefix="cordon-ab-home-", dir="/var/tmp")
@@ -106,11 +113,7 @@ def main():
     rows = [("bare /bin/true", ["/bin/true"], spawn(["/bin/true"])),
             ("bash -c true", ["/bin/bash", "-c", "true"], spawn(["/bin/bash", "-c", "true"]))]
     executors = []
-    for build in args.builds:
-        label, _, path = build.partition("=")
-        if not path or not os.access(path, os.X_OK):
-            sys.exit(f"ab.py: {build!r} is not LABEL=PATH of an executable")
-        cordon = os.path.abspath(path)
+    for label, cordon in builds:
         for name, argv in variants(label, cordon, os.path.join(scratch, "links"), work):
             rows.append((name, argv, spawn(argv)))
         executors.append(Executor(cordon, work, env))
