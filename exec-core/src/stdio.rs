@@ -7,8 +7,10 @@
 //! one more `execve` of cordon. When stdin or stdout is a pipe — as it is for an agent harness
 //! that spawns `cordon executor` — it is reopened through `/proc/self/fd/N`, which gives this
 //! process a description of the pipe of its own, made non-blocking and driven by the runtime's
-//! epoll like any socket; the caller's description of the same pipe stays blocking. Anything
-//! else (a terminal, a file, a socket), and every other system, keeps tokio's streams.
+//! epoll like any socket; the caller's description of the same pipe stays blocking. Reopening
+//! takes permission on the pipe, which its creator's user has (a harness of the same user);
+//! a pipe another user made (`EACCES`), anything that is not a pipe (a terminal, a file, a
+//! socket), and every other system keep tokio's streams — and the exec'd helper.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 

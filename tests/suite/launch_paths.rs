@@ -271,3 +271,64 @@ fn executor_pipe_sessions_start_the_helper_in_process_and_exec_it_beside_a_termi
     pretty_assertions::assert_eq!(confined_in_process, confined_exec_helper);
     assert!(confined_in_process.contains("NoNewPrivs:\t1"), "{confined_in_process}");
 }
+
+/// The executor keeps itself single-threaded only by reopening its stdin and stdout pipes
+/// through `/proc/self/fd`, which takes permission on the pipe: true for a harness of the same
+/// user, which is how an agent starts it — so as root and as uid 65534, a harness of that user
+/// gets an executor with one thread whose command runs confined, with pid 1 of its namespace (where
+/// there is one) a fork of the executor.
+#[test]
+fn a_harness_of_the_same_user_gets_the_in_process_start_as_root_and_unprivileged() {
+    require_sandbox!(1);
+    const HARNESS: &str = r#"
+import json, os, subprocess, sys
+cordon, work, outside = sys.argv[1:4]
+p = subprocess.Popen([cordon, "executor", "-C", work], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+cmd = "tr '\\0' ' ' < /proc/1/cmdline; echo; echo x > %s || echo refused" % outside
+request = {"type": "call_tool", "requestId": "1", "toolName": "exec_command",
+           "arguments": {"cmd": cmd, "login": False}}
+p.stdin.write((json.dumps(request) + "\n").encode()); p.stdin.flush()
+print(json.loads(p.stdout.readline())["outcome"]["content"][0]["text"])
+print("threads", len(os.listdir("/proc/%d/task" % p.pid)))
+p.stdin.close(); p.wait()
+"#;
+    for user in USERS {
+        let home = scratch();
+        let work = scratch();
+        let outside = scratch();
+        super::util::chown_nobody(home.path());
+        super::util::chown_nobody(work.path());
+        let target = outside.path().join("escaped");
+        let cordon = cordon_for(user);
+        let mut harness = match user {
+            User::Root => Command::new(super::util::python()),
+            User::Nobody => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+                c.arg(super::util::python());
+                c
+            }
+        };
+        harness
+            .args(["-c", HARNESS])
+            .arg(&cordon)
+            .arg(work.path())
+            .arg(&target)
+            .env("CORDON_HOME", home.path())
+            .env("HOME", home.path());
+        let out = run(&mut harness);
+        out.assert_ok();
+        assert!(out.stdout.contains("threads 1\n"), "{user:?}: {}", out.stdout);
+        assert!(out.stdout.contains("Process exited with code 0"), "{user:?}: {}", out.stdout);
+        assert!(!target.exists(), "{user:?}: the command wrote outside its workspace");
+        let pid1 = out.stdout.split_once("Output:\n").map_or("", |(_, o)| o);
+        let pid1 = pid1.lines().next().unwrap_or_default();
+        if pid1.contains("cordon") || pid1.contains("codex-linux-sandbox") {
+            let executor = format!("{} executor", cordon.display());
+            assert!(pid1.starts_with(&executor), "{user:?}: pid 1 is {pid1:?}");
+        } else {
+            // No PID namespace for this user here (no user namespaces): the subreaper.
+            assert!(!features().mount_view || user == User::Nobody, "{user:?}: pid 1 {pid1:?}");
+        }
+    }
+}
