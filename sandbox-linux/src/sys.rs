@@ -108,13 +108,7 @@ pub fn close_descriptors_above_stderr() {
     let ret =
         unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0) };
     if ret < 0 {
-        let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
-        let fds: Vec<libc::c_int> = dir
-            .flatten()
-            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-            .filter(|fd| *fd > 2)
-            .collect();
-        for fd in fds {
+        for fd in descriptors_above_stderr() {
             // SAFETY: as above; a number that is not open (the listing's own) is EBADF.
             unsafe {
                 libc::close(fd);
@@ -125,14 +119,7 @@ pub fn close_descriptors_above_stderr() {
 
 /// Closes every descriptor marked close-on-exec, as an `execve` would; the others stay open.
 pub fn close_cloexec_descriptors() {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
-    // Listed first, closed after: the listing's own descriptor is gone by then (EBADF below).
-    let fds: Vec<libc::c_int> = dir
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
-        .filter(|fd| *fd > 2)
-        .collect();
-    for fd in fds {
+    for fd in descriptors_above_stderr() {
         // SAFETY: F_GETFD and close take integers; the descriptors closed were marked
         // close-on-exec by their owners, none of which runs again in this process.
         unsafe {
@@ -142,6 +129,16 @@ pub fn close_cloexec_descriptors() {
             }
         }
     }
+}
+
+/// The open descriptors above stderr, from `/proc/self/fd`: listed first, closed after by the
+/// callers, so the listing's own descriptor is gone by then (EBADF).
+fn descriptors_above_stderr() -> Vec<libc::c_int> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect()
 }
 
 /// Puts every signal that has a handler back to its default disposition, as an `execve` does
