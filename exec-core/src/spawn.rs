@@ -80,14 +80,8 @@ pub async fn run_process(
         StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
     };
     crate::sys::prepare_child(&mut command, terminal);
-    // One exec fewer: the forked child runs the helper itself. Only from a single-threaded
-    // process (a child of a threaded one may not allocate); the exec'd helper otherwise.
     #[cfg(target_os = "linux")]
-    if let Some(helper) = &spec.in_process {
-        if cordon_sandbox_linux::single_threaded() {
-            crate::sys::run_helper_in_child(&mut command, helper.clone(), spec.env.clone());
-        }
-    }
+    crate::sys::run_helper_in_child(&mut command, spec);
     // Whatever the command leaves behind — a `setsid` daemon, a double fork, the tree of an
     // unsandboxed retry that has no PID namespace — is reparented to cordon, not to init, and
     // ended below with the rest (DESIGN §12: nothing outlives its command).

@@ -67,21 +67,25 @@ fn own_group_or_session(command: &mut std::process::Command, terminal: Terminal)
     }
 }
 
-/// Makes `command`'s forked child run the Linux helper for `args` with environment `env`
-/// instead of exec'ing the helper binary (see `cordon_sandbox_linux::run_in_process`). The hook
-/// runs last, after stdio, the process group and [`prepare_child`]'s, and never returns.
-/// Call only when `cordon_sandbox_linux::single_threaded()`.
+/// One exec fewer: when `plan` carries the helper's arguments and this process is
+/// single-threaded, makes `command`'s forked child run the Linux helper with the plan's
+/// environment instead of exec'ing the helper binary (see
+/// `cordon_sandbox_linux::run_in_process`); otherwise leaves `command` as it is. A child
+/// forked from a threaded process may not allocate, so the check comes first; only the calling
+/// thread starts threads, so its answer holds until the fork. The hook runs last, after
+/// stdio, the process group and [`prepare_child`]'s, and never returns.
 #[cfg(target_os = "linux")]
-pub fn run_helper_in_child(
-    command: &mut std::process::Command,
-    args: cordon_sandbox_linux::HelperArgs,
-    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
-) {
+pub fn run_helper_in_child(command: &mut std::process::Command, plan: &crate::launch::LaunchPlan) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the caller checked that this process is single-threaded, so the forked child is
-    // an exact copy with no lock held by a vanished thread: it may allocate and run the
-    // helper's ordinary code, as the exec'd helper would. The helper closes the descriptors an
-    // exec would close, resets caught signals and replaces the environment first.
+    let Some(args) = plan.in_process.clone() else { return };
+    if !cordon_sandbox_linux::single_threaded() {
+        return;
+    }
+    let env = plan.env.clone();
+    // SAFETY: this process is single-threaded (checked above), so the forked child is an exact
+    // copy with no lock held by a vanished thread: it may allocate and run the helper's
+    // ordinary code, as the exec'd helper would. The helper closes the descriptors an exec
+    // would close, resets caught signals and replaces the environment first.
     unsafe {
         command.pre_exec(move || {
             // `prepare_child`'s hook, which ran before this one, marked every descriptor

@@ -21,7 +21,7 @@ impl PreparedCommand {
             Ok(never) => match never {},
             Err(error) => error,
         };
-        HelperError::Exec { command: self.program, source: error.into() }
+        self.exec_failed(error.into())
     }
 
     /// Starts the command in a child that shares this process's memory until it execs

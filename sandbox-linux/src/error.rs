@@ -54,10 +54,7 @@ impl HelperError {
     /// The documented exit status for this failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            HelperError::Exec { source, .. } => match source.kind() {
-                std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
-                _ => EXIT_NOT_EXECUTABLE,
-            },
+            HelperError::Exec { source, .. } => exec_exit_code(source),
             HelperError::Usage(_)
             | HelperError::Policy(_)
             | HelperError::UnsupportedPlatform
@@ -75,5 +72,14 @@ impl HelperError {
                 EXIT_SETUP_FAILED
             }
         }
+    }
+}
+
+/// The status of a command that could not be exec'd: 127 when it was not found, 126 for any
+/// other reason (as a shell reports them).
+pub fn exec_exit_code(source: &std::io::Error) -> i32 {
+    match source.kind() {
+        std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+        _ => EXIT_NOT_EXECUTABLE,
     }
 }

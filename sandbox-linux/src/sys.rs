@@ -524,16 +524,13 @@ extern "C" fn command_child(arg: *mut libc::c_void) -> libc::c_int {
         // Rust ignores SIGPIPE, and an ignored signal stays ignored across execve (`yes |
         // head` would then not end); the command starts with nothing blocked. This child has
         // its own signal dispositions (no CLONE_SIGHAND).
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        reset_sigpipe();
         libc::sigemptyset(&raw mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
         libc::execvpe(spawn.file.as_ptr(), spawn.argv.as_ptr(), spawn.envp.as_ptr());
         let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC);
         shared.errno.store(errno, std::sync::atomic::Ordering::Relaxed);
-        libc::_exit(if errno == libc::ENOENT {
-            crate::EXIT_NOT_FOUND
-        } else {
-            crate::EXIT_NOT_EXECUTABLE
-        })
+        // An `Os` error: nothing is allocated.
+        libc::_exit(crate::error::exec_exit_code(&io::Error::from_raw_os_error(errno)))
     }
 }

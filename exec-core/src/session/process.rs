@@ -148,16 +148,11 @@ impl SessionProcess {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         crate::sys::prepare_child(&mut command, crate::sys::Terminal::Detach);
-        // One exec fewer, as `cordon exec` does: the forked child runs the helper itself, when
-        // nothing else runs beside this thread (no PTY session's threads; `stdio` keeps the
-        // server's own stdin and stdout off threads). Only this thread starts threads, so
-        // the answer cannot change before the fork.
+        // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
+        // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
+        // off threads).
         #[cfg(target_os = "linux")]
-        if let Some(helper) = &spec.in_process {
-            if cordon_sandbox_linux::single_threaded() {
-                crate::sys::run_helper_in_child(&mut command, helper.clone(), spec.env.clone());
-            }
-        }
+        crate::sys::run_helper_in_child(&mut command, spec);
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let shared = Shared::new();
