@@ -136,27 +136,13 @@ fn spawn(entry: Entry, ending: Ending, user: User, dir: &Path, script: &str) -> 
             .map(os)
             .collect();
             let filtered = under_filter(&[(libc::SYS_unshare, libc::EPERM)], &link, &argv);
-            let mut cmd = match user {
-                User::Root => Command::new(python()),
-                User::Nobody => {
-                    let mut c = Command::new("setpriv");
-                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", python()]);
-                    c
-                }
-            };
+            let mut cmd = command_as(user, python());
             cmd.args(filtered.get_args()).current_dir(dir).stdin(Stdio::null());
             cmd
         }
         Entry::Helper(extra) => {
             let link = helper_link(dir, user);
-            let mut cmd = match user {
-                User::Root => Command::new(&link),
-                User::Nobody => {
-                    let mut c = Command::new("setpriv");
-                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&link);
-                    c
-                }
-            };
+            let mut cmd = command_as(user, &link);
             let policy = r#"{"type":"workspace-write"}"#;
             cmd.args(["--sandbox-policy-cwd", d, "--sandbox-policy", policy])
                 .args(extra)
@@ -273,12 +259,7 @@ struct HostProcess(Child);
 
 impl HostProcess {
     fn spawn(user: User) -> Self {
-        let child = match user {
-            User::Root => Command::new("sleep").arg("60").spawn(),
-            User::Nobody => Command::new("setpriv")
-                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "60"])
-                .spawn(),
-        };
+        let child = command_as(user, "sleep").arg("60").spawn();
         let process = HostProcess(child.unwrap());
         // setpriv execs sleep: wait until it has.
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -347,14 +328,7 @@ fn host_processes_cannot_be_given_limits_or_reniced_but_the_command_itself_can()
 
 /// `ipcmk` output ends with the new object's id.
 fn ipcmk(user: User, flags: &[&str]) -> String {
-    let mut cmd = match user {
-        User::Root => Command::new("ipcmk"),
-        User::Nobody => {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "ipcmk"]);
-            c
-        }
-    };
+    let mut cmd = command_as(user, "ipcmk");
     let out = cmd.args(flags).output().unwrap();
     assert!(out.status.success(), "ipcmk: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).split_whitespace().last().unwrap().to_owned()

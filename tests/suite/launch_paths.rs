@@ -300,15 +300,7 @@ p.stdin.close(); p.wait()
         super::util::chown_nobody(work.path());
         let target = outside.path().join("escaped");
         let cordon = cordon_for(user);
-        let mut harness = match user {
-            User::Root => Command::new(super::util::python()),
-            User::Nobody => {
-                let mut c = Command::new("setpriv");
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-                c.arg(super::util::python());
-                c
-            }
-        };
+        let mut harness = super::util::command_as(user, super::util::python());
         harness
             .args(["-c", HARNESS])
             .arg(&cordon)

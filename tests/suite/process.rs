@@ -96,12 +96,7 @@ fn a_signal_to_a_process_outside_the_sandbox_fails() {
         let mut victim = match user {
             User::Root => Victim::spawn(),
             // Same uid as the sandboxed command, so only the sandbox stands in the way.
-            User::Nobody => Victim(
-                Command::new("setpriv")
-                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "60"])
-                    .spawn()
-                    .unwrap(),
-            ),
+            User::Nobody => Victim(command_as(User::Nobody, "sleep").arg("60").spawn().unwrap()),
         };
         let dir = scratch();
         let run =
@@ -192,14 +187,7 @@ fn the_inherited_terminal_and_new_ptys_work() {
             User::Root => inner,
             User::Nobody => inner.replace("CORDON_NOBODY", &nobody_binary().display().to_string()),
         };
-        let mut cmd = match user {
-            User::Root => Command::new("script"),
-            User::Nobody => {
-                let mut c = Command::new("setpriv");
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "script"]);
-                c
-            }
-        };
+        let mut cmd = command_as(user, "script");
         let out = cmd.args(["-qec", &inner, "/dev/null"]).stdin(Stdio::null()).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         for marker in ["stty-ok", "tty-ok", "pty-ok", "script-ok"] {

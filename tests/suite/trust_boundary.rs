@@ -427,14 +427,7 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
                 assert!(!home_dir.path().join(".cordon.moved").exists(), "{user:?} {args:?}");
             }
             // The executor, serving the workspace at HOME.
-            let mut executor = match user {
-                User::Root => std::process::Command::new(CORDON),
-                User::Nobody => {
-                    let mut c = std::process::Command::new("setpriv");
-                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&bin);
-                    c
-                }
-            };
+            let mut executor = command_as(user, cordon_for(user));
             let mut child = executor
                 .args(["executor", "-a", "never", "-C", dir])
                 .env("HOME", home_dir.path())

@@ -1,6 +1,5 @@
 //! Shared helpers: running cordon, probing kernel features, skipping with a reason.
 
-#[cfg(target_os = "linux")]
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -231,17 +230,21 @@ pub fn cordon_as(user: User, args: &[&str], home: Option<&Path>) -> Run {
 /// The `cordon <args>` command as `user`, stdin from /dev/null, for callers that set the
 /// environment themselves.
 pub fn cordon_command(user: User, args: &[&str]) -> Command {
-    let bin = cordon_for(user);
-    let mut cmd = match user {
-        User::Root => Command::new(&bin),
-        User::Nobody => {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(&bin);
-            c
-        }
-    };
+    let mut cmd = command_as(user, cordon_for(user));
     cmd.args(args).stdin(Stdio::null());
     cmd
+}
+
+/// `program` run as `user`: itself for root, through `setpriv` for uid 65534 (no groups).
+pub fn command_as(user: User, program: impl AsRef<OsStr>) -> Command {
+    match user {
+        User::Root => Command::new(program),
+        User::Nobody => {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(program);
+            c
+        }
+    }
 }
 
 pub fn cordon(args: &[&str]) -> Run {
