@@ -81,6 +81,20 @@ pub struct MountInfo {
     pub read_only: bool,
 }
 
+/// Reads `/proc/self/mountinfo` (empty if it cannot be read: then no mount counts as a
+/// writable submount or a proc cover). Into a buffer large enough for a usual table, so the
+/// kernel writes it in one or two reads instead of std's doubling reads from 32 bytes up (a
+/// proc file reports no size).
+pub fn read_mountinfo() -> String {
+    use std::io::Read;
+    let mut text = String::with_capacity(16 * 1024);
+    match std::fs::File::open("/proc/self/mountinfo").and_then(|mut f| f.read_to_string(&mut text))
+    {
+        Ok(_) => text,
+        Err(_) => String::new(),
+    }
+}
+
 /// Parses `/proc/self/mountinfo` (mount point is field 5, per-mount options field 6; octal
 /// escapes such as `\040` for a space are decoded).
 pub fn parse_mountinfo(text: &str) -> Vec<MountInfo> {
@@ -178,12 +192,22 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     protected.sort();
     protected.dedup();
     // Only real directories and files are pinned: a symlink is not followed into who knows where.
-    pinned.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink()));
+    // What is not there (`.git`, `.config` in most roots) has nothing under it either.
+    let mut absent = Vec::new();
+    pinned.retain(|p| match std::fs::symlink_metadata(p) {
+        Ok(meta) => !meta.file_type().is_symlink(),
+        Err(_) => {
+            absent.push(p.clone());
+            false
+        }
+    });
     // Bind the canonical target, and only inside a writable root: outside them everything is
     // read-only already, and a planted symlink must not make the helper bind, say, `/`. Most
-    // entries do not exist: one lstat rules them out before the component-by-component walk.
+    // entries do not exist: one lstat (none under an absent directory) rules them out before
+    // the component-by-component walk.
     let mut protected: Vec<PathBuf> = protected
         .iter()
+        .filter(|p| !absent.iter().any(|dir| p.starts_with(dir)))
         .filter(|p| std::fs::symlink_metadata(p).is_ok())
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .filter(|p| roots.iter().any(|root| p.starts_with(root)))

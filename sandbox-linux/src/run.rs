@@ -39,7 +39,7 @@ pub fn run_main() -> ! {
             println!("{} (cordon {})", crate::HELPER_ARG0, env!("CARGO_PKG_VERSION"));
             std::process::exit(0)
         }
-        Ok(Invocation::Run(args)) => run(&args, pid_namespace),
+        Ok(Invocation::Run(args)) => run(&args, pid_namespace, CommandEnv::Inherited),
         Err(error) => Err(error),
     };
     let error = match result {
@@ -58,7 +58,10 @@ pub fn run_main() -> ! {
 /// would have done is done here first: descriptors marked close-on-exec are closed (a
 /// supervisor that never execs would otherwise keep the caller's open, and a spawner waits for
 /// one of them to close), caught signals go back to their default disposition (ignored ones stay
-/// ignored, as across an exec), and the environment becomes `env`. Then the same steps as
+/// ignored, as across an exec), and `PATH` becomes `env`'s, which the search for the command
+/// uses. `env` itself is the command's environment, as the exec'd helper would have inherited
+/// it; the rest of this process's own environment is left alone (the helper reads none of it,
+/// and rewriting it variable by variable cost ~0.1 ms per launch). Then the same steps as
 /// [`run_main`]. Never returns.
 pub fn run_in_process(
     args: &HelperArgs,
@@ -70,9 +73,9 @@ pub fn run_in_process(
         InheritedDescriptors::Mixed => sys::close_cloexec_descriptors(),
     }
     sys::reset_caught_signals();
-    sys::replace_environment(env);
+    sys::set_search_path(env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value));
     crate::messages::set_caller(args.caller);
-    let error = match run(args, PidNamespaceRequest::WhenAvailable) {
+    let error = match run(args, PidNamespaceRequest::WhenAvailable, CommandEnv::Given(env)) {
         Ok(never) => match never {},
         Err(error) => error,
     };
@@ -92,6 +95,15 @@ pub enum InheritedDescriptors {
     /// Some may be meant for the command (`cordon sandbox` passes its caller's on, as an exec
     /// would): those marked close-on-exec are closed, the others stay.
     Mixed,
+}
+
+/// Where the command's environment comes from.
+#[derive(Debug, Clone, Copy)]
+enum CommandEnv<'a> {
+    /// This process's (the exec'd helper's).
+    Inherited,
+    /// The caller's list ([`run_in_process`]).
+    Given(&'a [(OsString, OsString)]),
 }
 
 /// Whether this process has a single thread, which [`run_in_process`] needs.
@@ -117,9 +129,13 @@ fn take_no_pid_namespace(args: Vec<OsString>) -> (PidNamespaceRequest, Vec<OsStr
     }
 }
 
-fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallible, HelperError> {
+fn run(
+    args: &HelperArgs,
+    pid_namespace: PidNamespaceRequest,
+    command_env: CommandEnv<'_>,
+) -> Result<Infallible, HelperError> {
     if let SandboxPolicy::DangerFullAccess {} = args.sandbox_policy {
-        return Err(prepare_exec(args, &[])?.exec());
+        return Err(prepare_exec(args, command_env, &[])?.exec());
     }
     // The command's environment may have been filtered (no HOME) or rewritten (another
     // TMPDIR): what is hidden and writable comes from the caller's view when it sends one.
@@ -149,7 +165,7 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
     let mount_view = match args.mount_view {
         MountViewRequirement::Disabled => Err("turned off with --no-mount-view".to_owned()),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
-            let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+            let mountinfo = mount_view::read_mountinfo();
             let plan = mount_view::plan(&policy, &mount_view::parse_mountinfo(&mountinfo));
             match mount_view::enter(&plan)? {
                 MountView::Built => {
@@ -291,13 +307,14 @@ fn run(args: &HelperArgs, pid_namespace: PidNamespaceRequest) -> Result<Infallib
         env.extend(cordon_policies::proxy_env(port));
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    supervisor.run(&prepare_exec(args, &env)?)
+    supervisor.run(&prepare_exec(args, command_env, &env)?)
 }
 
 /// Enters the command cwd (after the mount view, so relative paths resolve through it) and
-/// prepares the command with `extra_env` added to the environment.
+/// prepares the command with `extra_env` added to its environment.
 fn prepare_exec(
     args: &HelperArgs,
+    command_env: CommandEnv<'_>,
     extra_env: &[(&str, &str)],
 ) -> Result<PreparedCommand, HelperError> {
     let cwd = match &args.command_cwd {
@@ -316,8 +333,30 @@ fn prepare_exec(
             .map_err(|e| exec_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))
     };
     let argv = args.command.iter().cloned().map(to_c).collect::<Result<Vec<_>, _>>()?;
-    let mut envp = Vec::new();
-    for (key, value) in std::env::vars_os() {
+    let base: Vec<(OsString, OsString)> = match command_env {
+        CommandEnv::Inherited => std::env::vars_os().collect(),
+        CommandEnv::Given(env) => {
+            // A name given twice is set once, to its last value (as `setenv` would).
+            let mut unique: Vec<(OsString, OsString)> = Vec::with_capacity(env.len());
+            for (key, value) in env {
+                match unique.iter_mut().find(|(k, _)| k == key) {
+                    Some(entry) => entry.1 = value.clone(),
+                    None => unique.push((key.clone(), value.clone())),
+                }
+            }
+            unique
+        }
+    };
+    let mut envp = Vec::with_capacity(base.len() + extra_env.len());
+    for (key, value) in base {
+        // What no environment can hold (a caller's list could).
+        if key.is_empty()
+            || key.as_bytes().contains(&b'=')
+            || key.as_bytes().contains(&0)
+            || value.as_bytes().contains(&0)
+        {
+            continue;
+        }
         if extra_env.iter().any(|(k, _)| key.as_bytes() == k.as_bytes()) {
             continue;
         }

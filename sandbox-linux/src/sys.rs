@@ -162,29 +162,21 @@ pub fn reset_caught_signals() {
     }
 }
 
-/// Makes `env` this process's whole environment. Through libc, not `std::env`: a caller's
-/// spawn forks while holding std's environment lock, which its child inherits locked.
-pub fn replace_environment(env: &[(std::ffi::OsString, std::ffi::OsString)]) {
+/// Sets `PATH` (or unsets it, for `None`), which `execvpe` searches for the command: glibc
+/// takes it from this process's environment, not from the one it hands the command. Through
+/// libc, not `std::env`: a caller's spawn forks while holding std's environment lock, which
+/// its child inherits locked.
+pub fn set_search_path(path: Option<&std::ffi::OsString>) {
     use std::os::unix::ffi::OsStrExt;
+    let value = path.and_then(|p| std::ffi::CString::new(p.as_bytes()).ok());
     // SAFETY: only ever called by `run_in_process`, in a single-threaded process: no other
-    // thread exists to read the environment while it changes.
+    // thread exists to read the environment while it changes; both strings are NUL-terminated
+    // and live across the calls (setenv copies them).
     unsafe {
-        libc::clearenv();
-    }
-    for (key, value) in env {
-        let (Ok(key), Ok(value)) =
-            (std::ffi::CString::new(key.as_bytes()), std::ffi::CString::new(value.as_bytes()))
-        else {
-            continue;
+        match value {
+            Some(value) => libc::setenv(c"PATH".as_ptr(), value.as_ptr(), 1),
+            None => libc::unsetenv(c"PATH".as_ptr()),
         };
-        if key.as_bytes().is_empty() || key.as_bytes().contains(&b'=') {
-            continue;
-        }
-        // SAFETY: both are NUL-terminated strings that live across the call (setenv copies
-        // them); single-threaded as above.
-        unsafe {
-            libc::setenv(key.as_ptr(), value.as_ptr(), 1);
-        }
     }
 }
 

@@ -92,6 +92,52 @@ fn the_command_sees_the_same_process_whichever_way_the_helper_starts() {
 }
 
 #[test]
+fn the_command_is_looked_up_in_the_path_its_environment_policy_gives_it() {
+    // In process the helper does not take the command's environment as its own; it searches
+    // the command's `PATH` all the same, and without one the default search path, never
+    // cordon's own `PATH`.
+    use std::os::unix::fs::PermissionsExt;
+    require_sandbox!(1);
+    let work = scratch();
+    let given = scratch();
+    let own = scratch();
+    for (dir, tool) in [(&given, "given-tool"), (&own, "own-tool")] {
+        let path = dir.path().join(tool);
+        std::fs::write(&path, format!("#!/bin/sh\necho ran-{tool}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let own_path = format!("{}:/usr/bin:/bin", own.path().display());
+    let set_path =
+        format!("shell_environment_policy.set.PATH={}:/usr/bin:/bin", given.path().display());
+    for user in USERS {
+        for start in STARTS {
+            let exec = |setting: &str, tool: &str| {
+                let args = [
+                    "exec",
+                    "-a",
+                    "never",
+                    "-C",
+                    work.path().to_str().unwrap(),
+                    "-c",
+                    setting,
+                    "--",
+                    tool,
+                ];
+                run(cordon_via(start, user, &args).env("PATH", &own_path))
+            };
+            let out = exec(&set_path, "given-tool");
+            assert_eq!(out.stdout.trim(), "ran-given-tool", "{user:?} {start:?}: {}", out.stderr);
+            let out = exec(&set_path, "own-tool");
+            assert_eq!(out.code, Some(127), "{user:?} {start:?}: cordon's PATH was searched");
+            let out = exec("shell_environment_policy.inherit=none", "own-tool");
+            assert_eq!(out.code, Some(127), "{user:?} {start:?}: cordon's PATH was searched");
+            let out = exec("shell_environment_policy.inherit=none", "true");
+            assert_eq!(out.code, Some(0), "{user:?} {start:?}: {}", out.stderr);
+        }
+    }
+}
+
+#[test]
 fn both_ways_confine_the_command() {
     require_sandbox!(1);
     let work = scratch();
