@@ -270,6 +270,7 @@ impl LaunchPlan {
                     args,
                     &self.env,
                     cordon_sandbox_linux::InheritedDescriptors::Mixed,
+                    cordon_sandbox_linux::InProcessStart::Plain,
                 );
             }
         }

@@ -94,8 +94,140 @@ pub fn run_helper_in_child(command: &mut std::process::Command, plan: &crate::la
                 &args,
                 &env,
                 cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
+                cordon_sandbox_linux::InProcessStart::Plain,
             )
         });
+    }
+}
+
+/// A sandboxed command's supervisor started by [`spawn_namespace_init`], with the read ends of
+/// its output pipes.
+#[cfg(target_os = "linux")]
+pub struct InitChild {
+    /// In this process's PID namespace; also the id of its process group (it leads a session).
+    pub pid: i32,
+    /// Readable when it has exited; [`reap_init`] then collects its status.
+    pub pidfd: std::os::fd::OwnedFd,
+    pub stdout: std::os::fd::OwnedFd,
+    pub stderr: std::os::fd::OwnedFd,
+}
+
+/// Starts `plan`'s command without a terminal (stdin `/dev/null`, stdout and stderr on pipes)
+/// through a child cloned straight into new PID + IPC namespaces, which runs the helper as the
+/// namespace's pid 1 (`cordon_sandbox_linux::clone_namespace_init`): one fork and one exit
+/// fewer than a forked child that runs the helper, which forks the supervisor. The child is
+/// set up as [`prepare_child`] sets one up (a session of its own, parent-death signal,
+/// descriptors above stderr closed).
+///
+/// `Ok(None)`, and nothing started, when this way does not apply: no in-process helper (a
+/// configured `linux_sandbox_exe`), no mount view wanted, a threaded process, a cwd that is
+/// not a directory (the usual spawn reports that), or a kernel that refuses the namespaces.
+#[cfg(target_os = "linux")]
+pub fn spawn_namespace_init(
+    plan: &crate::launch::LaunchPlan,
+) -> std::io::Result<Option<InitChild>> {
+    use cordon_sandbox_linux::{ClonedInit, MountViewRequirement};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let Some(args) = plan.in_process.as_ref() else { return Ok(None) };
+    if args.mount_view == MountViewRequirement::Disabled
+        || !plan.cwd.is_dir()
+        || !cordon_sandbox_linux::single_threaded()
+    {
+        return Ok(None);
+    }
+    let stdin = OwnedFd::from(std::fs::File::open("/dev/null")?);
+    let (stdout, stdout_child) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (stderr, stderr_child) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    // To tell whether this process died before the child set its parent-death signal (the
+    // child's `getppid` is 0 in its namespace, so that cannot say).
+    // SAFETY: pidfd_open takes integers and returns a new descriptor or -1.
+    let parent = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
+    let parent = i32::try_from(parent)
+        .ok()
+        .filter(|fd| *fd >= 0)
+        .ok_or_else(std::io::Error::last_os_error)?;
+    // SAFETY: a new descriptor that nothing else owns.
+    let parent = unsafe { OwnedFd::from_raw_fd(parent) };
+    match cordon_sandbox_linux::clone_namespace_init()? {
+        None => Ok(None),
+        Some(ClonedInit::Parent { pid, pidfd }) => {
+            Ok(Some(InitChild { pid, pidfd, stdout, stderr }))
+        }
+        Some(ClonedInit::Child(init)) => {
+            // SAFETY: this is the cloned child, pid 1 of its namespaces, a copy of this
+            // single-threaded process. It makes only system calls on descriptors it owns and
+            // leaves with `_exit` if one fails; `run_in_process` never returns.
+            unsafe {
+                let set_up = libc::dup2(stdin.as_raw_fd(), 0) >= 0
+                    && libc::dup2(stdout_child.as_raw_fd(), 1) >= 0
+                    && libc::dup2(stderr_child.as_raw_fd(), 2) >= 0
+                    && libc::setsid() >= 0
+                    && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0)
+                        == 0;
+                if !set_up {
+                    libc::_exit(cordon_sandbox_linux::EXIT_SETUP_FAILED);
+                }
+                let mut alive =
+                    libc::pollfd { fd: parent.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                if libc::poll(&raw mut alive, 1, 0) != 0 {
+                    libc::_exit(124);
+                }
+            }
+            // Every descriptor above stderr is closed by the helper (`AllCloseOnExec`): this
+            // process's own are all close-on-exec, and a caller's leaked ones are marked so by
+            // the same `close_range` as in `prepare_child`.
+            // SAFETY: close_range takes integers.
+            unsafe {
+                const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+                libc::syscall(
+                    libc::SYS_close_range,
+                    3 as libc::c_uint,
+                    libc::c_uint::MAX,
+                    CLOSE_RANGE_CLOEXEC,
+                );
+            }
+            cordon_sandbox_linux::run_in_process(
+                args,
+                &plan.env,
+                cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
+                cordon_sandbox_linux::InProcessStart::NamespaceInit(init),
+            )
+        }
+    }
+}
+
+/// Registers an [`InitChild`]'s pidfd with the runtime, to learn when it becomes readable
+/// (the child exited).
+#[cfg(target_os = "linux")]
+pub fn watch_pidfd(
+    pidfd: std::os::fd::OwnedFd,
+) -> std::io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    // SAFETY: an `OwnedFd` reports the descriptor it owns, which stays open, on the same
+    // pidfd, until the `AsyncFd` drops it.
+    unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+    }
+    .map_err(std::io::Error::from)
+}
+
+/// The exit code of an [`InitChild`] that has exited (128 + N if a signal ended it), reaping
+/// it; `Ok(None)` while it runs.
+#[cfg(target_os = "linux")]
+pub fn reap_init(pidfd: &std::os::fd::OwnedFd) -> std::io::Result<Option<i32>> {
+    use std::os::fd::AsRawFd;
+    let id = libc::id_t::try_from(pidfd.as_raw_fd())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: `info` is a zeroed plain struct the kernel fills; the pidfd is ours.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        if libc::waitid(libc::P_PIDFD, id, &raw mut info, libc::WEXITED | libc::WNOHANG) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if info.si_pid() == 0 {
+            return Ok(None);
+        }
+        let status = info.si_status();
+        Ok(Some(if info.si_code == libc::CLD_EXITED { status } else { 128 + status }))
     }
 }
 

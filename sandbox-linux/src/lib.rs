@@ -77,7 +77,11 @@ pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperEr
 
 /// The helper's entry point (see the crate docs). Never returns.
 #[cfg(target_os = "linux")]
-pub use run::{InheritedDescriptors, run_in_process, run_main, single_threaded};
+pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main, single_threaded};
+
+/// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
+#[cfg(target_os = "linux")]
+pub use containment::{ClonedInit, NamespaceInit, clone_namespace_init};
 
 /// On other systems the helper personality only explains itself.
 #[cfg(not(target_os = "linux"))]

@@ -13,7 +13,7 @@ use crate::args::{
 };
 use crate::caps::{self, CapabilityDrop};
 use crate::command::PreparedCommand;
-use crate::containment::{self, Containment, PidNamespaceRequest};
+use crate::containment::{self, Containment, NamespaceInit, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::landlock_rules::{self, LandlockEnforcement};
 use crate::mount_view::{self, MountView};
@@ -67,6 +67,7 @@ pub fn run_in_process(
     args: &HelperArgs,
     env: &[(OsString, OsString)],
     descriptors: InheritedDescriptors,
+    start: InProcessStart,
 ) -> ! {
     match descriptors {
         InheritedDescriptors::AllCloseOnExec => sys::close_descriptors_above_stderr(),
@@ -75,13 +76,32 @@ pub fn run_in_process(
     sys::reset_caught_signals();
     sys::set_search_path(env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value));
     crate::messages::set_caller(args.caller);
-    let error = match run(args, PidNamespaceRequest::WhenAvailable, CommandEnv::Given(env)) {
+    let result = match start {
+        InProcessStart::Plain => {
+            run(args, PidNamespaceRequest::WhenAvailable, CommandEnv::Given(env))
+        }
+        InProcessStart::NamespaceInit(init) => containment::init_namespaces(init)
+            .and_then(|()| run(args, PidNamespaceRequest::Entered, CommandEnv::Given(env))),
+    };
+    let error = match result {
         Ok(never) => match never {},
         Err(error) => error,
     };
     eprintln!("{}{error}", crate::messages::prefix());
     // `_exit`: buffered output and exit handlers belong to the caller, not to this helper.
     sys::exit_now(error.exit_code())
+}
+
+/// How the process that calls [`run_in_process`] was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InProcessStart {
+    /// Forked by the caller (or the caller itself): the helper makes the PID namespace and
+    /// forks the supervisor into it, staying outside.
+    Plain,
+    /// Cloned into new PID + IPC namespaces ([`containment::clone_namespace_init`]): this
+    /// process is the supervisor, with no helper between it and its spawner. For spawners that
+    /// give the command no terminal.
+    NamespaceInit(NamespaceInit),
 }
 
 /// What the descriptors above stderr of a [`run_in_process`] caller are.
@@ -183,12 +203,24 @@ fn run(
     // 2. Containment (DESIGN §12): PID + IPC namespaces inside the mount view, else a
     // subreaper. The helper stays outside as the caller's child; what follows runs in the
     // supervisor, which confines itself and then forks the command.
-    let pid_namespace = match mount_view {
-        Ok(()) => pid_namespace,
-        Err(_) => PidNamespaceRequest::Disabled,
+    let pid_namespace = match (mount_view.as_ref(), pid_namespace) {
+        (Ok(()), request) => request,
+        // Already in the namespace: it stays, but without a mount namespace of its own a new
+        // /proc would land on the host's.
+        (Err(_), PidNamespaceRequest::Entered) => PidNamespaceRequest::Entered,
+        (Err(_), PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Disabled) => {
+            PidNamespaceRequest::Disabled
+        }
     };
     let supervisor = containment::split(pid_namespace, args.parent_death)?;
     let containment = match supervisor.containment {
+        Containment::PidNamespace if mount_view.is_err() => {
+            eprintln!(
+                "{}warning: no mount view: /proc shows the host's processes (they stay out of reach)",
+                crate::messages::prefix()
+            );
+            Containment::PidNamespace
+        }
         Containment::PidNamespace => match proc_view::mount_fresh_proc(&proc_covers)? {
             ProcView::Private => Containment::PidNamespace,
             ProcView::Host(reason) => {

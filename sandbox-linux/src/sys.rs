@@ -289,6 +289,66 @@ pub fn fork() -> io::Result<Forked> {
     Ok(if pid == 0 { Forked::Child } else { Forked::Parent { child: pid } })
 }
 
+/// Both sides of [`clone_into_namespaces`].
+#[derive(Debug)]
+pub enum Cloned {
+    Parent { pid: libc::pid_t, pidfd: std::os::fd::OwnedFd },
+    Child,
+}
+
+/// `clone(flags | CLONE_PIDFD | SIGCHLD)` on the caller's stack: a `fork` whose child starts
+/// in the new namespaces `flags` name, with a pidfd for the parent to wait on.
+///
+/// Unlike glibc's `fork`, the raw system call leaves glibc's record of the thread id in the
+/// child as the parent's: only `raise`/`pthread_kill` read it, and the child (the supervisor)
+/// never calls them: it leaves with `_exit`.
+pub fn clone_into_namespaces(flags: libc::c_int) -> io::Result<Cloned> {
+    use std::os::fd::FromRawFd;
+    let mut pidfd: libc::c_int = -1;
+    let flags = libc::c_ulong::try_from(flags | libc::CLONE_PIDFD | libc::SIGCHLD)
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: with no new stack the child continues on a copy of this stack, as after `fork`;
+    // the callers are single-threaded (every lock is free in the copy, and allocating is
+    // safe). CLONE_PIDFD writes one int to `pidfd`, which lives across the call; the last two
+    // arguments (child tid, TLS) are unused without their flags.
+    let ret = check(unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags,
+            std::ptr::null_mut::<libc::c_void>(),
+            &raw mut pidfd,
+            std::ptr::null_mut::<libc::c_int>(),
+            0 as libc::c_ulong,
+        )
+    })?;
+    if ret == 0 {
+        return Ok(Cloned::Child);
+    }
+    let pid = libc::pid_t::try_from(ret).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: the kernel returned a new descriptor in `pidfd` that nothing else owns.
+    Ok(Cloned::Parent { pid, pidfd: unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd) } })
+}
+
+extern "C" fn queue_signal(_signal: libc::c_int) {}
+
+/// Installs a handler that does nothing for each of `signals`, which the caller keeps blocked
+/// and reads from a signalfd: pid 1 of a PID namespace is sent only the signals it has a handler
+/// for (besides SIGKILL and SIGSTOP from outside), whatever its mask.
+pub fn catch_signals(signals: &[libc::c_int]) -> io::Result<()> {
+    for signal in signals {
+        // SAFETY: `action` is a zeroed plain struct filled before use; the handler is an
+        // `extern "C"` function that touches nothing, so it is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = queue_signal as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&raw mut action.sa_mask);
+            check_int(libc::sigaction(*signal, &raw const action, std::ptr::null_mut()))?;
+        }
+    }
+    Ok(())
+}
+
 /// `waitpid(pid, &status, WNOHANG?)` returning the raw status, so that a death by any signal
 /// (real-time ones included, which nix's `WaitStatus` cannot represent) is passed on as it is.
 /// `Ok(None)`: nothing to report yet (only with [`Wait::NoHang`]).

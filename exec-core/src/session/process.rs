@@ -142,6 +142,11 @@ impl SessionProcess {
 
     /// On pipes: stdin from /dev/null, stdout and stderr merged into the session's output.
     pub fn spawn_pipes(spec: &LaunchPlan) -> Result<Self, SessionError> {
+        // The sandbox's supervisor as this process's own child, when it can be.
+        #[cfg(target_os = "linux")]
+        if let Some(init) = crate::sys::spawn_namespace_init(spec).map_err(spawn_error)? {
+            return Self::watch_init(init);
+        }
         let mut command = spec.to_command();
         command
             .stdin(std::process::Stdio::null())
@@ -155,7 +160,6 @@ impl SessionProcess {
         crate::sys::run_helper_in_child(&mut command, spec);
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
-        let shared = Shared::new();
         let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = [
             child
                 .stdout
@@ -169,6 +173,47 @@ impl SessionProcess {
         .into_iter()
         .flatten()
         .collect();
+        let exit = async move {
+            use std::os::unix::process::ExitStatusExt;
+            match child.wait().await {
+                Ok(status) => status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+                Err(_) => 1,
+            }
+        };
+        Ok(Self::watch_pipes(pid, streams, exit))
+    }
+
+    /// [`spawn_pipes`](Self::spawn_pipes) through `crate::sys::spawn_namespace_init`: the
+    /// output pipes read as any others, the exit read from the child's pidfd.
+    #[cfg(target_os = "linux")]
+    fn watch_init(init: crate::sys::InitChild) -> Result<Self, SessionError> {
+        use tokio::net::unix::pipe::Receiver;
+        let crate::sys::InitChild { pid, pidfd, stdout, stderr } = init;
+        let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = vec![
+            Box::new(Receiver::from_owned_fd(stdout).map_err(spawn_error)?),
+            Box::new(Receiver::from_owned_fd(stderr).map_err(spawn_error)?),
+        ];
+        let pidfd = crate::sys::watch_pidfd(pidfd).map_err(spawn_error)?;
+        let exit = async move {
+            loop {
+                let Ok(mut ready) = pidfd.readable().await else { return 1 };
+                match crate::sys::reap_init(ready.get_inner()) {
+                    Ok(Some(code)) => return code,
+                    Ok(None) => ready.clear_ready(),
+                    Err(_) => return 1,
+                }
+            }
+        };
+        Ok(Self::watch_pipes(Some(pid), streams, exit))
+    }
+
+    /// Gathers a pipe session's output from `streams` and its exit code from `exit`.
+    fn watch_pipes(
+        pid: Option<i32>,
+        streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>>,
+        exit: impl std::future::Future<Output = i32> + Send + 'static,
+    ) -> Self {
+        let shared = Shared::new();
         let open_streams = Arc::new(std::sync::atomic::AtomicUsize::new(streams.len()));
         for mut stream in streams {
             let shared = Arc::clone(&shared);
@@ -188,14 +233,10 @@ impl SessionProcess {
         }
         let to_waiter = Arc::clone(&shared);
         tokio::spawn(async move {
-            use std::os::unix::process::ExitStatusExt;
-            let code = match child.wait().await {
-                Ok(status) => status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
-                Err(_) => 1,
-            };
+            let code = exit.await;
             to_waiter.set_exit(code);
         });
-        Ok(SessionProcess { pid, io: Io::Pipes, shared })
+        SessionProcess { pid, io: Io::Pipes, shared }
     }
 
     pub fn is_pty(&self) -> bool {

@@ -56,12 +56,15 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::signal::{SigSet, Signal};
 
 mod helper;
+mod init;
 mod supervisor;
 
 use crate::args::ParentDeath;
 use crate::error::HelperError;
 pub use crate::report::Containment;
 use crate::sys::{self, Forked};
+pub(crate) use init::init_namespaces;
+pub use init::{ClonedInit, NamespaceInit, clone_namespace_init};
 
 /// Whether to try PID + IPC namespaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,9 @@ pub enum PidNamespaceRequest {
     WhenAvailable,
     /// `--no-pid-namespace` or no mount view: the subreaper only.
     Disabled,
+    /// This process is pid 1 of new PID + IPC namespaces already ([`clone_namespace_init`]):
+    /// it is the supervisor, with no helper outside.
+    Entered,
 }
 
 /// `si_code` of a signal the kernel itself sent (a terminal's INT, QUIT, WINCH, HUP).
@@ -108,11 +114,18 @@ fn watched() -> SigSet {
 #[derive(Debug)]
 pub struct Supervisor {
     pub containment: Containment,
+    /// The helper outside, or none when the supervisor is its spawner's own child.
+    helper: Option<HelperLink>,
+    terminal: Terminal,
+}
+
+/// The pipes between the helper and the supervisor.
+#[derive(Debug)]
+struct HelperLink {
     /// Signal numbers from the helper, one byte each; end of file when the helper is gone.
     from_helper: OwnedFd,
     /// The command's raw wait status, to the helper.
     to_helper: OwnedFd,
-    terminal: Terminal,
 }
 
 /// The helper's controlling terminal (one of fds 0-2), if any, and whether the helper's group
@@ -163,15 +176,18 @@ pub fn split(
     request: PidNamespaceRequest,
     parent_death: ParentDeath,
 ) -> Result<Supervisor, HelperError> {
+    if request == PidNamespaceRequest::Entered {
+        return init_supervisor(parent_death);
+    }
     let containment = match request {
         PidNamespaceRequest::WhenAvailable
             if unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC).is_ok() =>
         {
             Containment::PidNamespace
         }
-        PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Disabled => {
-            Containment::Subreaper
-        }
+        PidNamespaceRequest::WhenAvailable
+        | PidNamespaceRequest::Disabled
+        | PidNamespaceRequest::Entered => Containment::Subreaper,
     };
     if parent_death == ParentDeath::Kill {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
@@ -212,9 +228,35 @@ pub fn split(
                 nix::sys::prctl::set_child_subreaper(true)
                     .map_err(setup_error("becoming a child subreaper"))?;
             }
-            Ok(Supervisor { containment, from_helper: down_read, to_helper: up_write, terminal })
+            Ok(Supervisor {
+                containment,
+                helper: Some(HelperLink { from_helper: down_read, to_helper: up_write }),
+                terminal,
+            })
         }
     }
+}
+
+/// The supervisor as its spawner's child, pid 1 already ([`PidNamespaceRequest::Entered`]):
+/// no fork. The signals it forwards come straight from outside, which needs a handler for
+/// each; they stay blocked and are read from a signalfd like the rest. The spawner gives the
+/// command no terminal, so there is none to hand over.
+fn init_supervisor(parent_death: ParentDeath) -> Result<Supervisor, HelperError> {
+    if parent_death == ParentDeath::Kill {
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+            .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
+    }
+    helper_signals().thread_block().map_err(setup_error("blocking signals"))?;
+    let forwarded: Vec<libc::c_int> = FORWARDED.iter().map(|s| *s as libc::c_int).collect();
+    sys::catch_signals(&forwarded)
+        .map_err(|source| HelperError::Containment { what: "catching signals", source })?;
+    // As in `split`: the spawner's copy holds its whole environment.
+    nix::sys::prctl::set_dumpable(false).map_err(setup_error("turning off dumpable"))?;
+    Ok(Supervisor {
+        containment: Containment::PidNamespace,
+        helper: None,
+        terminal: Terminal::None,
+    })
 }
 
 /// Whether the helper's end of the pipe is closed (a forwarded signal waiting in the pipe is

@@ -24,6 +24,18 @@ struct Watch {
     /// Forwardable signals the supervisor received itself from outside (by signal number):
     /// a `killpg` to the helper's group, which reached the command too if it is still there.
     received: [bool; 65],
+    /// Where signals for the command come from.
+    source: SignalSource,
+}
+
+/// How signals meant for the command reach the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SignalSource {
+    /// The helper forwards what it receives over the pipe.
+    Helper,
+    /// The supervisor is its spawner's child: what it receives from outside is for the
+    /// command, which has a group of its own that no `killpg` from outside reaches.
+    Outside,
 }
 
 impl Watch {
@@ -41,8 +53,16 @@ impl Watch {
                     }
                 }
             } else if info.ssi_code != SI_KERNEL && self.sent_from_outside(info.ssi_pid) {
-                if let Some(slot) = self.received.get_mut(info.ssi_signo as usize) {
-                    *slot = true;
+                match self.source {
+                    SignalSource::Helper => {
+                        if let Some(slot) = self.received.get_mut(info.ssi_signo as usize) {
+                            *slot = true;
+                        }
+                    }
+                    SignalSource::Outside => {
+                        let signal = libc::c_int::try_from(info.ssi_signo).unwrap_or(0);
+                        let _ = sys::send_signal(self.command, signal);
+                    }
                 }
             }
         }
@@ -143,6 +163,10 @@ impl Supervisor {
                 Containment::Subreaper => Terminal::None,
             },
             received: [false; 65],
+            source: match self.helper {
+                Some(_) => SignalSource::Helper,
+                None => SignalSource::Outside,
+            },
         };
         let signals = match SignalFd::with_flags(
             &watched(),
@@ -156,22 +180,24 @@ impl Supervisor {
         };
         let mut helper_alive = true;
         while watch.status.is_none() && helper_alive {
-            let mut fds = [
-                PollFd::new(signals.as_fd(), PollFlags::POLLIN),
-                PollFd::new(self.from_helper.as_fd(), PollFlags::POLLIN),
-            ];
+            let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+            if let Some(link) = &self.helper {
+                fds.push(PollFd::new(link.from_helper.as_fd(), PollFlags::POLLIN));
+            }
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) | Err(nix::Error::EINTR) => {}
                 Err(_) => break,
             }
-            let from_helper = fds[1].revents().unwrap_or(PollFlags::empty());
+            let from_helper = fds.get(1).and_then(PollFd::revents).unwrap_or(PollFlags::empty());
+            drop(fds);
             watch.drain(&signals);
+            let Some(link) = &self.helper else { continue };
             if std::mem::take(&mut watch.stopped) {
-                let _ = nix::unistd::write(&self.to_helper, &Report::Stopped.encode());
+                let _ = nix::unistd::write(&link.to_helper, &Report::Stopped.encode());
             }
             if from_helper.intersects(PollFlags::POLLIN | PollFlags::POLLHUP) {
                 let mut buf = [0u8; 64];
-                match nix::unistd::read(&self.from_helper, &mut buf) {
+                match nix::unistd::read(&link.from_helper, &mut buf) {
                     Ok(0) => helper_alive = false,
                     Ok(n) => buf[..n].iter().for_each(|s| watch.forward(&signals, *s)),
                     Err(_) => {}
@@ -183,7 +209,9 @@ impl Supervisor {
         }
         // Without a status (the helper went away) the helper is not listening any more.
         let status = watch.status.unwrap_or(libc::SIGKILL);
-        let _ = nix::unistd::write(&self.to_helper, &Report::Exited(status).encode());
+        if let Some(link) = &self.helper {
+            let _ = nix::unistd::write(&link.to_helper, &Report::Exited(status).encode());
+        }
         // As pid 1, exiting kills everything left in the namespace.
         sys::exit_now(if libc::WIFSIGNALED(status) {
             128 + libc::WTERMSIG(status)

@@ -1,0 +1,104 @@
+//! The spawner's shortcut: a child cloned straight into new PID + IPC namespaces, where it is
+//! pid 1, runs the helper as the supervisor itself.
+//!
+//! ```text
+//! spawner (cordon executor, MCP server)
+//!  └─ supervisor: pid 1 of the new namespaces from its first instruction; builds the mount
+//!      │          view, mounts /proc, confines itself
+//!      └─ the command (pid 2)
+//! ```
+//! The usual tree has the helper between the spawner and the supervisor, and the helper forks
+//! the supervisor after `unshare(CLONE_NEWPID)`: a fork of a copy of the spawner and an exit
+//! more per command (~0.5 ms on the executor's path). Here the spawner's child is already in
+//! the namespaces, so it needs no second process. What the helper did outside is not needed by
+//! a spawner that gives the command no terminal (pipes): it waits for its own child, its
+//! SIGKILL of the child's group ends the whole namespace (pid 1 dies, the kernel kills the
+//! rest), and the exit code it reads is the command's (128 + N for a signal, as it reports
+//! anyway: pid 1 cannot die of a signal it sends itself). Signals from outside reach pid 1
+//! only through a handler, so the supervisor installs one for each signal it forwards.
+//!
+//! An unprivileged spawner cannot make PID namespaces in its own user namespace: the clone
+//! then makes a user namespace too (mapping only the caller's own ids, as the helper's mount
+//! view does), and the child writes its maps before anything else.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use crate::sys;
+
+/// How the child was cloned: what [`init_namespaces`] must finish before the helper runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamespaceInit {
+    user: UserNamespace,
+}
+
+/// Whether the clone made a user namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UserNamespace {
+    /// The spawner's own (it could make PID namespaces: root).
+    Shared,
+    /// A new one, in which the child maps the spawner's ids (read before the clone: inside,
+    /// before the maps, they read as the overflow id).
+    Own { uid: libc::uid_t, gid: libc::gid_t },
+}
+
+/// Both sides of [`clone_namespace_init`].
+#[derive(Debug)]
+pub enum ClonedInit {
+    /// The spawner: the child's pid (in the spawner's namespace) and a pidfd to wait on.
+    Parent { pid: libc::pid_t, pidfd: OwnedFd },
+    /// The child, pid 1 of new PID + IPC namespaces. It must end in
+    /// [`crate::run_in_process`] (or `_exit`): it is a copy of the spawner.
+    Child(NamespaceInit),
+}
+
+/// Forks into new PID + IPC namespaces, with a user namespace too when the caller may not
+/// make them in its own. `Ok(None)` when the kernel allows neither (no user namespaces for
+/// this user, a container without CAP_SYS_ADMIN, a kernel without `CLONE_PIDFD`): the caller
+/// starts the helper the usual way, which finds out what is possible and reports it.
+///
+/// The caller must be single-threaded, as for a `fork` whose child allocates.
+pub fn clone_namespace_init() -> io::Result<Option<ClonedInit>> {
+    let namespaces = libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
+    let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+    let attempts = [
+        (namespaces, UserNamespace::Shared),
+        (namespaces | libc::CLONE_NEWUSER, UserNamespace::Own { uid, gid }),
+    ];
+    for (flags, user) in attempts {
+        match sys::clone_into_namespaces(flags) {
+            Ok(sys::Cloned::Parent { pid, pidfd }) => {
+                return Ok(Some(ClonedInit::Parent { pid, pidfd }));
+            }
+            Ok(sys::Cloned::Child) => return Ok(Some(ClonedInit::Child(NamespaceInit { user }))),
+            Err(error) if refused(&error) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(None)
+}
+
+/// A clone the kernel will not do here, as opposed to one that failed for want of memory or
+/// processes.
+fn refused(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EPERM | libc::EINVAL | libc::ENOSPC | libc::EUSERS | libc::EACCES)
+    )
+}
+
+/// Finishes what the clone started, first thing in the child: the user namespace's maps.
+pub(crate) fn init_namespaces(init: NamespaceInit) -> Result<(), crate::HelperError> {
+    match init.user {
+        UserNamespace::Shared => Ok(()),
+        UserNamespace::Own { uid, gid } => {
+            let write = |file: &'static str, text: String| {
+                std::fs::write(file, text)
+                    .map_err(|source| crate::HelperError::Containment { what: file, source })
+            };
+            write("/proc/self/setgroups", "deny".into())?;
+            write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+            write("/proc/self/gid_map", format!("{gid} {gid} 1"))
+        }
+    }
+}
