@@ -18,6 +18,8 @@
 mod capture;
 mod classify;
 pub mod executor;
+#[cfg(target_os = "linux")]
+mod init_process;
 mod launch;
 pub mod mcp;
 mod network_proxy;

@@ -67,30 +67,13 @@ pub async fn run_process(
     options: &RunOptions,
 ) -> std::io::Result<ProcessResult> {
     let RunOptions { stdin, output, timeout } = *options;
-    let mut command = spec.to_command();
-    command
-        .stdin(match stdin {
-            StdinMode::Null => Stdio::null(),
-            StdinMode::Inherit | StdinMode::Terminal => Stdio::inherit(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let terminal = match stdin {
-        StdinMode::Terminal => crate::sys::Terminal::Foreground,
-        StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
-    };
-    crate::sys::prepare_child(&mut command, terminal);
-    #[cfg(target_os = "linux")]
-    crate::sys::run_helper_in_child(&mut command, spec);
     // Whatever the command leaves behind — a `setsid` daemon, a double fork, the tree of an
     // unsandboxed retry that has no PID namespace — is reparented to cordon, not to init, and
     // ended below with the rest (DESIGN §12: nothing outlives its command).
     crate::sys::become_subreaper();
     let started = Instant::now();
-    let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
-    let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
+    let (mut child, stdout, stderr) = start(spec, stdin)?;
+    let group = child.group();
     // The readers run while we wait: a child that fills a pipe would otherwise block forever.
     let captured_out = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
     let captured_err = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
@@ -128,10 +111,13 @@ pub async fn run_process(
         never = forward_interrupts(group) => match never {},
     };
     let exit = match status {
-        Ended::Exited(Some(Ok(status))) => match status.code() {
-            Some(code) => ExitKind::Code(code),
-            None => ExitKind::Signal(status.signal().unwrap_or(libc::SIGKILL)),
-        },
+        Ended::Exited(Some(Ok(raw))) => {
+            if libc::WIFSIGNALED(raw) {
+                ExitKind::Signal(libc::WTERMSIG(raw))
+            } else {
+                ExitKind::Code(libc::WEXITSTATUS(raw))
+            }
+        }
         Ended::Exited(Some(Err(e))) => return Err(e),
         Ended::Exited(None) => {
             kill_group(group);
@@ -171,10 +157,86 @@ pub async fn run_process(
     Ok(ProcessResult { exit, duration, stdout: take(&captured_out), stderr: take(&captured_err) })
 }
 
+/// One output stream of the child.
+type Stream = Option<Box<dyn AsyncRead + Unpin + Send>>;
+
+/// The process an attempt runs.
+enum Child {
+    /// Spawned through std (a forked child that runs the helper or execs the command).
+    Spawned(tokio::process::Child),
+    /// The sandbox's supervisor as cordon's own child, pid 1 of the command's namespaces.
+    #[cfg(target_os = "linux")]
+    Init(crate::init_process::InitProcess),
+}
+
+impl Child {
+    /// Its process group (its pid: it leads a group or a session of its own).
+    fn group(&self) -> Option<Pid> {
+        let pid = match self {
+            Child::Spawned(child) => child.id().and_then(|id| i32::try_from(id).ok()),
+            #[cfg(target_os = "linux")]
+            Child::Init(process) => Some(process.pid()),
+        };
+        pid.map(Pid::from_raw)
+    }
+
+    /// The raw wait status (the command's, for the supervisor).
+    async fn wait(&mut self) -> std::io::Result<libc::c_int> {
+        match self {
+            Child::Spawned(child) => child.wait().await.map(ExitStatusExt::into_raw),
+            #[cfg(target_os = "linux")]
+            Child::Init(process) => process.wait().await,
+        }
+    }
+}
+
+/// Starts `spec` with the given stdin, stdout and stderr piped: without a terminal to hand over,
+/// as the supervisor cloned straight into the command's namespaces when that applies
+/// (`sys::spawn_namespace_init`), else through std's spawn.
+fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream, Stream)> {
+    #[cfg(target_os = "linux")]
+    {
+        use crate::sys::InitStdin;
+        let init_stdin = match stdin {
+            StdinMode::Null => Some(InitStdin::Null),
+            StdinMode::Inherit => Some(InitStdin::Inherit),
+            StdinMode::Terminal => None,
+        };
+        if let Some(init_stdin) = init_stdin {
+            if let Some(init) = crate::sys::spawn_namespace_init(spec, init_stdin)? {
+                use tokio::net::unix::pipe::Receiver;
+                let (process, stdout, stderr) = crate::init_process::InitProcess::from_child(init)?;
+                let stdout: Stream = Some(Box::new(Receiver::from_owned_fd(stdout)?));
+                let stderr: Stream = Some(Box::new(Receiver::from_owned_fd(stderr)?));
+                return Ok((Child::Init(process), stdout, stderr));
+            }
+        }
+    }
+    let mut command = spec.to_command();
+    command
+        .stdin(match stdin {
+            StdinMode::Null => Stdio::null(),
+            StdinMode::Inherit | StdinMode::Terminal => Stdio::inherit(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let terminal = match stdin {
+        StdinMode::Terminal => crate::sys::Terminal::Foreground,
+        StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
+    };
+    crate::sys::prepare_child(&mut command, terminal);
+    #[cfg(target_os = "linux")]
+    crate::sys::run_helper_in_child(&mut command, spec);
+    let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
+    let stdout: Stream = child.stdout.take().map(|s| Box::new(s) as _);
+    let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);
+    Ok((Child::Spawned(child), stdout, stderr))
+}
+
 /// How waiting for the child ended.
 enum Ended {
     /// It exited (`None`: the timeout came first).
-    Exited(Option<std::io::Result<std::process::ExitStatus>>),
+    Exited(Option<std::io::Result<libc::c_int>>),
     /// The reader of cordon's output went away.
     BrokenPipe,
 }

@@ -110,9 +110,13 @@ pub struct InitChild {
     pub pidfd: std::os::fd::OwnedFd,
     pub stdout: std::os::fd::OwnedFd,
     pub stderr: std::os::fd::OwnedFd,
+    /// The read end of the pipe on which it reports the command's raw wait status
+    /// (`cordon_sandbox_linux::read_status_report`).
+    pub status: std::os::fd::OwnedFd,
 }
 
-/// Starts `plan`'s command without a terminal (stdin `/dev/null`, stdout and stderr on pipes)
+/// Starts `plan`'s command without a terminal (stdin `/dev/null` or this process's own, as
+/// `stdin` says; stdout and stderr on pipes)
 /// through a child cloned straight into new PID + IPC namespaces, which runs the helper as the
 /// namespace's pid 1 (`cordon_sandbox_linux::clone_namespace_init`): one fork and one exit
 /// fewer than a forked child that runs the helper, which forks the supervisor. The child is
@@ -125,6 +129,7 @@ pub struct InitChild {
 #[cfg(target_os = "linux")]
 pub fn spawn_namespace_init(
     plan: &crate::launch::LaunchPlan,
+    stdin: InitStdin,
 ) -> std::io::Result<Option<InitChild>> {
     use cordon_sandbox_linux::{ClonedInit, MountViewRequirement};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -135,9 +140,13 @@ pub fn spawn_namespace_init(
     {
         return Ok(None);
     }
-    let stdin = OwnedFd::from(std::fs::File::open("/dev/null")?);
+    let stdin = match stdin {
+        InitStdin::Null => Some(OwnedFd::from(std::fs::File::open("/dev/null")?)),
+        InitStdin::Inherit => None,
+    };
     let (stdout, stdout_child) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let (stderr, stderr_child) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (status, status_child) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     // To tell whether this process died before the child set its parent-death signal (the
     // child's `getppid` is 0 in its namespace, so that cannot say).
     // SAFETY: pidfd_open takes integers and returns a new descriptor or -1.
@@ -151,16 +160,25 @@ pub fn spawn_namespace_init(
     match cordon_sandbox_linux::clone_namespace_init()? {
         None => Ok(None),
         Some(ClonedInit::Parent { pid, pidfd }) => {
-            Ok(Some(InitChild { pid, pidfd, stdout, stderr }))
+            // The child has its ends; reading the status pipe must not block on an early exit.
+            nix::fcntl::fcntl(
+                &status,
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+            )?;
+            Ok(Some(InitChild { pid, pidfd, stdout, stderr, status }))
         }
         Some(ClonedInit::Child(init)) => {
             // SAFETY: this is the cloned child, pid 1 of its namespaces, a copy of this
             // single-threaded process. It makes only system calls on descriptors it owns and
             // leaves with `_exit` if one fails; `run_in_process` never returns.
             unsafe {
-                let set_up = libc::dup2(stdin.as_raw_fd(), 0) >= 0
+                let report = cordon_sandbox_linux::STATUS_REPORT_FD;
+                let set_up = stdin.as_ref().is_none_or(|fd| libc::dup2(fd.as_raw_fd(), 0) >= 0)
                     && libc::dup2(stdout_child.as_raw_fd(), 1) >= 0
                     && libc::dup2(stderr_child.as_raw_fd(), 2) >= 0
+                    // Close-on-exec there too: the supervisor's, never the command's.
+                    && (status_child.as_raw_fd() == report
+                        || libc::dup3(status_child.as_raw_fd(), report, libc::O_CLOEXEC) >= 0)
                     && libc::setsid() >= 0
                     && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0)
                         == 0;
@@ -190,7 +208,7 @@ pub fn spawn_namespace_init(
                 args,
                 &plan.env,
                 cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
-                cordon_sandbox_linux::InProcessStart::NamespaceInit(init),
+                cordon_sandbox_linux::InProcessStart::NamespaceInit(init.with_status_report()),
             )
         }
     }
@@ -210,8 +228,33 @@ pub fn watch_pidfd(
     .map_err(std::io::Error::from)
 }
 
-/// The exit code of an [`InitChild`] that has exited (128 + N if a signal ended it), reaping
-/// it; `Ok(None)` while it runs.
+/// Sends SIGKILL to the process a pidfd refers to (no pid that could have been reused).
+#[cfg(target_os = "linux")]
+pub fn kill_pidfd(pidfd: &std::os::fd::OwnedFd) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_send_signal takes a descriptor we own, a signal number and no siginfo.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0 as libc::c_uint,
+        );
+    }
+}
+
+/// Where an [`InitChild`]'s stdin comes from.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitStdin {
+    Null,
+    /// This process's (a pipe or a file; never a terminal, which this way does not hand over).
+    Inherit,
+}
+
+/// The raw wait status of an [`InitChild`] that has exited, reaping it; `Ok(None)` while it
+/// runs.
 #[cfg(target_os = "linux")]
 pub fn reap_init(pidfd: &std::os::fd::OwnedFd) -> std::io::Result<Option<i32>> {
     use std::os::fd::AsRawFd;
@@ -227,7 +270,11 @@ pub fn reap_init(pidfd: &std::os::fd::OwnedFd) -> std::io::Result<Option<i32>> {
             return Ok(None);
         }
         let status = info.si_status();
-        Ok(Some(if info.si_code == libc::CLD_EXITED { status } else { 128 + status }))
+        Ok(Some(match info.si_code {
+            libc::CLD_EXITED => (status & 0xff) << 8,
+            libc::CLD_DUMPED => status | 0x80,
+            _ => status,
+        }))
     }
 }
 

@@ -81,7 +81,9 @@ pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main, si
 
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]
-pub use containment::{ClonedInit, NamespaceInit, clone_namespace_init};
+pub use containment::{
+    ClonedInit, NamespaceInit, STATUS_REPORT_FD, clone_namespace_init, read_status_report,
+};
 
 /// On other systems the helper personality only explains itself.
 #[cfg(not(target_os = "linux"))]

@@ -69,8 +69,17 @@ pub fn run_in_process(
     descriptors: InheritedDescriptors,
     start: InProcessStart,
 ) -> ! {
+    // A status report pipe on descriptor 3 is the supervisor's, not the caller's.
+    let lowest_closed = match start {
+        InProcessStart::NamespaceInit(init)
+            if init.status_report() == containment::StatusReport::OnDescriptor3 =>
+        {
+            containment::STATUS_REPORT_FD + 1
+        }
+        InProcessStart::NamespaceInit(_) | InProcessStart::Plain => 3,
+    };
     match descriptors {
-        InheritedDescriptors::AllCloseOnExec => sys::close_descriptors_above_stderr(),
+        InheritedDescriptors::AllCloseOnExec => sys::close_descriptors_from(lowest_closed),
         InheritedDescriptors::Mixed => sys::close_cloexec_descriptors(),
     }
     sys::reset_caught_signals();
@@ -80,8 +89,11 @@ pub fn run_in_process(
         InProcessStart::Plain => {
             run(args, PidNamespaceRequest::WhenAvailable, CommandEnv::Given(env))
         }
-        InProcessStart::NamespaceInit(init) => containment::init_namespaces(init)
-            .and_then(|()| run(args, PidNamespaceRequest::Entered, CommandEnv::Given(env))),
+        InProcessStart::NamespaceInit(init) => {
+            let request = PidNamespaceRequest::Entered(init.status_report());
+            containment::init_namespaces(init)
+                .and_then(|()| run(args, request, CommandEnv::Given(env)))
+        }
     };
     let error = match result {
         Ok(never) => match never {},
@@ -207,20 +219,17 @@ fn run(
         (Ok(()), request) => request,
         // Already in the namespace: it stays, but without a mount namespace of its own a new
         // /proc would land on the host's.
-        (Err(_), PidNamespaceRequest::Entered) => PidNamespaceRequest::Entered,
+        (Err(_), PidNamespaceRequest::Entered(report)) => PidNamespaceRequest::Entered(report),
         (Err(_), PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Disabled) => {
             PidNamespaceRequest::Disabled
         }
     };
     let supervisor = containment::split(pid_namespace, args.parent_death)?;
     let containment = match supervisor.containment {
-        Containment::PidNamespace if mount_view.is_err() => {
-            eprintln!(
-                "{}warning: no mount view: /proc shows the host's processes (they stay out of reach)",
-                crate::messages::prefix()
-            );
-            Containment::PidNamespace
-        }
+        // Cloned into the namespace but refused a mount namespace: no /proc of its own (a new
+        // one would land on the host's), as without a PID namespace; the warning below says
+        // there is no mount view.
+        Containment::PidNamespace if mount_view.is_err() => Containment::PidNamespace,
         Containment::PidNamespace => match proc_view::mount_fresh_proc(&proc_covers)? {
             ProcView::Private => Containment::PidNamespace,
             ProcView::Host(reason) => {

@@ -100,15 +100,15 @@ pub fn reset_sigpipe() {
     }
 }
 
-/// Closes every descriptor above stderr (`close_range`; on kernels before 5.9 the ones
+/// Closes every descriptor from `lowest` up (`close_range`; on kernels before 5.9 the ones
 /// `/proc/self/fd` lists).
-pub fn close_descriptors_above_stderr() {
+pub fn close_descriptors_from(lowest: libc::c_int) {
+    let first = libc::c_uint::try_from(lowest).unwrap_or(3);
     // SAFETY: close_range takes integers; the descriptors closed belong to callers that never
     // run again in this process (see `run_in_process`).
-    let ret =
-        unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0) };
+    let ret = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) };
     if ret < 0 {
-        for fd in descriptors_above_stderr() {
+        for fd in descriptors_above_stderr().into_iter().filter(|fd| *fd >= lowest) {
             // SAFETY: as above; a number that is not open (the listing's own) is EBADF.
             unsafe {
                 libc::close(fd);
@@ -327,6 +327,14 @@ pub fn clone_into_namespaces(flags: libc::c_int) -> io::Result<Cloned> {
     let pid = libc::pid_t::try_from(ret).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: the kernel returned a new descriptor in `pidfd` that nothing else owns.
     Ok(Cloned::Parent { pid, pidfd: unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd) } })
+}
+
+/// Takes ownership of descriptor `fd`, which a spawner left open for this process.
+pub fn adopt_descriptor(fd: libc::c_int) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the caller names a descriptor handed to this process for it alone; nothing else
+    // in this process owns or closes it.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }
 
 extern "C" fn queue_signal(_signal: libc::c_int) {}

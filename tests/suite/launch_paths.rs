@@ -4,7 +4,6 @@
 //! tell them apart, and both must confine it.
 
 use std::process::Command;
-use std::time::Duration;
 
 use super::util::{
     CORDON, Run, USERS, User, cordon_command, cordon_for, features, require_sandbox, scratch,
@@ -383,70 +382,4 @@ p.stdin.close(); p.wait()
             assert!(!features().mount_view || user == User::Nobody, "{user:?}: pid 1 {pid1:?}");
         }
     }
-}
-
-/// A pipe session's supervisor is the executor's own child, cloned straight into the command's
-/// PID namespace as its pid 1 (no helper process between them): seen from outside, its NSpid
-/// has two levels, the last 1. What the helper did outside it does itself: a SIGTERM sent to it
-/// from outside reaches the command (pid 1 gets only signals it has a handler for), the
-/// command's exit code is the session's, and a SIGKILL of it ends every process of the
-/// namespace.
-#[test]
-fn executor_pipe_sessions_clone_the_supervisor_as_pid_1_which_passes_signals_on() {
-    require_sandbox!(1);
-    skip_unless!(features().mount_view, "needs the mount view (PID namespace)");
-    let mut executor = super::executor::Executor::start(&[]);
-    let executor_pid = executor.child.id();
-    let work = executor.work.path().to_owned();
-    let supervisor = |executor: &mut super::executor::Executor, script: &str| {
-        let text = executor.text(
-            "exec_command",
-            serde_json::json!({"cmd": script, "login": false, "yield_time_ms": 500}),
-        );
-        let id = super::executor::session_id(&text).unwrap_or_else(|| panic!("{text}"));
-        let children = std::fs::read_to_string(format!(
-            "/proc/{executor_pid}/task/{executor_pid}/children"
-        ))
-        .unwrap();
-        let children: Vec<&str> = children.split_whitespace().collect();
-        assert_eq!(children.len(), 1, "the executor's children: {children:?}");
-        let child: i32 = children[0].parse().unwrap();
-        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap();
-        let nspid = status.lines().find_map(|l| l.strip_prefix("NSpid:")).unwrap_or_default();
-        let levels: Vec<&str> = nspid.split_whitespace().collect();
-        pretty_assertions::assert_eq!(levels, vec![children[0], "1"]);
-        (id, child)
-    };
-    let gone = |pattern: &str| {
-        let deadline = std::time::Instant::now() + super::util::scaled(Duration::from_secs(5));
-        while super::util::processes_matching(pattern) > 0 {
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
-    };
-
-    let got = work.join("got");
-    let script = format!(
-        "trap 'echo term > {}; exit 3' TERM; sleep 3131 & sleep 3132 & wait",
-        got.display()
-    );
-    let (id, pid1) = supervisor(&mut executor, &script);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid1), nix::sys::signal::Signal::SIGTERM)
-        .unwrap();
-    let text = executor
-        .text("write_stdin", serde_json::json!({"session_id": id, "yield_time_ms": 5000}));
-    assert!(text.contains("Process exited with code 3"), "{text}");
-    assert_eq!(std::fs::read_to_string(&got).unwrap(), "term\n");
-    assert!(gone("sleep 313[12]"), "the command's background processes outlived it");
-
-    let (id, pid1) = supervisor(&mut executor, "sleep 3133 & sleep 3134");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid1), nix::sys::signal::Signal::SIGKILL)
-        .unwrap();
-    let text = executor
-        .text("write_stdin", serde_json::json!({"session_id": id, "yield_time_ms": 5000}));
-    assert!(text.contains("Process exited with code 137"), "{text}");
-    assert!(gone("sleep 313[34]"), "processes outlived their namespace's pid 1");
 }

@@ -28,6 +28,8 @@ mod messages;
 #[cfg(target_os = "linux")]
 mod mount_view;
 #[cfg(target_os = "linux")]
+mod namespace_init;
+#[cfg(target_os = "linux")]
 mod network;
 mod process;
 mod proxy;

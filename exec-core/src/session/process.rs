@@ -144,7 +144,9 @@ impl SessionProcess {
     pub fn spawn_pipes(spec: &LaunchPlan) -> Result<Self, SessionError> {
         // The sandbox's supervisor as this process's own child, when it can be.
         #[cfg(target_os = "linux")]
-        if let Some(init) = crate::sys::spawn_namespace_init(spec).map_err(spawn_error)? {
+        if let Some(init) = crate::sys::spawn_namespace_init(spec, crate::sys::InitStdin::Null)
+            .map_err(spawn_error)?
+        {
             return Self::watch_init(init);
         }
         let mut command = spec.to_command();
@@ -188,22 +190,14 @@ impl SessionProcess {
     #[cfg(target_os = "linux")]
     fn watch_init(init: crate::sys::InitChild) -> Result<Self, SessionError> {
         use tokio::net::unix::pipe::Receiver;
-        let crate::sys::InitChild { pid, pidfd, stdout, stderr } = init;
+        let (mut process, stdout, stderr) =
+            crate::init_process::InitProcess::from_child(init).map_err(spawn_error)?;
         let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = vec![
             Box::new(Receiver::from_owned_fd(stdout).map_err(spawn_error)?),
             Box::new(Receiver::from_owned_fd(stderr).map_err(spawn_error)?),
         ];
-        let pidfd = crate::sys::watch_pidfd(pidfd).map_err(spawn_error)?;
-        let exit = async move {
-            loop {
-                let Ok(mut ready) = pidfd.readable().await else { return 1 };
-                match crate::sys::reap_init(ready.get_inner()) {
-                    Ok(Some(code)) => return code,
-                    Ok(None) => ready.clear_ready(),
-                    Err(_) => return 1,
-                }
-            }
-        };
+        let pid = process.pid();
+        let exit = async move { process.wait().await.map_or(1, crate::init_process::shell_code) };
         Ok(Self::watch_pipes(Some(pid), streams, exit))
     }
 

@@ -17,6 +17,11 @@
 //! anyway: pid 1 cannot die of a signal it sends itself). Signals from outside reach pid 1
 //! only through a handler, so the supervisor installs one for each signal it forwards.
 //!
+//! The exit code cannot say whether the command died of a signal (`exit 137` and SIGKILL read
+//! the same): a spawner that needs to know puts a pipe on descriptor 3
+//! ([`NamespaceInit::with_status_report`]), and the supervisor writes the command's raw wait
+//! status there before it exits, as it does to the helper ([`read_status_report`]).
+//!
 //! An unprivileged spawner cannot make PID namespaces in its own user namespace: the clone
 //! then makes a user namespace too (mapping only the caller's own ids, as the helper's mount
 //! view does), and the child writes its maps before anything else.
@@ -30,6 +35,46 @@ use crate::sys;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NamespaceInit {
     user: UserNamespace,
+    status: StatusReport,
+}
+
+/// Where the supervisor reports the command's raw wait status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusReport {
+    /// Nowhere: its exit code says it (128 + N for signal N).
+    ExitCodeOnly,
+    /// Also on [`STATUS_REPORT_FD`].
+    OnDescriptor3,
+}
+
+/// The descriptor a spawner that asked for [`NamespaceInit::with_status_report`] puts the
+/// write end of its pipe on (close-on-exec, so the command never has it).
+pub const STATUS_REPORT_FD: std::os::fd::RawFd = 3;
+
+impl NamespaceInit {
+    /// The spawner has put a pipe on [`STATUS_REPORT_FD`] for the command's raw wait status.
+    #[must_use]
+    pub fn with_status_report(self) -> NamespaceInit {
+        NamespaceInit { status: StatusReport::OnDescriptor3, ..self }
+    }
+
+    pub(crate) fn status_report(self) -> StatusReport {
+        self.status
+    }
+}
+
+/// The command's raw wait status from the read end of a [`STATUS_REPORT_FD`] pipe, once the
+/// supervisor has exited; `None` when it wrote none (it failed before the command ran, and its
+/// exit code says why, e.g. 125).
+pub fn read_status_report(pipe: &OwnedFd) -> Option<libc::c_int> {
+    let mut buf = [0u8; super::Report::LEN];
+    match nix::unistd::read(pipe, &mut buf) {
+        Ok(super::Report::LEN) => match super::Report::decode(buf) {
+            Some(super::Report::Exited(status)) => Some(status),
+            Some(super::Report::Stopped) | None => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether the clone made a user namespace.
@@ -70,7 +115,10 @@ pub fn clone_namespace_init() -> io::Result<Option<ClonedInit>> {
             Ok(sys::Cloned::Parent { pid, pidfd }) => {
                 return Ok(Some(ClonedInit::Parent { pid, pidfd }));
             }
-            Ok(sys::Cloned::Child) => return Ok(Some(ClonedInit::Child(NamespaceInit { user }))),
+            Ok(sys::Cloned::Child) => {
+                let init = NamespaceInit { user, status: StatusReport::ExitCodeOnly };
+                return Ok(Some(ClonedInit::Child(init)));
+            }
             Err(error) if refused(&error) => {}
             Err(error) => return Err(error),
         }

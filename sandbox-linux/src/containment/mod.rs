@@ -63,8 +63,10 @@ use crate::args::ParentDeath;
 use crate::error::HelperError;
 pub use crate::report::Containment;
 use crate::sys::{self, Forked};
-pub(crate) use init::init_namespaces;
-pub use init::{ClonedInit, NamespaceInit, clone_namespace_init};
+pub use init::{
+    ClonedInit, NamespaceInit, STATUS_REPORT_FD, clone_namespace_init, read_status_report,
+};
+pub(crate) use init::{StatusReport, init_namespaces};
 
 /// Whether to try PID + IPC namespaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +77,7 @@ pub enum PidNamespaceRequest {
     Disabled,
     /// This process is pid 1 of new PID + IPC namespaces already ([`clone_namespace_init`]):
     /// it is the supervisor, with no helper outside.
-    Entered,
+    Entered(StatusReport),
 }
 
 /// `si_code` of a signal the kernel itself sent (a terminal's INT, QUIT, WINCH, HUP).
@@ -116,6 +118,8 @@ pub struct Supervisor {
     pub containment: Containment,
     /// The helper outside, or none when the supervisor is its spawner's own child.
     helper: Option<HelperLink>,
+    /// Without a helper: where the spawner wants the command's raw wait status, if anywhere.
+    spawner_report: Option<OwnedFd>,
     terminal: Terminal,
 }
 
@@ -176,8 +180,8 @@ pub fn split(
     request: PidNamespaceRequest,
     parent_death: ParentDeath,
 ) -> Result<Supervisor, HelperError> {
-    if request == PidNamespaceRequest::Entered {
-        return init_supervisor(parent_death);
+    if let PidNamespaceRequest::Entered(report) = request {
+        return init_supervisor(parent_death, report);
     }
     let containment = match request {
         PidNamespaceRequest::WhenAvailable
@@ -187,7 +191,7 @@ pub fn split(
         }
         PidNamespaceRequest::WhenAvailable
         | PidNamespaceRequest::Disabled
-        | PidNamespaceRequest::Entered => Containment::Subreaper,
+        | PidNamespaceRequest::Entered(_) => Containment::Subreaper,
     };
     if parent_death == ParentDeath::Kill {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
@@ -231,6 +235,7 @@ pub fn split(
             Ok(Supervisor {
                 containment,
                 helper: Some(HelperLink { from_helper: down_read, to_helper: up_write }),
+                spawner_report: None,
                 terminal,
             })
         }
@@ -241,7 +246,10 @@ pub fn split(
 /// no fork. The signals it forwards come straight from outside, which needs a handler for
 /// each; they stay blocked and are read from a signalfd like the rest. The spawner gives the
 /// command no terminal, so there is none to hand over.
-fn init_supervisor(parent_death: ParentDeath) -> Result<Supervisor, HelperError> {
+fn init_supervisor(
+    parent_death: ParentDeath,
+    report: StatusReport,
+) -> Result<Supervisor, HelperError> {
     if parent_death == ParentDeath::Kill {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
             .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
@@ -252,9 +260,16 @@ fn init_supervisor(parent_death: ParentDeath) -> Result<Supervisor, HelperError>
         .map_err(|source| HelperError::Containment { what: "catching signals", source })?;
     // As in `split`: the spawner's copy holds its whole environment.
     nix::sys::prctl::set_dumpable(false).map_err(setup_error("turning off dumpable"))?;
+    let spawner_report = match report {
+        StatusReport::ExitCodeOnly => None,
+        // The spawner put the pipe there for this process, and `run_in_process` kept it open
+        // when it closed the others.
+        StatusReport::OnDescriptor3 => Some(sys::adopt_descriptor(STATUS_REPORT_FD)),
+    };
     Ok(Supervisor {
         containment: Containment::PidNamespace,
         helper: None,
+        spawner_report,
         terminal: Terminal::None,
     })
 }

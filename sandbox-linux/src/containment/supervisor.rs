@@ -212,6 +212,9 @@ impl Supervisor {
         if let Some(link) = &self.helper {
             let _ = nix::unistd::write(&link.to_helper, &Report::Exited(status).encode());
         }
+        if let Some(spawner) = &self.spawner_report {
+            let _ = nix::unistd::write(spawner, &Report::Exited(status).encode());
+        }
         // As pid 1, exiting kills everything left in the namespace.
         sys::exit_now(if libc::WIFSIGNALED(status) {
             128 + libc::WTERMSIG(status)
