@@ -7,7 +7,7 @@ time to the file named by CORDON_PHASE_LOG — and prints the median time betwee
 marks over N launches of each path:
 
   helper    codex-linux-sandbox (workspace-write, no network) -- /bin/true
-  exec      cordon exec -a never -s workspace-write -- /bin/true   (helper in the forked child)
+  exec      cordon exec -a never -s workspace-write -- /bin/true   (supervisor cloned as pid 1)
   executor  exec_command {"cmd": "true", "login": false} in a live `cordon executor`
 
 The marks cost a few microseconds each (an open, a write and a close), so the phases add up

@@ -13,7 +13,9 @@
 //!    reported) where the kernel refuses namespaces;
 //! 3. containment (`containment/`): PID + IPC namespaces inside the mount view (else a child
 //!    subreaper); the helper forks a supervisor and stays outside to forward signals and pass
-//!    on the command's status; everything below runs in the supervisor;
+//!    on the command's status (or, for a spawner that cloned this process straight into the
+//!    namespaces with [`clone_namespace_init`], this process is the supervisor); everything
+//!    below runs in the supervisor;
 //!    with a domain allow-list the namespaces include a network namespace with only loopback,
 //!    and the supervisor binds the proxy's port in it and hands the listening socket to
 //!    cordon's proxy ([`proxy_listener`]) before confining itself;

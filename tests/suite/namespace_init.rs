@@ -89,6 +89,14 @@ fn executor_pipe_sessions_clone_the_supervisor_as_pid_1_which_passes_signals_on(
         true
     };
 
+    // Pid 1 catches exactly the signals it passes on (HUP INT QUIT USR1 USR2 ALRM TERM CONT
+    // WINCH): none of the executor's own handlers (tokio's SIGCHLD) survived into it.
+    let text = executor.text(
+        "exec_command",
+        serde_json::json!({"cmd": "grep SigCgt /proc/1/status", "login": false}),
+    );
+    assert!(text.contains("SigCgt:\t0000000008026a07"), "{text}");
+
     let got = work.join("got");
     let script = format!(
         "trap 'echo term > {}; exit 3' TERM; sleep 3131 & sleep 3132 & wait",

@@ -8,6 +8,10 @@
 //!      │          the command (Landlock, no capabilities, seccomp); reaps every zombie
 //!      └─ the command (pid 2)
 //! ```
+//! A spawner that gives the command no terminal clones the supervisor straight into the
+//! namespaces instead (`init.rs`): the same tree without the helper, the supervisor doing what
+//! the helper did outside (passing signals from outside on, its exit status).
+//!
 //! When the command exits the supervisor exits, and the kernel kills whatever is left in the
 //! namespace: background children, double forks, `setsid` daemons. The supervisor dies with the
 //! helper (`PR_SET_PDEATHSIG`), so `kill -9` of the helper (or of its caller, with
