@@ -21,15 +21,7 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     // setsid) and `_exit`; it allocates nothing and touches no lock.
     unsafe {
         command.pre_exec(move || {
-            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-            // Older kernels (before 5.11) lack the flag: then only cordon's own descriptors,
-            // which are close-on-exec already, are handled.
-            libc::syscall(
-                libc::SYS_close_range,
-                3 as libc::c_uint,
-                libc::c_uint::MAX,
-                CLOSE_RANGE_CLOEXEC,
-            );
+            mark_descriptors_close_on_exec();
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -51,6 +43,25 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
             }
             Ok(())
         });
+    }
+}
+
+/// Marks every descriptor above stderr close-on-exec (`close_range` with
+/// `CLOSE_RANGE_CLOEXEC`), so that descriptors cordon's own caller leaked to it never reach the
+/// sandboxed command. Async-signal-safe: one system call, nothing allocated. Older kernels
+/// (before 5.11) lack the flag: then only cordon's own descriptors, which are close-on-exec
+/// already, are handled.
+#[cfg(target_os = "linux")]
+fn mark_descriptors_close_on_exec() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range takes integers and changes only descriptor flags.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        );
     }
 }
 
@@ -192,18 +203,9 @@ pub fn spawn_namespace_init(
                 }
             }
             // Every descriptor above stderr is closed by the helper (`AllCloseOnExec`): this
-            // process's own are all close-on-exec, and a caller's leaked ones are marked so by
-            // the same `close_range` as in `prepare_child`.
-            // SAFETY: close_range takes integers.
-            unsafe {
-                const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-                libc::syscall(
-                    libc::SYS_close_range,
-                    3 as libc::c_uint,
-                    libc::c_uint::MAX,
-                    CLOSE_RANGE_CLOEXEC,
-                );
-            }
+            // process's own are all close-on-exec, and a caller's leaked ones are marked so
+            // here, as in `prepare_child`.
+            mark_descriptors_close_on_exec();
             cordon_sandbox_linux::run_in_process(
                 args,
                 &plan.env,

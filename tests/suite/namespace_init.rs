@@ -151,28 +151,19 @@ fn cordon_exec_without_a_terminal_clones_the_supervisor_and_passes_status_and_si
     assert_eq!(std::fs::read_to_string(&got).unwrap(), "int\n");
     assert!(gone("sleep 3135"), "the command's background process outlived it");
 
-    let out = Command::new(CORDON)
-        .args(["exec", "--json", "-a", "never", "-s", "workspace-write", "-C"])
-        .arg(work.path())
-        .args(["--", "bash", "-c", "kill -SEGV $$"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    pretty_assertions::assert_eq!(
-        report["attempts"][0]["exit"],
-        serde_json::json!({"kind": "signal", "value": 11})
-    );
-    let out = Command::new(CORDON)
-        .args(["exec", "--json", "-a", "never", "-s", "workspace-write", "-C"])
-        .arg(work.path())
-        .args(["--", "bash", "-c", "exit 139"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    pretty_assertions::assert_eq!(
-        report["attempts"][0]["exit"],
-        serde_json::json!({"kind": "code", "value": 139})
-    );
+    let exit_of = |script: &str| {
+        let out = Command::new(CORDON)
+            .args(["exec", "--json", "-a", "never", "-s", "workspace-write", "-C"])
+            .arg(work.path())
+            .args(["--", "bash", "-c", script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["attempts"][0]["exit"].clone()
+    };
+    let signal = serde_json::json!({"kind": "signal", "value": 11});
+    pretty_assertions::assert_eq!(exit_of("kill -SEGV $$"), signal);
+    let code = serde_json::json!({"kind": "code", "value": 139});
+    pretty_assertions::assert_eq!(exit_of("exit 139"), code);
 }
