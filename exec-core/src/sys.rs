@@ -147,6 +147,7 @@ pub fn spawn_namespace_init(
     let Some(args) = plan.in_process.as_ref() else { return Ok(None) };
     if args.mount_view == MountViewRequirement::Disabled
         || !plan.cwd.is_dir()
+        || !standard_descriptors_open()
         || !cordon_sandbox_linux::single_threaded()
     {
         return Ok(None);
@@ -228,6 +229,15 @@ pub fn watch_pidfd(
         tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
     }
     .map_err(std::io::Error::from)
+}
+
+/// Whether descriptors 0, 1 and 2 are open, so that every descriptor opened for the child is
+/// above them and none is overwritten when the child moves its pipes to 0-2 (a caller that
+/// closed one gets std's spawn, which handles that).
+#[cfg(target_os = "linux")]
+fn standard_descriptors_open() -> bool {
+    // SAFETY: F_GETFD reads a descriptor's flags and changes nothing.
+    (0..3).all(|fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0)
 }
 
 /// Sends SIGKILL to the process a pidfd refers to (no pid that could have been reused).
