@@ -148,6 +148,7 @@ pub fn spawn_namespace_init(
     if args.mount_view == MountViewRequirement::Disabled
         || !plan.cwd.is_dir()
         || !standard_descriptors_open()
+        || !pidfd_wait_supported()
         || !cordon_sandbox_linux::single_threaded()
     {
         return Ok(None);
@@ -229,6 +230,24 @@ pub fn watch_pidfd(
         tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
     }
     .map_err(std::io::Error::from)
+}
+
+/// Whether the kernel waits on pidfds (`waitid(P_PIDFD)`, Linux 5.4; `CLONE_PIDFD` alone is
+/// 5.2): asked once, with a descriptor that cannot be a pidfd — EBADF where `P_PIDFD` exists,
+/// EINVAL where it does not (and for a negative id, so the id is the largest positive one).
+#[cfg(target_os = "linux")]
+fn pidfd_wait_supported() -> bool {
+    const NO_DESCRIPTOR: libc::id_t = i32::MAX as libc::id_t;
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        // SAFETY: `info` is a zeroed plain struct; the id names no descriptor, so the kernel
+        // only validates the arguments.
+        let ret = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PIDFD, NO_DESCRIPTOR, &raw mut info, libc::WEXITED | libc::WNOHANG)
+        };
+        ret < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
+    })
 }
 
 /// Whether descriptors 0, 1 and 2 are open, so that every descriptor opened for the child is
