@@ -26,6 +26,15 @@ pub enum ExitKind {
 }
 
 impl ExitKind {
+    /// What a raw wait status (as `waitpid` gives it) says: the exit code, or the signal.
+    pub fn from_wait_status(raw: i32) -> ExitKind {
+        if libc::WIFSIGNALED(raw) {
+            ExitKind::Signal(libc::WTERMSIG(raw))
+        } else {
+            ExitKind::Code(libc::WEXITSTATUS(raw))
+        }
+    }
+
     /// The shell convention: the code, 128+N for signal N, 124 for a timeout.
     pub fn shell_status(self) -> i32 {
         match self {

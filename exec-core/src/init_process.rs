@@ -56,8 +56,3 @@ impl Drop for InitProcess {
         }
     }
 }
-
-/// The shell's number for a raw wait status: the exit code, or 128 + N for signal N.
-pub fn shell_code(raw: libc::c_int) -> i32 {
-    if libc::WIFSIGNALED(raw) { 128 + libc::WTERMSIG(raw) } else { libc::WEXITSTATUS(raw) }
-}

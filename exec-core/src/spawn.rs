@@ -111,13 +111,7 @@ pub async fn run_process(
         never = forward_interrupts(group) => match never {},
     };
     let exit = match status {
-        Ended::Exited(Some(Ok(raw))) => {
-            if libc::WIFSIGNALED(raw) {
-                ExitKind::Signal(libc::WTERMSIG(raw))
-            } else {
-                ExitKind::Code(libc::WEXITSTATUS(raw))
-            }
-        }
+        Ended::Exited(Some(Ok(raw))) => ExitKind::from_wait_status(raw),
         Ended::Exited(Some(Err(e))) => return Err(e),
         Ended::Exited(None) => {
             kill_group(group);

@@ -470,16 +470,24 @@ fn enter_namespace(extra: CloneFlags) -> Result<(), String> {
     if unshare(CloneFlags::CLONE_NEWNS | extra).is_ok() {
         return Ok(());
     }
-    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | extra)
         .map_err(|e| format!("cannot create a user and mount namespace: {e}"))?;
-    let write = |file: &str, text: String| {
-        std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))
-    };
+    map_own_ids(uid, gid).map_err(|(file, e)| format!("cannot write {file}: {e}"))
+}
+
+/// Maps the caller's own `uid` and `gid` (and nothing else) in the user namespace this
+/// process has just entered, with `setgroups` denied as an unprivileged mapping needs. On
+/// failure, the file that could not be written and why.
+pub(crate) fn map_own_ids(
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+) -> Result<(), (&'static str, std::io::Error)> {
+    let write =
+        |file: &'static str, text: String| std::fs::write(file, text).map_err(|e| (file, e));
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
-    Ok(())
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

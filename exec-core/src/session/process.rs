@@ -177,10 +177,7 @@ impl SessionProcess {
         .collect();
         let exit = async move {
             use std::os::unix::process::ExitStatusExt;
-            match child.wait().await {
-                Ok(status) => status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
-                Err(_) => 1,
-            }
+            child.wait().await.map_or(1, |status| shell_status(status.into_raw()))
         };
         Ok(Self::watch_pipes(pid, streams, exit))
     }
@@ -197,7 +194,7 @@ impl SessionProcess {
             Box::new(Receiver::from_owned_fd(stderr).map_err(spawn_error)?),
         ];
         let pid = process.pid();
-        let exit = async move { process.wait().await.map_or(1, crate::init_process::shell_code) };
+        let exit = async move { process.wait().await.map_or(1, shell_status) };
         Ok(Self::watch_pipes(Some(pid), streams, exit))
     }
 
@@ -329,6 +326,11 @@ impl SessionProcess {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
+}
+
+/// The session's exit code for a raw wait status: the code, or 128 + N for signal N.
+fn shell_status(raw: i32) -> i32 {
+    crate::classify::ExitKind::from_wait_status(raw).shell_status()
 }
 
 /// portable-pty reports a signal by its `strsignal` description; map the common ones back.

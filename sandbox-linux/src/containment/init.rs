@@ -139,14 +139,7 @@ fn refused(error: &io::Error) -> bool {
 pub(crate) fn init_namespaces(init: NamespaceInit) -> Result<(), crate::HelperError> {
     match init.user {
         UserNamespace::Shared => Ok(()),
-        UserNamespace::Own { uid, gid } => {
-            let write = |file: &'static str, text: String| {
-                std::fs::write(file, text)
-                    .map_err(|source| crate::HelperError::Containment { what: file, source })
-            };
-            write("/proc/self/setgroups", "deny".into())?;
-            write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-            write("/proc/self/gid_map", format!("{gid} {gid} 1"))
-        }
+        UserNamespace::Own { uid, gid } => crate::mount_view::map_own_ids(uid, gid)
+            .map_err(|(what, source)| crate::HelperError::Containment { what, source }),
     }
 }

@@ -184,18 +184,16 @@ pub fn split(
     request: PidNamespaceRequest,
     parent_death: ParentDeath,
 ) -> Result<Supervisor, HelperError> {
-    if let PidNamespaceRequest::Entered(report) = request {
-        return init_supervisor(parent_death, report);
-    }
     let containment = match request {
+        PidNamespaceRequest::Entered(report) => return init_supervisor(parent_death, report),
         PidNamespaceRequest::WhenAvailable
             if unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC).is_ok() =>
         {
             Containment::PidNamespace
         }
-        PidNamespaceRequest::WhenAvailable
-        | PidNamespaceRequest::Disabled
-        | PidNamespaceRequest::Entered(_) => Containment::Subreaper,
+        PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Disabled => {
+            Containment::Subreaper
+        }
     };
     if parent_death == ParentDeath::Kill {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
