@@ -123,7 +123,7 @@ impl ShellEnvironmentPolicy {
 fn screen(
     name: &str,
     value: String,
-    defaults: &[WildMatch],
+    defaults: &[NamePattern],
 ) -> (Option<String>, Option<RemovalReason>) {
     if matches_any(defaults, name) && !DEFAULT_EXCLUDE_EXCEPTIONS.contains(&name) {
         return (None, Some(RemovalReason::SecretName));
@@ -135,12 +135,57 @@ fn screen(
     }
 }
 
-fn patterns<S: AsRef<str>>(globs: impl IntoIterator<Item = S>) -> Vec<WildMatch> {
-    globs.into_iter().map(|glob| WildMatch::new_case_insensitive(glob.as_ref())).collect()
+fn patterns<S: AsRef<str>>(globs: impl IntoIterator<Item = S>) -> Vec<NamePattern> {
+    globs.into_iter().map(|glob| NamePattern::new(glob.as_ref())).collect()
 }
 
-fn matches_any(patterns: &[WildMatch], name: &str) -> bool {
-    patterns.iter().any(|pattern| pattern.matches(name))
+fn matches_any(patterns: &[NamePattern], name: &str) -> bool {
+    // Upper-cased once per name for the literal shapes; `None` for a name that is not ASCII,
+    // which only the glob matcher compares (some non-ASCII letters lower-case to ASCII ones).
+    let upper = name.is_ascii().then(|| name.to_ascii_uppercase());
+    patterns.iter().any(|pattern| pattern.matches(name, upper.as_deref()))
+}
+
+/// A case-insensitive, whole-name glob (`*`, `?`), matched exactly as
+/// `WildMatch::new_case_insensitive` matches it. The shapes the default excludes use, `*LIT*`
+/// and `*LIT`, compare an ASCII name with the literal directly: walking the glob for each of a
+/// dozen patterns over every variable was most of what screening the environment cost.
+struct NamePattern {
+    glob: WildMatch,
+    literal: Option<Literal>,
+}
+
+enum Literal {
+    /// `*LIT*`, LIT upper-cased.
+    Contains(String),
+    /// `*LIT`, LIT upper-cased.
+    EndsWith(String),
+}
+
+impl NamePattern {
+    fn new(glob: &str) -> Self {
+        let plain = |lit: &str| {
+            (!lit.is_empty() && lit.is_ascii() && !lit.contains(['*', '?']))
+                .then(|| lit.to_ascii_uppercase())
+        };
+        let literal = match glob.strip_prefix('*') {
+            Some(rest) => match rest.strip_suffix('*') {
+                Some(middle) => plain(middle).map(Literal::Contains),
+                None => plain(rest).map(Literal::EndsWith),
+            },
+            None => None,
+        };
+        NamePattern { glob: WildMatch::new_case_insensitive(glob), literal }
+    }
+
+    /// `upper`: the name upper-cased when it is ASCII.
+    fn matches(&self, name: &str, upper: Option<&str>) -> bool {
+        match (&self.literal, upper) {
+            (Some(Literal::Contains(lit)), Some(upper)) => upper.contains(lit.as_str()),
+            (Some(Literal::EndsWith(lit)), Some(upper)) => upper.ends_with(lit.as_str()),
+            _ => self.glob.matches(name),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +216,56 @@ mod tests {
         ("MONKEY", "m"),
         ("CARGO_HOME", "/c"),
     ];
+
+    /// The literal fast path decides exactly as the glob matcher: ASCII names of every case,
+    /// names that only end or start with the literal, and non-ASCII names (the Kelvin sign
+    /// lower-cases to `k`, so `\u{212A}EY` matches `*KEY*` through the glob).
+    #[test]
+    fn name_patterns_match_exactly_as_the_glob_matcher() {
+        let globs: Vec<&str> = DEFAULT_EXCLUDES
+            .iter()
+            .copied()
+            .chain(["*", "**", "*x*y*", "A*", "*a?", "?", "PATH", "*_pat", "*Key", "*é*", ""])
+            .collect();
+        let names = [
+            "KEY",
+            "key",
+            "MonKeY",
+            "API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "GH_PAT",
+            "gh_pat",
+            "PATH",
+            "PAT",
+            "_PAT_",
+            "MY_PWD",
+            "PWD",
+            "xoy",
+            "x_y",
+            "A",
+            "a",
+            "",
+            "\u{212A}EY",
+            "\u{212A}",
+            "caf\u{e9}",
+            "CAF\u{c9}",
+            "s\u{17f}ession",
+            "TOKEN\u{e9}",
+            "a1",
+        ];
+        for glob in globs {
+            let reference = WildMatch::new_case_insensitive(glob);
+            let pattern = NamePattern::new(glob);
+            for name in names {
+                let upper = name.is_ascii().then(|| name.to_ascii_uppercase());
+                assert_eq!(
+                    pattern.matches(name, upper.as_deref()),
+                    reference.matches(name),
+                    "{glob:?} against {name:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn the_default_inherits_everything_but_credentials() {
