@@ -5,7 +5,8 @@
 # -s workspace-write` (also with the helper exec'd instead of run in cordon's forked child);
 # bubblewrap (read-only root, one read-write directory, no network), with
 # and without --unshare-pid --unshare-ipc; firejail --noprofile --net=none; and the floor, a
-# static Rust program that only execv's its argument (glibc, and musl where rustc has it). Prints median, mean, × bare and the peak
+# static Rust program that only execv's its argument (glibc, and musl where rustc has it), and
+# a static program with no libc at all that execve's it. Prints median, mean, × bare and the peak
 # RSS of the process tree (the largest process in it: cordon's front-end for `exec`/`sandbox`,
 # the helper for the helper rows).
 #
@@ -79,12 +80,40 @@ else
   echo "skipped floor: static musl execv: no $musl_target target for rustc" >&2
 fi
 
+# The same without any libc: a static program whose entry point execve's its argument with a
+# raw syscall (x86_64, gcc). Beside the glibc floor it shows what one exec costs without a libc
+# start-up, and so how much of every glibc program's start (cordon's, and /bin/true's own) is
+# glibc probing the CPU (CPUID traps to the hypervisor on a VM: microseconds each, and glibc's
+# cache-size probe issues dozens).
+floor_nolibc=
+if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null; then
+  cat >"$tmp/nolibc.c" <<'C'
+__attribute__((naked, noreturn)) void _start(void) {
+    __asm__ volatile("mov %rsp, %rdi\n\tand $-16, %rsp\n\tcall start_c\n\thlt");
+}
+__attribute__((used, noreturn)) void start_c(long *sp) {
+    long argc = sp[0];
+    char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(59L), "D"(argv[1]), "S"(argv + 1), "d"(envp)
+                     : "rcx", "r11", "memory");
+    __asm__ volatile("syscall" : : "a"(60L), "D"(127L) : "rcx", "r11", "memory");
+    for (;;) {}
+}
+C
+  if gcc -O2 -static -nostdlib -fno-stack-protector -no-pie -o "$tmp/floor-nolibc" "$tmp/nolibc.c"; then
+    floor_nolibc=$tmp/floor-nolibc
+  fi
+fi
+[ -n "$floor_nolibc" ] || echo "skipped floor: no-libc execve: needs x86_64 and gcc" >&2
+
 names=()
 commands=()
 add() { names+=("$1"); commands+=("$2"); }
 add "bare /bin/true" "/bin/true"
 add "floor: static execv" "$tmp/floor /bin/true"
 [ -n "$floor_musl" ] && add "floor: static musl execv" "$floor_musl /bin/true"
+[ -n "$floor_nolibc" ] && add "floor: no-libc execve" "$floor_nolibc /bin/true"
 policy='{"type":"workspace-write"}'
 for build in static dyn; do
   helper="$tmp/$build/codex-linux-sandbox --sandbox-policy-cwd $work --sandbox-policy '$policy'"
