@@ -2,9 +2,9 @@
 """Where a sandboxed launch spends its time, phase by phase (issue 14).
 
 Builds the committed code (HEAD) with bench/phases.patch applied — a `mark(label)` at each
-step of the helper, the supervisor and the executor's spawn, which appends the CLOCK_MONOTONIC
-time to the file named by CORDON_PHASE_LOG — and prints the median time between consecutive
-marks over N launches of each path:
+step of `cordon exec`'s front-end, the helper, the supervisor and the executor's spawn, which
+appends the CLOCK_MONOTONIC time to the file named by CORDON_PHASE_LOG — and prints the median
+time between consecutive marks over N launches of each path:
 
   helper    codex-linux-sandbox (workspace-write, no network) -- /bin/true
   exec      cordon exec -a never -s workspace-write -- /bin/true   (supervisor cloned as pid 1)
