@@ -106,6 +106,27 @@ C
   fi
 fi
 [ -n "$floor_nolibc" ] || echo "skipped floor: no-libc execve: needs x86_64 and gcc" >&2
+# What one CPUID instruction costs here (a trap to the hypervisor on a VM): the unit of glibc's
+# start-up probe. Printed above the table.
+cpuid_line=
+if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null; then
+  cat >"$tmp/cpuid.c" <<'C'
+#include <cpuid.h>
+#include <stdio.h>
+#include <time.h>
+int main(void) {
+    unsigned a, b, c, d;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 2000; i++) __cpuid_count(4, i % 4, a, b, c, d);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+    printf("cpuid: %.2f us each (2000 in a loop; glibc's start-up issues dozens)\n", ns / 2000 / 1000);
+    return (int)(a & 0);
+}
+C
+  gcc -O2 -o "$tmp/cpuid" "$tmp/cpuid.c" && cpuid_line=$("$tmp/cpuid")
+fi
 
 names=()
 commands=()
@@ -177,6 +198,7 @@ done
 
 # Peak RSS: wait4's rusage of the top process covers it and every descendant it waited for;
 # the largest of them is the front-end (or the helper, in the helper rows). Median of 20 runs.
+[ -z "$cpuid_line" ] || echo "$cpuid_line"
 python3 - "$tmp/hyperfine.json" "$tmp/commands.tsv" "$json_out" <<'PY'
 import glob, json, os, platform, shlex, statistics, subprocess, sys, tempfile
 
