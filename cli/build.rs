@@ -34,7 +34,13 @@ fn link_unwinder_statically() {
     if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" || static_crt {
         return;
     }
-    let linker = std::env::var("RUSTC_LINKER").unwrap_or_else(|_| "cc".to_owned());
+    // `cc` is the host's compiler: cross builds ask the linker their target configured, or
+    // keep the default.
+    let linker = match std::env::var("RUSTC_LINKER") {
+        Ok(linker) => linker,
+        Err(_) if var("TARGET") == var("HOST") => "cc".to_owned(),
+        Err(_) => return,
+    };
     let Some(archive) = std::process::Command::new(&linker)
         .arg("-print-file-name=libgcc_eh.a")
         .output()
