@@ -144,8 +144,14 @@ pub async fn run_process(
             abort_err.abort();
         }
     }
-    kill_group(group);
-    crate::sys::kill_orphans();
+    // A namespace's pid 1, once reaped, leaves nothing behind: the kernel ends every process
+    // of its PID namespace before pid 1's exit completes, and none of them is ever reparented
+    // to cordon (a subreaper outside the namespace). So only a forked child's group and
+    // cordon's orphans are looked for (a read of /proc per attempt).
+    if !child.ends_its_namespace() {
+        kill_group(group);
+        crate::sys::kill_orphans();
+    }
     let take =
         |captured: &Mutex<HeadTail>| std::mem::replace(&mut *lock(captured), HeadTail::new(0));
     Ok(ProcessResult { exit, duration, stdout: take(&captured_out), stderr: take(&captured_err) })
@@ -164,6 +170,16 @@ enum Child {
 }
 
 impl Child {
+    /// Whether its end is the end of every process it started: the cloned pid 1 of the
+    /// command's PID namespace.
+    fn ends_its_namespace(&self) -> bool {
+        match self {
+            Child::Spawned(_) => false,
+            #[cfg(target_os = "linux")]
+            Child::Init(_) => true,
+        }
+    }
+
     /// Its process group (its pid: it leads a group or a session of its own).
     fn group(&self) -> Option<Pid> {
         let pid = match self {

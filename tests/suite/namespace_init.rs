@@ -167,3 +167,40 @@ fn cordon_exec_without_a_terminal_clones_the_supervisor_and_passes_status_and_si
     let code = serde_json::json!({"kind": "code", "value": 139});
     pretty_assertions::assert_eq!(exit_of("exit 139"), code);
 }
+
+/// When `cordon exec`'s child is pid 1 of the command's namespace, every process the command
+/// started is gone by the time cordon exits — at once, not within a grace period: the kernel
+/// ends every process of a PID namespace before its pid 1's exit completes, which is why
+/// cordon looks for no orphans of its own after such a child (`spawn.rs`). A background, a
+/// double-forked, a `setsid` and a `nohup` child alike.
+#[test]
+fn cordon_exec_returns_only_once_every_process_of_the_namespace_is_gone() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view (PID namespace)");
+    let dir = scratch();
+    let marker = format!("78{:05}", std::process::id() % 100_000);
+    let script = format!(
+        "M={marker}\n\
+         sleep $M.1 >/dev/null 2>&1 &\n\
+         (sleep $M.2 >/dev/null 2>&1 &) &\n\
+         setsid sleep $M.3 >/dev/null 2>&1 &\n\
+         nohup sleep $M.4 >/dev/null 2>&1 &\n\
+         i=0; while [ \"$(pgrep -c -f \"^sleep $M\\.\")\" -lt 4 ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done\n\
+         pgrep -c -f \"^sleep $M\\.\"\n"
+    );
+    let out = Command::new(CORDON)
+        .args(["exec", "-a", "never", "-s", "workspace-write", "--", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Not vacuous: all four ran inside.
+    assert_eq!(stdout.trim(), "4", "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+    let left = processes_matching(&format!("^sleep {marker}\\."));
+    if left > 0 {
+        let _ = Command::new("pkill").args(["-9", "-f", &format!("^sleep {marker}\\.")]).status();
+    }
+    assert_eq!(left, 0, "processes of the namespace outlived cordon exec");
+}
