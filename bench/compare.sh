@@ -85,8 +85,11 @@ fi
 # start-up, and so how much of every glibc program's start (cordon's, and /bin/true's own) is
 # glibc probing the CPU (CPUID traps to the hypervisor on a VM: microseconds each, and glibc's
 # cache-size probe issues dozens).
+# Both C probes below are x86_64 programs built with gcc.
+c_probes=
+[ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null && c_probes=1
 floor_nolibc=
-if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null; then
+if [ -n "$c_probes" ]; then
   cat >"$tmp/nolibc.c" <<'C'
 __attribute__((naked, noreturn)) void _start(void) {
     __asm__ volatile("mov %rsp, %rdi\n\tand $-16, %rsp\n\tcall start_c\n\thlt");
@@ -109,7 +112,7 @@ fi
 # What one CPUID instruction costs here (a trap to the hypervisor on a VM): the unit of glibc's
 # start-up probe. Printed above the table.
 cpuid_line=
-if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null; then
+if [ -n "$c_probes" ]; then
   cat >"$tmp/cpuid.c" <<'C'
 #include <cpuid.h>
 #include <stdio.h>

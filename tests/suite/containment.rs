@@ -56,14 +56,14 @@ enum Ending {
 }
 
 /// A unique `sleep` duration prefix, so that survivors are found by command line.
-fn marker() -> String {
+pub(super) fn marker() -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
     format!("77{n:03}{:05}", std::process::id() % 100_000)
 }
 
 /// The four ways to leave a process behind, then `started` once all four run.
-fn leave_children_script(marker: &str, tail: &str) -> String {
+pub(super) fn leave_children_script(marker: &str, tail: &str) -> String {
     format!(
         "M={marker}\n\
          sleep $M.1 >/dev/null 2>&1 &\n\
@@ -76,7 +76,7 @@ fn leave_children_script(marker: &str, tail: &str) -> String {
     )
 }
 
-fn survivors(marker: &str) -> usize {
+pub(super) fn survivors(marker: &str) -> usize {
     processes_matching(&format!("^sleep {marker}\\."))
 }
 

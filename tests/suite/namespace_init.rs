@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use super::containment::{leave_children_script, marker, survivors};
 use super::executor::{Executor, session_id};
 use super::util::{
     CORDON, features, processes_matching, require_sandbox, scaled, scratch, skip_unless,
@@ -178,16 +179,9 @@ fn cordon_exec_returns_only_once_every_process_of_the_namespace_is_gone() {
     require_sandbox!(1);
     skip_unless!(features().mount_view, "needs the mount view (PID namespace)");
     let dir = scratch();
-    let marker = format!("78{:05}", std::process::id() % 100_000);
-    let script = format!(
-        "M={marker}\n\
-         sleep $M.1 >/dev/null 2>&1 &\n\
-         (sleep $M.2 >/dev/null 2>&1 &) &\n\
-         setsid sleep $M.3 >/dev/null 2>&1 &\n\
-         nohup sleep $M.4 >/dev/null 2>&1 &\n\
-         i=0; while [ \"$(pgrep -c -f \"^sleep $M\\.\")\" -lt 4 ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done\n\
-         pgrep -c -f \"^sleep $M\\.\"\n"
-    );
+    let marker = marker();
+    // Prints `started` once all four run, then how many of them it sees inside.
+    let script = leave_children_script(&marker, "pgrep -c -f \"^sleep $M\\.\"");
     let out = Command::new(CORDON)
         .args(["exec", "-a", "never", "-s", "workspace-write", "--", "sh", "-c", &script])
         .current_dir(dir.path())
@@ -196,9 +190,9 @@ fn cordon_exec_returns_only_once_every_process_of_the_namespace_is_gone() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     // Not vacuous: all four ran inside.
-    assert_eq!(stdout.trim(), "4", "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.trim(), "started\n4", "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0));
-    let left = processes_matching(&format!("^sleep {marker}\\."));
+    let left = survivors(&marker);
     if left > 0 {
         let _ = Command::new("pkill").args(["-9", "-f", &format!("^sleep {marker}\\.")]).status();
     }
