@@ -31,7 +31,7 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();
             local.block_on(&runtime, async move {
-                let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
+                let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults));
                 let end = if serve_remote {
                     let facts = host_facts(&settings)?;
                     serve_stdio(Rc::new(RemoteServer { manager: Rc::clone(&manager), facts })).await

@@ -233,6 +233,11 @@ pub struct RemoteFlags {
     /// The cordon to run on the other machine.
     #[arg(long = "remote-cordon", value_name = "PATH", default_value = "cordon")]
     pub remote_cordon: String,
+    /// The ssh client to run. Default: `ssh` from the first PATH directory a sandboxed command
+    /// cannot write to (owned by root, writable by no one else, outside $HOME and the
+    /// temporary directories).
+    #[arg(long = "ssh-program", value_name = "PATH")]
+    pub ssh_program: Option<PathBuf>,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

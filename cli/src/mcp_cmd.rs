@@ -26,7 +26,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();
             runtime.block_on(async move {
-                let manager = Arc::new(SessionManager::new(Arc::new(orchestrator), defaults)?);
+                let manager = Arc::new(SessionManager::new(Arc::new(orchestrator), defaults));
                 anyhow::Ok(serve_stdio(Sessions::Here(manager)).await?)
             })
         }

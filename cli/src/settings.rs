@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use cordon_exec_core::remote::{RemoteLink, RemoteSessions, RemoteTarget};
 use cordon_exec_core::session::SessionDefaults;
 use cordon_exec_core::{
-    HelperLaunch, HelperSettings, MountViewRequirement, Orchestrator, Strictness,
+    HelperLaunch, HelperSettings, MountViewRequirement, Orchestrator, PinnedExe, Strictness,
 };
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, PolicyEnv, RemovedVar, RuleSet,
@@ -110,6 +110,8 @@ impl Settings {
             ),
         };
         let (exe, launch) = helper_exe(&config)?;
+        let mut user_view = user_view;
+        user_view.cordon_executables = cordon_executables(&exe)?;
         let helper = HelperSettings {
             exe,
             launch,
@@ -325,18 +327,58 @@ fn hidden_paths(flags: &SandboxFlags, config: &Config, env: &PolicyEnv<'_>) -> O
 }
 
 /// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else config `linux_sandbox_exe`, else
-/// this very binary — which a spawner may then run in its forked child without an exec.
-fn helper_exe(config: &Config) -> anyhow::Result<(PathBuf, HelperLaunch)> {
-    match std::env::var_os("CORDON_LINUX_SANDBOX_EXE") {
-        Some(path) if !path.is_empty() => Ok((PathBuf::from(path), HelperLaunch::Exec)),
-        _ => match &config.linux_sandbox_exe {
-            Some(path) => Ok((path.clone(), HelperLaunch::Exec)),
-            None => Ok((
-                std::env::current_exe().context("cannot find the cordon executable")?,
-                HelperLaunch::InProcessWhenPossible,
-            )),
-        },
+/// this very binary — which a spawner may then run in its forked child without an exec. Opened
+/// now and started through that descriptor from then on (see [`PinnedExe`]).
+fn helper_exe(config: &Config) -> anyhow::Result<(PinnedExe, HelperLaunch)> {
+    let configured = match std::env::var_os("CORDON_LINUX_SANDBOX_EXE") {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ => config.linux_sandbox_exe.clone(),
+    };
+    match configured {
+        Some(path) => {
+            let exe = PinnedExe::open(&path)
+                .with_context(|| format!("cannot use the helper executable {}", path.display()))?;
+            Ok((exe, HelperLaunch::Exec))
+        }
+        None => Ok((
+            PinnedExe::own().context("cannot open the cordon executable")?,
+            HelperLaunch::InProcessWhenPossible,
+        )),
     }
+}
+
+/// The files a sandbox must not let a command replace: this binary (where it started from
+/// and the path it was invoked by, as the shell found it) and the helper executable (the path
+/// configured and where it leads).
+fn cordon_executables(helper: &PinnedExe) -> anyhow::Result<Vec<PathBuf>> {
+    let own = PinnedExe::own().context("cannot open the cordon executable")?;
+    let mut paths = vec![own.canonical().to_path_buf()];
+    paths.extend(invoked_path());
+    for path in [helper.shown(), helper.canonical()] {
+        if path.is_absolute() {
+            paths.push(path.to_path_buf());
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+/// The path this process was started by: `argv[0]` when it names a path, else the first
+/// executable of that name on `PATH` (what a shell ran).
+fn invoked_path() -> Option<PathBuf> {
+    let arg0 = PathBuf::from(std::env::args_os().next()?);
+    if arg0.components().count() > 1 {
+        return std::path::absolute(&arg0).ok();
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).filter(|dir| dir.is_absolute()).map(|dir| dir.join(&arg0)).find(
+        |candidate| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        },
+    )
 }
 
 /// `$CORDON_HOME/rules.toml`, then `<workspace>/.cordon/rules.toml` (read safely: see
@@ -367,8 +409,53 @@ pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTa
         port,
         ssh_options: flags.ssh_options.clone(),
         remote_cordon: flags.remote_cordon.clone(),
-        ssh_program: PathBuf::from("ssh"),
+        ssh_program: ssh_program(flags.ssh_program.as_deref())?,
     })
+}
+
+/// The ssh client: `--ssh-program` as named, else `ssh` from the first PATH directory that a
+/// sandboxed command cannot have written to — owned by root, writable by no one else, and
+/// outside `$HOME` and the temporary directories (a workspace or `--add-dir` root is usually
+/// one of those). Never simply the first `ssh` on PATH, which a sandboxed command could have
+/// planted in a writable directory listed there.
+fn ssh_program(named: Option<&Path>) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if let Some(path) = named {
+        if !path.is_absolute() {
+            bail!("--ssh-program {} must be an absolute path", path.display());
+        }
+        return Ok(path.to_path_buf());
+    }
+    let writable_places: Vec<PathBuf> = [std::env::var_os("HOME"), std::env::var_os("TMPDIR")]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::from)
+        .chain(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from))
+        .chain(std::env::current_dir().ok())
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| p != Path::new("/"))
+        .collect();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let system_dir = |dir: &Path| {
+        std::fs::metadata(dir).is_ok_and(|meta| {
+            meta.is_dir() && meta.uid() == 0 && meta.permissions().mode() & 0o022 == 0
+        }) && !writable_places.iter().any(|place| dir.starts_with(place))
+    };
+    std::env::split_paths(&path)
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .filter(|dir| system_dir(dir))
+        .map(|dir| dir.join("ssh"))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no ssh client in a system directory on PATH (one owned by root that only root \
+                 can write, outside $HOME and the temporary directories); name one with \
+                 --ssh-program PATH"
+            )
+        })
 }
 
 /// `cordon executor --connect` / `cordon mcp-server --connect`: opens the link, loads the

@@ -61,12 +61,105 @@ pub enum Sandboxed {
     No,
 }
 
+/// An executable cordon starts by a descriptor it opened when it started, never by a path:
+/// whatever a sandboxed command does to the file system later (replace the file, rename a
+/// directory above it, plant a symlink), the next launch runs the same file. The descriptor is
+/// close-on-exec, so it never reaches a command; a child reaches the file through its own
+/// inherited copy (`/proc/self/fd/N`), which stays valid until the child's `execve` completes.
+#[derive(Debug, Clone)]
+pub struct PinnedExe {
+    /// What the user named (or cordon's own path when it started), for messages.
+    shown: PathBuf,
+    /// Where the descriptor pointed when it was opened, symlinks resolved.
+    canonical: PathBuf,
+    fd: std::sync::Arc<std::os::fd::OwnedFd>,
+}
+
+impl PinnedExe {
+    /// cordon's own executable: the file this process was started from, even if its path has
+    /// been replaced or removed since.
+    #[cfg(target_os = "linux")]
+    pub fn own() -> std::io::Result<PinnedExe> {
+        let fd = std::os::fd::OwnedFd::from(open_path("/proc/self/exe".as_ref())?);
+        let canonical = std::fs::read_link(fd_path(&fd))?;
+        Ok(PinnedExe { shown: canonical.clone(), canonical, fd: std::sync::Arc::new(fd) })
+    }
+
+    /// cordon's own executable (elsewhere there is no helper to start by it).
+    #[cfg(not(target_os = "linux"))]
+    pub fn own() -> std::io::Result<PinnedExe> {
+        PinnedExe::open(&std::env::current_exe()?)
+    }
+
+    /// The executable at `path` (symlinks followed), as it is now.
+    pub fn open(path: &std::path::Path) -> std::io::Result<PinnedExe> {
+        let file = open_path(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        let fd = std::os::fd::OwnedFd::from(file);
+        #[cfg(target_os = "linux")]
+        let canonical = std::fs::read_link(fd_path(&fd))?;
+        #[cfg(not(target_os = "linux"))]
+        let canonical = std::fs::canonicalize(path)?;
+        Ok(PinnedExe { shown: path.to_path_buf(), canonical, fd: std::sync::Arc::new(fd) })
+    }
+
+    /// The path to show in messages.
+    pub fn shown(&self) -> &std::path::Path {
+        &self.shown
+    }
+
+    /// Where the file was when it was opened (for keeping that path read-only in a sandbox).
+    pub fn canonical(&self) -> &std::path::Path {
+        &self.canonical
+    }
+
+    /// The path a child process of this one executes: its own copy of the descriptor.
+    #[cfg(target_os = "linux")]
+    pub fn exec_path(&self) -> PathBuf {
+        fd_path(&self.fd)
+    }
+
+    /// The path a child process of this one executes (only Linux starts its helper by a
+    /// descriptor).
+    #[cfg(not(target_os = "linux"))]
+    pub fn exec_path(&self) -> PathBuf {
+        self.canonical.clone()
+    }
+}
+
+impl PartialEq for PinnedExe {
+    fn eq(&self, other: &Self) -> bool {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd() == other.fd.as_raw_fd()
+    }
+}
+
+impl Eq for PinnedExe {}
+
+/// `open(path, O_PATH | O_CLOEXEC)`: a handle on the file itself, which needs no read
+/// permission and runs nothing.
+fn open_path(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    #[cfg(target_os = "linux")]
+    let flags = libc::O_PATH;
+    #[cfg(not(target_os = "linux"))]
+    let flags = 0;
+    std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)
+}
+
+#[cfg(target_os = "linux")]
+fn fd_path(fd: &impl std::os::fd::AsRawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
 /// How to reach and configure the Linux helper, and what both sandboxes compute hidden paths
 /// and writable roots from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelperSettings {
-    /// The cordon binary (or a `codex-linux-sandbox` symlink to it).
-    pub exe: PathBuf,
+    /// The cordon binary, or a configured helper executable.
+    pub exe: PinnedExe,
     pub strictness: Strictness,
     pub mount_view: MountViewRequirement,
     /// The user view, read from cordon's own environment when it started. Never the command's
@@ -187,7 +280,7 @@ pub fn plan_launch(
             };
             LaunchPlan {
                 sandbox: kind,
-                program: helper.exe.clone(),
+                program: helper.exe.exec_path(),
                 arg0: Some(cordon_sandbox_linux::HELPER_ARG0.into()),
                 args: cordon_sandbox_linux::helper_argv(&args),
                 env: env.to_vec(),
@@ -285,7 +378,7 @@ mod tests {
 
     fn helper() -> HelperSettings {
         HelperSettings {
-            exe: PathBuf::from("/usr/bin/cordon"),
+            exe: PinnedExe::own().unwrap(),
             launch: HelperLaunch::Exec,
             strictness: Strictness::FailClosed,
             mount_view: MountViewRequirement::WhenAvailable,

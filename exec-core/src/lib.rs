@@ -38,7 +38,7 @@ mod terminal_filter;
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
 pub use launch::{
-    HelperLaunch, HelperSettings, Launch, LaunchPlan, MountViewRequirement, ParentDeath,
+    HelperLaunch, HelperSettings, Launch, LaunchPlan, MountViewRequirement, ParentDeath, PinnedExe,
     ProxyEndpoint, SandboxKind, SandboxSetupError, Sandboxed, Strictness, plan_launch,
 };
 pub use network_proxy::{

@@ -15,10 +15,11 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     use std::os::unix::process::CommandExt;
     let parent = nix::unistd::getpid();
     let take_terminal = terminal == Terminal::Foreground;
+    let controlling = terminal == Terminal::Controlling;
     let detach = own_group_or_session(command, terminal);
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (prctl, getppid, close_range, signal, tcsetpgrp, getpid,
-    // setsid) and `_exit`; it allocates nothing and touches no lock.
+    // setsid, ioctl) and `_exit`; it allocates nothing and touches no lock.
     unsafe {
         command.pre_exec(move || {
             mark_descriptors_close_on_exec();
@@ -41,9 +42,31 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
             if detach && libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            if controlling {
+                become_terminal_session()?;
+            }
             Ok(())
         });
     }
+}
+
+/// In a child that has just started a session of its own, with a new terminal on stdin:
+/// makes that terminal the session's controlling terminal (so the window size, Ctrl-C and
+/// hang-up reach the command) and gives the signals a terminal delivers their default
+/// actions, as a login on a fresh terminal has them (an executor started with `nohup` must not
+/// hand its ignored SIGHUP to a shell that should die with its terminal). Async-signal-safe.
+fn become_terminal_session() -> std::io::Result<()> {
+    // SAFETY: `ioctl(TIOCSCTTY)` and `signal` take integers and change only this (forked)
+    // process's terminal and dispositions.
+    unsafe {
+        if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        for signal in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGCHLD] {
+            libc::signal(signal, libc::SIG_DFL);
+        }
+    }
+    Ok(())
 }
 
 /// Marks every descriptor above stderr close-on-exec (`close_range` with
@@ -74,7 +97,7 @@ fn own_group_or_session(command: &mut std::process::Command, terminal: Terminal)
             command.process_group(0);
             false
         }
-        Terminal::Detach => true,
+        Terminal::Detach | Terminal::Controlling => true,
     }
 }
 
@@ -317,8 +340,10 @@ pub fn reap_init(pidfd: &std::os::fd::OwnedFd) -> std::io::Result<Option<i32>> {
 pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     use std::os::unix::process::CommandExt;
     let detach = own_group_or_session(command, terminal);
+    let controlling = terminal == Terminal::Controlling;
     // SAFETY: the closure runs in the forked child before exec and only calls
-    // async-signal-safe functions (getdtablesize, fcntl, setsid); it allocates nothing.
+    // async-signal-safe functions (getdtablesize, fcntl, setsid, ioctl, signal); it allocates
+    // nothing.
     unsafe {
         command.pre_exec(move || {
             let top = libc::getdtablesize().clamp(3, 65_536);
@@ -330,6 +355,9 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
             }
             if detach && libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if controlling {
+                become_terminal_session()?;
             }
             Ok(())
         });
@@ -346,6 +374,9 @@ pub enum Terminal {
     /// not a terminal has no business with cordon's, and cannot open `/dev/tty` to write
     /// escape sequences to it or push input into it.
     Detach,
+    /// Starts a session of its own whose controlling terminal is the (new) terminal on its
+    /// stdin: a PTY session.
+    Controlling,
 }
 
 /// Gives the terminal on stdin back to cordon's own process group after a child had it.

@@ -338,6 +338,12 @@ pub struct EnvSnapshot {
     pub uid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cordon_home: Option<PathBuf>,
+    /// The executables cordon runs as itself: the files the front-end and the helper start
+    /// from, and the paths they were found by. A sandboxed command must not replace them, or
+    /// the next "sandboxed" run would be its program. Filled by the caller, not read from the
+    /// environment.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cordon_executables: Vec<PathBuf>,
 }
 
 impl EnvSnapshot {
@@ -359,6 +365,7 @@ impl EnvSnapshot {
             runtime_dir: get("XDG_RUNTIME_DIR"),
             ssh_auth_sock: get("SSH_AUTH_SOCK"),
             cordon_home,
+            cordon_executables: Vec::new(),
         }
     }
 

@@ -154,6 +154,7 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
             ssh_auth_sock: Some(PathBuf::from("/run/a.sock")),
             uid: Some(1000),
             cordon_home: Some(PathBuf::from("/home/u/.cordon")),
+            cordon_executables: Vec::new(),
         }
     );
     let explicit =

@@ -1,4 +1,4 @@
-//! cordon's own state directory inside a writable root (DESIGN §12).
+//! cordon's own state directory and executables inside a writable root.
 //!
 //! `$CORDON_HOME` (default `~/.cordon`) holds the config and the allow rules that decide the
 //! next command's sandbox, so it must never be writable from inside one — whether or not it
@@ -34,6 +34,33 @@ pub(crate) fn protect(
     }
     policy.protected_paths.push(target.display().to_string());
     Ok(Some(target))
+}
+
+/// The executables in `executables` (cordon's own files and the paths they are started by)
+/// that lie inside a writable root: each is added to the policy's protected paths, so the mount
+/// view binds it read-only (a rename over it or an unlink is refused while the binding stands)
+/// and pins the directories between it and its root. A path that is a symlink cannot be bound
+/// itself (a bind follows it), so the directory holding it is protected instead. Returns what
+/// was protected; missing paths are skipped (there is nothing to start there).
+pub(crate) fn protect_executables(
+    executables: &[PathBuf],
+    policy: &mut ResolvedPolicy,
+) -> Vec<PathBuf> {
+    let mut protected = Vec::new();
+    for path in executables.iter().filter(|path| path.is_absolute()) {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { continue };
+        let Ok(parent) = std::fs::canonicalize(parent) else { continue };
+        let entry = parent.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&entry) else { continue };
+        let target = if meta.file_type().is_symlink() { parent } else { entry };
+        if policy.writable_roots.iter().any(|root| target.starts_with(root))
+            && !protected.contains(&target)
+        {
+            protected.push(target);
+        }
+    }
+    policy.protected_paths.extend(protected.iter().map(|p| p.display().to_string()));
+    protected
 }
 
 /// The canonical form of `path`: its nearest existing ancestor canonicalized (symlinks
@@ -108,6 +135,33 @@ mod tests {
         assert!(policy.protected_paths.is_empty());
         assert_eq!(protect(None, &mut policy).unwrap(), None);
         assert_eq!(protect(Some(Path::new("relative")), &mut policy).unwrap(), None);
+    }
+
+    #[test]
+    fn executables_inside_a_root_are_protected_and_a_symlink_protects_its_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let canonical_root = std::fs::canonicalize(root.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let mut policy = policy(root.path());
+        std::fs::create_dir(root.path().join("bin")).unwrap();
+        std::fs::write(root.path().join("bin/cordon"), "").unwrap();
+        std::fs::create_dir(root.path().join("links")).unwrap();
+        std::os::unix::fs::symlink("/bin/true", root.path().join("links/cordon")).unwrap();
+        std::fs::write(outside.path().join("cordon"), "").unwrap();
+        let protected = protect_executables(
+            &[
+                root.path().join("bin/cordon"),
+                root.path().join("links/cordon"),
+                outside.path().join("cordon"),
+                root.path().join("missing/cordon"),
+                PathBuf::from("relative"),
+            ],
+            &mut policy,
+        );
+        let expected = vec![canonical_root.join("bin/cordon"), canonical_root.join("links")];
+        assert_eq!(protected, expected);
+        let shown: Vec<String> = expected.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(policy.protected_paths, shown);
     }
 
     #[test]

@@ -190,6 +190,7 @@ impl KernelProbe {
             bounding_set_dropped: self.is_root || self.mount_view.is_ok(),
             network_access: network == Network::On,
             cordon_home_inside_root: None,
+            cordon_executables_inside_roots: Vec::new(),
             containment: self.containment,
         }
     }

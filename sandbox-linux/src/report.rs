@@ -26,13 +26,16 @@ pub struct Enforcement {
     /// Whether the policy leaves the network on (with it off, seccomp refuses `connect()`).
     pub network_access: bool,
     /// cordon's own state directory, when it lies inside a writable root: only the mount view
-    /// keeps it read-only, so without the view the sandbox is not set up (DESIGN §12).
+    /// keeps it read-only, so without the view the sandbox is not set up.
     pub cordon_home_inside_root: Option<std::path::PathBuf>,
+    /// cordon's own executables (and the directories of links to them) inside a writable root:
+    /// only the mount view keeps a command from replacing them.
+    pub cordon_executables_inside_roots: Vec<std::path::PathBuf>,
     /// How the command's processes are contained (DESIGN §12).
     pub containment: Containment,
 }
 
-/// How the command's processes are kept from outliving it (DESIGN §12).
+/// How the command's processes are kept from outliving it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Containment {
     /// PID + IPC namespaces with a private /proc: everything dies with the command, host
@@ -116,6 +119,19 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
         ));
     }
     if let Err(reason) = &e.mount_view {
+        if !e.cordon_executables_inside_roots.is_empty() {
+            let list: Vec<String> =
+                e.cordon_executables_inside_roots.iter().map(|p| p.display().to_string()).collect();
+            gaps.push(gap(
+                format!(
+                    "keeping cordon's own executable ({}) from being replaced: it lies inside a \
+                     writable root and only the mount view ({reason}) protects it; install cordon \
+                     outside the writable roots or narrow them",
+                    list.join(", ")
+                ),
+                true,
+            ));
+        }
         gaps.push(gap(
             format!(
                 "the mount view ({reason}): chmod/chown/utimes/xattr outside the writable roots, \
@@ -160,8 +176,18 @@ mod tests {
             bounding_set_dropped: true,
             network_access: false,
             cordon_home_inside_root: None,
+            cordon_executables_inside_roots: Vec::new(),
             containment: Containment::PidNamespace,
         }
+    }
+
+    #[test]
+    fn cordons_executable_inside_a_root_requires_the_mount_view() {
+        let inside =
+            Enforcement { cordon_executables_inside_roots: vec!["/w/bin/cordon".into()], ..full() };
+        assert!(gaps(&inside).is_empty());
+        let without_view = Enforcement { mount_view: Err("no userns".into()), ..inside };
+        assert!(gaps(&without_view).iter().any(|g| g.required && g.what.contains("/w/bin/cordon")));
     }
 
     #[test]

@@ -189,6 +189,13 @@ fn run(
     // Before anything is confined: this may create the directory on the host.
     let cordon_home_inside_root =
         crate::cordon_home::protect(env.cordon_home.as_deref(), &mut policy)?;
+    // The helper's own file, and what the caller starts itself from.
+    let executables: Vec<PathBuf> = std::fs::read_link("/proc/self/exe")
+        .into_iter()
+        .chain(env.cordon_executables.iter().cloned())
+        .collect();
+    let cordon_executables_inside_roots =
+        crate::cordon_home::protect_executables(&executables, &mut policy);
     let best_effort = args.strictness == Strictness::BestEffort;
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
@@ -296,6 +303,7 @@ fn run(
         bounding_set_dropped: capabilities == CapabilityDrop::All,
         network_access: policy.network_access,
         cordon_home_inside_root,
+        cordon_executables_inside_roots,
         containment,
     };
     let gaps = report::gaps(&enforcement);

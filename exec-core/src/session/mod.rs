@@ -214,32 +214,11 @@ pub struct SessionManager {
     orchestrator: Arc<Orchestrator>,
     defaults: SessionDefaults,
     table: Mutex<Table>,
-    /// A private directory holding a `codex-linux-sandbox` symlink to the helper: a PTY child
-    /// cannot be given a different `argv[0]`, so it reaches the helper by this name.
-    helper_link: Option<tempfile::TempDir>,
 }
 
 impl SessionManager {
-    pub fn new(
-        orchestrator: Arc<Orchestrator>,
-        defaults: SessionDefaults,
-    ) -> std::io::Result<Self> {
-        let helper_link = if cfg!(target_os = "linux") {
-            let dir = tempfile::Builder::new().prefix("cordon-executor-").tempdir()?;
-            std::os::unix::fs::symlink(
-                &orchestrator.helper().exe,
-                dir.path().join(cordon_sandbox_linux::HELPER_ARG0),
-            )?;
-            Some(dir)
-        } else {
-            None
-        };
-        Ok(SessionManager {
-            orchestrator,
-            defaults,
-            table: Mutex::new(Table::default()),
-            helper_link,
-        })
+    pub fn new(orchestrator: Arc<Orchestrator>, defaults: SessionDefaults) -> Self {
+        SessionManager { orchestrator, defaults, table: Mutex::new(Table::default()) }
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -296,16 +275,10 @@ impl SessionManager {
     /// Spawns `spec` as a new session and collects its first output.
     pub(super) async fn start_session(
         &self,
-        mut spec: LaunchPlan,
+        spec: LaunchPlan,
         start: Start,
     ) -> Result<Report, SessionError> {
         let Start { started, cmd, tty, yield_time_ms, max_output_tokens, proxy } = start;
-        if spec.arg0.is_some() {
-            if let Some(dir) = &self.helper_link {
-                spec.program = dir.path().join(cordon_sandbox_linux::HELPER_ARG0);
-                spec.arg0 = None;
-            }
-        }
         // Room first (nothing below awaits, so no other call can take it meanwhile).
         let closed = self.make_room()?;
         let session = Arc::new(if tty {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use portable_pty::{MasterPty, PtySize, native_pty_system};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
@@ -87,21 +87,28 @@ fn spawn_error(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Sessio
 
 impl SessionProcess {
     /// In a new PTY: the child is a session leader with the PTY as controlling terminal.
+    /// portable-pty allocates the terminal; the child is started like every other launch (the
+    /// plan's program, `argv[0]`, environment and cwd through `std::process::Command`, the
+    /// same pre-exec steps as a pipe session), with the terminal's other side as its stdio.
     pub fn spawn_pty(spec: &LaunchPlan) -> Result<Self, SessionError> {
         let pair = native_pty_system()
             .openpty(PtySize { rows: 24, cols: 200, pixel_width: 0, pixel_height: 0 })
             .map_err(spawn_error)?;
-        let mut argv = vec![spec.program.clone().into_os_string()];
-        argv.extend(spec.args.iter().cloned());
-        let mut builder = CommandBuilder::from_argv(argv);
-        builder.env_clear();
-        for (k, v) in &spec.env {
-            builder.env(k, v);
-        }
-        builder.cwd(&spec.cwd);
-        let mut child = pair.slave.spawn_command(builder).map_err(spawn_error)?;
+        let terminal = open_terminal(pair.master.as_ref())?;
         drop(pair.slave);
-        let pid = child.process_id().and_then(|p| i32::try_from(p).ok());
+        let mut command = spec.to_command();
+        command
+            .stdin(terminal.try_clone().map_err(spawn_error)?)
+            .stdout(terminal.try_clone().map_err(spawn_error)?)
+            .stderr(terminal);
+        crate::sys::prepare_child(&mut command, crate::sys::Terminal::Controlling);
+        #[cfg(target_os = "linux")]
+        crate::sys::run_helper_in_child(&mut command, spec);
+        let mut child = command.spawn().map_err(spawn_error)?;
+        // The terminal's other side stays with the child only: the session ends when it and
+        // its descendants close it.
+        drop(command);
+        let pid = i32::try_from(child.id()).ok();
         let shared = Shared::new();
         let mut reader = pair.master.try_clone_reader().map_err(spawn_error)?;
         let writer = pair.master.take_writer().map_err(spawn_error)?;
@@ -123,13 +130,8 @@ impl SessionProcess {
         std::thread::Builder::new()
             .name("session-pty-wait".into())
             .spawn(move || {
-                let code = child.wait().map_or(1, |status| {
-                    if status.signal().is_some() {
-                        128 + signal_number(&status)
-                    } else {
-                        i32::try_from(status.exit_code()).unwrap_or(1)
-                    }
-                });
+                use std::os::unix::process::ExitStatusExt;
+                let code = child.wait().map_or(1, |status| shell_status(status.into_raw()));
                 to_waiter.set_exit(code);
             })
             .map_err(spawn_error)?;
@@ -333,31 +335,17 @@ fn shell_status(raw: i32) -> i32 {
     crate::classify::ExitKind::from_wait_status(raw).shell_status()
 }
 
-/// portable-pty reports a signal by its `strsignal` description; map the common ones back.
-fn signal_number(status: &portable_pty::ExitStatus) -> i32 {
-    const DESCRIPTIONS: &[(&str, i32)] = &[
-        ("Hangup", libc::SIGHUP),
-        ("Interrupt", libc::SIGINT),
-        ("Quit", libc::SIGQUIT),
-        ("Illegal instruction", libc::SIGILL),
-        ("Trace/breakpoint trap", libc::SIGTRAP),
-        ("Aborted", libc::SIGABRT),
-        ("Bus error", libc::SIGBUS),
-        ("Floating point exception", libc::SIGFPE),
-        ("Killed", libc::SIGKILL),
-        ("User defined signal 1", libc::SIGUSR1),
-        ("Segmentation fault", libc::SIGSEGV),
-        ("User defined signal 2", libc::SIGUSR2),
-        ("Broken pipe", libc::SIGPIPE),
-        ("Alarm clock", libc::SIGALRM),
-        ("Terminated", libc::SIGTERM),
-        ("Bad system call", libc::SIGSYS),
-    ];
-    let Some(description) = status.signal() else { return 0 };
-    DESCRIPTIONS
-        .iter()
-        .find(|(text, _)| *text == description)
-        .map(|(_, number)| *number)
-        .or_else(|| description.strip_prefix("Signal ").and_then(|n| n.trim().parse().ok()))
-        .unwrap_or(libc::SIGKILL)
+/// The terminal's other side, opened through the name its master gives it (portable-pty keeps
+/// its own descriptor of it private). Not made cordon's controlling terminal.
+fn open_terminal(master: &dyn MasterPty) -> Result<std::fs::File, SessionError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = master
+        .tty_name()
+        .ok_or_else(|| spawn_error("the new terminal has no name to open it by"))?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&name)
+        .map_err(|e| spawn_error(format!("opening {}: {e}", name.display())))
 }
