@@ -106,6 +106,7 @@ fn exec_request(
     ExecRequest {
         command: args.command.clone(),
         cwd: settings.cwd.clone(),
+        cwd_pin: settings.cwd_pin.clone(),
         policy_cwd: settings.cwd.clone(),
         sandbox_policy: settings.policy.clone(),
         approval: settings.approval,

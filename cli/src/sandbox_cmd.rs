@@ -53,6 +53,7 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         kind,
         command: args.command,
         cwd: &settings.cwd,
+        cwd_pin: settings.cwd_pin.as_ref(),
         policy_cwd: &settings.cwd,
         policy: &settings.policy,
         env: &env,
@@ -79,6 +80,7 @@ fn run_with_proxy(
     let request = ExecRequest {
         command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         cwd: settings.cwd.clone(),
+        cwd_pin: settings.cwd_pin.clone(),
         policy_cwd: settings.cwd.clone(),
         sandbox_policy: settings.policy.clone(),
         approval: AskForApproval::Never,

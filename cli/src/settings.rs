@@ -10,7 +10,8 @@ use anyhow::{Context, bail};
 use cordon_exec_core::remote::{RemoteLink, RemoteSessions, RemoteTarget};
 use cordon_exec_core::session::SessionDefaults;
 use cordon_exec_core::{
-    HelperLaunch, HelperSettings, MountViewRequirement, Orchestrator, PinnedExe, Strictness,
+    HelperLaunch, HelperSettings, MountViewRequirement, Orchestrator, PinnedDir, PinnedExe,
+    Strictness,
 };
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, PolicyEnv, RemovedVar, RuleSet,
@@ -43,6 +44,8 @@ pub struct Settings {
     pub policy: SandboxPolicy,
     /// The workspace: the policy cwd and the command's cwd.
     pub cwd: PathBuf,
+    /// `cwd` held open since start-up (a local workspace only).
+    pub cwd_pin: Option<PinnedDir>,
     pub approval: AskForApproval,
     pub helper: HelperSettings,
     /// `$CORDON_HOME`, from the user view.
@@ -79,14 +82,20 @@ impl Settings {
         let user_view = config::user_view()?;
         let home = user_view.cordon_home.clone();
         let config = config::load(home.as_deref(), &policy.overrides)?;
-        let (cwd, workspace_rules) = match (workspace, &flags.cd) {
-            (Workspace::Local, Some(dir)) => (
-                std::fs::canonicalize(dir)
-                    .with_context(|| format!("cannot use -C {}", dir.display()))?,
-                WorkspaceRules::Read,
+        // A local workspace is held open from here on: questions show where it is now, and the
+        // command starts in that directory whatever happens to its path meanwhile.
+        let cwd_pin = match (workspace, &flags.cd) {
+            (Workspace::Local, Some(dir)) => Some(
+                PinnedDir::open(dir).with_context(|| format!("cannot use -C {}", dir.display()))?,
             ),
-            (Workspace::Local, None) => (
-                std::env::current_dir().context("cannot read the current directory")?,
+            (Workspace::Local, None) => {
+                Some(PinnedDir::open(Path::new(".")).context("cannot open the current directory")?)
+            }
+            (Workspace::Remote { .. }, _) => None,
+        };
+        let (cwd, workspace_rules) = match (workspace, &flags.cd) {
+            (Workspace::Local, _) => (
+                cwd_pin.as_ref().map(|pin| pin.path().to_path_buf()).unwrap_or_default(),
                 WorkspaceRules::Read,
             ),
             (Workspace::Remote { .. }, Some(dir)) if dir.is_absolute() => {
@@ -134,6 +143,7 @@ impl Settings {
             config,
             policy: sandbox_policy,
             cwd,
+            cwd_pin,
             approval,
             helper,
             home,

@@ -154,6 +154,56 @@ fn fd_path(fd: &impl std::os::fd::AsRawFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
+/// A working directory held open from the moment it is resolved (before any question shows
+/// it): a command started without a sandbox enters it through the descriptor (`fchdir`), and
+/// the Linux helper, which enters it by path inside its mount view, refuses to run anywhere
+/// whose device and inode differ. A directory swapped for a symlink between the question and
+/// the run is never where an approved command runs. The descriptor is close-on-exec.
+#[derive(Debug, Clone)]
+pub struct PinnedDir {
+    /// Where the opened directory is, symlinks resolved (what is shown and passed on).
+    path: PathBuf,
+    fd: std::sync::Arc<std::os::fd::OwnedFd>,
+    identity: (u64, u64),
+}
+
+impl PinnedDir {
+    /// Opens `path` (symlinks followed); fails unless it is a directory.
+    pub fn open(path: &std::path::Path) -> std::io::Result<PinnedDir> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        #[cfg(target_os = "linux")]
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        #[cfg(not(target_os = "linux"))]
+        let flags = libc::O_DIRECTORY;
+        let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)?;
+        let meta = file.metadata()?;
+        let fd = std::os::fd::OwnedFd::from(file);
+        // The path of what was opened, not of what `path` leads to by now.
+        #[cfg(target_os = "linux")]
+        let path = std::fs::read_link(fd_path(&fd))?;
+        #[cfg(not(target_os = "linux"))]
+        let path = std::fs::canonicalize(path)?;
+        Ok(PinnedDir { path, fd: std::sync::Arc::new(fd), identity: (meta.dev(), meta.ino()) })
+    }
+
+    /// The directory's path when it was opened.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&*self.fd)
+    }
+}
+
+impl PartialEq for PinnedDir {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path && self.identity == other.identity
+    }
+}
+
+impl Eq for PinnedDir {}
+
 /// How to reach and configure the Linux helper, and what both sandboxes compute hidden paths
 /// and writable roots from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +242,8 @@ pub struct Launch<'a> {
     pub command: Vec<OsString>,
     /// Where the command runs.
     pub cwd: &'a std::path::Path,
+    /// `cwd` held open since it was resolved (absent for a directory on another machine).
+    pub cwd_pin: Option<&'a PinnedDir>,
     /// What the writable roots are resolved against.
     pub policy_cwd: &'a std::path::Path,
     pub policy: &'a SandboxPolicy,
@@ -227,6 +279,9 @@ pub struct LaunchPlan {
     #[serde(skip)]
     pub env: Vec<(OsString, OsString)>,
     pub cwd: PathBuf,
+    /// `cwd` held open since it was resolved: the command starts there or not at all.
+    #[serde(skip)]
+    pub cwd_pin: Option<PinnedDir>,
     /// The helper's arguments, when a spawner that forks from a single-threaded process may
     /// run the helper in the child instead of exec'ing `program` ([`HelperLaunch`]). The
     /// result is the same process tree, minus one `execve`.
@@ -249,7 +304,8 @@ pub fn plan_launch(
     launch: &Launch<'_>,
     helper: &HelperSettings,
 ) -> Result<LaunchPlan, SandboxSetupError> {
-    let Launch { kind, ref command, cwd, policy_cwd, policy, env, parent_death, proxy } = *launch;
+    let Launch { kind, ref command, cwd, cwd_pin, policy_cwd, policy, env, parent_death, proxy } =
+        *launch;
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv = command.clone();
     let plan = match kind {
@@ -260,6 +316,7 @@ pub fn plan_launch(
             args: rest.to_vec(),
             env: env.to_vec(),
             cwd: cwd.to_path_buf(),
+            cwd_pin: cwd_pin.cloned(),
             in_process: None,
         },
         SandboxKind::Linux => {
@@ -267,6 +324,10 @@ pub fn plan_launch(
                 sandbox_policy_cwd: policy_cwd.to_path_buf(),
                 sandbox_policy: policy.clone(),
                 command_cwd: Some(cwd.to_path_buf()),
+                command_cwd_identity: cwd_pin.map(|pin| cordon_sandbox_linux::DirIdentity {
+                    dev: pin.identity.0,
+                    ino: pin.identity.1,
+                }),
                 strictness: helper.strictness,
                 mount_view: helper.mount_view,
                 parent_death,
@@ -285,6 +346,7 @@ pub fn plan_launch(
                 args: cordon_sandbox_linux::helper_argv(&args),
                 env: env.to_vec(),
                 cwd: cwd.to_path_buf(),
+                cwd_pin: cwd_pin.cloned(),
                 in_process: match helper.launch {
                     HelperLaunch::InProcessWhenPossible => Some(args),
                     HelperLaunch::Exec => None,
@@ -332,6 +394,7 @@ pub fn plan_launch(
                 args,
                 env: full_env,
                 cwd: cwd.to_path_buf(),
+                cwd_pin: cwd_pin.cloned(),
                 in_process: None,
             }
         }
@@ -340,14 +403,21 @@ pub fn plan_launch(
 }
 
 impl LaunchPlan {
-    /// A std `Command` with program, arg0, args, a clean environment and the cwd.
+    /// A std `Command` with program, arg0, args, a clean environment and the cwd (entered
+    /// through its descriptor when it is pinned).
     pub fn to_command(&self) -> std::process::Command {
         use std::os::unix::process::CommandExt;
         let mut command = std::process::Command::new(&self.program);
         if let Some(arg0) = &self.arg0 {
             command.arg0(arg0);
         }
-        command.args(&self.args).env_clear().envs(self.env.iter().cloned()).current_dir(&self.cwd);
+        command.args(&self.args).env_clear().envs(self.env.iter().cloned());
+        match &self.cwd_pin {
+            Some(pin) => crate::sys::enter_directory_in_child(&mut command, pin.raw_fd()),
+            None => {
+                command.current_dir(&self.cwd);
+            }
+        }
         command
     }
 
@@ -401,6 +471,7 @@ mod tests {
             kind: SandboxKind::Seatbelt,
             command: vec!["curl".into()],
             cwd: &cwd,
+            cwd_pin: None,
             policy_cwd: &cwd,
             policy: &policy,
             env: &[],

@@ -253,6 +253,14 @@ impl Orchestrator {
                     sandbox.as_str(),
                     exit.shell_status()
                 );
+                let reason = match program_inside_roots(request, &context.writable_roots) {
+                    Some(program) => format!(
+                        "{reason} Note: the program {} lies inside a writable root, so the \
+                         sandboxed attempt may have changed it.",
+                        program.display()
+                    ),
+                    None => reason,
+                };
                 let question = Question {
                     reason,
                     stage: ApprovalStage::RetryWithoutSandbox,
@@ -432,6 +440,23 @@ impl Orchestrator {
             network: result.network,
         })
     }
+}
+
+/// The program of `request` (found as `execvp` would: by its path, else on the command's
+/// `PATH`) when it lies inside one of `roots`: a sandboxed attempt could have rewritten it, so
+/// the question for an unsandboxed retry says so.
+fn program_inside_roots(request: &ExecRequest, roots: &[PathBuf]) -> Option<PathBuf> {
+    let program = Path::new(request.command.first()?);
+    let found = if program.components().count() > 1 {
+        Some(request.cwd.join(program))
+    } else {
+        let path = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone())?;
+        std::env::split_paths(&path)
+            .map(|dir| request.cwd.join(dir).join(program))
+            .find(|candidate| candidate.is_file())
+    }?;
+    let canonical = std::fs::canonicalize(&found).ok()?;
+    roots.iter().any(|root| canonical.starts_with(root)).then_some(found)
 }
 
 /// What the request's sandbox lets the command write, for judging denial messages. A policy

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cordon_policies::{AskForApproval, Escalation, Requester, SandboxPolicy};
 
-use crate::launch::{Launch, ParentDeath, SandboxKind};
+use crate::launch::{Launch, ParentDeath, PinnedDir, SandboxKind};
 use crate::spawn::{OutputMode, StdinMode};
 
 /// One command to run.
@@ -17,6 +17,9 @@ pub struct ExecRequest {
     pub command: Vec<String>,
     /// Where the command runs.
     pub cwd: PathBuf,
+    /// `cwd` held open since it was resolved, before any question showed it: a local command
+    /// starts in that directory or not at all. `None` for a directory on another machine.
+    pub cwd_pin: Option<PinnedDir>,
     /// What the writable roots are resolved against (the workspace): fixed when a run or an
     /// executor starts. A per-call working directory changes `cwd`, never this (DESIGN §12).
     pub policy_cwd: PathBuf,
@@ -40,6 +43,7 @@ impl ExecRequest {
             kind,
             command: self.command.iter().map(OsString::from).collect(),
             cwd: &self.cwd,
+            cwd_pin: self.cwd_pin.as_ref(),
             policy_cwd: &self.policy_cwd,
             policy: &self.sandbox_policy,
             env: &self.env,

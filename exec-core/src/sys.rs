@@ -69,6 +69,23 @@ fn become_terminal_session() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes `command`'s child enter the directory `dir` (a descriptor this process keeps open for
+/// as long as `command` may be spawned) with `fchdir`, instead of changing to a path that may
+/// lead elsewhere by the time the child starts.
+pub fn enter_directory_in_child(command: &mut std::process::Command, dir: std::os::fd::RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and makes one async-signal-safe
+    // system call on a descriptor the child inherited (close-on-exec, so open until the exec).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fchdir(dir) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Marks every descriptor above stderr close-on-exec (`close_range` with
 /// `CLOSE_RANGE_CLOEXEC`), so that descriptors cordon's own caller leaked to it never reach the
 /// sandboxed command. Async-signal-safe: one system call, nothing allocated. Older kernels

@@ -106,6 +106,32 @@ pub enum UserView {
     Given(EnvSnapshot),
 }
 
+/// A directory by its device and inode numbers (`st_dev`, `st_ino`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirIdentity {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl std::str::FromStr for DirIdentity {
+    type Err = HelperError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid =
+            || HelperError::Usage(format!("--command-cwd-identity {text:?}: not DEV:INO"));
+        let (dev, ino) = text.split_once(':').ok_or_else(invalid)?;
+        Ok(DirIdentity {
+            dev: dev.parse().map_err(|_| invalid())?,
+            ino: ino.parse().map_err(|_| invalid())?,
+        })
+    }
+}
+
+impl std::fmt::Display for DirIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.dev, self.ino)
+    }
+}
+
 /// A parsed helper invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelperArgs {
@@ -115,6 +141,10 @@ pub struct HelperArgs {
     pub sandbox_policy: SandboxPolicy,
     /// Where the command runs; the helper's own cwd when absent.
     pub command_cwd: Option<PathBuf>,
+    /// `--command-cwd-identity DEV:INO`: the directory the caller showed for approval. The
+    /// helper enters `command_cwd` by path and refuses to run the command anywhere else (the
+    /// path may have been swapped for a symlink since).
+    pub command_cwd_identity: Option<DirIdentity>,
     pub strictness: Strictness,
     pub mount_view: MountViewRequirement,
     pub parent_death: ParentDeath,
@@ -143,7 +173,9 @@ listening socket is handed to the proxy at --proxy-socket. A drop-in for OpenAI 
 (deny entries are refused); --allow-network-for-proxy/--proxy-route-spec are refused.
 
 --user-view, --proxy-socket and --caller are cordon's own: cordon passes them when it runs the
-helper (--caller cordon makes messages start `cordon: sandbox:`).
+helper (--caller cordon makes messages start `cordon: sandbox:`). So is
+--command-cwd-identity DEV:INO: the command runs in --command-cwd only if that path still leads
+to the directory with these device and inode numbers (the one shown for approval), else 125.
 
 Exit status: CMD's own once it runs; 125 the sandbox could not be set up (one line on
 stderr says why); 126 CMD not executable; 127 CMD not found.
@@ -179,6 +211,7 @@ pub fn parse_helper_args(
     let mut policy_cwd: Option<PathBuf> = None;
     let mut policy_json: Option<OsString> = None;
     let mut command_cwd: Option<PathBuf> = None;
+    let mut command_cwd_identity: Option<DirIdentity> = None;
     let mut strictness = Strictness::FailClosed;
     let mut mount_view = MountViewRequirement::WhenAvailable;
     let mut parent_death = ParentDeath::Ignore;
@@ -210,6 +243,9 @@ pub fn parse_helper_args(
             "--sandbox-policy-cwd" => policy_cwd = Some(PathBuf::from(value(&flag)?)),
             "--sandbox-policy" => policy_json = Some(value(&flag)?),
             "--command-cwd" => command_cwd = Some(PathBuf::from(value(&flag)?)),
+            "--command-cwd-identity" => {
+                command_cwd_identity = Some(value(&flag)?.to_string_lossy().parse()?);
+            }
             "--best-effort" => strictness = Strictness::BestEffort,
             "--require-mount-view" => mount_view = MountViewRequirement::Required,
             "--no-mount-view" => mount_view = MountViewRequirement::Disabled,
@@ -283,6 +319,7 @@ pub fn parse_helper_args(
         sandbox_policy_cwd,
         sandbox_policy,
         command_cwd,
+        command_cwd_identity,
         strictness,
         mount_view,
         parent_death,
@@ -361,6 +398,10 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
     if let Some(cwd) = &invocation.command_cwd {
         argv.push("--command-cwd".into());
         argv.push(cwd.clone().into());
+    }
+    if let Some(identity) = invocation.command_cwd_identity {
+        argv.push("--command-cwd-identity".into());
+        argv.push(identity.to_string().into());
     }
     match invocation.strictness {
         Strictness::FailClosed => {}

@@ -46,6 +46,11 @@ pub enum HelperError {
     NotEnforced(String),
     #[error("cannot enter command cwd {path:?}: {source}")]
     CommandCwd { path: std::path::PathBuf, source: std::io::Error },
+    #[error(
+        "the command cwd {path:?} is no longer the directory that was shown for approval \
+         (replaced or swapped for a link since): nothing was run"
+    )]
+    CommandCwdChanged { path: std::path::PathBuf },
     #[error("cannot run {command:?}: {source}")]
     Exec { command: OsString, source: std::io::Error },
 }
@@ -66,7 +71,8 @@ impl HelperError {
             | HelperError::NetworkNamespace { .. }
             | HelperError::Containment { .. }
             | HelperError::CordonHome { .. }
-            | HelperError::CommandCwd { .. } => EXIT_SETUP_FAILED,
+            | HelperError::CommandCwd { .. }
+            | HelperError::CommandCwdChanged { .. } => EXIT_SETUP_FAILED,
             #[cfg(target_os = "linux")]
             HelperError::Landlock(_) | HelperError::SeccompBuild(_) | HelperError::Seccomp(_) => {
                 EXIT_SETUP_FAILED

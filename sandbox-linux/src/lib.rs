@@ -71,7 +71,7 @@ pub mod seccomp;
 mod sys;
 
 pub use args::{
-    CORDON_MESSAGE_PREFIX, Caller, HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation,
+    CORDON_MESSAGE_PREFIX, Caller, DirIdentity, HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation,
     MountViewRequirement, ParentDeath, Strictness, UserView, helper_argv, is_helper_arg0,
     parse_helper_args, parse_invocation,
 };

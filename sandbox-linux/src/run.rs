@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
 use crate::args::{
-    Caller, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, Strictness, UserView,
-    parse_invocation,
+    Caller, DirIdentity, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, Strictness,
+    UserView, parse_invocation,
 };
 use crate::caps::{self, CapabilityDrop};
 use crate::command::PreparedCommand;
@@ -373,6 +373,16 @@ fn prepare_exec(
     };
     nix::unistd::chdir(&cwd)
         .map_err(|e| HelperError::CommandCwd { path: cwd.clone(), source: e.into() })?;
+    if let Some(expected) = args.command_cwd_identity {
+        let here = nix::sys::stat::stat(".")
+            .map_err(|e| HelperError::CommandCwd { path: cwd.clone(), source: e.into() })?;
+        // Widened for the platforms where they are narrower than u64.
+        #[allow(clippy::useless_conversion)]
+        let found = DirIdentity { dev: u64::from(here.st_dev), ino: u64::from(here.st_ino) };
+        if found != expected {
+            return Err(HelperError::CommandCwdChanged { path: cwd });
+        }
+    }
 
     let program = &args.command[0];
     let exec_error =

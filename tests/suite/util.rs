@@ -188,8 +188,14 @@ pub fn cordon_for(user: User) -> PathBuf {
                 let meta = std::fs::metadata(CORDON).unwrap();
                 let modified = meta.modified().unwrap();
                 let stamp = modified.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-                let dir =
-                    std::env::temp_dir().join(format!("cordon-e2e-bin-{}-{stamp}", meta.len()));
+                // Outside /tmp, a writable root by default: cordon keeps its own executable
+                // read-only when it lies in one, and refuses to run without the mount view then.
+                let base = if Path::new("/var/tmp").is_dir() {
+                    PathBuf::from("/var/tmp")
+                } else {
+                    std::env::temp_dir()
+                };
+                let dir = base.join(format!("cordon-e2e-bin-{}-{stamp}", meta.len()));
                 let path = dir.join("cordon");
                 if std::fs::metadata(&path).is_ok_and(|m| m.len() == meta.len()) {
                     return path;

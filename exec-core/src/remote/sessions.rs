@@ -48,13 +48,13 @@ impl RemoteSessions {
     ) -> Result<String, String> {
         // The workdir is a path over there: joined here, never resolved here (this machine's
         // file system says nothing about it). The far end runs exactly this directory, which
-        // is what an approval shows.
+        // is what an approval shows, and refuses it when the path leads elsewhere there.
         let cwd = match &args.workdir {
             Some(dir) => self.defaults.cwd.join(dir),
             None => self.defaults.cwd.clone(),
         };
         let (request, narrowed_by) =
-            session_request(&args, &self.defaults, cwd).map_err(|e| e.to_string())?;
+            session_request(&args, &self.defaults, (cwd, None)).map_err(|e| e.to_string())?;
         if narrowed_by.is_some() || request.sandbox_policy.network_domains().is_some() {
             return Err("allowed_domains: network by domain is not available on another machine \
                         yet (its proxy would have to run there)"

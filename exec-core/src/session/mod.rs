@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use cordon_policies::{AskForApproval, SandboxPolicy};
 use serde::Deserialize;
 
-use crate::launch::{LaunchPlan, SandboxKind, SandboxSetupError, plan_launch};
+use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, SandboxSetupError, plan_launch};
 use crate::network_proxy::{NetworkProxy, ProxyError};
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
 
@@ -149,6 +149,13 @@ pub enum SessionError {
     Workdir { path: PathBuf, source: std::io::Error },
     #[error("the working directory {} is not absolute (the resolved form needs one)", .0.display())]
     RelativeCwd(PathBuf),
+    #[error(
+        "the working directory {} leads to {} here: it was shown for approval as the first, so \
+         nothing was run; use the second (without symbolic links)",
+        .shown.display(),
+        .resolved.display()
+    )]
+    WorkdirElsewhere { shown: PathBuf, resolved: PathBuf },
     #[error(transparent)]
     Setup(#[from] SandboxSetupError),
     #[error(transparent)]
@@ -233,20 +240,19 @@ impl SessionManager {
     ) -> Result<String, SessionError> {
         let started = Instant::now();
         // The workdir only sets where the command runs: the writable roots stay those the
-        // executor started with (DESIGN §12). Resolved first (relative, `..`, symlinks), so
-        // what is shown for approval is where the command really runs.
-        let cwd = match &args.workdir {
-            Some(dir) => std::fs::canonicalize(self.defaults.cwd.join(dir))
-                .map_err(|source| SessionError::Workdir { path: dir.clone(), source })?,
+        // executor started with. Opened here, before any question shows it, and the command
+        // starts in the directory opened (see `PinnedDir`): what is shown for approval is where
+        // the command runs, whatever happens to the path meanwhile.
+        let dir = match &args.workdir {
+            Some(dir) => self.defaults.cwd.join(dir),
             None => self.defaults.cwd.clone(),
         };
-        if !cwd.is_dir() {
-            return Err(SessionError::Workdir {
-                path: cwd,
-                source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
-            });
-        }
-        let (request, narrowed_by) = session_request(&args, &self.defaults, cwd)?;
+        let pin = PinnedDir::open(&dir).map_err(|source| SessionError::Workdir {
+            path: args.workdir.clone().unwrap_or_else(|| dir.clone()),
+            source,
+        })?;
+        let (request, narrowed_by) =
+            session_request(&args, &self.defaults, (pin.path().to_path_buf(), Some(pin)))?;
         let mut approvals = Vec::new();
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {

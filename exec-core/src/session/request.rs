@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use cordon_policies::{DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy};
 
 use super::{ExecCommandArgs, SESSION_ENV, SandboxPermissions, SessionDefaults, SessionError};
+use crate::launch::PinnedDir;
 use crate::network_proxy::ProxyError;
 use crate::request::ExecRequest;
 use crate::spawn::{OutputMode, StdinMode};
@@ -19,7 +20,7 @@ use crate::spawn::{OutputMode, StdinMode};
 pub(crate) fn session_request(
     args: &ExecCommandArgs,
     defaults: &SessionDefaults,
-    cwd: PathBuf,
+    (cwd, cwd_pin): (PathBuf, Option<PinnedDir>),
 ) -> Result<(ExecRequest, Option<DomainRules>), SessionError> {
     let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
     let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
@@ -37,6 +38,7 @@ pub(crate) fn session_request(
     let request = ExecRequest {
         command: vec![shell, flag.to_owned(), args.cmd.clone()],
         cwd,
+        cwd_pin,
         policy_cwd: defaults.cwd.clone(),
         sandbox_policy,
         approval: defaults.approval,

@@ -7,7 +7,7 @@ use std::time::Instant;
 use cordon_policies::SandboxPolicy;
 
 use super::{Report, SessionError, SessionManager, SessionState, Start};
-use crate::launch::{Launch, ParentDeath, SandboxKind, plan_launch};
+use crate::launch::{Launch, ParentDeath, PinnedDir, SandboxKind, plan_launch};
 use crate::resolved::{ResolvedExec, ResolvedResult, SandboxAttempt};
 
 impl SessionManager {
@@ -19,10 +19,15 @@ impl SessionManager {
         if !exec.cwd.is_absolute() {
             return Err(SessionError::RelativeCwd(exec.cwd));
         }
-        if !exec.cwd.is_dir() {
-            return Err(SessionError::Workdir {
-                path: exec.cwd,
-                source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
+        // The path the orchestrator showed must be the directory itself: a symbolic link on
+        // the way (planted there by an earlier command, or swapped in since) would run the
+        // command somewhere the question never named.
+        let pin = PinnedDir::open(&exec.cwd)
+            .map_err(|source| SessionError::Workdir { path: exec.cwd.clone(), source })?;
+        if pin.path() != exec.cwd {
+            return Err(SessionError::WorkdirElsewhere {
+                shown: exec.cwd,
+                resolved: pin.path().to_path_buf(),
             });
         }
         let env: Vec<(OsString, OsString)> =
@@ -41,6 +46,7 @@ impl SessionManager {
             kind,
             command: exec.argv.iter().map(OsString::from).collect(),
             cwd: &exec.cwd,
+            cwd_pin: Some(&pin),
             policy_cwd,
             policy,
             env: &env,
