@@ -244,10 +244,14 @@ fn an_executor_executes_and_connects_to_nothing_under_a_writable_root() {
     let tmp = scratch();
     let home = scratch();
     let log = home.path().join("trace");
-    let script = format!(
-        "{{\"type\":\"call_tool\",\"requestId\":\"1\",\"toolName\":\"exec_command\",\"arguments\":{{\"cmd\":\"echo one\",\"tty\":true}}}}\n\
-         {{\"type\":\"call_tool\",\"requestId\":\"2\",\"toolName\":\"exec_command\",\"arguments\":{{\"cmd\":\"echo two\"}}}}\n"
-    );
+    let script = [
+        json!({"type": "call_tool", "requestId": "1", "toolName": "exec_command",
+            "arguments": {"cmd": "echo one", "tty": true}}),
+        json!({"type": "call_tool", "requestId": "2", "toolName": "exec_command",
+            "arguments": {"cmd": "echo two"}}),
+    ]
+    .map(|line| format!("{line}\n"))
+    .concat();
     let mut child = Command::new("strace")
         .args(["-f", "-qq", "-s", "256", "-e", "trace=execve,execveat,connect", "-o"])
         .arg(&log)
