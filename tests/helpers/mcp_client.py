@@ -125,6 +125,20 @@ async def scenario_pty(session, args, out):
     )
 
 
+async def scenario_takeover(session, args, out):
+    """A terminal session stays alive while `--cmd` runs on pipes; then a status probe runs in a
+    terminal and on pipes."""
+    out["alive"] = await call(
+        session, "exec_command", {"cmd": "cat", "tty": True, "login": False, "yield_time_ms": 500}
+    )
+    out["attack"] = await call(session, "exec_command", {"cmd": args.cmd, "login": False})
+    probe = "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status"
+    out["later"] = [
+        await call(session, "exec_command", {"cmd": probe, "tty": tty, "login": False})
+        for tty in (True, False)
+    ]
+
+
 async def scenario_close(session, args, out):
     started = await call(
         session, "exec_command", {"cmd": f"exec sleep {args.marker}", "login": False, "yield_time_ms": 250}
@@ -198,6 +212,7 @@ SCENARIOS = {
     "cancel": scenario_cancel,
     "close": scenario_close,
     "disconnect": scenario_disconnect,
+    "takeover": scenario_takeover,
 }
 
 

@@ -97,6 +97,39 @@ fn a_session_that_replaces_everything_in_its_tmpdir_cannot_take_over_later_sessi
     }
 }
 
+/// The same through the MCP server, driven by the Python MCP client.
+#[test]
+fn an_mcp_session_that_replaces_everything_in_its_tmpdir_cannot_take_over_later_sessions() {
+    super::mcp::require_mcp_client!();
+    skip_unless!(features().mount_view, "this kernel refuses the mount view to the test user");
+    let dirs = super::mcp::Dirs::new();
+    let tmp = scratch();
+    let mark = dirs.outside.path().join("marker");
+    let python = super::mcp::mcp_python().unwrap();
+    let out = Command::new(python)
+        .arg(helper_program("mcp_client.py"))
+        .args(["takeover", "--cordon", CORDON, "--workdir"])
+        .arg(dirs.work.path())
+        .arg("--cmd")
+        .arg(replace_everything_script(&mark))
+        .env("CORDON_HOME", dirs.home.path())
+        .env("TMPDIR", tmp.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| {
+            panic!("no report ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+        });
+    assert!(report["attack"]["text"].as_str().unwrap().contains("replaced"), "{report}");
+    for later in report["later"].as_array().unwrap() {
+        let text = later["text"].as_str().unwrap();
+        assert!(text.contains("NoNewPrivs:\t1") && text.contains("Seccomp:\t2"), "{report}");
+    }
+    assert!(!mark.exists(), "a planted script ran: {:?}", std::fs::read_to_string(&mark));
+}
+
 /// cordon installed inside the workspace (a copy in `bin/`, and a symlink to it in `links/` on
 /// PATH): a sandboxed command can neither replace, remove nor rename it away, as root and as an
 /// unprivileged user, and the next run is still cordon.
