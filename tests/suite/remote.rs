@@ -687,3 +687,26 @@ fn remote_output_on_this_terminal_loses_sequences_that_act_beyond_the_screen() {
     assert!(!transcript.contains("TITLE-SET"), "{transcript:?}");
     assert!(!transcript.contains("\u{1b}[6n"), "{transcript:?}");
 }
+
+/// A workdir that leads elsewhere on the far end through a symbolic link (planted there by an
+/// earlier command) is refused, naming where it leads: the question here showed the path as
+/// given, and the command runs there or nowhere.
+#[test]
+fn a_remote_workdir_that_leads_elsewhere_through_a_link_is_refused() {
+    require_sshd!();
+    require_sandbox!(1);
+    let sshd = Sshd::start(Login::Root);
+    let mut ex = sshd.executor(&[]);
+    let elsewhere = scratch();
+    std::os::unix::fs::symlink(elsewhere.path(), ex.work.path().join("link")).unwrap();
+    let response = ex.call("exec_command", json!({"cmd": "touch ran-here", "workdir": "link"}));
+    assert_eq!(response["outcome"]["status"], "error", "{response}");
+    let message = response["outcome"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&*elsewhere.path().to_string_lossy()), "{response}");
+    assert!(!elsewhere.path().join("ran-here").exists());
+    // The path itself works.
+    std::fs::create_dir(ex.work.path().join("real")).unwrap();
+    let text = ex.text("exec_command", json!({"cmd": "touch ran-here", "workdir": "real"}));
+    assert!(text.contains("Process exited with code 0"), "{text}");
+    assert!(ex.work.path().join("real/ran-here").exists());
+}
