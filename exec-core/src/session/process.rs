@@ -157,6 +157,7 @@ impl SessionProcess {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         crate::sys::prepare_child(&mut command, crate::sys::Terminal::Detach);
+        spec.pass_descriptors(&mut command);
         // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
