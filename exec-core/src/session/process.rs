@@ -102,6 +102,7 @@ impl SessionProcess {
             .stdout(terminal.try_clone().map_err(spawn_error)?)
             .stderr(terminal);
         crate::sys::prepare_child(&mut command, crate::sys::Terminal::Controlling);
+        spec.pass_descriptors(&mut command);
         #[cfg(target_os = "linux")]
         crate::sys::run_helper_in_child(&mut command, spec);
         let mut child = command.spawn().map_err(spawn_error)?;
