@@ -6,7 +6,9 @@
 //! A leaf module: it depends on no other module of this crate.
 
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 use cordon_sandbox_linux::{HelperArgs, UserView};
@@ -260,12 +262,44 @@ pub struct Launch<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProxyEndpoint<'a> {
     /// The Linux helper binds a port in the command's network namespace and hands the
-    /// listening socket to the proxy over this UNIX socket.
-    HandOver(&'a std::path::Path),
+    /// listening socket to the proxy over this end of the proxy's socketpair, which it
+    /// inherits (`--proxy-fd`).
+    HandOver(&'a HandOverSocket),
     /// The proxy listens on `127.0.0.1:PORT` of the host; Seatbelt lets the command reach that
     /// port and nothing else of the network.
     Loopback(u16),
 }
+
+/// The helper's end of a network proxy's hand-over socketpair, shared by the proxy and the
+/// plans made for it. It has no name anywhere, so only the helper a plan starts can hand the
+/// proxy a listener. Close-on-exec in this process at all times: a server runs concurrent
+/// sessions, and no other session's child may inherit it; [`LaunchPlan::pass_descriptors`]
+/// opens it to the one child that runs the helper, between its fork and its exec.
+#[derive(Debug, Clone)]
+pub struct HandOverSocket(Arc<OwnedFd>);
+
+impl HandOverSocket {
+    /// Takes `fd`, which must be close-on-exec and numbered above the descriptors a spawner
+    /// sets up in the child (stdio, and the status report on 3 of
+    /// `cordon_sandbox_linux::STATUS_REPORT_FD`), so that none of those replaces it.
+    pub fn new(fd: OwnedFd) -> HandOverSocket {
+        HandOverSocket(Arc::new(fd))
+    }
+
+    /// The number the helper is told (`--proxy-fd`), the same in the child as here.
+    pub fn number(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// The same socket (a plan's copy of the proxy's).
+impl PartialEq for HandOverSocket {
+    fn eq(&self, other: &HandOverSocket) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for HandOverSocket {}
 
 /// A command line as a value: what every spawner turns into a process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -287,6 +321,11 @@ pub struct LaunchPlan {
     /// result is the same process tree, minus one `execve`.
     #[serde(skip)]
     pub in_process: Option<HelperArgs>,
+    /// The descriptor the helper's `--proxy-fd` names, which the child must inherit
+    /// ([`LaunchPlan::pass_descriptors`]). Holding it here keeps the number valid for as long
+    /// as the plan can be spawned.
+    #[serde(skip)]
+    pub proxy_channel: Option<HandOverSocket>,
 }
 
 /// Errors building a sandboxed command line.
@@ -318,8 +357,13 @@ pub fn plan_launch(
             cwd: cwd.to_path_buf(),
             cwd_pin: cwd_pin.cloned(),
             in_process: None,
+            proxy_channel: None,
         },
         SandboxKind::Linux => {
+            let proxy_channel = match proxy {
+                Some(ProxyEndpoint::HandOver(channel)) => Some(channel.clone()),
+                Some(ProxyEndpoint::Loopback(_)) | None => None,
+            };
             let args = HelperArgs {
                 sandbox_policy_cwd: policy_cwd.to_path_buf(),
                 sandbox_policy: policy.clone(),
@@ -332,10 +376,7 @@ pub fn plan_launch(
                 mount_view: helper.mount_view,
                 parent_death,
                 user_view: UserView::Given(helper.user_view.clone()),
-                proxy_socket: match proxy {
-                    Some(ProxyEndpoint::HandOver(socket)) => Some(socket.to_path_buf()),
-                    Some(ProxyEndpoint::Loopback(_)) | None => None,
-                },
+                proxy_fd: proxy_channel.as_ref().map(HandOverSocket::number),
                 caller: cordon_sandbox_linux::Caller::Cordon,
                 command: argv,
             };
@@ -351,6 +392,7 @@ pub fn plan_launch(
                     HelperLaunch::InProcessWhenPossible => Some(args),
                     HelperLaunch::Exec => None,
                 },
+                proxy_channel,
             }
         }
         SandboxKind::Seatbelt => {
@@ -396,6 +438,7 @@ pub fn plan_launch(
                 cwd: cwd.to_path_buf(),
                 cwd_pin: cwd_pin.cloned(),
                 in_process: None,
+                proxy_channel: None,
             }
         }
     };
@@ -421,6 +464,21 @@ impl LaunchPlan {
         command
     }
 
+    /// Lets `command`'s child inherit the descriptors the plan's helper is told about (the
+    /// proxy's hand-over socket, `--proxy-fd`): a pre-exec step clears their close-on-exec
+    /// flag in the child only. Every spawner of a plan calls this after every step that marks
+    /// descriptors close-on-exec (`sys::prepare_child`), since steps run in the order they
+    /// were registered; without it the helper finds no descriptor and fails closed (exit 125).
+    /// A helper run in the forked child (`sys::run_helper_in_child`) keeps them open by itself.
+    pub fn pass_descriptors(&self, command: &mut std::process::Command) {
+        #[cfg(target_os = "linux")]
+        if let Some(channel) = &self.proxy_channel {
+            cordon_sandbox_linux::keep_open_in_child(command, Arc::clone(&channel.0));
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = command;
+    }
+
     /// Replaces this process with the plan (`cordon sandbox`): the command's status, signals
     /// and terminal are its own with nothing in between. Returns only on failure.
     pub fn exec(&self) -> std::io::Error {
@@ -437,7 +495,9 @@ impl LaunchPlan {
                 );
             }
         }
-        self.to_command().exec()
+        let mut command = self.to_command();
+        self.pass_descriptors(&mut command);
+        command.exec()
     }
 }
 

@@ -235,6 +235,7 @@ fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream,
         StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
     };
     crate::sys::prepare_child(&mut command, terminal);
+    spec.pass_descriptors(&mut command);
     #[cfg(target_os = "linux")]
     crate::sys::run_helper_in_child(&mut command, spec);
     let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;

@@ -185,6 +185,11 @@ pub fn spawn_namespace_init(
     use cordon_sandbox_linux::{ClonedInit, MountViewRequirement};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     let Some(args) = plan.in_process.as_ref() else { return Ok(None) };
+    // The child moves its status pipe onto that number: a descriptor the helper is to keep
+    // must be above it (the network proxy numbers its hand-over socket so).
+    if args.proxy_fd.is_some_and(|fd| fd <= cordon_sandbox_linux::STATUS_REPORT_FD) {
+        return Ok(None);
+    }
     if args.mount_view == MountViewRequirement::Disabled
         || !plan.cwd.is_dir()
         || !standard_descriptors_open()
@@ -246,7 +251,8 @@ pub fn spawn_namespace_init(
             }
             // Every descriptor above stderr is closed by the helper (`AllCloseOnExec`): this
             // process's own are all close-on-exec, and a caller's leaked ones are marked so
-            // here, as in `prepare_child`.
+            // here, as in `prepare_child`. The one the helper is told about (`--proxy-fd`) it
+            // keeps.
             mark_descriptors_close_on_exec();
             cordon_sandbox_linux::run_in_process(
                 args,
@@ -478,6 +484,21 @@ fn children_of(parent: u32) -> Vec<i32> {
             })
         })
         .collect()
+}
+
+/// A close-on-exec duplicate of `fd` numbered `lowest` or above (`F_DUPFD_CLOEXEC`).
+pub fn duplicate_at_or_above(
+    fd: std::os::fd::BorrowedFd<'_>,
+    lowest: std::os::fd::RawFd,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: F_DUPFD_CLOEXEC reads a descriptor we borrow and returns a new one or -1.
+    let duplicate = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, lowest) };
+    if duplicate < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just created `duplicate` for this call; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(duplicate) })
 }
 
 /// Takes ownership of a descriptor this process just received with `SCM_RIGHTS`.

@@ -11,6 +11,7 @@
 //! secret must stay hidden and a directory must stay read-only whatever that policy says.
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::RawFd;
 use std::path::PathBuf;
 
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
@@ -149,10 +150,12 @@ pub struct HelperArgs {
     pub mount_view: MountViewRequirement,
     pub parent_death: ParentDeath,
     pub user_view: UserView,
-    /// `--proxy-socket PATH`: cordon's network proxy (a UNIX socket outside the sandbox), for
-    /// a policy with a domain allow-list. The helper hands it a listening socket on `127.0.0.1`
-    /// inside the command's network namespace.
-    pub proxy_socket: Option<PathBuf>,
+    /// `--proxy-fd N`: an inherited descriptor, this process's end of a socketpair whose
+    /// other end cordon's network proxy holds, for a policy with a domain allow-list. The
+    /// helper hands the proxy a listening socket on `127.0.0.1` inside the command's network
+    /// namespace through it. A descriptor rather than a path: no other process, sandboxed or
+    /// not, can reach a socketpair, so none can hand the proxy a listener of its own.
+    pub proxy_fd: Option<RawFd>,
     pub caller: Caller,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
@@ -162,17 +165,18 @@ pub struct HelperArgs {
 pub const HELPER_USAGE: &str = "\
 usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
-           [--user-view JSON] [--proxy-socket PATH] [--caller cordon] -- CMD [ARG...]
+           [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
 namespace with only loopback, and HTTP(S)_PROXY/ALL_PROXY pointing at a port there whose
-listening socket is handed to the proxy at --proxy-socket. A drop-in for OpenAI Codex's helper:
+listening socket is handed to the proxy over the inherited UNIX socket on descriptor N
+(--proxy-fd), which is closed before CMD runs. A drop-in for OpenAI Codex's helper:
 --use-bwrap-sandbox, --apply-seccomp-then-exec, --no-proc and --use-legacy-landlock are accepted;
 --file-system-sandbox-policy/--network-sandbox-policy are checked against --sandbox-policy
 (deny entries are refused); --allow-network-for-proxy/--proxy-route-spec are refused.
 
---user-view, --proxy-socket and --caller are cordon's own: cordon passes them when it runs the
+--user-view, --proxy-fd and --caller are cordon's own: cordon passes them when it runs the
 helper (--caller cordon makes messages start `cordon: sandbox:`). So is
 --command-cwd-identity DEV:INO: the command runs in --command-cwd only if that path still leads
 to the directory with these device and inode numbers (the one shown for approval), else 125.
@@ -216,7 +220,7 @@ pub fn parse_helper_args(
     let mut mount_view = MountViewRequirement::WhenAvailable;
     let mut parent_death = ParentDeath::Ignore;
     let mut user_view_json: Option<OsString> = None;
-    let mut proxy_socket: Option<PathBuf> = None;
+    let mut proxy_fd: Option<RawFd> = None;
     let mut caller = Caller::Direct;
     let mut split_policies = SplitPolicies::default();
     let mut saw_separator = false;
@@ -251,7 +255,7 @@ pub fn parse_helper_args(
             "--no-mount-view" => mount_view = MountViewRequirement::Disabled,
             "--die-with-parent" => parent_death = ParentDeath::Kill,
             "--user-view" => user_view_json = Some(value(&flag)?),
-            "--proxy-socket" => proxy_socket = Some(PathBuf::from(value(&flag)?)),
+            "--proxy-fd" => proxy_fd = Some(parse_proxy_fd(&value(&flag)?)?),
             "--caller" => match value(&flag)?.to_str() {
                 Some("cordon") => caller = Caller::Cordon,
                 _ => return Err(HelperError::Usage("--caller takes only `cordon`".into())),
@@ -277,7 +281,7 @@ pub fn parse_helper_args(
                 return Err(HelperError::Usage(format!(
                     "{flag} (Codex's managed-proxy routing) is not supported; cordon's own \
                      domain allow-list proxy is `network_domains` in the policy with \
-                     --proxy-socket"
+                     --proxy-fd"
                 )));
             }
             other => return Err(HelperError::Usage(format!("unknown argument {other:?}"))),
@@ -324,10 +328,22 @@ pub fn parse_helper_args(
         mount_view,
         parent_death,
         user_view,
-        proxy_socket,
+        proxy_fd,
         caller,
         command,
     })
+}
+
+/// `--proxy-fd`'s value: a descriptor number above stderr (0-2 are the command's stdio).
+fn parse_proxy_fd(value: &OsStr) -> Result<RawFd, HelperError> {
+    value.to_str().and_then(|text| text.parse::<RawFd>().ok()).filter(|fd| *fd > 2).ok_or_else(
+        || {
+            HelperError::Usage(format!(
+                "--proxy-fd takes a descriptor number above 2, not {}",
+                value.to_string_lossy()
+            ))
+        },
+    )
 }
 
 /// Codex's split policies (`--file-system-sandbox-policy`, `--network-sandbox-policy`), passed
@@ -425,9 +441,9 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
             argv.push(serde_json::to_string(view).unwrap_or_default().into());
         }
     }
-    if let Some(socket) = &invocation.proxy_socket {
-        argv.push("--proxy-socket".into());
-        argv.push(socket.clone().into());
+    if let Some(fd) = invocation.proxy_fd {
+        argv.push("--proxy-fd".into());
+        argv.push(fd.to_string().into());
     }
     match invocation.caller {
         Caller::Direct => {}
@@ -477,7 +493,12 @@ mod tests {
         assert_eq!(parsed.command_cwd, Some(PathBuf::from("/w/sub")));
         assert_eq!(parsed.strictness, Strictness::BestEffort);
         assert_eq!(parsed.parent_death, ParentDeath::Kill);
+        assert_eq!(parsed.proxy_fd, None);
         assert_eq!(parse_helper_args(helper_argv(&parsed)).unwrap(), parsed);
+        let with_proxy = HelperArgs { proxy_fd: Some(7), ..parsed.clone() };
+        let argv = helper_argv(&with_proxy);
+        assert!(argv.windows(2).any(|pair| pair == ["--proxy-fd", "7"]), "{argv:?}");
+        assert_eq!(parse_helper_args(argv).unwrap(), with_proxy);
         let own = HelperArgs { user_view: UserView::OwnEnvironment, ..parsed };
         assert_eq!(parse_helper_args(helper_argv(&own)).unwrap(), own);
         let from_cordon = HelperArgs { caller: Caller::Cordon, ..own };
@@ -508,6 +529,46 @@ mod tests {
             os(&["--sandbox-policy-cwd", "/w", "--", "ls"]),
             os(&["--sandbox-policy-cwd", "/w", "--sandbox-policy", policy, "--what", "--", "ls"]),
             os(&["--sandbox-policy-cwd"]),
+            os(&[
+                "--sandbox-policy-cwd",
+                "/w",
+                "--sandbox-policy",
+                policy,
+                "--proxy-fd",
+                "2",
+                "--",
+                "ls",
+            ]),
+            os(&[
+                "--sandbox-policy-cwd",
+                "/w",
+                "--sandbox-policy",
+                policy,
+                "--proxy-fd=x",
+                "--",
+                "ls",
+            ]),
+            os(&[
+                "--sandbox-policy-cwd",
+                "/w",
+                "--sandbox-policy",
+                policy,
+                "--proxy-fd",
+                "-1",
+                "--",
+                "ls",
+            ]),
+            // The path-based hand-over is gone: a socket path is not a descriptor.
+            os(&[
+                "--sandbox-policy-cwd",
+                "/w",
+                "--sandbox-policy",
+                policy,
+                "--proxy-socket",
+                "/tmp/p.sock",
+                "--",
+                "ls",
+            ]),
             os(&[
                 "--sandbox-policy-cwd",
                 "/w",

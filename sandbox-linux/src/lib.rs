@@ -18,7 +18,8 @@
 //!    below runs in the supervisor;
 //!    with a domain allow-list the namespaces include a network namespace with only loopback,
 //!    and the supervisor binds the proxy's port in it and hands the listening socket to
-//!    cordon's proxy ([`proxy_listener`]) before confining itself;
+//!    cordon's proxy over the socketpair end it inherited (`--proxy-fd`, [`proxy_listener`]),
+//!    then closes that end, before confining itself;
 //! 4. Landlock ([`landlock_rules`]), negotiated down to the kernel's ABI;
 //! 5. every capability dropped and the securebits locked ([`caps`]);
 //! 6. `no_new_privs`, then the seccomp program ([`seccomp`]);
@@ -80,6 +81,10 @@ pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperEr
 /// The helper's entry point (see the crate docs). Never returns.
 #[cfg(target_os = "linux")]
 pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main, single_threaded};
+
+/// The spawner's side of `--proxy-fd`.
+#[cfg(target_os = "linux")]
+pub use sys::keep_open_in_child;
 
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]

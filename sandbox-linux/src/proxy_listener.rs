@@ -2,26 +2,26 @@
 //!
 //! With a domain allow-list the command runs in a network namespace of its own with only
 //! loopback up: it can reach nothing outside. Before it confines itself, the supervisor binds
-//! `127.0.0.1:PORT` *inside* that namespace and sends the listening socket over the proxy's
-//! UNIX socket (`SCM_RIGHTS`) to cordon's proxy, outside the sandbox. A socket belongs to the
-//! namespace it was created in, not to the process holding it: the proxy accepts the command's
-//! connections from outside and relays them — one hop, no process in between. The helper keeps
-//! no copy of the listener (the command cannot accept on it), and the proxy removes its UNIX
-//! socket once it has the listener, so nothing inside can reach the proxy but through the port.
-//! The proxy answers one byte when it serves the listener; without that answer the helper fails
-//! closed (exit 125). The command gets `HTTP_PROXY`/`HTTPS_PROXY` and `ALL_PROXY` pointing at
-//! the port.
+//! `127.0.0.1:PORT` *inside* that namespace and sends the listening socket (`SCM_RIGHTS`) to
+//! cordon's proxy, outside the sandbox, over the socketpair end it inherited (`--proxy-fd`). A
+//! socketpair has no name: no other process, and no other sandboxed command, can connect to it
+//! and hand the proxy a listener of its own. A socket belongs to the namespace it was created
+//! in, not to the process holding it: the proxy accepts the command's connections from outside
+//! and relays them — one hop, no process in between. The helper keeps no copy of the listener
+//! (the command cannot accept on it) and closes its end of the socketpair once the proxy
+//! answers, so nothing inside can reach the proxy but through the port. The proxy answers one
+//! byte when it serves the listener; without that answer the helper fails closed (exit 125).
+//! The command gets `HTTP_PROXY`/`HTTPS_PROXY` and `ALL_PROXY` pointing at the port.
 
 use std::io::{IoSlice, Read};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::time::Duration;
 
 use nix::sys::socket::{
     AddressFamily, Backlog, ControlMessage, MsgFlags, SockFlag, SockType, SockaddrIn, bind,
-    getsockname, listen, sendmsg, socket,
+    getsockname, getsockopt, listen, sendmsg, socket, sockopt,
 };
 
 use crate::error::HelperError;
@@ -33,10 +33,20 @@ const BACKLOG: i32 = 4096;
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Binds a loopback port in the current (new) network namespace and hands the listener to the
-/// proxy at `proxy_socket`; returns the port. Call in the supervisor, before Landlock and
-/// seccomp.
-pub fn start(proxy_socket: &Path) -> Result<u16, HelperError> {
+/// proxy over `channel`, this process's end of the proxy's socketpair, which it closes; returns
+/// the port. Call in the supervisor, before Landlock and seccomp.
+pub fn start(channel: OwnedFd) -> Result<u16, HelperError> {
     let error = |what| move |source| HelperError::NetworkNamespace { what, source };
+    // A descriptor number from the command line: a stream socket, or nothing is handed over.
+    match getsockopt(&channel, sockopt::SockType) {
+        Ok(SockType::Stream) => {}
+        Ok(_) => {
+            let wrong = std::io::Error::from_raw_os_error(libc::EPROTOTYPE);
+            return Err(error("the proxy's descriptor (--proxy-fd)")(wrong));
+        }
+        Err(errno) => return Err(error("the proxy's descriptor (--proxy-fd)")(errno.into())),
+    }
+    let mut control = UnixStream::from(channel);
     let listener = socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)
         .map_err(std::io::Error::from)
         .map_err(error("creating the proxy's listening socket"))?;
@@ -51,8 +61,6 @@ pub fn start(proxy_socket: &Path) -> Result<u16, HelperError> {
         .map_err(std::io::Error::from)
         .map_err(error("reading the proxy port"))?
         .port();
-    let mut control =
-        UnixStream::connect(proxy_socket).map_err(error("connecting to cordon's network proxy"))?;
     sendmsg::<()>(
         control.as_raw_fd(),
         &[IoSlice::new(b"L")],
@@ -66,5 +74,6 @@ pub fn start(proxy_socket: &Path) -> Result<u16, HelperError> {
     control.set_read_timeout(Some(HANDOVER_TIMEOUT)).map_err(error("waiting for the proxy"))?;
     let mut answer = [0u8; 1];
     control.read_exact(&mut answer).map_err(error("waiting for the proxy to take the listener"))?;
+    drop(control);
     Ok(port)
 }

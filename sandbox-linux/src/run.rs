@@ -78,9 +78,12 @@ pub fn run_in_process(
         }
         InProcessStart::NamespaceInit(_) | InProcessStart::Plain => 3,
     };
+    // The proxy's hand-over socket is the helper's, passed to it as an exec would have: kept.
     match descriptors {
-        InheritedDescriptors::AllCloseOnExec => sys::close_descriptors_from(lowest_closed),
-        InheritedDescriptors::Mixed => sys::close_cloexec_descriptors(),
+        InheritedDescriptors::AllCloseOnExec => {
+            sys::close_descriptors_from(lowest_closed, args.proxy_fd);
+        }
+        InheritedDescriptors::Mixed => sys::close_cloexec_descriptors(args.proxy_fd),
     }
     sys::reset_caught_signals();
     sys::set_search_path(env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value));
@@ -120,12 +123,12 @@ pub enum InProcessStart {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InheritedDescriptors {
     /// Every one is marked close-on-exec (a spawner marked them all, as cordon's does for the
-    /// command): they are all closed at once (`close_range`), with no listing of
+    /// command), except `--proxy-fd`'s, which is the helper's: the others are closed at once (`close_range`), with no listing of
     /// `/proc/self/fd` — whose entries the kernel would build, and drop again at exit, on
     /// every launch.
     AllCloseOnExec,
     /// Some may be meant for the command (`cordon sandbox` passes its caller's on, as an exec
-    /// would): those marked close-on-exec are closed, the others stay.
+    /// would): those marked close-on-exec are closed (but `--proxy-fd`'s), the others stay.
     Mixed,
 }
 
@@ -166,6 +169,14 @@ fn run(
     pid_namespace: PidNamespaceRequest,
     command_env: CommandEnv<'_>,
 ) -> Result<Infallible, HelperError> {
+    // Owned, and close-on-exec, before anything else: on every path below, including a failed
+    // set-up, it reaches no program this process or its children execute.
+    let proxy_channel = match args.proxy_fd {
+        Some(fd) => Some(sys::adopt_inherited_descriptor(fd).map_err(|source| {
+            HelperError::NetworkNamespace { what: "the proxy's descriptor (--proxy-fd)", source }
+        })?),
+        None => None,
+    };
     if let SandboxPolicy::DangerFullAccess {} = args.sandbox_policy {
         return Err(prepare_exec(args, command_env, &[])?.exec());
     }
@@ -251,10 +262,11 @@ fn run(
     };
 
     // The proxy's listener: bound in the command's network namespace and handed to the proxy
-    // before anything below confines this process (it must reach the proxy's socket).
-    let proxy_port = match (&policy.network_domains, &mount_view) {
-        (None, _) => None,
-        (Some(_), Err(reason)) => {
+    // before anything below confines this process. The hand-over socket is closed by then
+    // either way: nothing of cordon's but the port stays within the command's reach.
+    let proxy_port = match (&policy.network_domains, &mount_view, proxy_channel) {
+        (None, _, _) => None,
+        (Some(_), Err(reason), _) => {
             // The empty network namespace is the only thing that confines a domain list;
             // never fall back to the host's network, not even with --best-effort.
             return Err(HelperError::NotEnforced(format!(
@@ -262,11 +274,9 @@ fn run(
                  view ({reason})"
             )));
         }
-        (Some(_), Ok(())) => match &args.proxy_socket {
-            Some(socket) => Some(proxy_listener::start(socket)?),
-            // No proxy to reach: the namespace has loopback only, which is network off.
-            None => None,
-        },
+        (Some(_), Ok(()), Some(channel)) => Some(proxy_listener::start(channel)?),
+        // No proxy to reach: the namespace has loopback only, which is network off.
+        (Some(_), Ok(()), None) => None,
     };
 
     // 3. Landlock (also sets no_new_privs).

@@ -100,15 +100,29 @@ pub fn reset_sigpipe() {
     }
 }
 
-/// Closes every descriptor from `lowest` up (`close_range`; on kernels before 5.9 the ones
-/// `/proc/self/fd` lists).
-pub fn close_descriptors_from(lowest: libc::c_int) {
+/// Closes every descriptor from `lowest` up except `keep` (`close_range`; on kernels before
+/// 5.9 the ones `/proc/self/fd` lists).
+pub fn close_descriptors_from(lowest: libc::c_int, keep: Option<libc::c_int>) {
     let first = libc::c_uint::try_from(lowest).unwrap_or(3);
-    // SAFETY: close_range takes integers; the descriptors closed belong to callers that never
-    // run again in this process (see `run_in_process`).
-    let ret = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) };
-    if ret < 0 {
+    let keep = keep.and_then(|fd| libc::c_uint::try_from(fd).ok()).filter(|fd| *fd >= first);
+    // The ranges around the kept one (a `c_int`, so `kept + 1` cannot overflow); an empty one
+    // is skipped.
+    let ranges = match keep {
+        Some(kept) => [kept.checked_sub(1).map(|below| (first, below)), Some((kept + 1, u32::MAX))],
+        None => [Some((first, u32::MAX)), None],
+    };
+    let mut failed = false;
+    for (from, to) in ranges.into_iter().flatten().filter(|(from, to)| from <= to) {
+        // SAFETY: close_range takes integers; the descriptors closed belong to callers that
+        // never run again in this process (see `run_in_process`).
+        failed |= unsafe { libc::syscall(libc::SYS_close_range, from, to, 0) } < 0;
+    }
+    if failed {
+        let kept = keep.and_then(|fd| libc::c_int::try_from(fd).ok());
         for fd in descriptors_above_stderr().into_iter().filter(|fd| *fd >= lowest) {
+            if Some(fd) == kept {
+                continue;
+            }
             // SAFETY: as above; a number that is not open (the listing's own) is EBADF.
             unsafe {
                 libc::close(fd);
@@ -117,9 +131,10 @@ pub fn close_descriptors_from(lowest: libc::c_int) {
     }
 }
 
-/// Closes every descriptor marked close-on-exec, as an `execve` would; the others stay open.
-pub fn close_cloexec_descriptors() {
-    for fd in descriptors_above_stderr() {
+/// Closes every descriptor marked close-on-exec except `keep`, as an `execve` would; the
+/// others stay open.
+pub fn close_cloexec_descriptors(keep: Option<libc::c_int>) {
+    for fd in descriptors_above_stderr().into_iter().filter(|fd| Some(*fd) != keep) {
         // SAFETY: F_GETFD and close take integers; the descriptors closed were marked
         // close-on-exec by their owners, none of which runs again in this process.
         unsafe {
@@ -328,6 +343,44 @@ pub fn clone_into_namespaces(flags: libc::c_int) -> io::Result<Cloned> {
     let pid = libc::pid_t::try_from(ret).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: the kernel returned a new descriptor in `pidfd` that nothing else owns.
     Ok(Cloned::Parent { pid, pidfd: unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd) } })
+}
+
+/// The spawner's side of `--proxy-fd`: lets `command`'s child inherit `fd` by clearing its
+/// close-on-exec flag in the child, between fork and exec. In the calling process it stays
+/// close-on-exec, so no other child started meanwhile (by another thread) inherits it. Steps
+/// run in the order they were registered: register this after any step that marks every
+/// descriptor close-on-exec. `fd` lives as long as the command does.
+pub fn keep_open_in_child<F>(command: &mut std::process::Command, fd: F)
+where
+    F: std::os::fd::AsRawFd + Send + Sync + 'static,
+{
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and makes two fcntl calls on a
+    // descriptor number; it allocates nothing and takes no lock. `fd` is only read there (never
+    // dropped: the child execs or exits), and it keeps the descriptor open in this process
+    // until the command is dropped, after the fork.
+    unsafe {
+        command.pre_exec(move || {
+            let number = fd.as_raw_fd();
+            let flags = libc::fcntl(number, libc::F_GETFD);
+            if flags < 0 || libc::fcntl(number, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Takes ownership of descriptor `fd`, which the spawner passed to this process by number
+/// (`--proxy-fd`), once it is known to be open, and marks it close-on-exec: from here on it can
+/// reach no program this process executes, whatever path the set-up takes.
+pub fn adopt_inherited_descriptor(fd: libc::c_int) -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: F_GETFD reads the flags of a descriptor number and changes nothing; a number that
+    // is not open fails with EBADF.
+    let flags = check_int(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    // SAFETY: F_SETFD changes only the flags of `fd`, which is open (checked above).
+    check_int(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) })?;
+    Ok(adopt_descriptor(fd))
 }
 
 /// Takes ownership of descriptor `fd`, which a spawner left open for this process.

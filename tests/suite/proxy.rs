@@ -521,11 +521,11 @@ fn an_executor_call_can_narrow_the_network_but_never_widen_it() {
 
 #[cfg(target_os = "linux")]
 #[test]
-fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
+fn the_helper_without_a_proxy_descriptor_leaves_only_loopback() {
     require_network_namespace!();
     let server = Server::start();
     let root = scratch();
-    // A policy with a domain list but no --proxy-socket (a direct, Codex-style call): the
+    // A policy with a domain list but no --proxy-fd (a direct, Codex-style call): the
     // command gets its own network namespace and nothing to reach through it.
     let script = format!(
         "echo net=$CORDON_SANDBOX_NETWORK_DISABLED; curl -sS --noproxy '*' -m 5 http://127.0.0.1:{}/x; echo rc=$?",
@@ -536,4 +536,13 @@ fn the_helper_without_a_proxy_socket_leaves_only_loopback() {
     run.assert_ok();
     assert!(run.stdout.contains("net=1") && run.stdout.contains("rc=7"), "{}", run.stdout);
     assert!(server.requests().is_empty());
+
+    // A --proxy-fd that names no open descriptor: refused before the command runs.
+    let mut command = helper_cmd(policy, root.path(), &["--proxy-fd", "987"], &["true"]);
+    let run: Run = command.output().unwrap().into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("--proxy-fd"), "{}", run.stderr);
 }
+
+#[cfg(target_os = "linux")]
+mod handover;

@@ -1,35 +1,27 @@
 //! The hand-over: the Linux helper binds the proxy's port in the command's network namespace
-//! and sends the listening socket over a UNIX socket; the proxy serves from it.
+//! and sends the listening socket over its end of the proxy's socketpair; the proxy serves from
+//! it.
 
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, getsockopt, recvmsg, sockopt};
-use tokio::net::{TcpListener, UnixListener, UnixStream};
+use tokio::net::{TcpListener, UnixStream};
 
-use super::{HANDSHAKE_TIMEOUT, State, serve_clients};
+use super::{State, serve_clients};
 
-/// First takes the listening socket the helper hands over (the first connection to the
-/// UNIX socket that carries one), then removes the UNIX socket and serves the command's
-/// connections from that listener.
-pub(super) async fn serve(control: UnixListener, socket_path: PathBuf, state: Arc<State>) {
-    let listener = loop {
-        let Ok((stream, _)) = control.accept().await else { continue };
-        let Ok(Ok(listener)) =
-            tokio::time::timeout(HANDSHAKE_TIMEOUT, receive_listener(&stream)).await
-        else {
-            continue;
-        };
-        // From now on nothing reaches the proxy but through the command's port: the UNIX
-        // socket goes before the helper hears back and lets the command run.
-        drop(control);
-        let _ = std::fs::remove_file(&socket_path);
-        if stream.writable().await.is_ok() {
-            let _ = stream.try_write(b"K");
-        }
-        break listener;
-    };
+/// Takes the listening socket the helper sends over `control`, answers one byte, closes
+/// `control` and serves the command's connections from that listener. Only the helper holds
+/// the other end, so there is nothing to wait for but its one message: anything else (end of
+/// stream, no descriptor, not a listener) ends the task, and the helper, without its answer,
+/// fails closed.
+pub(super) async fn serve(control: UnixStream, state: Arc<State>) {
+    let Ok(listener) = receive_listener(&control).await else { return };
+    if control.writable().await.is_ok() {
+        let _ = control.try_write(b"K");
+    }
+    // From now on nothing reaches the proxy but through the command's port.
+    drop(control);
     serve_clients(listener, state).await;
 }
 

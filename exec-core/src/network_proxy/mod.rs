@@ -2,8 +2,8 @@
 //! outside through.
 //!
 //! The command runs in a network namespace with only loopback; the Linux helper binds
-//! `127.0.0.1:PORT` inside it and hands the listening socket to this proxy over its UNIX
-//! socket, then points `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` at the port. The proxy
+//! `127.0.0.1:PORT` inside it and hands the listening socket to this proxy over a socketpair
+//! made for that one launch (the helper inherits one end), then points `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY` at the port. The proxy
 //! speaks HTTP/1.1 (hyper, [`http`]): `CONNECT host:port` for HTTPS and anything tunnelled,
 //! and absolute-form requests (`GET http://host/path`) for plain HTTP, which it forwards on a
 //! fresh upstream connection per request; and SOCKS5 `CONNECT` ([`socks`]) on the same port.
@@ -29,7 +29,7 @@ mod socks;
 mod splice;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -38,10 +38,11 @@ use cordon_policies::{
     is_internal_address, normalize_host,
 };
 use hyper::StatusCode;
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use serde::Serialize;
-use tokio::net::{TcpListener, TcpStream, UnixListener};
+use tokio::net::{TcpListener, TcpStream, UnixStream};
 
-use crate::launch::{ProxyEndpoint, SandboxKind};
+use crate::launch::{HandOverSocket, ProxyEndpoint, SandboxKind};
 
 /// How long name resolution and the upstream connect may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
@@ -114,8 +115,6 @@ pub struct NetworkProxy {
     endpoint: Endpoint,
     log: Arc<Mutex<NetworkLog>>,
     task: tokio::task::JoinHandle<()>,
-    /// The private directory of the hand-over socket.
-    _dir: Option<tempfile::TempDir>,
 }
 
 struct State {
@@ -161,29 +160,37 @@ struct Destination<'a> {
 /// Where the proxy takes its clients from.
 #[derive(Debug)]
 enum Endpoint {
-    /// The helper hands over the command's listening socket through this UNIX socket.
-    HandOver(PathBuf),
+    /// The helper hands over the command's listening socket through this end of the
+    /// proxy's socketpair, which it inherits.
+    HandOver(HandOverSocket),
     /// `127.0.0.1:PORT` on the host (Seatbelt).
     Loopback(u16),
 }
 
 impl NetworkProxy {
-    /// Listens on a fresh UNIX socket (in a private 0700 directory under the temp dir) for the
-    /// helper to hand over the command's listening socket, and serves on the current tokio
-    /// runtime.
+    /// Makes a socketpair for the helper to hand over the command's listening socket through
+    /// (its end is [`NetworkProxy::endpoint`]), and serves on the current tokio runtime. A
+    /// socketpair has no name: only the process that inherits the other end can reach it, and
+    /// nothing is created on disk.
     pub fn start(settings: &ProxySettings) -> Result<NetworkProxy, ProxyError> {
         let matcher = DomainMatcher::new(&settings.rules)?;
         raise_open_file_limit();
         let io = |what| move |source| ProxyError::Io { what, source };
-        let dir = tempfile::Builder::new()
-            .prefix("cordon-proxy-")
-            .tempdir()
-            .map_err(io("creating its directory"))?;
-        let socket_path = dir.path().join("proxy.sock");
-        let listener = UnixListener::bind(&socket_path).map_err(io("binding its socket"))?;
+        let (own_end, helper_end) =
+            socketpair(AddressFamily::Unix, SockType::Stream, None, PAIR_FLAGS)
+                .map_err(|errno| io("making its hand-over socketpair")(errno.into()))?;
+        // Above the numbers a spawner moves descriptors onto in the child (stdio, the status
+        // report), which would otherwise replace it there.
+        let helper_end = crate::sys::duplicate_at_or_above(helper_end.as_fd(), LOWEST_HELPER_FD)
+            .map_err(io("making its hand-over socketpair"))?;
+        let control = std::os::unix::net::UnixStream::from(own_end);
+        control.set_nonblocking(true).map_err(io("making its hand-over socketpair"))?;
+        let control =
+            UnixStream::from_std(control).map_err(io("making its hand-over socketpair"))?;
         let (state, log) = State::new(matcher, settings)?;
-        let task = tokio::spawn(handover::serve(listener, socket_path.clone(), state));
-        Ok(NetworkProxy { endpoint: Endpoint::HandOver(socket_path), log, task, _dir: Some(dir) })
+        let task = tokio::spawn(handover::serve(control, state));
+        let endpoint = Endpoint::HandOver(HandOverSocket::new(helper_end));
+        Ok(NetworkProxy { endpoint, log, task })
     }
 
     /// Listens on `127.0.0.1` of the host, on a port the kernel picks, for a sandbox that can
@@ -200,7 +207,7 @@ impl NetworkProxy {
         let listener = TcpListener::from_std(listener).map_err(io("binding its port"))?;
         let (state, log) = State::new(matcher, settings)?;
         let task = tokio::spawn(serve_clients(listener, state));
-        Ok(NetworkProxy { endpoint: Endpoint::Loopback(port), log, task, _dir: None })
+        Ok(NetworkProxy { endpoint: Endpoint::Loopback(port), log, task })
     }
 
     /// The proxy a launch under `kind` needs: one for a policy with a domain allow-list under
@@ -228,7 +235,7 @@ impl NetworkProxy {
     /// How the command reaches this proxy (for [`crate::Launch::proxy`]).
     pub fn endpoint(&self) -> ProxyEndpoint<'_> {
         match &self.endpoint {
-            Endpoint::HandOver(socket) => ProxyEndpoint::HandOver(socket),
+            Endpoint::HandOver(channel) => ProxyEndpoint::HandOver(channel),
             Endpoint::Loopback(port) => ProxyEndpoint::Loopback(*port),
         }
     }
@@ -251,6 +258,18 @@ impl Drop for NetworkProxy {
         self.task.abort();
     }
 }
+
+/// Both ends are close-on-exec from the start: a server spawning another session's command
+/// meanwhile must not pass either on. (Only the Linux helper uses the hand-over; elsewhere the
+/// flag is not offered and nothing spawns with this proxy.)
+#[cfg(target_os = "linux")]
+const PAIR_FLAGS: SockFlag = SockFlag::SOCK_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const PAIR_FLAGS: SockFlag = SockFlag::empty();
+
+/// The lowest number the helper's end may have: above stdio and the status report that
+/// `sys::spawn_namespace_init` moves onto descriptor 3 in its child.
+const LOWEST_HELPER_FD: std::os::fd::RawFd = 4;
 
 /// Each client connection holds two descriptors (its socket and the upstream's): the usual
 /// soft limit of 1024 would stop the proxy near 500 connections. Raised to the hard limit, as

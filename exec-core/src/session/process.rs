@@ -102,6 +102,7 @@ impl SessionProcess {
             .stdout(terminal.try_clone().map_err(spawn_error)?)
             .stderr(terminal);
         crate::sys::prepare_child(&mut command, crate::sys::Terminal::Controlling);
+        spec.pass_descriptors(&mut command);
         #[cfg(target_os = "linux")]
         crate::sys::run_helper_in_child(&mut command, spec);
         let mut child = command.spawn().map_err(spawn_error)?;
@@ -157,6 +158,7 @@ impl SessionProcess {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         crate::sys::prepare_child(&mut command, crate::sys::Terminal::Detach);
+        spec.pass_descriptors(&mut command);
         // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
