@@ -37,4 +37,6 @@ mod proxy;
 mod remote;
 mod robustness;
 mod secrets;
+#[cfg(target_os = "linux")]
+mod stalled_start;
 mod trust_boundary;
