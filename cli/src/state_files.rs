@@ -4,67 +4,41 @@
 //! A sandboxed command may have planted any of them (the workspace file always, cordon's home
 //! if it ever was writable), so each is opened without following a final symlink and without
 //! blocking (`O_NOFOLLOW | O_NONBLOCK`: a FIFO cannot hang cordon, a symlink to `/dev/zero`
-//! cannot grow it to gigabytes), must be a regular file of at most [`MAX_BYTES`], and must be
-//! UTF-8. Anything else is one error line naming the file (and the line, where there is one).
+//! cannot grow it to gigabytes), must be a regular file of at most [`MAX_BYTES`]
+//! ([`cordon_policies::read_start_file`], the reader the sandbox helper uses for git's pointer
+//! files too), and must be UTF-8. Anything else is one error line naming the file (and the
+//! line, where there is one).
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::bail;
+use cordon_policies::{StartFileError, read_start_file};
 
 /// Larger config or rules files are refused: real ones are a few kilobytes.
 pub const MAX_BYTES: u64 = 1024 * 1024;
 
 /// The file's text, or `None` when it does not exist.
 pub fn read(path: &Path) -> anyhow::Result<Option<String>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_flags::NOFOLLOW | libc_flags::NONBLOCK | libc_flags::NOCTTY)
-        .open(path);
-    let file = match file {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    let bytes = match read_start_file(path, MAX_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
         // A directory on the way that this user may not search (another user's HOME): there
         // is no file this user could have, or could have been planted for it.
-        Err(error)
+        Err(StartFileError::Open(error))
             if error.kind() == std::io::ErrorKind::PermissionDenied
                 && std::fs::symlink_metadata(path)
                     .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied) =>
         {
             return Ok(None);
         }
-        // ELOOP: the final component is a symlink.
-        Err(error) if error.raw_os_error() == Some(libc_flags::ELOOP) => {
+        Err(StartFileError::SymbolicLink) => {
             bail!(
                 "{}: is a symbolic link; cordon does not follow links to its own files",
                 path.display()
             )
         }
-        Err(error) => bail!("{}: cannot open: {error}", path.display()),
+        Err(error) => bail!("{}: {error}", path.display()),
     };
-    let meta = match file.metadata() {
-        Ok(meta) => meta,
-        Err(error) => bail!("{}: cannot read: {error}", path.display()),
-    };
-    if !meta.file_type().is_file() {
-        bail!("{}: is not a regular file ({})", path.display(), kind(&meta.file_type()));
-    }
-    if meta.len() > MAX_BYTES {
-        bail!(
-            "{}: is {} bytes, more than the {MAX_BYTES} cordon reads",
-            path.display(),
-            meta.len()
-        );
-    }
-    let mut bytes = Vec::new();
-    // The size was checked, but the file may grow while it is read: read one byte past the cap.
-    if let Err(error) = file.take(MAX_BYTES + 1).read_to_end(&mut bytes) {
-        bail!("{}: cannot read: {error}", path.display());
-    }
-    if bytes.len() as u64 > MAX_BYTES {
-        bail!("{}: is more than the {MAX_BYTES} bytes cordon reads", path.display());
-    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Some(text)),
         Err(error) => {
@@ -73,29 +47,6 @@ pub fn read(path: &Path) -> anyhow::Result<Option<String>> {
             bail!("{}: line {line}: not valid UTF-8", path.display())
         }
     }
-}
-
-fn kind(file_type: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_fifo() {
-        "a FIFO"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else if file_type.is_block_device() || file_type.is_char_device() {
-        "a device"
-    } else {
-        "not a file"
-    }
-}
-
-/// The open(2) flags used here (from `nix`, which re-exports libc's values).
-mod libc_flags {
-    pub const NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
-    pub const NONBLOCK: i32 = nix::fcntl::OFlag::O_NONBLOCK.bits();
-    pub const NOCTTY: i32 = nix::fcntl::OFlag::O_NOCTTY.bits();
-    pub const ELOOP: i32 = nix::errno::Errno::ELOOP as i32;
 }
 
 #[cfg(test)]

@@ -48,6 +48,34 @@ impl InitProcess {
     }
 }
 
+/// What ends a run of an [`InitProcess`] from outside while its owner waits for it.
+pub struct InitHandle {
+    pidfd: OwnedFd,
+    status: OwnedFd,
+}
+
+impl InitHandle {
+    /// Whether the supervisor has started the command (it reports that before anything else).
+    pub fn command_started(&self) -> bool {
+        cordon_sandbox_linux::command_started(&self.status)
+    }
+
+    /// SIGKILL to the supervisor: it dies, and the kernel kills the rest of its namespace.
+    pub fn kill(&self) {
+        sys::kill_pidfd(&self.pidfd);
+    }
+}
+
+impl InitProcess {
+    /// A handle of its own on the supervisor (copies of its pidfd and status pipe).
+    pub fn handle(&self) -> std::io::Result<InitHandle> {
+        Ok(InitHandle {
+            pidfd: self.pidfd.get_ref().try_clone()?,
+            status: self.status.try_clone()?,
+        })
+    }
+}
+
 impl Drop for InitProcess {
     fn drop(&mut self) {
         if !self.reaped {

@@ -20,6 +20,7 @@ mod classify;
 pub mod executor;
 #[cfg(target_os = "linux")]
 mod init_process;
+mod interrupts;
 mod launch;
 pub mod mcp;
 mod network_proxy;

@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::capture::HeadTail;
 use crate::classify::ExitKind;
+use crate::interrupts::Interrupts;
 use crate::launch::LaunchPlan;
 use crate::terminal_filter::{self, EscapeFilter};
 
@@ -72,8 +73,11 @@ pub async fn run_process(
     // ended below with the rest (DESIGN §12: nothing outlives its command).
     crate::sys::become_subreaper();
     let started = Instant::now();
+    // Listening before the child exists: an interrupt that comes while it starts is not lost.
+    let mut interrupts = Interrupts::new();
     let (mut child, stdout, stderr) = start(spec, stdin)?;
     let group = child.group();
+    let target = child.interrupt_target()?;
     // The readers run while we wait: a child that fills a pipe would otherwise block forever.
     let captured_out = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
     let captured_err = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
@@ -108,7 +112,7 @@ pub async fn run_process(
     let status = tokio::select! {
         status = wait => Ended::Exited(status),
         () = broken_pipe.notified() => Ended::BrokenPipe,
-        never = forward_interrupts(group) => match never {},
+        signal = forward_interrupts(&mut interrupts, &target) => Ended::Interrupted(signal),
     };
     let exit = match status {
         Ended::Exited(Some(Ok(raw))) => ExitKind::from_wait_status(raw),
@@ -124,6 +128,12 @@ pub async fn run_process(
             kill_group(group);
             let _ = child.wait().await;
             ExitKind::Signal(libc::SIGPIPE)
+        }
+        // Ended before the command existed (killed): the run ends as the signal would have
+        // ended the command.
+        Ended::Interrupted(signal) => {
+            let _ = child.wait().await;
+            ExitKind::Signal(signal)
         }
     };
     let duration = started.elapsed();
@@ -190,6 +200,17 @@ impl Child {
         pid.map(Pid::from_raw)
     }
 
+    /// Where cordon's interrupts go.
+    fn interrupt_target(&self) -> std::io::Result<InterruptTarget> {
+        Ok(match self {
+            Child::Spawned(_) => InterruptTarget::Group(self.group()),
+            #[cfg(target_os = "linux")]
+            Child::Init(process) => {
+                InterruptTarget::Init { group: self.group(), init: process.handle()? }
+            }
+        })
+    }
+
     /// The raw wait status (the command's, for the supervisor).
     async fn wait(&mut self) -> std::io::Result<libc::c_int> {
         match self {
@@ -250,6 +271,20 @@ enum Ended {
     Exited(Option<std::io::Result<libc::c_int>>),
     /// The reader of cordon's output went away.
     BrokenPipe,
+    /// cordon received this interrupt before the command existed, and killed the child.
+    Interrupted(libc::c_int),
+}
+
+/// Where cordon passes an interrupt it receives.
+enum InterruptTarget {
+    /// The child's process group: the command itself, or a helper that passes it on and ends
+    /// a run that has not started.
+    Group(Option<Pid>),
+    /// A supervisor cloned as pid 1 of the command's namespace: its group once it has started
+    /// the command (it passes the signal on); before that it is killed, since pid 1 ignores
+    /// every signal it has no handler for and may be in a wait only SIGKILL ends.
+    #[cfg(target_os = "linux")]
+    Init { group: Option<Pid>, init: crate::init_process::InitHandle },
 }
 
 /// Where a stream is copied besides the capture buffer.
@@ -264,24 +299,23 @@ struct Sink<W> {
 
 /// Forwards SIGINT, SIGTERM and SIGHUP received by cordon to the command's process group
 /// (it is not in the terminal's foreground group, so Ctrl-C would not reach it otherwise).
-/// Never completes.
-async fn forward_interrupts(group: Option<Pid>) -> std::convert::Infallible {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
+/// Returns only when it ended a run whose command did not exist yet, with the signal.
+async fn forward_interrupts(interrupts: &mut Interrupts, target: &InterruptTarget) -> libc::c_int {
     loop {
-        let forwarded = tokio::select! {
-            _ = int.recv() => Signal::SIGINT,
-            _ = term.recv() => Signal::SIGTERM,
-            _ = hup.recv() => Signal::SIGHUP,
+        let received = interrupts.recv().await;
+        let group = match target {
+            InterruptTarget::Group(group) => *group,
+            #[cfg(target_os = "linux")]
+            InterruptTarget::Init { group, init } => {
+                if !init.command_started() {
+                    init.kill();
+                    return received;
+                }
+                *group
+            }
         };
-        if let Some(group) = group {
-            let _ = killpg(group, forwarded);
+        if let (Some(group), Ok(signal)) = (group, Signal::try_from(received)) {
+            let _ = killpg(group, signal);
         }
     }
 }

@@ -509,6 +509,16 @@ pub fn adopt_received_fd(fd: std::os::fd::RawFd) -> std::os::fd::OwnedFd {
     unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }
 
+/// Whether `signal` is ignored (`SIG_IGN`) in this process.
+pub fn signal_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: `sigaction` with a NULL new action only fills `current`, a zeroed plain struct.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &raw mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// Bytes waiting to be read from `fd` (`FIONREAD`; on a terminal: input its reader has not
 /// taken yet). `None` when the descriptor cannot say.
 pub fn queued_bytes(fd: std::os::fd::RawFd) -> Option<usize> {

@@ -37,6 +37,7 @@ mod safe_commands;
 mod sandbox_policy;
 mod script_words;
 mod shell_script;
+mod start_files;
 
 #[cfg(test)]
 mod never_panics_tests;
@@ -63,3 +64,4 @@ pub use sandbox_policy::{
 };
 pub use script_words::{is_shell_call, script_words};
 pub use shell_script::plain_shell_commands;
+pub use start_files::{StartFileError, read_kernel_file, read_start_file};

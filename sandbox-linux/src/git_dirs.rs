@@ -11,35 +11,136 @@
 
 use std::path::{Path, PathBuf};
 
+use cordon_policies::{StartFileError, read_start_file};
+
 /// How deep and how many submodule git dirs are looked at (nested submodules, names with `/`).
 const MAX_DEPTH: usize = 8;
 const MAX_GIT_DIRS: usize = 256;
 
-/// Where the git metadata of a writable root lives: `root/.git` when it is a directory, or the
-/// directory a `.git` pointer file names (worktrees, submodules), plus its `commondir`.
-pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
+/// A pointer file or `commondir` names one path: anything larger is not git's.
+const MAX_POINTER_BYTES: u64 = 64 * 1024;
+/// A git config (the submodule configs read for `core.worktree`, and the size git's own files
+/// may have before they count as planted).
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The files in a `.git` directory that git reads before anything else; one that is a FIFO or a
+/// device hangs every git command there (and `/dev/zero` fills its memory).
+const GIT_DIR_START_FILES: [&str; 3] = ["HEAD", "config", "commondir"];
+
+/// A git file that is not a small regular file (a FIFO, a device, a link to one, or oversized):
+/// neither the helper nor git can use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnusableGitFile {
+    pub path: PathBuf,
+    /// Completes a sentence that starts with the path: `is a FIFO, not a regular file`.
+    pub why: String,
+}
+
+/// What [`git_dirs`] found in a writable root.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GitDirs {
+    /// Where the git metadata lives: `root/.git` when it is a directory, or the directory a
+    /// `.git` pointer file names (worktrees, submodules), plus its `commondir`.
+    pub dirs: Vec<PathBuf>,
+    /// Files on the way that could not be used; they are kept read-only, so the command cannot
+    /// turn one into a pointer the helper never saw.
+    pub unusable: Vec<UnusableGitFile>,
+}
+
+/// Finds the git metadata of a writable root (see [`GitDirs`]). Every file is read without
+/// blocking and without following a final symlink ([`read_start_file`]).
+pub fn git_dirs(root: &Path) -> GitDirs {
     let dot_git = root.join(".git");
+    let mut found = GitDirs::default();
     let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
-        return Vec::new();
+        return found;
     };
     if meta.is_dir() {
-        return vec![dot_git];
+        for name in GIT_DIR_START_FILES {
+            let path = dot_git.join(name);
+            if let Some(why) = unusable_by_git(&path) {
+                found.unusable.push(UnusableGitFile { path, why });
+            }
+        }
+        found.dirs.push(dot_git);
+        return found;
     }
-    let Some(git_dir) = pointer_target(&dot_git) else {
-        return Vec::new();
+    let Some(git_dir) = pointer_target(&dot_git, &mut found.unusable) else {
+        return found;
     };
-    let mut dirs = vec![git_dir.clone()];
-    if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
-        dirs.push(git_dir.join(common.trim()));
+    let commondir = git_dir.join("commondir");
+    match read_start_file(&commondir, MAX_POINTER_BYTES) {
+        Ok(Some(common)) => {
+            let common = String::from_utf8_lossy(&common);
+            found.dirs.push(git_dir.join(common.trim()));
+        }
+        Ok(None) => {}
+        Err(error) => found.unusable.push(unusable_file(&commondir, &error)),
     }
-    dirs
+    found.dirs.insert(0, git_dir);
+    found
 }
 
 /// The git dir a `.git` pointer file (`gitdir: PATH`) names, relative to the file's directory.
-fn pointer_target(pointer: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(pointer).ok()?;
+/// A `.git` that is a symlink is followed as git follows it: to a directory it names nothing
+/// here, to a regular file that file is read.
+fn pointer_target(pointer: &Path, unusable: &mut Vec<UnusableGitFile>) -> Option<PathBuf> {
+    let text = match read_start_file(pointer, MAX_POINTER_BYTES) {
+        Ok(text) => text?,
+        Err(StartFileError::SymbolicLink) => match std::fs::metadata(pointer) {
+            Ok(meta) if meta.is_dir() => return None,
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_POINTER_BYTES => {
+                let target = std::fs::canonicalize(pointer).ok()?;
+                read_start_file(&target, MAX_POINTER_BYTES).ok()??
+            }
+            _ => {
+                let why = unusable_by_git(pointer).unwrap_or_else(|| "is unreadable".to_owned());
+                unusable.push(UnusableGitFile { path: pointer.to_path_buf(), why });
+                return None;
+            }
+        },
+        Err(error) => {
+            unusable.push(unusable_file(pointer, &error));
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&text);
     let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     Some(pointer.parent()?.join(target))
+}
+
+fn unusable_file(path: &Path, error: &StartFileError) -> UnusableGitFile {
+    UnusableGitFile { path: path.to_path_buf(), why: error.to_string() }
+}
+
+/// Why git could not use the file at `path` (following links, as git does), without opening
+/// it; `None` when it is missing or a small regular file.
+fn unusable_by_git(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        if meta.len() <= MAX_CONFIG_BYTES {
+            return None;
+        }
+        return Some(format!("is more than the {MAX_CONFIG_BYTES} bytes cordon reads"));
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a file"
+    };
+    let link = if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        "a symbolic link to "
+    } else {
+        ""
+    };
+    Some(format!("is {link}{what}, not a regular file"))
 }
 
 /// The `.git` pointer files of the submodule checkouts whose git dirs live under
@@ -82,7 +183,10 @@ fn walk_modules(dir: &Path, depth: usize, budget: &mut usize, found: &mut Vec<Pa
 
 /// `core.worktree` of the git dir at `git_dir`, resolved against it.
 fn core_worktree(git_dir: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(git_dir.join("config")).ok()?;
+    // Unreadable (a FIFO, oversized): no checkout to protect through it; `.git/modules`, where
+    // it lives, is read-only as a whole.
+    let text = read_start_file(&git_dir.join("config"), MAX_CONFIG_BYTES).ok()??;
+    let text = String::from_utf8_lossy(&text);
     let mut in_core = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
@@ -136,6 +240,64 @@ mod tests {
     fn a_pointer_file_names_its_git_dir_relative_to_itself() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(".git"), "gitdir: ../main/.git/worktrees/w\n").unwrap();
-        assert_eq!(git_dirs(dir.path()), [dir.path().join("../main/.git/worktrees/w")]);
+        assert_eq!(git_dirs(dir.path()).dirs, [dir.path().join("../main/.git/worktrees/w")]);
+    }
+
+    fn mkfifo(path: &Path) {
+        nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_a_link_to_a_device_and_an_oversized_pointer_are_unusable_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let dot_git = dir.path().join(".git");
+        mkfifo(&dot_git);
+        let found = git_dirs(dir.path());
+        assert_eq!(found.dirs, Vec::<PathBuf>::new());
+        assert_eq!(
+            found.unusable,
+            [UnusableGitFile {
+                path: dot_git.clone(),
+                why: "is a FIFO, not a regular file".into()
+            }]
+        );
+
+        std::fs::remove_file(&dot_git).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &dot_git).unwrap();
+        let why = &git_dirs(dir.path()).unusable[0].why;
+        assert_eq!(why, "is a symbolic link to a device, not a regular file");
+
+        std::fs::remove_file(&dot_git).unwrap();
+        std::fs::File::create(&dot_git).unwrap().set_len(MAX_POINTER_BYTES + 1).unwrap();
+        let why = &git_dirs(dir.path()).unusable[0].why;
+        assert_eq!(why, &format!("is more than the {MAX_POINTER_BYTES} bytes cordon reads"));
+    }
+
+    #[test]
+    fn fifos_in_a_git_directory_and_a_fifo_commondir_are_unusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let dot_git = dir.path().join(".git");
+        std::fs::create_dir(&dot_git).unwrap();
+        for name in ["HEAD", "config", "commondir"] {
+            mkfifo(&dot_git.join(name));
+        }
+        let found = git_dirs(dir.path());
+        assert_eq!(found.dirs, std::slice::from_ref(&dot_git));
+        let paths: Vec<PathBuf> = found.unusable.iter().map(|u| u.path.clone()).collect();
+        assert_eq!(
+            paths,
+            [dot_git.join("HEAD"), dot_git.join("config"), dot_git.join("commondir")]
+        );
+
+        let other = tempfile::tempdir().unwrap();
+        let worktree = other.path().join("wt");
+        std::fs::create_dir(&worktree).unwrap();
+        std::fs::write(worktree.join(".git"), "gitdir: ../w\n").unwrap();
+        let git_dir = worktree.join("../w");
+        std::fs::create_dir_all(&git_dir).unwrap();
+        mkfifo(&git_dir.join("commondir"));
+        let found = git_dirs(&worktree);
+        assert_eq!(found.dirs, std::slice::from_ref(&git_dir));
+        assert_eq!(found.unusable[0].path, git_dir.join("commondir"));
     }
 }

@@ -89,7 +89,8 @@ pub use sys::keep_open_in_child;
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]
 pub use containment::{
-    ClonedInit, NamespaceInit, STATUS_REPORT_FD, clone_namespace_init, read_status_report,
+    ClonedInit, NamespaceInit, STATUS_REPORT_FD, clone_namespace_init, command_started,
+    read_status_report,
 };
 
 /// On other systems the helper personality only explains itself.

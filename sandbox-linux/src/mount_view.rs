@@ -19,7 +19,7 @@ use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 
 use crate::error::HelperError;
-use crate::git_dirs::{git_dirs, submodule_pointer_files};
+use crate::git_dirs::{UnusableGitFile, git_dirs, submodule_pointer_files};
 use crate::sys::{self, Recursion};
 
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
@@ -61,6 +61,10 @@ pub struct MountPlan {
     /// paths there): put back on top of a fresh proc, so nothing hidden before shows. Taken
     /// from the table the plan was made from, which saves reading it a second time.
     pub proc_covers: Vec<PathBuf>,
+    /// Git files in the writable roots that neither the helper nor git can use (a FIFO, a
+    /// device, oversized): each is in `protected` when it is inside a root, and the helper
+    /// warns about them once.
+    pub unusable_git_files: Vec<UnusableGitFile>,
 }
 
 /// The network namespace the mount view is entered together with.
@@ -81,17 +85,25 @@ pub struct MountInfo {
     pub read_only: bool,
 }
 
-/// Reads `/proc/self/mountinfo` (empty if it cannot be read: then no mount counts as a
-/// writable submount or a proc cover). Into a buffer large enough for a usual table, so the
-/// kernel writes it in one or two reads instead of std's doubling reads from 32 bytes up (a
-/// proc file reports no size).
-pub fn read_mountinfo() -> String {
-    use std::io::Read;
-    let mut text = String::with_capacity(16 * 1024);
-    match std::fs::File::open("/proc/self/mountinfo").and_then(|mut f| f.read_to_string(&mut text))
-    {
-        Ok(_) => text,
-        Err(_) => String::new(),
+/// The most of `/proc/self/mountinfo` that is read: far more than a host with tens of thousands
+/// of mounts has, and a bound on what a mount table grown on purpose can cost.
+const MAX_MOUNTINFO_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads `/proc/self/mountinfo`, non-blocking and to at most [`MAX_MOUNTINFO_BYTES`]. Empty when
+/// it cannot be opened or read (then no mount counts as a writable submount or a proc cover);
+/// a table past the cap is an error, since the covers of a container's `/proc` masks come from
+/// it.
+pub fn read_mountinfo() -> Result<String, HelperError> {
+    let path = Path::new("/proc/self/mountinfo");
+    match cordon_policies::read_kernel_file(path, MAX_MOUNTINFO_BYTES) {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(error @ cordon_policies::StartFileError::TooLarge { .. }) => {
+            Err(HelperError::MountView {
+                what: format!("reading {}", path.display()),
+                source: std::io::Error::new(std::io::ErrorKind::FileTooLarge, error),
+            })
+        }
+        Err(_) => Ok(String::new()),
     }
 }
 
@@ -144,10 +156,14 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
 
     let mut protected = Vec::new();
     let mut pinned = Vec::new();
+    let mut unusable_git_files = Vec::new();
     for root in roots {
         // The root's git dirs, read once per root (not once per entry): `.git`, or what a
         // `.git` pointer file names.
-        let git_dirs = git_dirs(root);
+        let found = git_dirs(root);
+        protected.extend(found.unusable.iter().map(|file| file.path.clone()));
+        unusable_git_files.extend(found.unusable);
+        let git_dirs = found.dirs;
         for git_dir in &git_dirs {
             protected.extend(submodule_pointer_files(git_dir));
         }
@@ -263,6 +279,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     proc_covers.dedup();
     MountPlan {
         proc_covers,
+        unusable_git_files,
         writable_roots: outermost,
         writable_submounts,
         pinned,

@@ -215,8 +215,9 @@ fn run(
     let mount_view = match args.mount_view {
         MountViewRequirement::Disabled => Err("turned off with --no-mount-view".to_owned()),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
-            let mountinfo = mount_view::read_mountinfo();
+            let mountinfo = mount_view::read_mountinfo()?;
             let plan = mount_view::plan(&policy, &mount_view::parse_mountinfo(&mountinfo));
+            warn_unusable_git_files(&plan.unusable_git_files);
             match mount_view::enter(&plan)? {
                 MountView::Built => {
                     if plan.private_dev_shm {
@@ -367,6 +368,22 @@ fn run(
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     supervisor.run(&prepare_exec(args, command_env, &env)?)
+}
+
+/// One line for every git file the plan could not use: the user's own git commands would hang
+/// on it (or run out of memory) too, so they learn about it before they try. Paths are quoted,
+/// so no byte of a planted name reaches the terminal raw.
+fn warn_unusable_git_files(files: &[crate::git_dirs::UnusableGitFile]) {
+    if files.is_empty() {
+        return;
+    }
+    let list: Vec<String> =
+        files.iter().map(|file| format!("{:?} {}", file.path, file.why)).collect();
+    eprintln!(
+        "{}warning: not followed, and read-only in the sandbox (git cannot use it either): {}",
+        crate::messages::prefix(),
+        list.join("; ")
+    );
 }
 
 /// Enters the command cwd (after the mount view, so relative paths resolve through it) and

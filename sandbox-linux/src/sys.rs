@@ -391,6 +391,29 @@ pub fn adopt_descriptor(fd: libc::c_int) -> std::os::fd::OwnedFd {
     unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }
 
+/// Whether `signal` is ignored (`SIG_IGN`) in this process: inherited so (`nohup`), it stays so
+/// for the command, and nothing of the helper's acts on it.
+pub fn signal_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: `sigaction` with a NULL new action only fills `current`, a zeroed plain struct.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &raw mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// How many bytes wait to be read on the pipe `fd` (`FIONREAD`); `None` when that cannot be
+/// asked.
+pub fn bytes_queued(fd: libc::c_int) -> Option<usize> {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points at `count`.
+    let result = unsafe { libc::ioctl(fd, libc::FIONREAD as _, &raw mut count) };
+    if result < 0 {
+        return None;
+    }
+    usize::try_from(count).ok()
+}
+
 extern "C" fn queue_signal(_signal: libc::c_int) {}
 
 /// Installs a handler that does nothing for each of `signals`, which the caller keeps blocked

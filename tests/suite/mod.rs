@@ -39,4 +39,6 @@ mod robustness;
 mod secrets;
 #[cfg(target_os = "linux")]
 mod self_protection;
+#[cfg(target_os = "linux")]
+mod stalled_start;
 mod trust_boundary;

@@ -370,38 +370,8 @@ pub(crate) fn excerpt(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
-/// SIGTERM, SIGINT and SIGHUP, as a stream (none when they cannot be installed).
-pub(crate) struct Signals {
-    streams: Option<[(i32, tokio::signal::unix::Signal); 3]>,
-}
-
-impl Signals {
-    pub(crate) fn new() -> Signals {
-        use tokio::signal::unix::{SignalKind, signal};
-        let streams = match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::hangup()),
-        ) {
-            (Ok(term), Ok(int), Ok(hup)) => {
-                Some([(libc::SIGTERM, term), (libc::SIGINT, int), (libc::SIGHUP, hup)])
-            }
-            _ => None,
-        };
-        Signals { streams }
-    }
-
-    pub(crate) async fn recv(&mut self) -> i32 {
-        let Some([(n0, s0), (n1, s1), (n2, s2)]) = &mut self.streams else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = s0.recv() => *n0,
-            _ = s1.recv() => *n1,
-            _ = s2.recv() => *n2,
-        }
-    }
-}
+/// SIGTERM, SIGINT and SIGHUP, as a stream (less those inherited as ignored).
+pub(crate) use crate::interrupts::Interrupts as Signals;
 
 /// The `hello_response` (or the error) for a peer speaking `requested`.
 fn hello_response(

@@ -23,8 +23,9 @@ pub(super) fn helper_waits(
 ) -> ! {
     let mut reports = Vec::new();
     let mut command_status = None;
+    let mut started = false;
     // Reads what the supervisor sent so far (the pipe is non-blocking) and acts on it.
-    let mut read_reports = |command_status: &mut Option<libc::c_int>| {
+    let mut read_reports = |command_status: &mut Option<libc::c_int>, started: &mut bool| {
         let mut buf = [0u8; 64];
         while let Ok(n @ 1..) = nix::unistd::read(from_supervisor, &mut buf) {
             reports.extend_from_slice(&buf[..n]);
@@ -34,10 +35,14 @@ pub(super) fn helper_waits(
             message.copy_from_slice(&reports[..Report::LEN]);
             reports.drain(..Report::LEN);
             match Report::decode(message) {
+                Some(Report::Started) => *started = true,
                 Some(Report::Stopped) => {
                     let _ = sys::send_signal(nix::unistd::getpid().as_raw(), libc::SIGSTOP);
                 }
-                Some(Report::Exited(status)) => *command_status = Some(status),
+                Some(Report::Exited(status)) => {
+                    *started = true;
+                    *command_status = Some(status);
+                }
                 None => {}
             }
         }
@@ -48,13 +53,27 @@ pub(super) fn helper_waits(
         (Ok(signals), Ok(())) => loop {
             match signals.read_signal() {
                 Ok(Some(info)) if info.ssi_signo == Signal::SIGIO as u32 => {
-                    read_reports(&mut command_status);
+                    read_reports(&mut command_status, &mut started);
                 }
                 Ok(Some(info)) if info.ssi_signo == Signal::SIGCHLD as u32 => {
-                    read_reports(&mut command_status);
+                    read_reports(&mut command_status, &mut started);
                     match sys::wait_raw(supervisor, Wait::NoHang) {
                         Ok(None) => {}
                         done => break done,
+                    }
+                }
+                Ok(Some(info)) if ends_a_run(info.ssi_signo) => {
+                    read_reports(&mut command_status, &mut started);
+                    if !started {
+                        // Still setting up: nothing there reads signals yet.
+                        let _ = sys::send_signal(supervisor, libc::SIGKILL);
+                        let _ = sys::wait_raw(supervisor, Wait::Block);
+                        let signal = libc::c_int::try_from(info.ssi_signo).unwrap_or(libc::SIGTERM);
+                        exit_like(signal);
+                    }
+                    if info.ssi_code != SI_KERNEL {
+                        let byte = u8::try_from(info.ssi_signo).unwrap_or(0);
+                        let _ = nix::unistd::write(to_supervisor, &[byte]);
                     }
                 }
                 Ok(Some(info)) => {
@@ -85,11 +104,19 @@ pub(super) fn helper_waits(
         }
     };
     // The supervisor wrote its last report before it exited: it is in the pipe now.
-    read_reports(&mut command_status);
+    read_reports(&mut command_status, &mut started);
     give_terminal_back(terminal);
     // No report: the supervisor failed before the command ran (its own exit code, e.g. 125)
     // or was killed.
     exit_like(command_status.unwrap_or(supervisor_status))
+}
+
+/// Whether `signal` ends a run that has not started its command yet: hangup, interrupt and
+/// terminate, unless this process inherited it ignored (`nohup`); blocked, an ignored signal
+/// still reaches the signalfd.
+fn ends_a_run(signal: u32) -> bool {
+    let Ok(signal) = libc::c_int::try_from(signal) else { return false };
+    matches!(signal, libc::SIGHUP | libc::SIGINT | libc::SIGTERM) && !sys::signal_ignored(signal)
 }
 
 /// When the terminal's foreground group is the command's, now empty, makes the helper's group

@@ -65,16 +65,35 @@ impl NamespaceInit {
 
 /// The command's raw wait status from the read end of a [`STATUS_REPORT_FD`] pipe, once the
 /// supervisor has exited; `None` when it wrote none (it failed before the command ran, and its
-/// exit code says why, e.g. 125).
+/// exit code says why, e.g. 125). The pipe holds a start report first when the command ran.
 pub fn read_status_report(pipe: &OwnedFd) -> Option<libc::c_int> {
-    let mut buf = [0u8; super::Report::LEN];
-    match nix::unistd::read(pipe, &mut buf) {
-        Ok(super::Report::LEN) => match super::Report::decode(buf) {
-            Some(super::Report::Exited(status)) => Some(status),
-            Some(super::Report::Stopped) | None => None,
-        },
-        _ => None,
+    let mut buf = [0u8; 2 * super::Report::LEN];
+    let mut len = 0;
+    while len < buf.len() {
+        match nix::unistd::read(pipe, &mut buf[len..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => len += n,
+        }
     }
+    buf[..len].chunks_exact(super::Report::LEN).find_map(|chunk| {
+        let mut report = [0u8; super::Report::LEN];
+        report.copy_from_slice(chunk);
+        match super::Report::decode(report) {
+            Some(super::Report::Exited(status)) => Some(status),
+            Some(super::Report::Started | super::Report::Stopped) | None => None,
+        }
+    })
+}
+
+/// Whether the supervisor behind the read end of a [`STATUS_REPORT_FD`] pipe has started the
+/// command: it reports that first, so any byte in the pipe says so. Nothing is read, so
+/// [`read_status_report`] still finds the whole report. A spawner that must end a run kills a
+/// supervisor that has not started the command instead of passing it a signal: pid 1 of a
+/// namespace that is still setting up has no handler for it, and may be in a wait only SIGKILL
+/// ends.
+pub fn command_started(pipe: &OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    sys::bytes_queued(pipe.as_raw_fd()).is_some_and(|n| n > 0)
 }
 
 /// Whether the clone made a user namespace.

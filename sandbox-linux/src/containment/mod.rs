@@ -45,6 +45,15 @@
 //! supervisor recognises because it received the same signal itself. SIGSTOP sent to the
 //! helper's pid alone stops only the helper.
 //!
+//! Before the command exists the supervisor is still setting up (the mount view, `/proc`, the
+//! proxy's listener, Landlock) and reads no forwarded signal, and any of those steps can stall
+//! (a filesystem that never answers, a proxy that never takes the listener). So a SIGHUP,
+//! SIGINT or SIGTERM that reaches the helper before the supervisor has reported the command
+//! started ends the run: the helper kills the supervisor (SIGKILL, which also ends a wait a
+//! handled signal could not interrupt, and with it the namespace) and dies of that signal. A
+//! signal the helper inherited as ignored (`nohup`) stays ignored and is never acted on; the
+//! command inherits it ignored.
+//!
 //! Exit status: the supervisor sends the command's raw wait status up a pipe; the helper exits
 //! with the same code, or dies of the same signal (core dumps of the helper itself are turned
 //! off first), so its caller sees exactly what it saw when the helper exec'd the command.
@@ -68,7 +77,8 @@ use crate::error::HelperError;
 pub use crate::report::Containment;
 use crate::sys::{self, Forked};
 pub use init::{
-    ClonedInit, NamespaceInit, STATUS_REPORT_FD, clone_namespace_init, read_status_report,
+    ClonedInit, NamespaceInit, STATUS_REPORT_FD, clone_namespace_init, command_started,
+    read_status_report,
 };
 pub(crate) use init::{StatusReport, init_namespaces};
 
@@ -257,7 +267,10 @@ fn init_supervisor(
             .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
     }
     helper_signals().thread_block().map_err(setup_error("blocking signals"))?;
-    let forwarded: Vec<libc::c_int> = FORWARDED.iter().map(|s| *s as libc::c_int).collect();
+    // A signal the spawner left ignored (`nohup`) gets no handler: the command inherits it
+    // ignored, as it would from an exec'd helper.
+    let forwarded: Vec<libc::c_int> =
+        FORWARDED.iter().map(|s| *s as libc::c_int).filter(|s| !sys::signal_ignored(*s)).collect();
     sys::catch_signals(&forwarded)
         .map_err(|source| HelperError::Containment { what: "catching signals", source })?;
     // As in `split`: the spawner's copy holds its whole environment.
@@ -287,6 +300,9 @@ fn helper_gone(from_helper: &OwnedFd) -> bool {
 /// What the supervisor tells the helper: five bytes each, a tag and a little-endian `i32`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Report {
+    /// The command has been exec'd. Until then the supervisor is setting up and reads no
+    /// forwarded signal: whoever is outside ends a run that has not started by killing it.
+    Started,
     /// The command stopped (job control): the helper stops too, so a shell that started the
     /// helper sees its job stop as it did when the helper was the command.
     Stopped,
@@ -299,6 +315,7 @@ impl Report {
 
     fn encode(self) -> [u8; Self::LEN] {
         let (tag, value) = match self {
+            Report::Started => (b'R', 0),
             Report::Stopped => (b'S', 0),
             Report::Exited(status) => (b'X', status),
         };
@@ -309,6 +326,7 @@ impl Report {
     fn decode(bytes: [u8; Self::LEN]) -> Option<Report> {
         let value = i32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
         match bytes[0] {
+            b'R' => Some(Report::Started),
             b'S' => Some(Report::Stopped),
             b'X' => Some(Report::Exited(value)),
             _ => None,
@@ -322,8 +340,13 @@ mod tests {
 
     #[test]
     fn reports_round_trip_and_unknown_tags_are_ignored() {
-        for report in [Report::Stopped, Report::Exited(0), Report::Exited(0x8b), Report::Exited(-1)]
-        {
+        for report in [
+            Report::Started,
+            Report::Stopped,
+            Report::Exited(0),
+            Report::Exited(0x8b),
+            Report::Exited(-1),
+        ] {
             assert_eq!(Report::decode(report.encode()), Some(report));
         }
         assert_eq!(Report::decode([b'?', 0, 0, 0, 0]), None);

@@ -153,6 +153,12 @@ impl Supervisor {
             }
             Err(error) => fail(error),
         };
+        if let Some(link) = &self.helper {
+            let _ = nix::unistd::write(&link.to_helper, &Report::Started.encode());
+        }
+        if let Some(spawner) = &self.spawner_report {
+            let _ = nix::unistd::write(spawner, &Report::Started.encode());
+        }
         let mut watch = Watch {
             command: pid,
             containment: self.containment,
