@@ -68,6 +68,10 @@ pub enum Sandboxed {
 /// directory above it, plant a symlink), the next launch runs the same file. The descriptor is
 /// close-on-exec, so it never reaches a command; a child reaches the file through its own
 /// inherited copy (`/proc/self/fd/N`), which stays valid until the child's `execve` completes.
+/// A script is the exception: the kernel hands its interpreter the descriptor's path to read
+/// the script from, after the `execve`, so a script's descriptor stays open in its child
+/// ([`LaunchPlan::pass_descriptors`]): the interpreter, and what it runs, inherit a handle on
+/// the script file (`O_PATH`: it can be neither read nor written through).
 #[derive(Debug, Clone)]
 pub struct PinnedExe {
     /// What the user named (or cordon's own path when it started), for messages.
@@ -75,6 +79,8 @@ pub struct PinnedExe {
     /// Where the descriptor pointed when it was opened, symlinks resolved.
     canonical: PathBuf,
     fd: std::sync::Arc<std::os::fd::OwnedFd>,
+    /// Starts with `#!`.
+    script: bool,
 }
 
 impl PinnedExe {
@@ -84,7 +90,12 @@ impl PinnedExe {
     pub fn own() -> std::io::Result<PinnedExe> {
         let fd = std::os::fd::OwnedFd::from(open_path("/proc/self/exe".as_ref())?);
         let canonical = std::fs::read_link(fd_path(&fd))?;
-        Ok(PinnedExe { shown: canonical.clone(), canonical, fd: std::sync::Arc::new(fd) })
+        Ok(PinnedExe {
+            shown: canonical.clone(),
+            canonical,
+            fd: std::sync::Arc::new(fd),
+            script: false,
+        })
     }
 
     /// cordon's own executable (elsewhere there is no helper to start by it).
@@ -104,7 +115,8 @@ impl PinnedExe {
         let canonical = std::fs::read_link(fd_path(&fd))?;
         #[cfg(not(target_os = "linux"))]
         let canonical = std::fs::canonicalize(path)?;
-        Ok(PinnedExe { shown: path.to_path_buf(), canonical, fd: std::sync::Arc::new(fd) })
+        let script = is_script(&fd);
+        Ok(PinnedExe { shown: path.to_path_buf(), canonical, fd: std::sync::Arc::new(fd), script })
     }
 
     /// The path to show in messages.
@@ -149,6 +161,18 @@ fn open_path(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     #[cfg(not(target_os = "linux"))]
     let flags = 0;
     std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)
+}
+
+/// Whether the file behind `fd` starts with `#!` (read through the descriptor, so it is the
+/// same file; one that cannot be read is taken as a binary).
+fn is_script(fd: &std::os::fd::OwnedFd) -> bool {
+    use std::io::Read;
+    #[cfg(target_os = "linux")]
+    let file = std::fs::File::open(fd_path(fd));
+    #[cfg(not(target_os = "linux"))]
+    let file = fd.try_clone().map(std::fs::File::from);
+    let mut magic = [0u8; 2];
+    file.and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"#!"
 }
 
 #[cfg(target_os = "linux")]
@@ -326,6 +350,10 @@ pub struct LaunchPlan {
     /// as the plan can be spawned.
     #[serde(skip)]
     pub proxy_channel: Option<HandOverSocket>,
+    /// A script to exec through its descriptor, which must then stay open across the exec
+    /// (see [`PinnedExe`]).
+    #[serde(skip)]
+    pub script_exe: Option<PinnedExe>,
 }
 
 /// Errors building a sandboxed command line.
@@ -358,6 +386,7 @@ pub fn plan_launch(
             cwd_pin: cwd_pin.cloned(),
             in_process: None,
             proxy_channel: None,
+            script_exe: None,
         },
         SandboxKind::Linux => {
             let proxy_channel = match proxy {
@@ -383,6 +412,7 @@ pub fn plan_launch(
             LaunchPlan {
                 sandbox: kind,
                 program: helper.exe.exec_path(),
+                script_exe: helper.exe.script.then(|| helper.exe.clone()),
                 arg0: Some(cordon_sandbox_linux::HELPER_ARG0.into()),
                 args: cordon_sandbox_linux::helper_argv(&args),
                 env: env.to_vec(),
@@ -439,6 +469,7 @@ pub fn plan_launch(
                 cwd_pin: cwd_pin.cloned(),
                 in_process: None,
                 proxy_channel: None,
+                script_exe: None,
             }
         }
     };
@@ -474,6 +505,10 @@ impl LaunchPlan {
         #[cfg(target_os = "linux")]
         if let Some(channel) = &self.proxy_channel {
             cordon_sandbox_linux::keep_open_in_child(command, Arc::clone(&channel.0));
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(script) = &self.script_exe {
+            cordon_sandbox_linux::keep_open_in_child(command, Arc::clone(&script.fd));
         }
         #[cfg(not(target_os = "linux"))]
         let _ = command;

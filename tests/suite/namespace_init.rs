@@ -129,7 +129,12 @@ fn cordon_exec_without_a_terminal_clones_the_supervisor_and_passes_status_and_si
     skip_unless!(features().mount_view, "needs the mount view (PID namespace)");
     let work = scratch();
     let got = work.path().join("got");
-    let script = format!("trap 'echo int > {}; exit 5' INT; sleep 3135 & wait", got.display());
+    let ready = work.path().join("ready");
+    let script = format!(
+        "trap 'echo int > {}; exit 5' INT; touch {}; sleep 3135 & wait",
+        got.display(),
+        ready.display()
+    );
     let mut exec = Command::new(CORDON)
         .args(["exec", "-a", "never", "-s", "workspace-write", "-C"])
         .arg(work.path())
@@ -141,9 +146,9 @@ fn cordon_exec_without_a_terminal_clones_the_supervisor_and_passes_status_and_si
         .unwrap();
     let (child, levels) = only_child(exec.id());
     pretty_assertions::assert_eq!(levels, vec![child.to_string(), "1".to_owned()]);
-    // Until bash has set its trap (it runs `sleep` after).
+    // Until bash has set its trap (a signal before then ends the start, not the command).
     let deadline = Instant::now() + scaled(Duration::from_secs(5));
-    while processes_matching("sleep 3135") == 0 && Instant::now() < deadline {
+    while !ready.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
     kill(Pid::from_raw(i32::try_from(exec.id()).unwrap()), Signal::SIGINT).unwrap();
