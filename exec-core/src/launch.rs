@@ -477,6 +477,13 @@ pub fn plan_launch(
 }
 
 impl LaunchPlan {
+    /// The helper's work, for a spawner whose forked child may run it instead of exec'ing it.
+    #[cfg(target_os = "linux")]
+    pub fn in_process_helper(&self) -> Option<crate::sys::InProcessHelper<'_>> {
+        let args = self.in_process.as_ref()?;
+        Some(crate::sys::InProcessHelper { args, env: &self.env, cwd: &self.cwd })
+    }
+
     /// A std `Command` with program, arg0, args, a clean environment and the cwd (entered
     /// through its descriptor when it is pinned).
     pub fn to_command(&self) -> std::process::Command {

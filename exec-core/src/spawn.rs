@@ -234,7 +234,9 @@ fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream,
             StdinMode::Terminal => None,
         };
         if let Some(init_stdin) = init_stdin {
-            if let Some(init) = crate::sys::spawn_namespace_init(spec, init_stdin)? {
+            if let Some(init) =
+                crate::sys::spawn_namespace_init(spec.in_process_helper(), init_stdin)?
+            {
                 use tokio::net::unix::pipe::Receiver;
                 let (process, stdout, stderr) = crate::init_process::InitProcess::from_child(init)?;
                 let stdout: Stream = Some(Box::new(Receiver::from_owned_fd(stdout)?));
@@ -258,7 +260,7 @@ fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream,
     crate::sys::prepare_child(&mut command, terminal);
     spec.pass_descriptors(&mut command);
     #[cfg(target_os = "linux")]
-    crate::sys::run_helper_in_child(&mut command, spec);
+    crate::sys::run_helper_in_child(&mut command, spec.in_process_helper());
     let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
     let stdout: Stream = child.stdout.take().map(|s| Box::new(s) as _);
     let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);

@@ -118,6 +118,16 @@ fn own_group_or_session(command: &mut std::process::Command, terminal: Terminal)
     }
 }
 
+/// What a forked child needs to run the Linux helper itself instead of exec'ing it: the
+/// helper's arguments, the command's environment and its cwd.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy)]
+pub struct InProcessHelper<'a> {
+    pub args: &'a cordon_sandbox_linux::HelperArgs,
+    pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+    pub cwd: &'a std::path::Path,
+}
+
 /// One exec fewer: when `plan` carries the helper's arguments and this process is
 /// single-threaded, makes `command`'s forked child run the Linux helper with the plan's
 /// environment instead of exec'ing the helper binary (see
@@ -126,13 +136,14 @@ fn own_group_or_session(command: &mut std::process::Command, terminal: Terminal)
 /// thread starts threads, so its answer holds until the fork. The hook runs last, after
 /// stdio, the process group and [`prepare_child`]'s, and never returns.
 #[cfg(target_os = "linux")]
-pub fn run_helper_in_child(command: &mut std::process::Command, plan: &crate::launch::LaunchPlan) {
+pub fn run_helper_in_child(command: &mut std::process::Command, plan: Option<InProcessHelper<'_>>) {
     use std::os::unix::process::CommandExt;
-    let Some(args) = plan.in_process.clone() else { return };
+    let Some(plan) = plan else { return };
     if !cordon_sandbox_linux::single_threaded() {
         return;
     }
-    let env = plan.env.clone();
+    let args = plan.args.clone();
+    let env = plan.env.to_vec();
     // SAFETY: this process is single-threaded (checked above), so the forked child is an exact
     // copy with no lock held by a vanished thread: it may allocate and run the helper's
     // ordinary code, as the exec'd helper would. The helper closes the descriptors an exec
@@ -179,12 +190,13 @@ pub struct InitChild {
 /// not a directory (the usual spawn reports that), or a kernel that refuses the namespaces.
 #[cfg(target_os = "linux")]
 pub fn spawn_namespace_init(
-    plan: &crate::launch::LaunchPlan,
+    plan: Option<InProcessHelper<'_>>,
     stdin: InitStdin,
 ) -> std::io::Result<Option<InitChild>> {
     use cordon_sandbox_linux::{ClonedInit, MountViewRequirement};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let Some(args) = plan.in_process.as_ref() else { return Ok(None) };
+    let Some(plan) = plan else { return Ok(None) };
+    let args = plan.args;
     // The child moves its status pipe onto that number: a descriptor the helper is to keep
     // must be above it (the network proxy numbers its hand-over socket so).
     if args.proxy_fd.is_some_and(|fd| fd <= cordon_sandbox_linux::STATUS_REPORT_FD) {
@@ -256,7 +268,7 @@ pub fn spawn_namespace_init(
             mark_descriptors_close_on_exec();
             cordon_sandbox_linux::run_in_process(
                 args,
-                &plan.env,
+                plan.env,
                 cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
                 cordon_sandbox_linux::InProcessStart::NamespaceInit(init.with_status_report()),
             )

@@ -104,7 +104,7 @@ impl SessionProcess {
         crate::sys::prepare_child(&mut command, crate::sys::Terminal::Controlling);
         spec.pass_descriptors(&mut command);
         #[cfg(target_os = "linux")]
-        crate::sys::run_helper_in_child(&mut command, spec);
+        crate::sys::run_helper_in_child(&mut command, spec.in_process_helper());
         let mut child = command.spawn().map_err(spawn_error)?;
         // The terminal's other side stays with the child only: the session ends when it and
         // its descendants close it.
@@ -147,8 +147,9 @@ impl SessionProcess {
     pub fn spawn_pipes(spec: &LaunchPlan) -> Result<Self, SessionError> {
         // The sandbox's supervisor as this process's own child, when it can be.
         #[cfg(target_os = "linux")]
-        if let Some(init) = crate::sys::spawn_namespace_init(spec, crate::sys::InitStdin::Null)
-            .map_err(spawn_error)?
+        if let Some(init) =
+            crate::sys::spawn_namespace_init(spec.in_process_helper(), crate::sys::InitStdin::Null)
+                .map_err(spawn_error)?
         {
             return Self::watch_init(init);
         }
@@ -163,7 +164,7 @@ impl SessionProcess {
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
         #[cfg(target_os = "linux")]
-        crate::sys::run_helper_in_child(&mut command, spec);
+        crate::sys::run_helper_in_child(&mut command, spec.in_process_helper());
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = [
