@@ -38,6 +38,9 @@ pub struct Config {
     pub sandbox_mount_view: MountViewRequirement,
     #[serde(default)]
     pub sandbox_best_effort: bool,
+    /// Allow a writable root that is `$HOME` or an ancestor of it.
+    #[serde(default)]
+    pub allow_home_root: bool,
     /// The helper executable (defaults to this binary).
     pub linux_sandbox_exe: Option<PathBuf>,
 }

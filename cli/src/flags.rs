@@ -159,6 +159,11 @@ pub struct SandboxFlags {
     /// Do not build the mount view (Landlock + seccomp only).
     #[arg(long)]
     pub no_mount_view: bool,
+    /// Allow a writable root that is your home directory or contains it (refused otherwise,
+    /// exit 125: a command could create start-up files, such as ~/.bash_profile, that run
+    /// outside the sandbox later).
+    #[arg(long)]
+    pub allow_home_root: bool,
 }
 
 #[derive(Debug, Args)]

@@ -118,6 +118,10 @@ impl Settings {
                 policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
             ),
         };
+        // Judged here only for a workspace on this machine; the far end judges its own.
+        if cwd_pin.is_some() && !(flags.allow_home_root || config.allow_home_root) {
+            refuse_home_root(&sandbox_policy, &cwd, &user_view)?;
+        }
         let (exe, launch) = helper_exe(&config)?;
         let mut user_view = user_view;
         user_view.cordon_executables = cordon_executables(&exe)?;
@@ -355,6 +359,36 @@ fn helper_exe(config: &Config) -> anyhow::Result<(PinnedExe, HelperLaunch)> {
             HelperLaunch::InProcessWhenPossible,
         )),
     }
+}
+
+/// Refuses a writable root that is `$HOME` or an ancestor of it: the shell, git, Python and
+/// ssh read start-up files there that do not exist yet in most homes (`~/.bash_profile`,
+/// `~/.zshenv`, `~/.config/…`, `~/.local/bin`), and a read-only binding needs something to
+/// bind, so a command could create one that runs outside the sandbox later.
+fn refuse_home_root(
+    policy: &SandboxPolicy,
+    cwd: &Path,
+    user_view: &cordon_policies::EnvSnapshot,
+) -> anyhow::Result<()> {
+    let Some(home) = user_view.home.as_deref().and_then(|h| std::fs::canonicalize(h).ok()) else {
+        return Ok(());
+    };
+    let Ok(resolved) = policy.resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p)) else {
+        // The helper reports an unresolvable policy itself.
+        return Ok(());
+    };
+    if let Some(root) = resolved.writable_roots.iter().find(|root| home.starts_with(root)) {
+        let what =
+            if *root == home { "is your home directory" } else { "contains your home directory" };
+        bail!(
+            "the writable root {} {what}: a sandboxed command could create start-up files \
+             there (~/.bash_profile, ~/.zshenv, ~/.config/…, ~/.local/bin/…) that run outside \
+             the sandbox the next time you open a shell or run git; use a project directory \
+             (-C DIR), or allow it with --allow-home-root (config allow_home_root = true)",
+            root.display()
+        );
+    }
+    Ok(())
 }
 
 /// The files a sandbox must not let a command replace: this binary (where it started from

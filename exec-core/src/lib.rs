@@ -49,4 +49,5 @@ pub use orchestrator::{
     ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, Attempt,
     Authorization, ExecRequest, Orchestrator, OrchestratorError, Outcome, OutcomeResult,
 };
+pub use runner::MovedAside;
 pub use spawn::{OutputMode, StdinMode};

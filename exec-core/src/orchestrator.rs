@@ -21,7 +21,7 @@ use crate::classify::{
 use crate::launch::{HelperSettings, SandboxKind, Sandboxed};
 use crate::network_proxy::NetworkLog;
 use crate::resolved::ApprovalState;
-use crate::runner::{AttemptRun, LocalRunner, Runner};
+use crate::runner::{AttemptRun, LocalRunner, MovedAside, Runner};
 
 pub use crate::request::ExecRequest;
 pub use crate::runner::OrchestratorError;
@@ -104,6 +104,9 @@ pub struct Attempt {
     /// With a domain allow-list: every connection the command asked the proxy for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkLog>,
+    /// What the command planted where git would run code from later, moved aside after it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved_aside: Vec<MovedAside>,
 }
 
 /// How the request ended.
@@ -438,6 +441,7 @@ impl Orchestrator {
             stdout: result.stdout.captured(),
             stderr: result.stderr.captured(),
             network: result.network,
+            moved_aside: result.moved_aside,
         })
     }
 }

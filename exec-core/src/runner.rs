@@ -42,6 +42,56 @@ pub(crate) struct RawAttempt {
     pub stdout: HeadTail,
     pub stderr: HeadTail,
     pub network: Option<NetworkLog>,
+    /// What the command planted where git would run code from later, moved aside.
+    pub moved_aside: Vec<MovedAside>,
+}
+
+/// A file or directory a sandboxed command created where git would later read code or a
+/// redirection from (a new `commondir`, `hooks/`, `config.worktree`, `exec` lines in a paused
+/// rebase), and where cordon moved it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MovedAside {
+    pub path: PathBuf,
+    /// `None` when it could not be moved (it is still in place).
+    pub to: Option<PathBuf>,
+}
+
+/// Watches the git dirs of the policy's writable roots for the names a sandbox cannot keep
+/// from being created; `None` for an attempt without a sandbox (it could write anything).
+pub(crate) fn watch_git_dirs(
+    (policy, policy_cwd): (&cordon_policies::SandboxPolicy, &std::path::Path),
+    sandbox: SandboxKind,
+    helper: &HelperSettings,
+) -> Option<GitWatch> {
+    #[cfg(target_os = "linux")]
+    if sandbox == SandboxKind::Linux {
+        let resolved = policy
+            .resolve(policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))
+            .ok()?;
+        let git_dirs = cordon_sandbox_linux::git_dirs_in(&resolved.writable_roots);
+        return Some(GitWatch(cordon_sandbox_linux::GitWatch::before(&git_dirs)));
+    }
+    let _ = (policy, policy_cwd, sandbox, helper);
+    None
+}
+
+/// What a sandboxed command could plant in the git dirs of its writable roots, as it was before.
+#[derive(Debug)]
+pub(crate) struct GitWatch(#[cfg(target_os = "linux")] cordon_sandbox_linux::GitWatch);
+
+impl GitWatch {
+    /// Moves aside what was planted since [`watch_git_dirs`].
+    pub(crate) fn move_aside(&self) -> Vec<MovedAside> {
+        #[cfg(target_os = "linux")]
+        return self
+            .0
+            .move_aside()
+            .into_iter()
+            .map(|planted| MovedAside { path: planted.path, to: planted.moved_to })
+            .collect();
+        #[cfg(not(target_os = "linux"))]
+        Vec::new()
+    }
 }
 
 /// Runs attempts somewhere: on this machine ([`LocalRunner`]) or over a link to another
@@ -76,8 +126,11 @@ impl Runner for LocalRunner<'_> {
         let spec = plan_launch(&launch, self.helper)?;
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
-        let result = run_process(&spec, &options)
-            .await
+        let watch =
+            watch_git_dirs((&request.sandbox_policy, &request.policy_cwd), sandbox, self.helper);
+        let result = run_process(&spec, &options).await;
+        let moved_aside = watch.as_ref().map(GitWatch::move_aside).unwrap_or_default();
+        let result = result
             .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
         Ok(RawAttempt {
             exit: result.exit,
@@ -85,6 +138,7 @@ impl Runner for LocalRunner<'_> {
             stdout: result.stdout,
             stderr: result.stderr,
             network: proxy.map(NetworkProxy::finish),
+            moved_aside,
         })
     }
 }

@@ -56,7 +56,9 @@ pub use domains::{
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use normalize::{normalize, runs_arbitrary_code};
-pub use paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_home, expand_path};
+pub use paths::{
+    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_START_UP_PATHS, expand_home, expand_path,
+};
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;
 pub use sandbox_policy::{

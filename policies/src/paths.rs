@@ -41,6 +41,36 @@ pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[
     ".config/fish",
 ];
 
+/// Files and directories under `$HOME` that a shell, git, Python, ssh or the desktop session
+/// loads code or configuration from. The helper keeps each read-only wherever a writable root
+/// contains it — judged by its place under `$HOME`, not by its name inside the root, so a
+/// root at `~/.config` protects `~/.config/git` as a root at `~` would.
+pub const HOME_START_UP_PATHS: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".inputrc",
+    ".gitconfig",
+    ".config/git",
+    ".config/fish",
+    ".config/systemd/user",
+    ".config/autostart",
+    ".config/environment.d",
+    ".config/pip",
+    ".local/bin",
+    ".local/lib",
+    ".pythonrc",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".cargo/bin",
+];
+
 /// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`
 /// for files) inside the sandbox. The container-engine sockets are on the list because a
 /// connection to them is root on the host, and neither Landlock (before ABI 9) nor a read-only

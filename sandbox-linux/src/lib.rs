@@ -65,6 +65,8 @@ mod proc_view;
 mod proxy_listener;
 pub mod report;
 #[cfg(target_os = "linux")]
+mod repositories;
+#[cfg(target_os = "linux")]
 mod run;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
@@ -85,6 +87,10 @@ pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main, si
 /// The spawner's side of `--proxy-fd`.
 #[cfg(target_os = "linux")]
 pub use sys::keep_open_in_child;
+
+/// The repositories of the writable roots, and what a command planted in them.
+#[cfg(target_os = "linux")]
+pub use repositories::{GitWatch, Planted, WalkBudget, find_repositories, git_dirs_in};
 
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]

@@ -20,6 +20,7 @@ use nix::sched::{CloneFlags, unshare};
 
 use crate::error::HelperError;
 use crate::git_dirs::{UnusableGitFile, git_dirs, submodule_pointer_files};
+use crate::repositories::{WalkBudget, find_repositories, git_dir_entries};
 use crate::sys::{self, Recursion};
 
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
@@ -65,6 +66,9 @@ pub struct MountPlan {
     /// device, oversized): each is in `protected` when it is inside a root, and the helper
     /// warns about them once.
     pub unusable_git_files: Vec<UnusableGitFile>,
+    /// Directories of the writable roots the search for repositories had no time left for:
+    /// a repository there keeps a writable config and hooks.
+    pub unsearched: Vec<PathBuf>,
 }
 
 /// The network namespace the mount view is entered together with.
@@ -144,6 +148,18 @@ fn unescape(field: &str) -> Vec<u8> {
     out
 }
 
+/// Adds every directory from `root` (exclusive) down to `path`'s parent (inclusive) to
+/// `pinned`, when `path` lies inside `root`: each becomes a mount point, which cannot be
+/// renamed, so the read-only `path` cannot be moved away with a writable copy left in its place.
+fn pin_between(root: &Path, path: &Path, pinned: &mut Vec<PathBuf>) {
+    let Ok(inside) = path.strip_prefix(root) else { return };
+    let mut ancestor = root.to_path_buf();
+    for component in inside.parent().into_iter().flat_map(Path::components) {
+        ancestor.push(component);
+        pinned.push(ancestor.clone());
+    }
+}
+
 /// Builds the plan for `policy` from the current mount table.
 pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     let roots = &policy.writable_roots;
@@ -157,49 +173,67 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     let mut protected = Vec::new();
     let mut pinned = Vec::new();
     let mut unusable_git_files = Vec::new();
+    let mut walk = WalkBudget::default();
+    let mut unsearched = Vec::new();
     for root in roots {
-        // The root's git dirs, read once per root (not once per entry): `.git`, or what a
-        // `.git` pointer file names.
-        let found = git_dirs(root);
-        protected.extend(found.unusable.iter().map(|file| file.path.clone()));
-        unusable_git_files.extend(found.unusable);
-        let git_dirs = found.dirs;
-        for git_dir in &git_dirs {
-            protected.extend(submodule_pointer_files(git_dir));
+        // Every repository in the root: the root's own, nested ones (vendored, cloned,
+        // fixtures), and git dirs lying there as plain directories.
+        let repositories = find_repositories(root, &mut walk);
+        unsearched.extend(repositories.unsearched);
+        for git_dir in &repositories.bare {
+            for entry in git_dir_entries(git_dir) {
+                pin_between(root, &entry, &mut pinned);
+                protected.push(entry);
+            }
         }
-        let pointed_git_dirs: Vec<PathBuf> =
-            git_dirs.into_iter().filter(|d| *d != root.join(".git")).collect();
-        // A `.git` pointer file is as good as a config: rewritten to `gitdir: ./evil`, it would
-        // make the user's next git command in this checkout read a planted config. Read-only,
-        // and so are the pointer files of the submodule checkouts git recurses into (above).
-        if !pointed_git_dirs.is_empty() {
-            protected.push(root.join(".git"));
+        for top in &repositories.worktrees {
+            // The checkout's git dirs, read once (not once per entry): `.git`, or what a
+            // `.git` pointer file names.
+            let found = git_dirs(top);
+            protected.extend(found.unusable.iter().map(|file| file.path.clone()));
+            unusable_git_files.extend(found.unusable);
+            let git_dirs = found.dirs;
+            for git_dir in &git_dirs {
+                protected.extend(submodule_pointer_files(git_dir));
+                for entry in git_dir_entries(git_dir) {
+                    pin_between(root, &entry, &mut pinned);
+                    protected.push(entry);
+                }
+            }
+            let pointed_git_dirs: Vec<PathBuf> =
+                git_dirs.into_iter().filter(|d| *d != top.join(".git")).collect();
+            // A `.git` pointer file is as good as a config: rewritten to `gitdir: ./evil`, it
+            // would make the user's next git command in this checkout read a planted config.
+            // Read-only, and so are the pointer files of the submodule checkouts git recurses
+            // into (above).
+            if !pointed_git_dirs.is_empty() {
+                pin_between(root, &top.join(".git"), &mut pinned);
+                protected.push(top.join(".git"));
+            }
+            for entry in &policy.protected_paths {
+                let Ok(inside_git) = Path::new(entry).strip_prefix(".git") else { continue };
+                let path = top.join(".git").join(inside_git);
+                pin_between(root, &path, &mut pinned);
+                protected.push(path);
+                // `.git/...` entries also apply inside the real git dir of a pointer file.
+                protected.extend(pointed_git_dirs.iter().map(|dir| dir.join(inside_git)));
+            }
         }
         for entry in &policy.protected_paths {
             let entry_path = Path::new(entry);
             if entry_path.is_absolute() {
-                protected.push(entry_path.to_path_buf());
                 // Pin the directories between the root and the entry, so a rename of one of
                 // them cannot move the read-only entry away and leave a writable one in place.
-                if let Ok(inside) = entry_path.strip_prefix(root) {
-                    let mut ancestor = root.clone();
-                    for component in inside.parent().into_iter().flat_map(Path::components) {
-                        ancestor.push(component);
-                        pinned.push(ancestor.clone());
-                    }
-                }
+                pin_between(root, entry_path, &mut pinned);
+                protected.push(entry_path.to_path_buf());
                 continue;
             }
-            protected.push(root.join(entry_path));
-            let mut ancestor = root.clone();
-            for component in entry_path.parent().into_iter().flat_map(Path::components) {
-                ancestor.push(component);
-                pinned.push(ancestor.clone());
+            if entry_path.starts_with(".git") {
+                continue;
             }
-            // `.git/...` entries also apply inside the real git dir of a `.git` pointer file.
-            if let Ok(inside_git) = entry_path.strip_prefix(".git") {
-                protected.extend(pointed_git_dirs.iter().map(|dir| dir.join(inside_git)));
-            }
+            let path = root.join(entry_path);
+            pin_between(root, &path, &mut pinned);
+            protected.push(path);
         }
     }
     // Each path is looked at once (`.git` is the ancestor of several entries).
@@ -280,6 +314,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     MountPlan {
         proc_covers,
         unusable_git_files,
+        unsearched,
         writable_roots: outermost,
         writable_submounts,
         pinned,

@@ -200,6 +200,14 @@ fn run(
     // Before anything is confined: this may create the directory on the host.
     let cordon_home_inside_root =
         crate::cordon_home::protect(env.cordon_home.as_deref(), &mut policy)?;
+    // What the user's next shell, git or Python loads, judged by its place under $HOME.
+    if let Some(home) = env.home.as_deref().filter(|home| home.is_absolute()) {
+        policy.protected_paths.extend(
+            cordon_policies::HOME_START_UP_PATHS
+                .iter()
+                .map(|name| home.join(name).display().to_string()),
+        );
+    }
     // The helper's own file, and what the caller starts itself from.
     let executables: Vec<PathBuf> = std::fs::read_link("/proc/self/exe")
         .into_iter()
@@ -218,6 +226,7 @@ fn run(
             let mountinfo = mount_view::read_mountinfo()?;
             let plan = mount_view::plan(&policy, &mount_view::parse_mountinfo(&mountinfo));
             warn_unusable_git_files(&plan.unusable_git_files);
+            warn_unsearched(&plan.unsearched);
             match mount_view::enter(&plan)? {
                 MountView::Built => {
                     if plan.private_dev_shm {
@@ -383,6 +392,21 @@ fn warn_unusable_git_files(files: &[crate::git_dirs::UnusableGitFile]) {
         "{}warning: not followed, and read-only in the sandbox (git cannot use it either): {}",
         crate::messages::prefix(),
         list.join("; ")
+    );
+}
+
+/// One line when the search for repositories ran out of time or allowance: a repository in
+/// what was not searched keeps a writable config and hooks.
+fn warn_unsearched(dirs: &[PathBuf]) {
+    let Some(first) = dirs.first() else { return };
+    eprintln!(
+        "{}warning: not searched for git repositories (too many directories): {first:?}{}; a \
+         repository there keeps a writable config and hooks: narrow the writable roots",
+        crate::messages::prefix(),
+        match dirs.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        }
     );
 }
 

@@ -11,6 +11,8 @@ mod util;
 mod approval_prompt;
 mod cli;
 #[cfg(target_os = "linux")]
+mod code_runs_later;
+#[cfg(target_os = "linux")]
 mod containment;
 mod exec;
 mod executor;

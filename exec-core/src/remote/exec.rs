@@ -93,6 +93,8 @@ impl Runner for RemoteRunner<'_> {
                 stdout,
                 stderr: HeadTail::new(CAPTURE_BYTES),
                 network: None,
+                // The far end's sandbox is the far end's to watch.
+                moved_aside: Vec::new(),
             };
             if let Some(code) = result.exit_code {
                 return Ok(finished(ExitKind::Code(code), stdout));

@@ -29,6 +29,7 @@ use serde::Deserialize;
 use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, SandboxSetupError, plan_launch};
 use crate::network_proxy::{NetworkProxy, ProxyError};
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
+use crate::runner::GitWatch;
 
 use text::{Collected, Wait, clamp_yield, result_text, truncate_middle};
 
@@ -81,6 +82,8 @@ pub(super) struct Start {
     pub max_output_tokens: Option<usize>,
     /// With a domain allow-list: the session's own proxy, alive as long as the session.
     pub proxy: Option<NetworkProxy>,
+    /// What the session's command could plant in the git dirs of its writable roots.
+    pub git_watch: Option<GitWatch>,
 }
 
 /// When a call started, how long it may wait and how much it may return.
@@ -182,6 +185,9 @@ struct Entry {
     proxy: Option<NetworkProxy>,
     /// How many of the proxy's refusals earlier results already reported.
     refusals_reported: usize,
+    /// Checked at every result: what the command planted where git runs code from is moved
+    /// aside and reported.
+    git_watch: Option<Arc<GitWatch>>,
     /// What the session runs, for listings.
     about: listing::About,
     last_used: u64,
@@ -267,6 +273,11 @@ impl SessionManager {
         let mut launch = request.launch(kind);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         let spec = plan_launch(&launch, self.orchestrator.helper())?;
+        let git_watch = crate::runner::watch_git_dirs(
+            (&request.sandbox_policy, &request.policy_cwd),
+            kind,
+            self.orchestrator.helper(),
+        );
         let start = Start {
             started,
             cmd: args.cmd,
@@ -274,6 +285,7 @@ impl SessionManager {
             yield_time_ms: args.yield_time_ms,
             max_output_tokens: args.max_output_tokens,
             proxy,
+            git_watch,
         };
         Ok(self.start_session(spec, start).await?.text)
     }
@@ -284,7 +296,7 @@ impl SessionManager {
         spec: LaunchPlan,
         start: Start,
     ) -> Result<Report, SessionError> {
-        let Start { started, cmd, tty, yield_time_ms, max_output_tokens, proxy } = start;
+        let Start { started, cmd, tty, yield_time_ms, max_output_tokens, proxy, git_watch } = start;
         // Room first (nothing below awaits, so no other call can take it meanwhile).
         let closed = self.make_room()?;
         let session = Arc::new(if tty {
@@ -293,7 +305,7 @@ impl SessionManager {
             SessionProcess::spawn_pipes(&spec)?
         });
         let about = listing::About { cmd, tty, started: Instant::now() };
-        let id = self.register(Arc::clone(&session), about, proxy);
+        let id = self.register(Arc::clone(&session), about, (proxy, git_watch));
         let _busy = Busy { manager: self, id };
         let abandoned = listing::KillIfAbandoned::new(self, id);
         let yield_for =
@@ -380,6 +392,11 @@ impl SessionManager {
         }
         let (output, original_bytes) = session.take_output();
         let refusals = self.new_refusals(id);
+        let notes = format!(
+            "{}{}",
+            refusals.strip_suffix("Output:\n").unwrap_or(&refusals),
+            self.moved_aside_line(id)
+        );
         let state = match session.exit_code() {
             Some(code) if session.exit_settled(EXIT_DRAIN) => {
                 self.table().sessions.remove(&id);
@@ -393,8 +410,11 @@ impl SessionManager {
             Collected { text: &output, original_bytes },
             max_tokens,
         );
-        let text =
-            if refusals.is_empty() { text } else { text.replacen("Output:\n", &refusals, 1) };
+        let text = if notes.is_empty() {
+            text
+        } else {
+            text.replacen("Output:\n", &format!("{notes}Output:\n"), 1)
+        };
         Report { state, output: truncate_middle(&output, max_tokens).0, text }
     }
 
@@ -419,15 +439,40 @@ impl SessionManager {
         &self,
         session: Arc<SessionProcess>,
         about: listing::About,
-        proxy: Option<NetworkProxy>,
+        (proxy, git_watch): (Option<NetworkProxy>, Option<GitWatch>),
     ) -> u32 {
         let mut table = self.table();
         table.next_id += 1;
         table.clock += 1;
         let (id, last_used) = (table.next_id, table.clock);
-        let entry = Entry { session, proxy, refusals_reported: 0, about, last_used, busy: 1 };
+        let git_watch = git_watch.map(Arc::new);
+        let entry =
+            Entry { session, proxy, refusals_reported: 0, git_watch, about, last_used, busy: 1 };
         table.sessions.insert(id, entry);
         id
+    }
+
+    /// What the session's command planted where git runs code from, moved aside now, as one
+    /// line for the result, ending in a newline (empty when nothing).
+    fn moved_aside_line(&self, id: u32) -> String {
+        let watch = self.table().sessions.get(&id).and_then(|e| e.git_watch.clone());
+        let Some(watch) = watch else { return String::new() };
+        let moved: Vec<String> = watch
+            .move_aside()
+            .iter()
+            .map(|m| match &m.to {
+                Some(to) => format!("{} (now {})", m.path.display(), to.display()),
+                None => format!("{} (could not be moved: remove it)", m.path.display()),
+            })
+            .collect();
+        if moved.is_empty() {
+            return String::new();
+        }
+        format!(
+            "Warning: the command created what git would later run code from, outside any \
+             sandbox; moved aside: {}\n",
+            cordon_policies::render_text(&moved.join("; ")).text
+        )
     }
 
     /// The proxy's refusals not reported yet, as one line for the result (empty when none).

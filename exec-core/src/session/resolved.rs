@@ -54,6 +54,7 @@ impl SessionManager {
             proxy: None,
         };
         let spec = plan_launch(&launch, &helper)?;
+        let git_watch = crate::runner::watch_git_dirs((policy, policy_cwd), kind, &helper);
         let start = Start {
             started,
             cmd: cordon_policies::render_argv(&exec.argv).text,
@@ -63,6 +64,7 @@ impl SessionManager {
             // No proxy over there yet: a policy with a domain list runs without network
             // (fail closed), as `launch` does for any plan without a proxy socket.
             proxy: None,
+            git_watch,
         };
         self.start_session(spec, start).await
     }

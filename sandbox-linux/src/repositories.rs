@@ -1,0 +1,342 @@
+//! Every git repository inside a writable root, and what git would later run code from in it.
+//!
+//! The user runs git (or a tool that runs git) in any repository a writable root contains —
+//! vendored dependencies, plain clones, fixtures — not only in the root itself. Git executes
+//! what a repository's config names (`core.fsmonitor`, `core.pager`, drivers, aliases) and its
+//! hooks, and follows `commondir` and `gitdir` files to other git dirs. So the mount view keeps
+//! these read-only in every repository found here, and the names git would honour but that do
+//! not exist yet (a new `commondir`, `hooks/`, `config.worktree`, `exec` lines in a paused
+//! rebase) are watched: [`GitWatch`] finds what a command created and moves it aside.
+//!
+//! The walk is bounded (directories, depth and time); what it could not search is reported.
+//! It never follows a symbolic link, never enters a git dir, and skips directories git's users
+//! do not work in (`node_modules`, and caches marked with `CACHEDIR.TAG`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How far the walk goes for all roots of one run together.
+const MAX_DIRECTORIES: usize = 20_000;
+const MAX_DEPTH: usize = 24;
+const MAX_REPOSITORIES: usize = 512;
+const MAX_TIME: Duration = Duration::from_millis(300);
+
+/// Directory names never searched.
+const SKIPPED: [&str; 2] = [".git", "node_modules"];
+
+/// What is left of the walk's allowance.
+#[derive(Debug)]
+pub struct WalkBudget {
+    directories: usize,
+    repositories: usize,
+    deadline: Instant,
+}
+
+impl Default for WalkBudget {
+    fn default() -> Self {
+        WalkBudget {
+            directories: MAX_DIRECTORIES,
+            repositories: MAX_REPOSITORIES,
+            deadline: Instant::now() + MAX_TIME,
+        }
+    }
+}
+
+impl WalkBudget {
+    fn spent(&self) -> bool {
+        self.directories == 0 || self.repositories == 0 || Instant::now() >= self.deadline
+    }
+}
+
+/// The repositories of one writable root.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Repositories {
+    /// Working trees: directories holding a `.git` (a directory, a pointer file or a link),
+    /// the root first when it is one.
+    pub worktrees: Vec<PathBuf>,
+    /// Git dirs reached as a plain directory: a root that is a `.git` or a bare repository
+    /// (`HEAD`, `objects/`, `refs/`), or such a directory inside it.
+    pub bare: Vec<PathBuf>,
+    /// Directories the walk had no allowance left for.
+    pub unsearched: Vec<PathBuf>,
+}
+
+/// Finds the repositories inside `root` (see [`Repositories`]).
+pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
+    let mut found = Repositories::default();
+    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
+    while let Some((dir, depth)) = queue.pop_front() {
+        if budget.spent() {
+            found.unsearched.push(dir);
+            found.unsearched.extend(queue.into_iter().map(|(dir, _)| dir));
+            break;
+        }
+        budget.directories -= 1;
+        if is_git_dir(&dir) {
+            budget.repositories = budget.repositories.saturating_sub(1);
+            found.bare.push(dir);
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut children = Vec::new();
+        let mut cache = false;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name == ".git" {
+                budget.repositories = budget.repositories.saturating_sub(1);
+                found.worktrees.push(dir.clone());
+                continue;
+            }
+            if name == "CACHEDIR.TAG" {
+                cache = true;
+            }
+            // The entry's own type: a symbolic link is never followed.
+            if entry.file_type().is_ok_and(|t| t.is_dir())
+                && !SKIPPED.iter().any(|skipped| name == *skipped)
+            {
+                children.push(entry.path());
+            }
+        }
+        if !cache && depth < MAX_DEPTH {
+            children.sort();
+            queue.extend(children.into_iter().map(|child| (child, depth + 1)));
+        }
+    }
+    found
+}
+
+/// The git dirs of every repository in `roots` (each checkout's `.git`, or what its pointer
+/// file names, and the git dirs lying there as plain directories), for a [`GitWatch`].
+pub fn git_dirs_in(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut budget = WalkBudget::default();
+    let mut dirs = Vec::new();
+    for root in roots {
+        let found = find_repositories(root, &mut budget);
+        dirs.extend(found.bare);
+        for top in &found.worktrees {
+            dirs.extend(crate::git_dirs::git_dirs(top).dirs);
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// Whether `dir` is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks.
+fn is_git_dir(dir: &Path) -> bool {
+    let kind = |name: &str| std::fs::symlink_metadata(dir.join(name)).ok().map(|m| m.file_type());
+    kind("HEAD").is_some_and(|t| t.is_file() || t.is_symlink())
+        && kind("objects").is_some_and(|t| t.is_dir())
+        && kind("refs").is_some_and(|t| t.is_dir())
+}
+
+/// What git reads code or redirections from in the git dir `git_dir`, as far as it exists:
+/// its config files, hooks, `commondir`/`gitdir` and those of its linked worktrees. Submodule
+/// git dirs (`modules/`) are handled by the caller's protected list.
+pub fn git_dir_entries(git_dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = ["config", "config.worktree", "hooks", "commondir", "gitdir"]
+        .iter()
+        .map(|name| git_dir.join(name))
+        .collect();
+    for worktree in subdirectories(&git_dir.join("worktrees")) {
+        entries.extend(
+            ["commondir", "gitdir", "config.worktree", "config"].iter().map(|n| worktree.join(n)),
+        );
+    }
+    entries.retain(|path| std::fs::symlink_metadata(path).is_ok());
+    entries
+}
+
+fn subdirectories(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .take(MAX_REPOSITORIES)
+        .collect()
+}
+
+/// Names git honours in a git dir that a command could create where they do not exist yet
+/// (bind mounts need something to bind), watched from before a run to after it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitWatch {
+    /// Each watched path, and whether it existed before the run.
+    paths: Vec<(PathBuf, bool)>,
+    /// Rebase todo lists, with how many `exec` lines they held before the run.
+    todos: Vec<(PathBuf, usize)>,
+    /// Each git dir's `worktrees/`, with the linked worktrees it held before the run.
+    worktrees: Vec<(PathBuf, Vec<PathBuf>)>,
+}
+
+/// What [`GitWatch::move_aside`] found: what a command planted, and where it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planted {
+    pub path: PathBuf,
+    /// Where it was moved, or `None` when it could not be moved (it stays where it was).
+    pub moved_to: Option<PathBuf>,
+}
+
+impl GitWatch {
+    /// Notes, for every git dir in `git_dirs`, which of the watched names exist now.
+    pub fn before(git_dirs: &[PathBuf]) -> GitWatch {
+        let mut watch = GitWatch::default();
+        for git_dir in git_dirs {
+            let mut names: Vec<PathBuf> = ["commondir", "config.worktree", "hooks", "config"]
+                .iter()
+                .map(|name| git_dir.join(name))
+                .collect();
+            for worktree in subdirectories(&git_dir.join("worktrees")) {
+                names.push(worktree.join("commondir"));
+                names.push(worktree.join("config.worktree"));
+            }
+            watch.paths.extend(names.into_iter().map(|path| {
+                let existed = std::fs::symlink_metadata(&path).is_ok();
+                (path, existed)
+            }));
+            for todo in ["rebase-merge/git-rebase-todo", "rebase-apply/git-rebase-todo"] {
+                let path = git_dir.join(todo);
+                watch.todos.push((path.clone(), exec_lines(&path)));
+            }
+            // A worktree added during the run brings a `commondir` of its own.
+            let worktrees = git_dir.join("worktrees");
+            let existing = subdirectories(&worktrees);
+            watch.worktrees.push((worktrees, existing));
+        }
+        watch
+    }
+
+    /// Moves aside (renames to `NAME.cordon-planted-SECONDS`) every watched name that did
+    /// not exist before and does now, and every rebase todo list that gained `exec` lines;
+    /// returns what it found.
+    pub fn move_aside(&self) -> Vec<Planted> {
+        let mut planted = Vec::new();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut move_one = |path: &Path| {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(format!(".cordon-planted-{stamp}"));
+            let aside = PathBuf::from(aside);
+            let moved_to = std::fs::rename(path, &aside).ok().map(|()| aside);
+            planted.push(Planted { path: path.to_path_buf(), moved_to });
+        };
+        for (path, existed) in &self.paths {
+            if !existed && std::fs::symlink_metadata(path).is_ok() {
+                move_one(path);
+            }
+        }
+        // Of a linked worktree added during the run, only its redirection is moved.
+        for (worktrees, existing) in &self.worktrees {
+            for worktree in subdirectories(worktrees) {
+                let commondir = worktree.join("commondir");
+                if !existing.contains(&worktree) && std::fs::symlink_metadata(&commondir).is_ok() {
+                    move_one(&commondir);
+                }
+            }
+        }
+        for (todo, before) in &self.todos {
+            if exec_lines(todo) > *before {
+                move_one(todo);
+            }
+        }
+        planted
+    }
+}
+
+/// How many lines of a rebase todo list run a command (`exec`/`x`); 0 when it cannot be read.
+fn exec_lines(todo: &Path) -> usize {
+    let Ok(Some(text)) = cordon_policies::read_start_file(todo, 16 * 1024 * 1024) else {
+        return 0;
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .map(str::trim_start)
+        .filter(|line| line.starts_with("exec ") || line.starts_with("x "))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn git_init(dir: &Path) {
+        std::fs::create_dir_all(dir.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(dir.join(".git/refs")).unwrap();
+        std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(dir.join(".git/config"), "").unwrap();
+    }
+
+    #[test]
+    fn nested_repositories_are_found_and_node_modules_caches_and_links_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git_init(root);
+        git_init(&root.join("vendor/lib"));
+        git_init(&root.join("vendor/lib/deeper"));
+        git_init(&root.join("node_modules/pkg"));
+        git_init(&root.join("target/x"));
+        std::fs::write(
+            root.join("target/CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("bare.git/objects")).unwrap();
+        std::fs::create_dir_all(root.join("bare.git/refs")).unwrap();
+        std::fs::write(root.join("bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        git_init(elsewhere.path());
+        std::os::unix::fs::symlink(elsewhere.path(), root.join("link")).unwrap();
+        let found = find_repositories(root, &mut WalkBudget::default());
+        assert_eq!(
+            found.worktrees,
+            vec![root.to_path_buf(), root.join("vendor/lib"), root.join("vendor/lib/deeper")]
+        );
+        assert_eq!(found.bare, vec![root.join("bare.git")]);
+        assert!(found.unsearched.is_empty());
+    }
+
+    #[test]
+    fn a_root_that_is_a_git_dir_is_found_as_one_and_an_exhausted_budget_says_what_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        git_init(dir.path());
+        let git_dir = dir.path().join(".git");
+        let found = find_repositories(&git_dir, &mut WalkBudget::default());
+        assert_eq!(found.bare, vec![git_dir]);
+        let mut spent = WalkBudget { directories: 0, ..WalkBudget::default() };
+        let found = find_repositories(dir.path(), &mut spent);
+        assert_eq!(found.unsearched, vec![dir.path().to_path_buf()]);
+    }
+
+    #[test]
+    fn planted_names_are_moved_aside_and_what_existed_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        git_init(dir.path());
+        let git_dir = dir.path().join(".git");
+        std::fs::create_dir_all(git_dir.join("rebase-merge")).unwrap();
+        std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "pick 1 a\n").unwrap();
+        let watch = GitWatch::before(std::slice::from_ref(&git_dir));
+        std::fs::write(git_dir.join("commondir"), "x\n").unwrap();
+        std::fs::create_dir(git_dir.join("hooks")).unwrap();
+        std::fs::write(git_dir.join("config"), "[core]\n").unwrap();
+        std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "exec touch x\npick 1 a\n")
+            .unwrap();
+        std::fs::create_dir_all(git_dir.join("worktrees/w")).unwrap();
+        std::fs::write(git_dir.join("worktrees/w/commondir"), "../..\n").unwrap();
+        let planted = watch.move_aside();
+        let paths: Vec<PathBuf> = planted.iter().map(|p| p.path.clone()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                git_dir.join("commondir"),
+                git_dir.join("hooks"),
+                git_dir.join("worktrees/w/commondir"),
+                git_dir.join("rebase-merge/git-rebase-todo"),
+            ]
+        );
+        assert!(planted.iter().all(|p| p.moved_to.as_ref().is_some_and(|to| to.exists())));
+        assert!(!git_dir.join("commondir").exists());
+        assert!(git_dir.join("config").exists(), "an existing config is not moved");
+    }
+}

@@ -1,0 +1,199 @@
+//! Code that runs later: what git (or a shell) would load from a writable root stays out of a
+//! sandboxed command's reach — in every repository the root contains, in names that do not
+//! exist yet, and in `$HOME`. Each attack plants, then runs git outside the sandbox and looks
+//! for the marker.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::util::*;
+
+macro_rules! require_mount_view {
+    () => {
+        require_sandbox!(1);
+        skip_unless!(features().mount_view, "this kernel refuses the mount view to the test user");
+    };
+}
+
+/// `git` with a fixed identity and no global or system config (the test's own, outside).
+fn git(dir: &Path, args: &[&str]) -> Run {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.test"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into()
+}
+
+/// A repository at `dir` with one commit.
+fn repository(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]).assert_ok();
+    std::fs::write(dir.join("f"), "1\n").unwrap();
+    git(dir, &["add", "f"]).assert_ok();
+    git(dir, &["commit", "-qm", "one"]).assert_ok();
+}
+
+/// `cordon exec -a never -C ws -- sh -c SCRIPT` as `user`, with `home` as HOME.
+fn sandboxed(user: User, ws: &Path, home: &Path, script: &str) -> Run {
+    cordon_command(
+        user,
+        &["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", script],
+    )
+    .env("HOME", home)
+    .env("CORDON_HOME", home.join(".cordon"))
+    .env("GIT_CONFIG_NOSYSTEM", "1")
+    .output()
+    .unwrap()
+    .into()
+}
+
+/// A nested repository's config and hooks are as read-only as the root's, as root and as an
+/// unprivileged user, while git itself keeps working in it (a commit inside the sandbox).
+#[test]
+fn a_nested_repository_keeps_its_config_and_hooks_read_only_and_commits_still_work() {
+    require_mount_view!();
+    for user in USERS {
+        let ws = scratch();
+        let home = scratch();
+        let outside = scratch();
+        let mark = outside.path().join("marker");
+        repository(ws.path());
+        repository(&ws.path().join("vendor/inner"));
+        if user == User::Nobody {
+            chown_nobody(ws.path());
+            chown_nobody(home.path());
+            chown_nobody(outside.path());
+        }
+        let attack = format!(
+            "printf '[core]\\n\\tfsmonitor = \"touch {m}; false\"\\n' >> vendor/inner/.git/config; \
+             echo config=$?; mkdir -p vendor/inner/.git/hooks; \
+             printf '#!/bin/sh\\ntouch {m}\\n' > vendor/inner/.git/hooks/post-commit; echo hook=$?; \
+             rm -rf vendor/inner/.git/hooks; echo rmhooks=$?; mv vendor/inner vendor/moved; echo mv=$?; \
+             echo 2 > vendor/inner/f && git -C vendor/inner -c user.name=t -c user.email=t@e commit -qam two; \
+             echo commit=$?",
+            m = mark.display()
+        );
+        let run = sandboxed(user, ws.path(), home.path(), &attack);
+        for step in ["config=0", "hook=0", "rmhooks=0", "mv=0"] {
+            assert!(!run.stdout.contains(step), "{user:?}: {step}\n{}\n{}", run.stdout, run.stderr);
+        }
+        assert!(run.stdout.contains("commit=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        git(&ws.path().join("vendor/inner"), &["status"]);
+        git(&ws.path().join("vendor/inner"), &["commit", "--allow-empty", "-qm", "three"]);
+        assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox");
+    }
+}
+
+/// Names git honours that do not exist yet — a `commondir` pointing at a planted config, a
+/// `hooks/` directory in a repository made without one, a linked worktree's `commondir`, an
+/// `exec` line added to a paused rebase — are moved aside when the command ends, and said so.
+#[test]
+fn what_git_would_follow_later_is_moved_aside_after_the_run() {
+    require_mount_view!();
+    let ws = scratch();
+    let home = scratch();
+    let outside = scratch();
+    let mark = outside.path().join("marker");
+    std::fs::create_dir_all(ws.path().join("empty-template")).unwrap();
+    git(
+        ws.path(),
+        &["init", "-q", "--template", ws.path().join("empty-template").to_str().unwrap()],
+    )
+    .assert_ok();
+    std::fs::write(ws.path().join("f"), "1\n").unwrap();
+    git(ws.path(), &["add", "f"]).assert_ok();
+    git(ws.path(), &["commit", "-qm", "one"]).assert_ok();
+    let git_dir = ws.path().join(".git");
+    std::fs::create_dir_all(git_dir.join("rebase-merge")).unwrap();
+    std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "pick 0000000 one\n").unwrap();
+    let attack = format!(
+        "mkdir .git/x && cp -r .git/objects .git/refs .git/HEAD .git/x/ && \
+         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {m}; false\"\\n' > .git/x/config && \
+         echo x > .git/commondir; echo commondir=$?; \
+         mkdir .git/hooks && printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit; \
+         echo hooks=$?; \
+         mkdir -p .git/worktrees/w && echo x > .git/worktrees/w/commondir; echo worktree=$?; \
+         sed -i '1i exec touch {m}' .git/rebase-merge/git-rebase-todo; echo todo=$?",
+        m = mark.display()
+    );
+    let run = sandboxed(User::Root, ws.path(), home.path(), &attack);
+    for step in ["commondir=0", "hooks=0", "worktree=0", "todo=0"] {
+        assert!(run.stdout.contains(step), "the attack could not even try {step}: {}", run.stdout);
+    }
+    assert!(run.stderr.contains("moved aside"), "{}", run.stderr);
+    for planted in ["commondir", "hooks", "worktrees/w/commondir", "rebase-merge/git-rebase-todo"] {
+        assert!(!git_dir.join(planted).exists(), "{planted} stayed: {}", run.stderr);
+        assert!(run.stderr.contains(planted), "{planted} not reported: {}", run.stderr);
+    }
+    git(ws.path(), &["status"]);
+    git(ws.path(), &["commit", "--allow-empty", "-qm", "two"]);
+    assert!(!mark.exists(), "planted code ran outside the sandbox");
+}
+
+/// The same through the executor: the session's result says what was moved.
+#[test]
+fn an_executor_session_reports_what_it_moved_aside() {
+    require_mount_view!();
+    let mut ex = super::executor::Executor::start(&[]);
+    let work = ex.work.path().to_path_buf();
+    git(&work, &["init", "-q"]).assert_ok();
+    let text = ex.text("exec_command", serde_json::json!({"cmd": "echo x > .git/commondir"}));
+    assert!(text.contains("moved aside") && text.contains("commondir"), "{text}");
+    assert!(!work.join(".git/commondir").exists());
+}
+
+/// A writable root that is `$HOME` (or contains it) is refused unless the user allows it; a
+/// root inside `$HOME` keeps the start-up files under it read-only, judged by their place in
+/// `$HOME` (`--add-dir ~/.config` does not open `~/.config/git/config`).
+#[test]
+fn home_as_a_writable_root_is_refused_and_start_up_files_under_home_stay_read_only() {
+    require_mount_view!();
+    let home = scratch();
+    std::fs::create_dir_all(home.path().join(".config/git")).unwrap();
+    std::fs::write(home.path().join(".config/git/config"), "").unwrap();
+    std::fs::create_dir_all(home.path().join(".local/bin")).unwrap();
+    let refused = sandboxed(User::Root, home.path(), home.path(), "true");
+    assert_eq!(refused.code, Some(125), "{}", refused.stderr);
+    assert!(refused.stderr.contains("--allow-home-root"), "{}", refused.stderr);
+    let ws = scratch();
+    let config = home.path().join(".config");
+    let script = format!(
+        "echo '[core] pager = touch x' >> {c}/git/config; echo config=$?; \
+         touch {c}/git/new; echo new=$?; echo x > {h}/.local/bin/git; echo bin=$?; touch {c}/ok; echo ok=$?",
+        c = config.display(),
+        h = home.path().display()
+    );
+    let run: Run = cordon_command(
+        User::Root,
+        &[
+            "exec",
+            "-a",
+            "never",
+            "--add-dir",
+            config.to_str().unwrap(),
+            "--add-dir",
+            home.path().join(".local").to_str().unwrap(),
+            "-C",
+            ws.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .env("HOME", home.path())
+    .output()
+    .unwrap()
+    .into();
+    for step in ["config=0", "new=0", "bin=0"] {
+        assert!(!run.stdout.contains(step), "{step}: {}\n{}", run.stdout, run.stderr);
+    }
+    assert!(run.stdout.contains("ok=0"), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(std::fs::read_to_string(home.path().join(".config/git/config")).unwrap(), "");
+}
