@@ -146,6 +146,7 @@ fn run_here(
 ) -> anyhow::Result<Ran> {
     let settings =
         Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, bypass)?;
+    settings.refuse_home_root()?;
     let orchestrator = settings.orchestrator()?;
     let (env, env_removed) = settings.command_env();
     // A terminal is handed to the command for as long as it runs (the approver asks on it

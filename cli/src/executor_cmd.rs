@@ -26,6 +26,7 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
         (None, serve_remote) => {
             let settings = load_for_sessions(&base)?;
             if !serve_remote {
+                settings.refuse_home_root()?;
                 announce_gaps("cordon executor", &settings.policy);
             }
             let orchestrator = settings.orchestrator()?;

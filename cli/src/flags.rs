@@ -238,9 +238,9 @@ pub struct RemoteFlags {
     /// The cordon to run on the other machine.
     #[arg(long = "remote-cordon", value_name = "PATH", default_value = "cordon")]
     pub remote_cordon: String,
-    /// The ssh client to run. Default: `ssh` from the first PATH directory a sandboxed command
-    /// cannot write to (owned by root, writable by no one else, outside $HOME and the
-    /// temporary directories).
+    /// The ssh client to run. Default: `ssh` from the first system directory on PATH (under
+    /// /usr, /bin or /sbin, owned by root, writable by root only, outside $HOME and the
+    /// temporary directories), never a directory a sandboxed command could have written.
     #[arg(long = "ssh-program", value_name = "PATH")]
     pub ssh_program: Option<PathBuf>,
 }

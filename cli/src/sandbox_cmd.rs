@@ -38,6 +38,7 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     }
     let no_overrides = PolicyFlags { approval: None, overrides: Vec::new() };
     let settings = Settings::load(&args.sandbox, &no_overrides, SandboxMode::ReadOnly, Bypass::No)?;
+    settings.refuse_home_root()?;
     // `--inherit-env` passes cordon's own environment through; otherwise the environment
     // policy applies as it does for `cordon exec`.
     let env: Vec<(OsString, OsString)> =

@@ -46,6 +46,8 @@ pub struct Settings {
     pub cwd: PathBuf,
     /// `cwd` held open since start-up (a local workspace only).
     pub cwd_pin: Option<PinnedDir>,
+    /// `--allow-home-root` or config `allow_home_root`.
+    allow_home_root: bool,
     pub approval: AskForApproval,
     pub helper: HelperSettings,
     /// `$CORDON_HOME`, from the user view.
@@ -118,10 +120,7 @@ impl Settings {
                 policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
             ),
         };
-        // Judged here only for a workspace on this machine; the far end judges its own.
-        if cwd_pin.is_some() && !(flags.allow_home_root || config.allow_home_root) {
-            refuse_home_root(&sandbox_policy, &cwd, &user_view)?;
-        }
+        let allow_home_root = flags.allow_home_root || config.allow_home_root;
         let (exe, launch) = helper_exe(&config)?;
         let mut user_view = user_view;
         user_view.cordon_executables = cordon_executables(&exe)?;
@@ -148,6 +147,7 @@ impl Settings {
             policy: sandbox_policy,
             cwd,
             cwd_pin,
+            allow_home_root,
             approval,
             helper,
             home,
@@ -361,6 +361,18 @@ fn helper_exe(config: &Config) -> anyhow::Result<(PinnedExe, HelperLaunch)> {
     }
 }
 
+impl Settings {
+    /// Refuses (the caller exits 125) a local workspace whose writable roots include `$HOME`
+    /// or an ancestor of it, unless allowed. For every entry point that runs commands under
+    /// this machine's policy (not the far end of a link, which runs what it is sent).
+    pub fn refuse_home_root(&self) -> anyhow::Result<()> {
+        if self.cwd_pin.is_none() || self.allow_home_root {
+            return Ok(());
+        }
+        refuse_home_root(&self.policy, &self.cwd, &self.helper.user_view)
+    }
+}
+
 /// Refuses a writable root that is `$HOME` or an ancestor of it: the shell, git, Python and
 /// ssh read start-up files there that do not exist yet in most homes (`~/.bash_profile`,
 /// `~/.zshenv`, `~/.config/…`, `~/.local/bin`), and a read-only binding needs something to
@@ -480,10 +492,14 @@ fn ssh_program(named: Option<&Path>) -> anyhow::Result<PathBuf> {
         .filter(|p| p != Path::new("/"))
         .collect();
     let path = std::env::var_os("PATH").unwrap_or_default();
+    // Under `/usr`, `/bin` or `/sbin` too: a sandboxed command run by root creates directories
+    // owned by root, so ownership alone cannot tell the system's from a planted one.
     let system_dir = |dir: &Path| {
-        std::fs::metadata(dir).is_ok_and(|meta| {
-            meta.is_dir() && meta.uid() == 0 && meta.permissions().mode() & 0o022 == 0
-        }) && !writable_places.iter().any(|place| dir.starts_with(place))
+        ["/usr", "/bin", "/sbin"].iter().any(|top| dir.starts_with(top))
+            && std::fs::metadata(dir).is_ok_and(|meta| {
+                meta.is_dir() && meta.uid() == 0 && meta.permissions().mode() & 0o022 == 0
+            })
+            && !writable_places.iter().any(|place| dir.starts_with(place))
     };
     std::env::split_paths(&path)
         .filter_map(|dir| std::fs::canonicalize(dir).ok())
@@ -495,9 +511,8 @@ fn ssh_program(named: Option<&Path>) -> anyhow::Result<PathBuf> {
         })
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "no ssh client in a system directory on PATH (one owned by root that only root \
-                 can write, outside $HOME and the temporary directories); name one with \
-                 --ssh-program PATH"
+                "no ssh client in a system directory on PATH (under /usr, /bin or /sbin, owned by \
+                 root, writable by root only); name one with --ssh-program PATH"
             )
         })
 }

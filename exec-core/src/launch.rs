@@ -68,10 +68,10 @@ pub enum Sandboxed {
 /// directory above it, plant a symlink), the next launch runs the same file. The descriptor is
 /// close-on-exec, so it never reaches a command; a child reaches the file through its own
 /// inherited copy (`/proc/self/fd/N`), which stays valid until the child's `execve` completes.
-/// A script is the exception: the kernel hands its interpreter the descriptor's path to read
-/// the script from, after the `execve`, so a script's descriptor stays open in its child
-/// ([`LaunchPlan::pass_descriptors`]): the interpreter, and what it runs, inherit a handle on
-/// the script file (`O_PATH`: it can be neither read nor written through).
+/// A script cannot be started so (the kernel hands its interpreter the descriptor's path to
+/// read the script from after the `execve`, when the descriptor is gone, and keeping it open
+/// would hand the command a way to reopen the file for writing), so [`PinnedExe::open`]
+/// refuses one.
 #[derive(Debug, Clone)]
 pub struct PinnedExe {
     /// What the user named (or cordon's own path when it started), for messages.
@@ -79,8 +79,6 @@ pub struct PinnedExe {
     /// Where the descriptor pointed when it was opened, symlinks resolved.
     canonical: PathBuf,
     fd: std::sync::Arc<std::os::fd::OwnedFd>,
-    /// Starts with `#!`.
-    script: bool,
 }
 
 impl PinnedExe {
@@ -90,12 +88,7 @@ impl PinnedExe {
     pub fn own() -> std::io::Result<PinnedExe> {
         let fd = std::os::fd::OwnedFd::from(open_path("/proc/self/exe".as_ref())?);
         let canonical = std::fs::read_link(fd_path(&fd))?;
-        Ok(PinnedExe {
-            shown: canonical.clone(),
-            canonical,
-            fd: std::sync::Arc::new(fd),
-            script: false,
-        })
+        Ok(PinnedExe { shown: canonical.clone(), canonical, fd: std::sync::Arc::new(fd) })
     }
 
     /// cordon's own executable (elsewhere there is no helper to start by it).
@@ -115,8 +108,13 @@ impl PinnedExe {
         let canonical = std::fs::read_link(fd_path(&fd))?;
         #[cfg(not(target_os = "linux"))]
         let canonical = std::fs::canonicalize(path)?;
-        let script = is_script(&fd);
-        Ok(PinnedExe { shown: path.to_path_buf(), canonical, fd: std::sync::Arc::new(fd), script })
+        if is_script(&fd) {
+            return Err(std::io::Error::other(
+                "it is a script (#!): the helper must be an executable file (cordon itself, or a \
+                 link to it), which cordon starts through a descriptor",
+            ));
+        }
+        Ok(PinnedExe { shown: path.to_path_buf(), canonical, fd: std::sync::Arc::new(fd) })
     }
 
     /// The path to show in messages.
@@ -350,10 +348,6 @@ pub struct LaunchPlan {
     /// as the plan can be spawned.
     #[serde(skip)]
     pub proxy_channel: Option<HandOverSocket>,
-    /// A script to exec through its descriptor, which must then stay open across the exec
-    /// (see [`PinnedExe`]).
-    #[serde(skip)]
-    pub script_exe: Option<PinnedExe>,
 }
 
 /// Errors building a sandboxed command line.
@@ -386,7 +380,6 @@ pub fn plan_launch(
             cwd_pin: cwd_pin.cloned(),
             in_process: None,
             proxy_channel: None,
-            script_exe: None,
         },
         SandboxKind::Linux => {
             let proxy_channel = match proxy {
@@ -412,7 +405,6 @@ pub fn plan_launch(
             LaunchPlan {
                 sandbox: kind,
                 program: helper.exe.exec_path(),
-                script_exe: helper.exe.script.then(|| helper.exe.clone()),
                 arg0: Some(cordon_sandbox_linux::HELPER_ARG0.into()),
                 args: cordon_sandbox_linux::helper_argv(&args),
                 env: env.to_vec(),
@@ -469,7 +461,6 @@ pub fn plan_launch(
                 cwd_pin: cwd_pin.cloned(),
                 in_process: None,
                 proxy_channel: None,
-                script_exe: None,
             }
         }
     };
@@ -512,10 +503,6 @@ impl LaunchPlan {
         #[cfg(target_os = "linux")]
         if let Some(channel) = &self.proxy_channel {
             cordon_sandbox_linux::keep_open_in_child(command, Arc::clone(&channel.0));
-        }
-        #[cfg(target_os = "linux")]
-        if let Some(script) = &self.script_exe {
-            cordon_sandbox_linux::keep_open_in_child(command, Arc::clone(&script.fd));
         }
         #[cfg(not(target_os = "linux"))]
         let _ = command;

@@ -37,30 +37,72 @@ pub(crate) fn protect(
 }
 
 /// The executables in `executables` (cordon's own files and the paths they are started by)
-/// that lie inside a writable root: each is added to the policy's protected paths, so the mount
-/// view binds it read-only (a rename over it or an unlink is refused while the binding stands)
-/// and pins the directories between it and its root. A path that is a symlink cannot be bound
-/// itself (a bind follows it), so the directory holding it is protected instead. Returns what
-/// was protected; missing paths are skipped (there is nothing to start there).
+/// that lie inside a writable root, and every symbolic link on the way to them: each file is
+/// added to the policy's protected paths, so the mount view binds it read-only (a rename over
+/// it or an unlink is refused while the binding stands) and pins the directories between it and
+/// its root. A symbolic link cannot be bound itself (a bind follows it), so the directory
+/// holding it is protected instead. Returns what was protected; missing paths are skipped
+/// (there is nothing to start there).
 pub(crate) fn protect_executables(
     executables: &[PathBuf],
     policy: &mut ResolvedPolicy,
 ) -> Vec<PathBuf> {
     let mut protected = Vec::new();
     for path in executables.iter().filter(|path| path.is_absolute()) {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { continue };
-        let Ok(parent) = std::fs::canonicalize(parent) else { continue };
-        let entry = parent.join(name);
-        let Ok(meta) = std::fs::symlink_metadata(&entry) else { continue };
-        let target = if meta.file_type().is_symlink() { parent } else { entry };
-        if policy.writable_roots.iter().any(|root| target.starts_with(root))
-            && !protected.contains(&target)
-        {
-            protected.push(target);
+        let Some(hops) = path_hops(path) else { continue };
+        for target in hops {
+            // A link directly in a root would take the whole root with it: that one stays
+            // writable (a known limit: install cordon, and its links, outside the roots).
+            if policy.writable_roots.iter().any(|root| target.starts_with(root))
+                && !policy.writable_roots.contains(&target)
+                && !protected.contains(&target)
+            {
+                protected.push(target);
+            }
         }
     }
     policy.protected_paths.extend(protected.iter().map(|p| p.display().to_string()));
     protected
+}
+
+/// What keeps `path` leading to the same file: the directory of every symbolic link met while
+/// resolving it (in any component, in the order met), then the file it ends at. `None` when it
+/// does not resolve to an existing file (a loop, a dangling link, a missing component).
+fn path_hops(path: &Path) -> Option<Vec<PathBuf>> {
+    const MAX_LINKS: usize = 40;
+    let mut hops = Vec::new();
+    let mut pending: Vec<std::ffi::OsString> =
+        path.components().rev().map(|c| c.as_os_str().to_owned()).collect();
+    let mut resolved = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = pending.pop() {
+        match name.to_str() {
+            Some("/" | ".") => continue,
+            Some("..") => {
+                resolved.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let next = resolved.join(&name);
+        let meta = std::fs::symlink_metadata(&next).ok()?;
+        if meta.file_type().is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return None;
+            }
+            hops.push(resolved.clone());
+            let target = std::fs::read_link(&next).ok()?;
+            if target.is_absolute() {
+                resolved = PathBuf::from("/");
+            }
+            pending.extend(target.components().rev().map(|c| c.as_os_str().to_owned()));
+        } else {
+            resolved = next;
+        }
+    }
+    hops.push(resolved);
+    Some(hops)
 }
 
 /// The canonical form of `path`: its nearest existing ancestor canonicalized (symlinks
@@ -159,9 +201,37 @@ mod tests {
             &mut policy,
         );
         let expected = vec![canonical_root.join("bin/cordon"), canonical_root.join("links")];
+        // (`/bin/true`, where the link leads, is outside the root.)
         assert_eq!(protected, expected);
         let shown: Vec<String> = expected.iter().map(|p| p.display().to_string()).collect();
         assert_eq!(policy.protected_paths, shown);
+    }
+
+    #[test]
+    fn every_link_on_the_way_to_an_executable_keeps_its_directory_protected() {
+        let root = tempfile::tempdir().unwrap();
+        let root_path = std::fs::canonicalize(root.path()).unwrap();
+        let mut policy = policy(&root_path);
+        for dir in ["tools/bin", "links", "lbin", "home"] {
+            std::fs::create_dir_all(root_path.join(dir)).unwrap();
+        }
+        std::fs::write(root_path.join("tools/bin/cordon"), "").unwrap();
+        std::os::unix::fs::symlink("../tools/bin/cordon", root_path.join("links/cordon")).unwrap();
+        std::os::unix::fs::symlink("../links/cordon", root_path.join("lbin/cordon")).unwrap();
+        std::os::unix::fs::symlink("../tools/bin", root_path.join("home/bin")).unwrap();
+        let protected = protect_executables(
+            &[root_path.join("lbin/cordon"), root_path.join("home/bin/cordon")],
+            &mut policy,
+        );
+        assert_eq!(
+            protected,
+            vec![
+                root_path.join("lbin"),
+                root_path.join("links"),
+                root_path.join("tools/bin/cordon"),
+                root_path.join("home"),
+            ]
+        );
     }
 
     #[test]

@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 
 use cordon_policies::{StartFileError, read_start_file};
 
-/// How deep and how many submodule git dirs are looked at (nested submodules, names with `/`).
+/// How deep and how many directories of `modules/` are looked at (nested submodules, names
+/// with `/`): every directory counts, so a command cannot slow later starts down with a wide
+/// tree of empty ones.
 const MAX_DEPTH: usize = 8;
-const MAX_GIT_DIRS: usize = 256;
+const MAX_GIT_DIRS: usize = 1024;
 
 /// A pointer file or `commondir` names one path: anything larger is not git's.
 const MAX_POINTER_BYTES: u64 = 64 * 1024;
@@ -165,8 +167,8 @@ fn walk_modules(dir: &Path, depth: usize, budget: &mut usize, found: &mut Vec<Pa
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
+        *budget -= 1;
         if path.join("config").is_file() {
-            *budget -= 1;
             if let Some(checkout) = core_worktree(&path) {
                 let pointer = checkout.join(".git");
                 if std::fs::symlink_metadata(&pointer).is_ok_and(|m| m.is_file()) {

@@ -236,6 +236,14 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             protected.push(path);
         }
     }
+    // A root inside another root (a workspace under `/tmp` or `$TMPDIR`, an `--add-dir` inside
+    // the workspace) is pinned with the directories above it: renamed away and replaced by a
+    // symbolic link, it would make the next launch's root, resolved by its path, lead anywhere.
+    for root in roots {
+        for outer in roots.iter().filter(|outer| *outer != root && root.starts_with(outer)) {
+            pin_between(outer, &root.join("-"), &mut pinned);
+        }
+    }
     // Each path is looked at once (`.git` is the ancestor of several entries).
     pinned.sort();
     pinned.dedup();

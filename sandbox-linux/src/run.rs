@@ -211,6 +211,7 @@ fn run(
     // The helper's own file, and what the caller starts itself from.
     let executables: Vec<PathBuf> = std::fs::read_link("/proc/self/exe")
         .into_iter()
+        .chain(invoked_path())
         .chain(env.cordon_executables.iter().cloned())
         .collect();
     let cordon_executables_inside_roots =
@@ -393,6 +394,13 @@ fn warn_unusable_git_files(files: &[crate::git_dirs::UnusableGitFile]) {
         crate::messages::prefix(),
         list.join("; ")
     );
+}
+
+/// The path this helper was started by, when `argv[0]` names one (a caller such as Codex runs
+/// it by its full path, which may be a link inside a writable root).
+fn invoked_path() -> Option<PathBuf> {
+    let arg0 = PathBuf::from(std::env::args_os().next()?);
+    (arg0.components().count() > 1).then(|| std::path::absolute(&arg0).ok()).flatten()
 }
 
 /// One line when the search for repositories ran out of time or allowance: a repository in

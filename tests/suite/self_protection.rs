@@ -43,6 +43,14 @@ echo replaced"#
     )
 }
 
+/// A copy of the binary at `dst`, made by `cp`: a copy written by this process would leave its
+/// write descriptor, for a moment, in children other tests fork meanwhile, and exec'ing the
+/// copy then fails with "Text file busy".
+fn copy_cordon_to(dst: impl AsRef<Path>) {
+    let status = Command::new("cp").arg(CORDON).arg(dst.as_ref()).status().unwrap();
+    assert!(status.success());
+}
+
 /// `Seccomp: 2` and `NoNewPrivs: 1` in the output of `grep … /proc/self/status`: the
 /// session ran under the sandbox.
 fn assert_confined(text: &str) {
@@ -70,7 +78,7 @@ fn a_session_that_replaces_everything_in_its_tmpdir_cannot_take_over_later_sessi
     require_mount_view!();
     let helper_dir = scratch();
     let helper_copy = helper_dir.path().join("cordon-helper");
-    std::fs::copy(CORDON, &helper_copy).unwrap();
+    copy_cordon_to(&helper_copy);
     let configured = helper_copy.to_str().unwrap().to_owned();
     for helper in [None, Some(configured.as_str())] {
         let tmp = scratch();
@@ -143,7 +151,7 @@ fn cordon_installed_inside_the_workspace_cannot_be_replaced_by_a_sandboxed_comma
         std::fs::create_dir(ws.path().join("bin")).unwrap();
         std::fs::create_dir(ws.path().join("links")).unwrap();
         let installed = ws.path().join("bin/cordon");
-        std::fs::copy(CORDON, &installed).unwrap();
+        copy_cordon_to(&installed);
         std::os::unix::fs::symlink(&installed, ws.path().join("links/cordon")).unwrap();
         std::fs::write(ws.path().join("evil"), marker_script(&mark)).unwrap();
         if user == User::Nobody {
@@ -199,7 +207,7 @@ fn without_the_mount_view_cordon_inside_a_writable_root_is_refused_unless_best_e
     let ws = scratch();
     let home = scratch();
     let installed = ws.path().join("cordon");
-    std::fs::copy(CORDON, &installed).unwrap();
+    copy_cordon_to(&installed);
     let dir = ws.path().to_str().unwrap();
     let run: Run = Command::new(&installed)
         .args(["exec", "-a", "never", "--no-mount-view", "-C", dir, "--", "true"])
@@ -327,4 +335,83 @@ fn an_executor_executes_and_connects_to_nothing_under_a_writable_root() {
         .collect();
     assert!(offending.is_empty(), "{offending:#?}");
     assert!(trace.contains("/proc/self/fd/") || trace.contains("execve(\"/bin/bash\""), "{trace}");
+}
+
+/// The workspace lies inside another writable root (`$TMPDIR` here): a sandboxed command can
+/// neither rename it away nor leave a link in its place that the next run would take as its
+/// root.
+#[test]
+fn a_workspace_inside_another_root_cannot_be_swapped_for_a_link() {
+    require_mount_view!();
+    let tmp = scratch();
+    let victim = scratch();
+    let ws = tmp.path().join("proj");
+    std::fs::create_dir(&ws).unwrap();
+    let run = |script: &str| -> Run {
+        Command::new(CORDON)
+            .args(["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", script])
+            .env("TMPDIR", tmp.path())
+            .env("HOME", victim.path().join("home"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+            .into()
+    };
+    let swap = format!(
+        "cd .. && mv proj proj.old && ln -s {} proj; echo swap=$?",
+        victim.path().display()
+    );
+    let swapped = run(&swap);
+    assert!(!swapped.stdout.contains("swap=0"), "{}\n{}", swapped.stdout, swapped.stderr);
+    assert!(ws.is_dir() && !ws.is_symlink());
+    run(&format!("touch {}/pwned", victim.path().display()));
+    assert!(!victim.path().join("pwned").exists());
+}
+
+/// Every symbolic link on the way to the cordon that was run stays: a link chain
+/// (`lbin/cordon -> ../links/cordon -> ../tools/bin/cordon`) and a linked directory on PATH
+/// (`home/bin -> ../tools/bin`) cannot be re-pointed from inside.
+#[test]
+fn the_links_on_the_way_to_cordon_cannot_be_re_pointed() {
+    require_mount_view!();
+    let ws = scratch();
+    let home = scratch();
+    let root = ws.path();
+    for dir in ["tools/bin", "links", "lbin", "home"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    copy_cordon_to(root.join("tools/bin/cordon"));
+    std::os::unix::fs::symlink("../tools/bin/cordon", root.join("links/cordon")).unwrap();
+    std::os::unix::fs::symlink("../links/cordon", root.join("lbin/cordon")).unwrap();
+    std::os::unix::fs::symlink("../tools/bin", root.join("home/bin")).unwrap();
+    let cases = [
+        (
+            root.join("lbin/cordon"),
+            "ln -sfn /bin/false links/cordon; echo links=$?; ln -sfn /bin/false lbin/cordon; \
+             echo lbin=$?",
+        ),
+        (root.join("home/bin/cordon"), "rm home/bin; echo bin=$?"),
+    ];
+    for (invoked, attack) in cases {
+        let run: Run = Command::new(&invoked)
+            .args(["exec", "-a", "never", "-C", root.to_str().unwrap(), "--", "sh", "-c", attack])
+            .env("HOME", home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+            .into();
+        for step in ["links=", "lbin=", "bin="] {
+            assert!(
+                !run.stdout.contains(&format!("{step}0")),
+                "{invoked:?}: {step}\n{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read_link(root.join("links/cordon")).unwrap(),
+        Path::new("../tools/bin/cordon")
+    );
+    assert!(root.join("home/bin").is_symlink());
 }

@@ -208,13 +208,18 @@ fn a_command_cannot_fake_a_denial_to_be_offered_an_unsandboxed_retry() {
 #[test]
 fn a_sandbox_that_cannot_be_set_up_is_an_error_never_a_retry() {
     let e = env();
-    let fake = e.home.path().join("fake-helper");
+    // A helper binary that refuses as the real one does on a kernel without Landlock (a
+    // configured helper must be an executable file, not a script).
+    let source = e.home.path().join("fake-helper.c");
     std::fs::write(
-        &fake,
-        "#!/bin/sh\necho 'codex-linux-sandbox: Landlock: not enforced by this kernel' >&2\nexit 125\n",
+        &source,
+        "#include <stdio.h>\nint main(void) { fputs(\"codex-linux-sandbox: Landlock: not enforced \
+         by this kernel\\n\", stderr); return 125; }\n",
     )
     .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let fake = e.home.path().join("fake-helper");
+    let built = std::process::Command::new("gcc").arg("-o").arg(&fake).arg(&source).status();
+    skip_unless!(built.is_ok_and(|s| s.success()), "gcc cannot build the fake helper");
     let target = e.work.path().join("h");
     let script = format!("echo y > {}", target.display());
     // `untrusted` asks before anything not known-safe; `ls` runs unasked and still fails.
@@ -236,6 +241,32 @@ fn a_sandbox_that_cannot_be_set_up_is_an_error_never_a_retry() {
         assert_setup_failure(&Run::from(out), policy);
         assert!(!target.exists());
     }
+}
+
+/// A configured helper that is a script is refused before anything runs: cordon starts its
+/// helper through a descriptor, which a script's interpreter could not read it from (and
+/// which, kept open, would let the command reopen the script for writing).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_configured_helper_that_is_a_script_is_refused() {
+    let e = env();
+    let script = e.home.path().join("helper.sh");
+    std::fs::write(&script, "#!/bin/sh\nexec true\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let target = e.work.path().join("h");
+    let out = without_terminal(CORDON)
+        .args(["exec", "-a", "never", "--", "touch"])
+        .arg(&target)
+        .current_dir(e.work.path())
+        .env("CORDON_HOME", e.home.path())
+        .env("CORDON_LINUX_SANDBOX_EXE", &script)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let run = Run::from(out);
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("is a script"), "{}", run.stderr);
+    assert!(!target.exists());
 }
 
 /// A `cordon exec --json` run whose sandbox could not be set up: exit 125, one attempt judged
@@ -399,9 +430,12 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
             let script = tamper_script(&home);
             let dir = home_dir.path().to_str().unwrap();
             let bin = nobody_binary();
+            // A root at HOME is refused unless allowed: allowed here, to check what stays
+            // protected then.
             let entry_points: Vec<Vec<&str>> = vec![
                 vec![
                     "exec",
+                    "--allow-home-root",
                     "-a",
                     "never",
                     "-s",
@@ -413,7 +447,18 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
                     "-c",
                     &script,
                 ],
-                vec!["sandbox", PLATFORM, "--full-auto", "-C", dir, "--", "sh", "-c", &script],
+                vec![
+                    "sandbox",
+                    PLATFORM,
+                    "--full-auto",
+                    "--allow-home-root",
+                    "-C",
+                    dir,
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ],
             ];
             for args in &entry_points {
                 let run = cordon_as(user, args, Some(home_dir.path()));
@@ -429,7 +474,7 @@ fn cordon_home_is_never_writable_from_inside_whether_or_not_it_exists() {
             // The executor, serving the workspace at HOME.
             let mut executor = command_as(user, cordon_for(user));
             let mut child = executor
-                .args(["executor", "-a", "never", "-C", dir])
+                .args(["executor", "--allow-home-root", "-a", "never", "-C", dir])
                 .env("HOME", home_dir.path())
                 .env_remove("CORDON_HOME")
                 .stdin(std::process::Stdio::piped())
@@ -644,7 +689,18 @@ fn from_the_home_directory_shell_start_up_files_and_gitconfig_stay_read_only() {
                       mv .bashrc .bashrc-moved && echo moved; echo ok > notes.txt";
         let mut command = cordon_command(
             user,
-            &["exec", "-a", "never", "-s", "workspace-write", "--", "sh", "-c", script],
+            &[
+                "exec",
+                "--allow-home-root",
+                "-a",
+                "never",
+                "-s",
+                "workspace-write",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
         );
         command.current_dir(h).env("HOME", h).env("CORDON_HOME", &cordon_home);
         let run: Run = command.output().unwrap().into();
