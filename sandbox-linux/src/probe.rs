@@ -183,7 +183,7 @@ impl KernelProbe {
             landlock_abi: self.landlock_abi,
             landlock_enforced: self.landlock_abi > 0,
             mount_view: self.mount_view.clone(),
-            mount_view_required: false,
+            mount_view_required: true,
             seccomp: self.seccomp_filter,
             no_new_privs: true,
             // Root can drop it directly; anyone else can inside the user namespace.

@@ -318,7 +318,10 @@ fn run(
         landlock_abi: sys::landlock_abi(),
         landlock_enforced,
         mount_view,
-        mount_view_required: args.mount_view == MountViewRequirement::Required,
+        // Without the mount view, protected and hidden paths, nested repositories and start-up
+        // files are not enforced: a run refuses (125) unless the user accepts that with
+        // --best-effort, or turned the view off themselves.
+        mount_view_required: args.mount_view != MountViewRequirement::Disabled,
         seccomp,
         no_new_privs,
         bounding_set_dropped: capabilities == CapabilityDrop::All,
@@ -328,15 +331,14 @@ fn run(
         containment,
     };
     let gaps = report::gaps(&enforcement);
-    if let (Err(reason), MountViewRequirement::WhenAvailable) =
-        (&enforcement.mount_view, args.mount_view)
+    if let (Err(reason), MountViewRequirement::WhenAvailable, true) =
+        (&enforcement.mount_view, args.mount_view, best_effort)
     {
         // Said once per command, so no one mistakes Landlock alone for the whole sandbox.
         eprintln!(
             "{}warning: no mount view ({reason}): .git/hooks, .cordon and the other protected \
              paths inside the writable roots are writable and hidden paths readable; run as root \
-             or allow unprivileged user namespaces, or require it with --require-mount-view \
-             (config sandbox_mount_view = \"required\")",
+             or allow unprivileged user namespaces",
             crate::messages::prefix()
         );
     }

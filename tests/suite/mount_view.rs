@@ -258,7 +258,7 @@ fn dev_shm_is_a_private_writable_tmpfs() {
 }
 
 #[test]
-fn without_namespaces_the_command_runs_and_the_gap_is_reported() {
+fn without_namespaces_a_run_is_refused_unless_best_effort_and_the_gap_is_reported() {
     require_sandbox!(1);
     let dir = scratch();
     let d = dir.path().to_str().unwrap();
@@ -269,9 +269,16 @@ fn without_namespaces_the_command_runs_and_the_gap_is_reported() {
             std::iter::once("cordon").chain(args.iter().copied()).map(os).collect();
         Run::from(under_filter(&no_unshare, cordon, &argv).output().unwrap())
     };
+    // Without the mount view protected and hidden paths are not enforced: refused (125)
+    // unless the user accepts less with --best-effort; Landlock still holds then.
+    let refused = run_under(&["sandbox", "linux", "-C", d, "--", "sh", "-c", "echo ran"]);
+    assert_eq!(refused.code, Some(125), "{}", refused.stderr);
+    assert!(refused.stderr.contains("the mount view"), "{}", refused.stderr);
+    assert!(!refused.stdout.contains("ran"));
     let run = run_under(&[
         "sandbox",
         "linux",
+        "--best-effort",
         "-C",
         d,
         "--",
@@ -279,21 +286,14 @@ fn without_namespaces_the_command_runs_and_the_gap_is_reported() {
         "-c",
         "echo ran; echo x > /etc/cordon-nons",
     ]);
-    // Before Landlock ABI 3 (Linux 6.1) only the mount view stops truncate(2): fail closed.
-    let old_landlock = features().landlock_abi < 3;
-    if old_landlock {
-        assert_eq!(run.code, Some(125), "{}", run.stderr);
-        assert!(run.stderr.contains("truncating"), "{}", run.stderr);
-    } else {
-        assert!(run.stdout.contains("ran"), "{}", run.stderr);
-    }
+    assert!(run.stdout.contains("ran"), "{}", run.stderr);
     assert!(
         !Path::new("/etc/cordon-nons").exists(),
         "Landlock must still hold without the mount view"
     );
 
     let run = run_under(&["doctor", "--json"]);
-    assert_eq!(run.code, Some(if old_landlock { 1 } else { 0 }), "{}", run.stderr);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_ne!(v["kernel"]["mount_view"], true);
     let gaps = v["modes"]["workspace-write"]["not_enforced"].to_string();

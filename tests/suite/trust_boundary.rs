@@ -606,22 +606,24 @@ fn without_namespaces_doctor_names_the_cause_and_exec_warns_once() {
     require_sandbox!(1);
     let e = env();
     let deny = [(libc::SYS_unshare, libc::EPERM)];
-    // Before Landlock ABI 3 (Linux 6.1) only the mount view stops truncate(2): fail closed.
-    let old_landlock = features().landlock_abi < 3;
+    // Without the mount view protected and hidden paths are not enforced: the default policy
+    // is not enforceable, a run refuses (125) unless the user accepts less with --best-effort.
     let run = cordon_under(&deny, e.work.path(), e.home.path(), &["doctor"]);
-    let code = if old_landlock { 1 } else { 0 };
-    assert_eq!(run.code, Some(code), "the default policy runs unless ABI < 3: {}", run.stdout);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
     assert!(run.stdout.contains("missing mount view"), "{}", run.stdout);
     let run =
         cordon_under(&deny, e.work.path(), e.home.path(), &["exec", "-a", "never", "--", "true"]);
-    if old_landlock {
-        assert_eq!(run.code, Some(125), "{}", run.stderr);
-        assert!(run.stderr.contains("truncating"), "{}", run.stderr);
-        assert!(run.stderr.matches("warning: no mount view").count() <= 1, "{}", run.stderr);
-    } else {
-        run.assert_ok();
-        assert_eq!(run.stderr.matches("warning: no mount view").count(), 1, "{}", run.stderr);
-    }
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("the mount view"), "{}", run.stderr);
+    assert!(run.stderr.contains("--best-effort"), "{}", run.stderr);
+    let run = cordon_under(
+        &deny,
+        e.work.path(),
+        e.home.path(),
+        &["exec", "-a", "never", "--best-effort", "--", "true"],
+    );
+    run.assert_ok();
+    assert_eq!(run.stderr.matches("warning: no mount view").count(), 1, "{}", run.stderr);
     let run = cordon_under(
         &deny,
         e.work.path(),
