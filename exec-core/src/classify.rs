@@ -71,6 +71,10 @@ pub struct DenialContext {
     /// Paths replaced by empty stand-ins.
     pub hidden: Vec<PathBuf>,
     pub network: bool,
+    /// The user's home directory (canonical), which advice never suggests making writable.
+    pub home: Option<PathBuf>,
+    /// The directories cordon's own executables lie in, likewise.
+    pub own_dirs: Vec<PathBuf>,
 }
 
 /// One finished attempt.
@@ -191,13 +195,72 @@ pub fn is_denial_evidence(line: &str, context: &DenialContext) -> bool {
     explain(line, context).is_some()
 }
 
+/// What would let a write outside the writable roots through, as advice may name it: never a
+/// root that would hand a sandboxed command code that runs later (a home directory or one above
+/// it, a git dir, a system directory, cordon's own install directory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Allow {
+    /// `--add-dir DIR`.
+    AddDir { dir: PathBuf },
+    /// The path lies in the git dir of the repository at `root`: run from the repository root
+    /// (`-C ROOT`), whose git files other than config and hooks are then writable.
+    RepositoryRoot { root: PathBuf },
+    /// Only outside the sandbox (`-a on-failure` and the retry question); `why` completes
+    /// "it is".
+    OutsideTheSandbox { why: String },
+}
+
+/// What would allow a write to `path`, outside every root (see [`Allow`]).
+fn allow_for(path: &Path, context: &DenialContext) -> Allow {
+    let components: Vec<_> = path.components().collect();
+    if let Some(at) = components.iter().position(|c| c.as_os_str() == ".git") {
+        let root: PathBuf = components[..at].iter().collect();
+        return Allow::RepositoryRoot { root };
+    }
+    let dir = path.parent().unwrap_or(path).to_path_buf();
+    if context.home.as_ref().is_some_and(|home| home.starts_with(&dir)) {
+        return Allow::OutsideTheSandbox {
+            why: "your home directory, or above it (start-up files there run outside any \
+                  sandbox later)"
+                .to_owned(),
+        };
+    }
+    if context.own_dirs.iter().any(|own| own.starts_with(&dir) || dir.starts_with(own)) {
+        return Allow::OutsideTheSandbox { why: "where cordon itself is installed".to_owned() };
+    }
+    const SYSTEM: [&str; 17] = [
+        "/usr",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/etc",
+        "/boot",
+        "/proc",
+        "/sys",
+        "/dev",
+        "/run",
+        "/var/lib",
+        "/var/cache",
+        "/var/log",
+        "/snap",
+    ];
+    if dir == Path::new("/") || SYSTEM.iter().any(|system| dir.starts_with(system)) {
+        return Allow::OutsideTheSandbox { why: "a system directory".to_owned() };
+    }
+    Allow::AddDir { dir }
+}
+
 /// What the sandbox blocked, as far as one output line and the policy tell (a heuristic: the
 /// line is the command's own output), and the knob that would allow it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Blocked {
-    /// A write outside every writable root.
-    OutsideRoots { path: PathBuf },
+    /// A write outside every writable root, and what would allow it.
+    OutsideRoots { path: PathBuf, allow: Allow },
     /// A write to a protected path inside a root (`.git/hooks`, `.cordon`, …).
     Protected { path: PathBuf },
     /// An access to a hidden path (`~/.ssh`, …).
@@ -210,16 +273,29 @@ impl Blocked {
     /// One line: what was blocked and what would allow it.
     pub fn advice(&self) -> String {
         match self {
-            Blocked::OutsideRoots { path } => {
-                let dir = path.parent().unwrap_or(path);
-                format!(
+            Blocked::OutsideRoots { path, allow } => match allow {
+                Allow::AddDir { dir } => format!(
                     "{} lies outside the writable roots: allow it with --add-dir {} (config \
-                     sandbox_workspace_write.writable_roots), or run it outside the sandbox with \
-                     -a on-failure and answer the retry question",
+                     sandbox_workspace_write.writable_roots), or run it outside the sandbox \
+                     with -a on-failure and answer the retry question",
                     path.display(),
                     dir.display()
-                )
-            }
+                ),
+                Allow::RepositoryRoot { root } => format!(
+                    "{} is git's own file of the repository at {}, outside the writable roots: \
+                     run from the repository root (-C {}), which keeps its config and hooks \
+                     read-only",
+                    path.display(),
+                    root.display(),
+                    root.display()
+                ),
+                Allow::OutsideTheSandbox { why } => format!(
+                    "{} lies outside the writable roots, in {why}: not a directory to open to \
+                     sandboxed commands; run it outside the sandbox with -a on-failure and \
+                     answer the retry question",
+                    path.display()
+                ),
+            },
             Blocked::Protected { path } => format!(
                 "{} is a protected path, read-only inside the sandbox by design (it could plant \
                  code that runs outside it); change it yourself, or narrow protected_paths in \
@@ -282,7 +358,8 @@ pub fn explain(line: &str, context: &DenialContext) -> Option<Blocked> {
         } else if context.hidden.iter().any(|p| path.starts_with(p)) {
             Some(Blocked::Hidden { path })
         } else if !context.writable_roots.iter().any(|root| path.starts_with(root)) {
-            Some(Blocked::OutsideRoots { path })
+            let allow = allow_for(&path, context);
+            Some(Blocked::OutsideRoots { path, allow })
         } else if context.protected.iter().any(|p| path.starts_with(p)) {
             Some(Blocked::Protected { path })
         } else {

@@ -8,6 +8,8 @@ fn context(network: bool) -> DenialContext {
         protected: vec![PathBuf::from("/w/.git/hooks"), PathBuf::from("/w/.cordon")],
         hidden: vec![PathBuf::from("/home/u/.ssh")],
         network,
+        home: Some(PathBuf::from("/home/u")),
+        own_dirs: vec![PathBuf::from("/home/u/.cargo/bin")],
     }
 }
 
@@ -163,8 +165,11 @@ fn a_denial_names_what_was_blocked_and_the_knob() {
     let cases = [
         (
             "sh: 1: cannot create /etc/x: Read-only file system",
-            Blocked::OutsideRoots { path: "/etc/x".into() },
-            "--add-dir /etc",
+            Blocked::OutsideRoots {
+                path: "/etc/x".into(),
+                allow: Allow::OutsideTheSandbox { why: "a system directory".into() },
+            },
+            "run it outside the sandbox",
         ),
         (
             "touch: cannot touch '.git/hooks/pre-commit': Read-only file system",
@@ -177,6 +182,42 @@ fn a_denial_names_what_was_blocked_and_the_knob() {
             "--unhide",
         ),
         ("curl: (6) Could not resolve host: example.org", Blocked::Network, "--network"),
+        (
+            "touch: cannot touch '/srv/data/x': Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/srv/data/x".into(),
+                allow: Allow::AddDir { dir: "/srv/data".into() },
+            },
+            "--add-dir /srv/data",
+        ),
+        (
+            "fatal: Unable to create '/r/.git/index.lock': Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/r/.git/index.lock".into(),
+                allow: Allow::RepositoryRoot { root: "/r".into() },
+            },
+            "-C /r",
+        ),
+        (
+            "sh: 1: cannot create /home/u/notes.txt: Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/home/u/notes.txt".into(),
+                allow: Allow::OutsideTheSandbox {
+                    why: "your home directory, or above it (start-up files there run outside \
+                          any sandbox later)"
+                        .into(),
+                },
+            },
+            "-a on-failure",
+        ),
+        (
+            "mv: cannot move 'x' to '/home/u/.cargo/bin/cordon': Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/home/u/.cargo/bin/cordon".into(),
+                allow: Allow::OutsideTheSandbox { why: "where cordon itself is installed".into() },
+            },
+            "-a on-failure",
+        ),
     ];
     for (line, blocked, knob) in cases {
         assert_eq!(explain(line, &context), Some(blocked.clone()), "{line}");

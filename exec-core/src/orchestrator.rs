@@ -491,6 +491,12 @@ fn denial_context(
         protected,
         hidden: resolved.hidden_paths,
         network: resolved.network_access,
+        home: user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok()),
+        own_dirs: user_view
+            .cordon_executables
+            .iter()
+            .filter_map(|exe| exe.parent().map(Path::to_path_buf))
+            .collect(),
     }
 }
 
