@@ -197,3 +197,32 @@ fn home_as_a_writable_root_is_refused_and_start_up_files_under_home_stay_read_on
     assert!(run.stdout.contains("ok=0"), "{}\n{}", run.stdout, run.stderr);
     assert_eq!(std::fs::read_to_string(home.path().join(".config/git/config")).unwrap(), "");
 }
+
+/// Everyday git still works inside the sandbox, in the workspace's repository and a nested
+/// one — commit, branch, stash, rebase — and leaves nothing of cordon's behind.
+#[test]
+fn commit_branch_stash_and_rebase_still_work_top_level_and_nested() {
+    require_mount_view!();
+    let ws = scratch();
+    let home = scratch();
+    repository(ws.path());
+    repository(&ws.path().join("vendor/inner"));
+    let work = "set -e; g() { git -c user.name=t -c user.email=t@e \"$@\"; }; \
+        for r in . vendor/inner; do (cd $r; \
+          g checkout -qb topic; echo 2 > f; g commit -qam two; \
+          echo 3 > f; g stash -q; g stash pop -q; g commit -qam three; \
+          g checkout -q -; echo other > g; g add g; g commit -qm other; \
+          g rebase -q topic; g branch -q done); done; echo all-ok";
+    let run = sandboxed(User::Root, ws.path(), home.path(), work);
+    assert!(run.stdout.contains("all-ok"), "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("moved aside"), "{}", run.stderr);
+    for repo in [ws.path().to_path_buf(), ws.path().join("vendor/inner")] {
+        let log = git(&repo, &["log", "--oneline", "done"]);
+        assert_eq!(log.stdout.lines().count(), 4, "{repo:?}: {}", log.stdout);
+        let planted = std::fs::read_dir(repo.join(".git"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().contains("cordon"));
+        assert!(!planted, "{repo:?}: cordon left something in .git");
+    }
+}
