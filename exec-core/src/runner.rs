@@ -68,8 +68,17 @@ pub(crate) fn watch_git_dirs(
         let resolved = policy
             .resolve(policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))
             .ok()?;
-        let git_dirs = cordon_sandbox_linux::git_dirs_in(&resolved.writable_roots);
-        return Some(GitWatch(cordon_sandbox_linux::GitWatch::before(&git_dirs)));
+        let roots = &resolved.writable_roots;
+        let git_dirs = cordon_sandbox_linux::git_dirs_in(roots);
+        // What a shell, git or Python loads from $HOME, where a root contains it.
+        let home =
+            helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok());
+        let start_up: Vec<std::path::PathBuf> = home
+            .into_iter()
+            .flat_map(|home| cordon_policies::HOME_START_UP_PATHS.iter().map(move |p| home.join(p)))
+            .filter(|path| roots.iter().any(|root| path.starts_with(root)))
+            .collect();
+        return Some(GitWatch(cordon_sandbox_linux::Watch::before(&git_dirs, &start_up)));
     }
     let _ = (policy, policy_cwd, sandbox, helper);
     None
@@ -77,7 +86,7 @@ pub(crate) fn watch_git_dirs(
 
 /// What a sandboxed command could plant in the git dirs of its writable roots, as it was before.
 #[derive(Debug)]
-pub(crate) struct GitWatch(#[cfg(target_os = "linux")] cordon_sandbox_linux::GitWatch);
+pub(crate) struct GitWatch(#[cfg(target_os = "linux")] cordon_sandbox_linux::Watch);
 
 impl GitWatch {
     /// Moves aside what was planted since [`watch_git_dirs`].

@@ -50,6 +50,7 @@ pub const HOME_START_UP_PATHS: &[&str] = &[
     ".bash_profile",
     ".bash_login",
     ".bash_logout",
+    ".bash_aliases",
     ".profile",
     ".zshrc",
     ".zshenv",
@@ -69,6 +70,9 @@ pub const HOME_START_UP_PATHS: &[&str] = &[
     ".cargo/config.toml",
     ".cargo/config",
     ".cargo/bin",
+    ".aws",
+    ".kube",
+    ".docker",
 ];
 
 /// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`

@@ -183,8 +183,19 @@ fn walk_modules(dir: &Path, depth: usize, budget: &mut usize, found: &mut Vec<Pa
     }
 }
 
+/// `core.hooksPath` of the git dir at `git_dir` (relative to `top`, where hooks run), when set:
+/// hooks there run like the git dir's own (husky and friends point it into the worktree).
+pub fn core_hooks_path(git_dir: &Path, top: &Path) -> Option<PathBuf> {
+    core_value(git_dir, "hookspath").map(|value| top.join(value))
+}
+
 /// `core.worktree` of the git dir at `git_dir`, resolved against it.
 fn core_worktree(git_dir: &Path) -> Option<PathBuf> {
+    core_value(git_dir, "worktree").map(|value| git_dir.join(value))
+}
+
+/// The value of `core.KEY` (lower-case) in the config of `git_dir`, unquoted.
+fn core_value(git_dir: &Path, wanted: &str) -> Option<String> {
     // Unreadable (a FIFO, oversized): no checkout to protect through it; `.git/modules`, where
     // it lives, is read-only as a whole.
     let text = read_start_file(&git_dir.join("config"), MAX_CONFIG_BYTES).ok()??;
@@ -196,8 +207,8 @@ fn core_worktree(git_dir: &Path) -> Option<PathBuf> {
             continue;
         }
         let Some((key, value)) = line.split_once('=') else { continue };
-        if in_core && key.trim().eq_ignore_ascii_case("worktree") {
-            return Some(git_dir.join(value.trim().trim_matches('"')));
+        if in_core && key.trim().eq_ignore_ascii_case(wanted) {
+            return Some(value.trim().trim_matches('"').to_owned());
         }
     }
     None

@@ -58,6 +58,8 @@ mod messages;
 #[cfg(target_os = "linux")]
 mod mount_view;
 #[cfg(target_os = "linux")]
+mod planted;
+#[cfg(target_os = "linux")]
 pub mod probe;
 #[cfg(target_os = "linux")]
 mod proc_view;
@@ -90,7 +92,9 @@ pub use sys::keep_open_in_child;
 
 /// The repositories of the writable roots, and what a command planted in them.
 #[cfg(target_os = "linux")]
-pub use repositories::{GitWatch, Planted, WalkBudget, find_repositories, git_dirs_in};
+pub use planted::{Planted, Watch};
+#[cfg(target_os = "linux")]
+pub use repositories::{WalkBudget, find_repositories, git_dirs_in};
 
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]

@@ -19,7 +19,7 @@ use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 
 use crate::error::HelperError;
-use crate::git_dirs::{UnusableGitFile, git_dirs, submodule_pointer_files};
+use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};
 use crate::repositories::{WalkBudget, find_repositories, git_dir_entries};
 use crate::sys::{self, Recursion};
 
@@ -173,12 +173,12 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     let mut protected = Vec::new();
     let mut pinned = Vec::new();
     let mut unusable_git_files = Vec::new();
-    let mut walk = WalkBudget::default();
     let mut unsearched = Vec::new();
     for root in roots {
         // Every repository in the root: the root's own, nested ones (vendored, cloned,
-        // fixtures), and git dirs lying there as plain directories.
-        let repositories = find_repositories(root, &mut walk);
+        // fixtures), and git dirs lying there as plain directories. An allowance per root, so
+        // one filled with directories (`/tmp`) cannot spend the workspace's.
+        let repositories = find_repositories(root, &mut WalkBudget::default());
         unsearched.extend(repositories.unsearched);
         for git_dir in &repositories.bare {
             for entry in git_dir_entries(git_dir) {
@@ -195,6 +195,10 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             let git_dirs = found.dirs;
             for git_dir in &git_dirs {
                 protected.extend(submodule_pointer_files(git_dir));
+                if let Some(hooks) = core_hooks_path(git_dir, top) {
+                    pin_between(root, &hooks, &mut pinned);
+                    protected.push(hooks);
+                }
                 for entry in git_dir_entries(git_dir) {
                     pin_between(root, &entry, &mut pinned);
                     protected.push(entry);

@@ -5,8 +5,7 @@
 //! what a repository's config names (`core.fsmonitor`, `core.pager`, drivers, aliases) and its
 //! hooks, and follows `commondir` and `gitdir` files to other git dirs. So the mount view keeps
 //! these read-only in every repository found here, and the names git would honour but that do
-//! not exist yet (a new `commondir`, `hooks/`, `config.worktree`, `exec` lines in a paused
-//! rebase) are watched: [`GitWatch`] finds what a command created and moves it aside.
+//! not exist yet are watched (`planted.rs`).
 //!
 //! The walk is bounded (directories, depth and time); what it could not search is reported.
 //! It never follows a symbolic link, never enters a git dir, and skips directories git's users
@@ -64,6 +63,11 @@ pub struct Repositories {
 /// Finds the repositories inside `root` (see [`Repositories`]).
 pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
     let mut found = Repositories::default();
+    // The root's own repository whatever the allowance: a command that fills another root
+    // with directories must not be able to spend it.
+    if std::fs::symlink_metadata(root.join(".git")).is_ok() {
+        found.worktrees.push(root.to_path_buf());
+    }
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
     while let Some((dir, depth)) = queue.pop_front() {
         if budget.spent() {
@@ -84,7 +88,9 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
             let name = entry.file_name();
             if name == ".git" {
                 budget.repositories = budget.repositories.saturating_sub(1);
-                found.worktrees.push(dir.clone());
+                if dir != root {
+                    found.worktrees.push(dir.clone());
+                }
                 continue;
             }
             if name == "CACHEDIR.TAG" {
@@ -108,10 +114,9 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
 /// The git dirs of every repository in `roots` (each checkout's `.git`, or what its pointer
 /// file names, and the git dirs lying there as plain directories), for a [`GitWatch`].
 pub fn git_dirs_in(roots: &[PathBuf]) -> Vec<PathBuf> {
-    let mut budget = WalkBudget::default();
     let mut dirs = Vec::new();
     for root in roots {
-        let found = find_repositories(root, &mut budget);
+        let found = find_repositories(root, &mut WalkBudget::default());
         dirs.extend(found.bare);
         for top in &found.worktrees {
             dirs.extend(crate::git_dirs::git_dirs(top).dirs);
@@ -155,105 +160,6 @@ fn subdirectories(dir: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .take(MAX_REPOSITORIES)
         .collect()
-}
-
-/// Names git honours in a git dir that a command could create where they do not exist yet
-/// (bind mounts need something to bind), watched from before a run to after it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GitWatch {
-    /// Each watched path, and whether it existed before the run.
-    paths: Vec<(PathBuf, bool)>,
-    /// Rebase todo lists, with how many `exec` lines they held before the run.
-    todos: Vec<(PathBuf, usize)>,
-    /// Each git dir's `worktrees/`, with the linked worktrees it held before the run.
-    worktrees: Vec<(PathBuf, Vec<PathBuf>)>,
-}
-
-/// What [`GitWatch::move_aside`] found: what a command planted, and where it went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Planted {
-    pub path: PathBuf,
-    /// Where it was moved, or `None` when it could not be moved (it stays where it was).
-    pub moved_to: Option<PathBuf>,
-}
-
-impl GitWatch {
-    /// Notes, for every git dir in `git_dirs`, which of the watched names exist now.
-    pub fn before(git_dirs: &[PathBuf]) -> GitWatch {
-        let mut watch = GitWatch::default();
-        for git_dir in git_dirs {
-            let mut names: Vec<PathBuf> = ["commondir", "config.worktree", "hooks", "config"]
-                .iter()
-                .map(|name| git_dir.join(name))
-                .collect();
-            for worktree in subdirectories(&git_dir.join("worktrees")) {
-                names.push(worktree.join("commondir"));
-                names.push(worktree.join("config.worktree"));
-            }
-            watch.paths.extend(names.into_iter().map(|path| {
-                let existed = std::fs::symlink_metadata(&path).is_ok();
-                (path, existed)
-            }));
-            for todo in ["rebase-merge/git-rebase-todo", "rebase-apply/git-rebase-todo"] {
-                let path = git_dir.join(todo);
-                watch.todos.push((path.clone(), exec_lines(&path)));
-            }
-            // A worktree added during the run brings a `commondir` of its own.
-            let worktrees = git_dir.join("worktrees");
-            let existing = subdirectories(&worktrees);
-            watch.worktrees.push((worktrees, existing));
-        }
-        watch
-    }
-
-    /// Moves aside (renames to `NAME.cordon-planted-SECONDS`) every watched name that did
-    /// not exist before and does now, and every rebase todo list that gained `exec` lines;
-    /// returns what it found.
-    pub fn move_aside(&self) -> Vec<Planted> {
-        let mut planted = Vec::new();
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let mut move_one = |path: &Path| {
-            let mut aside = path.as_os_str().to_owned();
-            aside.push(format!(".cordon-planted-{stamp}"));
-            let aside = PathBuf::from(aside);
-            let moved_to = std::fs::rename(path, &aside).ok().map(|()| aside);
-            planted.push(Planted { path: path.to_path_buf(), moved_to });
-        };
-        for (path, existed) in &self.paths {
-            if !existed && std::fs::symlink_metadata(path).is_ok() {
-                move_one(path);
-            }
-        }
-        // Of a linked worktree added during the run, only its redirection is moved.
-        for (worktrees, existing) in &self.worktrees {
-            for worktree in subdirectories(worktrees) {
-                let commondir = worktree.join("commondir");
-                if !existing.contains(&worktree) && std::fs::symlink_metadata(&commondir).is_ok() {
-                    move_one(&commondir);
-                }
-            }
-        }
-        for (todo, before) in &self.todos {
-            if exec_lines(todo) > *before {
-                move_one(todo);
-            }
-        }
-        planted
-    }
-}
-
-/// How many lines of a rebase todo list run a command (`exec`/`x`); 0 when it cannot be read.
-fn exec_lines(todo: &Path) -> usize {
-    let Ok(Some(text)) = cordon_policies::read_start_file(todo, 16 * 1024 * 1024) else {
-        return 0;
-    };
-    String::from_utf8_lossy(&text)
-        .lines()
-        .map(str::trim_start)
-        .filter(|line| line.starts_with("exec ") || line.starts_with("x "))
-        .count()
 }
 
 #[cfg(test)]
@@ -307,36 +213,7 @@ mod tests {
         let mut spent = WalkBudget { directories: 0, ..WalkBudget::default() };
         let found = find_repositories(dir.path(), &mut spent);
         assert_eq!(found.unsearched, vec![dir.path().to_path_buf()]);
-    }
-
-    #[test]
-    fn planted_names_are_moved_aside_and_what_existed_stays() {
-        let dir = tempfile::tempdir().unwrap();
-        git_init(dir.path());
-        let git_dir = dir.path().join(".git");
-        std::fs::create_dir_all(git_dir.join("rebase-merge")).unwrap();
-        std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "pick 1 a\n").unwrap();
-        let watch = GitWatch::before(std::slice::from_ref(&git_dir));
-        std::fs::write(git_dir.join("commondir"), "x\n").unwrap();
-        std::fs::create_dir(git_dir.join("hooks")).unwrap();
-        std::fs::write(git_dir.join("config"), "[core]\n").unwrap();
-        std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "exec touch x\npick 1 a\n")
-            .unwrap();
-        std::fs::create_dir_all(git_dir.join("worktrees/w")).unwrap();
-        std::fs::write(git_dir.join("worktrees/w/commondir"), "../..\n").unwrap();
-        let planted = watch.move_aside();
-        let paths: Vec<PathBuf> = planted.iter().map(|p| p.path.clone()).collect();
-        assert_eq!(
-            paths,
-            vec![
-                git_dir.join("commondir"),
-                git_dir.join("hooks"),
-                git_dir.join("worktrees/w/commondir"),
-                git_dir.join("rebase-merge/git-rebase-todo"),
-            ]
-        );
-        assert!(planted.iter().all(|p| p.moved_to.as_ref().is_some_and(|to| to.exists())));
-        assert!(!git_dir.join("commondir").exists());
-        assert!(git_dir.join("config").exists(), "an existing config is not moved");
+        // The root's own repository is protected whatever the allowance.
+        assert_eq!(found.worktrees, vec![dir.path().to_path_buf()]);
     }
 }

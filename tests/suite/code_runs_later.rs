@@ -226,3 +226,116 @@ fn commit_branch_stash_and_rebase_still_work_top_level_and_nested() {
         assert!(!planted, "{repo:?}: cordon left something in .git");
     }
 }
+
+/// Spellings the first review found: a `/tmp` (here `$TMPDIR`) filled with directories does not
+/// spend the workspace's search; `exec<TAB>` counts as an exec line; names squatted where the
+/// planted file would be moved do not keep it in place; `core.hooksPath` inside the workspace
+/// is read-only; a start-up directory created under an `--add-dir` inside `$HOME` is moved aside.
+#[test]
+fn the_watch_holds_against_a_full_tmpdir_tabs_squatters_hooks_path_and_new_start_up_dirs() {
+    require_mount_view!();
+    let ws = scratch();
+    let home = scratch();
+    let tmp = scratch();
+    let outside = scratch();
+    let mark = outside.path().join("marker");
+    repository(ws.path());
+    git(ws.path(), &["config", "core.hooksPath", ".husky/_"]).assert_ok();
+    std::fs::create_dir_all(ws.path().join(".husky/_")).unwrap();
+    std::fs::create_dir_all(home.path().join(".config")).unwrap();
+    let git_dir = ws.path().join(".git");
+    std::fs::create_dir_all(git_dir.join("rebase-merge")).unwrap();
+    std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "pick 0000000 one\n").unwrap();
+    let run = |script: &str| -> Run {
+        cordon_command(
+            User::Root,
+            &[
+                "exec",
+                "-a",
+                "never",
+                "--add-dir",
+                home.path().join(".config").to_str().unwrap(),
+                "-C",
+                ws.path().to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+        )
+        .env("HOME", home.path())
+        .env("TMPDIR", tmp.path())
+        .env("CORDON_HOME", outside.path().join("cordon-home"))
+        .output()
+        .unwrap()
+        .into()
+    };
+    // 25 000 empty directories in $TMPDIR, a root searched before the workspace.
+    run("cd \"$TMPDIR\" && mkdir junk && cd junk && seq 25000 | xargs mkdir").assert_ok();
+    let attack = format!(
+        "printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/post-commit; echo hook=$?; \
+         printf '#!/bin/sh\\ntouch {m}\\n' > .husky/_/post-commit; echo husky=$?; \
+         printf 'exec\\ttouch {m}\\n' | cat - .git/rebase-merge/git-rebase-todo > t && \
+         cat t > .git/rebase-merge/git-rebase-todo; \
+         for i in $(seq 0 50); do mkdir -p .git/commondir.cordon-planted-$i/x; done; \
+         echo x > .git/commondir; \
+         mkdir -p {c}/git && printf '[core]\\n\\tpager = touch {m}\\n' > {c}/git/config; echo ok",
+        m = mark.display(),
+        c = home.path().join(".config").display()
+    );
+    let out = run(&attack);
+    assert!(out.stdout.contains("ok"), "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("hook=0"), "the workspace's hooks were writable: {}", out.stdout);
+    assert!(!out.stdout.contains("husky=0"), "core.hooksPath was writable: {}", out.stdout);
+    for planted in [".git/commondir", ".git/rebase-merge/git-rebase-todo"] {
+        assert!(!ws.path().join(planted).exists(), "{planted} stayed: {}", out.stderr);
+    }
+    assert!(!home.path().join(".config/git").exists(), "~/.config/git stayed: {}", out.stderr);
+}
+
+/// An executor session that plants and is then shut down (no later result) still has what it
+/// planted moved aside.
+#[test]
+fn a_session_shut_down_without_a_last_result_still_has_its_planting_moved_aside() {
+    require_mount_view!();
+    let mut ex = super::executor::Executor::start(&[]);
+    let work = ex.work.path().to_path_buf();
+    git(&work, &["init", "-q"]).assert_ok();
+    let text = ex.text(
+        "exec_command",
+        serde_json::json!({"cmd": "sleep 0.5; echo x > .git/commondir; sleep 30", "yield_time_ms": 250}),
+    );
+    assert!(text.contains("Process running"), "{text}");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(work.join(".git/commondir").exists(), "the command did not plant");
+    ex.send(&serde_json::json!({"type": "shutdown", "requestId": "end"}));
+    ex.wait_for(std::time::Duration::from_secs(10), |v| v["type"] == "shutdown_response");
+    let _ = ex.child.wait();
+    assert!(!work.join(".git/commondir").exists(), "the planted commondir stayed");
+}
+
+/// A watched git dir swapped for a link to a directory elsewhere during the run: cordon moves
+/// nothing there (it renames only within the directories it opened before the run).
+#[test]
+fn a_git_dir_swapped_for_a_link_never_makes_cordon_rename_elsewhere() {
+    require_mount_view!();
+    let ws = scratch();
+    let home = scratch();
+    let victim = scratch();
+    std::fs::create_dir_all(victim.path().join("hooks")).unwrap();
+    std::fs::write(victim.path().join("config"), "x\n").unwrap();
+    for dir in ["b/objects", "b/refs"] {
+        std::fs::create_dir_all(ws.path().join(dir)).unwrap();
+    }
+    std::fs::write(ws.path().join("b/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let swap = format!("mv b b.old && ln -s {} b; echo swapped=$?", victim.path().display());
+    let run = sandboxed(User::Root, ws.path(), home.path(), &swap);
+    assert!(run.stdout.contains("swapped=0"), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(std::fs::read_to_string(victim.path().join("config")).unwrap(), "x\n");
+    assert!(victim.path().join("hooks").is_dir());
+    let names: Vec<String> = std::fs::read_dir(victim.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.contains("cordon")), "{names:?}");
+}

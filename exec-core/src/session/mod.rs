@@ -520,6 +520,19 @@ impl SessionManager {
         for entry in &sessions {
             entry.session.terminate();
         }
+        // What they planted where git runs code from goes with them (`Entry`'s drop).
+        std::thread::sleep(SHUTDOWN_GRACE);
+        drop(sessions);
+    }
+}
+
+impl Drop for Entry {
+    /// A session that ends without a last result (shut down, pruned, abandoned) still has what
+    /// its command planted moved aside.
+    fn drop(&mut self) {
+        if let Some(watch) = &self.git_watch {
+            watch.move_aside();
+        }
     }
 }
 

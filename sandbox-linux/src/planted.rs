@@ -1,0 +1,265 @@
+//! Names that run code later but that a read-only binding cannot keep from being created: git's
+//! redirections and hooks in every git dir of the writable roots (a new `commondir`, `hooks/`,
+//! `config.worktree`, a linked worktree's `commondir`, `exec` lines or a merge strategy added to
+//! a paused rebase) and the start-up files under `$HOME` that do not exist yet. [`Watch`] notes
+//! their state before a command runs and moves aside what the command created or replaced.
+//!
+//! Everything is reached from a directory opened before the run (`O_PATH | O_NOFOLLOW`), one
+//! component at a time without following a symbolic link, and renamed within that directory to
+//! an unguessable name: a command that swaps a directory for a link, or squats on the name the
+//! file would be moved to, cannot make cordon rename anything elsewhere or leave the file in
+//! place. A planted symbolic link on the way is what is moved aside.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
+
+/// What identifies a file's state: inode and change time (which no call can set back).
+type Stamp = (u64, i64, i64);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Check {
+    /// Planted when it appears or its stamp changes.
+    Name,
+    /// A rebase todo list: planted when it holds more `exec` lines than before.
+    ExecLines(usize),
+}
+
+#[derive(Debug)]
+struct Watched {
+    /// An existing directory, opened before the run.
+    anchor: Arc<OwnedFd>,
+    anchor_path: PathBuf,
+    /// The components from the anchor to the watched name, each with its stamp before the run
+    /// (`None`: it did not exist).
+    rel: Vec<(OsString, Option<Stamp>)>,
+    check: Check,
+}
+
+/// The state of the watched names before a run.
+#[derive(Debug, Default)]
+pub struct Watch {
+    watched: Vec<Watched>,
+    /// Each git dir, opened, with the linked worktrees its `worktrees/` held before the run.
+    worktrees: Vec<(Arc<OwnedFd>, PathBuf, Vec<OsString>)>,
+}
+
+/// What a command planted, and where cordon moved it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planted {
+    pub path: PathBuf,
+    /// `None` when it could be neither moved nor removed (it is still in place).
+    pub moved_to: Option<PathBuf>,
+}
+
+const GIT_NAMES: [&str; 4] = ["commondir", "config.worktree", "hooks", "config"];
+const REBASE_DIRS: [&str; 2] = ["rebase-merge", "rebase-apply"];
+const REBASE_NAMES: [&str; 2] = ["strategy", "strategy_opts"];
+
+impl Watch {
+    /// Notes the state of the watched names in every git dir of `git_dirs` and of every path in
+    /// `start_up` (absolute paths that lie inside a writable root).
+    pub fn before(git_dirs: &[PathBuf], start_up: &[PathBuf]) -> Watch {
+        let mut watch = Watch::default();
+        for git_dir in git_dirs {
+            let Some(anchor) = open_dir(None, git_dir.as_os_str()).map(Arc::new) else { continue };
+            let mut add = |rel: &[&str], check: Check| {
+                watch.add(&anchor, git_dir, rel, check);
+            };
+            for name in GIT_NAMES {
+                add(&[name], Check::Name);
+            }
+            let existing = subdirectories(git_dir, "worktrees");
+            for worktree in &existing {
+                let worktree = worktree.to_string_lossy().into_owned();
+                add(&["worktrees", &worktree, "commondir"], Check::Name);
+                add(&["worktrees", &worktree, "config.worktree"], Check::Name);
+            }
+            for dir in REBASE_DIRS {
+                let todo = git_dir.join(dir).join("git-rebase-todo");
+                add(&[dir, "git-rebase-todo"], Check::ExecLines(exec_lines(&todo)));
+                for name in REBASE_NAMES {
+                    add(&[dir, name], Check::Name);
+                }
+            }
+            watch.worktrees.push((anchor, git_dir.clone(), existing));
+        }
+        for path in start_up {
+            // Anchored at the deepest directory that exists now.
+            let mut anchor_path = path.parent().map(Path::to_path_buf);
+            while let Some(dir) = &anchor_path {
+                if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+                    break;
+                }
+                anchor_path = dir.parent().map(Path::to_path_buf);
+            }
+            let Some(anchor_path) = anchor_path else { continue };
+            let Some(anchor) = open_dir(None, anchor_path.as_os_str()).map(Arc::new) else {
+                continue;
+            };
+            let Ok(rest) = path.strip_prefix(&anchor_path) else { continue };
+            let rel: Vec<String> =
+                rest.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            let rel: Vec<&str> = rel.iter().map(String::as_str).collect();
+            watch.add(&anchor, &anchor_path, &rel, Check::Name);
+        }
+        watch
+    }
+
+    fn add(&mut self, anchor: &Arc<OwnedFd>, anchor_path: &Path, rel: &[&str], check: Check) {
+        let mut stamps = Vec::new();
+        let mut path = anchor_path.to_path_buf();
+        for name in rel {
+            path.push(name);
+            stamps.push((OsString::from(name), stamp(&path)));
+        }
+        self.watched.push(Watched {
+            anchor: Arc::clone(anchor),
+            anchor_path: anchor_path.to_path_buf(),
+            rel: stamps,
+            check,
+        });
+    }
+
+    /// Moves aside (renames to `NAME.cordon-planted-RANDOM` in its own directory; removes it
+    /// when that fails) every watched name the command created or replaced, and returns them.
+    pub fn move_aside(&self) -> Vec<Planted> {
+        let mut planted = Vec::new();
+        for watched in &self.watched {
+            if let Some(found) = watched.planted() {
+                if !planted.iter().any(|p: &Planted| p.path == found.path) {
+                    planted.push(found);
+                }
+            }
+        }
+        // A linked worktree added during the run: only its redirection is moved.
+        for (git_dir, path, existing) in &self.worktrees {
+            let Some(worktrees) = open_dir(Some(git_dir), OsStr::new("worktrees")) else {
+                continue;
+            };
+            for name in subdirectories(path, "worktrees") {
+                if existing.contains(&name) {
+                    continue;
+                }
+                let Some(worktree) = open_dir(Some(&worktrees), &name) else { continue };
+                let commondir = OsStr::new("commondir");
+                if nix::sys::stat::fstatat(&worktree, commondir, AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .is_ok()
+                {
+                    let at = path.join("worktrees").join(&name).join(commondir);
+                    planted.push(move_away(&worktree, commondir, &at));
+                }
+            }
+        }
+        planted
+    }
+}
+
+impl Watched {
+    /// Walks from the anchor to the name without following links; moves aside the first
+    /// component that is new or changed (a link or directory planted on the way, or the name
+    /// itself), or a todo list that gained `exec` lines.
+    fn planted(&self) -> Option<Planted> {
+        let mut dir: Arc<OwnedFd> = Arc::clone(&self.anchor);
+        let mut path = self.anchor_path.clone();
+        let last = self.rel.len().checked_sub(1)?;
+        for (i, (name, before)) in self.rel.iter().enumerate() {
+            path.push(name);
+            let st = nix::sys::stat::fstatat(&*dir, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+                .ok()?;
+            let now = stamp_of(&st);
+            let changed = before.is_none_or(|before| before != now);
+            if i == last {
+                let planted = match self.check {
+                    Check::Name => changed,
+                    Check::ExecLines(before) => exec_lines(&path) > before,
+                };
+                return planted.then(|| move_away(&dir, name, &path));
+            }
+            let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
+            if is_link && changed {
+                // A link planted on the way: git would follow it.
+                return Some(move_away(&dir, name, &path));
+            }
+            // An unchanged link of the user's own is not followed (nothing planted behind it
+            // can be reached without following it): the walk ends there.
+            dir = Arc::new(open_dir(Some(&dir), name)?);
+        }
+        None
+    }
+}
+
+/// Renames `name` in `dir` to an unguessable name beside it; a file that cannot be renamed is
+/// removed. Reports where it went (`None`: it is still in place).
+fn move_away(dir: &OwnedFd, name: &OsStr, path: &Path) -> Planted {
+    use std::hash::{BuildHasher, Hasher};
+    for _ in 0..4 {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let mut aside = name.to_owned();
+        aside.push(format!(".cordon-planted-{:016x}", hasher.finish()));
+        // Only when nothing has that name (a command cannot guess it; checked anyway).
+        if nix::sys::stat::fstatat(dir, aside.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
+            continue;
+        }
+        if nix::fcntl::renameat(dir, name, dir, aside.as_os_str()).is_ok() {
+            return Planted {
+                path: path.to_path_buf(),
+                moved_to: Some(path.with_file_name(aside)),
+            };
+        }
+    }
+    let removed = nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir);
+    Planted {
+        path: path.to_path_buf(),
+        moved_to: removed.ok().map(|()| PathBuf::from("(removed)")),
+    }
+}
+
+/// Opens the directory `name` (relative to `dir`, or a path) without following a final link.
+fn open_dir(dir: Option<&OwnedFd>, name: &OsStr) -> Option<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    match dir {
+        Some(dir) => nix::fcntl::openat(dir, name, flags, Mode::empty()).ok(),
+        None => nix::fcntl::open(name, flags, Mode::empty()).ok(),
+    }
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    nix::sys::stat::lstat(path).ok().map(|st| stamp_of(&st))
+}
+
+#[allow(clippy::useless_conversion)]
+fn stamp_of(st: &nix::sys::stat::FileStat) -> Stamp {
+    (u64::from(st.st_ino), st.st_ctime, st.st_ctime_nsec)
+}
+
+fn subdirectories(git_dir: &Path, name: &str) -> Vec<OsString> {
+    let Ok(entries) = std::fs::read_dir(git_dir.join(name)) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name())
+        .take(512)
+        .collect()
+}
+
+/// How many lines of a rebase todo list run a command (`exec`/`x`, then a space or a tab);
+/// 0 when it cannot be read.
+fn exec_lines(todo: &Path) -> usize {
+    let Ok(Some(text)) = cordon_policies::read_start_file(todo, 16 * 1024 * 1024) else {
+        return 0;
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .filter(|line| matches!(line.split_whitespace().next(), Some("exec" | "x")))
+        .count()
+}
