@@ -295,7 +295,7 @@ pub enum ProxyEndpoint<'a> {
 /// The helper's end of a network proxy's hand-over socketpair, shared by the proxy and the
 /// plans made for it. It has no name anywhere, so only the helper a plan starts can hand the
 /// proxy a listener. Close-on-exec in this process at all times: a server runs concurrent
-/// sessions, and no other session's child may inherit it; [`LaunchPlan::pass_descriptors`]
+/// sessions, and no other session's child may inherit it; [`LaunchPlan::prepare_spawn`]
 /// opens it to the one child that runs the helper, between its fork and its exec.
 #[derive(Debug, Clone)]
 pub struct HandOverSocket(Arc<OwnedFd>);
@@ -344,7 +344,7 @@ pub struct LaunchPlan {
     #[serde(skip)]
     pub in_process: Option<HelperArgs>,
     /// The descriptor the helper's `--proxy-fd` names, which the child must inherit
-    /// ([`LaunchPlan::pass_descriptors`]). Holding it here keeps the number valid for as long
+    /// ([`LaunchPlan::prepare_spawn`]). Holding it here keeps the number valid for as long
     /// as the plan can be spawned.
     #[serde(skip)]
     pub proxy_channel: Option<HandOverSocket>,
@@ -493,13 +493,30 @@ impl LaunchPlan {
         command
     }
 
+    /// Registers the plan's pre-exec steps on `command` (from [`LaunchPlan::to_command`], its
+    /// stdio set), in the one order they must run: the child set up as `terminal` says (which
+    /// marks every inherited descriptor close-on-exec), then the descriptors the plan's helper
+    /// is told about opened to it again (the proxy's hand-over socket, `--proxy-fd`), then —
+    /// when this process is single-threaded — the helper itself in the forked child instead of
+    /// an exec. Every spawner of a plan calls this and nothing else.
+    pub fn prepare_spawn(
+        &self,
+        command: &mut std::process::Command,
+        terminal: crate::sys::Terminal,
+    ) {
+        crate::sys::prepare_child(command, terminal);
+        self.pass_descriptors(command);
+        #[cfg(target_os = "linux")]
+        crate::sys::run_helper_in_child(command, self.in_process_helper());
+    }
+
     /// Lets `command`'s child inherit the descriptors the plan's helper is told about (the
     /// proxy's hand-over socket, `--proxy-fd`): a pre-exec step clears their close-on-exec
-    /// flag in the child only. Every spawner of a plan calls this after every step that marks
-    /// descriptors close-on-exec (`sys::prepare_child`), since steps run in the order they
-    /// were registered; without it the helper finds no descriptor and fails closed (exit 125).
-    /// A helper run in the forked child (`sys::run_helper_in_child`) keeps them open by itself.
-    pub fn pass_descriptors(&self, command: &mut std::process::Command) {
+    /// flag in the child only. It must run after every step that marks descriptors
+    /// close-on-exec (steps run in the order they were registered; see
+    /// [`LaunchPlan::prepare_spawn`]); without it the helper finds no descriptor and fails
+    /// closed (exit 125). A helper run in the forked child keeps them open by itself.
+    fn pass_descriptors(&self, command: &mut std::process::Command) {
         #[cfg(target_os = "linux")]
         if let Some(channel) = &self.proxy_channel {
             cordon_sandbox_linux::keep_open_in_child(command, Arc::clone(&channel.0));
@@ -524,6 +541,7 @@ impl LaunchPlan {
                 );
             }
         }
+        // This very process execs: no child to set up, only the helper's descriptors to keep.
         let mut command = self.to_command();
         self.pass_descriptors(&mut command);
         command.exec()

@@ -257,10 +257,7 @@ fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream,
         StdinMode::Terminal => crate::sys::Terminal::Foreground,
         StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
     };
-    crate::sys::prepare_child(&mut command, terminal);
-    spec.pass_descriptors(&mut command);
-    #[cfg(target_os = "linux")]
-    crate::sys::run_helper_in_child(&mut command, spec.in_process_helper());
+    spec.prepare_spawn(&mut command, terminal);
     let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
     let stdout: Stream = child.stdout.take().map(|s| Box::new(s) as _);
     let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);

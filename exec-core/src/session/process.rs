@@ -101,10 +101,7 @@ impl SessionProcess {
             .stdin(terminal.try_clone().map_err(spawn_error)?)
             .stdout(terminal.try_clone().map_err(spawn_error)?)
             .stderr(terminal);
-        crate::sys::prepare_child(&mut command, crate::sys::Terminal::Controlling);
-        spec.pass_descriptors(&mut command);
-        #[cfg(target_os = "linux")]
-        crate::sys::run_helper_in_child(&mut command, spec.in_process_helper());
+        spec.prepare_spawn(&mut command, crate::sys::Terminal::Controlling);
         let mut child = command.spawn().map_err(spawn_error)?;
         // The terminal's other side stays with the child only: the session ends when it and
         // its descendants close it.
@@ -158,13 +155,10 @@ impl SessionProcess {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        crate::sys::prepare_child(&mut command, crate::sys::Terminal::Detach);
-        spec.pass_descriptors(&mut command);
         // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
-        #[cfg(target_os = "linux")]
-        crate::sys::run_helper_in_child(&mut command, spec.in_process_helper());
+        spec.prepare_spawn(&mut command, crate::sys::Terminal::Detach);
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = [
