@@ -43,15 +43,8 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     for why in outcome.approvals.iter().filter_map(|a| a.rule_not_saved.as_ref()) {
         eprintln!("cordon: {why}");
     }
-    let moved: Vec<String> = outcome
-        .attempts
-        .iter()
-        .flat_map(|a| &a.moved_aside)
-        .map(|m| match &m.to {
-            Some(to) => format!("{} (now {})", m.path.display(), to.display()),
-            None => format!("{} (could not be moved: remove it)", m.path.display()),
-        })
-        .collect();
+    let moved: Vec<String> =
+        outcome.attempts.iter().flat_map(|a| &a.moved_aside).map(ToString::to_string).collect();
     if !moved.is_empty() {
         // Paths inside the workspace can hold any byte: rendered, never printed raw.
         eprintln!(

@@ -56,6 +56,16 @@ pub struct MovedAside {
     pub to: Option<PathBuf>,
 }
 
+/// One entry of the line that reports what was moved: `PATH (now ASIDE)`.
+impl std::fmt::Display for MovedAside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.to {
+            Some(to) => write!(f, "{} (now {})", self.path.display(), to.display()),
+            None => write!(f, "{} (could not be moved: remove it)", self.path.display()),
+        }
+    }
+}
+
 /// Watches the git dirs of the policy's writable roots for the names a sandbox cannot keep
 /// from being created; `None` for an attempt without a sandbox (it could write anything).
 pub(crate) fn watch_git_dirs(

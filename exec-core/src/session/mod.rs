@@ -457,14 +457,7 @@ impl SessionManager {
     fn moved_aside_line(&self, id: u32) -> String {
         let watch = self.table().sessions.get(&id).and_then(|e| e.git_watch.clone());
         let Some(watch) = watch else { return String::new() };
-        let moved: Vec<String> = watch
-            .move_aside()
-            .iter()
-            .map(|m| match &m.to {
-                Some(to) => format!("{} (now {})", m.path.display(), to.display()),
-                None => format!("{} (could not be moved: remove it)", m.path.display()),
-            })
-            .collect();
+        let moved: Vec<String> = watch.move_aside().iter().map(ToString::to_string).collect();
         if moved.is_empty() {
             return String::new();
         }
