@@ -66,4 +66,4 @@ pub use sandbox_policy::{
 };
 pub use script_words::{is_shell_call, script_words};
 pub use shell_script::plain_shell_commands;
-pub use start_files::{StartFileError, read_kernel_file, read_start_file};
+pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};

@@ -43,7 +43,7 @@ pub fn read_start_file(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StartFi
     };
     let meta = file.metadata().map_err(StartFileError::Read)?;
     if !meta.file_type().is_file() {
-        return Err(StartFileError::NotRegular(kind(&meta.file_type())));
+        return Err(StartFileError::NotRegular(file_kind(&meta.file_type())));
     }
     if meta.len() > cap {
         return Err(StartFileError::TooLarge { cap });
@@ -79,7 +79,8 @@ fn read_capped(file: File, cap: u64) -> Result<Vec<u8>, StartFileError> {
     Ok(bytes)
 }
 
-fn kind(file_type: &std::fs::FileType) -> &'static str {
+/// What a file that is not a regular one is, for a message (`a FIFO`, `a device`, …).
+pub fn file_kind(file_type: &std::fs::FileType) -> &'static str {
     if file_type.is_dir() {
         "a directory"
     } else if file_type.is_fifo() {

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cordon_policies::{StartFileError, read_start_file};
+use cordon_policies::{StartFileError, file_kind, read_start_file};
 
 /// How deep and how many directories of `modules/` are looked at (nested submodules, names
 /// with `/`): every directory counts, so a command cannot slow later starts down with a wide
@@ -118,31 +118,17 @@ fn unusable_file(path: &Path, error: &StartFileError) -> UnusableGitFile {
 /// Why git could not use the file at `path` (following links, as git does), without opening
 /// it; `None` when it is missing or a small regular file.
 fn unusable_by_git(path: &Path) -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
     let meta = std::fs::metadata(path).ok()?;
-    let kind = meta.file_type();
-    let what = if kind.is_file() {
-        if meta.len() <= MAX_CONFIG_BYTES {
-            return None;
-        }
-        return Some(format!("is more than the {MAX_CONFIG_BYTES} bytes cordon reads"));
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else {
-        "not a file"
-    };
+    if meta.is_file() {
+        return (meta.len() > MAX_CONFIG_BYTES)
+            .then(|| StartFileError::TooLarge { cap: MAX_CONFIG_BYTES }.to_string());
+    }
     let link = if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
         "a symbolic link to "
     } else {
         ""
     };
-    Some(format!("is {link}{what}, not a regular file"))
+    Some(format!("is {link}{}, not a regular file", file_kind(&meta.file_type())))
 }
 
 /// The `.git` pointer files of the submodule checkouts whose git dirs live under
