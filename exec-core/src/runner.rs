@@ -84,8 +84,8 @@ pub(crate) fn watch_git_dirs(
         let home =
             helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok());
         let start_up: Vec<std::path::PathBuf> = home
-            .into_iter()
-            .flat_map(|home| cordon_policies::HOME_START_UP_PATHS.iter().map(move |p| home.join(p)))
+            .iter()
+            .flat_map(|home| cordon_policies::home_start_up_paths(home))
             .filter(|path| roots.iter().any(|root| path.starts_with(root)))
             .collect();
         return Some(GitWatch(cordon_sandbox_linux::Watch::before(&git_dirs, &start_up)));

@@ -58,6 +58,7 @@ pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules}
 pub use normalize::{normalize, runs_arbitrary_code};
 pub use paths::{
     DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_START_UP_PATHS, expand_home, expand_path,
+    home_start_up_paths,
 };
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;

@@ -75,6 +75,11 @@ pub const HOME_START_UP_PATHS: &[&str] = &[
     ".docker",
 ];
 
+/// [`HOME_START_UP_PATHS`] under `home`.
+pub fn home_start_up_paths(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    HOME_START_UP_PATHS.iter().map(move |name| home.join(name))
+}
+
 /// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`
 /// for files) inside the sandbox. The container-engine sockets are on the list because a
 /// connection to them is root on the host, and neither Landlock (before ABI 9) nor a read-only

@@ -73,7 +73,7 @@ impl Watch {
             for name in GIT_NAMES {
                 add(&[name], Check::Name);
             }
-            let existing = subdirectories(git_dir, "worktrees");
+            let existing = linked_worktrees(git_dir);
             for worktree in &existing {
                 let worktree = worktree.to_string_lossy().into_owned();
                 add(&["worktrees", &worktree, "commondir"], Check::Name);
@@ -141,7 +141,7 @@ impl Watch {
             let Some(worktrees) = open_dir(Some(git_dir), OsStr::new("worktrees")) else {
                 continue;
             };
-            for name in subdirectories(path, "worktrees") {
+            for name in linked_worktrees(path) {
                 if existing.contains(&name) {
                     continue;
                 }
@@ -242,13 +242,11 @@ fn stamp_of(st: &nix::sys::stat::FileStat) -> Stamp {
     (u64::from(st.st_ino), st.st_ctime, st.st_ctime_nsec)
 }
 
-fn subdirectories(git_dir: &Path, name: &str) -> Vec<OsString> {
-    let Ok(entries) = std::fs::read_dir(git_dir.join(name)) else { return Vec::new() };
-    entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.file_name())
-        .take(512)
+/// The names of the linked worktrees in `git_dir/worktrees`.
+fn linked_worktrees(git_dir: &Path) -> Vec<OsString> {
+    crate::repositories::subdirectories(&git_dir.join("worktrees"))
+        .into_iter()
+        .filter_map(|dir| dir.file_name().map(OsStr::to_owned))
         .collect()
 }
 

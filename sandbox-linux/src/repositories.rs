@@ -152,7 +152,8 @@ pub fn git_dir_entries(git_dir: &Path) -> Vec<PathBuf> {
     entries
 }
 
-fn subdirectories(dir: &Path) -> Vec<PathBuf> {
+/// The directories in `dir` (not links to them), at most [`MAX_REPOSITORIES`].
+pub(crate) fn subdirectories(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     entries
         .flatten()

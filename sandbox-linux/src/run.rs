@@ -203,9 +203,7 @@ fn run(
     // What the user's next shell, git or Python loads, judged by its place under $HOME.
     if let Some(home) = env.home.as_deref().filter(|home| home.is_absolute()) {
         policy.protected_paths.extend(
-            cordon_policies::HOME_START_UP_PATHS
-                .iter()
-                .map(|name| home.join(name).display().to_string()),
+            cordon_policies::home_start_up_paths(home).map(|path| path.display().to_string()),
         );
     }
     // The helper's own file, and what the caller starts itself from.
