@@ -121,9 +121,10 @@ impl Settings {
             ),
         };
         let allow_home_root = flags.allow_home_root || config.allow_home_root;
-        let (exe, launch) = helper_exe(&config)?;
+        let own = PinnedExe::own().context("cannot open the cordon executable")?;
+        let (exe, launch) = helper_exe(&config, &own)?;
         let mut user_view = user_view;
-        user_view.cordon_executables = cordon_executables(&exe)?;
+        user_view.cordon_executables = cordon_executables(&own, &exe);
         let helper = HelperSettings {
             exe,
             launch,
@@ -343,7 +344,7 @@ fn hidden_paths(flags: &SandboxFlags, config: &Config, env: &PolicyEnv<'_>) -> O
 /// The helper executable: `$CORDON_LINUX_SANDBOX_EXE`, else config `linux_sandbox_exe`, else
 /// this very binary — which a spawner may then run in its forked child without an exec. Opened
 /// now and started through that descriptor from then on (see [`PinnedExe`]).
-fn helper_exe(config: &Config) -> anyhow::Result<(PinnedExe, HelperLaunch)> {
+fn helper_exe(config: &Config, own: &PinnedExe) -> anyhow::Result<(PinnedExe, HelperLaunch)> {
     let configured = match std::env::var_os("CORDON_LINUX_SANDBOX_EXE") {
         Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
         _ => config.linux_sandbox_exe.clone(),
@@ -354,10 +355,7 @@ fn helper_exe(config: &Config) -> anyhow::Result<(PinnedExe, HelperLaunch)> {
                 .with_context(|| format!("cannot use the helper executable {}", path.display()))?;
             Ok((exe, HelperLaunch::Exec))
         }
-        None => Ok((
-            PinnedExe::own().context("cannot open the cordon executable")?,
-            HelperLaunch::InProcessWhenPossible,
-        )),
+        None => Ok((own.clone(), HelperLaunch::InProcessWhenPossible)),
     }
 }
 
@@ -410,8 +408,7 @@ fn refuse_home_root(
 /// The files a sandbox must not let a command replace: this binary (where it started from
 /// and the path it was invoked by, as the shell found it) and the helper executable (the path
 /// configured and where it leads).
-fn cordon_executables(helper: &PinnedExe) -> anyhow::Result<Vec<PathBuf>> {
-    let own = PinnedExe::own().context("cannot open the cordon executable")?;
+fn cordon_executables(own: &PinnedExe, helper: &PinnedExe) -> Vec<PathBuf> {
     let mut paths = vec![own.canonical().to_path_buf()];
     paths.extend(invoked_path());
     for path in [helper.shown(), helper.canonical()] {
@@ -421,7 +418,7 @@ fn cordon_executables(helper: &PinnedExe) -> anyhow::Result<Vec<PathBuf>> {
     }
     paths.sort();
     paths.dedup();
-    Ok(paths)
+    paths
 }
 
 /// The path this process was started by: `argv[0]` when it names a path, else the first
@@ -432,13 +429,17 @@ fn invoked_path() -> Option<PathBuf> {
         return std::path::absolute(&arg0).ok();
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).filter(|dir| dir.is_absolute()).map(|dir| dir.join(&arg0)).find(
-        |candidate| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(candidate)
-                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        },
-    )
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(&arg0))
+        .find(|candidate| executable_file(candidate))
+}
+
+/// Whether `path` leads to a regular file someone may execute (what a PATH search takes).
+fn executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// `$CORDON_HOME/rules.toml`, then `<workspace>/.cordon/rules.toml` (read safely: see
@@ -473,11 +474,11 @@ pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTa
     })
 }
 
-/// The ssh client: `--ssh-program` as named, else `ssh` from the first PATH directory that a
-/// sandboxed command cannot have written to — owned by root, writable by no one else, and
-/// outside `$HOME` and the temporary directories (a workspace or `--add-dir` root is usually
-/// one of those). Never simply the first `ssh` on PATH, which a sandboxed command could have
-/// planted in a writable directory listed there.
+/// The ssh client: `--ssh-program` as named, else `ssh` from the first system directory on
+/// PATH that a sandboxed command cannot have written to — under `/usr`, `/bin` or `/sbin`,
+/// owned by root, writable by no one else, and outside `$HOME` and the temporary directories.
+/// Never simply the first `ssh` on PATH, which a sandboxed command could have planted in a
+/// writable directory listed there.
 fn ssh_program(named: Option<&Path>) -> anyhow::Result<PathBuf> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     if let Some(path) = named {
@@ -509,10 +510,7 @@ fn ssh_program(named: Option<&Path>) -> anyhow::Result<PathBuf> {
         .filter_map(|dir| std::fs::canonicalize(dir).ok())
         .filter(|dir| system_dir(dir))
         .map(|dir| dir.join("ssh"))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        })
+        .find(|candidate| executable_file(candidate))
         .ok_or_else(|| {
             anyhow::anyhow!(
                 "no ssh client in a system directory on PATH (under /usr, /bin or /sbin, owned by \
