@@ -78,7 +78,7 @@ pub struct PinnedExe {
     shown: PathBuf,
     /// Where the descriptor pointed when it was opened, symlinks resolved.
     canonical: PathBuf,
-    fd: std::sync::Arc<std::os::fd::OwnedFd>,
+    fd: Arc<OwnedFd>,
 }
 
 impl PinnedExe {
@@ -86,9 +86,9 @@ impl PinnedExe {
     /// been replaced or removed since.
     #[cfg(target_os = "linux")]
     pub fn own() -> std::io::Result<PinnedExe> {
-        let fd = std::os::fd::OwnedFd::from(open_path("/proc/self/exe".as_ref())?);
+        let fd = OwnedFd::from(open_path("/proc/self/exe".as_ref(), 0)?);
         let canonical = std::fs::read_link(fd_path(&fd))?;
-        Ok(PinnedExe { shown: canonical.clone(), canonical, fd: std::sync::Arc::new(fd) })
+        Ok(PinnedExe { shown: canonical.clone(), canonical, fd: Arc::new(fd) })
     }
 
     /// cordon's own executable (elsewhere there is no helper to start by it).
@@ -99,11 +99,11 @@ impl PinnedExe {
 
     /// The executable at `path` (symlinks followed), as it is now.
     pub fn open(path: &std::path::Path) -> std::io::Result<PinnedExe> {
-        let file = open_path(path)?;
+        let file = open_path(path, 0)?;
         if !file.metadata()?.is_file() {
             return Err(std::io::Error::other("not a regular file"));
         }
-        let fd = std::os::fd::OwnedFd::from(file);
+        let fd = OwnedFd::from(file);
         #[cfg(target_os = "linux")]
         let canonical = std::fs::read_link(fd_path(&fd))?;
         #[cfg(not(target_os = "linux"))]
@@ -114,7 +114,7 @@ impl PinnedExe {
                  link to it), which cordon starts through a descriptor",
             ));
         }
-        Ok(PinnedExe { shown: path.to_path_buf(), canonical, fd: std::sync::Arc::new(fd) })
+        Ok(PinnedExe { shown: path.to_path_buf(), canonical, fd: Arc::new(fd) })
     }
 
     /// The path to show in messages.
@@ -150,14 +150,14 @@ impl PartialEq for PinnedExe {
 
 impl Eq for PinnedExe {}
 
-/// `open(path, O_PATH | O_CLOEXEC)`: a handle on the file itself, which needs no read
-/// permission and runs nothing.
-fn open_path(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+/// `open(path, O_PATH | O_CLOEXEC | extra)`: a handle on the file itself, which needs no read
+/// permission and runs nothing (elsewhere than Linux, a plain read-only open).
+fn open_path(path: &std::path::Path, extra: libc::c_int) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     #[cfg(target_os = "linux")]
-    let flags = libc::O_PATH;
+    let flags = libc::O_PATH | extra;
     #[cfg(not(target_os = "linux"))]
-    let flags = 0;
+    let flags = extra;
     std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)
 }
 
@@ -187,27 +187,23 @@ fn fd_path(fd: &impl std::os::fd::AsRawFd) -> PathBuf {
 pub struct PinnedDir {
     /// Where the opened directory is, symlinks resolved (what is shown and passed on).
     path: PathBuf,
-    fd: std::sync::Arc<std::os::fd::OwnedFd>,
+    fd: Arc<OwnedFd>,
     identity: (u64, u64),
 }
 
 impl PinnedDir {
     /// Opens `path` (symlinks followed); fails unless it is a directory.
     pub fn open(path: &std::path::Path) -> std::io::Result<PinnedDir> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        #[cfg(target_os = "linux")]
-        let flags = libc::O_PATH | libc::O_DIRECTORY;
-        #[cfg(not(target_os = "linux"))]
-        let flags = libc::O_DIRECTORY;
-        let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)?;
+        use std::os::unix::fs::MetadataExt;
+        let file = open_path(path, libc::O_DIRECTORY)?;
         let meta = file.metadata()?;
-        let fd = std::os::fd::OwnedFd::from(file);
+        let fd = OwnedFd::from(file);
         // The path of what was opened, not of what `path` leads to by now.
         #[cfg(target_os = "linux")]
         let path = std::fs::read_link(fd_path(&fd))?;
         #[cfg(not(target_os = "linux"))]
         let path = std::fs::canonicalize(path)?;
-        Ok(PinnedDir { path, fd: std::sync::Arc::new(fd), identity: (meta.dev(), meta.ino()) })
+        Ok(PinnedDir { path, fd: Arc::new(fd), identity: (meta.dev(), meta.ino()) })
     }
 
     /// The directory's path when it was opened.
