@@ -67,23 +67,24 @@ impl Watch {
         let mut watch = Watch::default();
         for git_dir in git_dirs {
             let Some(anchor) = open_dir(None, git_dir.as_os_str()).map(Arc::new) else { continue };
-            let mut add = |rel: &[&str], check: Check| {
+            let mut add = |rel: &[&OsStr], check: Check| {
                 watch.add(&anchor, git_dir, rel, check);
             };
             for name in GIT_NAMES {
-                add(&[name], Check::Name);
+                add(&[name.as_ref()], Check::Name);
             }
             let existing = linked_worktrees(git_dir);
             for worktree in &existing {
-                let worktree = worktree.to_string_lossy().into_owned();
-                add(&["worktrees", &worktree, "commondir"], Check::Name);
-                add(&["worktrees", &worktree, "config.worktree"], Check::Name);
+                for name in ["commondir", "config.worktree"] {
+                    add(&["worktrees".as_ref(), worktree, name.as_ref()], Check::Name);
+                }
             }
             for dir in REBASE_DIRS {
                 let todo = git_dir.join(dir).join("git-rebase-todo");
-                add(&[dir, "git-rebase-todo"], Check::ExecLines(exec_lines(&todo)));
+                let lines = Check::ExecLines(exec_lines(&todo));
+                add(&[dir.as_ref(), "git-rebase-todo".as_ref()], lines);
                 for name in REBASE_NAMES {
-                    add(&[dir, name], Check::Name);
+                    add(&[dir.as_ref(), name.as_ref()], Check::Name);
                 }
             }
             watch.worktrees.push((anchor, git_dir.clone(), existing));
@@ -102,20 +103,18 @@ impl Watch {
                 continue;
             };
             let Ok(rest) = path.strip_prefix(&anchor_path) else { continue };
-            let rel: Vec<String> =
-                rest.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-            let rel: Vec<&str> = rel.iter().map(String::as_str).collect();
+            let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
             watch.add(&anchor, &anchor_path, &rel, Check::Name);
         }
         watch
     }
 
-    fn add(&mut self, anchor: &Arc<OwnedFd>, anchor_path: &Path, rel: &[&str], check: Check) {
+    fn add(&mut self, anchor: &Arc<OwnedFd>, anchor_path: &Path, rel: &[&OsStr], check: Check) {
         let mut stamps = Vec::new();
         let mut path = anchor_path.to_path_buf();
         for name in rel {
             path.push(name);
-            stamps.push((OsString::from(name), stamp(&path)));
+            stamps.push((name.to_os_string(), stamp(&path)));
         }
         self.watched.push(Watched {
             anchor: Arc::clone(anchor),
