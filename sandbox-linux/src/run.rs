@@ -123,9 +123,9 @@ pub enum InProcessStart {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InheritedDescriptors {
     /// Every one is marked close-on-exec (a spawner marked them all, as cordon's does for the
-    /// command), except `--proxy-fd`'s, which is the helper's: the others are closed at once (`close_range`), with no listing of
-    /// `/proc/self/fd` — whose entries the kernel would build, and drop again at exit, on
-    /// every launch.
+    /// command), except `--proxy-fd`'s, which is the helper's: the others are closed at once
+    /// (`close_range`), with no listing of `/proc/self/fd` — whose entries the kernel would
+    /// build, and drop again at exit, on every launch.
     AllCloseOnExec,
     /// Some may be meant for the command (`cordon sandbox` passes its caller's on, as an exec
     /// would): those marked close-on-exec are closed (but `--proxy-fd`'s), the others stay.
