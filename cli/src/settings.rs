@@ -380,11 +380,15 @@ fn refuse_home_root(
     cwd: &Path,
     user_view: &cordon_policies::EnvSnapshot,
 ) -> anyhow::Result<()> {
-    // Unset or empty, HOME is still where the user's shell starts: the password database's.
-    let home = user_view.home.clone().filter(|h| h.is_absolute()).or_else(|| {
-        nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten().map(|user| user.dir)
-    });
-    let Some(home) = home.and_then(|h| std::fs::canonicalize(h).ok()) else {
+    // Unset, empty, relative or missing, HOME is still where the user's shell starts: the
+    // password database's.
+    let canonical = |home: PathBuf| std::fs::canonicalize(home).ok();
+    let home =
+        user_view.home.clone().filter(|h| h.is_absolute()).and_then(canonical).or_else(|| {
+            let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten()?;
+            canonical(user.dir)
+        });
+    let Some(home) = home else {
         return Ok(());
     };
     let Ok(resolved) = policy.resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p)) else {

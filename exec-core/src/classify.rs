@@ -214,22 +214,49 @@ pub enum Allow {
 /// What would allow a write to `path`, outside every root (see [`Allow`]).
 fn allow_for(path: &Path, context: &DenialContext) -> Allow {
     let components: Vec<_> = path.components().collect();
-    if let Some(at) = components.iter().position(|c| c.as_os_str() == ".git") {
-        let root: PathBuf = components[..at].iter().collect();
-        return Allow::RepositoryRoot { root };
+    let repository = components
+        .iter()
+        .position(|c| c.as_os_str() == ".git")
+        .map(|at| -> PathBuf { components[..at].iter().collect() });
+    // The directory that would become a root: the repository's for a git file.
+    let dir = match &repository {
+        Some(root) => root.clone(),
+        None => path.parent().unwrap_or(path).to_path_buf(),
+    };
+    if let Some(why) = never_a_root(&dir, context) {
+        return Allow::OutsideTheSandbox { why: why.to_owned() };
     }
-    let dir = path.parent().unwrap_or(path).to_path_buf();
-    if context.home.as_ref().is_some_and(|home| home.starts_with(&dir)) {
-        return Allow::OutsideTheSandbox {
-            why: "your home directory, or above it (start-up files there run outside any \
-                  sandbox later)"
-                .to_owned(),
-        };
+    match repository {
+        Some(root) => Allow::RepositoryRoot { root },
+        None => Allow::AddDir { dir },
     }
-    if context.own_dirs.iter().any(|own| own.starts_with(&dir) || dir.starts_with(own)) {
-        return Allow::OutsideTheSandbox { why: "where cordon itself is installed".to_owned() };
+}
+
+/// Why `dir` must never be offered as a writable root, if so: what lies there (or above it)
+/// runs code later outside any sandbox.
+fn never_a_root(dir: &Path, context: &DenialContext) -> Option<&'static str> {
+    let home = context.home.as_deref();
+    if home.is_some_and(|home| home.starts_with(dir)) {
+        return Some(
+            "your home directory, or above it (start-up files there run outside any sandbox \
+             later)",
+        );
     }
-    const SYSTEM: [&str; 17] = [
+    if context.own_dirs.iter().any(|own| own.starts_with(dir) || dir.starts_with(own)) {
+        return Some("where cordon itself is installed");
+    }
+    let start_up = home.is_some_and(|home| {
+        cordon_policies::home_start_up_paths(home)
+            .any(|path| path.starts_with(dir) || dir.starts_with(&path))
+    });
+    if start_up {
+        return Some("a start-up directory of your home (code there runs later)");
+    }
+    // Inside the user's own home (and not a start-up directory, above): an ordinary place.
+    if home.is_some_and(|home| dir.starts_with(home)) {
+        return None;
+    }
+    const SYSTEM: [&str; 23] = [
         "/usr",
         "/bin",
         "/sbin",
@@ -243,15 +270,21 @@ fn allow_for(path: &Path, context: &DenialContext) -> Allow {
         "/sys",
         "/dev",
         "/run",
+        "/var/run",
         "/var/lib",
         "/var/cache",
         "/var/log",
+        "/var/spool",
+        "/var/mail",
         "/snap",
+        "/opt",
+        "/root",
+        "/home",
     ];
     if dir == Path::new("/") || SYSTEM.iter().any(|system| dir.starts_with(system)) {
-        return Allow::OutsideTheSandbox { why: "a system directory".to_owned() };
+        return Some("a system directory, or another user's home");
     }
-    Allow::AddDir { dir }
+    None
 }
 
 /// What the sandbox blocked, as far as one output line and the policy tell (a heuristic: the

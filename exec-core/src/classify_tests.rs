@@ -167,7 +167,39 @@ fn a_denial_names_what_was_blocked_and_the_knob() {
             "sh: 1: cannot create /etc/x: Read-only file system",
             Blocked::OutsideRoots {
                 path: "/etc/x".into(),
-                allow: Allow::OutsideTheSandbox { why: "a system directory".into() },
+                allow: Allow::OutsideTheSandbox {
+                    why: "a system directory, or another user's home".into(),
+                },
+            },
+            "run it outside the sandbox",
+        ),
+        (
+            "fatal: Unable to create '/etc/.git/index.lock': Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/etc/.git/index.lock".into(),
+                allow: Allow::OutsideTheSandbox {
+                    why: "a system directory, or another user's home".into(),
+                },
+            },
+            "run it outside the sandbox",
+        ),
+        (
+            "touch: cannot touch '/home/v/x': Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/home/v/x".into(),
+                allow: Allow::OutsideTheSandbox {
+                    why: "a system directory, or another user's home".into(),
+                },
+            },
+            "run it outside the sandbox",
+        ),
+        (
+            "touch: cannot touch '/home/u/.config/direnv/direnvrc': Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/home/u/.config/direnv/direnvrc".into(),
+                allow: Allow::OutsideTheSandbox {
+                    why: "a start-up directory of your home (code there runs later)".into(),
+                },
             },
             "run it outside the sandbox",
         ),

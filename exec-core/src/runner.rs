@@ -79,7 +79,14 @@ pub(crate) fn watch_git_dirs(
             .resolve(policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))
             .ok()?;
         let roots = &resolved.writable_roots;
-        let git_dirs = cordon_sandbox_linux::git_dirs_in(roots);
+        // Only git dirs the command can write: one a pointer names outside the roots (the
+        // main repository of a linked worktree, or wherever a planted pointer leads) is left to
+        // its owner, whose own changes there during the run must never be moved.
+        let mut git_dirs = cordon_sandbox_linux::git_dirs_in(roots);
+        git_dirs.retain(|dir| {
+            std::fs::canonicalize(dir)
+                .is_ok_and(|dir| roots.iter().any(|root| dir.starts_with(root)))
+        });
         // What a shell, git or Python loads from $HOME, where a root contains it.
         let home =
             helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok());

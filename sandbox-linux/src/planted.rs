@@ -23,10 +23,13 @@ type Stamp = (u64, i64, i64);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Check {
-    /// Planted when it appears or its stamp changes.
+    /// Planted when it appears. A name that existed is bound read-only in the sandbox, so a
+    /// change to it comes from outside (the user's own `git config`): never moved.
     Name,
-    /// A rebase todo list: planted when it holds more `exec` lines than before.
-    ExecLines(usize),
+    /// A rebase todo list, with the commands (`exec` lines) it held before the run (`None`:
+    /// there was none): planted when it holds a command it did not hold, or cannot be read as
+    /// git would read it (a link, a non-regular or oversized file).
+    Commands(Option<Vec<String>>),
 }
 
 #[derive(Debug)]
@@ -79,13 +82,21 @@ impl Watch {
                     add(&["worktrees".as_ref(), worktree, name.as_ref()], Check::Name);
                 }
             }
-            for dir in REBASE_DIRS {
-                let todo = git_dir.join(dir).join("git-rebase-todo");
-                let lines = Check::ExecLines(exec_lines(&todo));
-                add(&[dir.as_ref(), "git-rebase-todo".as_ref()], lines);
-                for name in REBASE_NAMES {
-                    add(&[dir.as_ref(), name.as_ref()], Check::Name);
+            // The state of a paused rebase, cherry-pick or revert, in the git dir and in each
+            // linked worktree's own.
+            let mut prefixes: Vec<Vec<&OsStr>> = vec![Vec::new()];
+            prefixes.extend(existing.iter().map(|w| vec!["worktrees".as_ref(), w.as_os_str()]));
+            for prefix in &prefixes {
+                let under = |names: &[&'static str]| joined(prefix, names);
+                for dir in REBASE_DIRS {
+                    let todo: PathBuf = under(&[dir, "git-rebase-todo"]).iter().collect();
+                    let commands = exec_commands(&git_dir.join(todo)).ok().flatten();
+                    add(&under(&[dir, "git-rebase-todo"]), Check::Commands(commands));
+                    for name in REBASE_NAMES {
+                        add(&under(&[dir, name]), Check::Name);
+                    }
                 }
+                add(&under(&["sequencer", "opts"]), Check::Name);
             }
             watch.worktrees.push((anchor, git_dir.clone(), existing));
         }
@@ -173,9 +184,15 @@ impl Watched {
             let now = stamp_of(&st);
             let changed = before.is_none_or(|before| before != now);
             if i == last {
-                let planted = match self.check {
-                    Check::Name => changed,
-                    Check::ExecLines(before) => exec_lines(&path) > before,
+                let planted = match &self.check {
+                    Check::Name => before.is_none(),
+                    Check::Commands(before) => match exec_commands(&path) {
+                        Err(()) => true,
+                        Ok(None) => false,
+                        Ok(Some(now)) => now.iter().any(|command| {
+                            before.as_ref().is_none_or(|before| !before.contains(command))
+                        }),
+                    },
                 };
                 return planted.then(|| move_away(&dir, name, &path));
             }
@@ -249,14 +266,21 @@ fn linked_worktrees(git_dir: &Path) -> Vec<OsString> {
         .collect()
 }
 
-/// How many lines of a rebase todo list run a command (`exec`/`x`, then a space or a tab);
-/// 0 when it cannot be read.
-fn exec_lines(todo: &Path) -> usize {
-    let Ok(Some(text)) = cordon_policies::read_start_file(todo, 16 * 1024 * 1024) else {
-        return 0;
-    };
-    String::from_utf8_lossy(&text)
-        .lines()
-        .filter(|line| matches!(line.split_whitespace().next(), Some("exec" | "x")))
-        .count()
+/// `prefix`, then `names`: the components from a git dir to one of its files.
+fn joined<'a>(prefix: &[&'a OsStr], names: &[&'static str]) -> Vec<&'a OsStr> {
+    prefix.iter().copied().chain(names.iter().map(|name| OsStr::new(*name))).collect()
+}
+
+/// The command lines of a rebase todo list (`exec`/`x`, then a space or a tab, as git reads
+/// them); `Ok(None)` when there is none, `Err` when it is there but not as a small regular file
+/// (git would still follow a link or read a huge file).
+fn exec_commands(todo: &Path) -> Result<Option<Vec<String>>, ()> {
+    let text = cordon_policies::read_start_file(todo, 16 * 1024 * 1024).map_err(|_| ())?;
+    Ok(text.map(|text| {
+        String::from_utf8_lossy(&text)
+            .lines()
+            .filter(|line| matches!(line.split_whitespace().next(), Some("exec" | "x")))
+            .map(|line| line.trim().to_owned())
+            .collect()
+    }))
 }

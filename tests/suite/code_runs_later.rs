@@ -161,6 +161,17 @@ fn home_as_a_writable_root_is_refused_and_start_up_files_under_home_stay_read_on
     let refused = sandboxed(User::Root, home.path(), home.path(), "true");
     assert_eq!(refused.code, Some(125), "{}", refused.stderr);
     assert!(refused.stderr.contains("--allow-home-root"), "{}", refused.stderr);
+    // A HOME that does not exist stands for the password database's home.
+    if let Some(user) = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten() {
+        let real = user.dir.to_str().unwrap().to_owned();
+        let refused: Run =
+            cordon_command(User::Root, &["exec", "-a", "never", "-C", &real, "--", "true"])
+                .env("HOME", home.path().join("missing"))
+                .output()
+                .unwrap()
+                .into();
+        assert_eq!(refused.code, Some(125), "{}", refused.stderr);
+    }
     let ws = scratch();
     let config = home.path().join(".config");
     let script = format!(
@@ -338,4 +349,65 @@ fn a_git_dir_swapped_for_a_link_never_makes_cordon_rename_elsewhere() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(!names.iter().any(|n| n.contains("cordon")), "{names:?}");
+}
+
+/// The third review's spellings: an existing `exec` line reworded, a todo replaced by a link, a
+/// linked worktree's own rebase state and `sequencer/opts` are moved aside; the user's own
+/// change to an existing config during a run is not.
+#[test]
+fn reworded_or_linked_todos_worktree_rebase_state_and_sequencer_opts_are_moved_aside() {
+    require_mount_view!();
+    let ws = scratch();
+    let home = scratch();
+    repository(ws.path());
+    let git_dir = ws.path().join(".git");
+    std::fs::create_dir_all(git_dir.join("rebase-merge")).unwrap();
+    std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "exec echo legit\n").unwrap();
+    std::fs::create_dir_all(git_dir.join("sequencer")).unwrap();
+    let worktree = ws.path().join("wt");
+    git(ws.path(), &["worktree", "add", "-q", worktree.to_str().unwrap(), "-b", "feat"])
+        .assert_ok();
+    let wt_git = git_dir.join("worktrees/wt");
+    std::fs::create_dir_all(wt_git.join("rebase-merge")).unwrap();
+    std::fs::write(wt_git.join("rebase-merge/git-rebase-todo"), "pick 0000000 one\n").unwrap();
+    let attack = "sed -i 's/exec echo legit/exec touch planted/' .git/rebase-merge/git-rebase-todo; \
+        printf 'exec touch planted\\n' > .git/worktrees/wt/rebase-merge/t && \
+        mv -f .git/worktrees/wt/rebase-merge/t .git/worktrees/wt/rebase-merge/git-rebase-todo; \
+        printf '[options]\\n\\tstrategy = ../evil\\n' > .git/sequencer/opts; \
+        printf 'exec touch planted\\n' > evil && ln -sf ../../evil .git/rebase-merge/link; echo ok";
+    let run = sandboxed(User::Root, ws.path(), home.path(), attack);
+    assert!(run.stdout.contains("ok"), "{}\n{}", run.stdout, run.stderr);
+    for planted in [
+        ".git/rebase-merge/git-rebase-todo",
+        ".git/worktrees/wt/rebase-merge/git-rebase-todo",
+        ".git/sequencer/opts",
+    ] {
+        assert!(!ws.path().join(planted).exists(), "{planted} stayed: {}", run.stderr);
+    }
+
+    // A todo replaced by a link to a file outside git's view.
+    std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "pick 0000000 one\n").unwrap();
+    let link = "printf 'exec touch planted\\n' > evil2; \
+        ln -s ../../evil2 .git/rebase-merge/t && mv -f .git/rebase-merge/t .git/rebase-merge/git-rebase-todo";
+    let run = sandboxed(User::Root, ws.path(), home.path(), link);
+    assert!(
+        std::fs::symlink_metadata(git_dir.join("rebase-merge/git-rebase-todo")).is_err(),
+        "the linked todo stayed: {}",
+        run.stderr
+    );
+
+    // The user's own `git config` while a run is under way stays.
+    let mut running = cordon_command(
+        User::Root,
+        &["exec", "-a", "never", "-C", ws.path().to_str().unwrap(), "--", "sleep", "2"],
+    )
+    .env("HOME", home.path())
+    .env("CORDON_HOME", home.path().join(".cordon"))
+    .spawn()
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    git(ws.path(), &["config", "user.name", "Mine"]).assert_ok();
+    running.wait().unwrap();
+    let config = std::fs::read_to_string(git_dir.join("config")).unwrap_or_default();
+    assert!(config.contains("Mine"), "the user's own config was moved aside: {config}");
 }

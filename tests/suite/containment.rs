@@ -109,7 +109,7 @@ fn spawn(entry: Entry, ending: Ending, user: User, dir: &Path, script: &str) -> 
             let home = dir.join("home");
             std::fs::create_dir_all(&home).unwrap();
             chown_nobody(&home);
-            // HOME inside a writable root would be refused: one that does not exist is not.
+            // HOME inside a writable root would be refused: a missing one stands for the real home.
             cmd.env("CORDON_HOME", &home).env("HOME", dir.join("no-home"));
             cmd
         }

@@ -254,7 +254,7 @@ fn on_a_terminal_as(user: User, script: &str, dir: &std::path::Path) -> String {
         .args(&argv)
         .current_dir(dir)
         .env("CORDON_HOME", &home)
-        // HOME inside a writable root would be refused: one that does not exist is not.
+        // HOME inside a writable root would be refused: a missing one stands for the real home.
         .env("HOME", dir.join("no-home"))
         .env("PTY_TYPE_AFTER", "status=")
         .stdin(Stdio::null())

@@ -16,7 +16,7 @@ fn exec_in(base: &Path, ws: &Path, script: &str) -> Command {
         &["exec", "-s", "workspace-write", "--", "sh", "-c", script],
     );
     cmd.current_dir(ws)
-        // HOME as a writable root would be refused: one that does not exist is not.
+        // HOME as a writable root would be refused: a missing one stands for the real home.
         .env("HOME", base.join("no-home"))
         .env("TMPDIR", base)
         .env("CORDON_HOME", base.join("cordon-home"))
