@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use cordon_exec_core::MountViewRequirement;
+use cordon_policies::MountViewRequirement;
 use cordon_policies::{
     AskForApproval, DomainRules, EnvSnapshot, SandboxMode, ShellEnvironmentPolicy, WorkspaceWrite,
 };

@@ -60,7 +60,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         OutcomeResult::Completed { blocked: Some(why), .. } => {
             let sandbox = outcome.attempts.last().map_or("none", |a| a.sandbox.as_str());
-            let mode = request.sandbox_policy.mode();
+            let mode = request.sandbox.policy.mode();
             eprintln!(
                 "cordon: the sandbox blocked this command ({sandbox}, {}); {}",
                 mode.as_str(),
@@ -117,8 +117,7 @@ fn exec_request(
         command: args.command.clone(),
         cwd: settings.cwd.clone(),
         cwd_pin: settings.cwd_pin.clone(),
-        policy_cwd: settings.cwd.clone(),
-        sandbox_policy: settings.policy.clone(),
+        sandbox: settings.sandbox.clone(),
         approval: settings.approval,
         escalation: Escalation::UseDefault,
         // With a terminal to ask on, the person who typed the command is asked after a denial
@@ -176,7 +175,7 @@ async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Resul
     link.close().await;
     let outcome = outcome?;
     let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);
-    let gaps = if sandboxed { link.gaps(&settings.policy) } else { Vec::new() };
+    let gaps = if sandboxed { link.gaps(&settings.sandbox.policy) } else { Vec::new() };
     Ok(Ran { outcome, request, env_removed, gaps })
 }
 
@@ -189,7 +188,7 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
         PreRunDecision::Refuse { .. } => None,
         PreRunDecision::Run { sandboxed } | PreRunDecision::Ask { sandboxed, .. } => {
             Some(if *sandboxed {
-                SandboxKind::for_policy(&settings.policy)
+                SandboxKind::for_policy(&settings.sandbox.policy)
             } else {
                 SandboxKind::None
             })
@@ -198,7 +197,7 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
     let report = serde_json::json!({
         "command": args.command,
         "approval_policy": settings.approval.as_str(),
-        "sandbox_policy": settings.policy.mode().as_str(),
+        "sandbox_policy": settings.sandbox.policy.mode().as_str(),
         "decision": assessment.decision,
         "would_ask": matches!(assessment.decision, PreRunDecision::Ask { .. }),
         "known_safe": assessment.known_safe,
@@ -219,7 +218,7 @@ fn not_enforced(
     if !sandboxed {
         return Vec::new();
     }
-    predicted_gaps(&request.sandbox_policy)
+    predicted_gaps(&request.sandbox.policy)
 }
 
 /// `host:port` of every destination the proxy refused, over all attempts.

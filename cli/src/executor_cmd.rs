@@ -27,7 +27,7 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
             let settings = load_for_sessions(&base)?;
             if !serve_remote {
                 settings.refuse_home_root()?;
-                announce_gaps("cordon executor", &settings.policy);
+                announce_gaps("cordon executor", &settings.sandbox.policy);
             }
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();

@@ -23,7 +23,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         None => {
             let settings = load_for_sessions(&base)?;
             settings.refuse_home_root()?;
-            announce_gaps("cordon mcp-server", &settings.policy);
+            announce_gaps("cordon mcp-server", &settings.sandbox.policy);
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();
             runtime.block_on(async move {

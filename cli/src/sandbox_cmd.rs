@@ -43,11 +43,11 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     // policy applies as it does for `cordon exec`.
     let env: Vec<(OsString, OsString)> =
         if args.inherit_env { std::env::vars_os().collect() } else { settings.command_env().0 };
-    let kind = match settings.policy {
+    let kind = match settings.sandbox.policy {
         SandboxPolicy::DangerFullAccess {} => SandboxKind::None,
         SandboxPolicy::ReadOnly { .. } | SandboxPolicy::WorkspaceWrite(_) => kind,
     };
-    if kind != SandboxKind::None && settings.policy.network_domains().is_some() {
+    if kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some() {
         return run_with_proxy(&settings, env, args.command, kind);
     }
     let launch = Launch {
@@ -55,8 +55,7 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         command: args.command,
         cwd: &settings.cwd,
         cwd_pin: settings.cwd_pin.as_ref(),
-        policy_cwd: &settings.cwd,
-        policy: &settings.policy,
+        sandbox: &settings.sandbox,
         env: &env,
         // cordon execs the plan: the command replaces cordon, there is no parent to follow.
         parent_death: ParentDeath::Ignore,
@@ -82,8 +81,7 @@ fn run_with_proxy(
         command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         cwd: settings.cwd.clone(),
         cwd_pin: settings.cwd_pin.clone(),
-        policy_cwd: settings.cwd.clone(),
-        sandbox_policy: settings.policy.clone(),
+        sandbox: settings.sandbox.clone(),
         approval: AskForApproval::Never,
         escalation: Escalation::UseDefault,
         requester: Requester::Program,

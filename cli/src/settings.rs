@@ -9,13 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use cordon_exec_core::remote::{RemoteLink, RemoteSessions, RemoteTarget};
 use cordon_exec_core::session::SessionDefaults;
-use cordon_exec_core::{
-    HelperLaunch, HelperSettings, MountViewRequirement, Orchestrator, PinnedDir, PinnedExe,
-    Strictness,
-};
+use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
 use cordon_policies::{
-    AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, PolicyEnv, RemovedVar, RuleSet,
-    RuleSource, SandboxMode, SandboxPolicy, WorkspaceWrite, expand_path,
+    AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
+    RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest, Strictness,
+    WorkspaceWrite, expand_path,
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
@@ -41,7 +39,8 @@ pub enum Workspace<'a> {
 /// Everything a subcommand needs to run something, validated.
 pub struct Settings {
     pub config: Config,
-    pub policy: SandboxPolicy,
+    /// What the sandbox enforces; its `policy_cwd` is `cwd`.
+    pub sandbox: SandboxRequest,
     /// The workspace: the policy cwd and the command's cwd.
     pub cwd: PathBuf,
     /// `cwd` held open since start-up (a local workspace only).
@@ -125,9 +124,9 @@ impl Settings {
         let (exe, launch) = helper_exe(&config, &own)?;
         let mut user_view = user_view;
         user_view.cordon_executables = cordon_executables(&own, &exe);
-        let helper = HelperSettings {
-            exe,
-            launch,
+        let sandbox = SandboxRequest {
+            policy: sandbox_policy,
+            policy_cwd: cwd.clone(),
             strictness: if flags.best_effort || config.sandbox_best_effort {
                 Strictness::BestEffort
             } else {
@@ -140,12 +139,11 @@ impl Settings {
             } else {
                 config.sandbox_mount_view
             },
-            user_view,
-            proxy_test_resolve: test_resolve()?,
         };
+        let helper = HelperSettings { exe, launch, user_view, proxy_test_resolve: test_resolve()? };
         Ok(Settings {
             config,
-            policy: sandbox_policy,
+            sandbox,
             cwd,
             cwd_pin,
             allow_home_root,
@@ -185,7 +183,7 @@ impl Settings {
     fn session_defaults_with(&self, env: Vec<(OsString, OsString)>) -> SessionDefaults {
         SessionDefaults {
             cwd: self.cwd.clone(),
-            sandbox_policy: self.policy.clone(),
+            sandbox: self.sandbox.clone(),
             approval: self.approval,
             env,
         }
@@ -367,7 +365,7 @@ impl Settings {
         if self.cwd_pin.is_none() || self.allow_home_root {
             return Ok(());
         }
-        refuse_home_root(&self.policy, &self.cwd, &self.helper.user_view)
+        refuse_home_root(&self.sandbox.policy, &self.cwd, &self.helper.user_view)
     }
 }
 
@@ -564,20 +562,20 @@ pub async fn connect_sessions(
 /// settings' policy, unless best effort was asked for; with best effort, says what is not
 /// enforced there.
 pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyhow::Result<()> {
-    if settings.policy.network_domains().is_some() {
+    if settings.sandbox.policy.network_domains().is_some() {
         bail!(
             "network by domain (--allow-domain, config network.allow) is not available on \
              another machine yet: its proxy would have to run there; use --network or no network"
         );
     }
-    match settings.helper.strictness {
+    match settings.sandbox.strictness {
         Strictness::FailClosed => {
-            if let Some(refusal) = link.refusal(&settings.policy) {
+            if let Some(refusal) = link.refusal(&settings.sandbox.policy) {
                 return Err(refusal.into());
             }
         }
         Strictness::BestEffort => {
-            for gap in link.gaps(&settings.policy) {
+            for gap in link.gaps(&settings.sandbox.policy) {
                 eprintln!("cordon: not enforced on {}: {}", link.host(), gap.what);
             }
         }

@@ -10,11 +10,11 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cordon_policies::{EnvSnapshot, SandboxPolicy};
+use cordon_policies::{EnvSnapshot, SandboxPolicy, SandboxRequest};
 use cordon_sandbox_linux::{HelperArgs, UserView};
 use serde::Serialize;
 
-pub use cordon_sandbox_linux::{MountViewRequirement, ParentDeath, Strictness};
+pub use cordon_sandbox_linux::ParentDeath;
 
 /// Which sandbox an attempt ran under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -230,8 +230,6 @@ impl Eq for PinnedDir {}
 pub struct HelperSettings {
     /// The cordon binary, or a configured helper executable.
     pub exe: PinnedExe,
-    pub strictness: Strictness,
-    pub mount_view: MountViewRequirement,
     /// The user view, read from cordon's own environment when it started. Never the command's
     /// environment: that one follows `shell_environment_policy`, and what the command is told
     /// (no HOME, another TMPDIR) must not change what is hidden or writable.
@@ -264,9 +262,8 @@ pub struct Launch<'a> {
     pub cwd: &'a std::path::Path,
     /// `cwd` held open since it was resolved (absent for a directory on another machine).
     pub cwd_pin: Option<&'a PinnedDir>,
-    /// What the writable roots are resolved against.
-    pub policy_cwd: &'a std::path::Path,
-    pub policy: &'a SandboxPolicy,
+    /// What the sandbox enforces (for [`SandboxKind::None`], nothing of it is used).
+    pub sandbox: &'a SandboxRequest,
     /// The command's complete environment.
     pub env: &'a [(OsString, OsString)],
     /// Whether the command dies with cordon (always, except when cordon `exec`s it).
@@ -361,8 +358,7 @@ pub fn plan_launch(
     launch: &Launch<'_>,
     helper: &HelperSettings,
 ) -> Result<LaunchPlan, SandboxSetupError> {
-    let Launch { kind, ref command, cwd, cwd_pin, policy_cwd, policy, env, parent_death, proxy } =
-        *launch;
+    let Launch { kind, ref command, cwd, cwd_pin, sandbox, env, parent_death, proxy } = *launch;
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv = command.clone();
     let plan = match kind {
@@ -383,15 +379,12 @@ pub fn plan_launch(
                 Some(ProxyEndpoint::Loopback(_)) | None => None,
             };
             let args = HelperArgs {
-                sandbox_policy_cwd: policy_cwd.to_path_buf(),
-                sandbox_policy: policy.clone(),
+                request: sandbox.clone(),
                 command_cwd: Some(cwd.to_path_buf()),
                 command_cwd_identity: cwd_pin.map(|pin| cordon_sandbox_linux::DirIdentity {
                     dev: pin.identity.0,
                     ino: pin.identity.1,
                 }),
-                strictness: helper.strictness,
-                mount_view: helper.mount_view,
                 parent_death,
                 user_view: UserView::Given(helper.user_view.clone()),
                 proxy_fd: proxy_channel.as_ref().map(HandOverSocket::number),
@@ -414,8 +407,10 @@ pub fn plan_launch(
             }
         }
         SandboxKind::Seatbelt => {
-            let mut resolved = policy
-                .resolve(policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))?;
+            let mut resolved =
+                sandbox.policy.resolve(&sandbox.policy_cwd, &helper.user_view.view(), |p| {
+                    std::fs::canonicalize(p)
+                })?;
             // cordon's own state is never writable from inside (DESIGN §12); Seatbelt denies
             // by path, so this holds whether or not the directory exists yet.
             if let Some(home) = &helper.user_view.cordon_home {
@@ -553,8 +548,6 @@ mod tests {
         HelperSettings {
             exe: PinnedExe::own().unwrap(),
             launch: HelperLaunch::Exec,
-            strictness: Strictness::FailClosed,
-            mount_view: MountViewRequirement::WhenAvailable,
             user_view: EnvSnapshot::default(),
             proxy_test_resolve: Vec::new(),
         }
@@ -575,8 +568,7 @@ mod tests {
             command: vec!["curl".into()],
             cwd: &cwd,
             cwd_pin: None,
-            policy_cwd: &cwd,
-            policy: &policy,
+            sandbox: &SandboxRequest::new(policy, cwd.clone()),
             env: &[],
             parent_death: ParentDeath::Kill,
             proxy,

@@ -39,8 +39,8 @@ mod terminal_filter;
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
 pub use launch::{
-    HelperLaunch, HelperSettings, Launch, LaunchPlan, MountViewRequirement, ParentDeath, PinnedDir,
-    PinnedExe, ProxyEndpoint, SandboxKind, SandboxSetupError, Sandboxed, Strictness, plan_launch,
+    HelperLaunch, HelperSettings, Launch, LaunchPlan, ParentDeath, PinnedDir, PinnedExe,
+    ProxyEndpoint, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,
 };
 pub use network_proxy::{
     ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings, denied_hosts,

@@ -229,7 +229,7 @@ impl Orchestrator {
         }
 
         // 2-4. Pick the sandbox, spawn, classify.
-        let sandbox = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
+        let sandbox = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         let context = denial_context(request, &self.helper.user_view);
         let approval = if outcome.approvals.is_empty() {
             ApprovalState::NotNeeded
@@ -367,7 +367,7 @@ impl Orchestrator {
         let prefix =
             if sandboxed == Sandboxed::Yes { suggested_prefix(&request.command) } else { None };
         let sandbox_mode = match sandboxed {
-            Sandboxed::Yes => request.sandbox_policy.mode(),
+            Sandboxed::Yes => request.sandbox.policy.mode(),
             Sandboxed::No => SandboxMode::DangerFullAccess,
         };
         let question = ApprovalRequest {
@@ -470,9 +470,11 @@ fn denial_context(
     request: &ExecRequest,
     user_view: &cordon_policies::EnvSnapshot,
 ) -> DenialContext {
-    let resolved = request
-        .sandbox_policy
-        .resolve(&request.policy_cwd, &user_view.view(), |p| std::fs::canonicalize(p));
+    let resolved =
+        request
+            .sandbox
+            .policy
+            .resolve(&request.sandbox.policy_cwd, &user_view.view(), |p| std::fs::canonicalize(p));
     let Ok(resolved) = resolved else {
         return DenialContext { cwd: request.cwd.clone(), ..DenialContext::default() };
     };

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cordon_policies::{AskForApproval, Escalation, Requester, SandboxPolicy};
+use cordon_policies::{AskForApproval, Escalation, Requester, SandboxRequest};
 
 use crate::launch::{Launch, ParentDeath, PinnedDir, SandboxKind};
 use crate::spawn::{OutputMode, StdinMode};
@@ -20,10 +20,10 @@ pub struct ExecRequest {
     /// `cwd` held open since it was resolved, before any question showed it: a local command
     /// starts in that directory or not at all. `None` for a directory on another machine.
     pub cwd_pin: Option<PinnedDir>,
-    /// What the writable roots are resolved against (the workspace): fixed when a run or an
-    /// executor starts. A per-call working directory changes `cwd`, never this (DESIGN §12).
-    pub policy_cwd: PathBuf,
-    pub sandbox_policy: SandboxPolicy,
+    /// What the sandbox enforces. Its `policy_cwd`, what the writable roots are resolved
+    /// against (the workspace), is fixed when a run or an executor starts: a per-call working
+    /// directory changes `cwd`, never the roots.
+    pub sandbox: SandboxRequest,
     pub approval: AskForApproval,
     pub escalation: Escalation,
     /// A person at a terminal or a program: what `on-request` does after a denial.
@@ -44,8 +44,7 @@ impl ExecRequest {
             command: self.command.iter().map(OsString::from).collect(),
             cwd: &self.cwd,
             cwd_pin: self.cwd_pin.as_ref(),
-            policy_cwd: &self.policy_cwd,
-            policy: &self.sandbox_policy,
+            sandbox: &self.sandbox,
             env: &self.env,
             parent_death: ParentDeath::Kill,
             proxy: None,

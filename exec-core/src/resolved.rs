@@ -3,15 +3,13 @@
 //! person approved it — and what running it collected. Plain data shared by the executor that
 //! runs it ([`crate::session`]) and the orchestrator that sends it ([`crate::remote`]).
 //!
-//! A leaf module: it depends on no other module of this crate but `launch`.
+//! A leaf module: it depends on no other module of this crate.
 
 use std::path::PathBuf;
 
-use cordon_policies::SandboxPolicy;
+use cordon_policies::SandboxRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::launch::{MountViewRequirement, Strictness};
 
 /// One command, decided on the orchestrator's side: what a remote executor runs without
 /// deciding anything itself.
@@ -38,73 +36,14 @@ pub struct ResolvedExec {
 
 /// The sandbox of one attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SandboxAttempt {
     /// No sandbox: `danger-full-access`, an approved escalation or an approved retry.
     None,
-    /// The executor's platform sandbox under `policy`, whose writable roots are resolved
-    /// against `policy_cwd` on the executor's machine.
-    Platform {
-        policy: SandboxPolicy,
-        policy_cwd: PathBuf,
-        strictness: WireStrictness,
-        mount_view: WireMountView,
-    },
-}
-
-/// [`Strictness`] on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WireStrictness {
-    FailClosed,
-    BestEffort,
-}
-
-impl From<Strictness> for WireStrictness {
-    fn from(value: Strictness) -> Self {
-        match value {
-            Strictness::FailClosed => WireStrictness::FailClosed,
-            Strictness::BestEffort => WireStrictness::BestEffort,
-        }
-    }
-}
-
-impl From<WireStrictness> for Strictness {
-    fn from(value: WireStrictness) -> Self {
-        match value {
-            WireStrictness::FailClosed => Strictness::FailClosed,
-            WireStrictness::BestEffort => Strictness::BestEffort,
-        }
-    }
-}
-
-/// [`MountViewRequirement`] on the wire (`auto`, `required`, `off` as in config files).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WireMountView {
-    Auto,
-    Required,
-    Off,
-}
-
-impl From<MountViewRequirement> for WireMountView {
-    fn from(value: MountViewRequirement) -> Self {
-        match value {
-            MountViewRequirement::WhenAvailable => WireMountView::Auto,
-            MountViewRequirement::Required => WireMountView::Required,
-            MountViewRequirement::Disabled => WireMountView::Off,
-        }
-    }
-}
-
-impl From<WireMountView> for MountViewRequirement {
-    fn from(value: WireMountView) -> Self {
-        match value {
-            WireMountView::Auto => MountViewRequirement::WhenAvailable,
-            WireMountView::Required => MountViewRequirement::Required,
-            WireMountView::Off => MountViewRequirement::Disabled,
-        }
-    }
+    /// The executor's platform sandbox enforcing `request`, whose writable roots are resolved
+    /// against its `policy_cwd` on the executor's machine. A setting the executor does not
+    /// know makes the whole message unreadable there: it refuses rather than run without it.
+    Platform { request: SandboxRequest },
 }
 
 /// Whether the attempt was approved by a person on the orchestrator's side.
@@ -154,45 +93,39 @@ mod tests {
             "argv": ["/bin/bash", "-lc", "make test"],
             "cwd": "/srv/build/repo",
             "env": [["PATH", "/usr/bin:/bin"], ["HOME", "/home/me"]],
-            "sandbox": {"kind": "platform",
+            "sandbox": {"kind": "platform", "request": {
                         "policy": {"type": "workspace-write", "network_access": false},
-                        "policyCwd": "/srv/build/repo",
-                        "strictness": "fail_closed", "mountView": "auto"},
+                        "policy_cwd": "/srv/build/repo",
+                        "strictness": "fail_closed", "mount_view": "auto"}},
             "approval": "not_needed",
             "tty": false, "yieldTimeMs": 10000, "maxOutputTokens": 10000
         });
         let exec: ResolvedExec = serde_json::from_value(documented.clone()).unwrap();
         assert_eq!(exec.cwd, PathBuf::from("/srv/build/repo"));
         assert_eq!(exec.approval, ApprovalState::NotNeeded);
-        let SandboxAttempt::Platform { strictness, mount_view, .. } = &exec.sandbox else {
-            panic!("{exec:?}")
-        };
-        assert_eq!((*strictness, *mount_view), (WireStrictness::FailClosed, WireMountView::Auto));
+        let SandboxAttempt::Platform { request } = &exec.sandbox else { panic!("{exec:?}") };
+        assert_eq!(
+            (request.strictness, request.mount_view),
+            (
+                cordon_policies::Strictness::FailClosed,
+                cordon_policies::MountViewRequirement::WhenAvailable
+            )
+        );
         let again: ResolvedExec =
             serde_json::from_value(serde_json::to_value(&exec).unwrap()).unwrap();
         assert_eq!(again, exec);
 
-        let mut extra = documented;
+        let mut extra = documented.clone();
         extra["sudo"] = true.into();
         assert!(serde_json::from_value::<ResolvedExec>(extra).is_err());
+        // A sandbox setting this side does not know: refused, never dropped.
+        let mut unknown_setting = documented;
+        unknown_setting["sandbox"]["request"]["memory_limit"] = "1G".into();
+        assert!(serde_json::from_value::<ResolvedExec>(unknown_setting).is_err());
         let none: ResolvedExec = serde_json::from_value(serde_json::json!({
             "argv": ["true"], "cwd": "/", "env": [], "sandbox": {"kind": "none"},
             "approval": "granted"}))
         .unwrap();
         assert_eq!((none.sandbox, none.tty), (SandboxAttempt::None, false));
-    }
-
-    #[test]
-    fn wire_enums_map_both_ways() {
-        for s in [Strictness::FailClosed, Strictness::BestEffort] {
-            assert_eq!(Strictness::from(WireStrictness::from(s)), s);
-        }
-        for m in [
-            MountViewRequirement::WhenAvailable,
-            MountViewRequirement::Required,
-            MountViewRequirement::Disabled,
-        ] {
-            assert_eq!(MountViewRequirement::from(WireMountView::from(m)), m);
-        }
     }
 }

@@ -69,14 +69,15 @@ impl std::fmt::Display for MovedAside {
 /// Watches the git dirs of the policy's writable roots for the names a sandbox cannot keep
 /// from being created; `None` for an attempt without a sandbox (it could write anything).
 pub(crate) fn watch_git_dirs(
-    (policy, policy_cwd): (&cordon_policies::SandboxPolicy, &std::path::Path),
+    request: &cordon_policies::SandboxRequest,
     sandbox: SandboxKind,
     helper: &HelperSettings,
 ) -> Option<GitWatch> {
     #[cfg(target_os = "linux")]
     if sandbox == SandboxKind::Linux {
-        let resolved = policy
-            .resolve(policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))
+        let resolved = request
+            .policy
+            .resolve(&request.policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))
             .ok()?;
         let roots = &resolved.writable_roots;
         // Only git dirs the command can write: one a pointer names outside the roots (the
@@ -97,7 +98,7 @@ pub(crate) fn watch_git_dirs(
             .collect();
         return Some(GitWatch(cordon_sandbox_linux::Watch::before(&git_dirs, &start_up)));
     }
-    let _ = (policy, policy_cwd, sandbox, helper);
+    let _ = (request, sandbox, helper);
     None
 }
 
@@ -143,7 +144,7 @@ impl Runner for LocalRunner<'_> {
         // The proxy lives exactly as long as this attempt.
         let proxy = NetworkProxy::start_for(
             sandbox,
-            &request.sandbox_policy,
+            &request.sandbox.policy,
             None,
             &self.helper.proxy_test_resolve,
         )?;
@@ -152,8 +153,7 @@ impl Runner for LocalRunner<'_> {
         let spec = plan_launch(&launch, self.helper)?;
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
-        let watch =
-            watch_git_dirs((&request.sandbox_policy, &request.policy_cwd), sandbox, self.helper);
+        let watch = watch_git_dirs(&request.sandbox, sandbox, self.helper);
         let result = run_process(&spec, &options).await;
         let moved_aside = watch.as_ref().map(GitWatch::move_aside).unwrap_or_default();
         let result = result

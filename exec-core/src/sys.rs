@@ -193,7 +193,8 @@ pub fn spawn_namespace_init(
     plan: Option<InProcessHelper<'_>>,
     stdin: InitStdin,
 ) -> std::io::Result<Option<InitChild>> {
-    use cordon_sandbox_linux::{ClonedInit, MountViewRequirement};
+    use cordon_policies::MountViewRequirement;
+    use cordon_sandbox_linux::ClonedInit;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     let Some(plan) = plan else { return Ok(None) };
     let args = plan.args;
@@ -202,7 +203,7 @@ pub fn spawn_namespace_init(
     if args.proxy_fd.is_some_and(|fd| fd <= cordon_sandbox_linux::STATUS_REPORT_FD) {
         return Ok(None);
     }
-    if args.mount_view == MountViewRequirement::Disabled
+    if args.request.mount_view == MountViewRequirement::Disabled
         || !plan.cwd.is_dir()
         || !standard_descriptors_open()
         || !pidfd_wait_supported()

@@ -35,6 +35,7 @@ mod plain_words;
 mod rules;
 mod safe_commands;
 mod sandbox_policy;
+mod sandbox_request;
 mod script_words;
 mod shell_script;
 mod start_files;
@@ -65,6 +66,7 @@ pub use safe_commands::is_known_safe;
 pub use sandbox_policy::{
     EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
+pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};

@@ -14,38 +14,14 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::RawFd;
 use std::path::PathBuf;
 
-use cordon_policies::{EnvSnapshot, SandboxPolicy};
+use cordon_policies::{
+    EnvSnapshot, MountViewRequirement, SandboxPolicy, SandboxRequest, Strictness,
+};
 
 use crate::error::HelperError;
 
 /// The name the helper personality answers to (`argv[0]`).
 pub const HELPER_ARG0: &str = "codex-linux-sandbox";
-
-/// Whether the helper may run with a weaker sandbox than the policy asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Strictness {
-    /// Exit 125 when a required protection cannot be enforced (the default).
-    #[default]
-    FailClosed,
-    /// Run with what the kernel offers and say on stderr what is not enforced.
-    BestEffort,
-}
-
-/// Whether the mount view (read-only mounts, protected and hidden paths) must be in place.
-/// Spelled `auto`, `required`, `off` in config files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
-pub enum MountViewRequirement {
-    /// Build it when the kernel allows; run with Landlock + seccomp alone otherwise.
-    #[default]
-    #[serde(rename = "auto")]
-    WhenAvailable,
-    /// Its absence is a set-up failure (exit 125).
-    #[serde(rename = "required")]
-    Required,
-    /// Do not build it (for comparison benchmarks and kernels where it misbehaves).
-    #[serde(rename = "off")]
-    Disabled,
-}
 
 /// Whether the command dies with the helper's parent (`PR_SET_PDEATHSIG`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -136,18 +112,16 @@ impl std::fmt::Display for DirIdentity {
 /// A parsed helper invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelperArgs {
-    /// The directory writable roots and relative paths are resolved against.
-    pub sandbox_policy_cwd: PathBuf,
-    /// The policy to enforce.
-    pub sandbox_policy: SandboxPolicy,
+    /// What to enforce: the policy, the directory its roots are resolved against, and how
+    /// strictly (`--request JSON`, or Codex's `--sandbox-policy-cwd`/`--sandbox-policy` with
+    /// `--best-effort`, `--require-mount-view`, `--no-mount-view`).
+    pub request: SandboxRequest,
     /// Where the command runs; the helper's own cwd when absent.
     pub command_cwd: Option<PathBuf>,
     /// `--command-cwd-identity DEV:INO`: the directory the caller showed for approval. The
     /// helper enters `command_cwd` by path and refuses to run the command anywhere else (the
     /// path may have been swapped for a symlink since).
     pub command_cwd_identity: Option<DirIdentity>,
-    pub strictness: Strictness,
-    pub mount_view: MountViewRequirement,
     pub parent_death: ParentDeath,
     pub user_view: UserView,
     /// `--proxy-fd N`: an inherited descriptor, this process's end of a socketpair whose
@@ -166,6 +140,8 @@ pub const HELPER_USAGE: &str = "\
 usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
            [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
+       codex-linux-sandbox --request JSON [--command-cwd DIR] [--die-with-parent]
+           [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
@@ -175,6 +151,12 @@ listening socket is handed to the proxy over the inherited UNIX socket on descri
 --use-bwrap-sandbox, --apply-seccomp-then-exec, --no-proc and --use-legacy-landlock are accepted;
 --file-system-sandbox-policy/--network-sandbox-policy are checked against --sandbox-policy
 (deny entries are refused); --allow-network-for-proxy/--proxy-route-spec are refused.
+
+--request is cordon's whole sandbox request in one JSON object, {\"policy\": POLICY,
+\"policy_cwd\": DIR, \"strictness\": \"fail_closed\"|\"best_effort\", \"mount_view\":
+\"auto\"|\"required\"|\"off\"} (the last two optional); an unknown field is an error (exit 125). It
+replaces --sandbox-policy-cwd, --sandbox-policy, --best-effort and the mount-view flags, which
+cannot be given with it.
 
 --user-view, --proxy-fd and --caller are cordon's own: cordon passes them when it runs the
 helper (--caller cordon makes messages start `cordon: sandbox:`). So is
@@ -218,6 +200,9 @@ pub fn parse_helper_args(
     let mut command_cwd_identity: Option<DirIdentity> = None;
     let mut strictness = Strictness::FailClosed;
     let mut mount_view = MountViewRequirement::WhenAvailable;
+    let mut request_json: Option<OsString> = None;
+    // The Codex-compatible flags that `--request` replaces, as given.
+    let mut request_flags: Vec<String> = Vec::new();
     let mut parent_death = ParentDeath::Ignore;
     let mut user_view_json: Option<OsString> = None;
     let mut proxy_fd: Option<RawFd> = None;
@@ -243,7 +228,11 @@ pub fn parse_helper_args(
                 }
             }
         };
+        if LEGACY_REQUEST_FLAGS.contains(&flag.as_str()) {
+            request_flags.push(flag.clone());
+        }
         match flag.as_str() {
+            "--request" => request_json = Some(value(&flag)?),
             "--sandbox-policy-cwd" => policy_cwd = Some(PathBuf::from(value(&flag)?)),
             "--sandbox-policy" => policy_json = Some(value(&flag)?),
             "--command-cwd" => command_cwd = Some(PathBuf::from(value(&flag)?)),
@@ -286,6 +275,11 @@ pub fn parse_helper_args(
             }
             other => return Err(HelperError::Usage(format!("unknown argument {other:?}"))),
         }
+        if let (Some(_), Some(flag)) = (&request_json, request_flags.first()) {
+            return Err(HelperError::Usage(format!(
+                "--request holds the whole sandbox request; {flag} cannot be given with it"
+            )));
+        }
     }
     if !saw_separator {
         return Err(HelperError::Usage("missing `--` before the command".into()));
@@ -294,20 +288,34 @@ pub fn parse_helper_args(
     if command.is_empty() {
         return Err(HelperError::Usage("no command after `--`".into()));
     }
-    let sandbox_policy_cwd =
-        policy_cwd.ok_or_else(|| HelperError::Usage("--sandbox-policy-cwd is required".into()))?;
-    let policy_json =
-        policy_json.ok_or_else(|| HelperError::Usage("--sandbox-policy is required".into()))?;
-    for cwd in std::iter::once(&sandbox_policy_cwd).chain(command_cwd.as_ref()) {
+    let request = match request_json {
+        Some(json) => {
+            let json = json
+                .to_str()
+                .ok_or_else(|| HelperError::Usage("--request is not valid UTF-8".into()))?;
+            SandboxRequest::from_json(json)
+                .map_err(|e| HelperError::Usage(format!("--request: {e}")))?
+        }
+        None => {
+            let policy_cwd = policy_cwd.ok_or_else(|| {
+                HelperError::Usage("--sandbox-policy-cwd (or --request) is required".into())
+            })?;
+            let policy_json = policy_json.ok_or_else(|| {
+                HelperError::Usage("--sandbox-policy (or --request) is required".into())
+            })?;
+            let policy_json = policy_json
+                .to_str()
+                .ok_or_else(|| HelperError::Usage("--sandbox-policy is not valid UTF-8".into()))?;
+            let policy = SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
+            split_policies.check(&policy)?;
+            SandboxRequest { policy, policy_cwd, strictness, mount_view }
+        }
+    };
+    for cwd in std::iter::once(&request.policy_cwd).chain(command_cwd.as_ref()) {
         if !cwd.is_absolute() {
             return Err(HelperError::Usage(format!("{} must be an absolute path", cwd.display())));
         }
     }
-    let policy_json = policy_json
-        .to_str()
-        .ok_or_else(|| HelperError::Usage("--sandbox-policy is not valid UTF-8".into()))?;
-    let sandbox_policy = SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
-    split_policies.check(&sandbox_policy)?;
     let user_view = match user_view_json {
         None => UserView::OwnEnvironment,
         Some(json) => {
@@ -320,12 +328,9 @@ pub fn parse_helper_args(
         }
     };
     Ok(HelperArgs {
-        sandbox_policy_cwd,
-        sandbox_policy,
+        request,
         command_cwd,
         command_cwd_identity,
-        strictness,
-        mount_view,
         parent_death,
         user_view,
         proxy_fd,
@@ -333,6 +338,17 @@ pub fn parse_helper_args(
         command,
     })
 }
+
+/// The Codex-compatible flags that say what `--request` says, so cannot be given with it.
+const LEGACY_REQUEST_FLAGS: &[&str] = &[
+    "--sandbox-policy-cwd",
+    "--sandbox-policy",
+    "--best-effort",
+    "--require-mount-view",
+    "--no-mount-view",
+    "--file-system-sandbox-policy",
+    "--network-sandbox-policy",
+];
 
 /// `--proxy-fd`'s value: a descriptor number above stderr (0-2 are the command's stdio).
 fn parse_proxy_fd(value: &OsStr) -> Result<RawFd, HelperError> {
@@ -405,12 +421,7 @@ impl SplitPolicies {
 /// Builds the helper's argv (after `argv[0]`) for a command: what the orchestrator and
 /// `cordon sandbox linux` pass to `codex-linux-sandbox`.
 pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
-    let mut argv: Vec<OsString> = vec![
-        "--sandbox-policy-cwd".into(),
-        invocation.sandbox_policy_cwd.clone().into(),
-        "--sandbox-policy".into(),
-        invocation.sandbox_policy.to_json().into(),
-    ];
+    let mut argv: Vec<OsString> = vec!["--request".into(), invocation.request.to_json().into()];
     if let Some(cwd) = &invocation.command_cwd {
         argv.push("--command-cwd".into());
         argv.push(cwd.clone().into());
@@ -418,15 +429,6 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
     if let Some(identity) = invocation.command_cwd_identity {
         argv.push("--command-cwd-identity".into());
         argv.push(identity.to_string().into());
-    }
-    match invocation.strictness {
-        Strictness::FailClosed => {}
-        Strictness::BestEffort => argv.push("--best-effort".into()),
-    }
-    match invocation.mount_view {
-        MountViewRequirement::WhenAvailable => {}
-        MountViewRequirement::Required => argv.push("--require-mount-view".into()),
-        MountViewRequirement::Disabled => argv.push("--no-mount-view".into()),
     }
     match invocation.parent_death {
         ParentDeath::Ignore => {}
@@ -491,7 +493,7 @@ mod tests {
         assert_eq!(view.runtime_dir, None);
         assert_eq!(parsed.command, os(&["ls", "--", "-l"]));
         assert_eq!(parsed.command_cwd, Some(PathBuf::from("/w/sub")));
-        assert_eq!(parsed.strictness, Strictness::BestEffort);
+        assert_eq!(parsed.request.strictness, Strictness::BestEffort);
         assert_eq!(parsed.parent_death, ParentDeath::Kill);
         assert_eq!(parsed.proxy_fd, None);
         assert_eq!(parse_helper_args(helper_argv(&parsed)).unwrap(), parsed);
@@ -505,6 +507,33 @@ mod tests {
         let argv = helper_argv(&from_cordon);
         assert_eq!(Caller::of(&argv), Caller::Cordon);
         assert_eq!(parse_helper_args(argv).unwrap(), from_cordon);
+    }
+
+    #[test]
+    fn the_request_travels_whole_and_excludes_the_flags_it_replaces() {
+        let request = SandboxRequest {
+            policy: SandboxPolicy::from_json(r#"{"type":"read-only"}"#).unwrap(),
+            policy_cwd: PathBuf::from("/w"),
+            strictness: Strictness::BestEffort,
+            mount_view: MountViewRequirement::Disabled,
+        };
+        let json = request.to_json();
+        let parsed = parse_helper_args(os(&["--request", &json, "--", "ls"])).unwrap();
+        assert_eq!(parsed.request, request);
+        let argv = helper_argv(&parsed);
+        assert_eq!(argv[..2], os(&["--request", &json]));
+        for flag in LEGACY_REQUEST_FLAGS {
+            let error = parse_helper_args(os(&["--request", &json, flag, "x", "--", "ls"]))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(flag), "{flag}: {error}");
+        }
+        let unknown = r#"{"policy":{"type":"read-only"},"policy_cwd":"/w","cpu":1}"#;
+        let error =
+            parse_helper_args(os(&["--request", unknown, "--", "ls"])).unwrap_err().to_string();
+        assert!(error.contains("--request") && error.contains("cpu"), "{error}");
+        let relative = r#"{"policy":{"type":"read-only"},"policy_cwd":"w"}"#;
+        assert!(parse_helper_args(os(&["--request", relative, "--", "ls"])).is_err());
     }
 
     #[test]

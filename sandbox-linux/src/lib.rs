@@ -77,8 +77,7 @@ mod sys;
 
 pub use args::{
     CORDON_MESSAGE_PREFIX, Caller, DirIdentity, HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation,
-    MountViewRequirement, ParentDeath, Strictness, UserView, helper_argv, is_helper_arg0,
-    parse_helper_args, parse_invocation,
+    ParentDeath, UserView, helper_argv, is_helper_arg0, parse_helper_args, parse_invocation,
 };
 pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperError};
 

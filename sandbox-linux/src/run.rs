@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
 use crate::args::{
-    Caller, DirIdentity, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, Strictness,
-    UserView, parse_invocation,
+    Caller, DirIdentity, HELPER_USAGE, HelperArgs, Invocation, UserView, parse_invocation,
 };
 use crate::caps::{self, CapabilityDrop};
 use crate::command::PreparedCommand;
@@ -22,6 +21,7 @@ use crate::proxy_listener;
 use crate::report::{self, Enforcement};
 use crate::seccomp::{self, Network};
 use crate::sys;
+use cordon_policies::{MountViewRequirement, Strictness};
 
 /// The helper's entry point: parses `std::env::args_os()` (after `argv[0]`), confines the
 /// process and execs the command. Never returns; on failure prints one line
@@ -177,7 +177,7 @@ fn run(
         })?),
         None => None,
     };
-    if let SandboxPolicy::DangerFullAccess {} = args.sandbox_policy {
+    if let SandboxPolicy::DangerFullAccess {} = args.request.policy {
         return Err(prepare_exec(args, command_env, &[])?.exec());
     }
     // The command's environment may have been filtered (no HOME) or rewritten (another
@@ -194,8 +194,9 @@ fn run(
         }
     };
     let mut policy = args
-        .sandbox_policy
-        .resolve(&args.sandbox_policy_cwd, &env.view(), |p| std::fs::canonicalize(p))
+        .request
+        .policy
+        .resolve(&args.request.policy_cwd, &env.view(), |p| std::fs::canonicalize(p))
         .map_err(HelperError::Policy)?;
     // Before anything is confined: this may create the directory on the host.
     let cordon_home_inside_root =
@@ -214,12 +215,12 @@ fn run(
         .collect();
     let cordon_executables_inside_roots =
         crate::cordon_home::protect_executables(&executables, &mut policy);
-    let best_effort = args.strictness == Strictness::BestEffort;
+    let best_effort = args.request.strictness == Strictness::BestEffort;
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
     let mut proc_covers = Vec::new();
-    let mount_view = match args.mount_view {
+    let mount_view = match args.request.mount_view {
         MountViewRequirement::Disabled => Err("turned off with --no-mount-view".to_owned()),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
             let mountinfo = mount_view::read_mountinfo()?;
@@ -319,7 +320,7 @@ fn run(
         // Without the mount view, protected and hidden paths, nested repositories and start-up
         // files are not enforced: a run refuses (125) unless the user accepts that with
         // --best-effort, or turned the view off themselves.
-        mount_view_required: args.mount_view != MountViewRequirement::Disabled,
+        mount_view_required: args.request.mount_view != MountViewRequirement::Disabled,
         seccomp,
         no_new_privs,
         bounding_set_dropped: capabilities == CapabilityDrop::All,
@@ -330,7 +331,7 @@ fn run(
     };
     let gaps = report::gaps(&enforcement);
     if let (Err(reason), MountViewRequirement::WhenAvailable, true) =
-        (&enforcement.mount_view, args.mount_view, best_effort)
+        (&enforcement.mount_view, args.request.mount_view, best_effort)
     {
         // Said once per command, so no one mistakes Landlock alone for the whole sandbox.
         eprintln!(

@@ -471,14 +471,14 @@ fn a_remote_that_cannot_enforce_the_policy_is_refused_with_125() {
 fn a_version_mismatch_is_one_error_naming_both_versions() {
     require_sshd!();
     let sshd = Sshd::start(Login::Root);
-    // A newer cordon that no longer speaks protocol 2 answers hello with its versions.
+    // A newer cordon that no longer speaks protocol 3 answers hello with its versions.
     let newer = sshd.script(
         "cordon-newer",
         &format!(
             "#!{}\nimport json, sys\nhello = json.loads(sys.stdin.readline())\n\
              print(json.dumps({{'type': 'error', 'requestId': hello['requestId'], 'message': \
-             'version mismatch: the peer (protocol 2) and this executor (cordon 9.0.0, \
-             protocol 3..=3) share no protocol version'}}), flush=True)\n",
+             'version mismatch: the peer (protocol 3) and this executor (cordon 9.0.0, \
+             protocol 4..=4) share no protocol version'}}), flush=True)\n",
             python()
         ),
     );
@@ -487,11 +487,11 @@ fn a_version_mismatch_is_one_error_naming_both_versions() {
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     let ours = env!("CARGO_PKG_VERSION");
     assert!(
-        run.stderr.contains(&format!("this cordon is {ours} (executor protocol 2)")),
+        run.stderr.contains(&format!("this cordon is {ours} (executor protocol 3)")),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("is 9.0.0 (protocol 3..=3)"), "{}", run.stderr);
+    assert!(run.stderr.contains("is 9.0.0 (protocol 4..=4)"), "{}", run.stderr);
 }
 
 #[test]
@@ -532,7 +532,64 @@ fn the_far_end_refuses_the_high_level_form_and_a_local_executor_refuses_the_reso
     assert_eq!(by_id("1")["outcome"]["status"], "error", "{lines:?}");
     let mismatch = by_id("2");
     assert_eq!(mismatch["type"], "error", "{mismatch}");
-    assert!(mismatch["message"].as_str().unwrap().contains("protocol 2..=2"), "{mismatch}");
+    assert!(mismatch["message"].as_str().unwrap().contains("protocol 3..=3"), "{mismatch}");
+}
+
+#[test]
+fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
+    // An orchestrator newer than this executor sends a sandbox setting the far end cannot
+    // apply: the call is an error, the command never runs (with or without the sandbox).
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let marker = work.path().join("ran");
+    let exec = |request: Value| {
+        json!({"type": "exec_resolved", "requestId": "x", "exec": {
+            "argv": ["touch", marker], "cwd": work.path(), "env": [],
+            "sandbox": {"kind": "platform", "request": request}, "approval": "not_needed"}})
+    };
+    let known = json!({"policy": {"type": "workspace-write"}, "policy_cwd": work.path()});
+    let mut unknown = known.clone();
+    unknown["memory_limit"] = "1G".into();
+    let mut far = Command::new(CORDON)
+        .args(["executor", "--serve-remote"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = far.stdin.take().unwrap();
+    use std::io::{BufRead, Write};
+    writeln!(stdin, "{}", json!({"type": "hello", "requestId": "h", "protocolVersion": 3}))
+        .unwrap();
+    writeln!(stdin, "{}", exec(unknown)).unwrap();
+    drop(stdin);
+    let lines: Vec<Value> = std::io::BufReader::new(far.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert_eq!(far.wait().unwrap().code(), Some(0));
+    let refused = lines.iter().find(|v| v["requestId"] == "x").cloned().unwrap();
+    assert_ne!(refused["outcome"]["status"], "success", "{lines:?}");
+    assert!(refused.to_string().contains("memory_limit"), "{refused}");
+    assert!(!marker.exists(), "the command ran without a setting it was sent");
+    // The same request without the unknown field runs: the refusal was about the field.
+    let mut far = Command::new(CORDON)
+        .args(["executor", "--serve-remote"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = far.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"type": "hello", "requestId": "h", "protocolVersion": 3}))
+        .unwrap();
+    writeln!(stdin, "{}", exec(known)).unwrap();
+    drop(stdin);
+    let lines: Vec<Value> = std::io::BufReader::new(far.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert_eq!(far.wait().unwrap().code(), Some(0));
+    assert!(marker.exists(), "the known request did not run: {lines:?}");
 }
 
 #[test]

@@ -24,7 +24,7 @@ pub use backends::{Backend, Hello, LocalExecutor, RemoteServer};
 pub use protocol::{
     ApprovalDecision, ApprovalState, CORDON_VERSION, CallOutcome, Content, HostFacts, Incoming,
     Outgoing, PROTOCOL_VERSION, RESOLVED_FORM_VERSION, ResolvedExec, ResolvedOutcome,
-    ResolvedResult, SandboxAttempt, Tool, WireMountView, WireStrictness, tools,
+    ResolvedResult, SandboxAttempt, Tool, tools,
 };
 
 type Pending = Rc<RefCell<HashMap<String, oneshot::Sender<ApprovalDecision>>>>;

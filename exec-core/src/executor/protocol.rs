@@ -12,15 +12,13 @@ use serde_json::Value;
 
 use crate::orchestrator::ApprovalStage;
 
-pub use crate::resolved::{
-    ApprovalState, HostFacts, ResolvedExec, ResolvedResult, SandboxAttempt, WireMountView,
-    WireStrictness,
-};
+pub use crate::resolved::{ApprovalState, HostFacts, ResolvedExec, ResolvedResult, SandboxAttempt};
 
 /// The newest executor protocol this build speaks.
-pub const PROTOCOL_VERSION: u32 = 2;
-/// The first version with `hello` and the resolved form.
-pub const RESOLVED_FORM_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
+/// The version of the resolved form this build speaks (with `hello` since 2; the sandbox as
+/// one request object since 3). Both ends of a remote link must speak exactly this one.
+pub const RESOLVED_FORM_VERSION: u32 = 3;
 /// This build's version, as `hello` reports it.
 pub const CORDON_VERSION: &str = env!("CARGO_PKG_VERSION");
 

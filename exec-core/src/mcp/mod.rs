@@ -152,7 +152,7 @@ impl CordonMcp {
     pub fn new(sessions: Sessions) -> Self {
         let mut tool_router = Self::tool_router();
         // Descriptions and annotations are values of this server's policy, not constants.
-        for definition in tools::definitions(&sessions.defaults().sandbox_policy) {
+        for definition in tools::definitions(&sessions.defaults().sandbox.policy) {
             if let Some(route) = tool_router.map.get_mut(definition.name.as_ref()) {
                 route.attr = definition;
             }

@@ -47,13 +47,12 @@ impl RemoteExec<'_> {
         request: &ExecRequest,
         approver: &impl Approver,
     ) -> Result<Outcome, RemoteError> {
-        let runner = RemoteRunner { orchestrator: self.orchestrator, link: self.link };
+        let runner = RemoteRunner { link: self.link };
         self.orchestrator.run_on(request, approver, &runner).await
     }
 }
 
 struct RemoteRunner<'a> {
-    orchestrator: &'a Orchestrator,
     link: &'a RemoteLink,
 }
 
@@ -66,7 +65,7 @@ impl Runner for RemoteRunner<'_> {
             argv: request.command.clone(),
             cwd: request.cwd.clone(),
             env: env_strings(&request.env),
-            sandbox: attempt_for(request, sandbox, self.orchestrator.helper()),
+            sandbox: attempt_for(request, sandbox),
             approval,
             tty: false,
             yield_time_ms: Some(POLL_MS),

@@ -24,7 +24,7 @@ mod sessions;
 
 use std::path::PathBuf;
 
-use crate::launch::{HelperSettings, SandboxKind};
+use crate::launch::SandboxKind;
 use crate::request::ExecRequest;
 use crate::resolved::SandboxAttempt;
 use crate::runner::OrchestratorError;
@@ -83,20 +83,13 @@ pub enum RemoteError {
 }
 
 /// The sandbox attempt the far end applies for `kind`: its own platform sandbox under the
-/// request's policy, with this side's strictness and mount-view requirement, or none.
-fn attempt_for(
-    request: &ExecRequest,
-    kind: SandboxKind,
-    helper: &HelperSettings,
-) -> SandboxAttempt {
+/// request's sandbox (policy, strictness, mount-view requirement) as decided here, or none.
+fn attempt_for(request: &ExecRequest, kind: SandboxKind) -> SandboxAttempt {
     match kind {
         SandboxKind::None => SandboxAttempt::None,
-        SandboxKind::Linux | SandboxKind::Seatbelt => SandboxAttempt::Platform {
-            policy: request.sandbox_policy.clone(),
-            policy_cwd: request.policy_cwd.clone(),
-            strictness: helper.strictness.into(),
-            mount_view: helper.mount_view.into(),
-        },
+        SandboxKind::Linux | SandboxKind::Seatbelt => {
+            SandboxAttempt::Platform { request: request.sandbox.clone() }
+        }
     }
 }
 

@@ -55,7 +55,7 @@ impl RemoteSessions {
         };
         let (request, narrowed_by) =
             session_request(&args, &self.defaults, (cwd, None)).map_err(|e| e.to_string())?;
-        if narrowed_by.is_some() || request.sandbox_policy.network_domains().is_some() {
+        if narrowed_by.is_some() || request.sandbox.policy.network_domains().is_some() {
             return Err("allowed_domains: network by domain is not available on another machine \
                         yet (its proxy would have to run there)"
                 .to_owned());
@@ -66,14 +66,14 @@ impl RemoteSessions {
             Authorization::Run { sandboxed, .. } => sandboxed,
             Authorization::Refused { reason, .. } => return Err(format!("refused: {reason}")),
         };
-        let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
+        let kind = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         let approval =
             if approvals.is_empty() { ApprovalState::NotNeeded } else { ApprovalState::Granted };
         let exec = ResolvedExec {
             argv: request.command.clone(),
             cwd: request.cwd.clone(),
             env: super::env_strings(&request.env),
-            sandbox: attempt_for(&request, kind, self.orchestrator.helper()),
+            sandbox: attempt_for(&request, kind),
             approval,
             tty: args.tty.unwrap_or(false),
             yield_time_ms: args.yield_time_ms,

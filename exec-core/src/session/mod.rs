@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordon_policies::{AskForApproval, SandboxPolicy};
+use cordon_policies::{AskForApproval, SandboxRequest};
 use serde::Deserialize;
 
 use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, SandboxSetupError, plan_launch};
@@ -172,8 +172,9 @@ pub enum SessionError {
 /// Settings every session shares.
 #[derive(Debug, Clone)]
 pub struct SessionDefaults {
+    /// The default working directory: the workspace, which `sandbox.policy_cwd` names too.
     pub cwd: PathBuf,
-    pub sandbox_policy: SandboxPolicy,
+    pub sandbox: SandboxRequest,
     pub approval: AskForApproval,
     /// The environment after the environment policy (the overlay is added on top).
     pub env: Vec<(OsString, OsString)>,
@@ -265,19 +266,16 @@ impl SessionManager {
             Authorization::Run { sandboxed, .. } => sandboxed,
             Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
-        let kind = SandboxKind::for_run(&request.sandbox_policy, sandboxed);
+        let kind = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         // A domain allow-list gets a proxy of its own for as long as the session lives.
         let test_resolve = &self.orchestrator.helper().proxy_test_resolve;
         let proxy =
-            NetworkProxy::start_for(kind, &request.sandbox_policy, narrowed_by, test_resolve)?;
+            NetworkProxy::start_for(kind, &request.sandbox.policy, narrowed_by, test_resolve)?;
         let mut launch = request.launch(kind);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         let spec = plan_launch(&launch, self.orchestrator.helper())?;
-        let git_watch = crate::runner::watch_git_dirs(
-            (&request.sandbox_policy, &request.policy_cwd),
-            kind,
-            self.orchestrator.helper(),
-        );
+        let git_watch =
+            crate::runner::watch_git_dirs(&request.sandbox, kind, self.orchestrator.helper());
         let start = Start {
             started,
             cmd: args.cmd,

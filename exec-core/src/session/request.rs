@@ -5,7 +5,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use cordon_policies::{DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy};
+use cordon_policies::{
+    DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy, SandboxRequest,
+};
 
 use super::{ExecCommandArgs, SESSION_ENV, SandboxPermissions, SessionDefaults, SessionError};
 use crate::launch::PinnedDir;
@@ -34,13 +36,12 @@ pub(crate) fn session_request(
         Some(SandboxPermissions::UseDefault) | None => Escalation::UseDefault,
     };
     let (sandbox_policy, narrowed_by) =
-        narrow_network(&defaults.sandbox_policy, args.allowed_domains.as_deref(), &escalation)?;
+        narrow_network(&defaults.sandbox.policy, args.allowed_domains.as_deref(), &escalation)?;
     let request = ExecRequest {
         command: vec![shell, flag.to_owned(), args.cmd.clone()],
         cwd,
         cwd_pin,
-        policy_cwd: defaults.cwd.clone(),
-        sandbox_policy,
+        sandbox: SandboxRequest { policy: sandbox_policy, ..defaults.sandbox.clone() },
         approval: defaults.approval,
         escalation,
         // A harness asks for escalation itself (`require_escalated`).

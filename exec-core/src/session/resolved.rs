@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::time::Instant;
 
-use cordon_policies::SandboxPolicy;
+use cordon_policies::{SandboxPolicy, SandboxRequest};
 
 use super::{Report, SessionError, SessionManager, SessionState, Start};
 use crate::launch::{Launch, ParentDeath, PinnedDir, SandboxKind, plan_launch};
@@ -32,14 +32,14 @@ impl SessionManager {
         }
         let env: Vec<(OsString, OsString)> =
             exec.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
-        let mut helper = self.orchestrator.helper().clone();
-        let unsandboxed = SandboxPolicy::DangerFullAccess {};
-        let (kind, policy, policy_cwd) = match &exec.sandbox {
-            SandboxAttempt::None => (SandboxKind::None, &unsandboxed, exec.cwd.as_path()),
-            SandboxAttempt::Platform { policy, policy_cwd, strictness, mount_view } => {
-                helper.strictness = (*strictness).into();
-                helper.mount_view = (*mount_view).into();
-                (SandboxKind::for_policy(policy), policy, policy_cwd.as_path())
+        let helper = self.orchestrator.helper();
+        let (kind, sandbox) = match exec.sandbox {
+            SandboxAttempt::None => (
+                SandboxKind::None,
+                SandboxRequest::new(SandboxPolicy::DangerFullAccess {}, exec.cwd.clone()),
+            ),
+            SandboxAttempt::Platform { request } => {
+                (SandboxKind::for_policy(&request.policy), request)
             }
         };
         let launch = Launch {
@@ -47,14 +47,13 @@ impl SessionManager {
             command: exec.argv.iter().map(OsString::from).collect(),
             cwd: &exec.cwd,
             cwd_pin: Some(&pin),
-            policy_cwd,
-            policy,
+            sandbox: &sandbox,
             env: &env,
             parent_death: ParentDeath::Kill,
             proxy: None,
         };
-        let spec = plan_launch(&launch, &helper)?;
-        let git_watch = crate::runner::watch_git_dirs((policy, policy_cwd), kind, &helper);
+        let spec = plan_launch(&launch, helper)?;
+        let git_watch = crate::runner::watch_git_dirs(&sandbox, kind, helper);
         let start = Start {
             started,
             cmd: cordon_policies::render_argv(&exec.argv).text,
