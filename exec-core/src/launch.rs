@@ -211,7 +211,7 @@ impl PinnedDir {
         &self.path
     }
 
-    fn raw_fd(&self) -> std::os::fd::RawFd {
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
         std::os::fd::AsRawFd::as_raw_fd(&*self.fd)
     }
 }
@@ -294,6 +294,12 @@ pub enum ProxyEndpoint<'a> {
 pub struct HandOverSocket(Arc<OwnedFd>);
 
 impl HandOverSocket {
+    /// The descriptor, shared with the proxy (for the spawner that opens it to the helper).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn descriptor(&self) -> Arc<OwnedFd> {
+        Arc::clone(&self.0)
+    }
+
     /// Takes `fd`, which must be close-on-exec and numbered above the descriptors a spawner
     /// sets up in the child (stdio, and the status report on 3 of
     /// `cordon_sandbox_linux::STATUS_REPORT_FD`), so that none of those replaces it.
@@ -456,87 +462,6 @@ pub fn plan_launch(
         }
     };
     Ok(plan)
-}
-
-impl LaunchPlan {
-    /// The helper's work, for a spawner whose forked child may run it instead of exec'ing it.
-    #[cfg(target_os = "linux")]
-    pub fn in_process_helper(&self) -> Option<crate::sys::InProcessHelper<'_>> {
-        let args = self.in_process.as_ref()?;
-        Some(crate::sys::InProcessHelper { args, env: &self.env, cwd: &self.cwd })
-    }
-
-    /// A std `Command` with program, arg0, args, a clean environment and the cwd (entered
-    /// through its descriptor when it is pinned).
-    pub fn to_command(&self) -> std::process::Command {
-        use std::os::unix::process::CommandExt;
-        let mut command = std::process::Command::new(&self.program);
-        if let Some(arg0) = &self.arg0 {
-            command.arg0(arg0);
-        }
-        command.args(&self.args).env_clear().envs(self.env.iter().cloned());
-        match &self.cwd_pin {
-            Some(pin) => crate::sys::enter_directory_in_child(&mut command, pin.raw_fd()),
-            None => {
-                command.current_dir(&self.cwd);
-            }
-        }
-        command
-    }
-
-    /// Registers the plan's pre-exec steps on `command` (from [`LaunchPlan::to_command`], its
-    /// stdio set), in the one order they must run: the child set up as `terminal` says (which
-    /// marks every inherited descriptor close-on-exec), then the descriptors the plan's helper
-    /// is told about opened to it again (the proxy's hand-over socket, `--proxy-fd`), then —
-    /// when this process is single-threaded — the helper itself in the forked child instead of
-    /// an exec. Every spawner of a plan calls this and nothing else.
-    pub fn prepare_spawn(
-        &self,
-        command: &mut std::process::Command,
-        terminal: crate::sys::Terminal,
-    ) {
-        crate::sys::prepare_child(command, terminal);
-        self.pass_descriptors(command);
-        #[cfg(target_os = "linux")]
-        crate::sys::run_helper_in_child(command, self.in_process_helper());
-    }
-
-    /// Lets `command`'s child inherit the descriptors the plan's helper is told about (the
-    /// proxy's hand-over socket, `--proxy-fd`): a pre-exec step clears their close-on-exec
-    /// flag in the child only. It must run after every step that marks descriptors
-    /// close-on-exec (steps run in the order they were registered; see
-    /// [`LaunchPlan::prepare_spawn`]); without it the helper finds no descriptor and fails
-    /// closed (exit 125). A helper run in the forked child keeps them open by itself.
-    fn pass_descriptors(&self, command: &mut std::process::Command) {
-        #[cfg(target_os = "linux")]
-        if let Some(channel) = &self.proxy_channel {
-            cordon_sandbox_linux::keep_open_in_child(command, Arc::clone(&channel.0));
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = command;
-    }
-
-    /// Replaces this process with the plan (`cordon sandbox`): the command's status, signals
-    /// and terminal are its own with nothing in between. Returns only on failure.
-    pub fn exec(&self) -> std::io::Error {
-        use std::os::unix::process::CommandExt;
-        // The helper in this very process: the exec of cordon it would take is saved.
-        #[cfg(target_os = "linux")]
-        if let Some(args) = &self.in_process {
-            if cordon_sandbox_linux::single_threaded() {
-                cordon_sandbox_linux::run_in_process(
-                    args,
-                    &self.env,
-                    cordon_sandbox_linux::InheritedDescriptors::Mixed,
-                    cordon_sandbox_linux::InProcessStart::Plain,
-                );
-            }
-        }
-        // This very process execs: no child to set up, only the helper's descriptors to keep.
-        let mut command = self.to_command();
-        self.pass_descriptors(&mut command);
-        command.exec()
-    }
 }
 
 #[cfg(test)]

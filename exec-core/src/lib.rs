@@ -32,6 +32,7 @@ mod resolved;
 mod runner;
 pub mod session;
 mod spawn;
+mod spawner;
 pub mod stdio;
 mod sys;
 mod terminal_filter;

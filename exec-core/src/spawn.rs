@@ -2,7 +2,6 @@
 //! the whole group, stdout/stderr streamed to the caller and kept in a head+tail buffer.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use crate::capture::HeadTail;
 use crate::classify::ExitKind;
 use crate::interrupts::Interrupts;
 use crate::launch::LaunchPlan;
+use crate::spawner::{ChildStdio, Started};
 use crate::terminal_filter::{self, EscapeFilter};
 
 /// Bytes kept per stream for classification and `--json` (DESIGN §7).
@@ -221,47 +221,32 @@ impl Child {
     }
 }
 
-/// Starts `spec` with the given stdin, stdout and stderr piped: without a terminal to hand over,
-/// as the supervisor cloned straight into the command's namespaces when that applies
-/// (`sys::spawn_namespace_init`), else through std's spawn.
+/// Starts `spec` with the given stdin and stdout and stderr piped: as the supervisor cloned
+/// straight into the command's namespaces when that applies, else through tokio's spawn.
 fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream, Stream)> {
-    #[cfg(target_os = "linux")]
-    {
-        use crate::sys::InitStdin;
-        let init_stdin = match stdin {
-            StdinMode::Null => Some(InitStdin::Null),
-            StdinMode::Inherit => Some(InitStdin::Inherit),
-            StdinMode::Terminal => None,
-        };
-        if let Some(init_stdin) = init_stdin {
-            if let Some(init) =
-                crate::sys::spawn_namespace_init(spec.in_process_helper(), init_stdin)?
-            {
-                use tokio::net::unix::pipe::Receiver;
-                let (process, stdout, stderr) = crate::init_process::InitProcess::from_child(init)?;
-                let stdout: Stream = Some(Box::new(Receiver::from_owned_fd(stdout)?));
-                let stderr: Stream = Some(Box::new(Receiver::from_owned_fd(stderr)?));
-                return Ok((Child::Init(process), stdout, stderr));
-            }
+    let stdio = match stdin {
+        StdinMode::Null => ChildStdio::Null,
+        StdinMode::Inherit => ChildStdio::Inherit,
+        StdinMode::Terminal => ChildStdio::Terminal,
+    };
+    let started = spec.start(stdio, |command| {
+        tokio::process::Command::from(command).kill_on_drop(true).spawn()
+    })?;
+    match started {
+        #[cfg(target_os = "linux")]
+        Started::Init(init) => {
+            use tokio::net::unix::pipe::Receiver;
+            let (process, stdout, stderr) = crate::init_process::InitProcess::from_child(init)?;
+            let stdout: Stream = Some(Box::new(Receiver::from_owned_fd(stdout)?));
+            let stderr: Stream = Some(Box::new(Receiver::from_owned_fd(stderr)?));
+            Ok((Child::Init(process), stdout, stderr))
+        }
+        Started::Spawned(mut child) => {
+            let stdout: Stream = child.stdout.take().map(|s| Box::new(s) as _);
+            let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);
+            Ok((Child::Spawned(child), stdout, stderr))
         }
     }
-    let mut command = spec.to_command();
-    command
-        .stdin(match stdin {
-            StdinMode::Null => Stdio::null(),
-            StdinMode::Inherit | StdinMode::Terminal => Stdio::inherit(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let terminal = match stdin {
-        StdinMode::Terminal => crate::sys::Terminal::Foreground,
-        StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
-    };
-    spec.prepare_spawn(&mut command, terminal);
-    let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
-    let stdout: Stream = child.stdout.take().map(|s| Box::new(s) as _);
-    let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);
-    Ok((Child::Spawned(child), stdout, stderr))
 }
 
 /// How waiting for the child ended.

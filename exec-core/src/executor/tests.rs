@@ -89,8 +89,8 @@ fn hello_negotiates_a_shared_version_or_names_both() {
     let older = serde_json::to_value(hello_response(harness, Value::from("h"), 1, None)).unwrap();
     assert_eq!(older["protocolVersion"], 1);
 
-    let far_end = Hello { min_version: 2, forms: vec!["exec_resolved"], host: None };
-    for requested in [1, 3] {
+    let far_end = Hello { min_version: 3, forms: vec!["exec_resolved"], host: None };
+    for requested in [2, 4] {
         let refusal = serde_json::to_value(hello_response(
             far_end.clone(),
             Value::from("h"),
@@ -101,6 +101,6 @@ fn hello_negotiates_a_shared_version_or_names_both() {
         assert_eq!(refusal["type"], "error");
         let message = refusal["message"].as_str().unwrap();
         assert!(message.contains(&format!("cordon 9.9.9 protocol {requested}")), "{message}");
-        assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 2..=2")), "{message}");
+        assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 3..=3")), "{message}");
     }
 }

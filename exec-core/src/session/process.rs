@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use super::{SessionError, UNREAD_CAP};
 use crate::capture::HeadTail;
 use crate::launch::LaunchPlan;
+use crate::spawner::{ChildStdio, Started};
 
 /// What the readers and the waiter share with the session.
 struct Shared {
@@ -96,16 +97,10 @@ impl SessionProcess {
             .map_err(spawn_error)?;
         let terminal = open_terminal(pair.master.as_ref())?;
         drop(pair.slave);
-        let mut command = spec.to_command();
-        command
-            .stdin(terminal.try_clone().map_err(spawn_error)?)
-            .stdout(terminal.try_clone().map_err(spawn_error)?)
-            .stderr(terminal);
-        spec.prepare_spawn(&mut command, crate::sys::Terminal::Controlling);
-        let mut child = command.spawn().map_err(spawn_error)?;
         // The terminal's other side stays with the child only: the session ends when it and
         // its descendants close it.
-        drop(command);
+        let mut child =
+            spec.start_in_terminal(terminal, |mut command| command.spawn()).map_err(spawn_error)?;
         let pid = i32::try_from(child.id()).ok();
         let shared = Shared::new();
         let mut reader = pair.master.try_clone_reader().map_err(spawn_error)?;
@@ -142,24 +137,22 @@ impl SessionProcess {
 
     /// On pipes: stdin from /dev/null, stdout and stderr merged into the session's output.
     pub fn spawn_pipes(spec: &LaunchPlan) -> Result<Self, SessionError> {
-        // The sandbox's supervisor as this process's own child, when it can be.
-        #[cfg(target_os = "linux")]
-        if let Some(init) =
-            crate::sys::spawn_namespace_init(spec.in_process_helper(), crate::sys::InitStdin::Null)
-                .map_err(spawn_error)?
-        {
-            return Self::watch_init(init);
-        }
-        let mut command = spec.to_command();
-        command
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
         // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
-        spec.prepare_spawn(&mut command, crate::sys::Terminal::Detach);
-        let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
+        let started = spec
+            .start(ChildStdio::Null, |command| tokio::process::Command::from(command).spawn())
+            .map_err(spawn_error)?;
+        #[cfg_attr(
+            not(target_os = "linux"),
+            expect(clippy::infallible_destructuring_match, reason = "one variant off Linux")
+        )]
+        let mut child = match started {
+            // The sandbox's supervisor as this process's own child.
+            #[cfg(target_os = "linux")]
+            Started::Init(init) => return Self::watch_init(init),
+            Started::Spawned(child) => child,
+        };
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = [
             child

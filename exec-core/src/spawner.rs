@@ -1,0 +1,178 @@
+//! The one way a [`LaunchPlan`] becomes a process: [`LaunchPlan::start`] for a child (the
+//! orchestrator's attempts, the executor's pipe and PTY sessions) and [`LaunchPlan::exec`] for
+//! `cordon sandbox`, which becomes the command. Both set the child up in the same order —
+//! terminal and descriptors first, then the descriptors the helper is told about opened to
+//! it, then the helper itself in the forked child when this process is single-threaded — so
+//! a step added here holds for every launch.
+//!
+//! A plan is only read here, never changed: what was planned (and shown in `--json`) is what
+//! starts.
+
+use std::os::unix::process::CommandExt;
+
+use crate::launch::LaunchPlan;
+use crate::sys::Terminal;
+
+/// The child's standard streams, for [`LaunchPlan::start`].
+#[derive(Debug)]
+pub(crate) enum ChildStdio {
+    /// stdin from `/dev/null`, stdout and stderr piped; no terminal.
+    Null,
+    /// cordon's own stdin, stdout and stderr piped; the terminal stays cordon's.
+    Inherit,
+    /// cordon's own stdin, which is a terminal the command takes as its foreground process
+    /// group for as long as it runs; stdout and stderr piped.
+    Terminal,
+}
+
+/// How the prepared `Command` gets its streams.
+enum Streams {
+    Pipes(ChildStdio),
+    /// A new terminal on all three, which becomes the child's controlling terminal.
+    Controlling(std::fs::File),
+}
+
+/// A started child.
+pub(crate) enum Started<C> {
+    /// The sandbox's supervisor cloned straight into the command's namespaces, as this
+    /// process's own child; its stdout and stderr are pipes it holds.
+    #[cfg(target_os = "linux")]
+    Init(crate::sys::InitChild),
+    /// What the caller's spawn function made of the prepared `Command`.
+    Spawned(C),
+}
+
+impl LaunchPlan {
+    /// Starts the plan as a child with `stdio`. `spawn` turns the prepared `Command` into a
+    /// child (std's or tokio's); it is not called when the helper's supervisor can be cloned
+    /// directly ([`Started::Init`]), which needs stdin from `/dev/null` or cordon's own and no
+    /// terminal to hand over.
+    pub(crate) fn start<C>(
+        &self,
+        stdio: ChildStdio,
+        spawn: impl FnOnce(std::process::Command) -> std::io::Result<C>,
+    ) -> std::io::Result<Started<C>> {
+        #[cfg(target_os = "linux")]
+        {
+            use crate::sys::InitStdin;
+            let init_stdin = match stdio {
+                ChildStdio::Null => Some(InitStdin::Null),
+                ChildStdio::Inherit => Some(InitStdin::Inherit),
+                ChildStdio::Terminal => None,
+            };
+            if let Some(init_stdin) = init_stdin {
+                if let Some(init) =
+                    crate::sys::spawn_namespace_init(self.in_process_helper(), init_stdin)?
+                {
+                    return Ok(Started::Init(init));
+                }
+            }
+        }
+        spawn(self.prepared(Streams::Pipes(stdio))?).map(Started::Spawned)
+    }
+
+    /// Starts the plan as a child in a new session whose controlling terminal is `terminal`
+    /// (the other side of a PTY), on its stdin, stdout and stderr. `spawn` turns the prepared
+    /// `Command` into a child; the copies of `terminal` in this process are closed when it
+    /// returns, so the terminal ends with the child and its descendants.
+    pub(crate) fn start_in_terminal<C>(
+        &self,
+        terminal: std::fs::File,
+        spawn: impl FnOnce(std::process::Command) -> std::io::Result<C>,
+    ) -> std::io::Result<C> {
+        spawn(self.prepared(Streams::Controlling(terminal))?)
+    }
+
+    /// The `Command` for the plan with its streams and every pre-exec step, in the one order
+    /// they must run: the child set up for its terminal (which marks every inherited
+    /// descriptor close-on-exec), then the descriptors the helper is told about opened to it
+    /// again, then — when this process is single-threaded — the helper itself in the forked
+    /// child instead of an exec.
+    fn prepared(&self, streams: Streams) -> std::io::Result<std::process::Command> {
+        use std::process::Stdio;
+        let mut command = self.to_command();
+        let terminal = match streams {
+            Streams::Pipes(ChildStdio::Null) => {
+                command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+                Terminal::Detach
+            }
+            Streams::Pipes(ChildStdio::Inherit) => {
+                command.stdin(Stdio::inherit()).stdout(Stdio::piped()).stderr(Stdio::piped());
+                Terminal::Detach
+            }
+            Streams::Pipes(ChildStdio::Terminal) => {
+                command.stdin(Stdio::inherit()).stdout(Stdio::piped()).stderr(Stdio::piped());
+                Terminal::Foreground
+            }
+            Streams::Controlling(terminal) => {
+                command.stdin(terminal.try_clone()?).stdout(terminal.try_clone()?).stderr(terminal);
+                Terminal::Controlling
+            }
+        };
+        crate::sys::prepare_child(&mut command, terminal);
+        self.pass_descriptors(&mut command);
+        #[cfg(target_os = "linux")]
+        crate::sys::run_helper_in_child(&mut command, self.in_process_helper());
+        Ok(command)
+    }
+
+    /// Replaces this process with the plan (`cordon sandbox`): the command's status, signals
+    /// and terminal are its own with nothing in between. Returns only on failure.
+    pub fn exec(&self) -> std::io::Error {
+        // The helper in this very process: the exec of cordon it would take is saved.
+        #[cfg(target_os = "linux")]
+        if let Some(args) = &self.in_process {
+            if cordon_sandbox_linux::single_threaded() {
+                cordon_sandbox_linux::run_in_process(
+                    args,
+                    &self.env,
+                    cordon_sandbox_linux::InheritedDescriptors::Mixed,
+                    cordon_sandbox_linux::InProcessStart::Plain,
+                );
+            }
+        }
+        // This very process execs: no child to set up, only the helper's descriptors to keep.
+        let mut command = self.to_command();
+        self.pass_descriptors(&mut command);
+        command.exec()
+    }
+
+    /// The helper's work, for a child that may run it instead of exec'ing it.
+    #[cfg(target_os = "linux")]
+    fn in_process_helper(&self) -> Option<crate::sys::InProcessHelper<'_>> {
+        let args = self.in_process.as_ref()?;
+        Some(crate::sys::InProcessHelper { args, env: &self.env, cwd: &self.cwd })
+    }
+
+    /// A std `Command` with program, arg0, args, a clean environment and the cwd (entered
+    /// through its descriptor when it is pinned).
+    fn to_command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.program);
+        if let Some(arg0) = &self.arg0 {
+            command.arg0(arg0);
+        }
+        command.args(&self.args).env_clear().envs(self.env.iter().cloned());
+        match &self.cwd_pin {
+            Some(pin) => crate::sys::enter_directory_in_child(&mut command, pin.raw_fd()),
+            None => {
+                command.current_dir(&self.cwd);
+            }
+        }
+        command
+    }
+
+    /// Lets `command`'s child inherit the descriptors the plan's helper is told about (the
+    /// proxy's hand-over socket, `--proxy-fd`): a pre-exec step clears their close-on-exec
+    /// flag in the child only. It must run after every step that marks descriptors
+    /// close-on-exec (pre-exec steps run in the order they were registered); without it the
+    /// helper finds no descriptor and fails closed (exit 125). A helper run in the forked
+    /// child keeps them open by itself.
+    fn pass_descriptors(&self, command: &mut std::process::Command) {
+        #[cfg(target_os = "linux")]
+        if let Some(channel) = &self.proxy_channel {
+            cordon_sandbox_linux::keep_open_in_child(command, channel.descriptor());
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = command;
+    }
+}
