@@ -202,7 +202,7 @@ mod tests {
     fn request(command: &[&str], stage: ApprovalStage, prefix: Option<&[&str]>) -> ApprovalRequest {
         let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         ApprovalRequest {
-            command: words(command),
+            command: command.iter().map(std::ffi::OsString::from).collect(),
             cwd: PathBuf::from("/work"),
             reason: "because".into(),
             stage,

@@ -222,9 +222,9 @@ pub struct ExecArgs {
     pub host: Option<String>,
     #[command(flatten)]
     pub remote: RemoteFlags,
-    /// The command and its arguments (`--` before it is optional).
+    /// The command and its arguments (`--` before it is optional); any bytes.
     #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
 }
 
 // How to reach another machine (`exec --host`, `executor --connect`).

@@ -78,7 +78,7 @@ fn run_with_proxy(
 ) -> anyhow::Result<ExitCode> {
     let orchestrator = settings.orchestrator()?;
     let request = ExecRequest {
-        command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        command: command.clone(),
         cwd: settings.cwd.clone(),
         cwd_pin: settings.cwd_pin.clone(),
         sandbox: settings.sandbox.clone(),
@@ -94,9 +94,6 @@ fn run_with_proxy(
         },
         output: OutputMode::Stream,
     };
-    if request.command.iter().map(OsString::from).ne(command.iter().cloned()) {
-        bail!("with --allow-domain the command line must be valid UTF-8");
-    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let attempt = runtime.block_on(orchestrator.run_sandboxed(&request, kind))?;
     let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();

@@ -167,10 +167,31 @@ impl Settings {
 
     /// The environment the command gets, after the environment policy, and what the policy
     /// removed (names only).
+    ///
+    /// A name or value that is not UTF-8 is judged by the policy as its lossy text (patterns
+    /// and secret shapes are ASCII) and, when kept unchanged, passed on as the bytes it was.
     pub fn command_env(&self) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
-        let vars = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
-        self.command_env_from(vars)
+        let mut not_utf8: Vec<(String, String, OsString, OsString)> = Vec::new();
+        let vars: Vec<(String, String)> = std::env::vars_os()
+            .map(|(k, v)| match (k.to_str(), v.to_str()) {
+                (Some(name), Some(value)) => (name.to_owned(), value.to_owned()),
+                _ => {
+                    let lossy =
+                        (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned());
+                    not_utf8.push((lossy.0.clone(), lossy.1.clone(), k, v));
+                    lossy
+                }
+            })
+            .collect();
+        let (mut env, removed) = self.command_env_from(vars);
+        for (name, value) in &mut env {
+            let original = not_utf8.iter().find(|(n, v, ..)| *name == **n && *value == **v);
+            if let Some((_, _, original_name, original_value)) = original {
+                *name = original_name.clone();
+                *value = original_value.clone();
+            }
+        }
+        (env, removed)
     }
 
     /// What every session of `cordon executor`/`cordon mcp-server` starts from, with this

@@ -2,6 +2,7 @@
 //! retry once without the sandbox. [`Orchestrator::run`] is that flow in one function.
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,7 +47,9 @@ pub enum ApprovalStage {
 /// A question for the user (or the harness).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApprovalRequest {
-    pub command: Vec<String>,
+    /// The exact argv that runs if approved (render it with `render_argv`).
+    #[serde(serialize_with = "lossy_words")]
+    pub command: Vec<OsString>,
     pub cwd: PathBuf,
     pub reason: String,
     pub stage: ApprovalStage,
@@ -122,7 +125,8 @@ pub enum OutcomeResult {
 /// Everything that happened for one request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
-    pub command: Vec<String>,
+    #[serde(serialize_with = "lossy_words")]
+    pub command: Vec<OsString>,
     pub cwd: PathBuf,
     pub assessment: Assessment,
     pub approvals: Vec<ApprovalRecord>,
@@ -154,7 +158,7 @@ pub struct Orchestrator {
 /// What a "yes for this session" answer covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct SessionKey {
-    command: Vec<String>,
+    command: Vec<OsString>,
     cwd: PathBuf,
     stage: ApprovalStage,
     sandboxed: Sandboxed,
@@ -297,7 +301,7 @@ impl Orchestrator {
         approver: &impl Approver,
         approvals: &mut Vec<ApprovalRecord>,
     ) -> Authorization {
-        let assessment = self.assess(&request.command, request.approval, &request.escalation);
+        let assessment = self.assess(&request.words(), request.approval, &request.escalation);
         let as_run = |sandboxed: bool| if sandboxed { Sandboxed::Yes } else { Sandboxed::No };
         match assessment.decision.clone() {
             PreRunDecision::Refuse { reason } => Authorization::Refused { assessment, reason },
@@ -365,7 +369,7 @@ impl Orchestrator {
         }
         // An allow rule runs the command sandboxed, so it can only stand for a sandboxed run.
         let prefix =
-            if sandboxed == Sandboxed::Yes { suggested_prefix(&request.command) } else { None };
+            if sandboxed == Sandboxed::Yes { suggested_prefix(&request.words()) } else { None };
         let sandbox_mode = match sandboxed {
             Sandboxed::Yes => request.sandbox.policy.mode(),
             Sandboxed::No => SandboxMode::DangerFullAccess,
@@ -466,6 +470,11 @@ fn program_inside_roots(request: &ExecRequest, roots: &[PathBuf]) -> Option<Path
 
 /// What the request's sandbox lets the command write, for judging denial messages. A policy
 /// that cannot be resolved gives an empty context: nothing counts as writable, so every path
+/// An argv in a JSON report, as text (a byte that is not UTF-8 becomes U+FFFD).
+fn lossy_words<S: serde::Serializer>(words: &[OsString], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(words.iter().map(|word| word.to_string_lossy()))
+}
+
 /// An "always allow" answer whose rule could not be written to the rules file.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot save the rule to {}: {source}", path.display())]

@@ -14,7 +14,8 @@ use crate::spawn::{OutputMode, StdinMode};
 /// One command to run.
 #[derive(Debug, Clone)]
 pub struct ExecRequest {
-    pub command: Vec<String>,
+    /// The argv, any bytes: it reaches `execve` as it is.
+    pub command: Vec<OsString>,
     /// Where the command runs.
     pub cwd: PathBuf,
     /// `cwd` held open since it was resolved, before any question showed it: a local command
@@ -36,12 +37,19 @@ pub struct ExecRequest {
 }
 
 impl ExecRequest {
+    /// The argv as text for decisions (rules, the known-safe list, prefixes): a byte that is
+    /// not UTF-8 becomes U+FFFD, which no rule, safe command or program name contains, so such
+    /// a word matches only what matches any word.
+    pub fn words(&self) -> Vec<String> {
+        self.command.iter().map(|word| word.to_string_lossy().into_owned()).collect()
+    }
+
     /// The launch of this request under `kind`. Nothing the orchestrator or a session starts
     /// may outlive cordon, so the command dies with it.
     pub fn launch(&self, kind: SandboxKind) -> Launch<'_> {
         Launch {
             kind,
-            command: self.command.iter().map(OsString::from).collect(),
+            command: self.command.clone(),
             cwd: &self.cwd,
             cwd_pin: self.cwd_pin.as_ref(),
             sandbox: &self.sandbox,

@@ -5,6 +5,8 @@
 //!
 //! A leaf module: it depends on no other module of this crate.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use cordon_policies::SandboxRequest;
@@ -17,11 +19,11 @@ use serde_json::Value;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResolvedExec {
     /// The final argv (`argv[0]` is looked up on the remote `PATH` when it has no slash).
-    pub argv: Vec<String>,
+    pub argv: Vec<WireBytes>,
     /// Absolute; the executor runs the command exactly there.
     pub cwd: PathBuf,
     /// The command's complete environment (nothing of the executor's own is added).
-    pub env: Vec<(String, String)>,
+    pub env: Vec<(WireBytes, WireBytes)>,
     /// The sandbox this attempt runs under.
     pub sandbox: SandboxAttempt,
     /// Whether a person approved this attempt (recorded; the executor does not decide).
@@ -32,6 +34,71 @@ pub struct ResolvedExec {
     pub yield_time_ms: Option<u64>,
     #[serde(default)]
     pub max_output_tokens: Option<usize>,
+}
+
+/// An argument, a variable's name or its value: any bytes. On the wire a JSON string when
+/// they are UTF-8 (the usual case, readable in a log), else `{"hex": "…"}`; either way the far
+/// end gets exactly these bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireBytes(pub OsString);
+
+impl From<&OsStr> for WireBytes {
+    fn from(value: &OsStr) -> Self {
+        WireBytes(value.to_owned())
+    }
+}
+
+impl From<&str> for WireBytes {
+    fn from(value: &str) -> Self {
+        WireBytes(OsString::from(value))
+    }
+}
+
+impl Serialize for WireBytes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0.to_str() {
+            Some(text) => serializer.serialize_str(text),
+            None => {
+                use std::fmt::Write as _;
+                let mut hex = String::with_capacity(self.0.len() * 2);
+                for byte in self.0.as_bytes() {
+                    let _ = write!(hex, "{byte:02x}");
+                }
+                WireForm::Hex { hex }.serialize(serializer)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WireBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match WireForm::deserialize(deserializer)? {
+            WireForm::Text(text) => Ok(WireBytes(OsString::from(text))),
+            WireForm::Hex { hex } => {
+                let digits = hex.as_bytes();
+                if digits.len() % 2 != 0 {
+                    return Err(serde::de::Error::custom("hex: an odd number of digits"));
+                }
+                let bytes = digits
+                    .chunks(2)
+                    .map(|pair| {
+                        std::str::from_utf8(pair)
+                            .ok()
+                            .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+                            .ok_or_else(|| serde::de::Error::custom("hex: not a hex digit"))
+                    })
+                    .collect::<Result<Vec<u8>, D::Error>>()?;
+                Ok(WireBytes(OsString::from_vec(bytes)))
+            }
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+enum WireForm {
+    Text(String),
+    Hex { hex: String },
 }
 
 /// The sandbox of one attempt.
@@ -127,5 +194,26 @@ mod tests {
             "approval": "granted"}))
         .unwrap();
         assert_eq!((none.sandbox, none.tty), (SandboxAttempt::None, false));
+    }
+
+    #[test]
+    fn bytes_travel_as_text_when_they_are_utf8_and_as_hex_otherwise() {
+        let latin1 = WireBytes(OsString::from_vec(b"caf\xe9".to_vec()));
+        let text = WireBytes::from("café");
+        assert_eq!(serde_json::to_value(&text).unwrap(), serde_json::json!("café"));
+        assert_eq!(serde_json::to_value(&latin1).unwrap(), serde_json::json!({"hex": "636166e9"}));
+        for value in [latin1, text] {
+            let again: WireBytes =
+                serde_json::from_value(serde_json::to_value(&value).unwrap()).unwrap();
+            assert_eq!(again, value);
+        }
+        for bad in [
+            serde_json::json!({"hex": "6"}),
+            serde_json::json!({"hex": "zz"}),
+            serde_json::json!({"hex": "61", "more": 1}),
+            serde_json::json!(7),
+        ] {
+            assert!(serde_json::from_value::<WireBytes>(bad.clone()).is_err(), "{bad}");
+        }
     }
 }

@@ -24,7 +24,9 @@
 //! line) without quoting; [`abbreviate`] keeps the head and the tail of a long rendering and
 //! says how much it left out.
 
+use std::ffi::OsStr;
 use std::fmt::Write as _;
+use std::os::unix::ffi::OsStrExt;
 
 /// Rendered text and whether anything in it had to be escaped because a terminal would hide it
 /// or act on it.
@@ -52,16 +54,40 @@ pub struct Abbreviated {
 pub const DISPLAY_LIMIT: usize = 2000;
 
 /// The argv, shell-quoted so that every argv has its own rendering (see the module docs).
-pub fn render_argv(argv: &[String]) -> Rendered {
+/// A word that is not UTF-8 is shown in `$'…'` with each invalid byte as `\xHH`, which is what
+/// a shell makes of it again.
+pub fn render_argv<S: AsRef<OsStr>>(argv: &[S]) -> Rendered {
     let mut text = String::new();
     let mut hidden_characters = false;
     for (i, word) in argv.iter().enumerate() {
         if i > 0 {
             text.push(' ');
         }
-        hidden_characters |= push_word(&mut text, word);
+        hidden_characters |= match word.as_ref().to_str() {
+            Some(word) => push_word(&mut text, word),
+            None => push_bytes_word(&mut text, word.as_ref().as_bytes()),
+        };
     }
     Rendered { text, hidden_characters }
+}
+
+/// A word that is not UTF-8, in `$'…'` (always hidden characters: the invalid bytes).
+fn push_bytes_word(out: &mut String, word: &[u8]) -> bool {
+    out.push_str("$'");
+    for chunk in word.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\'' {
+                out.push_str("\\'");
+            } else {
+                push_char(out, c);
+            }
+        }
+        for byte in chunk.invalid() {
+            let _ = write!(out, "\\x{byte:02x}");
+        }
+    }
+    out.push('\'');
+    true
 }
 
 /// One free-text string with every character a terminal would hide or act on escaped, and `\`

@@ -299,3 +299,17 @@ fn a_long_command_shows_its_head_its_tail_and_what_was_left_out() {
         Abbreviated { text: "short".into(), elided_bytes: 0 }
     );
 }
+
+#[test]
+fn a_word_that_is_not_utf8_is_shown_as_the_bytes_a_shell_would_pass() {
+    use std::os::unix::ffi::OsStringExt;
+    let argv = [
+        std::ffi::OsString::from("printf"),
+        std::ffi::OsString::from_vec(b"it's caf\xe9".to_vec()),
+    ];
+    let rendered = render_argv(&argv);
+    assert_eq!(rendered.text, r"printf $'it\'s caf\xe9'");
+    assert!(rendered.hidden_characters);
+    // The same bytes as text would render the same (`\x` is a hidden character there too).
+    assert!(render_argv(&["caf\u{e9}".to_owned()]).text.contains('é'));
+}

@@ -250,6 +250,43 @@ fn secrets_are_filtered_from_the_environment_and_the_sandbox_is_announced() {
 }
 
 #[test]
+fn arguments_and_environment_that_are_not_utf8_reach_the_command_as_the_same_bytes() {
+    require_sandbox!(1);
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let e = env();
+    let latin1 = OsStr::from_bytes(b"caf\xe9");
+    // And a secret by value stays filtered whatever its encoding.
+    let secret = OsStr::from_bytes(b"ghp_0123456789abcdefghijklmnopqrstuvwxyz01\xff");
+    for entry in ["exec", "sandbox"] {
+        let mut command = without_terminal(CORDON);
+        command.arg(entry);
+        if entry == "sandbox" {
+            command.arg("linux");
+        } else {
+            command.args(["-a", "never"]);
+        }
+        let out = command
+            .args(["-s", "read-only", "--", "sh", "-c"])
+            .arg("printf '%s|%s|%s' \"$1\" \"$LATIN1\" \"${LEAK-unset}\" | od -An -tx1")
+            .arg("sh")
+            .arg(latin1)
+            .current_dir(e.work.path())
+            .env("CORDON_HOME", e.home.path())
+            .env("LATIN1", latin1)
+            .env("LEAK", secret)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let run: Run = out.into();
+        run.assert_ok();
+        let bytes: String = run.stdout.split_whitespace().collect();
+        // café|café|unset with é as the single byte 0xe9.
+        assert_eq!(bytes, "636166e97c636166e97c756e736574", "{entry}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn a_timeout_kills_the_whole_group_and_exits_124() {
     require_sandbox!(1);
     let e = env();

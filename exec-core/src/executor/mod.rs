@@ -50,7 +50,9 @@ impl Approver for ProtocolApprover {
         let sent = self.out.send(Outgoing::ApprovalRequest {
             request_id: id,
             call_request_id: self.call_request_id.clone(),
-            command: request.command.clone(),
+            // Protocol 1 is UTF-8: a byte that is not becomes U+FFFD here, and `display`
+            // shows the exact bytes (`$'\xHH'`) with `hiddenCharacters` set.
+            command: request.command.iter().map(|w| w.to_string_lossy().into_owned()).collect(),
             display: display.text,
             hidden_characters: display.hidden_characters,
             cwd: request.cwd.display().to_string(),

@@ -9,13 +9,13 @@ use crate::capture::HeadTail;
 use crate::classify::ExitKind;
 use crate::orchestrator::{Approver, Orchestrator, Outcome};
 use crate::request::ExecRequest;
-use crate::resolved::ResolvedExec;
+use crate::resolved::{ResolvedExec, WireBytes};
 use crate::runner::{AttemptRun, RawAttempt, Runner};
 use crate::spawn::{CAPTURE_BYTES, OutputMode};
 use crate::terminal_filter::{self, EscapeFilter};
 
 use super::link::{RemoteLink, Write};
-use super::{RemoteError, attempt_for, env_strings};
+use super::{RemoteError, attempt_for, wire_env};
 
 /// How long each poll of a running remote command waits (output arrives in chunks this far
 /// apart; an exit ends a poll at once).
@@ -62,9 +62,9 @@ impl Runner for RemoteRunner<'_> {
     async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, RemoteError> {
         let AttemptRun { request, sandbox, approval } = run;
         let exec = ResolvedExec {
-            argv: request.command.clone(),
+            argv: request.command.iter().map(|word| WireBytes::from(word.as_os_str())).collect(),
             cwd: request.cwd.clone(),
-            env: env_strings(&request.env),
+            env: wire_env(&request.env),
             sandbox: attempt_for(request, sandbox),
             approval,
             tty: false,

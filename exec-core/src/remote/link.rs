@@ -227,7 +227,8 @@ impl RemoteLink {
 
     /// Runs `exec` there (`exec_resolved`).
     pub async fn exec(&self, exec: &ResolvedExec) -> Result<ResolvedResult, RemoteError> {
-        let label = cordon_policies::render_argv(&exec.argv).text;
+        let argv: Vec<&std::ffi::OsString> = exec.argv.iter().map(|word| &word.0).collect();
+        let label = cordon_policies::render_argv(&argv).text;
         let response = self.request(json!({"type": "exec_resolved", "exec": exec})).await?;
         let result = self.resolved(&response)?;
         if let Some(id) = result.session_id {

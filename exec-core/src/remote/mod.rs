@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 use crate::launch::SandboxKind;
 use crate::request::ExecRequest;
-use crate::resolved::SandboxAttempt;
+use crate::resolved::{SandboxAttempt, WireBytes};
 use crate::runner::OrchestratorError;
 
 pub use exec::{RemoteExec, run_remote};
@@ -93,9 +93,11 @@ fn attempt_for(request: &ExecRequest, kind: SandboxKind) -> SandboxAttempt {
     }
 }
 
-/// The environment as JSON strings (a name or value that is not UTF-8 cannot travel).
-fn env_strings(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Vec<(String, String)> {
-    env.iter().filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned()))).collect()
+/// The environment as it travels: every name and value, whatever its bytes.
+fn wire_env(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Vec<(WireBytes, WireBytes)> {
+    env.iter()
+        .map(|(k, v)| (WireBytes::from(k.as_os_str()), WireBytes::from(v.as_os_str())))
+        .collect()
 }
 
 fn lost_sessions(sessions: &[(u32, String)]) -> String {

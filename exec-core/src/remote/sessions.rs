@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::executor::{Backend, Hello};
 use crate::launch::SandboxKind;
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
-use crate::resolved::{ApprovalState, ResolvedExec, ResolvedResult};
+use crate::resolved::{ApprovalState, ResolvedExec, ResolvedResult, WireBytes};
 use crate::session::{ExecCommandArgs, SessionDefaults, WriteStdinArgs, session_request};
 
 use super::attempt_for;
@@ -70,9 +70,9 @@ impl RemoteSessions {
         let approval =
             if approvals.is_empty() { ApprovalState::NotNeeded } else { ApprovalState::Granted };
         let exec = ResolvedExec {
-            argv: request.command.clone(),
+            argv: request.command.iter().map(|word| WireBytes::from(word.as_os_str())).collect(),
             cwd: request.cwd.clone(),
-            env: super::env_strings(&request.env),
+            env: super::wire_env(&request.env),
             sandbox: attempt_for(&request, kind),
             approval,
             tty: args.tty.unwrap_or(false),

@@ -38,7 +38,7 @@ pub(crate) fn session_request(
     let (sandbox_policy, narrowed_by) =
         narrow_network(&defaults.sandbox.policy, args.allowed_domains.as_deref(), &escalation)?;
     let request = ExecRequest {
-        command: vec![shell, flag.to_owned(), args.cmd.clone()],
+        command: vec![shell.into(), flag.into(), args.cmd.clone().into()],
         cwd,
         cwd_pin,
         sandbox: SandboxRequest { policy: sandbox_policy, ..defaults.sandbox.clone() },

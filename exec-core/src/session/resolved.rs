@@ -31,7 +31,7 @@ impl SessionManager {
             });
         }
         let env: Vec<(OsString, OsString)> =
-            exec.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect();
+            exec.env.iter().map(|(k, v)| (k.0.clone(), v.0.clone())).collect();
         let helper = self.orchestrator.helper();
         let (kind, sandbox) = match exec.sandbox {
             SandboxAttempt::None => (
@@ -44,7 +44,7 @@ impl SessionManager {
         };
         let launch = Launch {
             kind,
-            command: exec.argv.iter().map(OsString::from).collect(),
+            command: exec.argv.iter().map(|word| word.0.clone()).collect(),
             cwd: &exec.cwd,
             cwd_pin: Some(&pin),
             sandbox: &sandbox,
@@ -56,7 +56,8 @@ impl SessionManager {
         let git_watch = crate::runner::watch_git_dirs(&sandbox, kind, helper);
         let start = Start {
             started,
-            cmd: cordon_policies::render_argv(&exec.argv).text,
+            cmd: cordon_policies::render_argv(&exec.argv.iter().map(|w| &w.0).collect::<Vec<_>>())
+                .text,
             tty: exec.tty,
             yield_time_ms: exec.yield_time_ms,
             max_output_tokens: exec.max_output_tokens,
