@@ -21,7 +21,8 @@ pub struct ExecRequest {
     /// starts in that directory or not at all. `None` for a directory on another machine.
     pub cwd_pin: Option<PinnedDir>,
     /// What the writable roots are resolved against (the workspace): fixed when a run or an
-    /// executor starts. A per-call working directory changes `cwd`, never this (DESIGN §12).
+    /// executor starts. A per-call working directory changes `cwd`, never this: more write
+    /// access is an escalation, which needs an approval.
     pub policy_cwd: PathBuf,
     pub sandbox_policy: SandboxPolicy,
     pub approval: AskForApproval,

@@ -1,5 +1,6 @@
 //! cordon's macOS sandbox: a Seatbelt profile built as a value from a resolved policy, and the
-//! `/usr/bin/sandbox-exec` command line that applies it (DESIGN §6).
+//! `/usr/bin/sandbox-exec` command line that applies it (that absolute path, never a `PATH`
+//! lookup).
 //!
 //! - [`seatbelt_profile`] turns a [`ResolvedPolicy`](cordon_policies::ResolvedPolicy) into a
 //!   [`SeatbeltProfile`]: SBPL text (the [`BASE_PROFILE`] plus generated rules for writable roots,
