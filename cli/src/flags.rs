@@ -219,7 +219,7 @@ pub struct ExecArgs {
     /// Run the command on another machine, sandboxed there by its cordon (reached with
     /// `ssh HOST cordon executor --serve-remote`); approvals are asked here. `-C` is then a
     /// path there (default: the login directory); the command's output arrives merged on
-    /// stdout and its stdin is /dev/null. See README "Running commands on another machine".
+    /// stdout and its stdin is /dev/null. See docs/remote.md.
     #[arg(long, value_name = "[USER@]HOST[:PORT]")]
     pub host: Option<String>,
     #[command(flatten)]
