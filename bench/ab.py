@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side launch cost of two (or more) cordon builds, interleaved (issue 14).
+"""Side-by-side launch cost of two (or more) cordon builds, interleaved.
 
 hyperfine runs one variant after another, and on a shared VM the machine's speed drifts by
 10-15 % over the minutes that takes, so two builds measured in separate rows (or runs) differ by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Launch cost of `/bin/true` through cordon and its peers, in one hyperfine run (issue 14):
+# Launch cost of `/bin/true` through cordon and its peers, in one hyperfine run:
 # bare; cordon's helper (static and dynamic builds; with and without the mount view; with and
 # without the PID + IPC namespaces); `cordon sandbox linux --full-auto`; `cordon exec -a never
 # -s workspace-write` (also with the helper exec'd instead of run in cordon's forked child);
@@ -148,7 +148,7 @@ done
 add "cordon sandbox linux --full-auto (static)" "$static sandbox linux --full-auto -- /bin/true"
 add "cordon exec -a never -s workspace-write (static)" \
   "$static exec -a never -s workspace-write -C $work -- /bin/true"
-# The same, with the helper exec'd as before issue 14's in-process start (a configured
+# The same, with the helper exec'd instead of run in cordon's forked child (a configured
 # linux_sandbox_exe always takes the exec path): that lever, side by side.
 add "cordon exec -a never -s workspace-write (static, helper exec'd)" \
   "$static exec -a never -s workspace-write -c linux_sandbox_exe=$static -C $work -- /bin/true"

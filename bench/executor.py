@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Executor benchmarks (DESIGN §9, §10):
+"""Executor benchmarks (sessions and the JSON-lines protocol):
 
   (a) 100 sequential write_stdin "echo hi\\n" round trips in one live `bash -i` PTY session: p50, p95
   (b) 100 MB of output drained through a PTY session: throughput, executor peak RSS
   (c) 64 live sessions: executor RSS
   (d) 1000 short exec_command calls: open fds and child processes before and after
   (e) exec_command {"cmd": "true", "login": false} round trip, p50 and p95 over 500 calls (after
-      50 warm-up calls), against `bash -c true` spawned by this script (issue 14: the overhead
+      50 warm-up calls), against `bash -c true` spawned by this script (the overhead
       a sandboxed command costs in a live executor)
 
 Usage: python3 bench/executor.py [path/to/cordon [a b c d e]]   (default: target/release/cordon, all)

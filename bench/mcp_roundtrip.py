@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""MCP round trip vs the executor protocol (issue 18):
+"""MCP round trip vs the executor protocol:
 
   200 sequential `exec_command {"cmd": "true", "login": false}` calls, each timed from the
   request written to the result read, over

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a sandboxed launch spends its time, phase by phase (issue 14).
+"""Where a sandboxed launch spends its time, phase by phase.
 
 Builds the committed code (HEAD) with bench/phases.patch applied — a `mark(label)` at each
 step of `cordon exec`'s front-end, the helper, the supervisor and the executor's spawn, which

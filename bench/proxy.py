@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The network allow-list proxy against a direct loopback connection (issue 19).
+"""The network allow-list proxy against a direct loopback connection.
 
     python3 bench/proxy.py [--cordon target/release/cordon] [--bytes 1073741824] [--requests 200]
                            [--rounds 5]

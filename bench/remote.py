@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Remote executor round trip (issue 20): what ssh adds once the connection is up.
+"""Remote executor round trip: what ssh adds once the connection is up.
 
   200 sequential `exec_command {"cmd": "true", "login": false}` calls, each timed from the
   request written to the result read, over

@@ -21,8 +21,9 @@ fn main() {
 
 /// On linux-gnu, std links the unwinder as `-lgcc_s`, so every start of cordon loads
 /// `libgcc_s.so.1`, whose constructor probes the CPU with a series of CPUID instructions. In a
-/// VM each CPUID traps to the hypervisor: ~0.1 ms of every `cordon exec` and helper launch on
-/// the benchmark machine (`bench/ab.py`; issue 14). std only needs the unwinder for
+/// VM each CPUID traps to the hypervisor, so that probe is a measurable part of every
+/// `cordon exec` and helper launch (`docs/performance.md`, `bench/ab.py`). std only needs the
+/// unwinder for
 /// backtraces (cordon builds with `panic = "abort"`), and gcc ships the same unwinder as the
 /// static `libgcc_eh.a`, which is what `gcc -static-libgcc` links. A copy of it named
 /// `libgcc_s.a` in a directory searched before the system's makes `-lgcc_s` resolve to it.

@@ -1,5 +1,5 @@
-//! `$CORDON_HOME/config.toml` (DESIGN §8) and `-c key=value` overrides. No file is needed: every
-//! key has a default, and flags override the file.
+//! `$CORDON_HOME/config.toml` (`docs/config.md`) and `-c key=value` overrides. No file is
+//! needed: every key has a default, and flags override the file.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,8 @@ use serde::Deserialize;
 pub struct Config {
     pub sandbox_mode: Option<SandboxMode>,
     pub approval_policy: Option<AskForApproval>,
-    /// `[sandbox_workspace_write]`: the policy's own fields (DESIGN §4 shape).
+    /// `[sandbox_workspace_write]`: the policy's own fields, in the shape of Codex's
+    /// `workspace-write` policy JSON.
     #[serde(default)]
     pub sandbox_workspace_write: WorkspaceWrite,
     #[serde(default)]

@@ -1,4 +1,4 @@
-//! `cordon exec`: the orchestrator behind a command line (DESIGN §8).
+//! `cordon exec` and `cordon policy check`: the orchestrator behind a command line.
 
 use std::process::ExitCode;
 

@@ -47,7 +47,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 // Each subcommand's arguments are built only when it is the one invoked (`Command::defer`):
-// building every subcommand's arguments was the largest part of `cordon exec`'s own start-up.
+// building every subcommand's arguments would be the largest part of `cordon exec`'s own
+// start-up, which every sandboxed command pays.
 #[command(defer = true)]
 pub enum Command {
     /// Run a command under the approval policy and the sandbox.
@@ -99,7 +100,8 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Subcommand)]
 // Each subcommand's arguments are built only when it is the one invoked (`Command::defer`):
-// building every subcommand's arguments was the largest part of `cordon exec`'s own start-up.
+// building every subcommand's arguments would be the largest part of `cordon exec`'s own
+// start-up, which every sandboxed command pays.
 #[command(defer = true)]
 pub enum SandboxCommand {
     /// Run through the Linux helper (Landlock, seccomp, mount view).
@@ -217,7 +219,7 @@ pub struct ExecArgs {
     /// Run the command on another machine, sandboxed there by its cordon (reached with
     /// `ssh HOST cordon executor --serve-remote`); approvals are asked here. `-C` is then a
     /// path there (default: the login directory); the command's output arrives merged on
-    /// stdout and its stdin is /dev/null. See README "Running commands on another machine".
+    /// stdout and its stdin is /dev/null. See docs/remote.md.
     #[arg(long, value_name = "[USER@]HOST[:PORT]")]
     pub host: Option<String>,
     #[command(flatten)]
@@ -296,7 +298,8 @@ pub struct McpArgs {
 
 #[derive(Debug, Subcommand)]
 // Each subcommand's arguments are built only when it is the one invoked (`Command::defer`):
-// building every subcommand's arguments was the largest part of `cordon exec`'s own start-up.
+// building every subcommand's arguments would be the largest part of `cordon exec`'s own
+// start-up, which every sandboxed command pays.
 #[command(defer = true)]
 pub enum PolicyCommand {
     /// Print the decision for a command as JSON; runs nothing.

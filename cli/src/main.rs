@@ -1,4 +1,4 @@
-//! `cordon`: one binary, personalities chosen by `argv[0]` (DESIGN §3).
+//! `cordon`: one binary, personalities chosen by `argv[0]`.
 //!
 //! `codex-linux-sandbox` (a symlink, or `argv[0]` set by cordon itself) is the Linux sandbox
 //! helper; anything else is the front-end CLI. The dispatch happens first thing in `main`,

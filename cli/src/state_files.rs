@@ -1,4 +1,4 @@
-//! Reading the files cordon obeys (DESIGN §12): `$CORDON_HOME/config.toml`,
+//! Reading the files cordon obeys: `$CORDON_HOME/config.toml`,
 //! `$CORDON_HOME/rules.toml` and `<workspace>/.cordon/rules.toml`.
 //!
 //! A sandboxed command may have planted any of them (the workspace file always, cordon's home

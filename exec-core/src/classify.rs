@@ -1,4 +1,5 @@
-//! Classifying a finished attempt (DESIGN §7 step 4, §12). Pure: the retry decision matches on
+//! Classifying a finished attempt: success, failure, timeout, signal, likely sandbox denial, or
+//! a sandbox that could not be set up. Pure: the retry decision matches on
 //! the [`Verdict`] value, never on output text downstream of this function.
 //!
 //! Output is the command's own and can say anything, so a "likely sandbox denial" — the only

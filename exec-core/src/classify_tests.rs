@@ -87,7 +87,7 @@ fn a_helper_that_could_not_set_up_is_a_setup_failure_not_a_denial() {
     assert_eq!(setup_failure_line(&format!("x\n{line}\n")), Some(line));
 }
 
-/// Issue 16 §2: `sandbox-exec`'s own failures are setup failures (never an unsandboxed retry):
+/// `sandbox-exec`'s own failures are setup failures (never an unsandboxed retry):
 /// nested inside another sandbox (exit 71), a profile that does not compile (exit 65).
 #[test]
 fn sandbox_exec_that_could_not_apply_its_profile_is_a_setup_failure() {

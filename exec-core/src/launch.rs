@@ -1,4 +1,4 @@
-//! The one launch path (DESIGN §7 step 2): `policy + command line + options → LaunchPlan`, a
+//! The one launch path: `policy + command line + options → LaunchPlan`, a
 //! plain value (printable, testable), and one way to turn a plan into a process per spawner
 //! (pipes in [`crate::spawn`], PTYs in [`crate::session`], `exec` for `cordon sandbox`).
 //! Nothing else in cordon builds the helper's or `sandbox-exec`'s argv.
@@ -417,8 +417,9 @@ pub fn plan_launch(
                 sandbox.policy.resolve(&sandbox.policy_cwd, &helper.user_view.view(), |p| {
                     std::fs::canonicalize(p)
                 })?;
-            // cordon's own state is never writable from inside (DESIGN §12); Seatbelt denies
-            // by path, so this holds whether or not the directory exists yet.
+            // cordon's own state is never writable from inside: its config and rules decide the
+            // next command's sandbox. Seatbelt denies by path, so this holds whether or not the
+            // directory exists yet.
             if let Some(home) = &helper.user_view.cordon_home {
                 resolved.protected_paths.push(home.display().to_string());
             }

@@ -1,19 +1,50 @@
-//! cordon's orchestrator (DESIGN §7): decide with the policies, ask an [`Approver`] when
-//! needed, run the command sandboxed first (the Linux helper through the arg0 trick, or
-//! Seatbelt), classify the result, and on a likely sandbox denial retry once without the
-//! sandbox when the approval policy allows.
+//! Everything cordon does between a validated request and a finished command, and the servers
+//! that take requests from programs. Two parts:
 //!
-//! Processes: each attempt runs in its own process group with `PR_SET_PDEATHSIG` (so killing
-//! cordon kills the command), stdin from `/dev/null` unless asked otherwise, a timeout that
-//! kills the whole group (exit 124), and stdout/stderr streamed to the caller while a head+tail
-//! copy (1 MiB per stream) is kept for classification and `--json`. When the command exits,
-//! whatever it left in its process group gets a short grace period for output and is killed.
+//! **The engine** — one request, decided and run:
+//! - launch planning ([`plan_launch`], `launch.rs`): policy + command line + options become a
+//!   [`LaunchPlan`], a plain value — the command itself, the Linux helper through the arg0 trick
+//!   (or in cordon's own forked child), or `/usr/bin/sandbox-exec` with a generated profile.
+//!   Nothing else in cordon builds the helper's or `sandbox-exec`'s argv.
+//! - spawning (`spawn.rs`, [`session`]): own process group (own session when stdin is not a
+//!   terminal), parent-death signal, a timeout that kills the whole group (exit 124), output
+//!   streamed through an escape filter when it goes to a terminal and kept as a 1 MiB head+tail
+//!   copy per stream; whatever the command leaves behind is killed. Without a terminal to hand
+//!   over, the sandbox's supervisor is cloned straight in as pid 1 of the command's namespaces.
+//! - deciding ([`Orchestrator`], `classify.rs`): rules → known-safe list → approval policy, an
+//!   [`Approver`] asked when needed, the attempt run sandboxed, its result classified as a
+//!   [`Verdict`] (a likely denial needs evidence that fits the policy; a sandbox that could not
+//!   be set up is never a denial), and on a likely denial one unsandboxed retry when the policy
+//!   allows. The retry decision matches on the verdict, never on output text.
+//! - sessions ([`session`]): `exec_command`/`write_stdin` over PTYs or pipes, bounded in number
+//!   and buffered output, each command decided and launched like any other.
+//! - the network proxy (`network_proxy/`): with a domain allow-list, the HTTP/SOCKS5 proxy that
+//!   is a sandboxed command's only way out, deciding each destination.
 //!
-//! Threading: the parent-death signal fires when the *thread* that spawned the child exits, so
-//! callers drive this crate from a current-thread tokio runtime.
+//! **The servers** — the engine behind a protocol:
+//! - [`executor`]: the JSON-lines executor protocol (`docs/executor-protocol.md`) over any
+//!   reader/writer, with a [`executor::Backend`] that decides here, runs here, or both.
+//! - [`mcp`]: the same sessions over the Model Context Protocol (`rmcp`) on stdio.
+//! - [`remote`]: the link over the system `ssh` to `cordon executor --serve-remote` on another
+//!   machine: decided here, run and sandboxed there.
 //!
-//! Tests: unit tests for the pure parts (capture, classification); the end-to-end suite in
-//! `tests/` drives `cordon exec` against the real kernel.
+//! [`platform`] is the typed `cordon doctor` report and the helper's entry point, so the CLI
+//! reaches the platform crates only through this crate. This crate returns values; it never
+//! prints (it only relays a command's own output).
+//!
+//! Threading: the parent-death signal fires when the *thread* that spawned the child exits, and
+//! the helper can run in a forked child only while the process is single-threaded, so callers
+//! drive this crate from a current-thread tokio runtime and the servers read their stdin and
+//! stdout without threads ([`stdio`]).
+//!
+//! Kernel compatibility: the cloned pid 1 needs pidfds that `waitid` accepts and namespaces the
+//! kernel grants; where either is missing the spawner forks a child that runs the helper, which
+//! finds out and reports what the kernel enforces. Off Linux (macOS) there is no parent-death
+//! signal or subreaper: the process group is still killed on exit and timeout.
+//!
+//! Tests: unit tests for the pure parts (capture, classification, the launch plan, the terminal
+//! filter, the protocols, the proxy's decisions); the end-to-end suite in `tests/` drives
+//! `cordon exec`, the executor, the MCP server and the remote link against the real kernel.
 
 mod capture;
 mod classify;

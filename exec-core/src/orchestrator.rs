@@ -1,4 +1,4 @@
-//! The orchestrator (DESIGN §7): decide → approve → pick sandbox → spawn → classify → maybe
+//! The orchestrator: decide → approve → pick sandbox → spawn → classify → maybe
 //! retry once without the sandbox. [`Orchestrator::run`] is that flow in one function.
 
 use std::collections::HashSet;
@@ -64,7 +64,8 @@ pub struct ApprovalRequest {
     pub prefix: Option<Vec<String>>,
 }
 
-/// The answers of DESIGN §4.
+/// The answers to an approval question: yes once, yes for this session (the same argv, cwd,
+/// stage and sandboxing), always allow this prefix (written as a rule), no.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalAnswer {

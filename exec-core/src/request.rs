@@ -23,7 +23,8 @@ pub struct ExecRequest {
     pub cwd_pin: Option<PinnedDir>,
     /// What the sandbox enforces. Its `policy_cwd`, what the writable roots are resolved
     /// against (the workspace), is fixed when a run or an executor starts: a per-call working
-    /// directory changes `cwd`, never the roots.
+    /// directory changes `cwd`, never the roots: more write access is an escalation, which
+    /// needs an approval.
     pub sandbox: SandboxRequest,
     pub approval: AskForApproval,
     pub escalation: Escalation,

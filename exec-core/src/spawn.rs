@@ -16,7 +16,8 @@ use crate::launch::LaunchPlan;
 use crate::spawner::{ChildStdio, Started};
 use crate::terminal_filter::{self, EscapeFilter};
 
-/// Bytes kept per stream for classification and `--json` (DESIGN §7).
+/// Bytes kept per stream (head + tail) for classification and `--json`: enough for the
+/// classifier's evidence, bounded however much a command prints.
 pub const CAPTURE_BYTES: usize = 1024 * 1024;
 
 /// How long output may keep arriving after the command exited (from processes it left in its
@@ -70,7 +71,7 @@ pub async fn run_process(
     let RunOptions { stdin, output, timeout } = *options;
     // Whatever the command leaves behind — a `setsid` daemon, a double fork, the tree of an
     // unsandboxed retry that has no PID namespace — is reparented to cordon, not to init, and
-    // ended below with the rest (DESIGN §12: nothing outlives its command).
+    // ended below with the rest: nothing outlives its command.
     crate::sys::become_subreaper();
     let started = Instant::now();
     // Listening before the child exists: an interrupt that comes while it starts is not lost.

@@ -3,8 +3,8 @@
 //! `tokio::io::stdin()`/`stdout()` read and write on tokio's blocking pool: the first read
 //! starts a thread that stays for as long as the server reads. A process with a second thread
 //! cannot fork a child that runs cordon's helper in place of exec'ing it (the child of a
-//! threaded process may not allocate), so every sandboxed command of such a server paid for
-//! one more `execve` of cordon. When stdin or stdout is a pipe — as it is for an agent harness
+//! threaded process may not allocate), so every sandboxed command of such a server would pay
+//! for one more `execve` of cordon. When stdin or stdout is a pipe — as it is for an agent harness
 //! that spawns `cordon executor` — it is reopened through `/proc/self/fd/N`, which gives this
 //! process a description of the pipe of its own, made non-blocking and driven by the runtime's
 //! epoll like any socket; the caller's description of the same pipe stays blocking. Reopening

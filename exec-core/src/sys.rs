@@ -371,7 +371,7 @@ pub fn reap_init(pidfd: &std::os::fd::OwnedFd) -> std::io::Result<Option<i32>> {
 /// Elsewhere (macOS) there is no parent-death signal or `close_range`: the process group is
 /// still killed on exit and timeout, and every descriptor above stderr is marked close-on-exec
 /// one by one (up to the descriptor table size, at most 65536), so descriptors cordon's caller
-/// leaked to it never reach `sandbox-exec` and the command (issue 16 §6).
+/// leaked to it never reach `sandbox-exec` and the command.
 #[cfg(not(target_os = "linux"))]
 pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     use std::os::unix::process::CommandExt;

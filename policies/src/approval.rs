@@ -1,4 +1,5 @@
-//! The approval policy (`-a untrusted|on-failure|on-request|never`, DESIGN §4) and a request's
+//! The approval policy (`-a untrusted|on-failure|on-request|never`: when cordon asks a person
+//! before running a command, and whether it may retry one without the sandbox) and a request's
 //! ask to run outside the sandbox.
 
 use std::fmt;

@@ -1,5 +1,6 @@
-//! The DESIGN §4 approval table as pure functions: what to do before running a command
-//! ([`assess`]) and after a likely sandbox denial ([`retry_after_denial`]).
+//! The approval table (approval policy × rules × known-safe list × escalation) as pure functions:
+//! what to do before running a command ([`assess`]) and after a likely sandbox denial
+//! ([`retry_after_denial`]).
 
 use serde::Serialize;
 
@@ -165,9 +166,10 @@ pub enum Requester {
     Program,
 }
 
-/// DESIGN §4 table: `untrusted` and `on-failure` ask to retry without the sandbox; `never`
-/// reports the failure; `on-request` asks a [`Requester::Person`] (issue 17: from a terminal
-/// it would otherwise behave exactly like `never`) and reports to a program.
+/// After a likely denial: `untrusted` and `on-failure` ask to retry without the sandbox; `never`
+/// reports the failure; `on-request` asks a [`Requester::Person`] (at a terminal it would
+/// otherwise behave exactly like `never`) and reports to a program, which can ask for an
+/// escalation itself.
 pub fn retry_after_denial(approval: AskForApproval, requester: Requester) -> RetryDecision {
     match approval {
         AskForApproval::Untrusted | AskForApproval::OnFailure => {

@@ -248,8 +248,8 @@ fn a_person_at_a_terminal_is_asked_under_on_request_too_but_never_under_never() 
     );
 }
 
-/// Rule normalization, as `assess` sees it (DESIGN §12): every spelling of a forbidden or
-/// prompting command is caught; allow rules approve only what they name.
+/// Rule normalization, as `assess` sees it (rules match normalized commands): every spelling of a
+/// forbidden or prompting command is caught; allow rules approve only what they name.
 #[test]
 fn rules_match_normalized_spellings_table() {
     let (rules, _) = RuleSet::parse(

@@ -1,6 +1,6 @@
-//! What a person sees before approving a command (issue 22).
+//! What a person sees before approving a command.
 //!
-//! An approval covers exactly what was shown (DESIGN §12), so what is shown must identify the argv
+//! An approval covers exactly what was shown, so what is shown must identify the argv
 //! exactly. A terminal does not show some characters, it obeys them: a carriage return or
 //! `ESC[2K` erases `touch PWNED` and leaves `echo harmless` on screen, a bidi override reverses
 //! text, a zero-width space splits a word invisibly. Every such character is printed as an

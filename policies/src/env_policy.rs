@@ -1,4 +1,5 @@
-//! `shell_environment_policy` (DESIGN §7 "Environment"): which variables a command sees.
+//! `shell_environment_policy`: which variables a command sees (`inherit`, the default
+//! credential excludes, `exclude`, `set`, `include_only`).
 
 use std::collections::BTreeMap;
 
@@ -148,8 +149,8 @@ fn matches_any(patterns: &[NamePattern], name: &str) -> bool {
 
 /// A case-insensitive, whole-name glob (`*`, `?`), matched exactly as
 /// `WildMatch::new_case_insensitive` matches it. The shapes the default excludes use, `*LIT*`
-/// and `*LIT`, compare an ASCII name with the literal directly: walking the glob for each of a
-/// dozen patterns over every variable was most of what screening the environment cost.
+/// and `*LIT`, compare an ASCII name with the literal directly: every launch screens the whole
+/// environment, and a substring search per pattern is far cheaper than a glob walk.
 struct NamePattern {
     glob: WildMatch,
     literal: Option<Literal>,

@@ -1,6 +1,6 @@
 //! What the default excludes of `shell_environment_policy` treat as a credential: names that
-//! spell one, and values that carry one whatever the variable is called (DESIGN §7,
-//! `docs/environment.md` for the table of decisions).
+//! spell one, and values that carry one whatever the variable is called (`docs/environment.md`
+//! has the table of decisions).
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -53,8 +53,8 @@ struct Shape {
     mixed_case_and_digits: bool,
     /// Literals one of which every match contains, written in lower case and compared with
     /// the value lower-cased (ignoring ASCII case only lets more values through to the pattern): the pattern is compiled and run only for a
-    /// value that has one. Compiling all of them cost every `cordon exec` more than its own
-    /// start-up, and most environments hold none of these literals.
+    /// value that has one. Compiling every pattern up front would outweigh the rest of
+    /// cordon's start-up, and most environments hold none of these literals.
     hints: &'static [&'static str],
 }
 

@@ -1,4 +1,4 @@
-//! What rules and the known-safe list judge for one argv (DESIGN §4, §12): the command itself,
+//! What rules and the known-safe list judge for one argv: the command itself,
 //! every inner command of a plain `bash -lc SCRIPT` (nested ones too), and, for a script that
 //! is not plain, every word of it that might name a program.
 //!

@@ -4,22 +4,35 @@
 //!   passes to its Linux helper (`{"type": "workspace-write", "writable_roots": [...]}`), plus two
 //!   optional cordon fields (`protected_paths`, `hidden_paths`) that old Codex JSON may omit.
 //! - [`SandboxMode`]: the CLI spelling (`read-only`, `workspace-write`, `danger-full-access`).
-//! - [`AskForApproval`], [`Escalation`]: when to ask the user (DESIGN §4).
+//! - [`AskForApproval`], [`Escalation`]: when to ask the user, and a request to run outside the
+//!   sandbox.
 //! - [`RuleSet`]: `allow` / `prompt` / `forbidden` prefix rules from the rules files.
 //! - [`is_known_safe`], [`plain_shell_commands`]: the known-safe list, and the plain commands
 //!   inside `bash -lc SCRIPT` (parsed with tree-sitter-bash, checked by a strict lexer).
 //! - [`is_shell_call`], [`script_words`]: whether an argv runs a shell, and every word that might
 //!   be a program name in its inline script, for scripts that are not plain.
-//! - [`assess`], [`retry_after_denial`]: the DESIGN §4 approval table as pure functions.
-//! - [`ShellEnvironmentPolicy`]: which environment variables a command sees (DESIGN §7), with
+//! - [`assess`], [`retry_after_denial`]: the approval table as pure functions — before a run, and
+//!   after a likely sandbox denial.
+//! - [`normalize`], [`runs_arbitrary_code`]: a command as rules see it (basename, wrappers
+//!   unwrapped, git's global options skipped), and the programs "always allow" never records.
+//! - [`ShellEnvironmentPolicy`]: which environment variables a command sees, with
 //!   default excludes by credential name ([`DEFAULT_EXCLUDES`]) and by value ([`value_rules`]).
 //! - [`EnvSnapshot`]: the user view (HOME, TMPDIR, …, CORDON_HOME) that hidden paths and
 //!   writable roots are computed from — cordon's own environment, never the command's.
 //! - [`render_argv`], [`render_text`], [`abbreviate`]: commands and text as an approval prompt
-//!   shows them, with every character a terminal would hide or obey escaped (issue 22).
+//!   shows them, with every character a terminal would hide or obey escaped.
+//! - [`DomainRules`], [`DomainMatcher`]: the network allow/deny list the proxy checks each
+//!   destination against, and [`is_internal_address`] for the addresses a name may not resolve to.
+//! - [`read_start_file`], [`read_kernel_file`]: reading a file a sandboxed command may have
+//!   planted (no symlink, no FIFO, regular file, size cap).
 //!
 //! This crate does no I/O beyond what a caller hands it (canonicalisation takes the resolver as a
-//! parameter, rules files arrive as text), starts no processes and contains no `unsafe`.
+//! parameter, rules files arrive as text; the one exception, `read_start_file`, reads the path it
+//! is given), starts no processes and contains no `unsafe`.
+//!
+//! Tests: unit tests beside each module (`*_tests.rs`); property tests that the parsers and
+//! decisions never panic; in `tests/`, a differential test against real bash and a property test
+//! that a script is never more permissive than its commands.
 #![forbid(unsafe_code)]
 
 mod approval;

@@ -1,4 +1,5 @@
-//! Command normalization for rules (DESIGN §12 "Rules match normalized commands"): the program
+//! Command normalization for rules, so that no spelling of a command escapes a rule its plain
+//! spelling would meet: the program
 //! by its basename, transparent wrappers unwrapped, git's global options skipped.
 //!
 //! Also the list of programs that run arbitrary code given to them (shells, wrappers,

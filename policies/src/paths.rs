@@ -1,4 +1,5 @@
-//! Default protected and hidden paths (DESIGN §5 step 2) and `~` expansion.
+//! Default protected and hidden paths (what the Linux mount view and the Seatbelt profile keep
+//! read-only or out of sight) and `~` expansion.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! The words of a plain shell script, read by a deliberately tiny lexer (issue 23).
+//! The words of a plain shell script, read by a deliberately tiny lexer.
 //!
 //! tree-sitter-bash is a highlighting grammar, not bash: it takes backslash-newline for
 //! whitespace between two words (bash deletes it and joins them), so `find . -\<nl>delete` looked

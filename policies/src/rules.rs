@@ -1,4 +1,4 @@
-//! Prefix rules (DESIGN §4 "Rules"): `allow`, `prompt` or `forbidden` for commands that start
+//! Prefix rules: `allow`, `prompt` or `forbidden` for commands that start
 //! with given words, read from `$CORDON_HOME/rules.toml` and `<workspace>/.cordon/rules.toml`.
 //!
 //! ```toml

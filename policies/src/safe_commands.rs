@@ -1,4 +1,4 @@
-//! The known-safe list (DESIGN §4): read-only commands that `untrusted` runs without asking.
+//! The known-safe list: read-only commands that `untrusted` runs without asking.
 //!
 //! Being known-safe never lifts the sandbox; it only skips the question. The list is
 //! deliberately short and every check errs towards "not safe": a command that can run another
@@ -42,9 +42,9 @@ const GIT_UNSAFE_LONG_OPTIONS: &[&str] = &[
 /// Long `rg` options that run programs: preprocessors, decompressors, the hostname helper.
 const RG_UNSAFE_LONG_OPTIONS: &[&str] = &["pre", "pre-glob", "search-zip", "hostname-bin"];
 
-/// DESIGN §4 known-safe list. `bash|sh|zsh -c|-lc SCRIPT` is safe only if SCRIPT is plain words
-/// joined by `&&`, `||`, `;`, `|` (see [`plain_shell_commands`]) and every inner command is safe.
-/// Never panics on any input.
+/// Whether `command` is on the known-safe list. `bash|sh|zsh -c|-lc SCRIPT` is safe only if SCRIPT
+/// is plain words joined by `&&`, `||`, `;`, `|` (see [`plain_shell_commands`]) and every inner
+/// command is safe. Never panics on any input.
 pub fn is_known_safe(command: &[String]) -> bool {
     is_safe_at_depth(command, 0)
 }

@@ -193,7 +193,8 @@ fn nested_shell_calls_are_followed_up_to_the_nesting_cap() {
 
 #[test]
 fn line_continuations_cannot_smuggle_unsafe_words_into_a_safe_script() {
-    // Issue 23: bash deletes a backslash-newline and joins the words around it.
+    // bash deletes a backslash-newline and joins the words around it, so a checker that read it
+    // as a blank would see harmless words where bash runs `-exec`, `truncate`, `--output`.
     assert_safety(&[
         (&["bash", "-c", "find . -maxdepth 0 -\\\nexec sh -c 'id > PWNED' ';'"], false),
         (&["bash", "-lc", "tr\\\nuncate -s0 a"], false),

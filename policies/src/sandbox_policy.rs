@@ -26,7 +26,8 @@ pub enum SandboxPolicy {
     WorkspaceWrite(WorkspaceWrite),
 }
 
-/// The `workspace-write` fields. Missing optional fields take the defaults of DESIGN §4.
+/// The `workspace-write` fields. Missing optional fields are empty or `false`, as in the JSON
+/// Codex passes to its helper, so Codex's policies parse unchanged.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceWrite {
@@ -176,7 +177,7 @@ impl SandboxPolicy {
         }
     }
 
-    /// The writable roots before canonicalisation, in DESIGN §4 order: configured roots
+    /// The writable roots before canonicalisation, in this order: configured roots
     /// (relative ones joined to `cwd`), the policy cwd, `/tmp`, `$TMPDIR`.
     pub fn candidate_writable_roots(&self, cwd: &Path, tmpdir: Option<&Path>) -> Vec<PathBuf> {
         let SandboxPolicy::WorkspaceWrite(ww) = self else {

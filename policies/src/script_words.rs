@@ -1,5 +1,5 @@
 //! Every word that might be a program name in a shell call's inline script, for scripts that are
-//! not plain (issue 23).
+//! not plain.
 //!
 //! [`plain_shell_commands`](crate::plain_shell_commands) gives exact commands, but only for plain
 //! scripts. For any other script (`\rm`, `r\<newline>m`, `"rm"`, `$(rm x)`, `x=1 rm`, `rm 2>&1`,

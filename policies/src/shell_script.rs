@@ -1,4 +1,4 @@
-//! `bash|sh|zsh -c|-lc SCRIPT`: the plain commands inside a shell script (DESIGN §4).
+//! `bash|sh|zsh -c|-lc SCRIPT`: the plain commands inside a shell script.
 //!
 //! A script counts as *plain* only when tree-sitter-bash parses it, without errors, into simple
 //! commands made of literal words joined by `&&`, `||`, `;`, `|` (or newlines). Anything the shell
@@ -7,7 +7,8 @@
 //! comments) makes the whole script non-plain: then no inner command can be trusted to be what it
 //! looks like, and callers treat the call as one opaque command.
 //!
-//! The words returned must be exactly the words bash executes (issue 23). tree-sitter-bash alone
+//! The words returned must be exactly the words bash executes: a rule or the known-safe list
+//! that judged other words would judge the wrong command. tree-sitter-bash alone
 //! does not guarantee that (it skips a backslash-newline that bash deletes, joining two words), so
 //! every byte it leaves outside its nodes must be a blank or a newline, and an independent strict
 //! lexer ([`crate::plain_words`]) must read the same commands. A differential test
@@ -359,7 +360,7 @@ mod tests {
 
     #[test]
     fn line_continuations_never_split_or_hide_words() {
-        // Issue 23: tree-sitter-bash reads a backslash-newline as a blank, bash deletes it and
+        // tree-sitter-bash reads a backslash-newline as a blank, bash deletes it and
         // joins the words around it (`-\<nl>exec` is `-exec`).
         for script in [
             "find . -maxdepth 0 -\\\nexec sh -c 'id > PWNED' ';'",

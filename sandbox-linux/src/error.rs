@@ -1,4 +1,6 @@
-//! The helper's errors and their exit codes (DESIGN §5).
+//! The helper's errors and their exit codes: 125 when the sandbox could not be set up, 126 and
+//! 127 for a command that cannot be executed or found (the convention of GNU `env` and
+//! `timeout`, which Codex's helper follows too).
 
 use std::ffi::OsString;
 

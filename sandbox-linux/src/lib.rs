@@ -1,4 +1,5 @@
-//! cordon's Linux sandbox helper, the `codex-linux-sandbox` personality (DESIGN §5).
+//! cordon's Linux sandbox helper, the `codex-linux-sandbox` personality: a drop-in for the
+//! helper OpenAI Codex ships (the same flags and policy JSON), with cordon's own additions.
 //!
 //! The helper forks a supervisor that confines itself and runs the command, and makes sure
 //! nothing the command started outlives it. Order of work, all on the one thread of a process that
@@ -9,8 +10,9 @@
 //!    the `$TMPDIR` root come from `--user-view` (cordon's own environment) when given, else
 //!    from the helper's environment ([`UserView`]);
 //! 2. the mount view ([`mount_view`]): a private mount namespace, read-only everywhere except
-//!    the writable roots, protected paths read-only, hidden paths covered; skipped (and
-//!    reported) where the kernel refuses namespaces;
+//!    the writable roots, protected paths read-only (with what git runs code from in every
+//!    repository of the roots, [`find_repositories`], and `$CORDON_HOME` when it lies inside a
+//!    root), hidden paths covered; skipped (and reported) where the kernel refuses namespaces;
 //! 3. containment (`containment/`): PID + IPC namespaces inside the mount view (else a child
 //!    subreaper); the helper forks a supervisor and stays outside to forward signals and pass
 //!    on the command's status (or, for a spawner that cloned this process straight into the

@@ -31,7 +31,7 @@ pub struct Enforcement {
     /// cordon's own executables (and the directories of links to them) inside a writable root:
     /// only the mount view keeps a command from replacing them.
     pub cordon_executables_inside_roots: Vec<std::path::PathBuf>,
-    /// How the command's processes are contained (DESIGN §12).
+    /// How the command's processes are kept from outliving it.
     pub containment: Containment,
 }
 

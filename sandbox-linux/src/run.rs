@@ -1,4 +1,5 @@
-//! The helper personality: confine this process, then `execvp` the command (DESIGN §5).
+//! The helper personality: build the mount view and the containment, confine the supervisor,
+//! then start the command in it.
 
 use std::convert::Infallible;
 use std::ffi::{CString, OsString};
@@ -61,8 +62,8 @@ pub fn run_main() -> ! {
 /// ignored, as across an exec), and `PATH` becomes `env`'s, which the search for the command
 /// uses. `env` itself is the command's environment, as the exec'd helper would have inherited
 /// it; the rest of this process's own environment is left alone (the helper reads none of it,
-/// and rewriting it variable by variable cost ~0.1 ms per launch). Then the same steps as
-/// [`run_main`]. Never returns.
+/// so rewriting it variable by variable would only add work to every launch). Then the same
+/// steps as [`run_main`]. Never returns.
 pub fn run_in_process(
     args: &HelperArgs,
     env: &[(OsString, OsString)],
@@ -240,9 +241,9 @@ fn run(
         }
     };
 
-    // 2. Containment (DESIGN §12): PID + IPC namespaces inside the mount view, else a
-    // subreaper. The helper stays outside as the caller's child; what follows runs in the
-    // supervisor, which confines itself and then forks the command.
+    // 2. Containment, so that nothing outlives the command: PID + IPC namespaces inside the
+    // mount view, else a subreaper. The helper stays outside as the caller's child; what
+    // follows runs in the supervisor, which confines itself and then forks the command.
     let pid_namespace = match (mount_view.as_ref(), pid_namespace) {
         (Ok(()), request) => request,
         // Already in the namespace: it stays, but without a mount namespace of its own a new
@@ -346,8 +347,8 @@ fn run(
             let list: Vec<&str> = gaps.iter().map(|g| g.what.as_str()).collect();
             eprintln!("{}warning: not enforced: {}", crate::messages::prefix(), list.join("; "));
         }
-        // DESIGN §12: cordon's own state is never writable from inside a sandbox. A weaker
-        // sandbox is accepted, never one that can rewrite the rules judging the next command.
+        // cordon's own state is never writable from inside a sandbox: a weaker sandbox is
+        // accepted, never one that can rewrite the config and rules judging the next command.
         if let (Err(reason), Some(home)) =
             (&enforcement.mount_view, &enforcement.cordon_home_inside_root)
         {

@@ -157,8 +157,8 @@ fn descriptors_above_stderr() -> Vec<libc::c_int> {
 }
 
 /// Puts every signal that has a handler back to its default disposition, as an `execve` does
-/// (ignored signals stay ignored). One `sigaction` per signal: reading the caught set from
-/// `/proc/self/status` instead was slower (~40 µs more: the kernel formats the whole file).
+/// (ignored signals stay ignored). One `sigaction` per signal rather than reading the caught
+/// set from `/proc/self/status`, for which the kernel formats the whole file.
 pub fn reset_caught_signals() {
     for signal in 1..=libc::SIGRTMAX() {
         if signal == libc::SIGKILL || signal == libc::SIGSTOP {
@@ -299,8 +299,9 @@ pub enum Forked {
 
 /// `fork()` of the helper (process containment: the supervisor and the command).
 pub fn fork() -> io::Result<Forked> {
-    // SAFETY: the helper is single-threaded (DESIGN §5: nothing else has been started), so the
-    // child is a complete copy in which every lock is free and allocation is safe.
+    // SAFETY: the helper is single-threaded (it starts no thread, and `run_in_process` runs only in
+    // a single-threaded process), so the child is a complete copy in which every lock is free and
+    // allocation is safe.
     let pid = check_int(unsafe { libc::fork() })?;
     Ok(if pid == 0 { Forked::Child } else { Forked::Parent { child: pid } })
 }
@@ -602,7 +603,7 @@ struct SpawnShared<'a> {
 /// borrows this process's memory instead of copying its page tables, and this process sleeps
 /// until the child has exec'd (or exited). A `fork` of the supervisor costs a copy of every
 /// page table and a copy-on-write fault for each page either side writes next; on the helper's
-/// few megabytes that was the largest single cost of a launch after the exec itself.
+/// few megabytes that would be the largest single cost of a launch after the exec itself.
 ///
 /// The child runs on a stack of its own and makes only system calls (and `execvpe`, which
 /// keeps its `PATH` buffer on that stack and allocates nothing): it must not touch the heap or

@@ -1,5 +1,6 @@
 //! cordon's macOS sandbox: a Seatbelt profile built as a value from a resolved policy, and the
-//! `/usr/bin/sandbox-exec` command line that applies it (DESIGN §6).
+//! `/usr/bin/sandbox-exec` command line that applies it (that absolute path, never a `PATH`
+//! lookup).
 //!
 //! - [`seatbelt_profile`] turns a [`ResolvedPolicy`](cordon_policies::ResolvedPolicy) into a
 //!   [`SeatbeltProfile`]: SBPL text (the [`BASE_PROFILE`] plus generated rules for writable roots,
@@ -15,8 +16,10 @@
 //!
 //! Seatbelt applies the last rule that matches an operation, so the profile is ordered: base
 //! allows, writable roots (protected paths, and the directories leading to protected and hidden
-//! paths, excluded inside the same rule with `require-not`), network, and finally the hidden-path
-//! denies that override everything before them.
+//! paths, excluded inside the same rule with `require-not`), network, the hidden-path denies that
+//! override everything before them, then the allowed UNIX sockets (`allow_unix_sockets`, which
+//! override those denies for exactly their paths) and, with a domain allow-list, the one
+//! loopback port of cordon's proxy ([`allow_proxy_port`]).
 //!
 //! Tests: everything here is pure or plain file system work and is unit-tested on every
 //! platform: golden profiles, a structural check that the text is balanced S-expressions, that

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's kernel-support table, from the `cordon doctor --json` files of a run.
+"""The kernel-support table of docs/kernels.md, from the `cordon doctor --json` files of a run.
 
     python3 tests/kernels/table.py target/kernels/6.1 target/kernels/6.1-no-landlock …
 

@@ -1,4 +1,4 @@
-//! Approval prompts show exactly what will run (issue 22): `cordon exec -a untrusted` on a
+//! Approval prompts show exactly what will run: `cordon exec -a untrusted` on a
 //! pseudo-terminal, the screen rebuilt by a VT emulator (Python's `pyte`), so an assertion sees
 //! what a person would see, not the bytes that were written.
 

@@ -238,7 +238,7 @@ fn commit_branch_stash_and_rebase_still_work_top_level_and_nested() {
     }
 }
 
-/// Spellings the first review found: a `/tmp` (here `$TMPDIR`) filled with directories does not
+/// Other ways around the watch: a `/tmp` (here `$TMPDIR`) filled with directories does not
 /// spend the workspace's search; `exec<TAB>` counts as an exec line; names squatted where the
 /// planted file would be moved do not keep it in place; `core.hooksPath` inside the workspace
 /// is read-only; a start-up directory created under an `--add-dir` inside `$HOME` is moved aside.
@@ -351,9 +351,9 @@ fn a_git_dir_swapped_for_a_link_never_makes_cordon_rename_elsewhere() {
     assert!(!names.iter().any(|n| n.contains("cordon")), "{names:?}");
 }
 
-/// The third review's spellings: an existing `exec` line reworded, a todo replaced by a link, a
-/// linked worktree's own rebase state and `sequencer/opts` are moved aside; the user's own
-/// change to an existing config during a run is not.
+/// Other spellings of a planted rebase or sequencer state: an existing `exec` line reworded, a
+/// todo replaced by a link, a linked worktree's own rebase state and `sequencer/opts` are moved
+/// aside; the user's own change to an existing config during a run is not.
 #[test]
 fn reworded_or_linked_todos_worktree_rebase_state_and_sequencer_opts_are_moved_aside() {
     require_mount_view!();

@@ -1,4 +1,4 @@
-//! Containment (DESIGN §12, issue 13): nothing outlives the sandboxed command, whichever way it
+//! Containment: nothing outlives the sandboxed command, whichever way it
 //! ends, and from inside the command cannot reach host processes or host System V IPC. Checked
 //! from outside: survivors by their command line in the host's `/proc`, limits and niceness
 //! in `/proc/PID`, IPC objects by id.

@@ -1,4 +1,4 @@
-//! `cordon exec`: approvals, retries, rules, environment, timeouts, output (DESIGN §4, §7, §8).
+//! `cordon exec`: approvals, retries, rules, environment, timeouts, output.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -204,7 +204,7 @@ fn on_request_and_never_without_a_terminal_do_not_retry_or_ask() {
 }
 
 /// From a terminal, the person who typed the command is the requester: `on-request` asks after a
-/// denial (issue 17) and retries only on yes; `never` still does not ask.
+/// denial and retries only on yes; `never` still does not ask.
 #[test]
 fn on_request_from_a_terminal_asks_after_a_denial_and_never_does_not() {
     require_sandbox!(1);

@@ -1,4 +1,4 @@
-//! `cordon executor`: the JSON-lines protocol and interactive sessions (DESIGN §9, §10), driven
+//! `cordon executor`: the JSON-lines protocol and interactive sessions, driven
 //! as a child process over pipes.
 
 use std::io::{BufRead, BufReader, Write};

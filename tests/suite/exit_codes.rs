@@ -1,5 +1,5 @@
-//! Exit codes (DESIGN §5): 127 not found, 126 not executable, 125 set-up failures with one
-//! stderr line, the command's own status otherwise; never a panic.
+//! Exit codes (`docs/exit-codes.md`): 127 not found, 126 not executable, 125 set-up failures with
+//! one stderr line, the command's own status otherwise; never a panic.
 
 use std::os::unix::fs::PermissionsExt;
 

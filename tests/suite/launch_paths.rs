@@ -1,4 +1,4 @@
-//! The two ways cordon starts its Linux helper (issue 14): in its own process or forked child
+//! The two ways cordon starts its Linux helper: in its own process or forked child
 //! (`cordon sandbox`, `cordon exec`: one `execve` fewer), or by exec'ing the helper binary (a
 //! configured `linux_sandbox_exe`, `CORDON_LINUX_SANDBOX_EXE`). The command must not be able to
 //! tell them apart, and both must confine it.
@@ -218,8 +218,8 @@ fn cordon_sandbox_passes_inherited_descriptors_through_as_an_exec_would() {
 }
 
 /// The supervisor starts the command in a child that borrows its memory until the exec
-/// (`clone(CLONE_VM | CLONE_VFORK)`, issue 14). What `execvp` does there must be what it did
-/// in a forked child: a `PATH` lookup, a script without `#!` run by `/bin/sh` (whose argv the
+/// (`clone(CLONE_VM | CLONE_VFORK)`). What `execvp` does there must be what it would do in a
+/// forked child: a `PATH` lookup, a script without `#!` run by `/bin/sh` (whose argv the
 /// C library builds on the child's stack: a long one must fit), 127 and 126 with the reason —
 /// in the PID namespace and under the subreaper alike.
 #[test]

@@ -1,4 +1,4 @@
-//! macOS only (issue 16): the real `cordon` binary under the real Seatbelt with the tools the
+//! macOS only: the real `cordon` binary under the real Seatbelt with the tools the
 //! profile must let work — git, python3, cargo with a build script, curl — and what differs
 //! from Linux: `cordon sandbox macos`, TIOCSTI refused by the profile (no seccomp), `/dev/ttys*`
 //! terminals. Each effect is checked from outside the sandbox: the file on disk, the listener

@@ -444,7 +444,7 @@ fn mcp_sigterm_closes_every_session_and_exits_143() {
 
 /// The MCP server reads and writes its own stdin and stdout without threads (as the executor
 /// does), so its pipe sessions start the helper in the forked child instead of exec'ing cordon:
-/// pid 1 of the command's namespace is then a fork of `cordon mcp-server` (issue 14).
+/// pid 1 of the command's namespace is then a fork of `cordon mcp-server`.
 #[test]
 #[cfg(target_os = "linux")]
 fn mcp_pipe_sessions_start_the_helper_in_process() {

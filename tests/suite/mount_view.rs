@@ -134,7 +134,7 @@ fn git_metadata_is_protected_while_git_keeps_working() {
     }
 }
 
-/// Issue 16 §5: every place git reads code-running config from stays read-only — the git dirs
+/// Every place git reads code-running config from stays read-only — the git dirs
 /// of submodules (`.git/modules`, whose configs run at the next `git status` in the
 /// superproject), the `.git` pointer files of submodule checkouts and linked worktrees (which
 /// could be pointed at a planted git dir) — while `git commit` keeps working.

@@ -1,4 +1,4 @@
-//! The shortest way to a sandboxed command (issue 14): a spawner that gives the command no
+//! The shortest way to a sandboxed command: a spawner that gives the command no
 //! terminal — the executor's and the MCP server's pipe sessions, `cordon exec` without a
 //! terminal on stdin — clones the supervisor straight into the command's PID + IPC namespaces
 //! as their pid 1, with no helper process between them. Seen from outside, the spawner's child

@@ -201,7 +201,7 @@ fn the_inherited_terminal_and_new_ptys_work() {
 }
 
 /// `cordon exec` on a terminal: the command reads it and Ctrl-C reaches it.
-/// Issue 16: a sandboxed command handed the user's terminal cannot push keystrokes into it
+/// A sandboxed command handed the user's terminal cannot push keystrokes into it
 /// (TIOCSTI on stdin or on /dev/tty) for the shell that reads it after cordon exits. The
 /// unsandboxed control run shows, as root, that the probe would see an injection.
 #[test]
@@ -263,7 +263,7 @@ fn on_a_terminal_as(user: User, script: &str, dir: &std::path::Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Issue 16: a command whose stdin is not a terminal gets no controlling terminal (a session
+/// A command whose stdin is not a terminal gets no controlling terminal (a session
 /// of its own), so it cannot open `/dev/tty` to write escape sequences to the terminal cordon
 /// was started from — a title, a hyperlink, an OSC 52 clipboard write the user would paste —
 /// nor push input into it. Through `cordon exec` with stdin from /dev/null or a pipe, and
@@ -336,7 +336,7 @@ if sys.argv[1:] == ["by-path"] and os.path.isdir("/dev/pts"):  # Linux
     }
 }
 
-/// Issue 16: what the command prints reaches cordon's terminal without the escape sequences
+/// What the command prints reaches cordon's terminal without the escape sequences
 /// that act beyond the screen — a window title (and with it the title report that would type
 /// it into the user's shell), an OSC 52 clipboard write, device status reports — while colours
 /// and text pass. The control prints the same straight to the terminal.

@@ -1,4 +1,4 @@
-//! Network by domain (issue 19): `cordon exec --allow-domain` runs the command in a network
+//! Network by domain: `cordon exec --allow-domain` runs the command in a network
 //! namespace with only loopback, and cordon's proxy decides each destination. Loopback only:
 //! a Python server on 127.0.0.1 stands in for the internet, and the test-only resolver override
 //! (`CORDON_TEST_RESOLVE`) maps `allowed.test` and `denied.test` to it. On macOS the Seatbelt
@@ -257,8 +257,8 @@ fn an_allowed_name_resolving_to_loopback_is_refused_unless_mapped_for_tests() {
     assert_eq!(server.requests(), ["/named"]);
 }
 
-/// Issue 19's robustness bar: garbage, a thousand slowloris clients holding connections open
-/// mid-header, and a hundred concurrent requests; the proxy keeps serving real requests
+/// A peer behind the proxy is untrusted: garbage, a thousand slowloris clients holding connections
+/// open mid-header, and a hundred concurrent requests; the proxy keeps serving real requests
 /// through all of it.
 #[cfg(target_os = "linux")]
 #[test]

@@ -1,4 +1,4 @@
-//! Running commands on another machine (issue 20): a real `sshd` on a loopback port with a
+//! Running commands on another machine: a real `sshd` on a loopback port with a
 //! throwaway host key and an authorized key in a temporary directory; the "remote" cordon is
 //! this build, reached with `ssh … cordon executor --serve-remote`. Remote logins as root and
 //! as an unprivileged user (`cordon-e2e`, created when absent). Effects are checked on the

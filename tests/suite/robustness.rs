@@ -1,4 +1,4 @@
-//! Bad input never takes down a server, nothing is lost silently (DESIGN §12): executor input
+//! Bad input never takes down a server, nothing is lost silently: executor input
 //! as bytes, lifecycle on EOF and signals, the session cap, and closed output pipes.
 
 use std::io::Write;

@@ -1,4 +1,4 @@
-//! Secrets stay hidden whatever `shell_environment_policy` gives the command (issue 24): hidden
+//! Secrets stay hidden whatever `shell_environment_policy` gives the command: hidden
 //! paths and writable roots follow cordon's own HOME/TMPDIR/SSH_AUTH_SOCK, never the command's;
 //! credential variables are dropped by name and by value on every entry point.
 
@@ -24,7 +24,8 @@ macro_rules! require_mount_view {
     };
 }
 
-/// Environment policies that used to change what the helper hid or made writable.
+/// Environment policies that empty or rewrite the command's HOME, TMPDIR and the like: what
+/// the helper hides and makes writable must not change with them.
 const ENV_SETTINGS: &[&str] = &[
     "shell_environment_policy.inherit=none",
     "shell_environment_policy.inherit=core",

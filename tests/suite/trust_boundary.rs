@@ -1,5 +1,5 @@
-//! The trust boundary (DESIGN §12): nothing a sandboxed command does, and no spelling of a
-//! command, loosens what cordon decides for the next one. Effects are checked from outside.
+//! The trust boundary (`docs/trust-boundary.md`): nothing a sandboxed command does, and no spelling
+//! of a command, loosens what cordon decides for the next one. Effects are checked from outside.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -286,7 +286,7 @@ fn assert_setup_failure(run: &Run, policy: &str) {
 
 /// macOS: `sandbox-exec` inside another sandbox cannot apply its profile (exit 71,
 /// `sandbox-exec: sandbox_apply: Operation not permitted`): an error, never a denial to retry
-/// without the sandbox (issue 16 §2). Checked from outside: the file the retry would write.
+/// without the sandbox. Checked from outside: the file the retry would write.
 #[cfg(target_os = "macos")]
 #[test]
 fn a_nested_sandbox_exec_is_an_error_never_a_retry() {

@@ -1,4 +1,5 @@
-//! `cordon executor`: the JSON-lines protocol of DESIGN §10 over any reader/writer.
+//! `cordon executor`: the JSON-lines protocol (`docs/executor-protocol.md`) over any
+//! reader/writer.
 //!
 //! Every line is handled as it arrives; tool calls run concurrently as local tasks (responses
 //! may come out of order). A call that needs approval sends an `approval_request` and waits for

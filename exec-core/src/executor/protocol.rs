@@ -1,4 +1,5 @@
-//! The executor's JSON-lines messages (DESIGN §10): `type` in snake_case, fields in camelCase.
+//! The executor's JSON-lines messages (`docs/executor-protocol.md`): `type` in snake_case,
+//! fields in camelCase.
 //!
 //! Protocol 1 is the high-level form for harnesses (`list_tools`, `call_tool` with
 //! `exec_command`/`write_stdin`, approvals over the wire). Protocol 2 adds `hello` (version

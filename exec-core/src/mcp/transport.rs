@@ -1,6 +1,7 @@
 //! stdio for rmcp, with one change to what rmcp's own line transport does: every line that is
-//! not a JSON-RPC message gets a JSON-RPC error (DESIGN §12: bad input is answered, never fatal,
-//! never echoed beyond a short excerpt). rmcp ignores lines that are not JSON at all, and
+//! not a JSON-RPC message gets a JSON-RPC error (bad input is answered, never fatal, never
+//! echoed beyond a short excerpt: a client's garbage must not take the server down or make it
+//! print raw bytes). rmcp ignores lines that are not JSON at all, and
 //! answers well-formed JSON of the wrong shape with an error that has no id.
 //!
 //! Reading is cancel-safe (the service loop polls `receive` inside a `select!`): the partial

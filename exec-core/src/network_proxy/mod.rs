@@ -1,4 +1,4 @@
-//! The network allow-list proxy (issue 19): what a command with a domain allow-list reaches the
+//! The network allow-list proxy: what a command with a domain allow-list reaches the
 //! outside through.
 //!
 //! The command runs in a network namespace with only loopback; the Linux helper binds

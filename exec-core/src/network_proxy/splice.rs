@@ -1,11 +1,10 @@
 //! Tunnel bytes between two TCP sockets without copying them through the proxy (Linux).
 //!
 //! A tunnel's bytes go `socket -> pipe -> socket` with `splice(2)`: the kernel moves page
-//! references, the proxy never reads a byte. On loopback — where the command, the proxy and
-//! the server share the CPUs, so every copy costs throughput — this measured 1.0–1.3× the
-//! copying relay's throughput, and as fast as a bare splice relay without any policy
-//! (`bench/proxy.py`'s floor row). The sockets stay non-blocking and tokio's readiness says
-//! when to splice, so a tunnel holds no thread, only two pipes.
+//! references, the proxy never reads a byte. On loopback — where the command, the proxy and the
+//! server share the CPUs, so every copy costs throughput — this keeps the proxy as fast as a bare
+//! splice relay without any policy (`bench/proxy.py`'s floor row). The sockets stay non-blocking
+//! and tokio's readiness says when to splice, so a tunnel holds no thread, only two pipes.
 //!
 //! Pipes are small until asked ([`PIPE_SIZE`]); once the user's pipe allowance is used up
 //! (`/proc/sys/fs/pipe-user-pages-soft`, e.g. a thousand open tunnels) the kernel refuses to
@@ -20,8 +19,8 @@ use nix::sys::socket::{Shutdown, shutdown};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-/// Bytes a tunnel's pipe holds, each way: measured on loopback, 64 KiB (the default) gains
-/// nothing over copying, 256 KiB and 1 MiB gain the same.
+/// Bytes a tunnel's pipe holds, each way: on loopback the default 64 KiB gains nothing over
+/// copying, and 1 MiB gains no more than this (`bench/proxy.py`).
 const PIPE_SIZE: i32 = 256 * 1024;
 
 /// The two pipes of a tunnel, one per direction.

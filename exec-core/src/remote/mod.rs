@@ -1,4 +1,4 @@
-//! Running commands on another machine (DESIGN §7, §10): the orchestrator decides here, the
+//! Running commands on another machine: the orchestrator decides here, the
 //! command runs sandboxed there.
 //!
 //! - Transport: the system `ssh` client runs `cordon executor --serve-remote` on the other

@@ -1,5 +1,5 @@
-//! Is an interactive program back at its prompt? (DESIGN §9, "return as soon as there is
-//! nothing more to wait for".)
+//! Is an interactive program back at its prompt? A call returns as soon as there is nothing
+//! more to wait for, rather than at the yield deadline.
 //!
 //! Method: the PTY's foreground process group (`tcgetpgrp` on the master) is asked what its
 //! leader is blocked in (`/proc/PID/syscall`). A shell at its prompt, a REPL, `cat` — anything

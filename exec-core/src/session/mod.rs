@@ -1,4 +1,4 @@
-//! Interactive sessions (DESIGN §9): `exec_command` starts `[shell, -lc, cmd]` through the
+//! Interactive sessions: `exec_command` starts `[shell, -lc, cmd]` through the
 //! orchestrator (decided, approved and sandboxed like any command) in a PTY or on pipes, and
 //! collects output until the yield deadline or until there is nothing more to wait for:
 //! the process exited and its output is drained, or — in a PTY — the foreground program is
@@ -94,7 +94,7 @@ struct Collect {
     max_tokens: usize,
 }
 
-/// `exec_command` arguments (DESIGN §9).
+/// `exec_command` arguments (`docs/executor-protocol.md` has their defaults).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecCommandArgs {
@@ -107,7 +107,7 @@ pub struct ExecCommandArgs {
     pub max_output_tokens: Option<usize>,
     pub sandbox_permissions: Option<SandboxPermissions>,
     pub justification: Option<String>,
-    /// Narrows the network of this one command (issue 19): a destination must pass the
+    /// Narrows the network of this one command: a destination must pass the
     /// executor's list and this one.
     pub allowed_domains: Option<Vec<String>>,
 }
@@ -120,7 +120,7 @@ pub enum SandboxPermissions {
     RequireEscalated,
 }
 
-/// `write_stdin` arguments (DESIGN §9).
+/// `write_stdin` arguments (`docs/executor-protocol.md` has their defaults).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WriteStdinArgs {

@@ -1,9 +1,9 @@
-//! The result text of `exec_command` / `write_stdin` (DESIGN §9): pure formatting, truncation
-//! and clamps.
+//! The result text of `exec_command` / `write_stdin`: pure formatting, truncation and clamps.
 
 use std::time::Duration;
 
-/// Yield clamp (DESIGN §9).
+/// Yield clamp: whatever `yield_time_ms` a call asks for, it waits between these bounds
+/// (`docs/executor-protocol.md`).
 pub const MIN_YIELD: Duration = Duration::from_millis(250);
 pub const MAX_YIELD: Duration = Duration::from_millis(30_000);
 /// An empty poll (`write_stdin` with no chars) may wait longer.
@@ -85,7 +85,8 @@ impl<'a> Collected<'a> {
     }
 }
 
-/// The result text of DESIGN §9. The truncation warning counts everything the command printed
+/// The result text (`Wall time`, exit code or session id, an optional truncation warning,
+/// `Output:`). The truncation warning counts everything the command printed
 /// since the last read, including what the session's buffer dropped: tokens = bytes / 4,
 /// rounded up.
 pub fn result_text(

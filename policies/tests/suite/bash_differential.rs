@@ -1,4 +1,4 @@
-//! Differential test (issue 23): every generated script that `plain_shell_commands` calls plain
+//! Differential test: every generated script that `plain_shell_commands` calls plain
 //! is run by real bash, and the words bash executes must be exactly the checker's words.
 //!
 //! How bash's words are observed cheaply: one long-running bash process reads the scripts

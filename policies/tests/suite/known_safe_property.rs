@@ -1,4 +1,4 @@
-//! Property (issue 23): a shell script is never more permissive than its commands. If
+//! Property: a shell script is never more permissive than its commands. If
 //! `bash -lc SCRIPT` is known-safe, every command bash runs for SCRIPT is known-safe on its own.
 //!
 //! The generator is its own oracle: it starts from the commands (word values) and spells each

@@ -9,7 +9,7 @@
 //! ```
 //! The usual tree has the helper between the spawner and the supervisor, and the helper forks
 //! the supervisor after `unshare(CLONE_NEWPID)`: a fork of a copy of the spawner and an exit
-//! more per command (~0.5 ms on the executor's path). Here the spawner's child is already in
+//! more per command. Here the spawner's child is already in
 //! the namespaces, so it needs no second process. What the helper did outside is not needed by
 //! a spawner that gives the command no terminal (pipes): it waits for its own child, its
 //! SIGKILL of the child's group ends the whole namespace (pid 1 dies, the kernel kills the

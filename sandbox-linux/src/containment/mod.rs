@@ -1,5 +1,5 @@
 //! Process containment: nothing outlives the command, and the command reaches no host process
-//! and no host System V IPC object (DESIGN §12).
+//! and no host System V IPC object.
 //!
 //! ```text
 //! helper (the pid the caller spawned; outside the sandbox): waits, forwards signals, exits
