@@ -53,7 +53,12 @@ mod cordon_home;
 mod git_dirs;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
-#[cfg(target_os = "linux")]
+// The helper's user interface: every line it prints (on other systems, the one that says
+// there is no helper there).
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "only the refusal is said off Linux")
+)]
 mod messages;
 #[cfg(target_os = "linux")]
 mod mount_view;
@@ -106,6 +111,6 @@ pub use containment::{
 /// On other systems the helper personality only explains itself.
 #[cfg(not(target_os = "linux"))]
 pub fn run_main() -> ! {
-    eprintln!("{HELPER_ARG0}: {}", HelperError::UnsupportedPlatform);
+    messages::error(HelperError::UnsupportedPlatform);
     std::process::exit(EXIT_SETUP_FAILED)
 }

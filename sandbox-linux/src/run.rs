@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
 use crate::args::{
-    Caller, DirIdentity, HELPER_USAGE, HelperArgs, Invocation, MountViewRequirement, Strictness,
-    UserView, parse_invocation,
+    Caller, DirIdentity, HelperArgs, Invocation, MountViewRequirement, Strictness, UserView,
+    parse_invocation,
 };
 use crate::caps::{self, CapabilityDrop};
 use crate::command::PreparedCommand;
@@ -32,11 +32,11 @@ pub fn run_main() -> ! {
     crate::messages::set_caller(Caller::of(&args));
     let result = match parse_invocation(args) {
         Ok(Invocation::Help) => {
-            print!("{HELPER_USAGE}");
+            crate::messages::usage();
             std::process::exit(0)
         }
         Ok(Invocation::Version) => {
-            println!("{} (cordon {})", crate::HELPER_ARG0, env!("CARGO_PKG_VERSION"));
+            crate::messages::version();
             std::process::exit(0)
         }
         Ok(Invocation::Run(args)) => run(&args, pid_namespace, CommandEnv::Inherited),
@@ -46,7 +46,7 @@ pub fn run_main() -> ! {
         Ok(never) => match never {},
         Err(error) => error,
     };
-    eprintln!("{}{error}", crate::messages::prefix());
+    crate::messages::error(&error);
     std::process::exit(error.exit_code())
 }
 
@@ -102,7 +102,7 @@ pub fn run_in_process(
         Ok(never) => match never {},
         Err(error) => error,
     };
-    eprintln!("{}{error}", crate::messages::prefix());
+    crate::messages::error(&error);
     // `_exit`: buffered output and exit handlers belong to the caller, not to this helper.
     sys::exit_now(error.exit_code())
 }
@@ -260,10 +260,9 @@ fn run(
         Containment::PidNamespace => match proc_view::mount_fresh_proc(&proc_covers)? {
             ProcView::Private => Containment::PidNamespace,
             ProcView::Host(reason) => {
-                eprintln!(
-                    "{}warning: {reason}: /proc shows the host's processes (they stay out of reach)",
-                    crate::messages::prefix()
-                );
+                crate::messages::warning(format_args!(
+                    "{reason}: /proc shows the host's processes (they stay out of reach)"
+                ));
                 Containment::PidNamespace
             }
         },
@@ -333,17 +332,16 @@ fn run(
         (&enforcement.mount_view, args.mount_view, best_effort)
     {
         // Said once per command, so no one mistakes Landlock alone for the whole sandbox.
-        eprintln!(
-            "{}warning: no mount view ({reason}): .git/hooks, .cordon and the other protected \
-             paths inside the writable roots are writable and hidden paths readable; run as root \
-             or allow unprivileged user namespaces",
-            crate::messages::prefix()
-        );
+        crate::messages::warning(format_args!(
+            "no mount view ({reason}): .git/hooks, .cordon and the other protected paths inside \
+             the writable roots are writable and hidden paths readable; run as root or allow \
+             unprivileged user namespaces"
+        ));
     }
     if best_effort {
         if !gaps.is_empty() {
             let list: Vec<&str> = gaps.iter().map(|g| g.what.as_str()).collect();
-            eprintln!("{}warning: not enforced: {}", crate::messages::prefix(), list.join("; "));
+            crate::messages::warning(format_args!("not enforced: {}", list.join("; ")));
         }
         // DESIGN §12: cordon's own state is never writable from inside a sandbox. A weaker
         // sandbox is accepted, never one that can rewrite the rules judging the next command.
@@ -389,11 +387,10 @@ fn warn_unusable_git_files(files: &[crate::git_dirs::UnusableGitFile]) {
     }
     let list: Vec<String> =
         files.iter().map(|file| format!("{:?} {}", file.path, file.why)).collect();
-    eprintln!(
-        "{}warning: not followed, and read-only in the sandbox (git cannot use it either): {}",
-        crate::messages::prefix(),
+    crate::messages::warning(format_args!(
+        "not followed, and read-only in the sandbox (git cannot use it either): {}",
         list.join("; ")
-    );
+    ));
 }
 
 /// The path this helper was started by, when `argv[0]` names one (a caller such as Codex runs
@@ -407,15 +404,14 @@ fn invoked_path() -> Option<PathBuf> {
 /// what was not searched keeps a writable config and hooks.
 fn warn_unsearched(dirs: &[PathBuf]) {
     let Some(first) = dirs.first() else { return };
-    eprintln!(
-        "{}warning: not searched for git repositories (too many directories): {first:?}{}; a \
-         repository there keeps a writable config and hooks: narrow the writable roots",
-        crate::messages::prefix(),
-        match dirs.len() {
-            1 => String::new(),
-            n => format!(" and {} more", n - 1),
-        }
-    );
+    let more = match dirs.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    crate::messages::warning(format_args!(
+        "not searched for git repositories (too many directories): {first:?}{more}; a \
+         repository there keeps a writable config and hooks: narrow the writable roots"
+    ));
 }
 
 /// Enters the command cwd (after the mount view, so relative paths resolve through it) and
