@@ -210,10 +210,6 @@ impl PinnedDir {
     pub fn path(&self) -> &std::path::Path {
         &self.path
     }
-
-    fn raw_fd(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(&*self.fd)
-    }
 }
 
 impl PartialEq for PinnedDir {
@@ -481,7 +477,7 @@ impl LaunchPlan {
         }
         command.args(&self.args).env_clear().envs(self.env.iter().cloned());
         match &self.cwd_pin {
-            Some(pin) => crate::sys::enter_directory_in_child(&mut command, pin.raw_fd()),
+            Some(pin) => crate::sys::enter_directory_in_child(&mut command, Arc::clone(&pin.fd)),
             None => {
                 command.current_dir(&self.cwd);
             }
@@ -495,15 +491,23 @@ impl LaunchPlan {
     /// is told about opened to it again (the proxy's hand-over socket, `--proxy-fd`), then —
     /// when this process is single-threaded — the helper itself in the forked child instead of
     /// an exec. Every spawner of a plan calls this and nothing else.
-    pub fn prepare_spawn(
+    ///
+    /// # Safety
+    ///
+    /// `command` is spawned before this process starts another thread (the forked child of a
+    /// one-thread process may run the helper; see `sys::run_helper_in_child`).
+    pub unsafe fn prepare_spawn(
         &self,
         command: &mut std::process::Command,
         terminal: crate::sys::Terminal,
     ) {
         crate::sys::prepare_child(command, terminal);
         self.pass_descriptors(command);
+        // SAFETY: spawned before another thread starts (this function's contract).
         #[cfg(target_os = "linux")]
-        crate::sys::run_helper_in_child(command, self.in_process_helper());
+        unsafe {
+            crate::sys::run_helper_in_child(command, self.in_process_helper());
+        }
     }
 
     /// Lets `command`'s child inherit the descriptors the plan's helper is told about (the
@@ -529,12 +533,18 @@ impl LaunchPlan {
         #[cfg(target_os = "linux")]
         if let Some(args) = &self.in_process {
             if cordon_sandbox_linux::single_threaded() {
-                cordon_sandbox_linux::run_in_process(
-                    args,
-                    &self.env,
-                    cordon_sandbox_linux::InheritedDescriptors::Mixed,
-                    cordon_sandbox_linux::InProcessStart::Plain,
-                );
+                // SAFETY: one thread (checked on the line above). The helper never returns, so
+                // no owner of a descriptor it closes (those marked close-on-exec, as the exec
+                // would) runs again; `--proxy-fd` is the plan's hand-over socket, whose owner
+                // is never dropped either.
+                unsafe {
+                    cordon_sandbox_linux::run_in_process(
+                        args,
+                        &self.env,
+                        cordon_sandbox_linux::InheritedDescriptors::Mixed,
+                        cordon_sandbox_linux::InProcessStart::Plain,
+                    )
+                };
             }
         }
         // This very process execs: no child to set up, only the helper's descriptors to keep.

@@ -257,7 +257,8 @@ fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream,
         StdinMode::Terminal => crate::sys::Terminal::Foreground,
         StdinMode::Null | StdinMode::Inherit => crate::sys::Terminal::Detach,
     };
-    spec.prepare_spawn(&mut command, terminal);
+    // SAFETY: spawned on the next line, from this thread, with no thread started in between.
+    unsafe { spec.prepare_spawn(&mut command, terminal) };
     let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn()?;
     let stdout: Stream = child.stdout.take().map(|s| Box::new(s) as _);
     let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);

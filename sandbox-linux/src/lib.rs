@@ -89,7 +89,10 @@ pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperEr
 
 /// The helper's entry point (see the crate docs). Never returns.
 #[cfg(target_os = "linux")]
-pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main, single_threaded};
+pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main};
+/// Whether this process has one thread, which [`run_in_process`] needs of its caller.
+#[cfg(target_os = "linux")]
+pub use sys::single_threaded;
 
 /// The spawner's side of `--proxy-fd`.
 #[cfg(target_os = "linux")]

@@ -49,7 +49,11 @@ async fn receive_listener(stream: &UnixStream) -> std::io::Result<TcpListener> {
             let mut fds = Vec::new();
             for cmsg in message.cmsgs().map_err(std::io::Error::from)? {
                 if let ControlMessageOwned::ScmRights(received) = cmsg {
-                    fds.extend(received.into_iter().map(crate::sys::adopt_received_fd));
+                    // SAFETY: each number was installed in this process by the `recvmsg`
+                    // above, for this message, and is adopted here once.
+                    fds.extend(
+                        received.into_iter().map(|fd| unsafe { crate::sys::adopt_received_fd(fd) }),
+                    );
                 }
             }
             Ok(fds)

@@ -101,7 +101,9 @@ impl SessionProcess {
             .stdin(terminal.try_clone().map_err(spawn_error)?)
             .stdout(terminal.try_clone().map_err(spawn_error)?)
             .stderr(terminal);
-        spec.prepare_spawn(&mut command, crate::sys::Terminal::Controlling);
+        // SAFETY: spawned on the next line, from this thread; the session's threads start
+        // after it.
+        unsafe { spec.prepare_spawn(&mut command, crate::sys::Terminal::Controlling) };
         let mut child = command.spawn().map_err(spawn_error)?;
         // The terminal's other side stays with the child only: the session ends when it and
         // its descendants close it.
@@ -158,7 +160,9 @@ impl SessionProcess {
         // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
-        spec.prepare_spawn(&mut command, crate::sys::Terminal::Detach);
+        // SAFETY: spawned on the next line, from this thread, with no thread started in
+        // between.
+        unsafe { spec.prepare_spawn(&mut command, crate::sys::Terminal::Detach) };
         let mut child = tokio::process::Command::from(command).spawn().map_err(spawn_error)?;
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = [
