@@ -35,6 +35,7 @@ mod spawn;
 pub mod stdio;
 mod sys;
 mod terminal_filter;
+pub mod test_hooks;
 
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
