@@ -12,6 +12,10 @@
 //! Threading: the parent-death signal fires when the *thread* that spawned the child exits, so
 //! callers drive this crate from a current-thread tokio runtime.
 //!
+//! Logging: the crate prints nothing; it emits `tracing` events about its decisions (the
+//! planned launch, approvals, verdicts and retries, sessions, the proxy's verdicts) for the
+//! caller's subscriber, never from a forked child.
+//!
 //! Tests: unit tests for the pure parts (capture, classification); the end-to-end suite in
 //! `tests/` drives `cordon exec` against the real kernel.
 

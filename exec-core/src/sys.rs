@@ -160,8 +160,10 @@ pub unsafe fn run_helper_in_child(
     use std::os::unix::process::CommandExt;
     let Some(plan) = plan else { return };
     if !cordon_sandbox_linux::single_threaded() {
+        tracing::debug!("the helper is exec'd: this process has more than one thread");
         return;
     }
+    tracing::debug!("the helper runs in the forked child");
     let args = plan.args.clone();
     let env = plan.env.to_vec();
     let hook = move || -> std::io::Result<()> {
@@ -223,15 +225,23 @@ pub fn spawn_namespace_init(
     let args = plan.args;
     // The child moves its status pipe onto that number: a descriptor the helper is to keep
     // must be above it (the network proxy numbers its hand-over socket so).
-    if args.proxy_fd.is_some_and(|fd| fd <= cordon_sandbox_linux::STATUS_REPORT_FD) {
-        return Ok(None);
-    }
-    if args.mount_view == MountViewRequirement::Disabled
-        || !plan.cwd.is_dir()
-        || !standard_descriptors_open()
-        || !pidfd_wait_supported()
-        || !cordon_sandbox_linux::single_threaded()
-    {
+    let declined = if args.proxy_fd.is_some_and(|fd| fd <= cordon_sandbox_linux::STATUS_REPORT_FD) {
+        Some("the proxy's descriptor is too low")
+    } else if args.mount_view == MountViewRequirement::Disabled {
+        Some("no mount view")
+    } else if !plan.cwd.is_dir() {
+        Some("the cwd is not a directory")
+    } else if !standard_descriptors_open() {
+        Some("stdin, stdout or stderr is closed")
+    } else if !pidfd_wait_supported() {
+        Some("the kernel cannot wait on a pidfd")
+    } else if !cordon_sandbox_linux::single_threaded() {
+        Some("this process has more than one thread")
+    } else {
+        None
+    };
+    if let Some(why) = declined {
+        tracing::debug!(why, "the supervisor is not cloned into new namespaces");
         return Ok(None);
     }
     let stdin = match stdin {
@@ -254,8 +264,12 @@ pub fn spawn_namespace_init(
     // SAFETY: this process has one thread (checked above; since then this thread opened files
     // and pipes and started nothing), and the child below ends in `run_in_process` or `_exit`.
     match unsafe { cordon_sandbox_linux::clone_namespace_init() }? {
-        None => Ok(None),
+        None => {
+            tracing::debug!("the kernel refuses new PID namespaces here: the helper starts it");
+            Ok(None)
+        }
         Some(ClonedInit::Parent { pid, pidfd }) => {
+            tracing::debug!(pid, "the supervisor is cloned into new PID + IPC namespaces");
             // The child has its ends; reading the status pipe must not block on an early exit.
             nix::fcntl::fcntl(
                 &status,

@@ -193,6 +193,7 @@ impl NetworkProxy {
             UnixStream::from_std(control).map_err(io("making its hand-over socketpair"))?;
         let (state, log) = State::new(matcher, settings)?;
         let task = tokio::spawn(handover::serve(control, state));
+        tracing::debug!("network proxy waits for the helper's hand-over");
         let endpoint = Endpoint::HandOver(HandOverSocket::new(helper_end));
         Ok(NetworkProxy { endpoint, log, task })
     }
@@ -211,6 +212,7 @@ impl NetworkProxy {
         let listener = TcpListener::from_std(listener).map_err(io("binding its port"))?;
         let (state, log) = State::new(matcher, settings)?;
         let task = tokio::spawn(serve_clients(listener, state));
+        tracing::debug!(port, "network proxy listens on loopback");
         Ok(NetworkProxy { endpoint: Endpoint::Loopback(port), log, task })
     }
 
@@ -364,6 +366,15 @@ impl State {
     }
 
     fn record(&self, record: ConnectionRecord) {
+        tracing::debug!(
+            host = %record.host,
+            port = record.port,
+            method = %record.method,
+            allowed = record.allowed,
+            rule = ?record.rule,
+            reason = ?record.reason,
+            "proxy connection"
+        );
         self.log.lock().unwrap_or_else(PoisonError::into_inner).connections.push(record);
     }
 
