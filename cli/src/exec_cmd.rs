@@ -149,9 +149,11 @@ fn run_here(
         StdinMode::Inherit
     };
     let request = exec_request(args, &settings, env, stdin);
-    let outcome = runtime.block_on(orchestrator.run(&request, &TerminalApprover))?;
     // The prediction forks probe children: only `--json` reports it, so only `--json` pays.
-    let gaps = if args.json { not_enforced(&outcome, &request) } else { Vec::new() };
+    // Before the run, while this process has one thread (the probes' children need that).
+    let predicted = if args.json { predicted_gaps(&request.sandbox.policy) } else { Vec::new() };
+    let outcome = runtime.block_on(orchestrator.run(&request, &TerminalApprover))?;
+    let gaps = not_enforced(&outcome, predicted);
     Ok(Ran { outcome, request, env_removed, gaps })
 }
 
@@ -208,17 +210,14 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the sandbox could not enforce on this machine, when a sandboxed attempt ran (the same
-/// prediction `cordon doctor` makes).
+/// What the sandbox could not enforce on this machine (`predicted`, the same prediction
+/// `cordon doctor` makes), when a sandboxed attempt ran.
 fn not_enforced(
     outcome: &cordon_exec_core::Outcome,
-    request: &ExecRequest,
+    predicted: Vec<cordon_exec_core::platform::Gap>,
 ) -> Vec<cordon_exec_core::platform::Gap> {
     let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);
-    if !sandboxed {
-        return Vec::new();
-    }
-    predicted_gaps(&request.sandbox.policy)
+    if sandboxed { predicted } else { Vec::new() }
 }
 
 /// `host:port` of every destination the proxy refused, over all attempts.

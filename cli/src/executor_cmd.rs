@@ -31,13 +31,19 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
             }
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();
+            // Before anything is served, while this process has one thread: the kernel probes
+            // fork children that need that.
+            let facts = if serve_remote { Some(host_facts(&settings)?) } else { None };
             local.block_on(&runtime, async move {
                 let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults));
-                let end = if serve_remote {
-                    let facts = host_facts(&settings)?;
-                    serve_stdio(Rc::new(RemoteServer { manager: Rc::clone(&manager), facts })).await
-                } else {
-                    serve_stdio(Rc::new(LocalExecutor { manager: Rc::clone(&manager) })).await
+                let end = match facts {
+                    Some(facts) => {
+                        let server = RemoteServer { manager: Rc::clone(&manager), facts };
+                        serve_stdio(Rc::new(server)).await
+                    }
+                    None => {
+                        serve_stdio(Rc::new(LocalExecutor { manager: Rc::clone(&manager) })).await
+                    }
                 };
                 manager.shutdown();
                 end

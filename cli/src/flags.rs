@@ -43,6 +43,10 @@ use backends;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Log cordon's decisions to stderr: -v for debug events, -vv for trace events (and the
+    /// libraries' info). RUST_LOG, when set, is the filter instead.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,7 +2,8 @@
 //!
 //! `codex-linux-sandbox` (a symlink, or `argv[0]` set by cordon itself) is the Linux sandbox
 //! helper; anything else is the front-end CLI. The dispatch happens first thing in `main`,
-//! before any runtime, thread or environment change.
+//! before any runtime, thread or environment change, and before the front end installs its
+//! logging subscriber (`logging.rs`): the helper pays for none of it.
 #![forbid(unsafe_code)]
 
 mod approver;
@@ -11,6 +12,7 @@ mod doctor;
 mod exec_cmd;
 mod executor_cmd;
 mod flags;
+mod logging;
 mod mcp_cmd;
 mod output;
 mod sandbox_cmd;
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    logging::init(cli.verbose);
     let result = match cli.command {
         flags::Command::Exec(args) => exec_cmd::run_exec(args),
         flags::Command::Executor(args) => executor_cmd::run(args),

@@ -140,7 +140,12 @@ impl Settings {
                 config.sandbox_mount_view
             },
         };
-        let helper = HelperSettings { exe, launch, user_view, proxy_test_resolve: test_resolve()? };
+        let helper = HelperSettings {
+            exe,
+            launch,
+            user_view,
+            proxy_test_resolve: cordon_exec_core::test_hooks::proxy_resolve()?,
+        };
         Ok(Settings {
             config,
             sandbox,
@@ -303,29 +308,6 @@ fn network_domains(
     rules.allow.extend(flags.allow_domains.iter().cloned());
     cordon_policies::DomainMatcher::new(&rules)?;
     Ok(Some(rules))
-}
-
-/// TEST ONLY: `CORDON_TEST_RESOLVE="name=127.0.0.1:PORT,other=[::1]:PORT"` makes the network
-/// proxy answer these names with these addresses instead of asking DNS, and lets exactly
-/// these names reach a loopback address. For the end-to-end suite, which must never leave
-/// the machine; never set it in real use.
-fn test_resolve() -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
-    let Some(value) = std::env::var_os("CORDON_TEST_RESOLVE") else { return Ok(Vec::new()) };
-    let value = value.to_str().context("CORDON_TEST_RESOLVE is not valid UTF-8")?.to_owned();
-    value
-        .split(',')
-        .filter(|item| !item.trim().is_empty())
-        .map(|item| {
-            let (name, address) = item
-                .split_once('=')
-                .with_context(|| format!("CORDON_TEST_RESOLVE: {item:?} is not name=ip:port"))?;
-            let address = address
-                .trim()
-                .parse()
-                .with_context(|| format!("CORDON_TEST_RESOLVE: {item:?} is not name=ip:port"))?;
-            Ok((name.trim().to_owned(), address))
-        })
-        .collect()
 }
 
 /// The config's list (or the defaults) plus `--protect`. `None` keeps the helper's defaults.

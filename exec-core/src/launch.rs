@@ -211,8 +211,9 @@ impl PinnedDir {
         &self.path
     }
 
-    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(&*self.fd)
+    /// The directory's descriptor, for a child that enters it with `fchdir`.
+    pub(crate) fn descriptor(&self) -> Arc<OwnedFd> {
+        Arc::clone(&self.fd)
     }
 }
 

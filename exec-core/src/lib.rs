@@ -42,6 +42,10 @@
 //! finds out and reports what the kernel enforces. Off Linux (macOS) there is no parent-death
 //! signal or subreaper: the process group is still killed on exit and timeout.
 //!
+//! Logging: `tracing` events about its decisions (the planned launch, approvals, verdicts and
+//! retries, sessions, the proxy's verdicts) for the caller's subscriber, never from a forked
+//! child.
+//!
 //! Tests: unit tests for the pure parts (capture, classification, the launch plan, the terminal
 //! filter, the protocols, the proxy's decisions); the end-to-end suite in `tests/` drives
 //! `cordon exec`, the executor, the MCP server and the remote link against the real kernel.
@@ -67,6 +71,7 @@ mod spawner;
 pub mod stdio;
 mod sys;
 mod terminal_filter;
+pub mod test_hooks;
 
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};

@@ -217,6 +217,7 @@ impl Orchestrator {
         let (assessment, sandboxed, refused) = match authorization {
             Authorization::Run { assessment, sandboxed } => (assessment, sandboxed, None),
             Authorization::Refused { assessment, reason } => {
+                tracing::debug!(command = ?request.command, %reason, "refused");
                 (assessment, Sandboxed::Yes, Some(reason))
             }
         };
@@ -252,8 +253,12 @@ impl Orchestrator {
 
         // 5. A likely denial: retry once without the sandbox if the policy lets us ask.
         let why_not = match retry_after_denial(request.approval, request.requester) {
-            RetryDecision::NoRetry { why } => why,
+            RetryDecision::NoRetry { why } => {
+                tracing::debug!(%why, "likely denied by the sandbox; no retry");
+                why
+            }
             RetryDecision::AskToRetryUnsandboxed => {
+                tracing::debug!("likely denied by the sandbox; asking to retry without it");
                 let reason = format!(
                     "the {} sandbox probably blocked this command (exit {}); it already ran once, \
                      sandboxed, and whatever it did then stays done. Run it again WITHOUT the \
@@ -281,6 +286,7 @@ impl Orchestrator {
                         sandbox: SandboxKind::None,
                         approval: ApprovalState::Granted,
                     };
+                    tracing::debug!("retrying without the sandbox");
                     let retry = self.attempt(runner, run, &context).await?;
                     let (exit, verdict) = (retry.exit, retry.verdict);
                     outcome.attempts.push(retry);
@@ -303,6 +309,13 @@ impl Orchestrator {
         approvals: &mut Vec<ApprovalRecord>,
     ) -> Authorization {
         let assessment = self.assess(&request.words(), request.approval, &request.escalation);
+        tracing::debug!(
+            command = ?request.command,
+            decision = ?assessment.decision,
+            rule = ?assessment.matched_rule,
+            known_safe = assessment.known_safe,
+            "assessed"
+        );
         let as_run = |sandboxed: bool| if sandboxed { Sandboxed::Yes } else { Sandboxed::No };
         match assessment.decision.clone() {
             PreRunDecision::Refuse { reason } => Authorization::Refused { assessment, reason },
@@ -366,6 +379,7 @@ impl Orchestrator {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .contains(&key)
         {
+            tracing::debug!(?stage, "approved earlier in this session");
             return true;
         }
         // An allow rule runs the command sandboxed, so it can only stand for a sandboxed run.
@@ -384,7 +398,9 @@ impl Orchestrator {
             evidence,
             prefix,
         };
+        tracing::debug!(?stage, ?sandbox_mode, "asking for approval");
         let answer = approver.ask(&question).await;
+        tracing::debug!(?stage, ?answer, "approval answered");
         let mut record = ApprovalRecord { stage, reason, answer, rule_not_saved: None };
         let approved = match answer {
             ApprovalAnswer::Denied => false,
@@ -429,6 +445,7 @@ impl Orchestrator {
         context: &DenialContext,
     ) -> Result<Attempt, R::Error> {
         let sandbox = run.sandbox;
+        tracing::debug!(sandbox = sandbox.as_str(), "attempt starts");
         let result = runner.run_attempt(run).await?;
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());
         let exit = command_exit(sandbox, result.exit, &stderr);
@@ -438,6 +455,13 @@ impl Orchestrator {
             Verdict::LikelySandboxDenied => explain_output(&stdout, &stderr, context),
             _ => Vec::new(),
         };
+        tracing::debug!(
+            sandbox = sandbox.as_str(),
+            ?exit,
+            ?verdict,
+            duration_ms = result.duration.as_millis(),
+            "attempt finished"
+        );
         Ok(Attempt {
             sandbox,
             exit,

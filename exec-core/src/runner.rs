@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::capture::HeadTail;
 use crate::classify::ExitKind;
-use crate::launch::{HelperSettings, SandboxKind, SandboxSetupError, plan_launch};
+use crate::launch::{HelperSettings, LaunchPlan, SandboxKind, SandboxSetupError, plan_launch};
 use crate::network_proxy::{NetworkLog, NetworkProxy, ProxyError};
 use crate::request::ExecRequest;
 use crate::resolved::ApprovalState;
@@ -151,11 +151,15 @@ impl Runner for LocalRunner<'_> {
         let mut launch = request.launch(sandbox);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         let spec = plan_launch(&launch, self.helper)?;
+        log_plan(&spec, self.helper, proxy.is_some());
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
         let watch = watch_git_dirs(&request.sandbox, sandbox, self.helper);
         let result = run_process(&spec, &options).await;
         let moved_aside = watch.as_ref().map(GitWatch::move_aside).unwrap_or_default();
+        if !moved_aside.is_empty() {
+            tracing::debug!(count = moved_aside.len(), "moved aside what the command planted");
+        }
         let result = result
             .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
         Ok(RawAttempt {
@@ -167,4 +171,16 @@ impl Runner for LocalRunner<'_> {
             moved_aside,
         })
     }
+}
+
+/// One debug event for a planned launch: which sandbox, what runs, how the helper may start.
+pub(crate) fn log_plan(spec: &LaunchPlan, helper: &HelperSettings, proxy: bool) {
+    tracing::debug!(
+        sandbox = spec.sandbox.as_str(),
+        program = %spec.program.display(),
+        helper_launch = ?helper.launch,
+        helper_in_child = spec.in_process.is_some(),
+        proxy,
+        "launch planned"
+    );
 }

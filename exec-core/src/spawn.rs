@@ -78,6 +78,7 @@ pub async fn run_process(
     let mut interrupts = Interrupts::new();
     let (mut child, stdout, stderr) = start(spec, stdin)?;
     let group = child.group();
+    tracing::debug!(?group, ?stdin, ?output, ?timeout, "command started");
     let target = child.interrupt_target()?;
     // The readers run while we wait: a child that fills a pipe would otherwise block forever.
     let captured_out = Arc::new(Mutex::new(HeadTail::new(CAPTURE_BYTES)));
@@ -119,6 +120,7 @@ pub async fn run_process(
         Ended::Exited(Some(Ok(raw))) => ExitKind::from_wait_status(raw),
         Ended::Exited(Some(Err(e))) => return Err(e),
         Ended::Exited(None) => {
+            tracing::debug!("timed out: the command's group is killed");
             kill_group(group);
             let _ = child.wait().await;
             ExitKind::TimedOut
@@ -126,6 +128,7 @@ pub async fn run_process(
         // Whoever read our output is gone (`cordon exec -- yes | head -c1`): end the command
         // as a shell pipeline would, with SIGPIPE's status (141).
         Ended::BrokenPipe => {
+            tracing::debug!("the reader of cordon's output is gone: the command's group is killed");
             kill_group(group);
             let _ = child.wait().await;
             ExitKind::Signal(libc::SIGPIPE)
@@ -133,6 +136,7 @@ pub async fn run_process(
         // Ended before the command existed (killed): the run ends as the signal would have
         // ended the command.
         Ended::Interrupted(signal) => {
+            tracing::debug!(signal, "interrupted before the command existed");
             let _ = child.wait().await;
             ExitKind::Signal(signal)
         }
@@ -148,6 +152,7 @@ pub async fn run_process(
     let (abort_out, abort_err) = (copy_out.abort_handle(), copy_err.abort_handle());
     let mut readers = std::pin::pin!(async { tokio::join!(copy_out, copy_err) });
     if tokio::time::timeout(DRAIN_GRACE, &mut readers).await.is_err() {
+        tracing::debug!("output still open after the command exited: its group is killed");
         kill_group(group);
         crate::sys::kill_orphans();
         if tokio::time::timeout(DRAIN_GRACE, &mut readers).await.is_err() {

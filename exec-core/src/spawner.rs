@@ -111,8 +111,13 @@ impl LaunchPlan {
         };
         crate::sys::prepare_child(&mut command, terminal);
         self.pass_descriptors(&mut command);
+        // SAFETY: only `start` and `start_in_terminal` call this, and they hand the command
+        // straight to their `spawn`: the crate's spawn functions (std's and tokio's `spawn`)
+        // fork before starting any thread, so none starts between this and the fork.
         #[cfg(target_os = "linux")]
-        crate::sys::run_helper_in_child(&mut command, self.in_process_helper());
+        unsafe {
+            crate::sys::run_helper_in_child(&mut command, self.in_process_helper());
+        }
         Ok(command)
     }
 
@@ -123,12 +128,18 @@ impl LaunchPlan {
         #[cfg(target_os = "linux")]
         if let Some(args) = &self.in_process {
             if cordon_sandbox_linux::single_threaded() {
-                cordon_sandbox_linux::run_in_process(
-                    args,
-                    &self.env,
-                    cordon_sandbox_linux::InheritedDescriptors::Mixed,
-                    cordon_sandbox_linux::InProcessStart::Plain,
-                );
+                // SAFETY: one thread (checked on the line above). The helper never returns, so
+                // no owner of a descriptor it closes (those marked close-on-exec, as the exec
+                // would) runs again; `--proxy-fd` is the plan's hand-over socket, whose owner
+                // is never dropped either.
+                unsafe {
+                    cordon_sandbox_linux::run_in_process(
+                        args,
+                        &self.env,
+                        cordon_sandbox_linux::InheritedDescriptors::Mixed,
+                        cordon_sandbox_linux::InProcessStart::Plain,
+                    )
+                };
             }
         }
         // This very process execs: no child to set up, only the helper's descriptors to keep.
@@ -153,7 +164,7 @@ impl LaunchPlan {
         }
         command.args(&self.args).env_clear().envs(self.env.iter().cloned());
         match &self.cwd_pin {
-            Some(pin) => crate::sys::enter_directory_in_child(&mut command, pin.raw_fd()),
+            Some(pin) => crate::sys::enter_directory_in_child(&mut command, pin.descriptor()),
             None => {
                 command.current_dir(&self.cwd);
             }

@@ -21,8 +21,10 @@ pub fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
         reopened_pipe(std::os::fd::AsFd::as_fd(&std::io::stdin()), nix::fcntl::OFlag::O_RDONLY)
             .and_then(|file| tokio::net::unix::pipe::Receiver::from_file(file).ok())
     {
+        tracing::debug!("stdin is a pipe: read without a thread");
         return Box::new(pipe);
     }
+    tracing::debug!("stdin is read on a thread of tokio's (not a pipe cordon can reopen)");
     Box::new(tokio::io::stdin())
 }
 
@@ -33,8 +35,10 @@ pub fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
         reopened_pipe(std::os::fd::AsFd::as_fd(&std::io::stdout()), nix::fcntl::OFlag::O_WRONLY)
             .and_then(|file| tokio::net::unix::pipe::Sender::from_file(file).ok())
     {
+        tracing::debug!("stdout is a pipe: written without a thread");
         return Box::new(pipe);
     }
+    tracing::debug!("stdout is written on a thread of tokio's (not a pipe cordon can reopen)");
     Box::new(tokio::io::stdout())
 }
 

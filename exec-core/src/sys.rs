@@ -1,4 +1,8 @@
 //! The `unsafe` of exec-core: registering the child's pre-exec step.
+//!
+//! A function whose soundness depends on its caller (a thread the caller must not start, a
+//! descriptor nobody else owns) is an `unsafe fn` whose `# Safety` section says what the caller
+//! must make true.
 
 /// Prepares the child between fork and exec:
 /// - `PR_SET_PDEATHSIG`: it gets SIGKILL when the thread that spawned it dies, so killing
@@ -69,16 +73,24 @@ fn become_terminal_session() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Makes `command`'s child enter the directory `dir` (a descriptor this process keeps open for
-/// as long as `command` may be spawned) with `fchdir`, instead of changing to a path that may
-/// lead elsewhere by the time the child starts.
-pub fn enter_directory_in_child(command: &mut std::process::Command, dir: std::os::fd::RawFd) {
+/// Makes `command`'s child enter the directory `dir` with `fchdir`, instead of changing to a
+/// path that may lead elsewhere by the time the child starts. `command` holds `dir` until it
+/// is dropped, so the descriptor is open whenever it is spawned.
+pub fn enter_directory_in_child<F>(command: &mut std::process::Command, dir: F)
+where
+    F: std::os::fd::AsRawFd + Send + Sync + 'static,
+{
     use std::os::unix::process::CommandExt;
+    // Read here: `F`'s `as_raw_fd` is the caller's code, which the forked child may not run.
+    let number = dir.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and makes one async-signal-safe
-    // system call on a descriptor the child inherited (close-on-exec, so open until the exec).
+    // system call on a descriptor the child inherited (close-on-exec, so open until the exec;
+    // `dir`, which the closure owns, keeps it open in this process until after the fork).
     unsafe {
         command.pre_exec(move || {
-            if libc::fchdir(dir) < 0 {
+            // Named, so that the closure owns `dir` and with it the descriptor.
+            let _owner = &dir;
+            if libc::fchdir(number) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -132,34 +144,48 @@ pub struct InProcessHelper<'a> {
 /// single-threaded, makes `command`'s forked child run the Linux helper with the plan's
 /// environment instead of exec'ing the helper binary (see
 /// `cordon_sandbox_linux::run_in_process`); otherwise leaves `command` as it is. A child
-/// forked from a threaded process may not allocate, so the check comes first; only the calling
-/// thread starts threads, so its answer holds until the fork. The hook runs last, after
-/// stdio, the process group and [`prepare_child`]'s, and never returns.
+/// forked from a threaded process may not allocate, so the check comes first. The hook runs
+/// last, after stdio, the process group and [`prepare_child`]'s, and never returns.
+///
+/// # Safety
+///
+/// `command` is spawned before this process starts another thread: the check here finds one
+/// thread, and only this thread can start a second, so its answer holds at the fork only if
+/// the caller starts none in between.
 #[cfg(target_os = "linux")]
-pub fn run_helper_in_child(command: &mut std::process::Command, plan: Option<InProcessHelper<'_>>) {
+pub unsafe fn run_helper_in_child(
+    command: &mut std::process::Command,
+    plan: Option<InProcessHelper<'_>>,
+) {
     use std::os::unix::process::CommandExt;
     let Some(plan) = plan else { return };
     if !cordon_sandbox_linux::single_threaded() {
+        tracing::debug!("the helper is exec'd: this process has more than one thread");
         return;
     }
+    tracing::debug!("the helper runs in the forked child");
     let args = plan.args.clone();
     let env = plan.env.to_vec();
-    // SAFETY: this process is single-threaded (checked above), so the forked child is an exact
-    // copy with no lock held by a vanished thread: it may allocate and run the helper's
-    // ordinary code, as the exec'd helper would. The helper closes the descriptors an exec
-    // would close, resets caught signals and replaces the environment first.
-    unsafe {
-        command.pre_exec(move || {
-            // `prepare_child`'s hook, which ran before this one, marked every descriptor
-            // above stderr close-on-exec (cordon's own are anyway).
+    let hook = move || -> std::io::Result<()> {
+        // SAFETY: the child of a fork of a one-thread process (checked above, and this
+        // function's contract), so no lock is held by a vanished thread and the helper may
+        // allocate, as the exec'd helper would. It closes the descriptors an exec would close:
+        // `prepare_child`'s hook, which ran before this one, marked every descriptor above
+        // stderr close-on-exec (cordon's own are anyway), and this child never returns to code
+        // that owns one. The plan's `--proxy-fd` is its hand-over socket, whose owner (the
+        // plan, in this child's copy of memory) never runs again here.
+        unsafe {
             cordon_sandbox_linux::run_in_process(
                 &args,
                 &env,
                 cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
                 cordon_sandbox_linux::InProcessStart::Plain,
             )
-        });
-    }
+        }
+    };
+    // SAFETY: the hook runs in the forked child before exec, and may run ordinary code there
+    // because the process is single-threaded until the fork (above).
+    unsafe { command.pre_exec(hook) };
 }
 
 /// A sandboxed command's supervisor started by [`spawn_namespace_init`], with the read ends of
@@ -200,15 +226,23 @@ pub fn spawn_namespace_init(
     let args = plan.args;
     // The child moves its status pipe onto that number: a descriptor the helper is to keep
     // must be above it (the network proxy numbers its hand-over socket so).
-    if args.proxy_fd.is_some_and(|fd| fd <= cordon_sandbox_linux::STATUS_REPORT_FD) {
-        return Ok(None);
-    }
-    if args.request.mount_view == MountViewRequirement::Disabled
-        || !plan.cwd.is_dir()
-        || !standard_descriptors_open()
-        || !pidfd_wait_supported()
-        || !cordon_sandbox_linux::single_threaded()
-    {
+    let declined = if args.proxy_fd.is_some_and(|fd| fd <= cordon_sandbox_linux::STATUS_REPORT_FD) {
+        Some("the proxy's descriptor is too low")
+    } else if args.request.mount_view == MountViewRequirement::Disabled {
+        Some("no mount view")
+    } else if !plan.cwd.is_dir() {
+        Some("the cwd is not a directory")
+    } else if !standard_descriptors_open() {
+        Some("stdin, stdout or stderr is closed")
+    } else if !pidfd_wait_supported() {
+        Some("the kernel cannot wait on a pidfd")
+    } else if !cordon_sandbox_linux::single_threaded() {
+        Some("this process has more than one thread")
+    } else {
+        None
+    };
+    if let Some(why) = declined {
+        tracing::debug!(why, "the supervisor is not cloned into new namespaces");
         return Ok(None);
     }
     let stdin = match stdin {
@@ -228,9 +262,15 @@ pub fn spawn_namespace_init(
         .ok_or_else(std::io::Error::last_os_error)?;
     // SAFETY: a new descriptor that nothing else owns.
     let parent = unsafe { OwnedFd::from_raw_fd(parent) };
-    match cordon_sandbox_linux::clone_namespace_init()? {
-        None => Ok(None),
+    // SAFETY: this process has one thread (checked above; since then this thread opened files
+    // and pipes and started nothing), and the child below ends in `run_in_process` or `_exit`.
+    match unsafe { cordon_sandbox_linux::clone_namespace_init() }? {
+        None => {
+            tracing::debug!("the kernel refuses new PID namespaces here: the helper starts it");
+            Ok(None)
+        }
         Some(ClonedInit::Parent { pid, pidfd }) => {
+            tracing::debug!(pid, "the supervisor is cloned into new PID + IPC namespaces");
             // The child has its ends; reading the status pipe must not block on an early exit.
             nix::fcntl::fcntl(
                 &status,
@@ -267,12 +307,18 @@ pub fn spawn_namespace_init(
             // here, as in `prepare_child`. The one the helper is told about (`--proxy-fd`) it
             // keeps.
             mark_descriptors_close_on_exec();
-            cordon_sandbox_linux::run_in_process(
-                args,
-                plan.env,
-                cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
-                cordon_sandbox_linux::InProcessStart::NamespaceInit(init.with_status_report()),
-            )
+            // SAFETY: a clone of a one-thread process (above) that never returns to code that
+            // owns a descriptor; descriptor 3 is the status pipe put there above, and the
+            // plan's `--proxy-fd` is its hand-over socket, whose owner (the plan, in this
+            // child's copy of memory) never runs again here.
+            unsafe {
+                cordon_sandbox_linux::run_in_process(
+                    args,
+                    plan.env,
+                    cordon_sandbox_linux::InheritedDescriptors::AllCloseOnExec,
+                    cordon_sandbox_linux::InProcessStart::NamespaceInit(init.with_status_report()),
+                )
+            }
         }
     }
 }
@@ -515,10 +561,14 @@ pub fn duplicate_at_or_above(
 }
 
 /// Takes ownership of a descriptor this process just received with `SCM_RIGHTS`.
-pub fn adopt_received_fd(fd: std::os::fd::RawFd) -> std::os::fd::OwnedFd {
+///
+/// # Safety
+///
+/// `fd` is a number the kernel installed in this process for a message the caller just
+/// received, and it is adopted once: the returned `OwnedFd` is its only owner and closes it.
+pub unsafe fn adopt_received_fd(fd: std::os::fd::RawFd) -> std::os::fd::OwnedFd {
     use std::os::fd::FromRawFd;
-    // SAFETY: the kernel installed `fd` in this process for the message just received (recvmsg
-    // with SCM_RIGHTS); nothing else knows of it, so this is its only owner.
+    // SAFETY: an open descriptor with no other owner (this function's contract).
     unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }
 

@@ -32,12 +32,10 @@ impl PreparedCommand {
         group: CommandGroup,
         parent_death: ParentDeathSignal,
     ) -> Result<Spawned, HelperError> {
-        let argv = null_terminated(&self.argv);
-        let envp = null_terminated(&self.envp);
         sys::spawn_command(&sys::CommandSpawn {
             file: &self.argv[0],
-            argv: &argv,
-            envp: &envp,
+            argv: &self.argv,
+            envp: &self.envp,
             group,
             parent_death,
         })
@@ -48,8 +46,4 @@ impl PreparedCommand {
     pub fn exec_failed(&self, source: std::io::Error) -> HelperError {
         HelperError::Exec { command: self.program.clone(), source }
     }
-}
-
-fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
-    strings.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
 }

@@ -30,6 +30,13 @@ pub enum HelperError {
     Seccomp(#[from] seccompiler::Error),
     #[error("only Linux has this sandbox helper")]
     UnsupportedPlatform,
+    /// Landlock and seccomp confine the calling thread only, and a forked child of a threaded
+    /// process may not allocate: the helper needs a process with one thread.
+    #[error(
+        "started in a process with more than one thread (or /proc/self/task is unreadable): \
+         the sandbox would confine only one of them"
+    )]
+    Threaded,
     #[error("capabilities: {what}: {source}")]
     Capabilities { what: &'static str, source: std::io::Error },
     #[error("no_new_privs: {0}")]
@@ -65,6 +72,7 @@ impl HelperError {
             HelperError::Usage(_)
             | HelperError::Policy(_)
             | HelperError::UnsupportedPlatform
+            | HelperError::Threaded
             | HelperError::NotEnforced(_)
             | HelperError::Capabilities { .. }
             | HelperError::NoNewPrivs(_)
@@ -90,4 +98,18 @@ pub fn exec_exit_code(source: &std::io::Error) -> i32 {
         std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
         _ => EXIT_NOT_EXECUTABLE,
     }
+}
+
+/// Why a probe could not run in a child process.
+#[cfg(target_os = "linux")]
+#[derive(Debug, thiserror::Error)]
+pub enum ForkError {
+    /// The child of a threaded process may only make async-signal-safe calls, and a probe's
+    /// child allocates.
+    #[error("this process has more than one thread, so nothing could be forked to probe in")]
+    Threaded,
+    #[error("fork: {0}")]
+    Fork(#[source] std::io::Error),
+    #[error("waiting for the probe: {0}")]
+    Wait(#[source] std::io::Error),
 }

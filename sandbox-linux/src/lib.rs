@@ -55,7 +55,12 @@ mod cordon_home;
 mod git_dirs;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
-#[cfg(target_os = "linux")]
+// The helper's user interface: every line it prints (on other systems, the one that says
+// there is no helper there).
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "only the refusal is said off Linux")
+)]
 mod messages;
 #[cfg(target_os = "linux")]
 mod mount_view;
@@ -85,7 +90,10 @@ pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperEr
 
 /// The helper's entry point (see the crate docs). Never returns.
 #[cfg(target_os = "linux")]
-pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main, single_threaded};
+pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main};
+/// Whether this process has one thread, which [`run_in_process`] needs of its caller.
+#[cfg(target_os = "linux")]
+pub use sys::single_threaded;
 
 /// The spawner's side of `--proxy-fd`.
 #[cfg(target_os = "linux")]
@@ -107,6 +115,6 @@ pub use containment::{
 /// On other systems the helper personality only explains itself.
 #[cfg(not(target_os = "linux"))]
 pub fn run_main() -> ! {
-    eprintln!("{HELPER_ARG0}: {}", HelperError::UnsupportedPlatform);
+    messages::error(HelperError::UnsupportedPlatform);
     std::process::exit(EXIT_SETUP_FAILED)
 }

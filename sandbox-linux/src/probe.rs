@@ -39,7 +39,8 @@ pub struct Cause {
     pub fix: String,
 }
 
-/// Probes the kernel. Forks short-lived children for the namespace probes.
+/// Probes the kernel. Forks short-lived children for the namespace probes, which therefore
+/// need a process with one thread: elsewhere they report that they could not run.
 pub fn probe() -> KernelProbe {
     let legacy_tiocsti =
         std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").ok().map(|v| v.trim() == "1");

@@ -8,9 +8,7 @@ use std::path::PathBuf;
 
 use cordon_policies::{EnvSnapshot, SandboxPolicy};
 
-use crate::args::{
-    Caller, DirIdentity, HELPER_USAGE, HelperArgs, Invocation, UserView, parse_invocation,
-};
+use crate::args::{Caller, DirIdentity, HelperArgs, Invocation, UserView, parse_invocation};
 use crate::caps::{self, CapabilityDrop};
 use crate::command::PreparedCommand;
 use crate::containment::{self, Containment, NamespaceInit, PidNamespaceRequest};
@@ -28,33 +26,42 @@ use cordon_policies::{MountViewRequirement, Strictness};
 /// process and execs the command. Never returns; on failure prints one line
 /// `codex-linux-sandbox: <what failed>: <why>` (`cordon: sandbox: …` under `--caller cordon`)
 /// and exits with the documented code.
+///
+/// Call it first thing in `main`, as a binary's `argv[0]` dispatch does: a descriptor named on
+/// the command line (`--proxy-fd`) is taken as inherited, with no owner in this process yet.
+/// A process with more than one thread is refused ([`HelperError::Threaded`], exit 125):
+/// Landlock and seccomp would confine only this thread, and the forked supervisor allocates.
 pub fn run_main() -> ! {
     let (pid_namespace, args) = take_no_pid_namespace(std::env::args_os().skip(1).collect());
     crate::messages::set_caller(Caller::of(&args));
     let result = match parse_invocation(args) {
         Ok(Invocation::Help) => {
-            print!("{HELPER_USAGE}");
+            crate::messages::usage();
             std::process::exit(0)
         }
         Ok(Invocation::Version) => {
-            println!("{} (cordon {})", crate::HELPER_ARG0, env!("CARGO_PKG_VERSION"));
+            crate::messages::version();
             std::process::exit(0)
         }
-        Ok(Invocation::Run(args)) => run(&args, pid_namespace, CommandEnv::Inherited),
+        Ok(Invocation::Run(_)) if !sys::single_threaded() => Err(HelperError::Threaded),
+        // SAFETY: this process has one thread (checked by the arm above; only this thread
+        // could start another, and the helper starts none). This is the start of the process
+        // (see above): `--proxy-fd` names an inherited descriptor that nothing here owns, and
+        // without a namespace init there is no status pipe to take.
+        Ok(Invocation::Run(args)) => unsafe { run(&args, pid_namespace, CommandEnv::Inherited) },
         Err(error) => Err(error),
     };
     let error = match result {
         Ok(never) => match never {},
         Err(error) => error,
     };
-    eprintln!("{}{error}", crate::messages::prefix());
+    crate::messages::error(&error);
     std::process::exit(error.exit_code())
 }
 
 /// The helper without an `execve` of the helper binary: run in the calling process (`cordon
 /// sandbox`, which would exec the helper anyway) or in a child the caller forked for it
-/// (`cordon exec`) — one exec fewer on the way to the command. The caller must be
-/// single-threaded (a child forked from a threaded process may not allocate) and set up as the
+/// (`cordon exec`) — one exec fewer on the way to the command. The caller is set up as the
 /// helper's caller would set it up: stdio, process group, parent-death signal. What the exec
 /// would have done is done here first: descriptors marked close-on-exec are closed (a
 /// supervisor that never execs would otherwise keep the caller's open, and a spawner waits for
@@ -64,7 +71,19 @@ pub fn run_main() -> ! {
 /// it; the rest of this process's own environment is left alone (the helper reads none of it,
 /// so rewriting it variable by variable would only add work to every launch). Then the same
 /// steps as [`run_main`]. Never returns.
-pub fn run_in_process(
+///
+/// # Safety
+///
+/// - This process has one thread, and if it is a forked (or cloned) child, the process it was
+///   forked from had one thread at the fork: the helper allocates, changes the environment
+///   and forks, none of which the child of a threaded process may do, and Landlock and
+///   seccomp would confine only this thread.
+/// - No code that owns one of this process's descriptors above stderr runs again: the helper
+///   closes them (those an exec would close, as `descriptors` says), and never returns.
+/// - `args.proxy_fd`, when given, names a descriptor the caller left open for the helper alone,
+///   and with [`InProcessStart::NamespaceInit`] and a status report, descriptor 3
+///   ([`containment::STATUS_REPORT_FD`]) is the status pipe, owned by nothing else.
+pub unsafe fn run_in_process(
     args: &HelperArgs,
     env: &[(OsString, OsString)],
     descriptors: InheritedDescriptors,
@@ -81,29 +100,37 @@ pub fn run_in_process(
     };
     // The proxy's hand-over socket is the helper's, passed to it as an exec would have: kept.
     match descriptors {
-        InheritedDescriptors::AllCloseOnExec => {
+        // SAFETY: no owner of a closed descriptor runs again: the caller's code never does
+        // (this function's contract), and this function has opened none yet.
+        InheritedDescriptors::AllCloseOnExec => unsafe {
             sys::close_descriptors_from(lowest_closed, args.proxy_fd);
-        }
-        InheritedDescriptors::Mixed => sys::close_cloexec_descriptors(args.proxy_fd),
+        },
+        // SAFETY: as above.
+        InheritedDescriptors::Mixed => unsafe { sys::close_cloexec_descriptors(args.proxy_fd) },
     }
     sys::reset_caught_signals();
-    sys::set_search_path(env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value));
+    let path = env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value);
+    // SAFETY: this process has one thread (this function's contract).
+    unsafe { sys::set_search_path(path) };
     crate::messages::set_caller(args.caller);
     let result = match start {
-        InProcessStart::Plain => {
+        // SAFETY: one thread, `--proxy-fd` and descriptor 3 as `run` needs them (this
+        // function's contract).
+        InProcessStart::Plain => unsafe {
             run(args, PidNamespaceRequest::WhenAvailable, CommandEnv::Given(env))
-        }
+        },
         InProcessStart::NamespaceInit(init) => {
             let request = PidNamespaceRequest::Entered(init.status_report());
             containment::init_namespaces(init)
-                .and_then(|()| run(args, request, CommandEnv::Given(env)))
+                // SAFETY: as for `Plain`.
+                .and_then(|()| unsafe { run(args, request, CommandEnv::Given(env)) })
         }
     };
     let error = match result {
         Ok(never) => match never {},
         Err(error) => error,
     };
-    eprintln!("{}{error}", crate::messages::prefix());
+    crate::messages::error(&error);
     // `_exit`: buffered output and exit handlers belong to the caller, not to this helper.
     sys::exit_now(error.exit_code())
 }
@@ -142,11 +169,6 @@ enum CommandEnv<'a> {
     Given(&'a [(OsString, OsString)]),
 }
 
-/// Whether this process has a single thread, which [`run_in_process`] needs.
-pub fn single_threaded() -> bool {
-    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
-}
-
 /// Removes `--no-pid-namespace` (before `--`): a flag of this helper only, for benchmarks and
 /// kernels where the namespace misbehaves. It is not a field of [`HelperArgs`], which the
 /// orchestrator builds and which never asks for it.
@@ -165,7 +187,15 @@ fn take_no_pid_namespace(args: Vec<OsString>) -> (PidNamespaceRequest, Vec<OsStr
     }
 }
 
-fn run(
+/// Confines this process and starts the command (the steps in the crate docs).
+///
+/// # Safety
+///
+/// This process has one thread (the supervisor is forked, and Landlock and seccomp confine the
+/// calling thread only); `args.proxy_fd`, when given, names a descriptor left open for the
+/// helper alone; with [`PidNamespaceRequest::Entered`] and a status report, descriptor 3 is
+/// the status pipe, owned by nothing else.
+unsafe fn run(
     args: &HelperArgs,
     pid_namespace: PidNamespaceRequest,
     command_env: CommandEnv<'_>,
@@ -173,7 +203,10 @@ fn run(
     // Owned, and close-on-exec, before anything else: on every path below, including a failed
     // set-up, it reaches no program this process or its children execute.
     let proxy_channel = match args.proxy_fd {
-        Some(fd) => Some(sys::adopt_inherited_descriptor(fd).map_err(|source| {
+        // SAFETY: the spawner left it open for the helper alone (this function's contract;
+        // the flag's parser refuses 0-2, which std's stdio handles use), and this is the one
+        // place that takes it.
+        Some(fd) => Some(unsafe { sys::adopt_inherited_descriptor(fd) }.map_err(|source| {
             HelperError::NetworkNamespace { what: "the proxy's descriptor (--proxy-fd)", source }
         })?),
         None => None,
@@ -253,7 +286,8 @@ fn run(
             PidNamespaceRequest::Disabled
         }
     };
-    let supervisor = containment::split(pid_namespace, args.parent_death)?;
+    // SAFETY: one thread, and descriptor 3 as `split` needs it (this function's contract).
+    let supervisor = unsafe { containment::split(pid_namespace, args.parent_death) }?;
     let containment = match supervisor.containment {
         // Cloned into the namespace but refused a mount namespace: no /proc of its own (a new
         // one would land on the host's), as without a PID namespace; the warning below says
@@ -262,10 +296,9 @@ fn run(
         Containment::PidNamespace => match proc_view::mount_fresh_proc(&proc_covers)? {
             ProcView::Private => Containment::PidNamespace,
             ProcView::Host(reason) => {
-                eprintln!(
-                    "{}warning: {reason}: /proc shows the host's processes (they stay out of reach)",
-                    crate::messages::prefix()
-                );
+                crate::messages::warning(format_args!(
+                    "{reason}: /proc shows the host's processes (they stay out of reach)"
+                ));
                 Containment::PidNamespace
             }
         },
@@ -335,17 +368,16 @@ fn run(
         (&enforcement.mount_view, args.request.mount_view, best_effort)
     {
         // Said once per command, so no one mistakes Landlock alone for the whole sandbox.
-        eprintln!(
-            "{}warning: no mount view ({reason}): .git/hooks, .cordon and the other protected \
-             paths inside the writable roots are writable and hidden paths readable; run as root \
-             or allow unprivileged user namespaces",
-            crate::messages::prefix()
-        );
+        crate::messages::warning(format_args!(
+            "no mount view ({reason}): .git/hooks, .cordon and the other protected paths inside \
+             the writable roots are writable and hidden paths readable; run as root or allow \
+             unprivileged user namespaces"
+        ));
     }
     if best_effort {
         if !gaps.is_empty() {
             let list: Vec<&str> = gaps.iter().map(|g| g.what.as_str()).collect();
-            eprintln!("{}warning: not enforced: {}", crate::messages::prefix(), list.join("; "));
+            crate::messages::warning(format_args!("not enforced: {}", list.join("; ")));
         }
         // cordon's own state is never writable from inside a sandbox: a weaker sandbox is
         // accepted, never one that can rewrite the config and rules judging the next command.
@@ -391,11 +423,10 @@ fn warn_unusable_git_files(files: &[crate::git_dirs::UnusableGitFile]) {
     }
     let list: Vec<String> =
         files.iter().map(|file| format!("{:?} {}", file.path, file.why)).collect();
-    eprintln!(
-        "{}warning: not followed, and read-only in the sandbox (git cannot use it either): {}",
-        crate::messages::prefix(),
+    crate::messages::warning(format_args!(
+        "not followed, and read-only in the sandbox (git cannot use it either): {}",
         list.join("; ")
-    );
+    ));
 }
 
 /// The path this helper was started by, when `argv[0]` names one (a caller such as Codex runs
@@ -409,15 +440,14 @@ fn invoked_path() -> Option<PathBuf> {
 /// what was not searched keeps a writable config and hooks.
 fn warn_unsearched(dirs: &[PathBuf]) {
     let Some(first) = dirs.first() else { return };
-    eprintln!(
-        "{}warning: not searched for git repositories (too many directories): {first:?}{}; a \
-         repository there keeps a writable config and hooks: narrow the writable roots",
-        crate::messages::prefix(),
-        match dirs.len() {
-            1 => String::new(),
-            n => format!(" and {} more", n - 1),
-        }
-    );
+    let more = match dirs.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    crate::messages::warning(format_args!(
+        "not searched for git repositories (too many directories): {first:?}{more}; a \
+         repository there keeps a writable config and hooks: narrow the writable roots"
+    ));
 }
 
 /// Enters the command cwd (after the mount view, so relative paths resolve through it) and

@@ -1,8 +1,12 @@
 //! Every `unsafe` call of the helper, each a thin wrapper with its safety argument.
 //!
-//! All of these act on the calling thread only; the helper is single-threaded.
+//! All of these act on the calling thread only; the helper is single-threaded. A wrapper whose
+//! soundness depends on its caller (one thread in the process, a descriptor nobody else owns)
+//! is an `unsafe fn` whose `# Safety` section says what the caller must make true.
 
 use std::io;
+
+use crate::error::ForkError;
 
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
     if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
@@ -102,7 +106,14 @@ pub fn reset_sigpipe() {
 
 /// Closes every descriptor from `lowest` up except `keep` (`close_range`; on kernels before
 /// 5.9 the ones `/proc/self/fd` lists).
-pub fn close_descriptors_from(lowest: libc::c_int, keep: Option<libc::c_int>) {
+///
+/// # Safety
+///
+/// No code that owns one of the closed descriptors (an `OwnedFd`, a `File`, a runtime's
+/// epoll) may run again in this process: it would use or close a number that is no longer
+/// its own, and may by then name another file. The caller never returns to such code, as
+/// after an exec.
+pub unsafe fn close_descriptors_from(lowest: libc::c_int, keep: Option<libc::c_int>) {
     let first = libc::c_uint::try_from(lowest).unwrap_or(3);
     let keep = keep.and_then(|fd| libc::c_uint::try_from(fd).ok()).filter(|fd| *fd >= first);
     // The ranges around the kept one (a `c_int`, so `kept + 1` cannot overflow); an empty one
@@ -113,8 +124,8 @@ pub fn close_descriptors_from(lowest: libc::c_int, keep: Option<libc::c_int>) {
     };
     let mut failed = false;
     for (from, to) in ranges.into_iter().flatten().filter(|(from, to)| from <= to) {
-        // SAFETY: close_range takes integers; the descriptors closed belong to callers that
-        // never run again in this process (see `run_in_process`).
+        // SAFETY: close_range takes integers; no owner of a closed descriptor runs again (this
+        // function's contract).
         failed |= unsafe { libc::syscall(libc::SYS_close_range, from, to, 0) } < 0;
     }
     if failed {
@@ -123,7 +134,8 @@ pub fn close_descriptors_from(lowest: libc::c_int, keep: Option<libc::c_int>) {
             if Some(fd) == kept {
                 continue;
             }
-            // SAFETY: as above; a number that is not open (the listing's own) is EBADF.
+            // SAFETY: as above (this function's contract); a number that is not open (the
+            // listing's own) is EBADF.
             unsafe {
                 libc::close(fd);
             }
@@ -133,10 +145,15 @@ pub fn close_descriptors_from(lowest: libc::c_int, keep: Option<libc::c_int>) {
 
 /// Closes every descriptor marked close-on-exec except `keep`, as an `execve` would; the
 /// others stay open.
-pub fn close_cloexec_descriptors(keep: Option<libc::c_int>) {
+///
+/// # Safety
+///
+/// As for [`close_descriptors_from`]: no owner of a descriptor marked close-on-exec may run
+/// again in this process.
+pub unsafe fn close_cloexec_descriptors(keep: Option<libc::c_int>) {
     for fd in descriptors_above_stderr().into_iter().filter(|fd| Some(*fd) != keep) {
-        // SAFETY: F_GETFD and close take integers; the descriptors closed were marked
-        // close-on-exec by their owners, none of which runs again in this process.
+        // SAFETY: F_GETFD and close take integers; no owner of a descriptor marked
+        // close-on-exec runs again (this function's contract).
         unsafe {
             let flags = libc::fcntl(fd, libc::F_GETFD);
             if flags >= 0 && flags & libc::FD_CLOEXEC != 0 {
@@ -182,12 +199,18 @@ pub fn reset_caught_signals() {
 /// takes it from this process's environment, not from the one it hands the command. Through
 /// libc, not `std::env`: a caller's spawn forks while holding std's environment lock, which
 /// its child inherits locked.
-pub fn set_search_path(path: Option<&std::ffi::OsString>) {
+///
+/// # Safety
+///
+/// This process has one thread: `setenv` may move the environment while another thread reads
+/// it (`getenv`, `std::env`, a libc function that looks up a variable), which is a
+/// use-after-free there.
+pub unsafe fn set_search_path(path: Option<&std::ffi::OsString>) {
     use std::os::unix::ffi::OsStrExt;
     let value = path.and_then(|p| std::ffi::CString::new(p.as_bytes()).ok());
-    // SAFETY: only ever called by `run_in_process`, in a single-threaded process: no other
-    // thread exists to read the environment while it changes; both strings are NUL-terminated
-    // and live across the calls (setenv copies them).
+    // SAFETY: no other thread exists to read the environment while it changes (this
+    // function's contract); both strings are NUL-terminated and live across the calls (setenv
+    // copies them).
     unsafe {
         match value {
             Some(value) => libc::setenv(c"PATH".as_ptr(), value.as_ptr(), 1),
@@ -245,12 +268,23 @@ pub enum Recursion {
     Single,
 }
 
+/// Whether this process has a single thread, which a fork whose child allocates needs (see
+/// [`fork`]). `false` also when `/proc/self/task` cannot be read: then nobody can tell.
+pub fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
+}
+
 /// Runs `child` in a forked child process and returns its exit status (used by `doctor` to
-/// probe what the kernel allows without changing the calling process).
-pub fn in_forked_child(child: fn() -> i32) -> io::Result<i32> {
-    // SAFETY: callers are single-threaded CLI paths (`doctor`) that run before any runtime or
-    // thread exists; the child only makes raw system calls and leaves with `_exit`.
-    let pid = check_int(unsafe { libc::fork() })?;
+/// probe what the kernel allows without changing the calling process). The children allocate,
+/// so this refuses ([`ForkError::Threaded`]) in a process with more than one thread.
+pub fn in_forked_child(child: fn() -> i32) -> Result<i32, ForkError> {
+    if !single_threaded() {
+        return Err(ForkError::Threaded);
+    }
+    // SAFETY: this process has one thread (checked just above; only that thread could have
+    // started another since, and it did not), so the child is a whole copy in which every lock
+    // is free and `child` may allocate; it leaves with `_exit`.
+    let pid = check_int(unsafe { libc::fork() }).map_err(ForkError::Fork)?;
     if pid == 0 {
         let code = child();
         // SAFETY: `_exit` ends the child without running the parent's destructors or atexit
@@ -259,7 +293,7 @@ pub fn in_forked_child(child: fn() -> i32) -> io::Result<i32> {
     }
     let mut status: libc::c_int = 0;
     // SAFETY: `status` is a valid out-pointer; `pid` is our own child.
-    check_int(unsafe { libc::waitpid(pid, &raw mut status, 0) })?;
+    check_int(unsafe { libc::waitpid(pid, &raw mut status, 0) }).map_err(ForkError::Wait)?;
     Ok(if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {
@@ -297,11 +331,16 @@ pub enum Forked {
     Child,
 }
 
-/// `fork()` of the helper (process containment: the supervisor and the command).
-pub fn fork() -> io::Result<Forked> {
-    // SAFETY: the helper is single-threaded (it starts no thread, and `run_in_process` runs only in
-    // a single-threaded process), so the child is a complete copy in which every lock is free and
-    // allocation is safe.
+/// `fork()` of the helper (process containment: the supervisor).
+///
+/// # Safety
+///
+/// This process has one thread. The child is a copy of the calling thread only: a lock another
+/// thread held at the fork (the allocator's, stdout's, the environment's) would stay held in
+/// the child for ever, and the helper's child allocates and runs ordinary code.
+pub unsafe fn fork() -> io::Result<Forked> {
+    // SAFETY: this process has one thread (this function's contract), so the child is a
+    // complete copy in which every lock is free and allocation is safe.
     let pid = check_int(unsafe { libc::fork() })?;
     Ok(if pid == 0 { Forked::Child } else { Forked::Parent { child: pid } })
 }
@@ -319,14 +358,19 @@ pub enum Cloned {
 /// Unlike glibc's `fork`, the raw system call leaves glibc's record of the thread id in the
 /// child as the parent's: only `raise`/`pthread_kill` read it, and the child (the supervisor)
 /// never calls them: it leaves with `_exit`.
-pub fn clone_into_namespaces(flags: libc::c_int) -> io::Result<Cloned> {
+///
+/// # Safety
+///
+/// As for [`fork`]: this process has one thread. Also, the child must leave with `_exit` (or
+/// an exec), never return to code that relies on glibc's cached thread id.
+pub unsafe fn clone_into_namespaces(flags: libc::c_int) -> io::Result<Cloned> {
     use std::os::fd::FromRawFd;
     let mut pidfd: libc::c_int = -1;
     let flags = libc::c_ulong::try_from(flags | libc::CLONE_PIDFD | libc::SIGCHLD)
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: with no new stack the child continues on a copy of this stack, as after `fork`;
-    // the callers are single-threaded (every lock is free in the copy, and allocating is
-    // safe). CLONE_PIDFD writes one int to `pidfd`, which lives across the call; the last two
+    // this process has one thread (this function's contract), so every lock is free in the
+    // copy and allocating is safe. CLONE_PIDFD writes one int to `pidfd`, which lives across the call; the last two
     // arguments (child tid, TLS) are unused without their flags.
     let ret = check(unsafe {
         libc::syscall(
@@ -356,13 +400,17 @@ where
     F: std::os::fd::AsRawFd + Send + Sync + 'static,
 {
     use std::os::unix::process::CommandExt;
+    // Read here, not in the child: `F`'s `as_raw_fd` is the caller's code, which the child of a
+    // threaded process may not run.
+    let number = fd.as_raw_fd();
     // SAFETY: the closure runs in the forked child before exec and makes two fcntl calls on a
-    // descriptor number; it allocates nothing and takes no lock. `fd` is only read there (never
+    // descriptor number; it allocates nothing and takes no lock. `fd` is only held there (never
     // dropped: the child execs or exits), and it keeps the descriptor open in this process
     // until the command is dropped, after the fork.
     unsafe {
         command.pre_exec(move || {
-            let number = fd.as_raw_fd();
+            // Named, so that the closure owns `fd` and with it the descriptor.
+            let _owner = &fd;
             let flags = libc::fcntl(number, libc::F_GETFD);
             if flags < 0 || libc::fcntl(number, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
                 return Err(io::Error::last_os_error());
@@ -375,20 +423,30 @@ where
 /// Takes ownership of descriptor `fd`, which the spawner passed to this process by number
 /// (`--proxy-fd`), once it is known to be open, and marks it close-on-exec: from here on it can
 /// reach no program this process executes, whatever path the set-up takes.
-pub fn adopt_inherited_descriptor(fd: libc::c_int) -> io::Result<std::os::fd::OwnedFd> {
+///
+/// # Safety
+///
+/// As for [`adopt_descriptor`], except that `fd` may be closed (that is an error here).
+pub unsafe fn adopt_inherited_descriptor(fd: libc::c_int) -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: F_GETFD reads the flags of a descriptor number and changes nothing; a number that
     // is not open fails with EBADF.
     let flags = check_int(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
     // SAFETY: F_SETFD changes only the flags of `fd`, which is open (checked above).
     check_int(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) })?;
-    Ok(adopt_descriptor(fd))
+    // SAFETY: `fd` is open (checked above) and nobody else owns it (this function's contract).
+    Ok(unsafe { adopt_descriptor(fd) })
 }
 
 /// Takes ownership of descriptor `fd`, which a spawner left open for this process.
-pub fn adopt_descriptor(fd: libc::c_int) -> std::os::fd::OwnedFd {
+///
+/// # Safety
+///
+/// `fd` is open, and nothing else in this process owns it or will close it: the returned
+/// `OwnedFd` closes it when dropped, and a second owner would close the number again, by then
+/// perhaps another file's.
+pub unsafe fn adopt_descriptor(fd: libc::c_int) -> std::os::fd::OwnedFd {
     use std::os::fd::FromRawFd;
-    // SAFETY: the caller names a descriptor handed to this process for it alone; nothing else
-    // in this process owns or closes it.
+    // SAFETY: an open descriptor with no other owner (this function's contract).
     unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
 }
 
@@ -405,10 +463,12 @@ pub fn signal_ignored(signal: libc::c_int) -> bool {
 
 /// How many bytes wait to be read on the pipe `fd` (`FIONREAD`); `None` when that cannot be
 /// asked.
-pub fn bytes_queued(fd: libc::c_int) -> Option<usize> {
+pub fn bytes_queued(fd: std::os::fd::BorrowedFd<'_>) -> Option<usize> {
+    use std::os::fd::AsRawFd;
     let mut count: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one c_int through the pointer, which points at `count`.
-    let result = unsafe { libc::ioctl(fd, libc::FIONREAD as _, &raw mut count) };
+    // SAFETY: FIONREAD on a descriptor we borrow writes one c_int through the pointer, which
+    // points at `count`.
+    let result = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD as _, &raw mut count) };
     if result < 0 {
         return None;
     }
@@ -561,11 +621,16 @@ pub fn loopback_up() -> io::Result<()> {
 pub struct CommandSpawn<'a> {
     /// Looked up in `PATH` as `execvp` does (a script without `#!` runs under `/bin/sh`).
     pub file: &'a std::ffi::CStr,
-    /// NUL-terminated arrays of pointers into strings that outlive the call.
-    pub argv: &'a [*const libc::c_char],
-    pub envp: &'a [*const libc::c_char],
+    pub argv: &'a [std::ffi::CString],
+    pub envp: &'a [std::ffi::CString],
     pub group: CommandGroup,
     pub parent_death: ParentDeathSignal,
+}
+
+/// `strings` as the NULL-terminated array of pointers `execvpe` takes; the pointers are valid
+/// for as long as `strings` is.
+fn null_terminated(strings: &[std::ffi::CString]) -> Vec<*const libc::c_char> {
+    strings.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
 }
 
 /// The command's process group.
@@ -592,10 +657,12 @@ pub struct Spawned {
     pub exec_error: Option<io::Error>,
 }
 
-/// What the child reads (the spawn) and writes (the errno of a failed exec); it lives on the
-/// parent's stack, which the child shares.
+/// What the child reads (the spawn and its pointer arrays) and writes (the errno of a failed
+/// exec); it lives on the parent's stack, which the child shares.
 struct SpawnShared<'a> {
     spawn: &'a CommandSpawn<'a>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
     errno: std::sync::atomic::AtomicI32,
 }
 
@@ -609,10 +676,16 @@ struct SpawnShared<'a> {
 /// keeps its `PATH` buffer on that stack and allocates nothing): it must not touch the heap or
 /// any lock, which are the parent's.
 pub fn spawn_command(spawn: &CommandSpawn<'_>) -> io::Result<Spawned> {
-    let shared = SpawnShared { spawn, errno: std::sync::atomic::AtomicI32::new(0) };
+    // Built here, before the clone: the child may not allocate.
+    let shared = SpawnShared {
+        spawn,
+        argv: null_terminated(spawn.argv),
+        envp: null_terminated(spawn.envp),
+        errno: std::sync::atomic::AtomicI32::new(0),
+    };
     // execvpe keeps a path buffer (at most PATH_MAX + NAME_MAX) on the stack, and for a script
     // without `#!` the shell's argv (one pointer per argument): room for both, with margin.
-    let size = 64 * 1024 + std::mem::size_of_val(spawn.argv);
+    let size = 64 * 1024 + std::mem::size_of_val(shared.argv.as_slice());
     let mut stack: Vec<u8> = Vec::with_capacity(size);
     // The stack grows down from its (16-byte aligned) top; the memory is only written by the
     // child, never read as bytes by Rust.
@@ -665,7 +738,7 @@ extern "C" fn command_child(arg: *mut libc::c_void) -> libc::c_int {
         reset_sigpipe();
         libc::sigemptyset(&raw mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
-        libc::execvpe(spawn.file.as_ptr(), spawn.argv.as_ptr(), spawn.envp.as_ptr());
+        libc::execvpe(spawn.file.as_ptr(), shared.argv.as_ptr(), shared.envp.as_ptr());
         let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOEXEC);
         shared.errno.store(errno, std::sync::atomic::Ordering::Relaxed);
         // An `Os` error: nothing is allocated.

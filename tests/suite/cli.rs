@@ -152,3 +152,43 @@ fn bad_cli_input_is_one_clear_error_not_a_panic() {
         assert_eq!(run.stdout, "/\n", "{}", run.stderr);
     }
 }
+
+/// `-v` logs cordon's decisions on stderr and leaves stdout to the command; without it stderr
+/// stays as it was; `RUST_LOG`, when set, is the filter instead of the flag.
+#[test]
+fn verbose_logs_decisions_on_stderr_and_rust_log_wins() {
+    let dir = scratch();
+    let d = dir.path().to_str().unwrap();
+    let run = |verbose: &[&str], rust_log: Option<&str>| -> Run {
+        let mut args = verbose.to_vec();
+        args.extend(["exec", "-s", "danger-full-access", "-a", "never", "-C", d, "--"]);
+        args.extend(["echo", "hi"]);
+        let mut cmd = cordon_command(User::Root, &args);
+        match rust_log {
+            Some(filter) => cmd.env("RUST_LOG", filter),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        cmd.output().unwrap().into()
+    };
+    let quiet = run(&[], None);
+    quiet.assert_ok();
+    pretty_assertions::assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("hi\n", ""));
+
+    let verbose = run(&["-v"], None);
+    verbose.assert_ok();
+    assert_eq!(verbose.stdout, "hi\n");
+    for event in ["assessed", "launch planned", "attempt finished"] {
+        assert!(verbose.stderr.contains(event), "{event}: {}", verbose.stderr);
+    }
+    assert!(verbose.stderr.lines().all(|l| l.contains(" cordon")), "{}", verbose.stderr);
+
+    let filtered = run(&["-v"], Some("off"));
+    filtered.assert_ok();
+    pretty_assertions::assert_eq!(
+        (filtered.stdout.as_str(), filtered.stderr.as_str()),
+        ("hi\n", "")
+    );
+    let chosen = run(&[], Some("cordon_exec_core::runner=debug"));
+    assert!(chosen.stderr.contains("launch planned"), "{}", chosen.stderr);
+    assert!(!chosen.stderr.contains("assessed"), "{}", chosen.stderr);
+}

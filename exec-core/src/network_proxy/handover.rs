@@ -16,7 +16,14 @@ use super::{State, serve_clients};
 /// stream, no descriptor, not a listener) ends the task, and the helper, without its answer,
 /// fails closed.
 pub(super) async fn serve(control: UnixStream, state: Arc<State>) {
-    let Ok(listener) = receive_listener(&control).await else { return };
+    let listener = match receive_listener(&control).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::debug!(%error, "no listening socket from the helper: the proxy stops");
+            return;
+        }
+    };
+    tracing::debug!("network proxy serves the command's port");
     if control.writable().await.is_ok() {
         let _ = control.try_write(b"K");
     }
@@ -49,7 +56,11 @@ async fn receive_listener(stream: &UnixStream) -> std::io::Result<TcpListener> {
             let mut fds = Vec::new();
             for cmsg in message.cmsgs().map_err(std::io::Error::from)? {
                 if let ControlMessageOwned::ScmRights(received) = cmsg {
-                    fds.extend(received.into_iter().map(crate::sys::adopt_received_fd));
+                    // SAFETY: each number was installed in this process by the `recvmsg`
+                    // above, for this message, and is adopted here once.
+                    fds.extend(
+                        received.into_iter().map(|fd| unsafe { crate::sys::adopt_received_fd(fd) }),
+                    );
                 }
             }
             Ok(fds)

@@ -11,9 +11,10 @@
 //! 1. checks the host and port against the allow/deny list (deny wins);
 //! 2. resolves the name itself (the namespace has no DNS), and refuses a name that resolves to
 //!    a loopback, private, link-local or otherwise internal address unless an allow pattern
-//!    names that address (DNS rebinding; cloud metadata at 169.254.169.254). The test-only
-//!    resolver override ([`ProxySettings::test_resolve`]) maps a name to a loopback port and
-//!    bypasses this check for exactly the names it maps;
+//!    names that address (DNS rebinding; cloud metadata at 169.254.169.254). The end-to-end
+//!    suite's resolver override (`ProxySettings::test_resolve`, built only with the
+//!    `test-hooks` feature) maps a name to a loopback port and bypasses this check for exactly
+//!    the names it maps;
 //! 3. answers a refusal with `403` and a body naming the rule and the knob, and records every
 //!    allowed and denied connection ([`NetworkLog`]).
 //!
@@ -35,7 +36,7 @@ use std::time::Duration;
 
 use cordon_policies::{
     DomainDecision, DomainMatcher, DomainPatternError, DomainRules, SandboxPolicy,
-    is_internal_address, normalize_host,
+    is_internal_address,
 };
 use hyper::StatusCode;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -53,9 +54,11 @@ pub struct ProxySettings {
     pub rules: DomainRules,
     /// A second list every destination must pass too (an executor call's `allowed_domains`).
     pub narrowed_by: Option<DomainRules>,
-    /// TEST ONLY (`CORDON_TEST_RESOLVE`): host names answered with these addresses instead of
-    /// DNS, so the suite never leaves the machine. Only these names may reach an internal
-    /// (loopback) address without an allow pattern naming it.
+    /// The end-to-end suite's hook (`CORDON_TEST_RESOLVE`, see `test_hooks`): host names
+    /// answered with these addresses instead of DNS, so the suite never leaves the machine.
+    /// Only these names may reach an internal (loopback) address without an allow pattern
+    /// naming it.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub test_resolve: Vec<(String, SocketAddr)>,
 }
 
@@ -120,6 +123,7 @@ pub struct NetworkProxy {
 struct State {
     matcher: DomainMatcher,
     narrowed_by: Option<DomainMatcher>,
+    #[cfg(any(test, feature = "test-hooks"))]
     test_resolve: Vec<(String, SocketAddr)>,
     log: Arc<Mutex<NetworkLog>>,
 }
@@ -189,6 +193,7 @@ impl NetworkProxy {
             UnixStream::from_std(control).map_err(io("making its hand-over socketpair"))?;
         let (state, log) = State::new(matcher, settings)?;
         let task = tokio::spawn(handover::serve(control, state));
+        tracing::debug!("network proxy waits for the helper's hand-over");
         let endpoint = Endpoint::HandOver(HandOverSocket::new(helper_end));
         Ok(NetworkProxy { endpoint, log, task })
     }
@@ -207,12 +212,14 @@ impl NetworkProxy {
         let listener = TcpListener::from_std(listener).map_err(io("binding its port"))?;
         let (state, log) = State::new(matcher, settings)?;
         let task = tokio::spawn(serve_clients(listener, state));
+        tracing::debug!(port, "network proxy listens on loopback");
         Ok(NetworkProxy { endpoint: Endpoint::Loopback(port), log, task })
     }
 
     /// The proxy a launch under `kind` needs: one for a policy with a domain allow-list under
     /// the Linux helper (the only sandbox that can hand it the command's port; elsewhere such a
-    /// policy means no network, see `launch`), none otherwise.
+    /// policy means no network, see `launch`), none otherwise. `test_resolve` is the end-to-end
+    /// suite's resolver override, empty (and ignored) without the `test-hooks` feature.
     pub fn start_for(
         kind: SandboxKind,
         policy: &SandboxPolicy,
@@ -223,8 +230,11 @@ impl NetworkProxy {
         let settings = ProxySettings {
             rules: rules.clone(),
             narrowed_by,
+            #[cfg(any(test, feature = "test-hooks"))]
             test_resolve: test_resolve.to_vec(),
         };
+        #[cfg(not(any(test, feature = "test-hooks")))]
+        let _ = test_resolve;
         match kind {
             SandboxKind::Linux => Ok(Some(NetworkProxy::start(&settings)?)),
             SandboxKind::Seatbelt => Ok(Some(NetworkProxy::start_on_loopback(&settings)?)),
@@ -344,10 +354,11 @@ impl State {
         let state = Arc::new(State {
             matcher,
             narrowed_by,
+            #[cfg(any(test, feature = "test-hooks"))]
             test_resolve: settings
                 .test_resolve
                 .iter()
-                .map(|(host, addr)| (normalize_host(host), *addr))
+                .map(|(host, addr)| (cordon_policies::normalize_host(host), *addr))
                 .collect(),
             log: Arc::clone(&log),
         });
@@ -355,6 +366,15 @@ impl State {
     }
 
     fn record(&self, record: ConnectionRecord) {
+        tracing::debug!(
+            host = %record.host,
+            port = record.port,
+            method = %record.method,
+            allowed = record.allowed,
+            rule = ?record.rule,
+            reason = ?record.reason,
+            "proxy connection"
+        );
         self.log.lock().unwrap_or_else(PoisonError::into_inner).connections.push(record);
     }
 
@@ -446,8 +466,9 @@ impl State {
     }
 
     async fn resolve(&self, host: &str, port: u16, rule: &str) -> Result<Vec<SocketAddr>, Refusal> {
+        #[cfg(any(test, feature = "test-hooks"))]
         if let Some((_, address)) = self.test_resolve.iter().find(|(name, _)| name == host) {
-            // Test-only mapping: the one way past the internal-address check by name.
+            // The suite's mapping: the one way past the internal-address check by name.
             return Ok(vec![*address]);
         }
         let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {

@@ -264,7 +264,10 @@ impl SessionManager {
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {
             Authorization::Run { sandboxed, .. } => sandboxed,
-            Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
+            Authorization::Refused { reason, .. } => {
+                tracing::debug!(command = ?request.command, %reason, "session refused");
+                return Err(SessionError::Rejected(reason));
+            }
         };
         let kind = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         // A domain allow-list gets a proxy of its own for as long as the session lives.
@@ -274,6 +277,7 @@ impl SessionManager {
         let mut launch = request.launch(kind);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         let spec = plan_launch(&launch, self.orchestrator.helper())?;
+        crate::runner::log_plan(&spec, self.orchestrator.helper(), proxy.is_some());
         let git_watch =
             crate::runner::watch_git_dirs(&request.sandbox, kind, self.orchestrator.helper());
         let start = Start {
@@ -297,6 +301,9 @@ impl SessionManager {
         let Start { started, cmd, tty, yield_time_ms, max_output_tokens, proxy, git_watch } = start;
         // Room first (nothing below awaits, so no other call can take it meanwhile).
         let closed = self.make_room()?;
+        if !closed.is_empty() {
+            tracing::debug!(?closed, "closed the oldest idle sessions to make room");
+        }
         let session = Arc::new(if tty {
             SessionProcess::spawn_pty(&spec)?
         } else {
@@ -304,6 +311,7 @@ impl SessionManager {
         });
         let about = listing::About { cmd, tty, started: Instant::now() };
         let id = self.register(Arc::clone(&session), about, (proxy, git_watch));
+        tracing::debug!(session = id, tty, sandbox = spec.sandbox.as_str(), "session opened");
         let _busy = Busy { manager: self, id };
         let abandoned = listing::KillIfAbandoned::new(self, id);
         let yield_for =
@@ -397,6 +405,7 @@ impl SessionManager {
         );
         let state = match session.exit_code() {
             Some(code) if session.exit_settled(EXIT_DRAIN) => {
+                tracing::debug!(session = id, code, "session exited");
                 self.table().sessions.remove(&id);
                 SessionState::Exited { code }
             }
@@ -504,6 +513,7 @@ impl SessionManager {
         if sessions.is_empty() {
             return;
         }
+        tracing::debug!(sessions = sessions.len(), "closing every session");
         for entry in &sessions {
             entry.session.hang_up();
         }

@@ -99,7 +99,7 @@ pub(super) fn helper_waits(
     let supervisor_status = match status {
         Ok(status) => status.map_or(0, |(_, status)| status),
         Err(error) => {
-            eprintln!("{}waiting for the sandboxed command: {error}", crate::messages::prefix());
+            crate::messages::error(format_args!("waiting for the sandboxed command: {error}"));
             sys::exit_now(crate::EXIT_SETUP_FAILED)
         }
     };

@@ -92,8 +92,8 @@ pub fn read_status_report(pipe: &OwnedFd) -> Option<libc::c_int> {
 /// namespace that is still setting up has no handler for it, and may be in a wait only SIGKILL
 /// ends.
 pub fn command_started(pipe: &OwnedFd) -> bool {
-    use std::os::fd::AsRawFd;
-    sys::bytes_queued(pipe.as_raw_fd()).is_some_and(|n| n > 0)
+    use std::os::fd::AsFd;
+    sys::bytes_queued(pipe.as_fd()).is_some_and(|n| n > 0)
 }
 
 /// Whether the clone made a user namespace.
@@ -121,8 +121,12 @@ pub enum ClonedInit {
 /// this user, a container without CAP_SYS_ADMIN, a kernel without `CLONE_PIDFD`): the caller
 /// starts the helper the usual way, which finds out what is possible and reports it.
 ///
-/// The caller must be single-threaded, as for a `fork` whose child allocates.
-pub fn clone_namespace_init() -> io::Result<Option<ClonedInit>> {
+/// # Safety
+///
+/// This process has one thread, as for a `fork` whose child allocates; the child
+/// ([`ClonedInit::Child`]) ends in [`crate::run_in_process`] or `_exit`, never returning to
+/// the caller's code (it is a copy of the caller, with the caller's descriptors and locks).
+pub unsafe fn clone_namespace_init() -> io::Result<Option<ClonedInit>> {
     let namespaces = libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
     let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     let attempts = [
@@ -130,7 +134,9 @@ pub fn clone_namespace_init() -> io::Result<Option<ClonedInit>> {
         (namespaces | libc::CLONE_NEWUSER, UserNamespace::Own { uid, gid }),
     ];
     for (flags, user) in attempts {
-        match sys::clone_into_namespaces(flags) {
+        // SAFETY: one thread, and a child that never returns to the caller's code (this
+        // function's contract).
+        match unsafe { sys::clone_into_namespaces(flags) } {
             Ok(sys::Cloned::Parent { pid, pidfd }) => {
                 return Ok(Some(ClonedInit::Parent { pid, pidfd }));
             }

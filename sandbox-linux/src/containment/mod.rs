@@ -190,12 +190,21 @@ fn setup_error(what: &'static str) -> impl Fn(nix::Error) -> HelperError {
 /// Enters PID + IPC namespaces when asked and possible, then forks. The helper (parent) never
 /// returns from here: it waits for the supervisor and exits with the command's status. The
 /// supervisor (child) returns, to confine itself and run the command.
-pub fn split(
+///
+/// # Safety
+///
+/// This process has one thread (see [`sys::fork`]). With [`PidNamespaceRequest::Entered`] and
+/// [`StatusReport::OnDescriptor3`], descriptor 3 is the spawner's status pipe, which nothing
+/// else in this process owns.
+pub unsafe fn split(
     request: PidNamespaceRequest,
     parent_death: ParentDeath,
 ) -> Result<Supervisor, HelperError> {
     let containment = match request {
-        PidNamespaceRequest::Entered(report) => return init_supervisor(parent_death, report),
+        PidNamespaceRequest::Entered(report) => {
+            // SAFETY: descriptor 3 as this function's contract says.
+            return unsafe { init_supervisor(parent_death, report) };
+        }
         PidNamespaceRequest::WhenAvailable
             if unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC).is_ok() =>
         {
@@ -216,7 +225,8 @@ pub fn split(
     // Blocked before the fork, so nothing that arrives in between is lost; signalfd reads them.
     helper_signals().thread_block().map_err(setup_error("blocking signals"))?;
     let terminal = Terminal::of_helper();
-    let forked = sys::fork()
+    // SAFETY: this process has one thread (this function's contract).
+    let forked = unsafe { sys::fork() }
         .map_err(|source| HelperError::Containment { what: "forking the supervisor", source })?;
     // Neither the helper nor the supervisor may be read by the command: a same-uid process can
     // read a dumpable process's /proc/PID/environ and memory, and run in cordon's forked child
@@ -258,7 +268,12 @@ pub fn split(
 /// no fork. The signals it forwards come straight from outside, which needs a handler for
 /// each; they stay blocked and are read from a signalfd like the rest. The spawner gives the
 /// command no terminal, so there is none to hand over.
-fn init_supervisor(
+///
+/// # Safety
+///
+/// With [`StatusReport::OnDescriptor3`], descriptor 3 is the spawner's status pipe, which
+/// nothing else in this process owns.
+unsafe fn init_supervisor(
     parent_death: ParentDeath,
     report: StatusReport,
 ) -> Result<Supervisor, HelperError> {
@@ -277,9 +292,9 @@ fn init_supervisor(
     nix::sys::prctl::set_dumpable(false).map_err(setup_error("turning off dumpable"))?;
     let spawner_report = match report {
         StatusReport::ExitCodeOnly => None,
-        // The spawner put the pipe there for this process, and `run_in_process` kept it open
-        // when it closed the others.
-        StatusReport::OnDescriptor3 => Some(sys::adopt_descriptor(STATUS_REPORT_FD)),
+        // SAFETY: the spawner put the pipe there for this process, `run_in_process` kept it
+        // open when it closed the others, and nothing else owns it (this function's contract).
+        StatusReport::OnDescriptor3 => Some(unsafe { sys::adopt_descriptor(STATUS_REPORT_FD) }),
     };
     Ok(Supervisor {
         containment: Containment::PidNamespace,

@@ -148,7 +148,7 @@ impl Supervisor {
             Ok(Spawned { pid, exec_error: None }) => pid,
             Ok(Spawned { pid, exec_error: Some(source) }) => {
                 // The child has exited 127 or 126; its status goes up as any other.
-                eprintln!("{}{}", crate::messages::prefix(), command.exec_failed(source));
+                crate::messages::error(command.exec_failed(source));
                 pid
             }
             Err(error) => fail(error),
@@ -231,7 +231,7 @@ impl Supervisor {
 }
 
 fn fail(error: HelperError) -> ! {
-    eprintln!("{}{error}", crate::messages::prefix());
+    crate::messages::error(&error);
     sys::exit_now(error.exit_code())
 }
 
