@@ -53,6 +53,11 @@ echo "install: the README's install block, in a fresh HOME ($home)"
 out=$(cd "$repo" && run_as_user "set -e; $install" 2>&1) || { echo "$out" >&2; fail "the install block"; }
 [ -x "$home/.cargo/bin/cordon" ] || fail "no ~/.cargo/bin/cordon"
 [ -L "$home/.cargo/bin/codex-linux-sandbox" ] || fail "no ~/.cargo/bin/codex-linux-sandbox link"
+# The end-to-end suite's hooks exist only in its own build: none of their names may be in what a
+# user installs (an environment variable would change what the release binary does).
+if grep -a -o 'CORDON_TEST_[A-Z_]*' "$home/.cargo/bin/cordon" | sort -u | grep .; then
+  fail "the installed cordon holds test hooks (the names above)"
+fi
 grep -q "complete" "$home/.local/share/bash-completion/completions/cordon" || fail "no bash completion"
 grep -q '^\.TH' "$home/.local/share/man/man1/cordon.1" || fail "no man page"
 grep -q "enforce" <<<"$out" || { echo "$out" >&2; fail "cordon doctor said nothing about enforcement"; }

@@ -78,7 +78,7 @@ fn run_with_proxy(
 ) -> anyhow::Result<ExitCode> {
     let orchestrator = settings.orchestrator()?;
     let request = ExecRequest {
-        command: command.clone(),
+        command,
         cwd: settings.cwd.clone(),
         cwd_pin: settings.cwd_pin.clone(),
         sandbox: settings.sandbox.clone(),
