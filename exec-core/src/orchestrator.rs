@@ -395,7 +395,8 @@ impl Orchestrator {
                 // Offered only with a prefix; an approver that answers it anyway gets a
                 // one-time approval and no rule.
                 if let Some(prefix) = &question.prefix {
-                    record.rule_not_saved = self.persist_allow_rule(prefix).err();
+                    record.rule_not_saved =
+                        self.persist_allow_rule(prefix).err().map(|e| e.to_string());
                 }
                 true
             }
@@ -406,13 +407,13 @@ impl Orchestrator {
 
     /// Appends an allow rule to `$CORDON_HOME/rules.toml` and applies it to this session.
     /// A write failure is returned for the record; the approval itself still stands.
-    fn persist_allow_rule(&self, prefix: &[String]) -> Result<(), String> {
+    fn persist_allow_rule(&self, prefix: &[String]) -> Result<(), RuleNotSaved> {
         let text = allow_rule_toml(prefix);
         if let Ok((parsed, _)) = RuleSet::parse(&text, cordon_policies::RuleSource::User) {
             self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner).merge(parsed);
         }
         let Some(path) = &self.user_rules_path else { return Ok(()) };
-        append(path, &text).map_err(|e| format!("cannot save the rule to {}: {e}", path.display()))
+        append(path, &text).map_err(|source| RuleNotSaved { path: path.clone(), source })
     }
 
     /// One attempt through `runner`, classified here.
@@ -498,6 +499,14 @@ fn denial_context(
             .filter_map(|exe| exe.parent().map(Path::to_path_buf))
             .collect(),
     }
+}
+
+/// An "always allow" rule that could not be written to the user's rules file.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot save the rule to {}: {source}", .path.display())]
+struct RuleNotSaved {
+    path: PathBuf,
+    source: std::io::Error,
 }
 
 fn append(path: &Path, text: &str) -> std::io::Result<()> {
