@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::orchestrator::ApprovalStage;
+use crate::session::{ExecCommandArgs, WriteStdinArgs, input_schema};
 
 pub use crate::resolved::{
     ApprovalState, HostFacts, ResolvedExec, ResolvedResult, SandboxAttempt, WireMountView,
@@ -178,46 +179,21 @@ pub enum Content {
     InputText { text: String },
 }
 
-/// The two tools with their JSON Schemas.
+/// The two tools with their JSON Schemas (derived from the argument structs).
 pub fn tools() -> Vec<Tool> {
     vec![
         Tool {
             name: "exec_command",
-            description: "Runs a shell command in the sandbox (in a PTY when tty is true) and returns its output; \
-                          a command still running after yield_time_ms keeps a session for write_stdin.",
-            input_schema: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "cmd": {"type": "string", "description": "The shell command line."},
-                    "workdir": {"type": "string", "description": "Working directory (default: the executor's)."},
-                    "shell": {"type": "string", "description": "Shell binary (default /bin/bash)."},
-                    "login": {"type": "boolean", "description": "Run with -lc (default true) instead of -c."},
-                    "tty": {"type": "boolean", "description": "Run in a pseudo-terminal (default false)."},
-                    "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for output (default 10000, clamped to 250..30000)."},
-                    "max_output_tokens": {"type": "integer", "minimum": 0, "description": "Output budget in tokens of 4 bytes (default 10000)."},
-                    "sandbox_permissions": {"type": "string", "enum": ["use_default", "require_escalated"]},
-                    "justification": {"type": "string", "description": "Why escalation is needed."},
-                    "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Narrow this command's network to these destinations (host, *.suffix, optional :port). Only narrows: the executor's own allow-list still applies, and an executor without network refuses it."}
-                },
-                "required": ["cmd"],
-                "additionalProperties": false
-            }),
+            description: "Runs a shell command in the sandbox (in a PTY when tty is true) and \
+                          returns its output; a command still running after yield_time_ms \
+                          keeps a session for write_stdin.",
+            input_schema: Value::Object(input_schema::<ExecCommandArgs>()),
         },
         Tool {
             name: "write_stdin",
-            description: "Writes characters to a running PTY session and returns the output produced since the last read; \
-                          empty chars just polls.",
-            input_schema: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "session_id": {"type": "integer", "minimum": 0},
-                    "chars": {"type": "string", "description": "Characters to type (default empty)."},
-                    "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for output (default 250)."},
-                    "max_output_tokens": {"type": "integer", "minimum": 0}
-                },
-                "required": ["session_id"],
-                "additionalProperties": false
-            }),
+            description: "Writes characters to a running PTY session and returns the output \
+                          produced since the last read; empty chars just polls.",
+            input_schema: Value::Object(input_schema::<WriteStdinArgs>()),
         },
     ]
 }

@@ -33,13 +33,14 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use serde::Deserialize;
 use tokio::sync::Notify;
 
 use crate::executor::{ServeEnd, Signals};
 use crate::orchestrator::Approver;
 use crate::remote::RemoteSessions;
-use crate::session::{ExecCommandArgs, SessionDefaults, SessionManager, WriteStdinArgs};
+use crate::session::{
+    CloseSessionArgs, ExecCommandArgs, NoArgs, SessionDefaults, SessionManager, WriteStdinArgs,
+};
 
 use approver::ElicitationApprover;
 
@@ -135,18 +136,6 @@ pub struct CordonMcp {
     tool_router: ToolRouter<CordonMcp>,
 }
 
-/// `close_session` arguments.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CloseSessionArgs {
-    pub session_id: u32,
-}
-
-/// `list_sessions` takes nothing.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoArgs {}
-
 #[tool_router]
 impl CordonMcp {
     pub fn new(sessions: Sessions) -> Self {
@@ -160,7 +149,7 @@ impl CordonMcp {
         CordonMcp { sessions, tool_router }
     }
 
-    #[tool(name = "exec_command", input_schema = tools::input_schema("exec_command"))]
+    #[tool(name = "exec_command", input_schema = tools::schema::<ExecCommandArgs>())]
     async fn exec_command(
         &self,
         Parameters(args): Parameters<ExecCommandArgs>,
@@ -172,7 +161,7 @@ impl CordonMcp {
         with_notes(result, approver.notes())
     }
 
-    #[tool(name = "write_stdin", input_schema = tools::input_schema("write_stdin"))]
+    #[tool(name = "write_stdin", input_schema = tools::schema::<WriteStdinArgs>())]
     async fn write_stdin(
         &self,
         Parameters(args): Parameters<WriteStdinArgs>,
@@ -182,12 +171,12 @@ impl CordonMcp {
         with_notes(result, Vec::new())
     }
 
-    #[tool(name = "list_sessions", input_schema = tools::input_schema("list_sessions"))]
+    #[tool(name = "list_sessions", input_schema = tools::schema::<NoArgs>())]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> CallToolResult {
         CallToolResult::success(vec![ContentBlock::text(self.sessions.list())])
     }
 
-    #[tool(name = "close_session", input_schema = tools::input_schema("close_session"))]
+    #[tool(name = "close_session", input_schema = tools::schema::<CloseSessionArgs>())]
     async fn close_session(
         &self,
         Parameters(args): Parameters<CloseSessionArgs>,

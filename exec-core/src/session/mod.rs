@@ -10,6 +10,7 @@
 //! keeps at most [`UNREAD_CAP`] bytes of unread output (head + tail); every session's process
 //! group is killed when it is pruned or when the manager shuts down.
 
+mod args;
 mod idle;
 mod listing;
 mod process;
@@ -23,16 +24,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordon_policies::{AskForApproval, SandboxPolicy};
-use serde::Deserialize;
-
 use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, SandboxSetupError, plan_launch};
 use crate::network_proxy::{NetworkProxy, ProxyError};
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
 use crate::runner::GitWatch;
+use cordon_policies::{AskForApproval, SandboxPolicy};
 
 use text::{Collected, Wait, clamp_yield, result_text, truncate_middle};
 
+pub use args::{
+    CloseSessionArgs, ExecCommandArgs, NoArgs, SandboxPermissions, WriteStdinArgs, input_schema,
+};
 pub use text::SessionState;
 
 use request::refusals_line;
@@ -92,42 +94,6 @@ struct Collect {
     started: Instant,
     yield_for: Duration,
     max_tokens: usize,
-}
-
-/// `exec_command` arguments (DESIGN §9).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExecCommandArgs {
-    pub cmd: String,
-    pub workdir: Option<PathBuf>,
-    pub shell: Option<String>,
-    pub login: Option<bool>,
-    pub tty: Option<bool>,
-    pub yield_time_ms: Option<u64>,
-    pub max_output_tokens: Option<usize>,
-    pub sandbox_permissions: Option<SandboxPermissions>,
-    pub justification: Option<String>,
-    /// Narrows the network of this one command (issue 19): a destination must pass the
-    /// executor's list and this one.
-    pub allowed_domains: Option<Vec<String>>,
-}
-
-/// `sandbox_permissions`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxPermissions {
-    UseDefault,
-    RequireEscalated,
-}
-
-/// `write_stdin` arguments (DESIGN §9).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WriteStdinArgs {
-    pub session_id: u32,
-    pub chars: Option<String>,
-    pub yield_time_ms: Option<u64>,
-    pub max_output_tokens: Option<usize>,
 }
 
 /// Why a call failed; the message goes back to the harness as an error outcome.
