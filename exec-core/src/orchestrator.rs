@@ -11,7 +11,7 @@ use cordon_policies::{
     AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxMode,
     allow_rule_toml, assess, retry_after_denial,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::capture::Captured;
 use crate::classify::{
@@ -36,7 +36,7 @@ pub enum Authorization {
 }
 
 /// When approval is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStage {
     BeforeRun,

@@ -3,7 +3,8 @@
 //! person approved it — and what running it collected. Plain data shared by the executor that
 //! runs it ([`crate::session`]) and the orchestrator that sends it ([`crate::remote`]).
 //!
-//! A leaf module: it depends on no other module of this crate but `launch`.
+//! A leaf module: it depends on no other module of this crate but `launch` and the session
+//! result types a [`ResolvedResult`] carries.
 
 use std::path::PathBuf;
 
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::launch::{MountViewRequirement, Strictness};
+use crate::session::{Note, Truncation};
 
 /// One command, decided on the orchestrator's side: what a remote executor runs without
 /// deciding anything itself.
@@ -117,8 +119,9 @@ pub enum ApprovalState {
     Granted,
 }
 
-/// What one resolved call collected.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What one resolved call collected: the far end's session result, field by field, and its
+/// text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedResult {
     /// Set while the process runs: poll it with `write_resolved`.
@@ -129,10 +132,18 @@ pub struct ResolvedResult {
     pub output: String,
     /// The result text a harness would get from `exec_command`/`write_stdin`.
     pub text: String,
+    /// How long the call took on the far end.
+    pub wall_time_ms: f64,
+    /// How much output there was, when `output` holds less.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+    /// What else happened, as the text reports it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
 }
 
 /// What a remote executor tells the orchestrator in its `hello_response`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HostFacts {
     /// `cordon doctor --json` on that machine.

@@ -109,7 +109,7 @@ mod tests {
         for spec in executor::tools() {
             let tool = tools.iter().find(|t| t.name == spec.name).unwrap();
             assert_eq!(serde_json::Value::Object((*tool.input_schema).clone()), spec.input_schema);
-            assert_eq!(tool.description.as_deref(), Some(spec.description));
+            assert_eq!(tool.description.as_deref(), Some(spec.description.as_str()));
         }
     }
 }

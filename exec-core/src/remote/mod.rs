@@ -19,7 +19,9 @@
 //! sessions).
 
 mod exec;
+mod gaps;
 mod link;
+mod responses;
 mod sessions;
 
 use std::path::PathBuf;
@@ -70,6 +72,8 @@ pub enum RemoteError {
     },
     #[error("{host} answered something unexpected: {message}")]
     Protocol { host: String, message: String },
+    #[error("cannot write a request for {host}: {source}")]
+    Encode { host: String, source: serde_json::Error },
     #[error("{host}: {message}")]
     Remote { host: String, message: String },
     #[error(
