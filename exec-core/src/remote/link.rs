@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
-use super::responses::{Response, Unreadable, read_responses};
+use super::responses::{LinkEvent, LinkEvents, Response, Unreadable, read_responses};
 use super::{RemoteError, RemoteTarget};
 use crate::executor::{
     CORDON_VERSION, CallOutcome, Form, HostFacts, Incoming, Outgoing, RESOLVED_FORM_VERSION,
@@ -44,6 +44,7 @@ pub(super) struct Shared {
     pub lost: AtomicBool,
     /// This side is closing the link on purpose: EOF is not news.
     pub closing: AtomicBool,
+    pub events: mpsc::UnboundedSender<LinkEvent>,
 }
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -56,6 +57,11 @@ impl Shared {
             host: self.host.clone(),
             sessions: lock(&self.live).iter().map(|(id, s)| (*id, s.cmd.clone())).collect(),
         }
+    }
+
+    pub fn report(&self, event: LinkEvent) {
+        // Nobody listening is nobody to tell.
+        let _ = self.events.send(event);
     }
 }
 
@@ -80,8 +86,9 @@ pub struct Write<'a> {
 
 impl RemoteLink {
     /// Starts ssh, then says hello: both sides must speak the resolved form. ssh's own
-    /// messages (host keys, passwords, connection errors) go to this process's stderr.
-    pub async fn connect(target: &RemoteTarget) -> Result<RemoteLink, RemoteError> {
+    /// messages (host keys, passwords, connection errors) go to this process's stderr; the
+    /// link's own news comes as [`LinkEvents`].
+    pub async fn connect(target: &RemoteTarget) -> Result<(RemoteLink, LinkEvents), RemoteError> {
         let mut command = tokio::process::Command::new(&target.ssh_program);
         command
             .args(target.ssh_args())
@@ -98,12 +105,14 @@ impl RemoteLink {
                 message: "ssh has no stdin/stdout pipes".into(),
             });
         };
+        let (events, events_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             host: target.label(),
             pending: Mutex::new(HashMap::new()),
             live: Mutex::new(BTreeMap::new()),
             lost: AtomicBool::new(false),
             closing: AtomicBool::new(false),
+            events,
         });
         let (outbox, mut lines) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
@@ -128,7 +137,7 @@ impl RemoteLink {
             remote_version: String::new(),
         };
         link.hello().await?;
-        Ok(link)
+        Ok((link, LinkEvents::new(events_rx)))
     }
 
     async fn hello(&mut self) -> Result<(), RemoteError> {

@@ -11,8 +11,9 @@
 //!   cannot enforce is refused here (exit 125) unless best effort was asked for
 //!   ([`RemoteLink::refusal`]).
 //! - Failure: when the link drops, the far end sees EOF and ends every session (nothing
-//!   survives there); this side reports the sessions that were lost. A version mismatch is
-//!   one error naming both versions.
+//!   survives there); this side reports the sessions that were lost, to the call that finds
+//!   out or, when none does, as a [`LinkEvent`] for the caller to print. A version mismatch
+//!   is one error naming both versions.
 //!
 //! [`run_remote`] is `cordon exec --host` (one command, the orchestrator's whole flow with a
 //! retry decided here); [`RemoteSessions`] is `cordon executor --connect` (a harness's
@@ -33,6 +34,7 @@ use crate::runner::OrchestratorError;
 
 pub use exec::{RemoteExec, run_remote};
 pub use link::RemoteLink;
+pub use responses::{LinkEvent, LinkEvents};
 pub use sessions::RemoteSessions;
 
 /// Where and how to reach the other machine.

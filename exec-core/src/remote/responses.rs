@@ -1,7 +1,8 @@
 //! The link's reading side: each response goes to the request waiting for it, and what
 //! nobody waits for (a line that is not the protocol, a connection lost while sessions ran
-//! there) is said on stderr.
+//! there) becomes a [`LinkEvent`] for the caller to report; the library itself prints nothing.
 
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -10,8 +11,48 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
+use super::RemoteError;
 use super::link::{Shared, encode, lock};
 use crate::executor::{Incoming, Outgoing, ResolvedOutcome, excerpt};
+
+/// Something the link noticed while no request was waiting for it.
+#[derive(Debug)]
+pub enum LinkEvent {
+    /// The far end wrote a line that is not a protocol message.
+    NotProtocol { host: String, excerpt: String },
+    /// A response no request is waiting for.
+    Unexpected { host: String, excerpt: String },
+    /// The connection dropped while sessions ran there and no call was waiting to report it
+    /// (always [`RemoteError::Lost`]).
+    Lost(RemoteError),
+}
+
+impl fmt::Display for LinkEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkEvent::NotProtocol { host, excerpt } => {
+                write!(f, "{host}: not a protocol line: {excerpt}")
+            }
+            LinkEvent::Unexpected { host, excerpt } => {
+                write!(f, "{host}: unexpected message: {excerpt}")
+            }
+            LinkEvent::Lost(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// The link's [`LinkEvent`]s, in order; `None` once the link is gone.
+pub struct LinkEvents(mpsc::UnboundedReceiver<LinkEvent>);
+
+impl LinkEvents {
+    pub(super) fn new(events: mpsc::UnboundedReceiver<LinkEvent>) -> Self {
+        LinkEvents(events)
+    }
+
+    pub async fn next(&mut self) -> Option<LinkEvent> {
+        self.0.recv().await
+    }
+}
 
 /// A response line, or why it could not be read as one.
 pub(super) type Response = Result<Outgoing, Unreadable>;
@@ -80,20 +121,18 @@ pub(super) async fn read_responses(
                     (envelope.request_id.as_ref().map(id_key), Err(Unreadable { excerpt, why }))
                 }
                 Err(_) => {
-                    eprintln!(
-                        "cordon: {}: not a protocol line: {}",
-                        shared.host,
-                        excerpt(line.trim_end())
-                    );
+                    let excerpt = excerpt(line.trim_end());
+                    shared.report(LinkEvent::NotProtocol { host: shared.host.clone(), excerpt });
                     continue;
                 }
             },
         };
-        let unexpected = || {
-            eprintln!("cordon: {}: unexpected message: {}", shared.host, excerpt(line.trim_end()));
+        let unexpected = || LinkEvent::Unexpected {
+            host: shared.host.clone(),
+            excerpt: excerpt(line.trim_end()),
         };
         let Some(id) = id else {
-            unexpected();
+            shared.report(unexpected());
             continue;
         };
         let waiter = lock(&shared.pending).remove(&id);
@@ -104,11 +143,11 @@ pub(super) async fn read_responses(
                 }
             }
             None if id.starts_with(ABANDONED) => {}
-            None => unexpected(),
+            None => shared.report(unexpected()),
         }
     }
     shared.lost.store(true, Ordering::SeqCst);
-    // A call in flight reports the loss to its caller; with none, this line is the only news.
+    // A call in flight reports the loss to its caller; with none, this event is the only news.
     let calls_waiting = {
         let mut pending = lock(&shared.pending);
         let waiting = !pending.is_empty();
@@ -116,7 +155,7 @@ pub(super) async fn read_responses(
         waiting
     };
     if !shared.closing.load(Ordering::SeqCst) && !calls_waiting && !lock(&shared.live).is_empty() {
-        eprintln!("cordon: {}", shared.lost_error());
+        shared.report(LinkEvent::Lost(shared.lost_error()));
     }
 }
 
