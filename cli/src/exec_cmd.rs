@@ -9,7 +9,9 @@ use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode, render
 
 use crate::approver::TerminalApprover;
 use crate::flags::{ExecArgs, PolicyCheckArgs};
-use crate::settings::{Bypass, Settings, Workspace, check_remote_enforcement, remote_target};
+use crate::settings::{
+    Bypass, Settings, Workspace, check_remote_enforcement, print_link_events, remote_target,
+};
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let bypass = if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No };
@@ -160,7 +162,8 @@ fn run_here(
 /// On another machine (`--host`): decided and approved here, run and sandboxed there.
 async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Result<Ran> {
     let target = remote_target(host, &args.remote)?;
-    let link = RemoteLink::connect(&target).await?;
+    let (link, events) = RemoteLink::connect(&target).await?;
+    print_link_events(events);
     let default_cwd = link.facts().cwd.clone();
     let settings = Settings::load_in(
         &args.sandbox,

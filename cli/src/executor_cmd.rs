@@ -6,9 +6,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cordon_exec_core::executor::{
-    Backend, HostFacts, LocalExecutor, RemoteServer, ServeEnd, serve,
-};
+use cordon_exec_core::executor::{self, HostFacts, RemoteServer, ServeEnd, serve};
 use cordon_exec_core::session::SessionManager;
 
 use crate::flags::ExecutorCmdArgs;
@@ -21,7 +19,8 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
     let served = match (connect, serve_remote) {
         (Some(host), _) => local.block_on(&runtime, async move {
             let sessions = connect_sessions(&base, &host, &remote).await?;
-            serve_stdio(Rc::new(sessions)).await
+            let (input, output) = stdio();
+            Ok(serve(input, output, Rc::new(sessions)).await?)
         }),
         (None, serve_remote) => {
             let settings = load_for_sessions(&base)?;
@@ -34,19 +33,19 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
             // Before anything is served, while this process has one thread: the kernel probes
             // fork children that need that.
             let facts = if serve_remote { Some(host_facts(&settings)?) } else { None };
+            drop(settings);
             local.block_on(&runtime, async move {
                 let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults));
+                let (input, output) = stdio();
                 let end = match facts {
                     Some(facts) => {
-                        let server = RemoteServer { manager: Rc::clone(&manager), facts };
-                        serve_stdio(Rc::new(server)).await
+                        let server = RemoteServer::new(Rc::clone(&manager), facts);
+                        executor::serve_remote(input, output, Rc::new(server)).await
                     }
-                    None => {
-                        serve_stdio(Rc::new(LocalExecutor { manager: Rc::clone(&manager) })).await
-                    }
+                    None => serve(input, output, Rc::clone(&manager)).await,
                 };
                 manager.shutdown();
-                end
+                anyhow::Ok(end?)
             })
         }
     };
@@ -61,11 +60,12 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-async fn serve_stdio<B: Backend + 'static>(backend: Rc<B>) -> anyhow::Result<ServeEnd> {
-    // Without a thread for stdin or stdout, the executor stays single-threaded while it runs
-    // only pipe sessions, and their helper starts in the forked child (no exec of cordon).
+/// The protocol's input and output. Without a thread for stdin or stdout, the executor stays
+/// single-threaded while it runs only pipe sessions, and their helper starts in the forked
+/// child (no exec of cordon).
+fn stdio() -> (impl tokio::io::AsyncBufRead + Unpin, impl tokio::io::AsyncWrite + Unpin + 'static) {
     let stdin = tokio::io::BufReader::new(cordon_exec_core::stdio::stdin());
-    Ok(serve(stdin, cordon_exec_core::stdio::stdout(), backend).await?)
+    (stdin, cordon_exec_core::stdio::stdout())
 }
 
 /// What `--serve-remote` tells the orchestrator about this machine: `doctor`, its

@@ -2,10 +2,11 @@
 //! only; stdout carries nothing but the protocol. With `--connect HOST` the sessions run there.
 
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use cordon_exec_core::executor::ServeEnd;
-use cordon_exec_core::mcp::{Sessions, serve_stdio};
+use cordon_exec_core::mcp::serve_stdio;
 use cordon_exec_core::session::SessionManager;
 
 use crate::flags::McpArgs;
@@ -15,10 +16,11 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let McpArgs { base, connect, remote } = args;
     // One thread: every session's parent-death signal is tied to the thread that spawned it.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let local = tokio::task::LocalSet::new();
     let served = match connect {
-        Some(host) => runtime.block_on(async move {
+        Some(host) => local.block_on(&runtime, async move {
             let sessions = connect_sessions(&base, &host, &remote).await?;
-            anyhow::Ok(serve_stdio(Sessions::There(Arc::new(sessions))).await?)
+            anyhow::Ok(serve_stdio(Rc::new(sessions)).await?)
         }),
         None => {
             let settings = load_for_sessions(&base)?;
@@ -26,14 +28,15 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             announce_gaps("cordon mcp-server", &settings.sandbox.policy);
             let orchestrator = settings.orchestrator()?;
             let defaults = settings.session_defaults();
-            runtime.block_on(async move {
-                let manager = Arc::new(SessionManager::new(Arc::new(orchestrator), defaults));
-                anyhow::Ok(serve_stdio(Sessions::Here(manager)).await?)
+            local.block_on(&runtime, async move {
+                let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults));
+                anyhow::Ok(serve_stdio(manager).await?)
             })
         }
     };
     // Calls still in flight are abandoned (their sessions were terminated), and so are
     // blocking helpers stuck in a read of stdin or a write to a terminal.
+    drop(local);
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match served? {
         ServeEnd::Eof | ServeEnd::Shutdown => Ok(ExitCode::SUCCESS),

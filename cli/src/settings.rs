@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use cordon_exec_core::remote::{RemoteLink, RemoteSessions, RemoteTarget};
+use cordon_exec_core::remote::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget};
 use cordon_exec_core::session::SessionDefaults;
 use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
 use cordon_policies::{
@@ -546,7 +546,8 @@ pub async fn connect_sessions(
     host: &str,
     remote: &RemoteFlags,
 ) -> anyhow::Result<RemoteSessions> {
-    let link = RemoteLink::connect(&remote_target(host, remote)?).await?;
+    let (link, events) = RemoteLink::connect(&remote_target(host, remote)?).await?;
+    print_link_events(events);
     let default_cwd = link.facts().cwd.clone();
     let settings = Settings::load_in(
         &base.sandbox,
@@ -559,6 +560,17 @@ pub async fn connect_sessions(
         settings.session_defaults_with(settings.command_env_from(link.facts().env.clone()).0);
     let orchestrator = std::sync::Arc::new(settings.orchestrator()?);
     Ok(RemoteSessions::new(link, orchestrator, defaults))
+}
+
+/// Prints, one `cordon: …` line each, what the remote link reports while no call is waiting
+/// for it (the connection lost with sessions running there, a line that is not the protocol),
+/// for as long as the link lives.
+pub fn print_link_events(mut events: LinkEvents) {
+    tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            eprintln!("cordon: {event}");
+        }
+    });
 }
 
 /// Refuses (the caller exits 125) when the far end's `doctor` says it cannot enforce these

@@ -62,6 +62,7 @@ mod network_proxy;
 mod orchestrator;
 pub mod platform;
 pub mod remote;
+mod remote_error;
 mod request;
 mod resolved;
 mod runner;

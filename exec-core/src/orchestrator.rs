@@ -12,7 +12,7 @@ use cordon_policies::{
     AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxMode,
     allow_rule_toml, assess, retry_after_denial,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::capture::Captured;
 use crate::classify::{
@@ -37,7 +37,7 @@ pub enum Authorization {
 }
 
 /// When approval is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStage {
     BeforeRun,
@@ -495,19 +495,6 @@ fn program_inside_roots(request: &ExecRequest, roots: &[PathBuf]) -> Option<Path
 
 /// What the request's sandbox lets the command write, for judging denial messages. A policy
 /// that cannot be resolved gives an empty context: nothing counts as writable, so every path
-/// An argv in a JSON report, as text (a byte that is not UTF-8 becomes U+FFFD).
-fn lossy_words<S: serde::Serializer>(words: &[OsString], serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(words.iter().map(|word| word.to_string_lossy()))
-}
-
-/// An "always allow" answer whose rule could not be written to the rules file.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot save the rule to {}: {source}", path.display())]
-struct RuleNotSaved {
-    path: PathBuf,
-    source: std::io::Error,
-}
-
 /// in a denial message fits.
 fn denial_context(
     request: &ExecRequest,
@@ -543,6 +530,19 @@ fn denial_context(
             .filter_map(|exe| exe.parent().map(Path::to_path_buf))
             .collect(),
     }
+}
+
+/// An argv in a JSON report, as text (a byte that is not UTF-8 becomes U+FFFD).
+fn lossy_words<S: serde::Serializer>(words: &[OsString], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(words.iter().map(|word| word.to_string_lossy()))
+}
+
+/// An "always allow" rule that could not be written to the user's rules file.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot save the rule to {}: {source}", .path.display())]
+struct RuleNotSaved {
+    path: PathBuf,
+    source: std::io::Error,
 }
 
 fn append(path: &Path, text: &str) -> std::io::Result<()> {

@@ -123,8 +123,9 @@ pub enum ApprovalState {
     Granted,
 }
 
-/// What one resolved call collected.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What one resolved call collected: the far end's session result, field by field, and its
+/// text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedResult {
     /// Set while the process runs: poll it with `write_resolved`.
@@ -135,10 +136,41 @@ pub struct ResolvedResult {
     pub output: String,
     /// The result text a harness would get from `exec_command`/`write_stdin`.
     pub text: String,
+    /// How long the call took on the far end.
+    pub wall_time_ms: f64,
+    /// How much output there was, when `output` holds less.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+    /// What else happened, as the text reports it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+}
+
+/// How much output there was when a result holds less.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Truncation {
+    /// Bytes / 4, rounded up.
+    pub original_tokens: usize,
+    pub original_bytes: u64,
+}
+
+/// Something that happened around a call, reported with its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Note {
+    /// The network allow-list refused these destinations (`host:port`, as the command named
+    /// them: rendered only in the text).
+    NetworkRefused { hosts: Vec<String> },
+    /// The command created what git would later run code from, outside any sandbox; each
+    /// entry is `PATH (now ASIDE)` or says it could not be moved.
+    MovedAside { entries: Vec<String> },
+    /// Sessions closed to make room for this one (the oldest idle ones).
+    ClosedToMakeRoom { session_ids: Vec<u32> },
 }
 
 /// What a remote executor tells the orchestrator in its `hello_response`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HostFacts {
     /// `cordon doctor --json` on that machine.

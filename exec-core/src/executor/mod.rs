@@ -1,85 +1,60 @@
 //! `cordon executor`: the JSON-lines protocol (`docs/executor-protocol.md`) over any
 //! reader/writer.
 //!
-//! Every line is handled as it arrives; tool calls run concurrently as local tasks (responses
-//! may come out of order). A call that needs approval sends an `approval_request` and waits for
-//! the matching `approval_response`. A line that does not parse gets an `error` and the loop
-//! goes on. EOF or `shutdown` terminates every session and returns.
+//! - A harness ([`serve`]): protocol 1's `list_tools` and `call_tool` (`exec_command`,
+//!   `write_stdin`) on any [`Sessions`], this machine's or another one's, with approvals asked
+//!   over the wire.
+//! - An orchestrator on another machine ([`serve_remote`], `--serve-remote`): protocol 2's
+//!   resolved form on a [`RemoteServer`].
+//!
+//! Either answers the other's requests with an error saying who serves them. Every line is
+//! handled as it arrives; calls run concurrently as local tasks (responses may come out of
+//! order). A call that needs approval sends an `approval_request` and waits for the matching
+//! `approval_response`. A line that does not parse gets an `error` and the loop goes on. EOF
+//! or `shutdown` terminates every session and returns.
 
-mod backends;
+mod approver;
+mod calls;
+mod far_end;
+mod lines;
 mod protocol;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::rc::Rc;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
 
-use tokio::sync::{mpsc, oneshot};
+use crate::session::{SessionError, Sessions, WriteStdinArgs};
 
-use crate::orchestrator::{ApprovalAnswer, ApprovalRequest, Approver};
-use crate::session::{ExecCommandArgs, WriteStdinArgs};
+use approver::{Pending, ProtocolApprover};
+use calls::{CallError, ToolCall};
+use lines::{Line, parse_line, read_line};
 
-pub use backends::{Backend, Hello, LocalExecutor, RemoteServer};
+pub use far_end::RemoteServer;
+#[cfg(test)]
+pub(crate) use lines::EXCERPT_BYTES;
+pub use lines::MAX_LINE_BYTES;
+pub(crate) use lines::excerpt;
 pub use protocol::{
-    ApprovalDecision, ApprovalState, CORDON_VERSION, CallOutcome, Content, HostFacts, Incoming,
-    Outgoing, PROTOCOL_VERSION, RESOLVED_FORM_VERSION, ResolvedExec, ResolvedOutcome,
+    ApprovalDecision, ApprovalState, CORDON_VERSION, CallOutcome, Content, Form, HostFacts,
+    Incoming, Outgoing, PROTOCOL_VERSION, RESOLVED_FORM_VERSION, ResolvedExec, ResolvedOutcome,
     ResolvedResult, SandboxAttempt, Tool, tools,
 };
 
-type Pending = Rc<RefCell<HashMap<String, oneshot::Sender<ApprovalDecision>>>>;
-
-/// Asks the harness over the protocol.
-pub struct ProtocolApprover {
-    call_request_id: Value,
-    out: mpsc::UnboundedSender<Outgoing>,
-    pending: Pending,
-    next: Rc<RefCell<u64>>,
+/// What an executor says about itself in `hello_response`.
+#[derive(Debug, Clone)]
+pub(crate) struct Hello {
+    /// The oldest protocol version it serves.
+    pub min_version: u32,
+    /// The request forms it serves.
+    pub forms: Vec<Form>,
+    /// Facts about this machine, for an orchestrator elsewhere.
+    pub host: Option<HostFacts>,
 }
-
-impl Approver for ProtocolApprover {
-    fn ask(&self, request: &ApprovalRequest) -> impl std::future::Future<Output = ApprovalAnswer> {
-        let id = {
-            let mut next = self.next.borrow_mut();
-            *next += 1;
-            format!("a{next}")
-        };
-        let (tx, rx) = oneshot::channel();
-        self.pending.borrow_mut().insert(id.clone(), tx);
-        let display = cordon_policies::render_argv(&request.command);
-        let sent = self.out.send(Outgoing::ApprovalRequest {
-            request_id: id,
-            call_request_id: self.call_request_id.clone(),
-            // Protocol 1 is UTF-8: a byte that is not becomes U+FFFD here, and `display`
-            // shows the exact bytes (`$'\xHH'`) with `hiddenCharacters` set.
-            command: request.command.iter().map(|w| w.to_string_lossy().into_owned()).collect(),
-            display: display.text,
-            hidden_characters: display.hidden_characters,
-            cwd: request.cwd.display().to_string(),
-            reason: request.reason.clone(),
-            stage: request.stage,
-            sandbox_mode: request.sandbox_mode,
-            evidence: request.evidence.clone(),
-        });
-        async move {
-            if sent.is_err() {
-                return ApprovalAnswer::Denied;
-            }
-            match rx.await {
-                Ok(ApprovalDecision::Approved) => ApprovalAnswer::Approved,
-                Ok(ApprovalDecision::ApprovedForSession) => ApprovalAnswer::ApprovedForSession,
-                // A harness that went away answered no.
-                Ok(ApprovalDecision::Denied) | Err(_) => ApprovalAnswer::Denied,
-            }
-        }
-    }
-}
-
-/// The longest input line served; a longer one is answered with an error and skipped.
-pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
-/// At most this much of a bad line (or of a parser message about it) is ever echoed back.
-pub(crate) const EXCERPT_BYTES: usize = 200;
 
 /// Why [`serve`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,14 +67,72 @@ pub enum ServeEnd {
     Signal(i32),
 }
 
-/// Serves the protocol until EOF, `shutdown` or a terminating signal. Must run inside a
-/// `LocalSet`. Every line is bytes: invalid UTF-8, invalid JSON, unknown tools and oversized
-/// lines each get one `error` (with the requestId when it can be read) and serving goes on.
-/// On the way out, pending approvals are denied and every session is terminated.
-pub async fn serve<B: Backend + 'static>(
+/// Serves a harness (`cordon executor`, `--connect`) on `sessions` until EOF, `shutdown` or a
+/// terminating signal. Must run inside a `LocalSet`. Every line is bytes: invalid UTF-8,
+/// invalid JSON, unknown tools and oversized lines each get one `error` (with the requestId
+/// when it can be read) and serving goes on. On the way out, pending approvals are denied
+/// and every session is terminated.
+pub async fn serve<S: Sessions + 'static>(
+    input: impl AsyncBufRead + Unpin,
+    output: impl AsyncWrite + Unpin + 'static,
+    sessions: Rc<S>,
+) -> std::io::Result<ServeEnd> {
+    serve_peer(input, output, Peer::Harness(sessions)).await
+}
+
+/// Serves an orchestrator on another machine (`--serve-remote`), as [`serve`] does a harness.
+pub async fn serve_remote(
+    input: impl AsyncBufRead + Unpin,
+    output: impl AsyncWrite + Unpin + 'static,
+    server: Rc<RemoteServer>,
+) -> std::io::Result<ServeEnd> {
+    serve_peer::<crate::session::SessionManager>(input, output, Peer::Orchestrator(server)).await
+}
+
+/// Who is at the other end, and what serves it.
+enum Peer<S> {
+    Harness(Rc<S>),
+    Orchestrator(Rc<RemoteServer>),
+}
+
+impl<S> Clone for Peer<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Peer::Harness(sessions) => Peer::Harness(Rc::clone(sessions)),
+            Peer::Orchestrator(server) => Peer::Orchestrator(Rc::clone(server)),
+        }
+    }
+}
+
+/// A request of the resolved form.
+enum ResolvedRequest {
+    Exec(Box<ResolvedExec>),
+    Write(WriteStdinArgs),
+    Close(u32),
+}
+
+impl<S: Sessions> Peer<S> {
+    fn hello(&self) -> Hello {
+        match self {
+            Peer::Harness(_) => {
+                Hello { min_version: 1, forms: vec![Form::ExecCommand], host: None }
+            }
+            Peer::Orchestrator(server) => server.hello(),
+        }
+    }
+
+    fn shutdown(&self) {
+        match self {
+            Peer::Harness(sessions) => sessions.shutdown(),
+            Peer::Orchestrator(server) => server.shutdown(),
+        }
+    }
+}
+
+async fn serve_peer<S: Sessions + 'static>(
     mut input: impl AsyncBufRead + Unpin,
     mut output: impl AsyncWrite + Unpin + 'static,
-    backend: Rc<B>,
+    peer: Peer<S>,
 ) -> std::io::Result<ServeEnd> {
     let (out, mut outbox) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::task::spawn_local(async move {
@@ -154,16 +187,40 @@ pub async fn serve<B: Backend + 'static>(
             }
             Incoming::Hello { request_id, protocol_version, cordon_version } => {
                 let _ = out.send(hello_response(
-                    backend.hello(),
+                    peer.hello(),
                     request_id,
                     protocol_version,
                     cordon_version.as_deref(),
                 ));
             }
+            Incoming::CallTool { request_id, tool_name, arguments } => {
+                let call = ToolCall::parse(&tool_name, arguments);
+                let approver = ProtocolApprover {
+                    call_request_id: request_id.clone(),
+                    out: out.clone(),
+                    pending: Rc::clone(&pending),
+                    next: Rc::clone(&next),
+                };
+                let peer = peer.clone();
+                let out = out.clone();
+                tokio::task::spawn_local(async move {
+                    let result = match (call, &peer) {
+                        (Err(error), _) => Err(error),
+                        (Ok(call), Peer::Harness(sessions)) => {
+                            call.run(&**sessions, &approver).await
+                        }
+                        (Ok(call), Peer::Orchestrator(server)) => server.call_tool(call).await,
+                    };
+                    let outcome = match result {
+                        Ok(result) => CallOutcome::text(result.to_string()),
+                        Err(error) => CallOutcome::Error { message: error.to_string() },
+                    };
+                    let _ = out.send(Outgoing::CallToolResponse { request_id, tool_name, outcome });
+                });
+            }
             Incoming::ExecResolved { request_id, exec } => {
-                let backend = Rc::clone(&backend);
-                let call = async move { backend.exec_resolved(*exec).await };
-                spawn_resolved(&in_flight, request_id, &out, call);
+                let request = ResolvedRequest::Exec(exec);
+                serve_resolved(&peer, (request_id, request), &in_flight, &out);
             }
             Incoming::WriteResolved {
                 request_id,
@@ -172,15 +229,17 @@ pub async fn serve<B: Backend + 'static>(
                 yield_time_ms,
                 max_output_tokens,
             } => {
-                let backend = Rc::clone(&backend);
                 let args = WriteStdinArgs {
                     session_id,
                     chars: Some(chars),
                     yield_time_ms,
                     max_output_tokens,
                 };
-                let call = async move { backend.write_resolved(args).await };
-                spawn_resolved(&in_flight, request_id, &out, call);
+                serve_resolved(&peer, (request_id, ResolvedRequest::Write(args)), &in_flight, &out);
+            }
+            Incoming::CloseResolved { request_id, session_id } => {
+                let request = ResolvedRequest::Close(session_id);
+                serve_resolved(&peer, (request_id, request), &in_flight, &out);
             }
             Incoming::Cancel { call_request_id, .. } => {
                 // Dropping the call kills the session it started or was waiting on (as an
@@ -207,39 +266,12 @@ pub async fn serve<B: Backend + 'static>(
                     }
                 }
             }
-            Incoming::CloseResolved { request_id, session_id } => {
-                let backend = Rc::clone(&backend);
-                let out = out.clone();
-                tokio::task::spawn_local(async move {
-                    let outcome = match backend.close_session(session_id).await {
-                        Ok(text) => {
-                            CallOutcome::Success { content: vec![Content::InputText { text }] }
-                        }
-                        Err(message) => CallOutcome::Error { message },
-                    };
-                    let _ = out.send(Outgoing::CloseResponse { request_id, outcome });
-                });
-            }
-            Incoming::CallTool { request_id, tool_name, arguments } => {
-                let approver = ProtocolApprover {
-                    call_request_id: request_id.clone(),
-                    out: out.clone(),
-                    pending: Rc::clone(&pending),
-                    next: Rc::clone(&next),
-                };
-                let backend = Rc::clone(&backend);
-                let out = out.clone();
-                tokio::task::spawn_local(async move {
-                    let outcome = call_tool(&*backend, &tool_name, arguments, &approver).await;
-                    let _ = out.send(Outgoing::CallToolResponse { request_id, tool_name, outcome });
-                });
-            }
         }
     };
     // Nothing the executor started may outlive it: questions still open are answered no (their
     // calls then refuse), and every session is closed.
     pending.borrow_mut().clear();
-    backend.shutdown();
+    peer.shutdown();
     drop(out);
     // Calls still finishing hold the outbox open; their last words are not worth a hang.
     let _ = tokio::time::timeout(std::time::Duration::from_millis(500), writer).await;
@@ -257,12 +289,52 @@ fn id_key(id: &Value) -> String {
     }
 }
 
+/// Serves one request of the resolved form, or refuses it when the peer is a harness (the
+/// resolved form claims decisions and approvals only an orchestrator makes).
+fn serve_resolved<S>(
+    peer: &Peer<S>,
+    (request_id, request): (Value, ResolvedRequest),
+    in_flight: &InFlight,
+    out: &mpsc::UnboundedSender<Outgoing>,
+) {
+    let refusal = || CallError::ResolvedForm.to_string();
+    match (peer, request) {
+        (Peer::Harness(_), ResolvedRequest::Exec(_) | ResolvedRequest::Write(_)) => {
+            let outcome = ResolvedOutcome::Error { message: refusal() };
+            let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
+        }
+        (Peer::Harness(_), ResolvedRequest::Close(_)) => {
+            let outcome = CallOutcome::Error { message: refusal() };
+            let _ = out.send(Outgoing::CloseResponse { request_id, outcome });
+        }
+        (Peer::Orchestrator(server), ResolvedRequest::Exec(exec)) => {
+            let server = Rc::clone(server);
+            spawn_resolved(in_flight, request_id, out, async move { server.exec(*exec).await });
+        }
+        (Peer::Orchestrator(server), ResolvedRequest::Write(args)) => {
+            let server = Rc::clone(server);
+            spawn_resolved(in_flight, request_id, out, async move { server.write(args).await });
+        }
+        (Peer::Orchestrator(server), ResolvedRequest::Close(session_id)) => {
+            let server = Rc::clone(server);
+            let out = out.clone();
+            tokio::task::spawn_local(async move {
+                let outcome = match server.close(session_id).await {
+                    Ok(closed) => CallOutcome::text(closed.to_string()),
+                    Err(error) => CallOutcome::Error { message: error.to_string() },
+                };
+                let _ = out.send(Outgoing::CloseResponse { request_id, outcome });
+            });
+        }
+    }
+}
+
 /// Runs one resolved call as a task that `cancel` can abort, and answers it.
 fn spawn_resolved(
     in_flight: &InFlight,
     request_id: Value,
     out: &mpsc::UnboundedSender<Outgoing>,
-    call: impl std::future::Future<Output = Result<ResolvedResult, String>> + 'static,
+    call: impl Future<Output = Result<ResolvedResult, SessionError>> + 'static,
 ) {
     let key = id_key(&request_id);
     let registry = Rc::clone(in_flight);
@@ -272,105 +344,12 @@ fn spawn_resolved(
     let task = tokio::task::spawn_local(async move {
         let outcome = match call.await {
             Ok(result) => ResolvedOutcome::Success { result },
-            Err(message) => ResolvedOutcome::Error { message },
+            Err(error) => ResolvedOutcome::Error { message: error.to_string() },
         };
         registry.borrow_mut().remove(&done);
         let _ = out.send(Outgoing::ResolvedResponse { request_id, outcome });
     });
     in_flight.borrow_mut().insert(key, task.abort_handle());
-}
-
-/// How reading one line ended.
-enum Line {
-    Complete,
-    /// Longer than [`MAX_LINE_BYTES`]: the rest up to the newline was discarded; `line` holds
-    /// the beginning.
-    TooLong,
-    Eof,
-}
-
-/// Reads one `\n`-terminated line of bytes into `line` (without the newline), never holding
-/// more than [`MAX_LINE_BYTES`] of it.
-async fn read_line(
-    input: &mut (impl AsyncBufRead + Unpin),
-    line: &mut Vec<u8>,
-) -> std::io::Result<Line> {
-    line.clear();
-    let mut too_long = false;
-    loop {
-        let available = input.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(match (line.is_empty() && !too_long, too_long) {
-                (true, _) => Line::Eof,
-                (false, true) => Line::TooLong,
-                (false, false) => Line::Complete,
-            });
-        }
-        let (chunk, found) = match available.iter().position(|b| *b == b'\n') {
-            Some(end) => (&available[..end], Some(end + 1)),
-            None => (available, None),
-        };
-        let room = MAX_LINE_BYTES.saturating_sub(line.len());
-        if chunk.len() > room {
-            too_long = true;
-        }
-        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let used = found.unwrap_or(available.len());
-        input.consume(used);
-        if found.is_some() {
-            return Ok(if too_long { Line::TooLong } else { Line::Complete });
-        }
-    }
-}
-
-/// Parses one line; on failure, the requestId if it can be read and a short message.
-fn parse_line(line: &[u8]) -> Result<Incoming, (Option<Value>, String)> {
-    let text = match std::str::from_utf8(line) {
-        Ok(text) => text,
-        Err(error) => {
-            // The id may still be readable around the bad bytes.
-            let request_id = find_request_id(&String::from_utf8_lossy(line));
-            return Err((
-                request_id,
-                format!("line is not valid UTF-8 (byte {}); ignored", error.valid_up_to()),
-            ));
-        }
-    };
-    serde_json::from_str::<Incoming>(text).map_err(|error| {
-        let request_id = find_request_id(text);
-        (request_id, format!("cannot read this line: {}", excerpt(&error.to_string())))
-    })
-}
-
-/// The `requestId` of a line that is not a valid request: from the parsed object when it is
-/// JSON, else the value after the first `"requestId":` that parses on its own.
-fn find_request_id(text: &str) -> Option<Value> {
-    let value = match serde_json::from_str::<Value>(text) {
-        Ok(whole) => whole.get("requestId")?.clone(),
-        Err(_) => {
-            let after_key = text.split_once("\"requestId\"")?.1.trim_start().strip_prefix(':')?;
-            serde_json::Deserializer::from_str(after_key).into_iter::<Value>().next()?.ok()?
-        }
-    };
-    // An id with a replacement character is not the one the harness sent.
-    let usable = match &value {
-        Value::String(id) => !id.contains('\u{FFFD}'),
-        Value::Number(_) => true,
-        _ => false,
-    };
-    usable.then_some(value)
-}
-
-/// At most [`EXCERPT_BYTES`] of `text` (on a character boundary), marked when cut.
-pub(crate) fn excerpt(text: &str) -> String {
-    if text.len() <= EXCERPT_BYTES {
-        return text.to_owned();
-    }
-    let mut end = EXCERPT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 /// SIGTERM, SIGINT and SIGHUP, as a stream (less those inherited as ignored).
@@ -398,32 +377,9 @@ fn hello_response(
     Outgoing::HelloResponse {
         request_id,
         protocol_version: requested,
-        cordon_version: CORDON_VERSION,
+        cordon_version: CORDON_VERSION.to_owned(),
         forms: hello.forms,
         host: hello.host,
-    }
-}
-
-async fn call_tool<B: Backend>(
-    backend: &B,
-    tool: &str,
-    arguments: Value,
-    approver: &ProtocolApprover,
-) -> CallOutcome {
-    let result = match tool {
-        "exec_command" => match serde_json::from_value::<ExecCommandArgs>(arguments) {
-            Ok(args) => backend.exec_command(args, approver).await,
-            Err(e) => Err(format!("invalid exec_command arguments: {e}")),
-        },
-        "write_stdin" => match serde_json::from_value::<WriteStdinArgs>(arguments) {
-            Ok(args) => backend.write_stdin(args).await,
-            Err(e) => Err(format!("invalid write_stdin arguments: {e}")),
-        },
-        other => Err(format!("unknown tool {other:?}: expected exec_command or write_stdin")),
-    };
-    match result {
-        Ok(text) => CallOutcome::Success { content: vec![Content::InputText { text }] },
-        Err(message) => CallOutcome::Error { message },
     }
 }
 

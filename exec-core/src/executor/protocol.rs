@@ -1,5 +1,6 @@
 //! The executor's JSON-lines messages (`docs/executor-protocol.md`): `type` in snake_case,
-//! fields in camelCase.
+//! fields in camelCase. Every message reads and writes both ways, so the remote link speaks the
+//! protocol with the same types the executor serves it with.
 //!
 //! Protocol 1 is the high-level form for harnesses (`list_tools`, `call_tool` with
 //! `exec_command`/`write_stdin`, approvals over the wire). Protocol 2 adds `hello` (version
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::orchestrator::ApprovalStage;
+use crate::session::{ExecCommandArgs, WriteStdinArgs, input_schema};
 
 pub use crate::resolved::{ApprovalState, HostFacts, ResolvedExec, ResolvedResult, SandboxAttempt};
 
@@ -23,8 +25,8 @@ pub const RESOLVED_FORM_VERSION: u32 = 3;
 /// This build's version, as `hello` reports it.
 pub const CORDON_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// A line from the harness.
-#[derive(Debug, Deserialize)]
+/// A line from the harness (or from the orchestrator, to `--serve-remote`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Incoming {
     ListTools {
@@ -47,7 +49,7 @@ pub enum Incoming {
     Hello {
         request_id: Value,
         protocol_version: u32,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         cordon_version: Option<String>,
     },
     /// The resolved form (protocol 2, `--serve-remote` only): run exactly this.
@@ -61,9 +63,9 @@ pub enum Incoming {
         session_id: u32,
         #[serde(default)]
         chars: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         yield_time_ms: Option<u64>,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         max_output_tokens: Option<usize>,
     },
     /// Ends a session (protocol 2, `--serve-remote` only): `close_session` of the MCP server
@@ -75,14 +77,14 @@ pub enum Incoming {
     /// Drops a resolved call in flight (protocol 2): the orchestrator's caller went away. The
     /// session it started or waited on is killed, as a dropped call is locally. No answer.
     Cancel {
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         request_id: Option<Value>,
         call_request_id: Value,
     },
 }
 
 /// The harness's answer to an `approval_request`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalDecision {
     Approved,
@@ -90,8 +92,8 @@ pub enum ApprovalDecision {
     Denied,
 }
 
-/// A line to the harness.
-#[derive(Debug, Serialize)]
+/// A line to the harness (or to the orchestrator, from `--serve-remote`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Outgoing {
     ListToolsResponse {
@@ -104,10 +106,10 @@ pub enum Outgoing {
         request_id: Value,
         /// The version both sides now speak.
         protocol_version: u32,
-        cordon_version: &'static str,
-        /// The request forms served: `exec_command` (protocol 1), `exec_resolved` (2).
-        forms: Vec<&'static str>,
-        #[serde(skip_serializing_if = "Option::is_none", flatten)]
+        cordon_version: String,
+        /// The request forms served.
+        forms: Vec<Form>,
+        #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
         host: Option<HostFacts>,
     },
     ResolvedResponse {
@@ -127,7 +129,7 @@ pub enum Outgoing {
         request_id: Value,
     },
     Error {
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         request_id: Option<Value>,
         message: String,
     },
@@ -148,75 +150,71 @@ pub enum Outgoing {
     },
 }
 
-#[derive(Debug, Serialize)]
+/// A request form an executor serves (`hello_response`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    /// Protocol 1: `call_tool` with `exec_command`, decided by the executor.
+    ExecCommand,
+    /// Protocol 2: `exec_resolved`, decided by the orchestrator at the other end.
+    ExecResolved,
+}
+
+/// One tool of `list_tools_response`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: String,
+    pub description: String,
     pub input_schema: Value,
 }
 
 /// The outcome of `exec_resolved` / `write_resolved`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ResolvedOutcome {
     Success { result: ResolvedResult },
     Error { message: String },
 }
 
-#[derive(Debug, Serialize)]
+/// The outcome of `call_tool` and `close_resolved`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum CallOutcome {
     Success { content: Vec<Content> },
     Error { message: String },
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     InputText { text: String },
 }
 
-/// The two tools with their JSON Schemas.
+impl CallOutcome {
+    /// A successful call's text.
+    pub fn text(text: String) -> Self {
+        CallOutcome::Success { content: vec![Content::InputText { text }] }
+    }
+}
+
+/// The two tools with their JSON Schemas (derived from the argument structs).
 pub fn tools() -> Vec<Tool> {
     vec![
         Tool {
-            name: "exec_command",
-            description: "Runs a shell command in the sandbox (in a PTY when tty is true) and returns its output; \
-                          a command still running after yield_time_ms keeps a session for write_stdin.",
-            input_schema: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "cmd": {"type": "string", "description": "The shell command line."},
-                    "workdir": {"type": "string", "description": "Working directory (default: the executor's)."},
-                    "shell": {"type": "string", "description": "Shell binary (default /bin/bash)."},
-                    "login": {"type": "boolean", "description": "Run with -lc (default true) instead of -c."},
-                    "tty": {"type": "boolean", "description": "Run in a pseudo-terminal (default false)."},
-                    "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for output (default 10000, clamped to 250..30000)."},
-                    "max_output_tokens": {"type": "integer", "minimum": 0, "description": "Output budget in tokens of 4 bytes (default 10000)."},
-                    "sandbox_permissions": {"type": "string", "enum": ["use_default", "require_escalated"]},
-                    "justification": {"type": "string", "description": "Why escalation is needed."},
-                    "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Narrow this command's network to these destinations (host, *.suffix, optional :port). Only narrows: the executor's own allow-list still applies, and an executor without network refuses it."}
-                },
-                "required": ["cmd"],
-                "additionalProperties": false
-            }),
+            name: "exec_command".to_owned(),
+            description: "Runs a shell command in the sandbox (in a PTY when tty is true) and \
+                          returns its output; a command still running after yield_time_ms \
+                          keeps a session for write_stdin."
+                .to_owned(),
+            input_schema: Value::Object(input_schema::<ExecCommandArgs>()),
         },
         Tool {
-            name: "write_stdin",
-            description: "Writes characters to a running PTY session and returns the output produced since the last read; \
-                          empty chars just polls.",
-            input_schema: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "session_id": {"type": "integer", "minimum": 0},
-                    "chars": {"type": "string", "description": "Characters to type (default empty)."},
-                    "yield_time_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for output (default 250)."},
-                    "max_output_tokens": {"type": "integer", "minimum": 0}
-                },
-                "required": ["session_id"],
-                "additionalProperties": false
-            }),
+            name: "write_stdin".to_owned(),
+            description: "Writes characters to a running PTY session and returns the output \
+                          produced since the last read; empty chars just polls."
+                .to_owned(),
+            input_schema: Value::Object(input_schema::<WriteStdinArgs>()),
         },
     ]
 }

@@ -80,7 +80,7 @@ proptest! {
 
 #[test]
 fn hello_negotiates_a_shared_version_or_names_both() {
-    let harness = Hello { min_version: 1, forms: vec!["exec_command"], host: None };
+    let harness = Hello { min_version: 1, forms: vec![Form::ExecCommand], host: None };
     let answer =
         serde_json::to_value(hello_response(harness.clone(), Value::from("h"), 2, None)).unwrap();
     assert_eq!(answer["type"], "hello_response");
@@ -89,7 +89,7 @@ fn hello_negotiates_a_shared_version_or_names_both() {
     let older = serde_json::to_value(hello_response(harness, Value::from("h"), 1, None)).unwrap();
     assert_eq!(older["protocolVersion"], 1);
 
-    let far_end = Hello { min_version: 3, forms: vec!["exec_resolved"], host: None };
+    let far_end = Hello { min_version: 3, forms: vec![Form::ExecResolved], host: None };
     for requested in [2, 4] {
         let refusal = serde_json::to_value(hello_response(
             far_end.clone(),
@@ -102,5 +102,122 @@ fn hello_negotiates_a_shared_version_or_names_both() {
         let message = refusal["message"].as_str().unwrap();
         assert!(message.contains(&format!("cordon 9.9.9 protocol {requested}")), "{message}");
         assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 3..=3")), "{message}");
+    }
+}
+
+/// Every message reads back as what was written, in both directions: the link and the
+/// executor speak through the same types.
+#[test]
+fn every_message_reads_back_as_written() {
+    use crate::orchestrator::ApprovalStage;
+    use crate::session::{Note, Truncation};
+    use cordon_policies::SandboxMode;
+
+    let exec: ResolvedExec = serde_json::from_value(serde_json::json!({
+        "argv": ["true"], "cwd": "/", "env": [["A", "b"]], "sandbox": {"kind": "none"},
+        "approval": "granted", "tty": true}))
+    .unwrap();
+    let incoming = [
+        Incoming::ListTools { request_id: Value::from("1") },
+        Incoming::CallTool {
+            request_id: Value::from(2),
+            tool_name: "exec_command".into(),
+            arguments: serde_json::json!({"cmd": "true"}),
+        },
+        Incoming::Shutdown { request_id: Value::Null },
+        Incoming::ApprovalResponse {
+            request_id: Value::from("a1"),
+            decision: ApprovalDecision::ApprovedForSession,
+        },
+        Incoming::Hello {
+            request_id: Value::from("h"),
+            protocol_version: 2,
+            cordon_version: Some("0.1.0".into()),
+        },
+        Incoming::ExecResolved { request_id: Value::from("c2"), exec: Box::new(exec) },
+        Incoming::WriteResolved {
+            request_id: Value::from("c3"),
+            session_id: 3,
+            chars: "q\n".into(),
+            yield_time_ms: Some(250),
+            max_output_tokens: None,
+        },
+        Incoming::CloseResolved { request_id: Value::from("c4"), session_id: 3 },
+        Incoming::Cancel { request_id: None, call_request_id: Value::from("c2") },
+    ];
+    for message in incoming {
+        let line = serde_json::to_string(&message).unwrap();
+        assert_eq!(serde_json::from_str::<Incoming>(&line).unwrap(), message, "{line}");
+    }
+
+    let result = ResolvedResult {
+        session_id: Some(3),
+        exit_code: None,
+        output: "out".into(),
+        text: "Wall time: …".into(),
+        wall_time_ms: 512.25,
+        truncated: Some(Truncation { original_tokens: 25, original_bytes: 100 }),
+        notes: vec![Note::ClosedToMakeRoom { session_ids: vec![1] }],
+    };
+    let host = HostFacts {
+        doctor: serde_json::json!({"modes": {}}),
+        env: vec![("HOME".into(), "/home/me".into())],
+        cwd: "/home/me".into(),
+    };
+    let outgoing = [
+        Outgoing::ListToolsResponse {
+            request_id: Value::from("1"),
+            protocol_version: 2,
+            tools: tools(),
+        },
+        Outgoing::HelloResponse {
+            request_id: Value::from("h"),
+            protocol_version: 2,
+            cordon_version: CORDON_VERSION.into(),
+            forms: vec![Form::ExecResolved],
+            host: Some(host),
+        },
+        Outgoing::HelloResponse {
+            request_id: Value::from("h"),
+            protocol_version: 1,
+            cordon_version: CORDON_VERSION.into(),
+            forms: vec![Form::ExecCommand],
+            host: None,
+        },
+        Outgoing::ResolvedResponse {
+            request_id: Value::from("c2"),
+            outcome: ResolvedOutcome::Success { result },
+        },
+        Outgoing::ResolvedResponse {
+            request_id: Value::from("c3"),
+            outcome: ResolvedOutcome::Error { message: "no".into() },
+        },
+        Outgoing::CloseResponse {
+            request_id: Value::from("c4"),
+            outcome: CallOutcome::text("Session 3 closed".into()),
+        },
+        Outgoing::CallToolResponse {
+            request_id: Value::from(2),
+            tool_name: "write_stdin".into(),
+            outcome: CallOutcome::Error { message: "unknown session id 7".into() },
+        },
+        Outgoing::ShutdownResponse { request_id: Value::from("9") },
+        Outgoing::Error { request_id: None, message: "cannot read this line".into() },
+        Outgoing::ApprovalRequest {
+            request_id: "a1".into(),
+            call_request_id: Value::from("2"),
+            command: vec!["/bin/bash".into(), "-lc".into(), "touch x".into()],
+            display: "/bin/bash -lc 'touch x'".into(),
+            hidden_characters: false,
+            cwd: "/work".into(),
+            reason: "why".into(),
+            stage: ApprovalStage::RetryWithoutSandbox,
+            sandbox_mode: SandboxMode::DangerFullAccess,
+            evidence: vec!["Read-only file system".into()],
+        },
+    ];
+    for message in outgoing {
+        let line = serde_json::to_string(&message).unwrap();
+        assert_eq!(serde_json::from_str::<Outgoing>(&line).unwrap(), message, "{line}");
     }
 }

@@ -1,9 +1,10 @@
 //! `cordon mcp-server`: the executor's sessions served over the Model Context Protocol on
 //! stdio, with the official Rust SDK (`rmcp`).
 //!
-//! - Tools: `exec_command` and `write_stdin` call the one [`SessionManager`] (same arguments,
-//!   schemas, clamps, truncation and session rules as `cordon executor`); `list_sessions` and
-//!   `close_session` look after the sessions. Tool annotations follow the sandbox policy.
+//! - Tools: `exec_command` and `write_stdin` call any [`Sessions`] (the same arguments,
+//!   schemas, clamps, truncation, session rules and result text as `cordon executor`);
+//!   `list_sessions` and `close_session` look after the sessions. Tool annotations follow the
+//!   sandbox policy.
 //! - Approvals: when the policy asks, the client's user is asked through elicitation
 //!   ([`approver`]); a client without that capability gets a refusal that says why.
 //! - Cancellation (`notifications/cancelled`) drops the call, and a dropped call kills the
@@ -14,14 +15,16 @@
 //! - Protocol versions: those with the `initialize` handshake (up to 2025-11-25), where the
 //!   server may send `elicitation/create`; 2026-07-28's stateless requests are not offered.
 //!
-//! Threading: like the executor, run it on a current-thread runtime: the parent-death signal
-//! of every session is tied to the thread that spawned it.
+//! Threading: like the executor, run it on a current-thread runtime, inside a `LocalSet`
+//! (rmcp's `local` feature: no future needs to be `Send`): the parent-death signal of every
+//! session is tied to the thread that spawned it.
 
 mod approver;
 mod tools;
 mod transport;
 
 use std::borrow::Cow;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,13 +36,12 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use serde::Deserialize;
 use tokio::sync::Notify;
 
 use crate::executor::{ServeEnd, Signals};
-use crate::orchestrator::Approver;
-use crate::remote::RemoteSessions;
-use crate::session::{ExecCommandArgs, SessionDefaults, SessionManager, WriteStdinArgs};
+use crate::session::{
+    CallResult, CloseSessionArgs, ExecCommandArgs, NoArgs, SessionError, Sessions, WriteStdinArgs,
+};
 
 use approver::ElicitationApprover;
 
@@ -55,101 +57,15 @@ pub enum McpError {
     Join(#[from] tokio::task::JoinError),
 }
 
-/// Where the MCP server's sessions run: on this machine, or on another one over ssh (decided
-/// and approved here either way).
-#[derive(Clone)]
-pub enum Sessions {
-    Here(Arc<SessionManager>),
-    There(Arc<RemoteSessions>),
-}
-
-impl Sessions {
-    fn defaults(&self) -> &SessionDefaults {
-        match self {
-            Sessions::Here(manager) => manager.defaults(),
-            Sessions::There(remote) => remote.defaults(),
-        }
-    }
-
-    async fn exec_command(
-        &self,
-        args: ExecCommandArgs,
-        approver: &impl Approver,
-    ) -> Result<String, String> {
-        match self {
-            Sessions::Here(manager) => {
-                manager.exec_command(args, approver).await.map_err(|e| e.to_string())
-            }
-            Sessions::There(remote) => remote.exec_command(args, approver).await,
-        }
-    }
-
-    async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, String> {
-        match self {
-            Sessions::Here(manager) => manager.write_stdin(args).await.map_err(|e| e.to_string()),
-            Sessions::There(remote) => remote.write_stdin(args).await,
-        }
-    }
-
-    /// `list_sessions` as JSON text. Remote sessions are listed as this side knows them (id
-    /// and command).
-    fn list(&self) -> String {
-        let listed = match self {
-            Sessions::Here(manager) => serde_json::to_string_pretty(&manager.list()),
-            Sessions::There(remote) => {
-                let sessions: Vec<serde_json::Value> = remote
-                    .link()
-                    .live_sessions()
-                    .into_iter()
-                    .map(|(id, cmd)| {
-                        serde_json::json!({"session_id": id, "cmd": cmd, "host": remote.link().host()})
-                    })
-                    .collect();
-                serde_json::to_string_pretty(&sessions)
-            }
-        };
-        listed.unwrap_or_else(|e| e.to_string())
-    }
-
-    async fn close(&self, session_id: u32) -> Result<String, String> {
-        match self {
-            Sessions::Here(manager) => match manager.close(session_id).await {
-                Ok(()) => Ok(format!("Session {session_id} closed")),
-                Err(error) => Err(error.to_string()),
-            },
-            Sessions::There(remote) => remote.close_session(session_id).await,
-        }
-    }
-
-    fn shutdown(&self) {
-        match self {
-            Sessions::Here(manager) => manager.shutdown(),
-            Sessions::There(remote) => remote.shutdown(),
-        }
-    }
-}
-
 /// The MCP server: the sessions and the tool table.
-pub struct CordonMcp {
-    sessions: Sessions,
-    tool_router: ToolRouter<CordonMcp>,
+pub struct CordonMcp<S: Sessions + 'static> {
+    sessions: Rc<S>,
+    tool_router: ToolRouter<CordonMcp<S>>,
 }
-
-/// `close_session` arguments.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CloseSessionArgs {
-    pub session_id: u32,
-}
-
-/// `list_sessions` takes nothing.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoArgs {}
 
 #[tool_router]
-impl CordonMcp {
-    pub fn new(sessions: Sessions) -> Self {
+impl<S: Sessions + 'static> CordonMcp<S> {
+    pub fn new(sessions: Rc<S>) -> Self {
         let mut tool_router = Self::tool_router();
         // Descriptions and annotations are values of this server's policy, not constants.
         for definition in tools::definitions(&sessions.defaults().sandbox.policy) {
@@ -160,47 +76,48 @@ impl CordonMcp {
         CordonMcp { sessions, tool_router }
     }
 
-    #[tool(name = "exec_command", input_schema = tools::input_schema("exec_command"))]
+    #[tool(name = "exec_command", input_schema = tools::schema::<ExecCommandArgs>())]
     async fn exec_command(
         &self,
         Parameters(args): Parameters<ExecCommandArgs>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let approver = ElicitationApprover::new(context.peer.clone());
-        let call = self.sessions.exec_command(args, &approver);
+        let call = self.sessions.exec(args, &approver);
         let result = supervise(call, &context).await;
-        with_notes(result, approver.notes())
+        tool_result(result, approver.notes())
     }
 
-    #[tool(name = "write_stdin", input_schema = tools::input_schema("write_stdin"))]
+    #[tool(name = "write_stdin", input_schema = tools::schema::<WriteStdinArgs>())]
     async fn write_stdin(
         &self,
         Parameters(args): Parameters<WriteStdinArgs>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let result = supervise(self.sessions.write_stdin(args), &context).await;
-        with_notes(result, Vec::new())
+        let result = supervise(self.sessions.write(args), &context).await;
+        tool_result(result, Vec::new())
     }
 
-    #[tool(name = "list_sessions", input_schema = tools::input_schema("list_sessions"))]
+    #[tool(name = "list_sessions", input_schema = tools::schema::<NoArgs>())]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> CallToolResult {
-        CallToolResult::success(vec![ContentBlock::text(self.sessions.list())])
+        let listed = serde_json::to_string_pretty(&self.sessions.list());
+        CallToolResult::success(vec![ContentBlock::text(listed.unwrap_or_else(|e| e.to_string()))])
     }
 
-    #[tool(name = "close_session", input_schema = tools::input_schema("close_session"))]
+    #[tool(name = "close_session", input_schema = tools::schema::<CloseSessionArgs>())]
     async fn close_session(
         &self,
         Parameters(args): Parameters<CloseSessionArgs>,
     ) -> CallToolResult {
         match self.sessions.close(args.session_id).await {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(error) => CallToolResult::error(vec![ContentBlock::text(error)]),
+            Ok(closed) => CallToolResult::success(vec![ContentBlock::text(closed.to_string())]),
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
         }
     }
 }
 
 #[tool_handler(router = self.tool_router)]
-impl ServerHandler for CordonMcp {
+impl<S: Sessions + 'static> ServerHandler for CordonMcp<S> {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("cordon", env!("CARGO_PKG_VERSION")))
@@ -221,10 +138,10 @@ impl ServerHandler for CordonMcp {
 
 /// Runs a tool call until it returns or the client cancels it (then the call is dropped, which
 /// kills its session), sending progress while it waits when the client asked for progress.
-async fn supervise(
-    call: impl Future<Output = Result<String, String>>,
+async fn supervise<T>(
+    call: impl Future<Output = T>,
     context: &RequestContext<RoleServer>,
-) -> Option<Result<String, String>> {
+) -> Option<T> {
     let token = context.meta.get_progress_token();
     let started = Instant::now();
     let mut tick =
@@ -246,15 +163,18 @@ async fn supervise(
 }
 
 /// The tool result: the session text, or the error, after what the approver had to say.
-fn with_notes(result: Option<Result<String, String>>, notes: Vec<String>) -> CallToolResult {
+fn tool_result(
+    result: Option<Result<CallResult, SessionError>>,
+    notes: Vec<String>,
+) -> CallToolResult {
     let mut lines = notes;
     let failed = match result {
-        Some(Ok(text)) => {
-            lines.push(text);
+        Some(Ok(result)) => {
+            lines.push(result.to_string());
             false
         }
         Some(Err(error)) => {
-            lines.push(error);
+            lines.push(error.to_string());
             true
         }
         None => {
@@ -267,8 +187,8 @@ fn with_notes(result: Option<Result<String, String>>, notes: Vec<String>) -> Cal
 }
 
 /// Serves MCP on stdin/stdout until the client goes away (EOF) or a terminating signal; then
-/// every session is closed. Call on a current-thread runtime.
-pub async fn serve_stdio(manager: Sessions) -> Result<ServeEnd, McpError> {
+/// every session is closed. Call on a current-thread runtime, inside a `LocalSet`.
+pub async fn serve_stdio<S: Sessions + 'static>(sessions: Rc<S>) -> Result<ServeEnd, McpError> {
     // Not rmcp's `stdio_pipes` (tokio's stdin and stdout, on blocking threads): without a
     // thread of its own the server stays single-threaded, and its pipe sessions start the
     // helper in the forked child (see `crate::stdio`).
@@ -277,17 +197,17 @@ pub async fn serve_stdio(manager: Sessions) -> Result<ServeEnd, McpError> {
     let transport =
         transport::GuardedLines::new(tokio::io::BufReader::new(stdin), stdout, Arc::clone(&eof));
     let mut signals = Signals::new();
-    let server = CordonMcp::new(manager.clone());
+    let server = CordonMcp::new(Rc::clone(&sessions));
     let running = tokio::select! {
         running = server.serve(transport) => running,
         signal = signals.recv() => {
-            manager.shutdown();
+            sessions.shutdown();
             return Ok(ServeEnd::Signal(signal));
         }
     };
     // The client left (or broke the handshake) before it was done.
     let Ok(running) = running else {
-        manager.shutdown();
+        sessions.shutdown();
         return Ok(ServeEnd::Eof);
     };
     let mut waiting = std::pin::pin!(running.waiting());
@@ -301,7 +221,7 @@ pub async fn serve_stdio(manager: Sessions) -> Result<ServeEnd, McpError> {
         () = eof.notified() => (ServeEnd::Eof, false),
         signal = signals.recv() => (ServeEnd::Signal(signal), false),
     };
-    manager.shutdown();
+    sessions.shutdown();
     if !finished {
         // Calls whose sessions just died return at once; anything else is abandoned.
         let _ = tokio::time::timeout(FINAL_DRAIN, &mut waiting).await;

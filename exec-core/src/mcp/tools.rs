@@ -1,39 +1,20 @@
 //! The MCP tool definitions: `exec_command` and `write_stdin` exactly as the executor declares
 //! them (name, description, input schema: one source, `executor::tools()`), plus
-//! `list_sessions` and `close_session`, each with annotations that tell the truth about this
-//! server's sandbox policy.
+//! `list_sessions` and `close_session` (schemas derived the same way), each with annotations
+//! that tell the truth about this server's sandbox policy.
 
 use std::sync::Arc;
 
 use cordon_policies::SandboxPolicy;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use serde_json::{Value, json};
 
 use crate::executor;
+use crate::session::{CloseSessionArgs, NoArgs, input_schema};
 
-/// The input schema of one of the executor's tools, or of `list_sessions`/`close_session`.
-pub(super) fn input_schema(name: &str) -> Arc<JsonObject> {
-    let schema = executor::tools()
-        .into_iter()
-        .find(|tool| tool.name == name)
-        .map(|tool| tool.input_schema)
-        .unwrap_or_else(|| extra_schema(name));
-    match schema {
-        Value::Object(object) => Arc::new(object),
-        _ => Arc::new(JsonObject::new()),
-    }
-}
-
-fn extra_schema(name: &str) -> Value {
-    match name {
-        "close_session" => json!({
-            "type": "object",
-            "properties": {"session_id": {"type": "integer", "minimum": 0}},
-            "required": ["session_id"],
-            "additionalProperties": false
-        }),
-        _ => json!({"type": "object", "properties": {}, "additionalProperties": false}),
-    }
+/// The input schema of a tool taking `T`: the one the executor lists (see
+/// [`input_schema`]).
+pub(super) fn schema<T: schemars::JsonSchema>() -> Arc<JsonObject> {
+    Arc::new(input_schema::<T>())
 }
 
 /// Every tool this server offers, with annotations for `policy`.
@@ -53,7 +34,11 @@ pub(super) fn definitions(policy: &SandboxPolicy) -> Vec<Tool> {
     let mut tools: Vec<Tool> = executor::tools()
         .into_iter()
         .map(|tool| {
-            Tool::new(tool.name, tool.description, input_schema(tool.name))
+            let schema = match tool.input_schema {
+                serde_json::Value::Object(object) => object,
+                _ => JsonObject::new(),
+            };
+            Tool::new(tool.name, tool.description, Arc::new(schema))
                 .with_annotations(runs_commands.clone())
         })
         .collect();
@@ -62,7 +47,7 @@ pub(super) fn definitions(policy: &SandboxPolicy) -> Vec<Tool> {
             "list_sessions",
             "Lists the sessions still open (their id, command, terminal or pipes, exit code once \
              exited, age, whether a call is waiting on them).",
-            input_schema("list_sessions"),
+            schema::<NoArgs>(),
         )
         .with_annotations(
             ToolAnnotations::new()
@@ -76,7 +61,7 @@ pub(super) fn definitions(policy: &SandboxPolicy) -> Vec<Tool> {
         Tool::new(
             "close_session",
             "Ends a session: its whole process group gets SIGHUP, then SIGKILL.",
-            input_schema("close_session"),
+            schema::<CloseSessionArgs>(),
         )
         .with_annotations(
             ToolAnnotations::new()
@@ -123,8 +108,8 @@ mod tests {
         let tools = definitions(&SandboxPolicy::from_mode(SandboxMode::WorkspaceWrite));
         for spec in executor::tools() {
             let tool = tools.iter().find(|t| t.name == spec.name).unwrap();
-            assert_eq!(Value::Object((*tool.input_schema).clone()), spec.input_schema);
-            assert_eq!(tool.description.as_deref(), Some(spec.description));
+            assert_eq!(serde_json::Value::Object((*tool.input_schema).clone()), spec.input_schema);
+            assert_eq!(tool.description.as_deref(), Some(spec.description.as_str()));
         }
     }
 }

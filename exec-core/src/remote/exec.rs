@@ -74,7 +74,7 @@ impl Runner for RemoteRunner<'_> {
         let started = Instant::now();
         let deadline = request.timeout.map(|timeout| started + timeout);
         let mut stdout = HeadTail::new(CAPTURE_BYTES);
-        let mut result = self.link.exec(&exec).await?;
+        let mut result = self.link.exec(exec).await?;
         // As for a local command: on a terminal, only what the escape filter keeps.
         let mut filter = EscapeFilter::for_stream(&std::io::stdout());
         let mut kept = Vec::new();

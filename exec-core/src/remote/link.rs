@@ -1,44 +1,67 @@
 //! The link: `ssh HOST cordon executor --serve-remote`, the executor protocol over its
-//! stdin/stdout. Requests get ids and wait for their responses (which may come out of
-//! order); the link remembers the sessions still running there, so that a lost connection can
-//! say which ones ended with it.
+//! stdin/stdout, written and read as the executor's own message types. Requests get ids and
+//! wait for their responses (which may come out of order, see [`super::responses`]); the link
+//! remembers the sessions still running there, so that a lost connection can say which ones
+//! ended with it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
-use cordon_policies::{SandboxMode, SandboxPolicy};
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use serde_json::Value;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
+use super::responses::{LinkEvent, LinkEvents, Response, Unreadable, read_responses};
 use super::{RemoteError, RemoteTarget};
-use crate::platform::Gap;
-use crate::resolved::{HostFacts, ResolvedExec, ResolvedResult};
+use crate::executor::{
+    CORDON_VERSION, CallOutcome, Form, HostFacts, Incoming, Outgoing, RESOLVED_FORM_VERSION,
+    ResolvedOutcome, excerpt,
+};
+use crate::resolved::{ResolvedExec, ResolvedResult};
 
-/// What the reader, the writer and the callers share.
-struct Shared {
-    host: String,
-    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
-    /// Sessions running on the far end: id → what runs there.
-    live: Mutex<BTreeMap<u32, String>>,
-    /// The connection ended (EOF from ssh).
-    lost: AtomicBool,
-    /// This side is closing the link on purpose: EOF is not news.
-    closing: AtomicBool,
+/// A session running there, as this side knows it.
+#[derive(Debug, Clone)]
+pub(super) struct RemoteSession {
+    /// What runs, as an approval showed it.
+    pub cmd: String,
+    pub tty: bool,
+    /// When this side learnt of it.
+    pub started: Instant,
+    /// Calls waiting on it right now.
+    pub busy: u32,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// What the reader, the writer and the callers share.
+pub(super) struct Shared {
+    pub host: String,
+    pub pending: Mutex<HashMap<String, oneshot::Sender<Response>>>,
+    /// Sessions running on the far end, by id.
+    pub live: Mutex<BTreeMap<u32, RemoteSession>>,
+    /// The connection ended (EOF from ssh).
+    pub lost: AtomicBool,
+    /// This side is closing the link on purpose: EOF is not news.
+    pub closing: AtomicBool,
+    pub events: mpsc::UnboundedSender<LinkEvent>,
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Shared {
-    fn lost_error(&self) -> RemoteError {
+    pub fn lost_error(&self) -> RemoteError {
         RemoteError::Lost {
             host: self.host.clone(),
-            sessions: lock(&self.live).iter().map(|(id, cmd)| (*id, cmd.clone())).collect(),
+            sessions: lock(&self.live).iter().map(|(id, s)| (*id, s.cmd.clone())).collect(),
         }
+    }
+
+    pub fn report(&self, event: LinkEvent) {
+        // Nobody listening is nobody to tell.
+        let _ = self.events.send(event);
     }
 }
 
@@ -52,10 +75,20 @@ pub struct RemoteLink {
     remote_version: String,
 }
 
+/// One `write_resolved` call.
+#[derive(Debug, Clone, Copy)]
+pub struct Write<'a> {
+    pub session_id: u32,
+    pub chars: &'a str,
+    pub yield_time_ms: Option<u64>,
+    pub max_output_tokens: Option<usize>,
+}
+
 impl RemoteLink {
     /// Starts ssh, then says hello: both sides must speak the resolved form. ssh's own
-    /// messages (host keys, passwords, connection errors) go to this process's stderr.
-    pub async fn connect(target: &RemoteTarget) -> Result<RemoteLink, RemoteError> {
+    /// messages (host keys, passwords, connection errors) go to this process's stderr; the
+    /// link's own news comes as [`LinkEvents`].
+    pub async fn connect(target: &RemoteTarget) -> Result<(RemoteLink, LinkEvents), RemoteError> {
         let mut command = tokio::process::Command::new(&target.ssh_program);
         command
             .args(target.ssh_args())
@@ -72,12 +105,14 @@ impl RemoteLink {
                 message: "ssh has no stdin/stdout pipes".into(),
             });
         };
+        let (events, events_rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             host: target.label(),
             pending: Mutex::new(HashMap::new()),
             live: Mutex::new(BTreeMap::new()),
             lost: AtomicBool::new(false),
             closing: AtomicBool::new(false),
+            events,
         });
         let (outbox, mut lines) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
@@ -102,14 +137,18 @@ impl RemoteLink {
             remote_version: String::new(),
         };
         link.hello().await?;
-        Ok(link)
+        Ok((link, LinkEvents::new(events_rx)))
     }
 
     async fn hello(&mut self) -> Result<(), RemoteError> {
-        use crate::executor::{CORDON_VERSION, RESOLVED_FORM_VERSION};
-        let request = json!({"type": "hello", "protocolVersion": RESOLVED_FORM_VERSION,
-            "cordonVersion": CORDON_VERSION});
-        let response = self.request(request).await.map_err(|e| self.unreachable(e))?;
+        let response = self
+            .request(|request_id| Incoming::Hello {
+                request_id,
+                protocol_version: RESOLVED_FORM_VERSION,
+                cordon_version: Some(CORDON_VERSION.to_owned()),
+            })
+            .await
+            .map_err(|e| self.unreachable(e))?;
         let mismatch =
             |remote_version: String, remote_protocol: String| RemoteError::VersionMismatch {
                 host: self.shared.host.clone(),
@@ -118,12 +157,26 @@ impl RemoteLink {
                 remote_version,
                 remote_protocol,
             };
-        match response["type"].as_str() {
-            Some("hello_response") => {}
+        match response {
+            Outgoing::HelloResponse { protocol_version, cordon_version, forms, host, .. } => {
+                if protocol_version != RESOLVED_FORM_VERSION || !forms.contains(&Form::ExecResolved)
+                {
+                    return Err(mismatch(cordon_version, protocol_version.to_string()));
+                }
+                let Some(facts) = host else {
+                    return Err(RemoteError::Protocol {
+                        host: self.shared.host.clone(),
+                        message: "a hello_response without the host's facts (doctor, env, cwd)"
+                            .into(),
+                    });
+                };
+                self.facts = facts;
+                self.remote_version = cordon_version;
+                Ok(())
+            }
             // An executor older than protocol 2 does not know `hello` at all; a newer one
             // that dropped this version says so with both versions in its message.
-            Some("error") => {
-                let message = response["message"].as_str().unwrap_or_default();
+            Outgoing::Error { message, .. } => {
                 let remote = match message.split_once("this executor (") {
                     Some((_, rest)) => rest.split(')').next().unwrap_or(rest).to_owned(),
                     None => "an older cordon, protocol 1 (no hello)".to_owned(),
@@ -132,22 +185,10 @@ impl RemoteLink {
                     Some((v, p)) => (v.trim_start_matches("cordon ").to_owned(), p.to_owned()),
                     None => (remote, "1".to_owned()),
                 };
-                return Err(mismatch(version, protocol));
+                Err(mismatch(version, protocol))
             }
-            _ => return Err(self.unexpected(&response)),
+            other => Err(self.unexpected(&other)),
         }
-        let version = response["cordonVersion"].as_str().unwrap_or("unknown").to_owned();
-        let protocol = response["protocolVersion"].as_u64().unwrap_or(0);
-        let serves_resolved = response["forms"]
-            .as_array()
-            .is_some_and(|forms| forms.iter().any(|f| f == "exec_resolved"));
-        if protocol != u64::from(RESOLVED_FORM_VERSION) || !serves_resolved {
-            return Err(mismatch(version, protocol.to_string()));
-        }
-        self.facts = serde_json::from_value(response.clone())
-            .map_err(|e| self.unexpected_because(&response, &e.to_string()))?;
-        self.remote_version = version;
-        Ok(())
     }
 
     /// A lost link before the hello: ssh could not connect or the far end has no cordon.
@@ -163,28 +204,23 @@ impl RemoteLink {
         }
     }
 
-    fn unexpected(&self, response: &Value) -> RemoteError {
-        self.unexpected_because(response, "")
+    /// A response of the wrong kind for its request.
+    fn unexpected(&self, response: &Outgoing) -> RemoteError {
+        let shown = serde_json::to_string(response).unwrap_or_else(|e| e.to_string());
+        RemoteError::Protocol { host: self.shared.host.clone(), message: excerpt(&shown) }
     }
 
-    fn unexpected_because(&self, response: &Value, why: &str) -> RemoteError {
-        RemoteError::Protocol {
-            host: self.shared.host.clone(),
-            message: format!("{}{why}", crate::executor::excerpt(&response.to_string()),),
-        }
-    }
-
-    /// Sends one request and waits for the response with its id.
-    async fn request(&self, mut message: Value) -> Result<Value, RemoteError> {
+    /// Sends the request `make` builds around its id, and waits for the response with that
+    /// id. A caller that stops waiting sends `cancel` (see [`CancelOnDrop`]).
+    async fn request(&self, make: impl FnOnce(Value) -> Incoming) -> Result<Outgoing, RemoteError> {
         if self.shared.lost.load(Ordering::SeqCst) {
             return Err(self.shared.lost_error());
         }
         let id = format!("c{}", self.next.fetch_add(1, Ordering::SeqCst) + 1);
-        message["requestId"] = Value::String(id.clone());
+        let line = encode(&make(Value::String(id.clone())))
+            .map_err(|source| RemoteError::Encode { host: self.shared.host.clone(), source })?;
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.pending).insert(id.clone(), tx);
-        let mut line = message.to_string();
-        line.push('\n');
         let outbox = lock(&self.outbox).clone();
         let sent = outbox.as_ref().is_some_and(|outbox| outbox.send(line).is_ok());
         let Some(outbox) = outbox.filter(|_| sent) else {
@@ -195,44 +231,50 @@ impl RemoteLink {
         let response = rx.await;
         cancel.disarm();
         match response {
-            Ok(response) => Ok(response),
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(Unreadable { excerpt, why })) => Err(RemoteError::Protocol {
+                host: self.shared.host.clone(),
+                message: format!("{excerpt}: {why}"),
+            }),
             Err(_) => Err(self.shared.lost_error()),
         }
     }
 
     /// Ends session `id` there (`close_resolved`).
-    pub async fn close_session(&self, session_id: u32) -> Result<String, RemoteError> {
-        let request = json!({"type": "close_resolved", "sessionId": session_id});
-        let response = self.request(request).await?;
+    pub async fn close_session(&self, session_id: u32) -> Result<(), RemoteError> {
+        let response =
+            self.request(|request_id| Incoming::CloseResolved { request_id, session_id }).await?;
         lock(&self.shared.live).remove(&session_id);
-        match (response["type"].as_str(), response["outcome"]["status"].as_str()) {
-            (Some("close_response"), Some("success")) => {
-                Ok(response["outcome"]["content"][0]["text"].as_str().unwrap_or_default().into())
+        match response {
+            Outgoing::CloseResponse { outcome: CallOutcome::Success { .. }, .. } => Ok(()),
+            Outgoing::CloseResponse { outcome: CallOutcome::Error { message }, .. }
+            | Outgoing::Error { message, .. } => {
+                Err(RemoteError::Remote { host: self.shared.host.clone(), message })
             }
-            (Some("close_response"), Some("error")) | (Some("error"), _) => {
-                let message = response["outcome"]["message"]
-                    .as_str()
-                    .or(response["message"].as_str())
-                    .unwrap_or("an error without a message");
-                Err(RemoteError::Remote { host: self.shared.host.clone(), message: message.into() })
-            }
-            _ => Err(self.unexpected(&response)),
+            other => Err(self.unexpected(&other)),
         }
     }
 
-    /// The sessions running there, as far as this side knows: id and what runs.
-    pub fn live_sessions(&self) -> Vec<(u32, String)> {
-        lock(&self.shared.live).iter().map(|(id, cmd)| (*id, cmd.clone())).collect()
+    /// The sessions running there, as far as this side knows, by id.
+    pub(super) fn live_sessions(&self) -> Vec<(u32, RemoteSession)> {
+        lock(&self.shared.live).iter().map(|(id, session)| (*id, session.clone())).collect()
     }
 
     /// Runs `exec` there (`exec_resolved`).
-    pub async fn exec(&self, exec: &ResolvedExec) -> Result<ResolvedResult, RemoteError> {
-        let argv: Vec<&std::ffi::OsString> = exec.argv.iter().map(|word| &word.0).collect();
-        let label = cordon_policies::render_argv(&argv).text;
-        let response = self.request(json!({"type": "exec_resolved", "exec": exec})).await?;
-        let result = self.resolved(&response)?;
+    pub async fn exec(&self, exec: ResolvedExec) -> Result<ResolvedResult, RemoteError> {
+        let about = RemoteSession {
+            cmd: cordon_policies::render_argv(&exec.argv.iter().map(|w| &w.0).collect::<Vec<_>>())
+                .text,
+            tty: exec.tty,
+            started: Instant::now(),
+            busy: 0,
+        };
+        let exec = Box::new(exec);
+        let response =
+            self.request(|request_id| Incoming::ExecResolved { request_id, exec }).await?;
+        let result = self.resolved(response)?;
         if let Some(id) = result.session_id {
-            lock(&self.shared.live).insert(id, label);
+            lock(&self.shared.live).insert(id, about);
         }
         Ok(result)
     }
@@ -240,10 +282,17 @@ impl RemoteLink {
     /// Types `chars` into session `id` (or just polls) and collects (`write_resolved`).
     pub async fn write(&self, write: Write<'_>) -> Result<ResolvedResult, RemoteError> {
         let Write { session_id, chars, yield_time_ms, max_output_tokens } = write;
-        let request = json!({"type": "write_resolved", "sessionId": session_id, "chars": chars,
-            "yieldTimeMs": yield_time_ms, "maxOutputTokens": max_output_tokens});
-        let response = self.request(request).await;
-        let result = response.and_then(|r| self.resolved(&r));
+        let _busy = Busy::new(&self.shared, session_id);
+        let response = self
+            .request(|request_id| Incoming::WriteResolved {
+                request_id,
+                session_id,
+                chars: chars.to_owned(),
+                yield_time_ms,
+                max_output_tokens,
+            })
+            .await;
+        let result = response.and_then(|r| self.resolved(r));
         // An error about the session (it exited, it never existed) also means it is gone.
         let running = matches!(&result, Ok(r) if r.session_id.is_some())
             || matches!(&result, Err(RemoteError::Lost { .. }));
@@ -253,20 +302,16 @@ impl RemoteLink {
         result
     }
 
-    fn resolved(&self, response: &Value) -> Result<ResolvedResult, RemoteError> {
-        match (response["type"].as_str(), response["outcome"]["status"].as_str()) {
-            (Some("resolved_response"), Some("success")) => {
-                serde_json::from_value(response["outcome"]["result"].clone())
-                    .map_err(|e| self.unexpected_because(response, &format!(": {e}")))
+    fn resolved(&self, response: Outgoing) -> Result<ResolvedResult, RemoteError> {
+        match response {
+            Outgoing::ResolvedResponse { outcome: ResolvedOutcome::Success { result }, .. } => {
+                Ok(result)
             }
-            (Some("resolved_response"), Some("error")) | (Some("error"), _) => {
-                let message = response["outcome"]["message"]
-                    .as_str()
-                    .or(response["message"].as_str())
-                    .unwrap_or("an error without a message");
-                Err(RemoteError::Remote { host: self.shared.host.clone(), message: message.into() })
+            Outgoing::ResolvedResponse { outcome: ResolvedOutcome::Error { message }, .. }
+            | Outgoing::Error { message, .. } => {
+                Err(RemoteError::Remote { host: self.shared.host.clone(), message })
             }
-            _ => Err(self.unexpected(response)),
+            other => Err(self.unexpected(&other)),
         }
     }
 
@@ -286,42 +331,6 @@ impl RemoteLink {
     /// Whether the connection ended.
     pub fn is_lost(&self) -> bool {
         self.shared.lost.load(Ordering::SeqCst)
-    }
-
-    /// What the far end's `doctor` says it cannot enforce for `policy` (its mode, with the
-    /// network on or off). Empty for `danger-full-access`.
-    pub fn gaps(&self, policy: &SandboxPolicy) -> Vec<Gap> {
-        let mode = policy.mode();
-        if mode == SandboxMode::DangerFullAccess {
-            return Vec::new();
-        }
-        let report = &self.facts.doctor["modes"][mode.as_str()];
-        let mut gaps: Vec<&Value> =
-            report["not_enforced"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
-        if policy.has_network_access() {
-            if let Some(more) = report["not_enforced_with_network"].as_array() {
-                gaps.extend(more);
-            }
-        }
-        gaps.iter()
-            .map(|g| Gap {
-                what: g["what"].as_str().unwrap_or("(unnamed)").to_owned(),
-                // A gap the far end does not qualify is taken as required (fail closed).
-                required: g["required"].as_bool().unwrap_or(true),
-            })
-            .collect()
-    }
-
-    /// The refusal when the far end cannot enforce `policy` and best effort was not asked
-    /// for.
-    pub fn refusal(&self, policy: &SandboxPolicy) -> Option<RemoteError> {
-        let required: Vec<String> =
-            self.gaps(policy).into_iter().filter(|g| g.required).map(|g| g.what).collect();
-        (!required.is_empty()).then(|| RemoteError::CannotEnforce {
-            host: self.shared.host.clone(),
-            mode: policy.mode().as_str(),
-            gaps: required,
-        })
     }
 
     /// Ends the link: EOF to the far end (which ends every session there and exits), then
@@ -357,6 +366,36 @@ impl RemoteLink {
     }
 }
 
+/// One line of the protocol.
+pub(super) fn encode(message: &Incoming) -> Result<String, serde_json::Error> {
+    let mut line = serde_json::to_string(message)?;
+    line.push('\n');
+    Ok(line)
+}
+
+/// Marks a session busy while a call waits on it.
+struct Busy<'a> {
+    shared: &'a Shared,
+    session_id: u32,
+}
+
+impl<'a> Busy<'a> {
+    fn new(shared: &'a Shared, session_id: u32) -> Self {
+        if let Some(session) = lock(&shared.live).get_mut(&session_id) {
+            session.busy += 1;
+        }
+        Busy { shared, session_id }
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        if let Some(session) = lock(&self.shared.live).get_mut(&self.session_id) {
+            session.busy = session.busy.saturating_sub(1);
+        }
+    }
+}
+
 /// Sends `cancel` for a request whose caller dropped it before the answer came (an MCP
 /// client's cancellation): the far end drops the call, which kills its session.
 struct CancelOnDrop {
@@ -373,83 +412,13 @@ impl CancelOnDrop {
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some(outbox) = self.outbox.take() {
-            let cancel = json!({"type": "cancel", "callRequestId": self.id});
-            let _ = outbox.send(format!("{cancel}\n"));
-        }
-    }
-}
-
-/// One `write_resolved` call.
-#[derive(Debug, Clone, Copy)]
-pub struct Write<'a> {
-    pub session_id: u32,
-    pub chars: &'a str,
-    pub yield_time_ms: Option<u64>,
-    pub max_output_tokens: Option<usize>,
-}
-
-/// Request ids of the closes sent for abandoned calls: their answers interest nobody.
-const ABANDONED: &str = "abandoned-";
-
-/// Hands each response to the request waiting for it; at EOF marks the link lost, wakes every
-/// waiter (they report the loss) and says which remote sessions ended with it. A response
-/// whose caller went away (an MCP client cancelled the call) that left a session running
-/// closes that session: nobody holds its id.
-async fn read_responses(
-    mut stdout: BufReader<tokio::process::ChildStdout>,
-    shared: Arc<Shared>,
-    outbox: mpsc::WeakUnboundedSender<String>,
-) {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match stdout.read_line(&mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let Ok(value) = serde_json::from_str::<Value>(&line) else {
-            eprintln!(
-                "cordon: {}: not a protocol line: {}",
-                shared.host,
-                crate::executor::excerpt(line.trim_end())
-            );
-            continue;
-        };
-        let id = match &value["requestId"] {
-            Value::String(id) => id.clone(),
-            other => other.to_string(),
-        };
-        let waiter = lock(&shared.pending).remove(&id);
-        match waiter {
-            Some(waiter) => {
-                if let Err(value) = waiter.send(value) {
-                    if let Some(session_id) = value["outcome"]["result"]["sessionId"].as_u64() {
-                        lock(&shared.live).remove(&u32::try_from(session_id).unwrap_or(0));
-                        let close = json!({"type": "close_resolved", "sessionId": session_id,
-                            "requestId": format!("{ABANDONED}{id}")});
-                        if let Some(outbox) = outbox.upgrade() {
-                            let _ = outbox.send(format!("{close}\n"));
-                        }
-                    }
-                }
+            let cancel = Incoming::Cancel {
+                request_id: None,
+                call_request_id: Value::String(std::mem::take(&mut self.id)),
+            };
+            if let Ok(line) = encode(&cancel) {
+                let _ = outbox.send(line);
             }
-            None if id.starts_with(ABANDONED) => {}
-            None => eprintln!(
-                "cordon: {}: unexpected message: {}",
-                shared.host,
-                crate::executor::excerpt(&value.to_string())
-            ),
         }
-    }
-    shared.lost.store(true, Ordering::SeqCst);
-    // A call in flight reports the loss to its caller; with none, this line is the only news.
-    let calls_waiting = {
-        let mut pending = lock(&shared.pending);
-        let waiting = !pending.is_empty();
-        pending.clear();
-        waiting
-    };
-    if !shared.closing.load(Ordering::SeqCst) && !calls_waiting && !lock(&shared.live).is_empty() {
-        eprintln!("cordon: {}", shared.lost_error());
     }
 }

@@ -11,15 +11,18 @@
 //!   cannot enforce is refused here (exit 125) unless best effort was asked for
 //!   ([`RemoteLink::refusal`]).
 //! - Failure: when the link drops, the far end sees EOF and ends every session (nothing
-//!   survives there); this side reports the sessions that were lost. A version mismatch is
-//!   one error naming both versions.
+//!   survives there); this side reports the sessions that were lost, to the call that finds
+//!   out or, when none does, as a [`LinkEvent`] for the caller to print. A version mismatch
+//!   is one error naming both versions.
 //!
 //! [`run_remote`] is `cordon exec --host` (one command, the orchestrator's whole flow with a
 //! retry decided here); [`RemoteSessions`] is `cordon executor --connect` (a harness's
 //! sessions).
 
 mod exec;
+mod gaps;
 mod link;
+mod responses;
 mod sessions;
 
 use std::path::PathBuf;
@@ -27,10 +30,11 @@ use std::path::PathBuf;
 use crate::launch::SandboxKind;
 use crate::request::ExecRequest;
 use crate::resolved::{SandboxAttempt, WireBytes};
-use crate::runner::OrchestratorError;
 
+pub use crate::remote_error::RemoteError;
 pub use exec::{RemoteExec, run_remote};
 pub use link::RemoteLink;
+pub use responses::{LinkEvent, LinkEvents};
 pub use sessions::RemoteSessions;
 
 /// Where and how to reach the other machine.
@@ -45,41 +49,6 @@ pub struct RemoteTarget {
     pub remote_cordon: String,
     /// The ssh client (`ssh` on `PATH` unless told otherwise).
     pub ssh_program: PathBuf,
-}
-
-/// Why a remote run could not happen or went wrong.
-#[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
-    #[error("cannot read the host {spec:?}: expected [user@]HOST[:PORT]")]
-    BadHost { spec: String },
-    #[error("cannot start {}: {source}", .program.display())]
-    Spawn { program: PathBuf, source: std::io::Error },
-    #[error("the connection to {host} was lost{}", lost_sessions(.sessions))]
-    Lost { host: String, sessions: Vec<(u32, String)> },
-    #[error(
-        "version mismatch: this cordon is {local_version} (executor protocol \
-         {local_protocol}); the cordon on {host} is {remote_version} (protocol \
-         {remote_protocol}): install the same cordon on both machines"
-    )]
-    VersionMismatch {
-        host: String,
-        local_version: &'static str,
-        local_protocol: u32,
-        remote_version: String,
-        remote_protocol: String,
-    },
-    #[error("{host} answered something unexpected: {message}")]
-    Protocol { host: String, message: String },
-    #[error("{host}: {message}")]
-    Remote { host: String, message: String },
-    #[error(
-        "{host} cannot enforce {mode} (its `cordon doctor`): {}; nothing ran (--best-effort \
-         runs there anyway with what it can enforce)",
-        .gaps.join("; ")
-    )]
-    CannotEnforce { host: String, mode: &'static str, gaps: Vec<String> },
-    #[error(transparent)]
-    Orchestrator(#[from] OrchestratorError),
 }
 
 /// The sandbox attempt the far end applies for `kind`: its own platform sandbox under the
@@ -98,17 +67,6 @@ fn wire_env(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Vec<(WireBytes,
     env.iter()
         .map(|(k, v)| (WireBytes::from(k.as_os_str()), WireBytes::from(v.as_os_str())))
         .collect()
-}
-
-fn lost_sessions(sessions: &[(u32, String)]) -> String {
-    if sessions.is_empty() {
-        return String::new();
-    }
-    let list: Vec<String> = sessions
-        .iter()
-        .map(|(id, cmd)| format!("{id} ({})", cordon_policies::render_text(cmd).text))
-        .collect();
-    format!("; remote sessions ended with it on the remote host: {}", list.join(", "))
 }
 
 impl RemoteTarget {

@@ -1,17 +1,20 @@
-//! `cordon executor --connect HOST`: a harness's sessions, decided here and run there. Each
-//! `exec_command` goes through this side's orchestrator (rules, approval policy, approvals
-//! asked of the harness) and leaves as the resolved form; `write_stdin` is passed through.
+//! `cordon executor --connect HOST` and `cordon mcp-server --connect HOST`: a harness's
+//! sessions, decided here and run there. Each `exec_command` goes through this side's
+//! orchestrator (rules, approval policy, approvals asked of the harness) and leaves as the
+//! resolved form; `write_stdin` and `close_session` are passed through.
 
 use std::sync::Arc;
 
-use crate::executor::{Backend, Hello};
 use crate::launch::SandboxKind;
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
 use crate::resolved::{ApprovalState, ResolvedExec, ResolvedResult, WireBytes};
-use crate::session::{ExecCommandArgs, SessionDefaults, WriteStdinArgs, session_request};
+use crate::session::{
+    CallResult, Closed, ExecCommandArgs, SessionDefaults, SessionError, SessionSummary, Sessions,
+    WriteStdinArgs, session_request,
+};
 
-use super::attempt_for;
 use super::link::{RemoteLink, Write};
+use super::{RemoteError, attempt_for};
 
 /// The sessions of one harness on the far end of a [`RemoteLink`].
 pub struct RemoteSessions {
@@ -35,17 +38,31 @@ impl RemoteSessions {
         &self.link
     }
 
+    /// The far end's result as this side's.
+    fn result(&self, result: ResolvedResult) -> Result<CallResult, SessionError> {
+        result.into_call_result().ok_or_else(|| {
+            SessionError::Remote(RemoteError::Protocol {
+                host: self.link.host().to_owned(),
+                message: "a result that is not one running or one exited process, or whose \
+                          wall time is no duration"
+                    .into(),
+            })
+        })
+    }
+}
+
+impl Sessions for RemoteSessions {
     /// The workspace (a path there), the policy and the approval policy sessions run under.
-    pub fn defaults(&self) -> &SessionDefaults {
+    fn defaults(&self) -> &SessionDefaults {
         &self.defaults
     }
 
-    /// `exec_command`: decided (and approved through `approver`) here, run there.
-    pub async fn exec_command(
+    /// Decided (and approved through `approver`) here, run there.
+    async fn exec(
         &self,
         args: ExecCommandArgs,
         approver: &impl Approver,
-    ) -> Result<String, String> {
+    ) -> Result<CallResult, SessionError> {
         // The workdir is a path over there: joined here, never resolved here (this machine's
         // file system says nothing about it). The far end runs exactly this directory, which
         // is what an approval shows, and refuses it when the path leads elsewhere there.
@@ -53,18 +70,15 @@ impl RemoteSessions {
             Some(dir) => self.defaults.cwd.join(dir),
             None => self.defaults.cwd.clone(),
         };
-        let (request, narrowed_by) =
-            session_request(&args, &self.defaults, (cwd, None)).map_err(|e| e.to_string())?;
+        let (request, narrowed_by) = session_request(&args, &self.defaults, (cwd, None))?;
         if narrowed_by.is_some() || request.sandbox.policy.network_domains().is_some() {
-            return Err("allowed_domains: network by domain is not available on another machine \
-                        yet (its proxy would have to run there)"
-                .to_owned());
+            return Err(SessionError::NetworkByDomainElsewhere);
         }
         let mut approvals = Vec::new();
         let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
         {
             Authorization::Run { sandboxed, .. } => sandboxed,
-            Authorization::Refused { reason, .. } => return Err(format!("refused: {reason}")),
+            Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
         let kind = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         let approval =
@@ -79,11 +93,11 @@ impl RemoteSessions {
             yield_time_ms: args.yield_time_ms,
             max_output_tokens: args.max_output_tokens,
         };
-        self.link.exec(&exec).await.map(|r| r.text).map_err(|e| e.to_string())
+        self.result(self.link.exec(exec).await?)
     }
 
-    /// `write_stdin`, passed through.
-    pub async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, String> {
+    /// Passed through.
+    async fn write(&self, args: WriteStdinArgs) -> Result<CallResult, SessionError> {
         let chars = args.chars.unwrap_or_default();
         let write = Write {
             session_id: args.session_id,
@@ -91,53 +105,35 @@ impl RemoteSessions {
             yield_time_ms: args.yield_time_ms,
             max_output_tokens: args.max_output_tokens,
         };
-        self.link.write(write).await.map(|r| r.text).map_err(|e| e.to_string())
+        self.result(self.link.write(write).await?)
+    }
+
+    /// The sessions this side knows of there: those it started that have not been reported
+    /// exited (so no exit code).
+    fn list(&self) -> Vec<SessionSummary> {
+        self.link
+            .live_sessions()
+            .into_iter()
+            .map(|(session_id, session)| SessionSummary {
+                session_id,
+                cmd: session.cmd,
+                tty: session.tty,
+                exit_code: None,
+                running_for_secs: session.started.elapsed().as_secs(),
+                busy: session.busy > 0,
+                host: Some(self.link.host().to_owned()),
+            })
+            .collect()
     }
 
     /// Ends one session there.
-    pub async fn close_session(&self, session_id: u32) -> Result<String, String> {
-        self.link.close_session(session_id).await.map_err(|e| e.to_string())
+    async fn close(&self, session_id: u32) -> Result<Closed, SessionError> {
+        self.link.close_session(session_id).await?;
+        Ok(Closed { session_id })
     }
 
     /// EOF to the far end: it ends every session there.
-    pub fn shutdown(&self) {
-        self.link.hang_up();
-    }
-}
-
-const RESOLVED_NOT_HERE: &str = "the resolved form is served by `cordon executor --serve-remote` \
-     (the far end of this link), not by a harness-facing executor";
-
-impl Backend for RemoteSessions {
-    fn hello(&self) -> Hello {
-        Hello { min_version: 1, forms: vec!["exec_command"], host: None }
-    }
-
-    async fn exec_command(
-        &self,
-        args: ExecCommandArgs,
-        approver: &impl Approver,
-    ) -> Result<String, String> {
-        RemoteSessions::exec_command(self, args, approver).await
-    }
-
-    async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, String> {
-        RemoteSessions::write_stdin(self, args).await
-    }
-
-    async fn exec_resolved(&self, _exec: ResolvedExec) -> Result<ResolvedResult, String> {
-        Err(RESOLVED_NOT_HERE.to_owned())
-    }
-
-    async fn write_resolved(&self, _args: WriteStdinArgs) -> Result<ResolvedResult, String> {
-        Err(RESOLVED_NOT_HERE.to_owned())
-    }
-
-    async fn close_session(&self, _session_id: u32) -> Result<String, String> {
-        Err(RESOLVED_NOT_HERE.to_owned())
-    }
-
     fn shutdown(&self) {
-        RemoteSessions::shutdown(self);
+        self.link.hang_up();
     }
 }

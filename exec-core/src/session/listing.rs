@@ -31,6 +31,9 @@ pub struct SessionSummary {
     pub running_for_secs: u64,
     /// A call is waiting on this session right now.
     pub busy: bool,
+    /// The machine it runs on, for sessions on another one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Terminates and forgets a session unless [`KillIfAbandoned::disarm`] ran first, i.e. when
@@ -64,13 +67,8 @@ impl Drop for KillIfAbandoned<'_> {
 }
 
 impl SessionManager {
-    /// The settings every session shares.
-    pub fn defaults(&self) -> &super::SessionDefaults {
-        &self.defaults
-    }
-
     /// The live sessions, oldest first.
-    pub fn list(&self) -> Vec<SessionSummary> {
+    pub(super) fn summaries(&self) -> Vec<SessionSummary> {
         let table = self.table();
         let mut sessions: Vec<SessionSummary> = table
             .sessions
@@ -82,6 +80,7 @@ impl SessionManager {
                 exit_code: entry.session.exit_code(),
                 running_for_secs: entry.about.started.elapsed().as_secs(),
                 busy: entry.busy > 0,
+                host: None,
             })
             .collect();
         sessions.sort_by_key(|s| s.session_id);
@@ -90,7 +89,7 @@ impl SessionManager {
 
     /// Closes one session as a closing terminal would: SIGHUP to its process group, a short
     /// grace period, then SIGKILL. Calls waiting on it return what was printed until then.
-    pub async fn close(&self, id: u32) -> Result<(), SessionError> {
+    pub(super) async fn close_session(&self, id: u32) -> Result<(), SessionError> {
         let entry = self.table().sessions.remove(&id).ok_or(SessionError::UnknownSession(id))?;
         entry.session.hang_up();
         tokio::time::sleep(CLOSE_GRACE).await;

@@ -10,11 +10,15 @@
 //! keeps at most [`UNREAD_CAP`] bytes of unread output (head + tail); every session's process
 //! group is killed when it is pruned or when the manager shuts down.
 
+mod api;
+mod args;
+mod error;
 mod idle;
 mod listing;
 mod process;
 mod request;
 mod resolved;
+mod result;
 mod text;
 
 use std::collections::HashMap;
@@ -24,23 +28,26 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cordon_policies::{AskForApproval, SandboxRequest};
-use serde::Deserialize;
 
-use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, SandboxSetupError, plan_launch};
-use crate::network_proxy::{NetworkProxy, ProxyError};
+use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, plan_launch};
+use crate::network_proxy::NetworkProxy;
 use crate::orchestrator::{Approver, Authorization, Orchestrator};
 use crate::runner::GitWatch;
 
-use text::{Collected, Wait, clamp_yield, result_text, truncate_middle};
+use text::{Collected, Wait, clamp_yield, cut};
 
-pub use text::SessionState;
+pub use api::Sessions;
+pub use args::{
+    CloseSessionArgs, ExecCommandArgs, NoArgs, SandboxPermissions, WriteStdinArgs, input_schema,
+};
+pub use error::SessionError;
+pub use listing::SessionSummary;
+pub use result::{CallResult, Closed, Note, SessionState, Truncation};
 
-use request::refusals_line;
+use request::refusals_note;
 pub(crate) use request::session_request;
 
 use process::SessionProcess;
-
-pub use listing::SessionSummary;
 
 /// Live sessions at most.
 pub const MAX_SESSIONS: usize = 64;
@@ -65,14 +72,6 @@ pub const SESSION_ENV: &[(&str, &str)] = &[
     ("GIT_PAGER", "cat"),
 ];
 
-/// What one call collected: the state, the output (cut to the budget) and the result text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
-    pub state: SessionState,
-    pub output: String,
-    pub text: String,
-}
-
 /// A session about to start: what it runs (for listings) and how its first call collects.
 pub(super) struct Start {
     pub started: Instant,
@@ -92,81 +91,6 @@ struct Collect {
     started: Instant,
     yield_for: Duration,
     max_tokens: usize,
-}
-
-/// `exec_command` arguments (`docs/executor-protocol.md` has their defaults).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExecCommandArgs {
-    pub cmd: String,
-    pub workdir: Option<PathBuf>,
-    pub shell: Option<String>,
-    pub login: Option<bool>,
-    pub tty: Option<bool>,
-    pub yield_time_ms: Option<u64>,
-    pub max_output_tokens: Option<usize>,
-    pub sandbox_permissions: Option<SandboxPermissions>,
-    pub justification: Option<String>,
-    /// Narrows the network of this one command: a destination must pass the
-    /// executor's list and this one.
-    pub allowed_domains: Option<Vec<String>>,
-}
-
-/// `sandbox_permissions`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxPermissions {
-    UseDefault,
-    RequireEscalated,
-}
-
-/// `write_stdin` arguments (`docs/executor-protocol.md` has their defaults).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WriteStdinArgs {
-    pub session_id: u32,
-    pub chars: Option<String>,
-    pub yield_time_ms: Option<u64>,
-    pub max_output_tokens: Option<usize>,
-}
-
-/// Why a call failed; the message goes back to the harness as an error outcome.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error("refused: {0}")]
-    Rejected(String),
-    #[error("unknown session id {0} (it never existed, or its process exited and was reported)")]
-    UnknownSession(u32),
-    #[error("session {0} was closed to make room (oldest idle; at most {MAX_SESSIONS} sessions)")]
-    Pruned(u32),
-    #[error(
-        "at most {MAX_SESSIONS} sessions, and every one is busy with a call: wait for one to \
-         return, or end one (exit, Ctrl-D) before starting another"
-    )]
-    TooManySessions,
-    #[error("session {0} runs on pipes, not a terminal: it has no stdin to write to")]
-    NotATerminal(u32),
-    #[error("allowed_domains only narrows the network of a sandboxed command: {0}")]
-    NetworkNotNarrowable(&'static str),
-    #[error("cannot use workdir {}: {source}", .path.display())]
-    Workdir { path: PathBuf, source: std::io::Error },
-    #[error("the working directory {} is not absolute (the resolved form needs one)", .0.display())]
-    RelativeCwd(PathBuf),
-    #[error(
-        "the working directory {} leads to {} here: it was shown for approval as the first, so \
-         nothing was run; use the second (without symbolic links)",
-        .shown.display(),
-        .resolved.display()
-    )]
-    WorkdirElsewhere { shown: PathBuf, resolved: PathBuf },
-    #[error(transparent)]
-    Setup(#[from] SandboxSetupError),
-    #[error(transparent)]
-    Proxy(#[from] ProxyError),
-    #[error("cannot start the session: {0}")]
-    Spawn(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("cannot write to session {id}: {source}")]
-    Write { id: u32, source: std::io::Error },
 }
 
 /// Settings every session shares.
@@ -239,12 +163,12 @@ impl SessionManager {
         self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// `exec_command`: returns the result text.
-    pub async fn exec_command(
+    /// `exec_command` (see [`Sessions::exec`]).
+    async fn exec_command(
         &self,
         args: ExecCommandArgs,
         approver: &impl Approver,
-    ) -> Result<String, SessionError> {
+    ) -> Result<CallResult, SessionError> {
         let started = Instant::now();
         // The workdir only sets where the command runs: the writable roots stay those the
         // executor started with. Opened here, before any question shows it, and the command
@@ -289,7 +213,7 @@ impl SessionManager {
             proxy,
             git_watch,
         };
-        Ok(self.start_session(spec, start).await?.text)
+        self.start_session(spec, start).await
     }
 
     /// Spawns `spec` as a new session and collects its first output.
@@ -297,7 +221,7 @@ impl SessionManager {
         &self,
         spec: LaunchPlan,
         start: Start,
-    ) -> Result<Report, SessionError> {
+    ) -> Result<CallResult, SessionError> {
         let Start { started, cmd, tty, yield_time_ms, max_output_tokens, proxy, git_watch } = start;
         // Room first (nothing below awaits, so no other call can take it meanwhile).
         let closed = self.make_room()?;
@@ -317,27 +241,17 @@ impl SessionManager {
         let yield_for =
             clamp_yield(yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS), Wait::AfterInput);
         let max_tokens = max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let mut report =
+        let mut result =
             self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
         abandoned.disarm();
         if !closed.is_empty() {
-            let ids: Vec<String> = closed.iter().map(u32::to_string).collect();
-            let note = format!(
-                "Note: closed session {} (oldest idle) to stay within {MAX_SESSIONS} sessions\nOutput:\n",
-                ids.join(", ")
-            );
-            report.text = report.text.replacen("Output:\n", &note, 1);
+            result.notes.push(Note::ClosedToMakeRoom { session_ids: closed });
         }
-        Ok(report)
+        Ok(result)
     }
 
-    /// `write_stdin`: returns the result text.
-    pub async fn write_stdin(&self, args: WriteStdinArgs) -> Result<String, SessionError> {
-        Ok(self.write_resolved(args).await?.text)
-    }
-
-    /// `write_stdin` with the structured result (the resolved form's `write_resolved`).
-    pub async fn write_resolved(&self, args: WriteStdinArgs) -> Result<Report, SessionError> {
+    /// `write_stdin` (see [`Sessions::write`]); also the resolved form's `write_resolved`.
+    async fn write_stdin(&self, args: WriteStdinArgs) -> Result<CallResult, SessionError> {
         let started = Instant::now();
         let id = args.session_id;
         let session = self.touch(id).ok_or_else(|| {
@@ -362,14 +276,14 @@ impl SessionManager {
             if empty_poll { Wait::EmptyPoll } else { Wait::AfterInput },
         );
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS);
-        let report = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
+        let result = self.collect(id, &session, Collect { started, yield_for, max_tokens }).await;
         abandoned.disarm();
-        Ok(report)
+        Ok(result)
     }
 
     /// Waits for output (see the module docs), then reports and, for an exited process,
     /// forgets the session.
-    async fn collect(&self, id: u32, session: &SessionProcess, limits: Collect) -> Report {
+    async fn collect(&self, id: u32, session: &SessionProcess, limits: Collect) -> CallResult {
         let Collect { started, yield_for, max_tokens } = limits;
         let deadline = started + yield_for;
         loop {
@@ -397,12 +311,8 @@ impl SessionManager {
             let _ = tokio::time::timeout(poll, changed).await;
         }
         let (output, original_bytes) = session.take_output();
-        let refusals = self.new_refusals(id);
-        let notes = format!(
-            "{}{}",
-            refusals.strip_suffix("Output:\n").unwrap_or(&refusals),
-            self.moved_aside_line(id)
-        );
+        let notes: Vec<Note> =
+            [self.new_refusals(id), self.moved_aside(id)].into_iter().flatten().collect();
         let state = match session.exit_code() {
             Some(code) if session.exit_settled(EXIT_DRAIN) => {
                 tracing::debug!(session = id, code, "session exited");
@@ -411,18 +321,8 @@ impl SessionManager {
             }
             _ => SessionState::Running { session_id: id },
         };
-        let text = result_text(
-            started.elapsed(),
-            state,
-            Collected { text: &output, original_bytes },
-            max_tokens,
-        );
-        let text = if notes.is_empty() {
-            text
-        } else {
-            text.replacen("Output:\n", &format!("{notes}Output:\n"), 1)
-        };
-        Report { state, output: truncate_middle(&output, max_tokens).0, text }
+        let (output, truncated) = cut(Collected { text: &output, original_bytes }, max_tokens);
+        CallResult { wall_time: started.elapsed(), state, output, truncated, notes }
     }
 
     /// At the cap, closes idle sessions until one more fits and returns their ids; refuses
@@ -459,31 +359,22 @@ impl SessionManager {
         id
     }
 
-    /// What the session's command planted where git runs code from, moved aside now, as one
-    /// line for the result, ending in a newline (empty when nothing).
-    fn moved_aside_line(&self, id: u32) -> String {
-        let watch = self.table().sessions.get(&id).and_then(|e| e.git_watch.clone());
-        let Some(watch) = watch else { return String::new() };
-        let moved: Vec<String> = watch.move_aside().iter().map(ToString::to_string).collect();
-        if moved.is_empty() {
-            return String::new();
-        }
-        format!(
-            "Warning: the command created what git would later run code from, outside any \
-             sandbox; moved aside: {}\n",
-            cordon_policies::render_text(&moved.join("; ")).text
-        )
+    /// What the session's command planted where git runs code from, moved aside now.
+    fn moved_aside(&self, id: u32) -> Option<Note> {
+        let watch = self.table().sessions.get(&id).and_then(|e| e.git_watch.clone())?;
+        let entries: Vec<String> = watch.move_aside().iter().map(ToString::to_string).collect();
+        (!entries.is_empty()).then_some(Note::MovedAside { entries })
     }
 
-    /// The proxy's refusals not reported yet, as one line for the result (empty when none).
-    fn new_refusals(&self, id: u32) -> String {
+    /// The proxy's refusals not reported yet.
+    fn new_refusals(&self, id: u32) -> Option<Note> {
         let mut table = self.table();
-        let Some(entry) = table.sessions.get_mut(&id) else { return String::new() };
-        let Some(proxy) = &entry.proxy else { return String::new() };
+        let entry = table.sessions.get_mut(&id)?;
+        let proxy = entry.proxy.as_ref()?;
         let refusals = proxy.refusals();
         let new = refusals.get(entry.refusals_reported..).unwrap_or_default();
         entry.refusals_reported = refusals.len();
-        refusals_line(new)
+        refusals_note(new)
     }
 
     /// The session, marked used now and busy (release with a [`Busy`] guard).
@@ -561,6 +452,37 @@ fn prune_one(table: &mut Table) -> Option<u32> {
         entry.session.terminate();
     }
     Some(*id)
+}
+
+impl Sessions for SessionManager {
+    fn defaults(&self) -> &SessionDefaults {
+        &self.defaults
+    }
+
+    async fn exec(
+        &self,
+        args: ExecCommandArgs,
+        approver: &impl Approver,
+    ) -> Result<CallResult, SessionError> {
+        self.exec_command(args, approver).await
+    }
+
+    async fn write(&self, args: WriteStdinArgs) -> Result<CallResult, SessionError> {
+        self.write_stdin(args).await
+    }
+
+    fn list(&self) -> Vec<SessionSummary> {
+        self.summaries()
+    }
+
+    async fn close(&self, session_id: u32) -> Result<Closed, SessionError> {
+        self.close_session(session_id).await?;
+        Ok(Closed { session_id })
+    }
+
+    fn shutdown(&self) {
+        SessionManager::shutdown(self);
+    }
 }
 
 impl Drop for SessionManager {

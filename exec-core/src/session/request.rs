@@ -1,5 +1,5 @@
 //! What an `exec_command` call asks for, as a request: the shell command line, the session
-//! environment, the executor's policy narrowed by the call's `allowed_domains`; and the line
+//! environment, the executor's policy narrowed by the call's `allowed_domains`; and the note
 //! that reports the proxy's refusals in a result.
 
 use std::ffi::OsString;
@@ -9,7 +9,9 @@ use cordon_policies::{
     DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy, SandboxRequest,
 };
 
-use super::{ExecCommandArgs, SESSION_ENV, SandboxPermissions, SessionDefaults, SessionError};
+use super::{
+    ExecCommandArgs, Note, SESSION_ENV, SandboxPermissions, SessionDefaults, SessionError,
+};
 use crate::launch::PinnedDir;
 use crate::network_proxy::ProxyError;
 use crate::request::ExecRequest;
@@ -92,17 +94,9 @@ fn narrow_network(
     }
 }
 
-/// `Network: the allow-list refused HOST:PORT, …` and the knob, then `Output:` (it replaces
-/// the result's `Output:` line); empty for no refusals. Host names come from the command:
-/// rendered, never raw.
-pub(super) fn refusals_line(refused: &[crate::network_proxy::ConnectionRecord]) -> String {
+/// The note that reports the proxy's refusals among `refused` (`host:port`, once each), if
+/// any.
+pub(super) fn refusals_note(refused: &[crate::network_proxy::ConnectionRecord]) -> Option<Note> {
     let hosts = crate::network_proxy::denied_hosts(refused);
-    if hosts.is_empty() {
-        return String::new();
-    }
-    format!(
-        "Network: the allow-list refused {}; allow a host with --allow-domain HOST (config \
-         network.allow)\nOutput:\n",
-        cordon_policies::render_text(&hosts.join(", ")).text
-    )
+    (!hosts.is_empty()).then_some(Note::NetworkRefused { hosts })
 }

@@ -2,11 +2,11 @@
 //! run exactly the argv, cwd, environment and sandbox an orchestrator elsewhere decided.
 
 use std::ffi::OsString;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cordon_policies::{SandboxPolicy, SandboxRequest};
 
-use super::{Report, SessionError, SessionManager, SessionState, Start};
+use super::{CallResult, SessionError, SessionManager, SessionState, Start};
 use crate::launch::{Launch, ParentDeath, PinnedDir, SandboxKind, plan_launch};
 use crate::resolved::{ResolvedExec, ResolvedResult, SandboxAttempt};
 
@@ -14,7 +14,7 @@ impl SessionManager {
     /// The resolved form (protocol 2): runs exactly `exec` — argv, cwd, environment and
     /// sandbox decided (and approved) by the orchestrator on the other end of the link.
     /// Nothing is decided here beyond what this machine's sandbox can enforce.
-    pub async fn exec_resolved(&self, exec: ResolvedExec) -> Result<Report, SessionError> {
+    pub async fn exec_resolved(&self, exec: ResolvedExec) -> Result<CallResult, SessionError> {
         let started = Instant::now();
         if !exec.cwd.is_absolute() {
             return Err(SessionError::RelativeCwd(exec.cwd));
@@ -70,12 +70,39 @@ impl SessionManager {
     }
 }
 
-impl From<Report> for ResolvedResult {
-    fn from(report: Report) -> Self {
-        let (session_id, exit_code) = match report.state {
+impl From<CallResult> for ResolvedResult {
+    fn from(result: CallResult) -> Self {
+        let (session_id, exit_code) = match result.state {
             SessionState::Running { session_id } => (Some(session_id), None),
             SessionState::Exited { code } => (None, Some(code)),
         };
-        ResolvedResult { session_id, exit_code, output: report.output, text: report.text }
+        ResolvedResult {
+            session_id,
+            exit_code,
+            text: result.to_string(),
+            wall_time_ms: result.wall_time.as_secs_f64() * 1000.0,
+            output: result.output,
+            truncated: result.truncated,
+            notes: result.notes,
+        }
+    }
+}
+
+impl ResolvedResult {
+    /// The far end's result as this side's, or `None` when it is not one: a process both
+    /// running and exited, or neither, or a wall time that is no duration.
+    pub(crate) fn into_call_result(self) -> Option<CallResult> {
+        let state = match (self.session_id, self.exit_code) {
+            (Some(session_id), None) => SessionState::Running { session_id },
+            (None, Some(code)) => SessionState::Exited { code },
+            (Some(_), Some(_)) | (None, None) => return None,
+        };
+        Some(CallResult {
+            wall_time: Duration::try_from_secs_f64(self.wall_time_ms / 1000.0).ok()?,
+            state,
+            output: self.output,
+            truncated: self.truncated,
+            notes: self.notes,
+        })
     }
 }

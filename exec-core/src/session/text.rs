@@ -1,6 +1,9 @@
-//! The result text of `exec_command` / `write_stdin`: pure formatting, truncation and clamps.
+//! How much a call waits and returns: the yield clamps and the output budget (cut in the
+//! middle, with a count of what was there).
 
 use std::time::Duration;
+
+use super::result::Truncation;
 
 /// Yield clamp: whatever `yield_time_ms` a call asks for, it waits between these bounds
 /// (`docs/executor-protocol.md`).
@@ -62,13 +65,6 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Whether the process is still running (with its session id) or exited (with its code).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionState {
-    Running { session_id: u32 },
-    Exited { code: i32 },
-}
-
 /// Output collected for one result: its text and how many bytes the command really printed
 /// (more than the text holds when the session's unread buffer had to drop some).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,40 +81,20 @@ impl<'a> Collected<'a> {
     }
 }
 
-/// The result text (`Wall time`, exit code or session id, an optional truncation warning,
-/// `Output:`). The truncation warning counts everything the command printed
-/// since the last read, including what the session's buffer dropped: tokens = bytes / 4,
-/// rounded up.
-pub fn result_text(
-    wall: Duration,
-    state: SessionState,
-    output: Collected<'_>,
-    max_tokens: usize,
-) -> String {
+/// `output` cut to the budget, and how much there was when anything is missing from it: cut
+/// here, or dropped before by the session's buffer. The count covers everything the command
+/// printed since the last read: tokens = bytes / 4, rounded up.
+pub fn cut(output: Collected<'_>, max_tokens: usize) -> (String, Option<Truncation>) {
     let (text, cut) = truncate_middle(output.text, max_tokens);
     let dropped_before = output.original_bytes > output.text.len() as u64;
-    let original = (cut.is_some() || dropped_before).then(|| {
+    let truncated = (cut.is_some() || dropped_before).then(|| {
         let bytes = output.original_bytes.max(output.text.len() as u64);
-        (usize::try_from(bytes.div_ceil(4)).unwrap_or(usize::MAX), bytes)
+        Truncation {
+            original_tokens: usize::try_from(bytes.div_ceil(4)).unwrap_or(usize::MAX),
+            original_bytes: bytes,
+        }
     });
-    let output = text;
-    let mut text = format!("Wall time: {:.3} seconds\n", wall.as_secs_f64());
-    match state {
-        SessionState::Running { session_id } => {
-            text.push_str(&format!("Process running with session ID {session_id}\n"));
-        }
-        SessionState::Exited { code } => {
-            text.push_str(&format!("Process exited with code {code}\n"))
-        }
-    }
-    if let Some((tokens, bytes)) = original {
-        text.push_str(&format!(
-            "Warning: truncated output (original token count: {tokens}, {bytes} bytes)\n"
-        ));
-    }
-    text.push_str("Output:\n");
-    text.push_str(&output);
-    text
+    (text, truncated)
 }
 
 #[cfg(test)]
@@ -152,46 +128,5 @@ mod tests {
         let (text, original) = truncate_middle(&output, 10);
         assert!(original.is_some());
         assert!(text.starts_with('é') && text.ends_with('é'));
-    }
-
-    #[test]
-    fn result_text_has_the_design_shape() {
-        let text = result_text(
-            Duration::from_millis(512),
-            SessionState::Exited { code: 0 },
-            Collected::whole("hi\n"),
-            100,
-        );
-        assert_eq!(text, "Wall time: 0.512 seconds\nProcess exited with code 0\nOutput:\nhi\n");
-        let text = result_text(
-            Duration::from_millis(5),
-            SessionState::Running { session_id: 3 },
-            Collected::whole(&"x".repeat(100)),
-            10,
-        );
-        assert_eq!(
-            text,
-            format!(
-                "Wall time: 0.005 seconds\nProcess running with session ID 3\nWarning: truncated output (original token count: 25, 100 bytes)\nOutput:\n{}…15 tokens truncated…{}",
-                "x".repeat(20),
-                "x".repeat(20)
-            )
-        );
-    }
-
-    #[test]
-    fn bytes_the_session_buffer_dropped_count_in_the_original_size() {
-        let text = result_text(
-            Duration::from_millis(5),
-            SessionState::Exited { code: 0 },
-            Collected { text: "head…tail", original_bytes: 4_000_001 },
-            10_000,
-        );
-        assert!(
-            text.contains(
-                "Warning: truncated output (original token count: 1000001, 4000001 bytes)"
-            ),
-            "{text}"
-        );
     }
 }

@@ -1,0 +1,54 @@
+//! Why a run on another machine could not happen or went wrong: its own module, below both the
+//! sessions (whose errors carry it) and the remote link (which returns it).
+
+use std::path::PathBuf;
+
+use crate::runner::OrchestratorError;
+
+/// Why a remote run could not happen or went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("cannot read the host {spec:?}: expected [user@]HOST[:PORT]")]
+    BadHost { spec: String },
+    #[error("cannot start {}: {source}", .program.display())]
+    Spawn { program: PathBuf, source: std::io::Error },
+    #[error("the connection to {host} was lost{}", lost_sessions(.sessions))]
+    Lost { host: String, sessions: Vec<(u32, String)> },
+    #[error(
+        "version mismatch: this cordon is {local_version} (executor protocol \
+         {local_protocol}); the cordon on {host} is {remote_version} (protocol \
+         {remote_protocol}): install the same cordon on both machines"
+    )]
+    VersionMismatch {
+        host: String,
+        local_version: &'static str,
+        local_protocol: u32,
+        remote_version: String,
+        remote_protocol: String,
+    },
+    #[error("{host} answered something unexpected: {message}")]
+    Protocol { host: String, message: String },
+    #[error("cannot write a request for {host}: {source}")]
+    Encode { host: String, source: serde_json::Error },
+    #[error("{host}: {message}")]
+    Remote { host: String, message: String },
+    #[error(
+        "{host} cannot enforce {mode} (its `cordon doctor`): {}; nothing ran (--best-effort \
+         runs there anyway with what it can enforce)",
+        .gaps.join("; ")
+    )]
+    CannotEnforce { host: String, mode: &'static str, gaps: Vec<String> },
+    #[error(transparent)]
+    Orchestrator(#[from] OrchestratorError),
+}
+
+fn lost_sessions(sessions: &[(u32, String)]) -> String {
+    if sessions.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = sessions
+        .iter()
+        .map(|(id, cmd)| format!("{id} ({})", cordon_policies::render_text(cmd).text))
+        .collect();
+    format!("; remote sessions ended with it on the remote host: {}", list.join(", "))
+}
