@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 #[cfg(target_os = "linux")]
-use cordon_exec_core::platform::{DoctorReport, MountViewStatus};
+use cordon_exec_core::{DoctorReport, MountViewStatus};
 use cordon_policies::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 #[cfg(not(target_os = "linux"))]
 use cordon_policies::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, SandboxMode};

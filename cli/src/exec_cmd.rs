@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
-use cordon_exec_core::platform::predicted_gaps;
-use cordon_exec_core::remote::{RemoteExec, RemoteLink};
+use cordon_exec_core::predicted_gaps;
 use cordon_exec_core::{ExecRequest, OutcomeResult, OutputMode, SandboxKind, StdinMode, Verdict};
+use cordon_exec_core::{RemoteExec, RemoteLink};
 use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode, render_text};
 
 use crate::approver::TerminalApprover;
@@ -105,7 +105,7 @@ struct Ran {
     request: ExecRequest,
     env_removed: Vec<cordon_policies::RemovedVar>,
     /// What the sandbox could not enforce where the command ran (gathered for `--json` only).
-    gaps: Vec<cordon_exec_core::platform::Gap>,
+    gaps: Vec<cordon_exec_core::Gap>,
 }
 
 /// The request for `args` in `settings`' workspace with environment `env`.
@@ -217,8 +217,8 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
 /// `cordon doctor` makes), when a sandboxed attempt ran.
 fn not_enforced(
     outcome: &cordon_exec_core::Outcome,
-    predicted: Vec<cordon_exec_core::platform::Gap>,
-) -> Vec<cordon_exec_core::platform::Gap> {
+    predicted: Vec<cordon_exec_core::Gap>,
+) -> Vec<cordon_exec_core::Gap> {
     let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);
     if sandboxed { predicted } else { Vec::new() }
 }

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cordon_exec_core::executor::{self, HostFacts, RemoteServer, ServeEnd, serve};
-use cordon_exec_core::session::SessionManager;
+use cordon_exec_core::{
+    HostFacts, RemoteServer, ServeEnd, SessionManager, serve_executor as serve,
+};
 
 use crate::flags::ExecutorCmdArgs;
 use crate::settings::{Settings, announce_gaps, connect_sessions, load_for_sessions};
@@ -40,7 +41,7 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
                 let end = match facts {
                     Some(facts) => {
                         let server = RemoteServer::new(Rc::clone(&manager), facts);
-                        executor::serve_remote(input, output, Rc::new(server)).await
+                        cordon_exec_core::serve_remote(input, output, Rc::new(server)).await
                     }
                     None => serve(input, output, Rc::clone(&manager)).await,
                 };
@@ -64,15 +65,15 @@ pub fn run(args: ExecutorCmdArgs) -> anyhow::Result<ExitCode> {
 /// single-threaded while it runs only pipe sessions, and their helper starts in the forked
 /// child (no exec of cordon).
 fn stdio() -> (impl tokio::io::AsyncBufRead + Unpin, impl tokio::io::AsyncWrite + Unpin + 'static) {
-    let stdin = tokio::io::BufReader::new(cordon_exec_core::stdio::stdin());
-    (stdin, cordon_exec_core::stdio::stdout())
+    let stdin = tokio::io::BufReader::new(cordon_exec_core::protocol_stdin());
+    (stdin, cordon_exec_core::protocol_stdout())
 }
 
 /// What `--serve-remote` tells the orchestrator about this machine: `doctor`, its
 /// environment (the base the orchestrator's environment policy filters) and its directory.
 fn host_facts(settings: &Settings) -> anyhow::Result<HostFacts> {
     #[cfg(target_os = "linux")]
-    let doctor = serde_json::to_value(cordon_exec_core::platform::DoctorReport::gather())?;
+    let doctor = serde_json::to_value(cordon_exec_core::DoctorReport::gather())?;
     #[cfg(not(target_os = "linux"))]
     let doctor = serde_json::Value::Null;
     let env = std::env::vars_os()

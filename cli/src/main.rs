@@ -38,11 +38,8 @@ fn man_page() -> anyhow::Result<ExitCode> {
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
-    if std::env::args_os()
-        .next()
-        .is_some_and(|arg0| cordon_exec_core::platform::is_helper_arg0(&arg0))
-    {
-        cordon_exec_core::platform::helper_main();
+    if std::env::args_os().next().is_some_and(|arg0| cordon_exec_core::is_helper_arg0(&arg0)) {
+        cordon_exec_core::helper_main();
     }
     let cli = match flags::Cli::try_parse() {
         Ok(cli) => cli,

@@ -5,9 +5,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cordon_exec_core::executor::ServeEnd;
-use cordon_exec_core::mcp::serve_stdio;
-use cordon_exec_core::session::SessionManager;
+use cordon_exec_core::{ServeEnd, SessionManager, serve_mcp};
 
 use crate::flags::McpArgs;
 use crate::settings::{announce_gaps, connect_sessions, load_for_sessions};
@@ -20,7 +18,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let served = match connect {
         Some(host) => local.block_on(&runtime, async move {
             let sessions = connect_sessions(&base, &host, &remote).await?;
-            anyhow::Ok(serve_stdio(Rc::new(sessions)).await?)
+            anyhow::Ok(serve_mcp(Rc::new(sessions)).await?)
         }),
         None => {
             let settings = load_for_sessions(&base)?;
@@ -30,7 +28,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             let defaults = settings.session_defaults();
             local.block_on(&runtime, async move {
                 let manager = Rc::new(SessionManager::new(Arc::new(orchestrator), defaults));
-                anyhow::Ok(serve_stdio(manager).await?)
+                anyhow::Ok(serve_mcp(manager).await?)
             })
         }
     };

@@ -7,9 +7,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use cordon_exec_core::remote::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget};
-use cordon_exec_core::session::SessionDefaults;
 use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
+use cordon_exec_core::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
     RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest, Strictness,
@@ -144,7 +143,7 @@ impl Settings {
             exe,
             launch,
             user_view,
-            proxy_test_resolve: cordon_exec_core::test_hooks::proxy_resolve()?,
+            proxy_test_resolve: cordon_exec_core::test_hook_proxy_resolve()?,
         };
         Ok(Settings {
             config,
@@ -535,7 +534,7 @@ pub fn load_for_sessions(base: &ExecutorArgs) -> anyhow::Result<Settings> {
 
 /// Says once on stderr, as `server`, what the sandboxed calls will miss on this machine.
 pub fn announce_gaps(server: &str, policy: &SandboxPolicy) {
-    for gap in cordon_exec_core::platform::predicted_gaps(policy) {
+    for gap in cordon_exec_core::predicted_gaps(policy) {
         let required = if gap.required { " (required: sandboxed calls will fail)" } else { "" };
         eprintln!("{server}: not enforced here: {}{required}", gap.what);
     }

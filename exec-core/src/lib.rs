@@ -6,7 +6,7 @@
 //!   [`LaunchPlan`], a plain value — the command itself, the Linux helper through the arg0 trick
 //!   (or in cordon's own forked child), or `/usr/bin/sandbox-exec` with a generated profile.
 //!   Nothing else in cordon builds the helper's or `sandbox-exec`'s argv.
-//! - spawning (`spawn.rs`, [`session`]): own process group (own session when stdin is not a
+//! - spawning (`spawn.rs`, `spawner.rs`): own process group (own session when stdin is not a
 //!   terminal), parent-death signal, a timeout that kills the whole group (exit 124), output
 //!   streamed through an escape filter when it goes to a terminal and kept as a 1 MiB head+tail
 //!   copy per stream; whatever the command leaves behind is killed. Without a terminal to hand
@@ -16,26 +16,29 @@
 //!   [`Verdict`] (a likely denial needs evidence that fits the policy; a sandbox that could not
 //!   be set up is never a denial), and on a likely denial one unsandboxed retry when the policy
 //!   allows. The retry decision matches on the verdict, never on output text.
-//! - sessions ([`session`]): `exec_command`/`write_stdin` over PTYs or pipes, bounded in number
+//! - sessions (`session/`, [`Sessions`]): `exec_command`/`write_stdin` over PTYs or pipes, bounded in number
 //!   and buffered output, each command decided and launched like any other.
 //! - the network proxy (`network_proxy/`): with a domain allow-list, the HTTP/SOCKS5 proxy that
 //!   is a sandboxed command's only way out, deciding each destination.
 //!
 //! **The servers** — the engine behind a protocol:
-//! - [`executor`]: the JSON-lines executor protocol (`docs/executor-protocol.md`) over any
-//!   reader/writer, with a [`executor::Backend`] that decides here, runs here, or both.
-//! - [`mcp`]: the same sessions over the Model Context Protocol (`rmcp`) on stdio.
-//! - [`remote`]: the link over the system `ssh` to `cordon executor --serve-remote` on another
+//! - `executor/` ([`serve_executor`], [`serve_remote`]): the JSON-lines executor protocol
+//!   (`docs/executor-protocol.md`) over any reader/writer, for a harness on any [`Sessions`] or,
+//!   with a [`RemoteServer`], for an orchestrator on another machine.
+//! - `mcp/` ([`serve_mcp`]): the same sessions over the Model Context Protocol (`rmcp`) on stdio.
+//! - `remote/` ([`RemoteLink`], [`RemoteSessions`], [`run_remote`]): the link over the system `ssh` to `cordon executor --serve-remote` on another
 //!   machine: decided here, run and sandboxed there.
 //!
-//! [`platform`] is the typed `cordon doctor` report and the helper's entry point, so the CLI
+//! `platform.rs` ([`DoctorReport`], [`helper_main`]) is the typed `cordon doctor` report and the helper's entry point, so the CLI
 //! reaches the platform crates only through this crate. This crate returns values; it never
 //! prints (it only relays a command's own output).
 //!
 //! Threading: the parent-death signal fires when the *thread* that spawned the child exits, and
 //! the helper can run in a forked child only while the process is single-threaded, so callers
 //! drive this crate from a current-thread tokio runtime and the servers read their stdin and
-//! stdout without threads ([`stdio`]).
+//! stdout without threads ([`protocol_stdin`], [`protocol_stdout`]).
+//!
+//! The public names are the `pub use` list below; every module is private.
 //!
 //! Kernel compatibility: the cloned pid 1 needs pidfds that `waitid` accepts and namespaces the
 //! kernel grants; where either is missing the spawner forks a child that runs the helper, which
@@ -52,34 +55,36 @@
 
 mod capture;
 mod classify;
-pub mod executor;
+mod executor;
 #[cfg(target_os = "linux")]
 mod init_process;
 mod interrupts;
 mod launch;
-pub mod mcp;
+mod mcp;
 mod network_proxy;
 mod orchestrator;
-pub mod platform;
-pub mod remote;
+mod platform;
+mod remote;
 mod remote_error;
 mod request;
 mod resolved;
 mod runner;
-pub mod session;
+mod session;
 mod spawn;
 mod spawner;
-pub mod stdio;
+mod stdio;
 mod sys;
 mod terminal_filter;
-pub mod test_hooks;
+mod test_hooks;
 
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
+pub use executor::{HostFacts, RemoteServer, ServeEnd, serve as serve_executor, serve_remote};
 pub use launch::{
     HelperLaunch, HelperSettings, Launch, LaunchPlan, ParentDeath, PinnedDir, PinnedExe,
     ProxyEndpoint, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,
 };
+pub use mcp::serve_stdio as serve_mcp;
 pub use network_proxy::{
     ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings, denied_hosts,
 };
@@ -87,5 +92,15 @@ pub use orchestrator::{
     ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, Attempt,
     Authorization, ExecRequest, Orchestrator, OrchestratorError, Outcome, OutcomeResult,
 };
+pub use platform::{
+    DoctorReport, Gap, MountViewStatus, helper_main, is_helper_arg0, predicted_gaps,
+};
+pub use remote::{
+    LinkEvent, LinkEvents, RemoteError, RemoteExec, RemoteLink, RemoteSessions, RemoteTarget,
+    run_remote,
+};
 pub use runner::MovedAside;
+pub use session::{SessionDefaults, SessionManager, Sessions};
 pub use spawn::{OutputMode, StdinMode};
+pub use stdio::{stdin as protocol_stdin, stdout as protocol_stdout};
+pub use test_hooks::proxy_resolve as test_hook_proxy_resolve;

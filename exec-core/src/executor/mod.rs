@@ -40,9 +40,8 @@ pub(crate) use lines::EXCERPT_BYTES;
 pub use lines::MAX_LINE_BYTES;
 pub(crate) use lines::excerpt;
 pub use protocol::{
-    ApprovalDecision, ApprovalState, CORDON_VERSION, CallOutcome, Content, Form, HostFacts,
-    Incoming, Outgoing, PROTOCOL_VERSION, RESOLVED_FORM_VERSION, ResolvedExec, ResolvedOutcome,
-    ResolvedResult, SandboxAttempt, Tool, tools,
+    CORDON_VERSION, CallOutcome, Form, HostFacts, Incoming, Outgoing, PROTOCOL_VERSION,
+    RESOLVED_FORM_VERSION, ResolvedExec, ResolvedOutcome, ResolvedResult, tools,
 };
 
 /// What an executor says about itself in `hello_response`.

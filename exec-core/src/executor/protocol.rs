@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::orchestrator::ApprovalStage;
 use crate::session::{ExecCommandArgs, WriteStdinArgs, input_schema};
 
-pub use crate::resolved::{ApprovalState, HostFacts, ResolvedExec, ResolvedResult, SandboxAttempt};
+pub use crate::resolved::{HostFacts, ResolvedExec, ResolvedResult};
 
 /// The newest executor protocol this build speaks.
 pub const PROTOCOL_VERSION: u32 = 3;

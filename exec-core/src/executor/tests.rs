@@ -1,4 +1,5 @@
 use super::*;
+use crate::executor::protocol::ApprovalDecision;
 use proptest::prelude::*;
 
 #[test]

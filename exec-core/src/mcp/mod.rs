@@ -45,8 +45,6 @@ use crate::session::{
 
 use approver::ElicitationApprover;
 
-pub use crate::executor::MAX_LINE_BYTES;
-
 /// How often a call with a progress token reports that it is still waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 

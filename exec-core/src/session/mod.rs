@@ -42,7 +42,9 @@ pub use args::{
 };
 pub use error::SessionError;
 pub use listing::SessionSummary;
-pub use result::{CallResult, Closed, Note, SessionState, Truncation};
+#[cfg(test)]
+pub use result::Truncation;
+pub use result::{CallResult, Closed, Note, SessionState};
 
 use request::refusals_note;
 pub(crate) use request::session_request;
