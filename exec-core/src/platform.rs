@@ -169,7 +169,7 @@ impl DoctorReport {
                 unprivileged_user_namespaces: probe.unprivileged_user_namespaces,
                 mount_view: match &probe.mount_view {
                     Ok(()) => MountViewStatus::Available(true),
-                    Err(reason) => MountViewStatus::Unavailable(reason.clone()),
+                    Err(reason) => MountViewStatus::Unavailable(reason.to_string()),
                 },
                 legacy_tiocsti: probe.legacy_tiocsti,
                 root: probe.is_root,

@@ -396,7 +396,33 @@ pub enum MountView {
     Built,
     /// The kernel refused a mount namespace (no user namespaces for this user, a container
     /// without CAP_SYS_ADMIN, AppArmor's restriction): the reason.
-    Unavailable(String),
+    Unavailable(NoMountView),
+}
+
+/// Why a command runs without the mount view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoMountView {
+    #[error("turned off (--no-mount-view, or mount_view \"off\" in the request)")]
+    TurnedOff,
+    #[error("cannot create a user and mount namespace: {0}")]
+    Unshare(nix::Error),
+    #[error("cannot write {file}: {errno}")]
+    MapIds { file: &'static str, errno: nix::Error },
+    #[error("the kernel refuses a mount namespace to this user")]
+    Refused,
+    #[error("a mount namespace can be created but not set up")]
+    NotSetUp,
+    #[error("probe failed: this process has more than one thread, so nothing could be forked")]
+    ProbeThreaded,
+    #[error("probe failed: {0}")]
+    ProbeFailed(nix::Error),
+}
+
+/// As its message, so reports read as before.
+impl serde::Serialize for NoMountView {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// Enters a private mount namespace and applies `plan`. Returns [`MountView::Unavailable`]
@@ -530,14 +556,17 @@ pub(crate) fn bind_held(
 
 /// `unshare(CLONE_NEWNS | extra)`, with a user namespace mapping the caller's own ids when that
 /// alone is not allowed (an unprivileged caller, or root without CAP_SYS_ADMIN).
-fn enter_namespace(extra: CloneFlags) -> Result<(), String> {
+fn enter_namespace(extra: CloneFlags) -> Result<(), NoMountView> {
     if unshare(CloneFlags::CLONE_NEWNS | extra).is_ok() {
         return Ok(());
     }
     let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | extra)
-        .map_err(|e| format!("cannot create a user and mount namespace: {e}"))?;
-    map_own_ids(uid, gid).map_err(|(file, e)| format!("cannot write {file}: {e}"))
+        .map_err(NoMountView::Unshare)?;
+    map_own_ids(uid, gid).map_err(|(file, e)| NoMountView::MapIds {
+        file,
+        errno: nix::Error::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+    })
 }
 
 /// Maps the caller's own `uid` and `gid` (and nothing else) in the user namespace this

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::mount_view::{self, MountPlan, MountView};
+use crate::mount_view::{self, MountPlan, MountView, NoMountView};
 use crate::report::{Containment, Enforcement};
 use crate::seccomp::Network;
 use crate::sys;
@@ -18,7 +18,7 @@ pub struct KernelProbe {
     /// Whether an unprivileged user namespace can be created.
     pub unprivileged_user_namespaces: bool,
     /// Whether this process can build a mount view (its own mount namespace).
-    pub mount_view: Result<(), String>,
+    pub mount_view: Result<(), NoMountView>,
     /// How a sandboxed command's processes would be contained: PID + IPC namespaces when the
     /// mount view can be built and the kernel allows them in it, else a subreaper.
     pub containment: Containment,
@@ -61,9 +61,12 @@ pub fn probe() -> KernelProbe {
     };
     let mount_view = match mount_view {
         Ok(0 | 3) => Ok(()),
-        Ok(1) => Err("the kernel refuses a mount namespace to this user".to_owned()),
-        Ok(_) => Err("a mount namespace can be created but not set up".to_owned()),
-        Err(e) => Err(format!("probe failed: {e}")),
+        Ok(1) => Err(NoMountView::Refused),
+        Ok(_) => Err(NoMountView::NotSetUp),
+        Err(crate::error::ForkError::Threaded) => Err(NoMountView::ProbeThreaded),
+        Err(crate::error::ForkError::Fork(e) | crate::error::ForkError::Wait(e)) => Err(
+            NoMountView::ProbeFailed(nix::Error::from_raw(e.raw_os_error().unwrap_or(libc::EIO))),
+        ),
     };
     let landlock = sys::landlock_version();
     let seccomp_filter = sys::seccomp_filter_supported();

@@ -14,7 +14,7 @@ pub struct Enforcement {
     /// Whether the Landlock ruleset was enforced at all.
     pub landlock_enforced: bool,
     /// Whether the mount view is in place; otherwise why not.
-    pub mount_view: Result<(), String>,
+    pub mount_view: Result<(), crate::mount_view::NoMountView>,
     /// Whether the mount view was demanded (`--require-mount-view`).
     pub mount_view_required: bool,
     /// Whether the seccomp filter is installed.
@@ -186,7 +186,8 @@ mod tests {
         let inside =
             Enforcement { cordon_executables_inside_roots: vec!["/w/bin/cordon".into()], ..full() };
         assert!(gaps(&inside).is_empty());
-        let without_view = Enforcement { mount_view: Err("no userns".into()), ..inside };
+        let without_view =
+            Enforcement { mount_view: Err(crate::mount_view::NoMountView::Refused), ..inside };
         assert!(gaps(&without_view).iter().any(|g| g.required && g.what.contains("/w/bin/cordon")));
     }
 
@@ -194,7 +195,8 @@ mod tests {
     fn cordon_home_inside_a_root_requires_the_mount_view() {
         let inside = Enforcement { cordon_home_inside_root: Some("/w/.cordon".into()), ..full() };
         assert!(gaps(&inside).is_empty());
-        let without_view = Enforcement { mount_view: Err("no userns".into()), ..inside };
+        let without_view =
+            Enforcement { mount_view: Err(crate::mount_view::NoMountView::Refused), ..inside };
         assert!(gaps(&without_view).iter().any(|g| g.required && g.what.contains("/w/.cordon")));
     }
 
@@ -216,7 +218,11 @@ mod tests {
 
     #[test]
     fn old_landlock_needs_the_mount_view_for_truncate() {
-        let old = Enforcement { landlock_abi: 2, mount_view: Err("no userns".into()), ..full() };
+        let old = Enforcement {
+            landlock_abi: 2,
+            mount_view: Err(crate::mount_view::NoMountView::Refused),
+            ..full()
+        };
         assert!(gaps(&old).iter().any(|g| g.required && g.what.contains("truncating")));
         let old_with_view = Enforcement { landlock_abi: 2, ..full() };
         assert!(gaps(&old_with_view).iter().all(|g| !g.required));
@@ -224,7 +230,8 @@ mod tests {
 
     #[test]
     fn the_mount_view_is_required_only_when_asked() {
-        let without = Enforcement { mount_view: Err("no userns".into()), ..full() };
+        let without =
+            Enforcement { mount_view: Err(crate::mount_view::NoMountView::Refused), ..full() };
         assert!(gaps(&without).iter().all(|g| !g.required));
         let demanded = Enforcement { mount_view_required: true, ..without };
         assert!(gaps(&demanded).iter().any(|g| g.required));

@@ -255,7 +255,7 @@ unsafe fn run(
     let mut extra_writable = Vec::new();
     let mut proc_covers = Vec::new();
     let mount_view = match args.request.mount_view {
-        MountViewRequirement::Disabled => Err("turned off with --no-mount-view".to_owned()),
+        MountViewRequirement::Disabled => Err(mount_view::NoMountView::TurnedOff),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
             let mountinfo = mount_view::read_mountinfo()?;
             let plan = mount_view::plan(&policy, &mount_view::parse_mountinfo(&mountinfo));
