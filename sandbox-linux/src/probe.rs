@@ -186,7 +186,7 @@ impl KernelProbe {
         Enforcement {
             landlock_abi: self.landlock_abi,
             landlock_enforced: self.landlock_abi > 0,
-            mount_view: self.mount_view.clone(),
+            mount_view: self.mount_view,
             mount_view_required: true,
             seccomp: self.seccomp_filter,
             no_new_privs: true,
