@@ -50,6 +50,7 @@ mod safe_commands;
 mod sandbox_policy;
 mod sandbox_request;
 mod script_words;
+mod sealing;
 mod shell_script;
 mod start_files;
 
@@ -81,5 +82,6 @@ pub use sandbox_policy::{
 };
 pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
+pub use sealing::{EntryKind, HomeSeal};
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};

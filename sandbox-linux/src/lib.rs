@@ -78,6 +78,8 @@ mod repositories;
 #[cfg(target_os = "linux")]
 mod run;
 #[cfg(target_os = "linux")]
+mod sealing;
+#[cfg(target_os = "linux")]
 pub mod seccomp;
 #[cfg(target_os = "linux")]
 mod sys;

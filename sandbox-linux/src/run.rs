@@ -240,6 +240,14 @@ unsafe fn run(
         policy.protected_paths.extend(
             cordon_policies::home_start_up_paths(home).map(|path| path.display().to_string()),
         );
+        // A root that holds $HOME grants its entries one by one instead: nothing new can be
+        // created at the top of $HOME or on the way to a start-up path, and the start-up paths
+        // are not granted at all, with the mount view or without it.
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+        let omit: Vec<PathBuf> =
+            env.cordon_home.iter().filter_map(|dir| std::fs::canonicalize(dir).ok()).collect();
+        let seal = cordon_policies::HomeSeal { home: &home, omit: &omit };
+        policy.writable_roots = seal.seal(&policy.writable_roots, crate::sealing::list_entries);
     }
     // The helper's own file, and what the caller starts itself from.
     let executables: Vec<PathBuf> = std::fs::read_link("/proc/self/exe")

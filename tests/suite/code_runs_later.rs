@@ -174,9 +174,12 @@ fn home_as_a_writable_root_is_refused_and_start_up_files_under_home_stay_read_on
     }
     let ws = scratch();
     let config = home.path().join(".config");
+    // `.config` as a root is sealed: its existing entries are writable, nothing new is.
+    std::fs::create_dir_all(config_app(home.path())).unwrap();
     let script = format!(
         "echo '[core] pager = touch x' >> {c}/git/config; echo config=$?; \
-         touch {c}/git/new; echo new=$?; echo x > {h}/.local/bin/git; echo bin=$?; touch {c}/ok; echo ok=$?",
+         touch {c}/git/new; echo new=$?; echo x > {h}/.local/bin/git; echo bin=$?; \
+         touch {c}/autostart; echo sealed=$?; touch {c}/app/ok; echo ok=$?",
         c = config.display(),
         h = home.path().display()
     );
@@ -202,11 +205,109 @@ fn home_as_a_writable_root_is_refused_and_start_up_files_under_home_stay_read_on
     .output()
     .unwrap()
     .into();
-    for step in ["config=0", "new=0", "bin=0"] {
+    for step in ["config=0", "new=0", "bin=0", "sealed=0"] {
         assert!(!run.stdout.contains(step), "{step}: {}\n{}", run.stdout, run.stderr);
     }
     assert!(run.stdout.contains("ok=0"), "{}\n{}", run.stdout, run.stderr);
     assert_eq!(std::fs::read_to_string(home.path().join(".config/git/config")).unwrap(), "");
+    assert!(!home.path().join(".config/autostart").exists());
+}
+
+fn config_app(home: &Path) -> std::path::PathBuf {
+    home.join(".config/app")
+}
+
+/// `$HOME` allowed as a writable root (`--allow-home-root`) is sealed: its existing entries
+/// stay writable, but nothing new appears at its top level or on the way to a start-up path
+/// (`.bash_profile`, `.zshenv`, `.config/autostart`, `.local/bin`), its start-up files stay
+/// read-only and its entries cannot be renamed — as root and as an unprivileged user, with the
+/// mount view and with Landlock alone. Checked from outside: a login shell and git, run
+/// afterwards, find no marker, and the listing of `$HOME` is unchanged but for what the
+/// command wrote into existing entries.
+#[test]
+fn home_allowed_as_a_root_is_sealed_with_and_without_the_mount_view() {
+    require_sandbox!(1);
+    for user in USERS {
+        let views: &[&[&str]] = if features().mount_view {
+            &[&[], &["--no-mount-view", "--best-effort"]]
+        } else {
+            &[&["--no-mount-view", "--best-effort"]]
+        };
+        for view in views {
+            let home = scratch();
+            let outside = scratch();
+            let mark = outside.path().join("marker");
+            std::fs::create_dir_all(home.path().join("project")).unwrap();
+            std::fs::create_dir_all(config_app(home.path())).unwrap();
+            std::fs::create_dir_all(home.path().join(".local/share")).unwrap();
+            std::fs::write(home.path().join(".bashrc"), "# user's own\n").unwrap();
+            std::fs::write(home.path().join("notes"), "1\n").unwrap();
+            if user == User::Nobody {
+                chown_nobody(home.path());
+                chown_nobody(outside.path());
+            }
+            let before = listing(home.path());
+            let plant = format!("touch {}", mark.display());
+            let attack = format!(
+                "for f in .bash_profile .zshenv .profile new .config/autostart .local/bin; do \
+                   (echo '{plant}' > $f) 2>/dev/null && echo \"planted $f\"; \
+                 done; mkdir .config/systemd 2>/dev/null && echo planted systemd; \
+                 echo '{plant}' >> .bashrc 2>/dev/null && echo planted bashrc; \
+                 mv notes .bash_login 2>/dev/null && echo planted rename; \
+                 echo 2 >> notes && echo wrote notes; touch project/ok && echo wrote project; \
+                 touch .config/app/ok && echo wrote config; touch .local/share/ok && echo wrote share"
+            );
+            let mut args = vec!["exec", "-a", "never", "--allow-home-root"];
+            args.extend_from_slice(view);
+            args.extend(["-C", home.path().to_str().unwrap(), "--", "sh", "-c", &attack]);
+            let run: Run = cordon_command(user, &args)
+                .env("HOME", home.path())
+                .env("CORDON_HOME", outside.path().join("cordon-home"))
+                .output()
+                .unwrap()
+                .into();
+            let what = format!("{user:?} {view:?}: {}\n{}", run.stdout, run.stderr);
+            assert!(!run.stdout.contains("planted"), "{what}");
+            for wrote in ["notes", "project", "config", "share"] {
+                assert!(run.stdout.contains(&format!("wrote {wrote}")), "{wrote}: {what}");
+            }
+            // From outside, afterwards: a login shell and git in $HOME.
+            Command::new("bash")
+                .args(["-lc", "true"])
+                .env("HOME", home.path())
+                .env_remove("BASH_ENV")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            git(home.path(), &["status"]);
+            assert!(!mark.exists(), "{what}: planted code ran outside");
+            let after = listing(home.path());
+            let new: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
+            let expected = ["project/ok", ".config/app/ok", ".local/share/ok"];
+            assert!(new.iter().all(|p| expected.contains(&p.as_str())), "{what}\nnew: {new:?}");
+            assert_eq!(
+                std::fs::read_to_string(home.path().join(".bashrc")).unwrap(),
+                "# user's own\n"
+            );
+        }
+    }
+}
+
+/// Every path under `dir`, relative, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if path.symlink_metadata().unwrap().is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Everyday git still works inside the sandbox, in the workspace's repository and a nested
