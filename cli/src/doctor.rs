@@ -17,16 +17,21 @@ use crate::flags::DoctorArgs;
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let report = DoctorReport::gather();
     let environment = environment_report();
+    let advice = git_advice();
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
             map.insert("environment".into(), environment);
+            map.insert("advice".into(), json!(advice));
         }
         format!("{}\n", serde_json::to_string_pretty(&document)?)
     } else {
         let mut text = render_text(&report);
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
+        for line in &advice {
+            let _ = writeln!(text, "advice: {line}");
+        }
         text
     };
     crate::output::write_stdout(&text)?;
@@ -35,6 +40,32 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(EXIT_NOT_ENFORCEABLE)
     })
+}
+
+/// What the user's own git setup leaves open. A directory holding plain `HEAD`, `config` and
+/// `objects` is a repository to git: a sandboxed command can write one anywhere in its
+/// workspace (a fixture, a download), and a later `git` run outside the sandbox in that
+/// directory obeys its `config` (`core.fsmonitor`, hooks). `safe.bareRepository=explicit`
+/// makes git ignore such a directory unless it is named with `--git-dir`.
+#[cfg(target_os = "linux")]
+fn git_advice() -> Vec<String> {
+    let setting = std::process::Command::new("git")
+        .args(["config", "--global", "--get", "safe.bareRepository"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    match setting {
+        // No git here: nothing to advise.
+        Err(_) => Vec::new(),
+        Ok(out) if String::from_utf8_lossy(&out.stdout).trim() == "explicit" => Vec::new(),
+        Ok(_) => vec![
+            "run `git config --global safe.bareRepository explicit`: git then ignores a \
+             directory shaped like a bare repository (HEAD, config, objects) that a sandboxed \
+             command could leave in a workspace, whose config would run code when you use git \
+             there"
+                .to_owned(),
+        ],
+    }
 }
 
 /// `cordon doctor`'s status when the default policy cannot be enforced here.

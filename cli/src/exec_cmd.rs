@@ -50,7 +50,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if !moved.is_empty() {
         // Paths inside the workspace can hold any byte: rendered, never printed raw.
         eprintln!(
-            "cordon: the command created what git would later run code from, outside any \
+            "cordon: the command created what git or a shell would later run code from, outside any \
              sandbox; moved aside: {}",
             render_text(&moved.join("; ")).text
         );

@@ -91,6 +91,28 @@ fn doctor_reports_the_kernel_and_every_mode() {
     assert!(text.stdout.contains("landlock ABI"));
 }
 
+/// `doctor` advises `safe.bareRepository=explicit` until the user's git config has it.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_advises_git_to_ignore_implicit_bare_repositories_until_it_does() {
+    let home = scratch();
+    let doctor = || -> serde_json::Value {
+        let out = std::process::Command::new(CORDON)
+            .args(["doctor", "--json"])
+            .env("HOME", home.path())
+            .env("CORDON_HOME", home.path().join(".cordon"))
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let before = doctor();
+    assert!(before["advice"].to_string().contains("safe.bareRepository explicit"), "{before}");
+    std::fs::write(home.path().join(".gitconfig"), "[safe]\n\tbareRepository = explicit\n")
+        .unwrap();
+    assert_eq!(doctor()["advice"], serde_json::json!([]));
+}
+
 #[cfg(target_os = "macos")]
 #[test]
 fn doctor_names_seatbelt_and_every_mode() {
