@@ -371,10 +371,11 @@ impl Settings {
     }
 }
 
-/// Refuses a writable root that is `$HOME` or an ancestor of it: the shell, git, Python and
-/// ssh read start-up files there that do not exist yet in most homes (`~/.bash_profile`,
-/// `~/.zshenv`, `~/.config/…`, `~/.local/bin`), and a read-only binding needs something to
-/// bind, so a command could create one that runs outside the sandbox later.
+/// Refuses a writable root that is `$HOME` or an ancestor of it unless the user allows it: the
+/// helper then seals `$HOME` (its entries are writable one by one, nothing new can be created
+/// at its top or on the way to a start-up path such as `~/.bash_profile`, `~/.config/…` or
+/// `~/.local/bin`), which is stricter than what a user who names that root may expect, so it
+/// is a choice made out loud.
 fn refuse_home_root(
     policy: &SandboxPolicy,
     cwd: &Path,
@@ -399,10 +400,11 @@ fn refuse_home_root(
         let what =
             if *root == home { "is your home directory" } else { "contains your home directory" };
         bail!(
-            "the writable root {} {what}: a sandboxed command could create start-up files \
-             there (~/.bash_profile, ~/.zshenv, ~/.config/…, ~/.local/bin/…) that run outside \
-             the sandbox the next time you open a shell or run git; use a project directory \
-             (-C DIR), or allow it with --allow-home-root (config allow_home_root = true)",
+            "the writable root {} {what}, where start-up files (~/.bash_profile, ~/.zshenv, \
+             ~/.config/…, ~/.local/bin/…) run outside the sandbox the next time you open a \
+             shell or run git; use a project directory (-C DIR), or allow it with \
+             --allow-home-root (config allow_home_root = true): $HOME is then sealed, its \
+             existing entries writable but nothing new at its top",
             root.display()
         );
     }
