@@ -574,6 +574,33 @@ pub fn print_link_events(mut events: LinkEvents) {
     });
 }
 
+/// The far end's `$HOME` (from its environment) as a writable root: refused as on this machine
+/// unless allowed. The roots are compared as the far end's paths, without resolving links
+/// there; its helper seals `$HOME` whatever this check finds.
+fn refuse_remote_home_root(link: &RemoteLink, settings: &Settings) -> anyhow::Result<()> {
+    let facts = link.facts();
+    let Some(home) = facts.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| PathBuf::from(v))
+    else {
+        return Ok(());
+    };
+    let mut roots = vec![settings.cwd.clone()];
+    if let SandboxPolicy::WorkspaceWrite(ww) = &settings.sandbox.policy {
+        roots.extend(ww.writable_roots.iter().cloned());
+    }
+    if let Some(root) = roots.iter().find(|root| root.is_absolute() && home.starts_with(root)) {
+        bail!(
+            "the writable root {} on {} is or contains the home directory there ({}), where \
+             start-up files run outside the sandbox the next time a shell or git starts; use \
+             a project directory (-C DIR), or allow it with --allow-home-root (config \
+             allow_home_root = true): $HOME there is then sealed",
+            root.display(),
+            link.host(),
+            home.display()
+        );
+    }
+    Ok(())
+}
+
 /// Refuses (the caller exits 125) when the far end's `doctor` says it cannot enforce these
 /// settings' policy, unless best effort was asked for; with best effort, says what is not
 /// enforced there.
@@ -583,6 +610,9 @@ pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyho
             "network by domain (--allow-domain, config network.allow) is not available on \
              another machine yet: its proxy would have to run there; use --network or no network"
         );
+    }
+    if !settings.allow_home_root {
+        refuse_remote_home_root(link, settings)?;
     }
     match settings.sandbox.strictness {
         Strictness::FailClosed => {

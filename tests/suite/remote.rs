@@ -592,6 +592,24 @@ fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
     assert!(marker.exists(), "the known request did not run: {lines:?}");
 }
 
+/// The far end's home directory as a writable root is refused here, as this machine's would be,
+/// before anything runs there; `--allow-home-root` is named.
+#[test]
+fn the_far_ends_home_as_a_writable_root_is_refused_unless_allowed() {
+    require_sshd!();
+    let sshd = Sshd::start(Login::Root);
+    let home = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(0)).unwrap().unwrap().dir;
+    let outside = scratch();
+    let marker = outside.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    for workspace in [home.to_str().unwrap(), "/"] {
+        let run = sshd.exec(&sshd.cordon(), &["-C", workspace, "--", "sh", "-c", &touch]);
+        assert_eq!(run.code, Some(125), "{workspace}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("--allow-home-root"), "{}", run.stderr);
+        assert!(!marker.exists(), "{workspace}: the command ran");
+    }
+}
+
 #[test]
 fn a_remote_timeout_exits_124_and_ends_the_command_there() {
     require_sshd!();
@@ -601,7 +619,7 @@ fn a_remote_timeout_exits_124_and_ends_the_command_there() {
     let started = Instant::now();
     let run = sshd.exec(
         &sshd.cordon(),
-        &["--timeout", "1s", "-C", "/", "--", "sleep", &format!("{marker}.3")],
+        &["--timeout", "1s", "-C", "/tmp", "--", "sleep", &format!("{marker}.3")],
     );
     assert_eq!(run.code, Some(124), "{}{}", run.stdout, run.stderr);
     assert!(started.elapsed() < scaled(Duration::from_secs(20)), "{:?}", started.elapsed());
