@@ -235,6 +235,7 @@ unsafe fn run(
     // Before anything is confined: this may create the directory on the host.
     let cordon_home_inside_root =
         crate::cordon_home::protect(env.cordon_home.as_deref(), &mut policy)?;
+    let mut unsealed_roots = None;
     // What the user's next shell, git or Python loads, judged by its place under $HOME.
     if let Some(home) = env.home.as_deref().filter(|home| home.is_absolute()) {
         policy.protected_paths.extend(
@@ -247,7 +248,8 @@ unsafe fn run(
         let omit: Vec<PathBuf> =
             env.cordon_home.iter().filter_map(|dir| std::fs::canonicalize(dir).ok()).collect();
         let seal = cordon_policies::HomeSeal { home: &home, omit: &omit };
-        policy.writable_roots = seal.seal(&policy.writable_roots, crate::sealing::list_entries);
+        let sealed = seal.seal(&policy.writable_roots, crate::sealing::list_entries);
+        unsealed_roots = Some(std::mem::replace(&mut policy.writable_roots, sealed));
     }
     // The helper's own file, and what the caller starts itself from.
     let executables: Vec<PathBuf> = std::fs::read_link("/proc/self/exe")
@@ -266,7 +268,14 @@ unsafe fn run(
         MountViewRequirement::Disabled => Err(mount_view::NoMountView::TurnedOff),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
             let mountinfo = mount_view::read_mountinfo()?;
-            let plan = mount_view::plan(&policy, &mount_view::parse_mountinfo(&mountinfo));
+            // The view binds a sealed root whole, once: Landlock, which is always in place when
+            // the view is (else the helper exits 125 unless best effort), keeps new entries out
+            // of it, where a bind per entry would cost a mount per entry.
+            let mut view_policy = policy.clone();
+            if let Some(roots) = &unsealed_roots {
+                view_policy.writable_roots = roots.clone();
+            }
+            let plan = mount_view::plan(&view_policy, &mount_view::parse_mountinfo(&mountinfo));
             warn_unusable_git_files(&plan.unusable_git_files);
             warn_unsearched(&plan.unsearched);
             match mount_view::enter(&plan)? {
