@@ -383,8 +383,14 @@ impl Orchestrator {
             return true;
         }
         // An allow rule runs the command sandboxed, so it can only stand for a sandboxed run.
-        let prefix =
-            if sandboxed == Sandboxed::Yes { suggested_prefix(&request.words()) } else { None };
+        // Rules are text: an argv that is not UTF-8 gets no "always allow" (its rule would
+        // stand for other bytes too); yes for this session covers the exact bytes.
+        let text = request.command.iter().all(|word| word.to_str().is_some());
+        let prefix = if sandboxed == Sandboxed::Yes && text {
+            suggested_prefix(&request.words())
+        } else {
+            None
+        };
         let sandbox_mode = match sandboxed {
             Sandboxed::Yes => request.sandbox.policy.mode(),
             Sandboxed::No => SandboxMode::DangerFullAccess,

@@ -254,6 +254,11 @@ impl RuleSet {
         if leaves.is_empty() || units.iter().any(|u| matches!(u, Unit::Opaque(_))) {
             return None;
         }
+        // Nor a command with a word that was not UTF-8 (U+FFFD stands for any invalid byte in
+        // the text decisions see): a rule written for one such word would allow them all.
+        if leaves.iter().any(|command| command.iter().any(|word| word.contains('\u{FFFD}'))) {
+            return None;
+        }
         let mut first_match = None;
         for command in leaves {
             match allows().find(|r| r.matches_exactly(command)) {

@@ -252,3 +252,17 @@ fn rules_serialise_for_policy_check_output() {
         r#"{"prefix":["git","push"],"decision":"prompt","justification":null,"source":"workspace"}"#
     );
 }
+
+#[test]
+fn an_allow_rule_never_matches_a_word_that_was_not_utf8() {
+    // `tool\u{FFFD}` is what an always-allow for `$'tool\xff'` would have saved; it must not
+    // stand for `$'tool\xfe'` (also U+FFFD once lossy), nor for itself.
+    let rules = parse_ok(
+        "[[rule]]\nprefix = [\"./tool\u{FFFD}\"]\ndecision = \"allow\"\n[[rule]]\nprefix = \
+         [\"cargo\"]\ndecision = \"allow\"\n",
+        RuleSource::User,
+    );
+    assert_eq!(rules.evaluate(&argv(&["./tool\u{FFFD}", "arg"])), None);
+    assert_eq!(rules.evaluate(&argv(&["cargo", "b\u{FFFD}ild"])), None);
+    assert!(rules.evaluate(&argv(&["cargo", "build"])).is_some());
+}

@@ -286,6 +286,40 @@ fn arguments_and_environment_that_are_not_utf8_reach_the_command_as_the_same_byt
     }
 }
 
+/// An allow rule is text: one whose word stands for a byte that is not UTF-8 (what an
+/// "always allow" of such an argv would have saved) allows no argv with such a byte, and the
+/// question for one offers no "always allow".
+#[test]
+fn an_allow_rule_never_stands_for_bytes_that_are_not_utf8() {
+    require_sandbox!(1);
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let e = env();
+    // In the workspace: an allowed command runs sandboxed, and may write there.
+    let marker = e.work.path().join("ran");
+    let evil = e.work.path().join(OsStr::from_bytes(b"tool\xfe"));
+    std::fs::write(&evil, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"./tool\u{FFFD}\", \"arg\"]\ndecision = \"allow\"\n",
+    )
+    .unwrap();
+    let out = without_terminal(CORDON)
+        .args(["exec", "-a", "untrusted", "--"])
+        .arg(OsStr::from_bytes(b"./tool\xfe"))
+        .arg("arg")
+        .current_dir(e.work.path())
+        .env("CORDON_HOME", e.home.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let run: Run = out.into();
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(!marker.exists(), "the allow rule ran a different program unasked");
+}
+
 #[test]
 fn a_timeout_kills_the_whole_group_and_exits_124() {
     require_sandbox!(1);
