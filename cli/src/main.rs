@@ -76,7 +76,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("cordon: {error:#}");
+            // One line, whatever the error carries (a far end's message, a path with control
+            // characters): what a terminal would obey is shown escaped.
+            eprintln!("cordon: {}", cordon_policies::render_text(&format!("{error:#}")).text);
             ExitCode::from(125)
         }
     }

@@ -12,7 +12,7 @@ use cordon_exec_core::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, Ses
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
     RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest, Strictness,
-    WorkspaceWrite, expand_path,
+    WorkspaceWrite, expand_path, render_text,
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
@@ -461,7 +461,8 @@ fn load_rules(home: Option<&Path>, workspace: Option<&Path>) -> anyhow::Result<R
         let (parsed, warnings) = RuleSet::parse(&text, source)
             .map_err(|error| anyhow::anyhow!("{}: {}", path.display(), error.detail()))?;
         for warning in warnings {
-            eprintln!("cordon: {}: {warning}", path.display());
+            let line = format!("{}: {warning}", path.display());
+            eprintln!("cordon: {}", render_text(&line).text);
         }
         rules.merge(parsed);
     }
@@ -569,7 +570,7 @@ pub async fn connect_sessions(
 pub fn print_link_events(mut events: LinkEvents) {
     tokio::spawn(async move {
         while let Some(event) = events.next().await {
-            eprintln!("cordon: {event}");
+            eprintln!("cordon: {}", render_text(&event.to_string()).text);
         }
     });
 }
@@ -622,7 +623,8 @@ pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyho
         }
         Strictness::BestEffort => {
             for gap in link.gaps(&settings.sandbox.policy) {
-                eprintln!("cordon: not enforced on {}: {}", link.host(), gap.what);
+                let line = format!("not enforced on {}: {}", link.host(), gap.what);
+                eprintln!("cordon: {}", render_text(&line).text);
             }
         }
     }

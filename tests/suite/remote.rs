@@ -610,6 +610,35 @@ fn the_far_ends_home_as_a_writable_root_is_refused_unless_allowed() {
     }
 }
 
+/// What a far end says reaches this terminal as text: a version string full of escape
+/// sequences and a newline is shown escaped, on one line.
+#[test]
+fn a_far_ends_words_reach_the_terminal_escaped() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let ssh = dir.path().join("ssh");
+    std::fs::write(
+        &ssh,
+        "#!/bin/sh\nread l\nprintf '%s\\n' '{\"type\":\"hello_response\",\"requestId\":\"c1\",\
+         \"protocolVersion\":2,\"cordonVersion\":\"9\\u001b]0;PWNED\\u0007\\u001b[2J\\u009b31m\\nFORGED: \
+         cordon: approved\",\"forms\":[\"exec_resolved\"]}'\nsleep 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run: Run = Command::new(CORDON)
+        .args(["exec", "--host", "127.0.0.1", "--ssh-program", ssh.to_str().unwrap()])
+        .args(["-C", "/tmp", "--", "true"])
+        .env("CORDON_HOME", dir.path().join("cordon-home"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("PWNED"), "{}", run.stderr);
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{:?}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{:?}", run.stderr);
+}
+
 #[test]
 fn a_remote_timeout_exits_124_and_ends_the_command_there() {
     require_sshd!();
