@@ -105,8 +105,9 @@ enum WireForm {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SandboxAttempt {
-    /// No sandbox: `danger-full-access`, an approved escalation or an approved retry.
-    None,
+    /// No sandbox: `danger-full-access`, an approved escalation or an approved retry. A
+    /// struct variant, so that a field beside `kind` (a `request` sent with it) is refused.
+    None {},
     /// The executor's platform sandbox enforcing `request`, whose writable roots are resolved
     /// against its `policy_cwd` on the executor's machine. A setting the executor does not
     /// know makes the whole message unreadable there: it refuses rather than run without it.
@@ -225,7 +226,13 @@ mod tests {
             "argv": ["true"], "cwd": "/", "env": [], "sandbox": {"kind": "none"},
             "approval": "granted"}))
         .unwrap();
-        assert_eq!((none.sandbox, none.tty), (SandboxAttempt::None, false));
+        assert_eq!((none.sandbox, none.tty), (SandboxAttempt::None {}, false));
+        assert_eq!(
+            serde_json::to_value(SandboxAttempt::None {}).unwrap(),
+            serde_json::json!({"kind": "none"})
+        );
+        let mixed = serde_json::json!({"kind": "none", "request": {"policy": {"type": "read-only"}, "policy_cwd": "/"}});
+        assert!(serde_json::from_value::<SandboxAttempt>(mixed).is_err());
     }
 
     #[test]

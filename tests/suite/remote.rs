@@ -529,7 +529,8 @@ fn the_far_end_refuses_the_high_level_form_and_a_local_executor_refuses_the_reso
         .collect();
     assert_eq!(far.wait().unwrap().code(), Some(0));
     let by_id = |id: &str| lines.iter().find(|v| v["requestId"] == id).cloned().unwrap();
-    assert_eq!(by_id("1")["outcome"]["status"], "error", "{lines:?}");
+    // Refused before any hello, and would be after one (the high-level form).
+    assert_eq!(by_id("1")["type"], "error", "{lines:?}");
     let mismatch = by_id("2");
     assert_eq!(mismatch["type"], "error", "{mismatch}");
     assert!(mismatch["message"].as_str().unwrap().contains("protocol 3..=3"), "{mismatch}");
@@ -571,6 +572,36 @@ fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
     assert_ne!(refused["outcome"]["status"], "success", "{lines:?}");
     assert!(refused.to_string().contains("memory_limit"), "{refused}");
     assert!(!marker.exists(), "the command ran without a setting it was sent");
+    // Nor before a hello, nor with a field beside `exec`, nor with a request beside a `none`
+    // sandbox (which would run without the sandbox the request names).
+    let mut extra = exec(known.clone());
+    extra["priority"] = "high".into();
+    let mut mixed = exec(known.clone());
+    mixed["exec"]["sandbox"] = json!({"kind": "none", "request": known.clone()});
+    for (hello, message) in [(false, exec(known.clone())), (true, extra), (true, mixed)] {
+        let mut far = Command::new(CORDON)
+            .args(["executor", "--serve-remote"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = far.stdin.take().unwrap();
+        if hello {
+            writeln!(stdin, "{}", json!({"type": "hello", "requestId": "h", "protocolVersion": 3}))
+                .unwrap();
+        }
+        writeln!(stdin, "{message}").unwrap();
+        drop(stdin);
+        let lines: Vec<Value> = std::io::BufReader::new(far.stdout.take().unwrap())
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        assert_eq!(far.wait().unwrap().code(), Some(0));
+        let answer = lines.iter().find(|v| v["requestId"] == "x").cloned().unwrap();
+        assert_ne!(answer["outcome"]["status"], "success", "{message}: {lines:?}");
+        assert!(!marker.exists(), "{message} ran");
+    }
     // The same request without the unknown field runs: the refusal was about the field.
     let mut far = Command::new(CORDON)
         .args(["executor", "--serve-remote"])

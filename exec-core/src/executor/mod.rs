@@ -150,6 +150,11 @@ async fn serve_peer<S: Sessions + 'static>(
     let next = Rc::new(RefCell::new(0u64));
     let mut signals = Signals::new();
     let mut line = Vec::new();
+    // The orchestrator's peer is strict: nothing but hello until a hello agreed on a version,
+    // and no field a message type does not have (a newer peer's setting is refused, never
+    // dropped).
+    let strict = matches!(peer, Peer::Orchestrator(_));
+    let mut greeted = !strict;
     let end = loop {
         let read = tokio::select! {
             read = read_line(&mut input, &mut line) => read?,
@@ -176,6 +181,22 @@ async fn serve_peer<S: Sessions + 'static>(
                 }
             },
         };
+        if strict {
+            let refusal = match (&message, greeted) {
+                (Incoming::Hello { .. }, _) => unknown_fields(&line, &message),
+                (_, false) => Some(
+                    "say hello first: this executor serves the resolved form only after a \
+                     hello that agreed on a protocol version"
+                        .to_owned(),
+                ),
+                (_, true) => unknown_fields(&line, &message),
+            };
+            if let Some(message_text) = refusal {
+                let request_id = message.request_id().cloned();
+                let _ = out.send(Outgoing::Error { request_id, message: message_text });
+                continue;
+            }
+        }
         match message {
             Incoming::ListTools { request_id } => {
                 let _ = out.send(Outgoing::ListToolsResponse {
@@ -185,12 +206,14 @@ async fn serve_peer<S: Sessions + 'static>(
                 });
             }
             Incoming::Hello { request_id, protocol_version, cordon_version } => {
-                let _ = out.send(hello_response(
+                let response = hello_response(
                     peer.hello(),
                     request_id,
                     protocol_version,
                     cordon_version.as_deref(),
-                ));
+                );
+                greeted |= matches!(response, Outgoing::HelloResponse { .. });
+                let _ = out.send(response);
             }
             Incoming::CallTool { request_id, tool_name, arguments } => {
                 let call = ToolCall::parse(&tool_name, arguments);
@@ -355,6 +378,23 @@ fn spawn_resolved(
 pub(crate) use crate::interrupts::Interrupts as Signals;
 
 /// The `hello_response` (or the error) for a peer speaking `requested`.
+/// The fields of `line` that its message type does not have, named in one message; `None`
+/// when there are none. The parsed message written back holds every field it read, so a key
+/// of the line missing from it is one the type does not know.
+fn unknown_fields(line: &[u8], message: &Incoming) -> Option<String> {
+    let raw: serde_json::Map<String, Value> = serde_json::from_slice(line).ok()?;
+    let known = serde_json::to_value(message).ok()?;
+    let unknown: Vec<&str> =
+        raw.keys().filter(|key| known.get(key.as_str()).is_none()).map(String::as_str).collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "unknown field(s) {} in this message: refused rather than ignored",
+        excerpt(&unknown.join(", "))
+    ))
+}
+
 fn hello_response(
     hello: Hello,
     request_id: Value,

@@ -83,6 +83,23 @@ pub enum Incoming {
     },
 }
 
+impl Incoming {
+    /// The message's `requestId`, for an error about it.
+    pub fn request_id(&self) -> Option<&Value> {
+        match self {
+            Incoming::ListTools { request_id }
+            | Incoming::CallTool { request_id, .. }
+            | Incoming::Shutdown { request_id }
+            | Incoming::ApprovalResponse { request_id, .. }
+            | Incoming::Hello { request_id, .. }
+            | Incoming::ExecResolved { request_id, .. }
+            | Incoming::WriteResolved { request_id, .. }
+            | Incoming::CloseResolved { request_id, .. } => Some(request_id),
+            Incoming::Cancel { request_id, .. } => request_id.as_ref(),
+        }
+    }
+}
+
 /// The harness's answer to an `approval_request`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

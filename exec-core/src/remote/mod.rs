@@ -55,7 +55,7 @@ pub struct RemoteTarget {
 /// request's sandbox (policy, strictness, mount-view requirement) as decided here, or none.
 fn attempt_for(request: &ExecRequest, kind: SandboxKind) -> SandboxAttempt {
     match kind {
-        SandboxKind::None => SandboxAttempt::None,
+        SandboxKind::None => SandboxAttempt::None {},
         SandboxKind::Linux | SandboxKind::Seatbelt => {
             SandboxAttempt::Platform { request: request.sandbox.clone() }
         }

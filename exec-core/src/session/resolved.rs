@@ -34,7 +34,7 @@ impl SessionManager {
             exec.env.iter().map(|(k, v)| (k.0.clone(), v.0.clone())).collect();
         let helper = self.orchestrator.helper();
         let (kind, sandbox) = match exec.sandbox {
-            SandboxAttempt::None => (
+            SandboxAttempt::None {} => (
                 SandboxKind::None,
                 SandboxRequest::new(SandboxPolicy::DangerFullAccess {}, exec.cwd.clone()),
             ),
