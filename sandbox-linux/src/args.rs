@@ -12,6 +12,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use cordon_policies::{
@@ -215,14 +216,22 @@ pub fn parse_helper_args(
             saw_separator = true;
             break;
         }
-        let text = arg.to_string_lossy();
-        let (flag, inline_value) = match text.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag.to_owned(), Some(value)),
-            _ => (text.to_string(), None),
+        // `--flag=value` splits at the first `=`, on bytes: the value keeps every byte it has.
+        let bytes = arg.as_bytes();
+        let (flag, inline_value) = match bytes.iter().position(|b| *b == b'=') {
+            Some(at) if bytes.starts_with(b"--") => (
+                String::from_utf8_lossy(&bytes[..at]).into_owned(),
+                Some(OsStr::from_bytes(&bytes[at + 1..]).to_owned()),
+            ),
+            _ => (arg.to_string_lossy().into_owned(), None),
         };
+        // A switch takes no value: `--best-effort=false` is not a way to say no.
+        if inline_value.is_some() && SWITCHES.contains(&flag.as_str()) {
+            return Err(HelperError::Usage(format!("{flag} takes no value")));
+        }
         let mut value = |name: &str| -> Result<OsString, HelperError> {
-            match inline_value {
-                Some(v) => Ok(OsString::from(v)),
+            match inline_value.clone() {
+                Some(v) => Ok(v),
                 None => {
                     args.next().ok_or_else(|| HelperError::Usage(format!("{name} needs a value")))
                 }
@@ -338,6 +347,18 @@ pub fn parse_helper_args(
         command,
     })
 }
+
+/// The flags that take no value.
+const SWITCHES: &[&str] = &[
+    "--best-effort",
+    "--require-mount-view",
+    "--no-mount-view",
+    "--die-with-parent",
+    "--use-bwrap-sandbox",
+    "--apply-seccomp-then-exec",
+    "--no-proc",
+    "--use-legacy-landlock",
+];
 
 /// The Codex-compatible flags that say what `--request` says, so cannot be given with it.
 const LEGACY_REQUEST_FLAGS: &[&str] = &[
@@ -534,6 +555,28 @@ mod tests {
         assert!(error.contains("--request") && error.contains("cpu"), "{error}");
         let relative = r#"{"policy":{"type":"read-only"},"policy_cwd":"w"}"#;
         assert!(parse_helper_args(os(&["--request", relative, "--", "ls"])).is_err());
+    }
+
+    #[test]
+    fn an_inline_value_keeps_its_bytes_and_a_switch_takes_none() {
+        use std::os::unix::ffi::OsStringExt;
+        let mut inline = b"--sandbox-policy-cwd=/w/".to_vec();
+        inline.push(0xff);
+        let policy = r#"--sandbox-policy={"type":"read-only"}"#;
+        let parsed = parse_helper_args(vec![
+            OsString::from_vec(inline),
+            OsString::from(policy),
+            OsString::from("--"),
+            OsString::from("ls"),
+        ])
+        .unwrap();
+        assert_eq!(parsed.request.policy_cwd.as_os_str().as_bytes(), b"/w/\xff");
+        for switch in SWITCHES {
+            let error = parse_helper_args(os(&[&format!("{switch}=false"), policy, "--", "ls"]))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("takes no value"), "{switch}: {error}");
+        }
     }
 
     #[test]

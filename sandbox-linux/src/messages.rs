@@ -28,14 +28,18 @@ fn prefix() -> &'static str {
     CALLER.get().copied().unwrap_or_default().message_prefix()
 }
 
-/// The one line for a failure: `<prefix><what failed>: <why>`.
+/// The one line for a failure: `<prefix><what failed>: <why>`. What the message quotes (a
+/// path, a policy's text, a parser's complaint about a caller's JSON) may hold anything; a
+/// terminal gets it as text, on one line.
 pub(crate) fn error(message: impl Display) {
-    write_stderr(&format!("{}{message}\n", prefix()));
+    let text = cordon_policies::render_text(&message.to_string()).text;
+    write_stderr(&format!("{}{text}\n", prefix()));
 }
 
-/// One line for what the helper goes on without: `<prefix>warning: <what>`.
+/// One line for what the helper goes on without: `<prefix>warning: <what>`, as text.
 pub(crate) fn warning(message: impl Display) {
-    write_stderr(&format!("{}warning: {message}\n", prefix()));
+    let text = cordon_policies::render_text(&message.to_string()).text;
+    write_stderr(&format!("{}warning: {text}\n", prefix()));
 }
 
 /// `--help`: the usage text on stdout.

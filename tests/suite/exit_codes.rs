@@ -57,6 +57,32 @@ fn malformed_invocations_exit_125_with_one_line() {
         ],
         vec!["--sandbox-policy-cwd", d, "--sandbox-policy", r#"{"type":"read-only"}"#, "--"],
         vec![],
+        // What the caller wrote comes back as text on one line, escapes and all.
+        vec![
+            "--sandbox-policy-cwd",
+            d,
+            "--sandbox-policy",
+            r#"{"type":"read-only"}"#,
+            "--command-cwd",
+            "rel\u{1b}[2J\nsecond line",
+            "--",
+            "true",
+        ],
+        vec![
+            "--request",
+            "{\"policy\":{\"type\":\"read-only\"},\"policy_cwd\":\"/\",\"strictness\":\"\u{9b}31m\\nx\"}",
+            "--",
+            "true",
+        ],
+        vec![
+            "--best-effort=false",
+            "--sandbox-policy-cwd",
+            d,
+            "--sandbox-policy",
+            r#"{"type":"read-only"}"#,
+            "--",
+            "true",
+        ],
     ];
     for args in cases {
         let out = std::process::Command::new(CORDON).arg0_helper().args(&args).output().unwrap();
@@ -64,6 +90,7 @@ fn malformed_invocations_exit_125_with_one_line() {
         assert_eq!(run.code, Some(125), "{args:?}: {}", run.stderr);
         assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
         assert!(run.stderr.starts_with("codex-linux-sandbox: "), "{}", run.stderr);
+        assert!(!run.stderr.contains(['\u{1b}', '\u{9b}']), "{args:?}: {:?}", run.stderr);
     }
 }
 
