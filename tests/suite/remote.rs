@@ -577,7 +577,7 @@ fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
     let mut extra = exec(known.clone());
     extra["priority"] = "high".into();
     let mut mixed = exec(known.clone());
-    mixed["exec"]["sandbox"] = json!({"kind": "none", "request": known.clone()});
+    mixed["exec"]["sandbox"] = json!({"kind": "none", "request": known});
     for (hello, message) in [(false, exec(known.clone())), (true, extra), (true, mixed)] {
         let mut far = Command::new(CORDON)
             .args(["executor", "--serve-remote"])
