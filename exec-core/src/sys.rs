@@ -473,8 +473,8 @@ pub fn reclaim_terminal() {
 }
 
 /// Makes this process a child subreaper: orphans of the commands it starts are reparented to
-/// it instead of init, so [`kill_orphans`] can end them. Only `cordon exec`'s one-shot runs use
-/// this (a long-lived server would collect zombies it never waits for).
+/// it instead of init, so [`kill_orphans`] can end them. A long-lived server (the executor)
+/// keeps such an orphan as a zombie after it exits, until its own shutdown reaps it.
 #[cfg(target_os = "linux")]
 pub fn become_subreaper() {
     let _ = nix::sys::prctl::set_child_subreaper(true);

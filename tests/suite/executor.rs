@@ -407,3 +407,33 @@ fn typed_input_the_program_has_not_read_yet_keeps_the_wait_going() {
     let rest = ex.text("write_stdin", json!({"session_id": id, "yield_time_ms": 5000}));
     assert!(rest.contains("got it"), "{rest}");
 }
+
+/// An unsandboxed session's command that double-forks out of its process group (`setsid`,
+/// a background subshell) leaves nothing once the executor shuts down on EOF.
+#[cfg(target_os = "linux")]
+#[test]
+fn what_an_unsandboxed_session_leaves_behind_ends_with_the_executor() {
+    let tag = 40_000 + std::process::id() % 10_000;
+    let mut ex = Executor::start(&["-a", "never", "-s", "danger-full-access"]);
+    let cmd = format!("setsid sh -c '(sleep {tag}.1 &); sleep {tag}.2' & sleep {tag}.3");
+    let result = ex.call("exec_command", json!({"cmd": cmd, "yield_time_ms": 500}));
+    assert!(result.to_string().contains("session"), "{result}");
+    let left = |needle: &str| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .filter(|c| String::from_utf8_lossy(c).replace('\0', " ").trim_end() == needle)
+            .count()
+    };
+    assert_eq!(left(&format!("sleep {tag}.1")), 1, "the daemon did not start");
+    ex.close_stdin();
+    assert_eq!(ex.child.wait().unwrap().code(), Some(0));
+    for step in 1..=3 {
+        assert_eq!(
+            left(&format!("sleep {tag}.{step}")),
+            0,
+            "sleep {tag}.{step} outlived the executor"
+        );
+    }
+}

@@ -158,6 +158,10 @@ pub struct SessionManager {
 
 impl SessionManager {
     pub fn new(orchestrator: Arc<Orchestrator>, defaults: SessionDefaults) -> Self {
+        // What a session's command leaves behind when it double-forks out of its group (an
+        // unsandboxed session has no PID namespace to end it) comes back here, so that
+        // `shutdown` can end it.
+        crate::sys::become_subreaper();
         SessionManager { orchestrator, defaults, table: Mutex::new(Table::default()) }
     }
 
@@ -404,6 +408,7 @@ impl SessionManager {
     pub fn shutdown(&self) {
         let sessions: Vec<Entry> = self.table().sessions.drain().map(|(_, e)| e).collect();
         if sessions.is_empty() {
+            crate::sys::kill_orphans();
             return;
         }
         tracing::debug!(sessions = sessions.len(), "closing every session");
@@ -417,6 +422,8 @@ impl SessionManager {
         // What they planted where git runs code from goes with them (`Entry`'s drop).
         std::thread::sleep(SHUTDOWN_GRACE);
         drop(sessions);
+        // And whatever their commands left: orphans reparented to this subreaper.
+        crate::sys::kill_orphans();
     }
 }
 
