@@ -187,14 +187,31 @@ impl Settings {
                 }
             })
             .collect();
-        let (mut env, removed) = self.command_env_from(vars);
-        for (name, value) in &mut env {
-            let original = not_utf8.iter().find(|(n, v, ..)| *name == **n && *value == **v);
-            if let Some((_, _, original_name, original_value)) = original {
-                *name = original_name.clone();
-                *value = original_value.clone();
+        let (mut env, mut removed) = self.command_env_from(vars);
+        let policy = &self.config.shell_environment_policy;
+        env.retain_mut(|(name, value)| {
+            let Some((lossy_name, _, original_name, original_value)) =
+                not_utf8.iter().find(|(n, v, ..)| *name == **n && *value == **v)
+            else {
+                return true;
+            };
+            // The value rules read text: an invalid byte where a separator stood (`Bearer`,
+            // a non-breaking space, a token) must not hide a secret from them, so the value is
+            // judged a second time with every invalid byte read as a space.
+            let spaced =
+                spaced_text(std::os::unix::ffi::OsStrExt::as_bytes(original_value.as_os_str()));
+            let again = policy.apply([(lossy_name.clone(), spaced.clone())]);
+            if again.vars.get(lossy_name) != Some(&spaced) {
+                removed.push(RemovedVar {
+                    name: lossy_name.clone(),
+                    reason: cordon_policies::RemovalReason::SecretValue,
+                });
+                return false;
             }
-        }
+            *name = original_name.clone();
+            *value = original_value.clone();
+            true
+        });
         (env, removed)
     }
 
@@ -629,4 +646,14 @@ pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyho
         }
     }
     Ok(())
+}
+
+/// `bytes` as text with every byte that is not UTF-8 read as a space.
+fn spaced_text(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        text.extend(chunk.invalid().iter().map(|_| ' '));
+    }
+    text
 }

@@ -79,6 +79,10 @@ impl<'de> Deserialize<'de> for WireBytes {
                 if digits.len() % 2 != 0 {
                     return Err(serde::de::Error::custom("hex: an odd number of digits"));
                 }
+                // Digits only: `from_str_radix` alone would take a sign (`+a`).
+                if !digits.iter().all(u8::is_ascii_hexdigit) {
+                    return Err(serde::de::Error::custom("hex: not a hex digit"));
+                }
                 let bytes = digits
                     .chunks(2)
                     .map(|pair| {
@@ -249,6 +253,7 @@ mod tests {
         for bad in [
             serde_json::json!({"hex": "6"}),
             serde_json::json!({"hex": "zz"}),
+            serde_json::json!({"hex": "+a+b"}),
             serde_json::json!({"hex": "61", "more": 1}),
             serde_json::json!(7),
         ] {

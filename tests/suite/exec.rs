@@ -258,6 +258,7 @@ fn arguments_and_environment_that_are_not_utf8_reach_the_command_as_the_same_byt
     let latin1 = OsStr::from_bytes(b"caf\xe9");
     // And a secret by value stays filtered whatever its encoding.
     let secret = OsStr::from_bytes(b"ghp_0123456789abcdefghijklmnopqrstuvwxyz01\xff");
+    let bearer = OsStr::from_bytes(b"Bearer\xa0abcdefghijklmnopqrstuvwxyz0123456789ABCD");
     for entry in ["exec", "sandbox"] {
         let mut command = without_terminal(CORDON);
         command.arg(entry);
@@ -268,13 +269,15 @@ fn arguments_and_environment_that_are_not_utf8_reach_the_command_as_the_same_byt
         }
         let out = command
             .args(["-s", "read-only", "--", "sh", "-c"])
-            .arg("printf '%s|%s|%s' \"$1\" \"$LATIN1\" \"${LEAK-unset}\" | od -An -tx1")
+            .arg("printf '%s|%s|%s%s' \"$1\" \"$LATIN1\" \"${LEAK-unset}\" \"${BEARER-}\" | od -An -tx1")
             .arg("sh")
             .arg(latin1)
             .current_dir(e.work.path())
             .env("CORDON_HOME", e.home.path())
             .env("LATIN1", latin1)
             .env("LEAK", secret)
+            // A byte that is not UTF-8 where a space stood does not hide a header's token.
+            .env("BEARER", bearer)
             .stdin(Stdio::null())
             .output()
             .unwrap();
