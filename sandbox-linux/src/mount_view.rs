@@ -20,6 +20,7 @@ use nix::sched::{CloneFlags, unshare};
 
 use crate::error::HelperError;
 use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};
+pub use crate::report::NoMountView;
 use crate::repositories::{WalkBudget, find_repositories, git_dir_entries};
 use crate::sys::{self, Recursion};
 
@@ -399,32 +400,6 @@ pub enum MountView {
     Unavailable(NoMountView),
 }
 
-/// Why a command runs without the mount view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum NoMountView {
-    #[error("turned off (--no-mount-view, or mount_view \"off\" in the request)")]
-    TurnedOff,
-    #[error("cannot create a user and mount namespace: {0}")]
-    Unshare(nix::Error),
-    #[error("cannot write {file}: {errno}")]
-    MapIds { file: &'static str, errno: nix::Error },
-    #[error("the kernel refuses a mount namespace to this user")]
-    Refused,
-    #[error("a mount namespace can be created but not set up")]
-    NotSetUp,
-    #[error("probe failed: this process has more than one thread, so nothing could be forked")]
-    ProbeThreaded,
-    #[error("probe failed: {0}")]
-    ProbeFailed(nix::Error),
-}
-
-/// As its message, so reports read as before.
-impl serde::Serialize for NoMountView {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
 /// Enters a private mount namespace and applies `plan`. Returns [`MountView::Unavailable`]
 /// without changing anything when the namespace cannot be created; a failure after that is an
 /// error, since the process is then in a half-built view.
@@ -562,10 +537,10 @@ fn enter_namespace(extra: CloneFlags) -> Result<(), NoMountView> {
     }
     let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | extra)
-        .map_err(NoMountView::Unshare)?;
+        .map_err(|errno| NoMountView::Unshare(errno as i32))?;
     map_own_ids(uid, gid).map_err(|(file, e)| NoMountView::MapIds {
         file,
-        errno: nix::Error::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+        errno: e.raw_os_error().unwrap_or(libc::EIO),
     })
 }
 

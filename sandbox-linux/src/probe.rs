@@ -64,9 +64,9 @@ pub fn probe() -> KernelProbe {
         Ok(1) => Err(NoMountView::Refused),
         Ok(_) => Err(NoMountView::NotSetUp),
         Err(crate::error::ForkError::Threaded) => Err(NoMountView::ProbeThreaded),
-        Err(crate::error::ForkError::Fork(e) | crate::error::ForkError::Wait(e)) => Err(
-            NoMountView::ProbeFailed(nix::Error::from_raw(e.raw_os_error().unwrap_or(libc::EIO))),
-        ),
+        Err(crate::error::ForkError::Fork(e) | crate::error::ForkError::Wait(e)) => {
+            Err(NoMountView::ProbeFailed(e.raw_os_error().unwrap_or(libc::EIO)))
+        }
     };
     let landlock = sys::landlock_version();
     let seccomp_filter = sys::seccomp_filter_supported();

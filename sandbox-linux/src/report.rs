@@ -7,6 +7,32 @@
 use serde::Serialize;
 
 /// What took effect (or, for `doctor`, what would).
+/// Why a command runs without the mount view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoMountView {
+    #[error("turned off (--no-mount-view, or mount_view \"off\" in the request)")]
+    TurnedOff,
+    #[error("cannot create a user and mount namespace: {}", std::io::Error::from_raw_os_error(*.0))]
+    Unshare(i32),
+    #[error("cannot write {file}: {}", std::io::Error::from_raw_os_error(*.errno))]
+    MapIds { file: &'static str, errno: i32 },
+    #[error("the kernel refuses a mount namespace to this user")]
+    Refused,
+    #[error("a mount namespace can be created but not set up")]
+    NotSetUp,
+    #[error("probe failed: this process has more than one thread, so nothing could be forked")]
+    ProbeThreaded,
+    #[error("probe failed: {}", std::io::Error::from_raw_os_error(*.0))]
+    ProbeFailed(i32),
+}
+
+/// As its message, so reports read as before.
+impl serde::Serialize for NoMountView {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Enforcement {
     /// The kernel's Landlock ABI (0: none).
@@ -14,7 +40,7 @@ pub struct Enforcement {
     /// Whether the Landlock ruleset was enforced at all.
     pub landlock_enforced: bool,
     /// Whether the mount view is in place; otherwise why not.
-    pub mount_view: Result<(), crate::mount_view::NoMountView>,
+    pub mount_view: Result<(), NoMountView>,
     /// Whether the mount view was demanded (`--require-mount-view`).
     pub mount_view_required: bool,
     /// Whether the seccomp filter is installed.
@@ -186,8 +212,7 @@ mod tests {
         let inside =
             Enforcement { cordon_executables_inside_roots: vec!["/w/bin/cordon".into()], ..full() };
         assert!(gaps(&inside).is_empty());
-        let without_view =
-            Enforcement { mount_view: Err(crate::mount_view::NoMountView::Refused), ..inside };
+        let without_view = Enforcement { mount_view: Err(NoMountView::Refused), ..inside };
         assert!(gaps(&without_view).iter().any(|g| g.required && g.what.contains("/w/bin/cordon")));
     }
 
@@ -195,8 +220,7 @@ mod tests {
     fn cordon_home_inside_a_root_requires_the_mount_view() {
         let inside = Enforcement { cordon_home_inside_root: Some("/w/.cordon".into()), ..full() };
         assert!(gaps(&inside).is_empty());
-        let without_view =
-            Enforcement { mount_view: Err(crate::mount_view::NoMountView::Refused), ..inside };
+        let without_view = Enforcement { mount_view: Err(NoMountView::Refused), ..inside };
         assert!(gaps(&without_view).iter().any(|g| g.required && g.what.contains("/w/.cordon")));
     }
 
@@ -218,11 +242,7 @@ mod tests {
 
     #[test]
     fn old_landlock_needs_the_mount_view_for_truncate() {
-        let old = Enforcement {
-            landlock_abi: 2,
-            mount_view: Err(crate::mount_view::NoMountView::Refused),
-            ..full()
-        };
+        let old = Enforcement { landlock_abi: 2, mount_view: Err(NoMountView::Refused), ..full() };
         assert!(gaps(&old).iter().any(|g| g.required && g.what.contains("truncating")));
         let old_with_view = Enforcement { landlock_abi: 2, ..full() };
         assert!(gaps(&old_with_view).iter().all(|g| !g.required));
@@ -230,8 +250,7 @@ mod tests {
 
     #[test]
     fn the_mount_view_is_required_only_when_asked() {
-        let without =
-            Enforcement { mount_view: Err(crate::mount_view::NoMountView::Refused), ..full() };
+        let without = Enforcement { mount_view: Err(NoMountView::Refused), ..full() };
         assert!(gaps(&without).iter().all(|g| !g.required));
         let demanded = Enforcement { mount_view_required: true, ..without };
         assert!(gaps(&demanded).iter().any(|g| g.required));
