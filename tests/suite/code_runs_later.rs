@@ -21,6 +21,9 @@ fn git(dir: &Path, args: &[&str]) -> Run {
         .arg("-C")
         .arg(dir)
         .args(["-c", "user.name=t", "-c", "user.email=t@example.test"])
+        // The repository may belong to the unprivileged test user: git would refuse to read
+        // it as root (and so never run what was planted), which would prove nothing.
+        .args(["-c", "safe.directory=*"])
         .args(args)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("HOME", dir)
@@ -96,6 +99,12 @@ fn a_nested_repository_keeps_its_config_and_hooks_read_only_and_commits_still_wo
 #[test]
 fn what_git_would_follow_later_is_moved_aside_after_the_run() {
     require_mount_view!();
+    for user in USERS {
+        moved_aside_after_the_run(user);
+    }
+}
+
+fn moved_aside_after_the_run(user: User) {
     let ws = scratch();
     let home = scratch();
     let outside = scratch();
@@ -112,6 +121,11 @@ fn what_git_would_follow_later_is_moved_aside_after_the_run() {
     let git_dir = ws.path().join(".git");
     std::fs::create_dir_all(git_dir.join("rebase-merge")).unwrap();
     std::fs::write(git_dir.join("rebase-merge/git-rebase-todo"), "pick 0000000 one\n").unwrap();
+    if user == User::Nobody {
+        chown_nobody(ws.path());
+        chown_nobody(home.path());
+        chown_nobody(outside.path());
+    }
     let attack = format!(
         "mkdir .git/x && cp -r .git/objects .git/refs .git/HEAD .git/x/ && \
          printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {m}; false\"\\n' > .git/x/config && \
@@ -122,9 +136,9 @@ fn what_git_would_follow_later_is_moved_aside_after_the_run() {
          sed -i '1i exec touch {m}' .git/rebase-merge/git-rebase-todo; echo todo=$?",
         m = mark.display()
     );
-    let run = sandboxed(User::Root, ws.path(), home.path(), &attack);
+    let run = sandboxed(user, ws.path(), home.path(), &attack);
     for step in ["commondir=0", "hooks=0", "worktree=0", "todo=0"] {
-        assert!(run.stdout.contains(step), "the attack could not even try {step}: {}", run.stdout);
+        assert!(run.stdout.contains(step), "{user:?}: could not even try {step}: {}", run.stdout);
     }
     assert!(run.stderr.contains("moved aside"), "{}", run.stderr);
     for planted in ["commondir", "hooks", "worktrees/w/commondir", "rebase-merge/git-rebase-todo"] {
@@ -133,7 +147,7 @@ fn what_git_would_follow_later_is_moved_aside_after_the_run() {
     }
     git(ws.path(), &["status"]);
     git(ws.path(), &["commit", "--allow-empty", "-qm", "two"]);
-    assert!(!mark.exists(), "planted code ran outside the sandbox");
+    assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox");
 }
 
 /// The same through the executor: the session's result says what was moved.
