@@ -96,7 +96,7 @@ pub(crate) fn watch_git_dirs(
             .flat_map(|home| cordon_policies::home_start_up_paths(home))
             .filter(|path| roots.iter().any(|root| path.starts_with(root)))
             .collect();
-        return Some(GitWatch(cordon_sandbox_linux::Watch::before(&git_dirs, &start_up)));
+        return Some(GitWatch(cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up)));
     }
     let _ = (request, sandbox, helper);
     None

@@ -41,6 +41,7 @@ mod display;
 mod domains;
 mod env_policy;
 mod env_secrets;
+mod git_config;
 mod judge;
 mod normalize;
 mod paths;
@@ -70,6 +71,7 @@ pub use domains::{
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
+pub use git_config::git_config_may_run_code;
 pub use normalize::{normalize, runs_arbitrary_code};
 pub use paths::{
     DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_START_UP_PATHS, expand_home, expand_path,

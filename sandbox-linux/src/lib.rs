@@ -65,6 +65,8 @@ mod messages;
 #[cfg(target_os = "linux")]
 mod mount_view;
 #[cfg(target_os = "linux")]
+mod new_repositories;
+#[cfg(target_os = "linux")]
 mod planted;
 #[cfg(target_os = "linux")]
 pub mod probe;

@@ -49,6 +49,10 @@ pub struct Watch {
     watched: Vec<Watched>,
     /// Each git dir, opened, with the linked worktrees its `worktrees/` held before the run.
     worktrees: Vec<(Arc<OwnedFd>, PathBuf, Vec<OsString>)>,
+    /// The writable roots, opened, for the repositories a command creates in them.
+    roots: Vec<(Arc<OwnedFd>, PathBuf)>,
+    /// The git dirs that existed before the run.
+    known: Vec<PathBuf>,
 }
 
 /// What a command planted, and where cordon moved it.
@@ -65,9 +69,15 @@ const REBASE_NAMES: [&str; 2] = ["strategy", "strategy_opts"];
 
 impl Watch {
     /// Notes the state of the watched names in every git dir of `git_dirs` and of every path in
-    /// `start_up` (absolute paths that lie inside a writable root).
-    pub fn before(git_dirs: &[PathBuf], start_up: &[PathBuf]) -> Watch {
+    /// `start_up` (absolute paths that lie inside a writable root), and which git dirs the
+    /// `roots` hold, so that one the command creates is looked at too.
+    pub fn before(roots: &[PathBuf], git_dirs: &[PathBuf], start_up: &[PathBuf]) -> Watch {
         let mut watch = Watch::default();
+        watch.roots = roots
+            .iter()
+            .filter_map(|root| Some((Arc::new(open_dir(None, root.as_os_str())?), root.clone())))
+            .collect();
+        watch.known = crate::repositories::git_dirs_in(roots);
         for git_dir in git_dirs {
             let Some(anchor) = open_dir(None, git_dir.as_os_str()).map(Arc::new) else { continue };
             let mut add = |rel: &[&OsStr], check: Check| {
@@ -165,7 +175,30 @@ impl Watch {
                 }
             }
         }
+        // A repository the command created: what would run code in it later.
+        if !self.roots.is_empty() {
+            let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
+            for git_dir in crate::repositories::git_dirs_in(&roots) {
+                if self.known.contains(&git_dir) {
+                    continue;
+                }
+                let Some(dir) = self.open_inside_root(&git_dir) else { continue };
+                planted.extend(crate::new_repositories::planted(&dir, &git_dir));
+            }
+        }
         planted
+    }
+
+    /// `path`, a directory inside one of the roots, opened one component at a time from the
+    /// root opened before the run, never through a symbolic link.
+    fn open_inside_root(&self, path: &Path) -> Option<OwnedFd> {
+        let (anchor, root) = self.roots.iter().find(|(_, root)| path.starts_with(root))?;
+        let rest = path.strip_prefix(root).ok()?;
+        let mut dir = open_dir(Some(anchor), OsStr::new("."))?;
+        for component in rest.components() {
+            dir = open_dir(Some(&dir), component.as_os_str())?;
+        }
+        Some(dir)
     }
 }
 
@@ -211,7 +244,7 @@ impl Watched {
 
 /// Renames `name` in `dir` to an unguessable name beside it; a file that cannot be renamed is
 /// removed. Reports where it went (`None`: it is still in place).
-fn move_away(dir: &OwnedFd, name: &OsStr, path: &Path) -> Planted {
+pub(crate) fn move_away(dir: &OwnedFd, name: &OsStr, path: &Path) -> Planted {
     use std::hash::{BuildHasher, Hasher};
     for _ in 0..4 {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -241,7 +274,7 @@ fn move_away(dir: &OwnedFd, name: &OsStr, path: &Path) -> Planted {
 }
 
 /// Opens the directory `name` (relative to `dir`, or a path) without following a final link.
-fn open_dir(dir: Option<&OwnedFd>, name: &OsStr) -> Option<OwnedFd> {
+pub(crate) fn open_dir(dir: Option<&OwnedFd>, name: &OsStr) -> Option<OwnedFd> {
     let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     match dir {
         Some(dir) => nix::fcntl::openat(dir, name, flags, Mode::empty()).ok(),

@@ -526,3 +526,58 @@ fn reworded_or_linked_todos_worktree_rebase_state_and_sequencer_opts_are_moved_a
     let config = std::fs::read_to_string(git_dir.join("config")).unwrap_or_default();
     assert!(config.contains("Mine"), "the user's own config was moved aside: {config}");
 }
+
+/// A repository the command creates (`git init`, a clone, a directory shaped like a bare
+/// repository) keeps what `git init` and `git clone` write, and loses — moved aside, reported —
+/// a config that would run code, a live hook and a redirection: git run later outside the
+/// sandbox in it runs nothing planted. As root and as uid 65534.
+#[test]
+fn a_repository_the_command_creates_keeps_only_what_init_and_clone_write() {
+    require_mount_view!();
+    for user in USERS {
+        let ws = scratch();
+        let home = scratch();
+        let outside = scratch();
+        let source = outside.path().join("source");
+        repository(&source);
+        let mark = outside.path().join("marker");
+        if user == User::Nobody {
+            chown_nobody(ws.path());
+            chown_nobody(home.path());
+            chown_nobody(outside.path());
+        }
+        let plant = format!("touch {}", mark.display());
+        let attack = format!(
+            "git init -q planted && git -C planted config core.fsmonitor '{plant}; false' && \
+             printf '#!/bin/sh\\n{plant}\\n' > planted/.git/hooks/post-checkout && \
+             chmod +x planted/.git/hooks/post-checkout && echo planted=ok; \
+             git init -q hooked && printf '#!/bin/sh\\n{plant}\\n' > hooked/.git/hooks/pre-commit && \
+             chmod +x hooked/.git/hooks/pre-commit && echo hooked=ok; \
+             mkdir -p bare/objects bare/refs && echo 'ref: refs/heads/main' > bare/HEAD && \
+             printf '[core]\\n\\tbare = true\\n\\tfsmonitor = \"{plant}; false\"\\n' > bare/config && echo bare=ok; \
+             git -c safe.directory='*' clone -q {src} clone && git -C clone config user.name someone && echo clone=ok",
+            src = source.display()
+        );
+        let run = sandboxed(user, ws.path(), home.path(), &attack);
+        for step in ["planted=ok", "hooked=ok", "bare=ok", "clone=ok"] {
+            assert!(run.stdout.contains(step), "{user:?}: {step}: {}\n{}", run.stdout, run.stderr);
+        }
+        assert!(run.stderr.contains("moved aside"), "{user:?}: {}", run.stderr);
+        // From outside, afterwards.
+        git(&ws.path().join("planted"), &["status"]);
+        git(&ws.path().join("hooked"), &["commit", "--allow-empty", "-qm", "x"]);
+        Command::new("git")
+            .args(["-c", "safe.directory=*", "--git-dir"])
+            .arg(ws.path().join("bare"))
+            .args(["status"])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        git(&ws.path().join("clone"), &["status"]);
+        assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox");
+        // What init and clone wrote stays: the clone still knows its origin.
+        let origin = git(&ws.path().join("clone"), &["config", "remote.origin.url"]);
+        assert!(origin.stdout.contains("source"), "{user:?}: {}{}", origin.stdout, origin.stderr);
+        assert!(ws.path().join("hooked/.git/config").exists(), "{user:?}: a plain config moved");
+    }
+}

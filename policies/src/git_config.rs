@@ -1,0 +1,151 @@
+//! Whether a git config file could make git run something or read something else: judged
+//! against an allow-list of the keys `git init`, `git clone` and `git submodule` write, and
+//! refused as soon as a line is not in the plain form those write (a value continued on the
+//! next line, a key on a section's line, an `include`): git's own parser is more lenient than
+//! this one, so whatever this one cannot read for certain counts as running code.
+
+/// Keys (`section.key`, or `section.*.key` for a section with a name, lowercase) that
+/// neither run a program nor pull in other configuration.
+const ALLOWED: &[&str] = &[
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.quotepath",
+    "core.sharedrepository",
+    "core.compression",
+    "core.bigfilethreshold",
+    "core.sparsecheckout",
+    "core.sparsecheckoutcone",
+    "core.worktree",
+    "extensions.objectformat",
+    "extensions.worktreeconfig",
+    "extensions.preciousobjects",
+    "extensions.refstorage",
+    "extensions.partialclone",
+    "remote.*.url",
+    "remote.*.fetch",
+    "remote.*.tagopt",
+    "remote.*.mirror",
+    "remote.*.promisor",
+    "remote.*.partialclonefilter",
+    "remote.*.prune",
+    "branch.*.remote",
+    "branch.*.merge",
+    "branch.*.rebase",
+    "submodule.*.url",
+    "submodule.*.active",
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+    "pull.rebase",
+    "pull.ff",
+    "fetch.prune",
+    "gc.auto",
+];
+
+/// Whether `text`, a git dir's `config`, holds anything but the allowed keys in their plain
+/// form.
+pub fn git_config_may_run_code(text: &str) -> bool {
+    let mut section: Option<(String, bool)> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            match parse_header(header) {
+                Some(parsed) => section = Some(parsed),
+                None => return true,
+            }
+            continue;
+        }
+        let Some((name, named)) = &section else { return true };
+        let key: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let rest = line[key.len()..].trim_start();
+        let plain = !key.is_empty()
+            && key.starts_with(|c: char| c.is_ascii_alphabetic())
+            && (rest.is_empty() || rest.starts_with('='))
+            && !line.ends_with('\\');
+        if !plain {
+            return true;
+        }
+        let full = if *named { format!("{name}.*.{key}") } else { format!("{name}.{key}") };
+        if !ALLOWED.contains(&full.as_str()) {
+            return true;
+        }
+    }
+    false
+}
+
+/// `section]` or `section "name"]`, nothing after it: the section (lowercase) and whether it
+/// has a name. `None` for any other form (`[section.name]`, a key after the bracket, escapes).
+fn parse_header(header: &str) -> Option<(String, bool)> {
+    let (inside, after) = header.split_once(']')?;
+    if !after.trim().is_empty() {
+        return None;
+    }
+    let (name, subsection) = match inside.split_once(' ') {
+        Some((name, rest)) => (name, Some(rest.trim())),
+        None => (inside, None),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return None;
+    }
+    if let Some(quoted) = subsection {
+        let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
+        if inner.contains(['"', '\\']) {
+            return None;
+        }
+    }
+    Some((name.to_ascii_lowercase(), subsection.is_some()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_init_and_clone_write_is_plain_data() {
+        let clone = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
+                     \tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://example.test/r.git\n\
+                     \tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\
+                     \tmerge = refs/heads/main\n[submodule \"lib\"]\n\turl = ../lib\n\tactive = true\n";
+        assert!(!git_config_may_run_code(clone));
+        assert!(!git_config_may_run_code(""));
+        assert!(!git_config_may_run_code("# a comment\n; another\n"));
+    }
+
+    #[test]
+    fn anything_that_runs_or_includes_or_cannot_be_read_for_certain_counts() {
+        for config in [
+            "[core]\n\tfsmonitor = touch x\n",
+            "[core]\n\thooksPath = /tmp/h\n",
+            "[core]\n\tpager = sh -c x\n",
+            "[alias]\n\tst = !sh -c x\n",
+            "[include]\n\tpath = /tmp/c\n",
+            "[includeIf \"gitdir:/\"]\n\tpath = /tmp/c\n",
+            "[filter \"lfs\"]\n\tsmudge = x\n",
+            "[submodule \"a\"]\n\tupdate = !sh\n",
+            "[core] fsmonitor = x\n",
+            "[core]\n\tbare = false \\\nfsmonitor = x\n",
+            "[core.x]\n\tbare = false\n",
+            "[remote \"a\\\"b\"]\n\turl = x\n",
+            "fsmonitor = x\n",
+            "[core]\n\t=x\n",
+            "[core]\n\tbare\"x\" = 1\n",
+        ] {
+            assert!(git_config_may_run_code(config), "{config:?}");
+        }
+    }
+}

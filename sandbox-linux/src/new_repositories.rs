@@ -1,0 +1,83 @@
+//! A repository a sandboxed command created (`git init`, `git clone`, a copied `.git`): git,
+//! run later outside the sandbox in that directory, obeys its `config` and runs its hooks. What
+//! `git init` and `git clone` write stays; a config with anything else, a hook that is not one
+//! of git's inert samples, and a redirection (`commondir`, `config.worktree`) are moved aside.
+
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
+
+use crate::planted::{Planted, move_away, open_dir};
+
+/// The largest config read; a larger one is moved aside unread.
+const MAX_CONFIG: i64 = 1024 * 1024;
+
+/// What to move aside in the new git dir `dir` (opened, at `path`), moved.
+pub(crate) fn planted(dir: &OwnedFd, path: &Path) -> Vec<Planted> {
+    let mut planted = Vec::new();
+    let config = OsStr::new("config");
+    if config_runs_code(dir, config) {
+        planted.push(move_away(dir, config, &path.join("config")));
+    }
+    for name in ["commondir", "config.worktree"] {
+        let name = OsStr::new(name);
+        if nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
+            planted.push(move_away(dir, name, &path.join(name)));
+        }
+    }
+    let hooks = OsStr::new("hooks");
+    if let Ok(st) = nix::sys::stat::fstatat(dir, hooks, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        match open_dir(Some(dir), hooks) {
+            Some(hooks_dir) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
+                for name in live_hooks(&hooks_dir) {
+                    let at = path.join("hooks").join(&name);
+                    planted.push(move_away(&hooks_dir, &name, &at));
+                }
+            }
+            // A link or a file where git looks for hooks.
+            _ => planted.push(move_away(dir, hooks, &path.join("hooks"))),
+        }
+    }
+    planted
+}
+
+/// Whether `name` in `dir` is a config that may run code: anything but a small regular file
+/// of the keys `git init`/`git clone` write.
+fn config_runs_code(dir: &OwnedFd, name: &OsStr) -> bool {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let fd = match nix::fcntl::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(nix::errno::Errno::ENOENT) => return false,
+        Err(_) => return true,
+    };
+    let Ok(st) = nix::sys::stat::fstat(&fd) else { return true };
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_CONFIG {
+        return true;
+    }
+    let mut text = Vec::new();
+    if std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut text).is_err() {
+        return true;
+    }
+    match std::str::from_utf8(&text) {
+        Ok(text) => cordon_policies::git_config_may_run_code(text),
+        Err(_) => true,
+    }
+}
+
+/// The entries of a hooks directory that git would run: everything but `*.sample`. Listed
+/// through the descriptor (its `/proc/self/fd` entry), never by path again.
+fn live_hooks(hooks: &OwnedFd) -> Vec<std::ffi::OsString> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(listing) = std::fs::read_dir(format!("/proc/self/fd/{}", hooks.as_raw_fd())) else {
+        return Vec::new();
+    };
+    listing
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .filter(|name| !name.as_bytes().ends_with(b".sample"))
+        .collect()
+}
