@@ -74,8 +74,8 @@ pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules}
 pub use git_config::git_config_may_run_code;
 pub use normalize::{normalize, runs_arbitrary_code};
 pub use paths::{
-    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_START_UP_PATHS, expand_home, expand_path,
-    home_start_up_paths,
+    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS,
+    expand_home, expand_path, home_start_up_paths,
 };
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;
@@ -84,6 +84,6 @@ pub use sandbox_policy::{
 };
 pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
-pub use sealing::{EntryKind, HomeSeal};
+pub use sealing::{EntryKind, HomeSeal, Listing};
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};

@@ -79,6 +79,11 @@ pub const HOME_START_UP_PATHS: &[&str] = &[
     ".docker",
 ];
 
+/// Directories in a home directory that are not dot entries but from which programs run later:
+/// `~/bin` and `~/go/bin` on `PATH` (Debian's and Ubuntu's `.profile`, Go's install), Node's
+/// module lookup climbing to `~/node_modules`, Perl's `local::lib` in `~/perl5`.
+pub const HOME_CODE_DIRS: &[&str] = &["bin", "go", "node_modules", "perl5"];
+
 /// [`HOME_START_UP_PATHS`] under `home`.
 pub fn home_start_up_paths(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     HOME_START_UP_PATHS.iter().map(move |name| home.join(name))

@@ -1,16 +1,21 @@
-//! Sealing `$HOME` when a writable root contains it: the root is replaced by its existing
-//! entries, granted one by one, so nothing new can be created at the top of `$HOME` (a
-//! `.bash_profile`, a `.zshenv`) nor in a directory on the way to a start-up path (`.config`,
-//! `.local`), and the start-up paths themselves are not granted at all. Both the mount view and
-//! Landlock then enforce it by omission: a directory that is not granted cannot get a new entry,
-//! and an entry of it cannot be renamed or removed.
+//! Sealing `$HOME` when a writable root contains it. By convention everything a shell, git, an
+//! editor or a language runtime loads from a home directory is a dot entry (`.bashrc`,
+//! `.config`, `.cargo/env`, `.vim`, `.ssh`) or one of a few directories put on `PATH` or a
+//! module path (`bin`, `go`, `node_modules`, `perl5`). So a root that holds `$HOME` is replaced
+//! by `$HOME`'s other entries, granted one by one: nothing new can be created at the top of
+//! `$HOME`, and no dot entry, code directory or start-up path is granted at all — nor what one
+//! of them links to (a dotfiles repository), which the caller names in `omit`. Directories on
+//! the way to an omitted path are granted the same way, entry by entry.
+//!
+//! Both the mount view and Landlock then enforce it by omission: a directory that is not
+//! granted cannot get a new entry, and an entry of it cannot be renamed or removed.
 //!
 //! Pure: the caller hands in how to list a directory.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::paths::home_start_up_paths;
+use crate::paths::{HOME_CODE_DIRS, home_start_up_paths};
 
 /// What a directory entry is, as far as sealing cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +27,12 @@ pub enum EntryKind {
     Other,
 }
 
+/// A directory's entries (full paths) and their kinds, `None` when it cannot be read (it is
+/// then granted nothing).
+pub type Listing = Option<Vec<(PathBuf, EntryKind)>>;
+
 /// What to seal: a home directory, and absolute paths that are never granted even when they
-/// are entries of a sealed directory (cordon's own state, its executables).
+/// lie in a root (cordon's own state, hidden paths, what a dot entry links to).
 #[derive(Debug, Clone, Copy)]
 pub struct HomeSeal<'a> {
     pub home: &'a Path,
@@ -31,63 +40,59 @@ pub struct HomeSeal<'a> {
 }
 
 impl HomeSeal<'_> {
-    /// `roots` with every root that is the home directory, an ancestor of it, or a directory
-    /// on the way from it to a start-up path replaced by its entries (recursively along those
-    /// directories). Start-up paths and `omit` are left out; so is any entry that is not a
-    /// plain file or directory. `list` gives a directory's entries (full paths) and their
-    /// kinds, `None` when it cannot be read (the directory is then granted nothing).
-    pub fn seal(
-        &self,
-        roots: &[PathBuf],
-        list: impl Fn(&Path) -> Option<Vec<(PathBuf, EntryKind)>>,
-    ) -> Vec<PathBuf> {
-        seal_home(roots, self, list)
+    /// Whether `entry` of the home directory is never granted: a dot entry or a code
+    /// directory.
+    pub fn loads_code(entry: &Path) -> bool {
+        entry.file_name().is_some_and(|name| {
+            name.as_encoded_bytes().starts_with(b".")
+                || HOME_CODE_DIRS.iter().any(|dir| name == *dir)
+        })
     }
-}
 
-fn seal_home(
-    roots: &[PathBuf],
-    seal: &HomeSeal<'_>,
-    list: impl Fn(&Path) -> Option<Vec<(PathBuf, EntryKind)>>,
-) -> Vec<PathBuf> {
-    let home = seal.home;
-    let start_up: BTreeSet<PathBuf> =
-        home_start_up_paths(home).chain(seal.omit.iter().cloned()).collect();
-    // `home` and the directories between it and each start-up path.
-    let mut sealed: BTreeSet<PathBuf> = BTreeSet::from([home.to_path_buf()]);
-    for path in home_start_up_paths(home) {
-        sealed.extend(
-            path.ancestors().skip(1).take_while(|dir| dir.starts_with(home)).map(Path::to_path_buf),
-        );
-    }
-    let expands = |dir: &Path| sealed.contains(dir) || (home.starts_with(dir) && dir != home);
-    let mut out = Vec::new();
-    for root in roots {
-        if expands(root) {
-            expand(root, &expands, &start_up, &list, &mut out);
-        } else {
-            out.push(root.clone());
+    /// `roots` with every root that holds an omitted path (the home directory's dot entries
+    /// and code directories, its start-up paths, `omit`) replaced by its entries, recursively
+    /// along the way to each omitted path, the omitted ones left out; so is any entry that is
+    /// not a plain file or directory.
+    pub fn seal(&self, roots: &[PathBuf], list: impl Fn(&Path) -> Listing) -> Vec<PathBuf> {
+        let mut omitted: BTreeSet<PathBuf> = home_start_up_paths(self.home).collect();
+        omitted.extend(self.omit.iter().cloned());
+        if let Some(entries) = list(self.home) {
+            omitted
+                .extend(entries.into_iter().map(|(path, _)| path).filter(|p| Self::loads_code(p)));
         }
+        // A root the user named that is itself omitted (`--add-dir ~/.config`) stays theirs,
+        // but what is omitted inside it is still left out.
+        let named: BTreeSet<&PathBuf> = roots.iter().collect();
+        omitted.retain(|path| !named.contains(path));
+        let expands = |dir: &Path| omitted.iter().any(|path| path.starts_with(dir) && path != dir);
+        let mut out = Vec::new();
+        for root in roots {
+            if expands(root) {
+                expand(root, &expands, &omitted, &list, &mut out);
+            } else {
+                out.push(root.clone());
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
     }
-    out.sort();
-    out.dedup();
-    out
 }
 
 fn expand(
     dir: &Path,
     expands: &impl Fn(&Path) -> bool,
-    start_up: &BTreeSet<PathBuf>,
-    list: &impl Fn(&Path) -> Option<Vec<(PathBuf, EntryKind)>>,
+    omitted: &BTreeSet<PathBuf>,
+    list: &impl Fn(&Path) -> Listing,
     out: &mut Vec<PathBuf>,
 ) {
     let Some(entries) = list(dir) else { return };
     for (entry, kind) in entries {
-        if start_up.contains(&entry) {
+        if omitted.contains(&entry) {
             continue;
         }
         match kind {
-            EntryKind::Directory if expands(&entry) => expand(&entry, expands, start_up, list, out),
+            EntryKind::Directory if expands(&entry) => expand(&entry, expands, omitted, list, out),
             EntryKind::Directory | EntryKind::File => out.push(entry),
             EntryKind::Other => {}
         }
@@ -122,54 +127,62 @@ mod tests {
         roots: &[&str],
         home: &str,
         omit: &[&str],
-        list: impl Fn(&Path) -> Option<Vec<(PathBuf, EntryKind)>>,
+        list: impl Fn(&Path) -> Listing,
     ) -> Vec<PathBuf> {
         HomeSeal { home: Path::new(home), omit: &paths(omit) }.seal(&paths(roots), list)
     }
 
     #[test]
-    fn home_as_a_root_becomes_its_entries_without_start_up_paths_or_links() {
+    fn home_as_a_root_becomes_its_plain_entries_without_dot_entries_code_dirs_or_links() {
         use EntryKind::*;
         let fs = tree(&[
             ("/h/project", Directory),
             ("/h/notes.txt", File),
             ("/h/.bashrc", File),
+            ("/h/.cargo", Directory),
             ("/h/.config", Directory),
-            ("/h/.config/Code", Directory),
-            ("/h/.config/git", Directory),
-            ("/h/.config/systemd", Directory),
-            ("/h/.config/systemd/user", Directory),
-            ("/h/.config/systemd/other", Directory),
-            ("/h/.local", Directory),
-            ("/h/.local/bin", Directory),
-            ("/h/.local/share", Directory),
+            ("/h/.vim", Directory),
+            ("/h/bin", Directory),
+            ("/h/node_modules", Directory),
             ("/h/link", Other),
-            ("/h/.cordon", Directory),
         ]);
-        let sealed = seal(&["/h", "/tmp"], "/h", &["/h/.cordon"], |dir| fs.get(dir).cloned());
-        assert_eq!(
-            sealed,
-            paths(&[
-                "/h/.config/Code",
-                "/h/.config/systemd/other",
-                "/h/.local/share",
-                "/h/notes.txt",
-                "/h/project",
-                "/tmp",
-            ])
-        );
+        let sealed = seal(&["/h", "/tmp"], "/h", &[], |dir| fs.get(dir).cloned());
+        assert_eq!(sealed, paths(&["/h/notes.txt", "/h/project", "/tmp"]));
     }
 
     #[test]
-    fn an_ancestor_of_home_is_expanded_down_to_home_and_a_root_inside_home_stays() {
+    fn what_a_dot_entry_links_to_is_left_out_along_with_the_way_to_it() {
         use EntryKind::*;
-        let fs =
-            tree(&[("/home/h", Directory), ("/home/other", Directory), ("/home/h/w", Directory)]);
+        // ~/.config -> ~/dotfiles/config: the caller omits the target.
+        let fs = tree(&[
+            ("/h/dotfiles", Directory),
+            ("/h/dotfiles/config", Directory),
+            ("/h/dotfiles/README", File),
+            ("/h/.config", Other),
+            ("/h/work", Directory),
+        ]);
+        let sealed = seal(&["/h"], "/h", &["/h/dotfiles/config"], |dir| fs.get(dir).cloned());
+        assert_eq!(sealed, paths(&["/h/dotfiles/README", "/h/work"]));
+    }
+
+    #[test]
+    fn an_ancestor_of_home_is_expanded_down_to_home_and_a_named_dot_root_stays_named() {
+        use EntryKind::*;
+        let fs = tree(&[
+            ("/home/h", Directory),
+            ("/home/other", Directory),
+            ("/home/h/w", Directory),
+            ("/home/h/.profile", File),
+        ]);
         let list = |dir: &Path| fs.get(dir).cloned();
         assert_eq!(seal(&["/home"], "/home/h", &[], list), paths(&["/home/h/w", "/home/other"]));
         assert_eq!(seal(&["/home/h/w"], "/home/h", &[], list), paths(&["/home/h/w"]));
-        // A sealed directory given as a root is sealed too.
-        let fs = tree(&[("/h/.config/Code", Directory), ("/h/.config/autostart", Directory)]);
+        // `--add-dir ~/.config`: the user's own choice, but its start-up paths stay out.
+        let fs = tree(&[
+            ("/h/.config", Directory),
+            ("/h/.config/Code", Directory),
+            ("/h/.config/autostart", Directory),
+        ]);
         assert_eq!(
             seal(&["/h/.config"], "/h", &[], |dir| fs.get(dir).cloned()),
             paths(&["/h/.config/Code"])

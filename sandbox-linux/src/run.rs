@@ -18,6 +18,7 @@ use crate::mount_view::{self, MountView};
 use crate::proc_view::{self, ProcView};
 use crate::proxy_listener;
 use crate::report::{self, Enforcement};
+use crate::sealing::LinkSearch;
 use crate::seccomp::{self, Network};
 use crate::sys;
 use cordon_policies::{MountViewRequirement, Strictness};
@@ -236,20 +237,38 @@ unsafe fn run(
     let cordon_home_inside_root =
         crate::cordon_home::protect(env.cordon_home.as_deref(), &mut policy)?;
     let mut unsealed_roots = None;
-    // What the user's next shell, git or Python loads, judged by its place under $HOME.
-    if let Some(home) = env.home.as_deref().filter(|home| home.is_absolute()) {
+    // What the user's next shell, git or Python loads, judged by its place under $HOME — the
+    // $HOME given, and the password database's when that is another or none is given.
+    let given =
+        env.home.as_deref().filter(|home| home.is_absolute()).map(std::path::Path::to_path_buf);
+    let passwd = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten().map(|u| u.dir);
+    let mut homes: Vec<PathBuf> = given.into_iter().chain(passwd).collect();
+    homes.dedup();
+    for home in &homes {
         policy.protected_paths.extend(
             cordon_policies::home_start_up_paths(home).map(|path| path.display().to_string()),
         );
-        // A root that holds $HOME grants its entries one by one instead: nothing new can be
-        // created at the top of $HOME or on the way to a start-up path, and the start-up paths
-        // are not granted at all, with the mount view or without it.
-        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
-        let omit: Vec<PathBuf> =
+        // A root that holds $HOME grants its plain entries one by one instead: nothing new can
+        // be created at its top, and no dot entry, code directory or start-up path — nor what
+        // one of them links to — is granted, with the mount view or without it.
+        let Ok(home) = std::fs::canonicalize(home) else { continue };
+        let roots = &policy.writable_roots;
+        let holds_home = roots.iter().any(|root| home.starts_with(root));
+        if !holds_home && !roots.iter().any(|root| root.starts_with(&home)) {
+            continue;
+        }
+        let mut omit: Vec<PathBuf> =
             env.cordon_home.iter().filter_map(|dir| std::fs::canonicalize(dir).ok()).collect();
+        omit.extend(policy.hidden_paths.iter().map(PathBuf::from));
+        // A root inside $HOME (a dotfiles repository as the workspace) loses what a dot entry
+        // or start-up path links to; a root holding $HOME also what links deeper in the dot
+        // directories lead to.
+        let depth = if holds_home { LinkSearch::Deep } else { LinkSearch::TopLevel };
+        omit.extend(crate::sealing::linked_from_dot_entries(&home, depth));
         let seal = cordon_policies::HomeSeal { home: &home, omit: &omit };
         let sealed = seal.seal(&policy.writable_roots, crate::sealing::list_entries);
-        unsealed_roots = Some(std::mem::replace(&mut policy.writable_roots, sealed));
+        let before = std::mem::replace(&mut policy.writable_roots, sealed);
+        unsealed_roots.get_or_insert(before);
     }
     // The helper's own file, and what the caller starts itself from.
     let executables: Vec<PathBuf> = std::fs::read_link("/proc/self/exe")
@@ -272,7 +291,8 @@ unsafe fn run(
             // the view is (else the helper exits 125 unless best effort), keeps new entries out
             // of it, where a bind per entry would cost a mount per entry.
             let mut view_policy = policy.clone();
-            if let Some(roots) = &unsealed_roots {
+            let landlock = crate::sys::landlock_version().is_ok_and(|abi| abi >= 1);
+            if let (Some(roots), true) = (&unsealed_roots, landlock) {
                 view_policy.writable_roots = roots.clone();
             }
             let plan = mount_view::plan(&view_policy, &mount_view::parse_mountinfo(&mountinfo));

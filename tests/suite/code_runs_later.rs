@@ -231,10 +231,9 @@ fn config_app(home: &Path) -> std::path::PathBuf {
     home.join(".config/app")
 }
 
-/// `$HOME` allowed as a writable root (`--allow-home-root`) is sealed: its existing entries
-/// stay writable, but nothing new appears at its top level or on the way to a start-up path
-/// (`.bash_profile`, `.zshenv`, `.config/autostart`, `.local/bin`), its start-up files stay
-/// read-only and its entries cannot be renamed — as root and as an unprivileged user, with the
+/// `$HOME` allowed as a writable root (`--allow-home-root`) is sealed: its existing plain
+/// entries stay writable, but nothing new appears at its top level, and no dot entry
+/// (`.bashrc`, `.config/…`, `.local/…`) is writable, nor its entries renamed — as root and as an unprivileged user, with the
 /// mount view and with Landlock alone. Checked from outside: a login shell and git, run
 /// afterwards, find no marker, and the listing of `$HOME` is unchanged but for what the
 /// command wrote into existing entries.
@@ -256,6 +255,15 @@ fn home_allowed_as_a_root_is_sealed_with_and_without_the_mount_view() {
             std::fs::create_dir_all(home.path().join(".local/share")).unwrap();
             std::fs::write(home.path().join(".bashrc"), "# user's own\n").unwrap();
             std::fs::write(home.path().join("notes"), "1\n").unwrap();
+            // What start-up files load, existing: rustup's env, ~/bin on PATH, a vim plugin
+            // directory, and a dotfiles repository that ~/.config links into.
+            std::fs::create_dir_all(home.path().join(".cargo")).unwrap();
+            std::fs::write(home.path().join(".cargo/env"), "# rustup\n").unwrap();
+            std::fs::create_dir_all(home.path().join("bin")).unwrap();
+            std::fs::create_dir_all(home.path().join(".vim/plugin")).unwrap();
+            std::fs::create_dir_all(home.path().join("dotfiles/config")).unwrap();
+            std::fs::write(home.path().join("dotfiles/README"), "").unwrap();
+            std::os::unix::fs::symlink("dotfiles/config", home.path().join(".xdg")).unwrap();
             if user == User::Nobody {
                 chown_nobody(home.path());
                 chown_nobody(outside.path());
@@ -269,7 +277,13 @@ fn home_allowed_as_a_root_is_sealed_with_and_without_the_mount_view() {
                  echo '{plant}' >> .bashrc 2>/dev/null && echo planted bashrc; \
                  mv notes .bash_login 2>/dev/null && echo planted rename; \
                  echo 2 >> notes && echo wrote notes; touch project/ok && echo wrote project; \
-                 touch .config/app/ok && echo wrote config; touch .local/share/ok && echo wrote share"
+                 touch .config/app/ok 2>/dev/null && echo planted config; \
+                 touch .local/share/ok 2>/dev/null && echo planted share; \
+                 echo '{plant}' >> .cargo/env 2>/dev/null && echo planted cargo-env; \
+                 echo '{plant}' > bin/git 2>/dev/null && echo planted bin; \
+                 echo '{plant}' > .vim/plugin/x.vim 2>/dev/null && echo planted vim; \
+                 mkdir dotfiles/config/git 2>/dev/null && echo planted dotfiles; \
+                 echo ok >> dotfiles/README && echo wrote dotfiles"
             );
             let mut args = vec!["exec", "-a", "never", "--allow-home-root"];
             args.extend_from_slice(view);
@@ -282,7 +296,7 @@ fn home_allowed_as_a_root_is_sealed_with_and_without_the_mount_view() {
                 .into();
             let what = format!("{user:?} {view:?}: {}\n{}", run.stdout, run.stderr);
             assert!(!run.stdout.contains("planted"), "{what}");
-            for wrote in ["notes", "project", "config", "share"] {
+            for wrote in ["notes", "project", "dotfiles"] {
                 assert!(run.stdout.contains(&format!("wrote {wrote}")), "{wrote}: {what}");
             }
             // From outside, afterwards: a login shell and git in $HOME.
@@ -297,7 +311,7 @@ fn home_allowed_as_a_root_is_sealed_with_and_without_the_mount_view() {
             assert!(!mark.exists(), "{what}: planted code ran outside");
             let after = listing(home.path());
             let new: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
-            let expected = ["project/ok", ".config/app/ok", ".local/share/ok"];
+            let expected = ["project/ok"];
             assert!(new.iter().all(|p| expected.contains(&p.as_str())), "{what}\nnew: {new:?}");
             assert_eq!(
                 std::fs::read_to_string(home.path().join(".bashrc")).unwrap(),
@@ -580,4 +594,47 @@ fn a_repository_the_command_creates_keeps_only_what_init_and_clone_write() {
         assert!(origin.stdout.contains("source"), "{user:?}: {}{}", origin.stdout, origin.stderr);
         assert!(ws.path().join("hooked/.git/config").exists(), "{user:?}: a plain config moved");
     }
+}
+
+/// Without Landlock (a kernel without it, a container's seccomp profile) and with best effort,
+/// a sealed `$HOME` still takes no new entry and no write to a dot entry: the mount view then
+/// binds its granted entries one by one.
+#[test]
+fn a_sealed_home_holds_through_the_mount_view_when_landlock_is_missing() {
+    require_mount_view!();
+    let home = scratch();
+    std::fs::create_dir_all(home.path().join("project")).unwrap();
+    std::fs::write(home.path().join(".profile"), "# mine\n").unwrap();
+    std::fs::create_dir_all(home.path().join(".cargo")).unwrap();
+    std::fs::write(home.path().join(".cargo/env"), "# rustup\n").unwrap();
+    let script = "mkdir bin 2>/dev/null && echo planted bin; \
+                  echo x > .bash_profile 2>/dev/null && echo planted profile; \
+                  echo x >> .cargo/env 2>/dev/null && echo planted cargo-env; \
+                  touch project/ok && echo wrote project";
+    let cordon_home = home.path().join(".cordon-state");
+    let words = [
+        "cordon",
+        "exec",
+        "-a",
+        "never",
+        "--allow-home-root",
+        "--best-effort",
+        "-C",
+        home.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ];
+    let args: Vec<&std::ffi::OsStr> = words.iter().map(std::ffi::OsStr::new).collect();
+    let no_landlock = [(libc::SYS_landlock_create_ruleset, libc::ENOSYS)];
+    let run: Run = under_filter(&no_landlock, Path::new(CORDON), &args)
+        .env("HOME", home.path())
+        .env("CORDON_HOME", &cordon_home)
+        .output()
+        .unwrap()
+        .into();
+    assert!(run.stdout.contains("wrote project"), "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("planted"), "{}\n{}", run.stdout, run.stderr);
+    assert!(!home.path().join("bin").exists() && !home.path().join(".bash_profile").exists());
 }
