@@ -49,22 +49,58 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
 /// makes git ignore such a directory unless it is named with `--git-dir`.
 #[cfg(target_os = "linux")]
 fn git_advice() -> Vec<String> {
-    let setting = std::process::Command::new("git")
-        .args(["config", "--global", "--get", "safe.bareRepository"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    match setting {
-        // No git here: nothing to advise.
-        Err(_) => Vec::new(),
-        Ok(out) if String::from_utf8_lossy(&out.stdout).trim() == "explicit" => Vec::new(),
-        Ok(_) => vec![
-            "run `git config --global safe.bareRepository explicit`: git then ignores a \
-             directory shaped like a bare repository (HEAD, config, objects) that a sandboxed \
-             command could leave in a workspace, whose config would run code when you use git \
-             there"
-                .to_owned(),
-        ],
+    // The global and system files, with their includes; from `/`, so that no repository's own
+    // config (a workspace's, which may be a FIFO or anything else) is read.
+    let explicit = ["--global", "--system"].iter().any(|scope| {
+        git_config(&[scope, "--includes", "--get", "safe.bareRepository"])
+            .is_some_and(|value| value.trim() == "explicit")
+    });
+    if explicit || git_config(&["--version"]).is_none() {
+        return Vec::new();
+    }
+    vec![
+        "run `git config --global safe.bareRepository explicit`: git then ignores a directory \
+         shaped like a bare repository (HEAD, config, objects) that a sandboxed command could \
+         leave in a workspace, whose config would run code when you use git there"
+            .to_owned(),
+    ]
+}
+
+/// `git ARGS` (`git config …`, or `git --version` when the first is `--version`) run from `/`
+/// with a deadline: its stdout, `None` when git is missing, fails or takes too long.
+#[cfg(target_os = "linux")]
+fn git_config(args: &[&str]) -> Option<String> {
+    use std::process::{Command, Stdio};
+    let mut command = Command::new("git");
+    if args.first() != Some(&"--version") {
+        command.arg("config");
+    }
+    let mut child = command
+        .args(args)
+        .current_dir("/")
+        .env("GIT_CEILING_DIRECTORIES", "/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let mut out = String::new();
+                std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+                return status.success().then_some(out);
+            }
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
     }
 }
 

@@ -414,6 +414,24 @@ fn refuse_home_root(
         return Ok(());
     };
     if let Some(root) = resolved.writable_roots.iter().find(|root| home.starts_with(root)) {
+        // A temporary directory every workspace-write run gets (HOME under /tmp in a
+        // container or CI): no -C helps, the way out is another place for temporary files.
+        let temporary = [Some(PathBuf::from("/tmp")), user_view.tmpdir.clone()]
+            .into_iter()
+            .flatten()
+            .filter_map(|dir| std::fs::canonicalize(dir).ok())
+            .any(|dir| dir == *root);
+        if temporary && *root != home {
+            bail!(
+                "your home directory {} lies in the temporary directory {}, which sandboxed \
+                 commands may write: start-up files there would run outside the sandbox later; \
+                 set HOME or TMPDIR elsewhere, or leave the directory out with -c \
+                 sandbox_workspace_write.exclude_slash_tmp=true (for /tmp) or \
+                 exclude_tmpdir_env_var=true (for $TMPDIR)",
+                home.display(),
+                root.display()
+            );
+        }
         let what =
             if *root == home { "is your home directory" } else { "contains your home directory" };
         bail!(
@@ -605,7 +623,12 @@ fn refuse_remote_home_root(link: &RemoteLink, settings: &Settings) -> anyhow::Re
     if let SandboxPolicy::WorkspaceWrite(ww) = &settings.sandbox.policy {
         roots.extend(ww.writable_roots.iter().cloned());
     }
-    if let Some(root) = roots.iter().find(|root| root.is_absolute() && home.starts_with(root)) {
+    // The far end's paths cannot be resolved here: compared as written, with `.`, `..`,
+    // repeated and trailing slashes taken out (links there are its helper's to seal).
+    let home = lexical(&home);
+    if let Some(root) =
+        roots.iter().find(|root| root.is_absolute() && home.starts_with(lexical(root)))
+    {
         bail!(
             "the writable root {} on {} is or contains the home directory there ({}), where \
              start-up files run outside the sandbox the next time a shell or git starts; use \
@@ -656,4 +679,21 @@ fn spaced_text(bytes: &[u8]) -> String {
         text.extend(chunk.invalid().iter().map(|_| ' '));
     }
     text
+}
+
+/// `path` without `.` components, repeated or trailing slashes, and with each `..` taking the
+/// component before it away, as written (no link is resolved).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }

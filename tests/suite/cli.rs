@@ -96,9 +96,14 @@ fn doctor_reports_the_kernel_and_every_mode() {
 #[test]
 fn doctor_advises_git_to_ignore_implicit_bare_repositories_until_it_does() {
     let home = scratch();
+    // Run from a workspace whose own git config is a FIFO: doctor reads no repository's config.
+    let work = scratch();
+    std::fs::create_dir_all(work.path().join(".git")).unwrap();
+    nix::unistd::mkfifo(&work.path().join(".git/config"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     let doctor = || -> serde_json::Value {
         let out = std::process::Command::new(CORDON)
             .args(["doctor", "--json"])
+            .current_dir(work.path())
             .env("HOME", home.path())
             .env("CORDON_HOME", home.path().join(".cordon"))
             .env_remove("GIT_CONFIG_GLOBAL")
@@ -108,8 +113,14 @@ fn doctor_advises_git_to_ignore_implicit_bare_repositories_until_it_does() {
     };
     let before = doctor();
     assert!(before["advice"].to_string().contains("safe.bareRepository explicit"), "{before}");
-    std::fs::write(home.path().join(".gitconfig"), "[safe]\n\tbareRepository = explicit\n")
-        .unwrap();
+    // Set in a file the global config includes.
+    let included = home.path().join("git-extra");
+    std::fs::write(&included, "[safe]\n\tbareRepository = explicit\n").unwrap();
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        format!("[include]\n\tpath = {}\n", included.display()),
+    )
+    .unwrap();
     assert_eq!(doctor()["advice"], serde_json::json!([]));
 }
 

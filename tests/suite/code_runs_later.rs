@@ -638,3 +638,23 @@ fn a_sealed_home_holds_through_the_mount_view_when_landlock_is_missing() {
     assert!(!run.stdout.contains("planted"), "{}\n{}", run.stdout, run.stderr);
     assert!(!home.path().join("bin").exists() && !home.path().join(".bash_profile").exists());
 }
+
+/// A home directory inside the temporary directory every workspace-write run may write (HOME
+/// under $TMPDIR in a container or CI) is refused with the way out, whatever -C says.
+#[test]
+fn a_home_inside_the_temporary_directory_is_refused_with_the_way_out() {
+    let tmp = scratch();
+    let home = tmp.path().join("h");
+    std::fs::create_dir_all(home.join("project")).unwrap();
+    let run: Run = Command::new(CORDON)
+        .args(["exec", "-a", "never", "-C", home.join("project").to_str().unwrap(), "--", "true"])
+        .env("HOME", &home)
+        .env("TMPDIR", tmp.path())
+        .env("CORDON_HOME", tmp.path().join("cordon-home"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("exclude_tmpdir_env_var"), "{}", run.stderr);
+}

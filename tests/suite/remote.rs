@@ -633,7 +633,9 @@ fn the_far_ends_home_as_a_writable_root_is_refused_unless_allowed() {
     let outside = scratch();
     let marker = outside.path().join("ran");
     let touch = format!("touch {}", marker.display());
-    for workspace in [home.to_str().unwrap(), "/"] {
+    let dotted = format!("{}/no-such-dir/..", home.display());
+    let slashed = format!("{}//./", home.display());
+    for workspace in [home.to_str().unwrap(), "/", &dotted, &slashed] {
         let run = sshd.exec(&sshd.cordon(), &["-C", workspace, "--", "sh", "-c", &touch]);
         assert_eq!(run.code, Some(125), "{workspace}: {}{}", run.stdout, run.stderr);
         assert!(run.stderr.contains("--allow-home-root"), "{}", run.stderr);
