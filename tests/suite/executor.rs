@@ -426,7 +426,12 @@ fn what_an_unsandboxed_session_leaves_behind_ends_with_the_executor() {
             .filter(|c| String::from_utf8_lossy(c).replace('\0', " ").trim_end() == needle)
             .count()
     };
-    assert_eq!(left(&format!("sleep {tag}.1")), 1, "the daemon did not start");
+    // Slow machines (a VM without acceleration) take a while to start it.
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while left(&format!("sleep {tag}.1")) == 0 {
+        assert!(Instant::now() < deadline, "the daemon did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     ex.close_stdin();
     assert_eq!(ex.child.wait().unwrap().code(), Some(0));
     for step in 1..=3 {
