@@ -166,8 +166,8 @@ pub struct SandboxFlags {
     #[arg(long)]
     pub no_mount_view: bool,
     /// Allow a writable root that is your home directory or contains it (refused otherwise,
-    /// exit 125: a command could create start-up files, such as ~/.bash_profile, that run
-    /// outside the sandbox later).
+    /// exit 125: start-up files such as ~/.bash_profile run outside the sandbox later). It is
+    /// then sealed: its plain entries are writable, nothing new at its top, no dot entry.
     #[arg(long)]
     pub allow_home_root: bool,
 }

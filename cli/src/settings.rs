@@ -439,7 +439,7 @@ fn refuse_home_root(
              ~/.config/…, ~/.local/bin/…) run outside the sandbox the next time you open a \
              shell or run git; use a project directory (-C DIR), or allow it with \
              --allow-home-root (config allow_home_root = true): $HOME is then sealed, its \
-             existing entries writable but nothing new at its top",
+             plain entries writable, but nothing new at its top and no dot entry",
             root.display()
         );
     }
