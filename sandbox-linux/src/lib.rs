@@ -57,6 +57,8 @@ mod git_dirs;
 mod landlock_rules;
 // The helper's user interface: every line it prints (on other systems, the one that says
 // there is no helper there).
+#[cfg(target_os = "linux")]
+mod aside;
 #[cfg_attr(
     not(target_os = "linux"),
     expect(dead_code, reason = "only the refusal is said off Linux")

@@ -10,7 +10,7 @@ use std::path::Path;
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::Mode;
 
-use crate::planted::{Planted, move_away, open_dir};
+use crate::aside::{Planted, move_away, open_dir};
 
 /// The largest config read; a larger one is moved aside unread.
 const MAX_CONFIG: i64 = 1024 * 1024;

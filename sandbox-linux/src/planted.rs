@@ -15,8 +15,10 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use nix::fcntl::{AtFlags, OFlag};
-use nix::sys::stat::Mode;
+use nix::fcntl::AtFlags;
+
+pub use crate::aside::Planted;
+use crate::aside::{move_away, open_dir};
 
 /// What identifies a file's state: inode and change time (which no call can set back).
 type Stamp = (u64, i64, i64);
@@ -55,14 +57,6 @@ pub struct Watch {
     known: Vec<PathBuf>,
 }
 
-/// What a command planted, and where cordon moved it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Planted {
-    pub path: PathBuf,
-    /// `None` when it could be neither moved nor removed (it is still in place).
-    pub moved_to: Option<PathBuf>,
-}
-
 const GIT_NAMES: [&str; 4] = ["commondir", "config.worktree", "hooks", "config"];
 const REBASE_DIRS: [&str; 2] = ["rebase-merge", "rebase-apply"];
 const REBASE_NAMES: [&str; 2] = ["strategy", "strategy_opts"];
@@ -72,12 +66,16 @@ impl Watch {
     /// `start_up` (absolute paths that lie inside a writable root), and which git dirs the
     /// `roots` hold, so that one the command creates is looked at too.
     pub fn before(roots: &[PathBuf], git_dirs: &[PathBuf], start_up: &[PathBuf]) -> Watch {
-        let mut watch = Watch::default();
-        watch.roots = roots
-            .iter()
-            .filter_map(|root| Some((Arc::new(open_dir(None, root.as_os_str())?), root.clone())))
-            .collect();
-        watch.known = crate::repositories::git_dirs_in(roots);
+        let mut watch = Watch {
+            roots: roots
+                .iter()
+                .filter_map(|root| {
+                    Some((Arc::new(open_dir(None, root.as_os_str())?), root.clone()))
+                })
+                .collect(),
+            known: crate::repositories::git_dirs_in(roots),
+            ..Watch::default()
+        };
         for git_dir in git_dirs {
             let Some(anchor) = open_dir(None, git_dir.as_os_str()).map(Arc::new) else { continue };
             let mut add = |rel: &[&OsStr], check: Check| {
@@ -239,46 +237,6 @@ impl Watched {
             dir = Arc::new(open_dir(Some(&dir), name)?);
         }
         None
-    }
-}
-
-/// Renames `name` in `dir` to an unguessable name beside it; a file that cannot be renamed is
-/// removed. Reports where it went (`None`: it is still in place).
-pub(crate) fn move_away(dir: &OwnedFd, name: &OsStr, path: &Path) -> Planted {
-    use std::hash::{BuildHasher, Hasher};
-    for _ in 0..4 {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        let mut aside = name.to_owned();
-        aside.push(format!(".cordon-planted-{:016x}", hasher.finish()));
-        // Only when nothing has that name (a command cannot guess it; checked anyway).
-        if nix::sys::stat::fstatat(dir, aside.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
-            continue;
-        }
-        if nix::fcntl::renameat(dir, name, dir, aside.as_os_str()).is_ok() {
-            return Planted {
-                path: path.to_path_buf(),
-                moved_to: Some(path.with_file_name(aside)),
-            };
-        }
-    }
-    let removed = nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir);
-    Planted {
-        path: path.to_path_buf(),
-        moved_to: removed.ok().map(|()| PathBuf::from("(removed)")),
-    }
-}
-
-/// Opens the directory `name` (relative to `dir`, or a path) without following a final link.
-pub(crate) fn open_dir(dir: Option<&OwnedFd>, name: &OsStr) -> Option<OwnedFd> {
-    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    match dir {
-        Some(dir) => nix::fcntl::openat(dir, name, flags, Mode::empty()).ok(),
-        None => nix::fcntl::open(name, flags, Mode::empty()).ok(),
     }
 }
 
