@@ -73,7 +73,9 @@ impl Watch {
                     Some((Arc::new(open_dir(None, root.as_os_str())?), root.clone()))
                 })
                 .collect(),
-            known: crate::repositories::git_dirs_in(roots),
+            // The caller's walk of the same roots (the git dirs it passes are those inside
+            // them): a git dir found after the run and not among these is new.
+            known: git_dirs.to_vec(),
             ..Watch::default()
         };
         for git_dir in git_dirs {
