@@ -23,6 +23,11 @@ pub const DEFAULT_EXCLUDES: &[&str] = &[
     "*COOKIE*",
     "*DSN*",
     "*SESSION*",
+    "*_PW",
+    "*CREDS*",
+    "*WEBHOOK*",
+    "*CONNECTION_STRING*",
+    "*CONN_STR*",
 ];
 
 /// Exact names (case-sensitive, as the environment is) that the name rules above keep: each is
@@ -42,6 +47,8 @@ pub const DEFAULT_EXCLUDE_EXCEPTIONS: &[&str] = &[
     "GIT_AUTHOR_NAME",
     "GIT_AUTHOR_EMAIL",
     "GIT_AUTHOR_DATE",
+    // Where `pass` keeps its store (`*PASS*`): a directory, never a secret itself.
+    "PASSWORD_STORE_DIR",
 ];
 
 /// A credential shape recognised inside a value.
@@ -137,6 +144,57 @@ const SHAPES: &[Shape] = &[
         what: "HTTP bearer credential (Bearer …)",
         pattern: r"(?i)(?:^|[^a-z0-9_])bearer\s+[A-Za-z0-9._~+/=-]{16,}",
         hints: &["bearer"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "HTTP Authorization header (Authorization: Basic|Bearer|Token|Digest …)",
+        pattern: r"(?i)authorization\s*:\s*(?:basic|bearer|token|digest)\s+\S{8,}",
+        hints: &["authorization"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "HTTP basic credential (Basic base64)",
+        pattern: r"(?:^|[^A-Za-z0-9_])Basic\s+[A-Za-z0-9+/]{12,}={0,2}",
+        hints: &["basic"],
+        mixed_case_and_digits: true,
+    },
+    Shape {
+        what: "a secret in a key=value setting (AccountKey=, aws_secret_access_key =, password=, …)",
+        pattern: r"(?i)(?:^|[;,\s])(?:accountkey|sharedaccesskey|aws_secret_access_key|password|passwd|secret|client_secret|api_?key|access_token)\s*[=:]\s*[^;,\s]{6,}",
+        hints: &[
+            "accountkey",
+            "sharedaccesskey",
+            "secret_access_key",
+            "password",
+            "passwd",
+            "secret",
+            "api_key",
+            "apikey",
+            "access_token",
+        ],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "Slack or Discord webhook URL",
+        pattern: r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/)[A-Za-z0-9/_-]{16,}",
+        hints: &["hooks.slack.com", "/api/webhooks/"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "SendGrid key (SG.)",
+        pattern: r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
+        hints: &["sg."],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "prefixed provider tokens (DigitalOcean dop_v1_, Shopify shpat_, Databricks dapi, \
+               Doppler dp.pt., Linear lin_api_, Postman PMAK-, Vault hvs., Grafana glsa_/glc_, \
+               Sentry sntrys_, GitLab glptt-/gldt-, Fly fo1_, Atlassian ATATT)",
+        pattern: r"(?:^|[^A-Za-z0-9_])(?:dop_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|dapi[a-h0-9]{32}|dp\.pt\.[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{40}|PMAK-[A-Za-z0-9]{24}-[A-Za-z0-9]{34}|hvs\.[A-Za-z0-9_-]{24,}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}|sntrys_[A-Za-z0-9+/=_-]{40,}|gl(?:ptt|dt)-[A-Za-z0-9_-]{20,}|fo1_[A-Za-z0-9_-]{40,}|ATATT3[A-Za-z0-9_=-]{100,})",
+        hints: &[
+            "dop_v1_", "shpat_", "shpca_", "shppa_", "shpss_", "dapi", "dp.pt.", "lin_api_",
+            "pmak-", "hvs.", "glsa_", "glc_", "sntrys_", "glptt-", "gldt-", "fo1_", "atatt3",
+        ],
         mixed_case_and_digits: false,
     },
     Shape {
@@ -274,6 +332,12 @@ mod tests {
             "AIza0123456789abcdefghijABCDEFGHIJ01234",
             "eyJhbGci.eyJzdWIi.sig",
             "Authorization: BEARER 0123456789abcdefXYZ",
+            "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+            "Basic dXNlcjpwYXNzd29yZA==",
+            "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abcdef123456==;",
+            "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+            "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
+            "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
             "-----BEGIN OPENSSH PRIVATE KEY-----",
         ];
         assert_eq!(samples.len(), SHAPES.len());
