@@ -43,6 +43,7 @@ pub const DEFAULT_EXCLUDE_EXCEPTIONS: &[&str] = &[
     "XDG_SESSION_CLASS",
     "XDG_SESSION_DESKTOP",
     "DESKTOP_SESSION",
+    "GNOME_SHELL_SESSION_MODE",
     // Who git records as a commit's author (`*AUTH*`).
     "GIT_AUTHOR_NAME",
     "GIT_AUTHOR_EMAIL",
