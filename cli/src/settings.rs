@@ -625,10 +625,10 @@ fn refuse_remote_home_root(link: &RemoteLink, settings: &Settings) -> anyhow::Re
     }
     // The far end's paths cannot be resolved here: compared as written, with `.`, `..`,
     // repeated and trailing slashes taken out (links there are its helper's to seal).
-    let home = lexical(&home);
-    if let Some(root) =
-        roots.iter().find(|root| root.is_absolute() && home.starts_with(lexical(root)))
-    {
+    let home = cordon_policies::lexically_normal(&home);
+    if let Some(root) = roots.iter().find(|root| {
+        root.is_absolute() && home.starts_with(cordon_policies::lexically_normal(root))
+    }) {
         bail!(
             "the writable root {} on {} is or contains the home directory there ({}), where \
              start-up files run outside the sandbox the next time a shell or git starts; use \
@@ -679,21 +679,4 @@ fn spaced_text(bytes: &[u8]) -> String {
         text.extend(chunk.invalid().iter().map(|_| ' '));
     }
     text
-}
-
-/// `path` without `.` components, repeated or trailing slashes, and with each `..` taking the
-/// component before it away, as written (no link is resolved).
-fn lexical(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }

@@ -408,23 +408,8 @@ fn mentioned_paths(line: &str, cwd: &Path) -> Vec<PathBuf> {
     line.split(|c: char| c.is_whitespace())
         .map(|word| word.trim_matches(|c: char| "'\"`‘’“”:,;()[]{}<>".contains(c)))
         .filter(|word| word.contains('/') && !word.contains("://"))
-        .map(|word| lexically_normal(&cwd.join(word)))
+        .map(|word| cordon_policies::lexically_normal(&cwd.join(word)))
         .collect()
-}
-
-/// `a/./b/../c` → `a/c` without touching the disk (the path may not exist).
-fn lexically_normal(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

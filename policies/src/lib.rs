@@ -75,7 +75,7 @@ pub use git_config::git_config_may_run_code;
 pub use normalize::{normalize, runs_arbitrary_code};
 pub use paths::{
     DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS,
-    expand_home, expand_path, home_start_up_paths,
+    expand_home, expand_path, home_start_up_paths, lexically_normal,
 };
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;

@@ -249,6 +249,23 @@ pub fn expand_path(path: &str, env: &crate::PolicyEnv<'_>) -> Option<PathBuf> {
     expand_home(&text, env.home)
 }
 
+/// `a/./b/../c` → `a/c`: `.` components, repeated and trailing slashes taken out, each `..`
+/// taking the component before it away, without touching the disk (the path may not exist,
+/// or be another machine's) and so without resolving any link.
+pub fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 //! view can keep a directory inside a writable root read-only, so when this applies and the
 //! mount view cannot be built the sandbox counts as not set up (see `report::gaps`).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use cordon_policies::ResolvedPolicy;
 
@@ -109,16 +109,7 @@ fn path_hops(path: &Path) -> Option<Vec<PathBuf>> {
 /// resolved), with the missing rest appended. `.` and `..` are taken lexically first (the
 /// kernel would refuse `missing/..` anyway).
 fn canonical_even_if_missing(path: &Path) -> PathBuf {
-    let mut lexical = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            other => lexical.push(other),
-        }
-    }
+    let lexical = cordon_policies::lexically_normal(path);
     let mut existing = lexical.as_path();
     let mut missing = Vec::new();
     loop {
