@@ -56,9 +56,14 @@ impl HomeSeal<'_> {
     pub fn seal(&self, roots: &[PathBuf], list: impl Fn(&Path) -> Listing) -> Vec<PathBuf> {
         let mut omitted: BTreeSet<PathBuf> = home_start_up_paths(self.home).collect();
         omitted.extend(self.omit.iter().cloned());
-        if let Some(entries) = list(self.home) {
-            omitted
-                .extend(entries.into_iter().map(|(path, _)| path).filter(|p| Self::loads_code(p)));
+        // The dot entries matter only to a root holding the home directory (a root inside it
+        // holds none of them): listed only then.
+        if roots.iter().any(|root| self.home.starts_with(root)) {
+            if let Some(entries) = list(self.home) {
+                omitted.extend(
+                    entries.into_iter().map(|(path, _)| path).filter(|p| Self::loads_code(p)),
+                );
+            }
         }
         // A root the user named that is itself omitted (`--add-dir ~/.config`) stays theirs,
         // but what is omitted inside it is still left out.

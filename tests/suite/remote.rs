@@ -510,6 +510,22 @@ fn the_far_end_refuses_the_high_level_form_and_a_local_executor_refuses_the_reso
     assert_eq!(refused["outcome"]["status"], "error", "{refused}");
     assert!(!ex.work.path().join("resolved").exists());
 
+    let lines = far_end(&[
+        json!({"type": "call_tool", "requestId": "1", "toolName": "exec_command", "arguments": {"cmd": "true"}}),
+        json!({"type": "hello", "requestId": "2", "protocolVersion": 1}),
+    ]);
+    let by_id = |id: &str| lines.iter().find(|v| v["requestId"] == id).cloned().unwrap();
+    // Refused before any hello, and would be after one (the high-level form).
+    assert_eq!(by_id("1")["type"], "error", "{lines:?}");
+    let mismatch = by_id("2");
+    assert_eq!(mismatch["type"], "error", "{mismatch}");
+    assert!(mismatch["message"].as_str().unwrap().contains("protocol 3..=3"), "{mismatch}");
+}
+
+/// `cordon executor --serve-remote` fed `messages`, one per line, then EOF: every line it
+/// answered (it must exit 0).
+fn far_end(messages: &[Value]) -> Vec<Value> {
+    use std::io::{BufRead, Write};
     let mut far = Command::new(CORDON)
         .args(["executor", "--serve-remote"])
         .stdin(Stdio::piped())
@@ -518,22 +534,16 @@ fn the_far_end_refuses_the_high_level_form_and_a_local_executor_refuses_the_reso
         .spawn()
         .unwrap();
     let mut stdin = far.stdin.take().unwrap();
-    use std::io::{BufRead, Write};
-    writeln!(stdin, "{}", json!({"type": "call_tool", "requestId": "1", "toolName": "exec_command", "arguments": {"cmd": "true"}})).unwrap();
-    writeln!(stdin, "{}", json!({"type": "hello", "requestId": "2", "protocolVersion": 1}))
-        .unwrap();
+    for message in messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
     drop(stdin);
-    let lines: Vec<Value> = std::io::BufReader::new(far.stdout.take().unwrap())
+    let lines = std::io::BufReader::new(far.stdout.take().unwrap())
         .lines()
         .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
         .collect();
     assert_eq!(far.wait().unwrap().code(), Some(0));
-    let by_id = |id: &str| lines.iter().find(|v| v["requestId"] == id).cloned().unwrap();
-    // Refused before any hello, and would be after one (the high-level form).
-    assert_eq!(by_id("1")["type"], "error", "{lines:?}");
-    let mismatch = by_id("2");
-    assert_eq!(mismatch["type"], "error", "{mismatch}");
-    assert!(mismatch["message"].as_str().unwrap().contains("protocol 3..=3"), "{mismatch}");
+    lines
 }
 
 #[test]
@@ -552,24 +562,8 @@ fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
     let known = json!({"policy": {"type": "workspace-write"}, "policy_cwd": work.path()});
     let mut unknown = known.clone();
     unknown["memory_limit"] = "1G".into();
-    let mut far = Command::new(CORDON)
-        .args(["executor", "--serve-remote"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = far.stdin.take().unwrap();
-    use std::io::{BufRead, Write};
-    writeln!(stdin, "{}", json!({"type": "hello", "requestId": "h", "protocolVersion": 3}))
-        .unwrap();
-    writeln!(stdin, "{}", exec(unknown)).unwrap();
-    drop(stdin);
-    let lines: Vec<Value> = std::io::BufReader::new(far.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
-    assert_eq!(far.wait().unwrap().code(), Some(0));
+    let hello = json!({"type": "hello", "requestId": "h", "protocolVersion": 3});
+    let lines = far_end(&[hello.clone(), exec(unknown)]);
     let refused = lines.iter().find(|v| v["requestId"] == "x").cloned().unwrap();
     assert_ne!(refused["outcome"]["status"], "success", "{lines:?}");
     assert!(refused.to_string().contains("memory_limit"), "{refused}");
@@ -580,48 +574,16 @@ fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
     extra["priority"] = "high".into();
     let mut mixed = exec(known.clone());
     mixed["exec"]["sandbox"] = json!({"kind": "none", "request": known});
-    for (hello, message) in [(false, exec(known.clone())), (true, extra), (true, mixed)] {
-        let mut far = Command::new(CORDON)
-            .args(["executor", "--serve-remote"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = far.stdin.take().unwrap();
-        if hello {
-            writeln!(stdin, "{}", json!({"type": "hello", "requestId": "h", "protocolVersion": 3}))
-                .unwrap();
-        }
-        writeln!(stdin, "{message}").unwrap();
-        drop(stdin);
-        let lines: Vec<Value> = std::io::BufReader::new(far.stdout.take().unwrap())
-            .lines()
-            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-            .collect();
-        assert_eq!(far.wait().unwrap().code(), Some(0));
+    let unannounced = vec![exec(known.clone())];
+    for messages in [unannounced, vec![hello.clone(), extra], vec![hello.clone(), mixed]] {
+        let message = messages.last().cloned().unwrap();
+        let lines = far_end(&messages);
         let answer = lines.iter().find(|v| v["requestId"] == "x").cloned().unwrap();
         assert_ne!(answer["outcome"]["status"], "success", "{message}: {lines:?}");
         assert!(!marker.exists(), "{message} ran");
     }
     // The same request without the unknown field runs: the refusal was about the field.
-    let mut far = Command::new(CORDON)
-        .args(["executor", "--serve-remote"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = far.stdin.take().unwrap();
-    writeln!(stdin, "{}", json!({"type": "hello", "requestId": "h", "protocolVersion": 3}))
-        .unwrap();
-    writeln!(stdin, "{}", exec(known)).unwrap();
-    drop(stdin);
-    let lines: Vec<Value> = std::io::BufReader::new(far.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
-    assert_eq!(far.wait().unwrap().code(), Some(0));
+    let lines = far_end(&[hello, exec(known)]);
     assert!(marker.exists(), "the known request did not run: {lines:?}");
 }
 
