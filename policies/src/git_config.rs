@@ -23,7 +23,6 @@ const ALLOWED: &[&str] = &[
     "core.bigfilethreshold",
     "core.sparsecheckout",
     "core.sparsecheckoutcone",
-    "core.worktree",
     "extensions.objectformat",
     "extensions.worktreeconfig",
     "extensions.preciousobjects",
@@ -137,6 +136,8 @@ mod tests {
             "[includeIf \"gitdir:/\"]\n\tpath = /tmp/c\n",
             "[filter \"lfs\"]\n\tsmudge = x\n",
             "[submodule \"a\"]\n\tupdate = !sh\n",
+            // A working tree elsewhere: a later checkout, reset or clean there writes outside.
+            "[core]\n\tworktree = /home/u\n",
             "[core] fsmonitor = x\n",
             "[core]\n\tbare = false \\\nfsmonitor = x\n",
             "[core.x]\n\tbare = false\n",
