@@ -1,59 +1,89 @@
 //! What a command's output may do to the terminal cordon streams it to.
 //!
-//! `cordon exec` relays the command's stdout and stderr; when they go to a terminal, the bytes
-//! pass through [`EscapeFilter`], which keeps text, colours and cursor movement and drops the
-//! escape sequences that reach past the screen: every string sequence (OSC — window title,
-//! hyperlinks, the OSC 52 clipboard a user would paste from —, DCS, APC, PM, SOS), control
-//! sequences that make the terminal answer (device status, attributes, window reports: the
-//! answer is typed into the terminal's input, which the user's shell reads after cordon
-//! exits), `ESC Z`, and C1 controls spelled in UTF-8 (`U+0080`–`U+009F`, which some terminals
-//! obey as `CSI`/`OSC`). A sequence split across reads is handled as one. What cordon captures
-//! for `--json` and the denial classifier stays unfiltered.
+//! `cordon exec` relays the command's stdout and stderr (and a far end's output); when they go
+//! to a terminal, the bytes pass through [`EscapeFilter`]. The filter parses the stream with a
+//! complete ECMA-48/DEC state machine (`vte`, the parser of Alacritty, which follows the DEC
+//! parser's states: escape, control, device-control, operating-system and the SOS/PM/APC
+//! strings) and writes out again only what it keeps, in one canonical spelling:
+//!
+//! - printable characters (U+0080–U+009F, the C1 controls spelled in UTF-8, are not: some
+//!   terminals obey them as `CSI`/`OSC`); invalid UTF-8 becomes U+FFFD;
+//! - the C0 controls that move the cursor: tab, line feed, vertical tab, form feed, carriage
+//!   return, backspace;
+//! - SGR (colours and attributes), cursor movement, erasing within the screen, inserting and
+//!   deleting characters and lines, scrolling by lines, `ESC 7`/`ESC 8`, `CSI s`/`CSI u`
+//!   bare, `ESC D`/`ESC E`/`ESC M`.
+//!
+//! Everything else is dropped: every string (OSC — titles, the OSC 52 clipboard, hyperlinks,
+//! colours —, DCS, APC, PM, SOS), every request the terminal would answer by typing into the
+//! user's input (status and cursor reports, device attributes, window reports), every mode
+//! (`h`/`l`: mouse and focus reporting, cursor keys, insert, bracketed paste, …), the keypad
+//! and keyboard protocols, character-set designations and shifts, the scroll region, BEL,
+//! ENQ, and whatever a terminal would do beyond the screen. Since the output is written from
+//! what was parsed, no read boundary and no byte the parser ignores (a C1 byte, a UTF-8 lead
+//! byte before `ESC`) can make a sequence appear that the input did not have whole, and the
+//! output always leaves the terminal's parser in its ground state.
+//!
+//! On a terminal whose locale is not UTF-8 (an explicit codeset such as ISO-8859-1), bytes
+//! 0x80–0x9F are C1 controls; every non-ASCII character is then shown as `?`.
+//!
+//! What cordon captures for `--json` and the denial classifier stays unfiltered. The terminal
+//! is still reset before cordon's own words (the CLI does that): the filter keeps SGR and the
+//! cursor, and a command handed the terminal writes to it directly.
 
-/// The final bytes of the control sequences kept: SGR (`m`), cursor movement and position
-/// (`A`–`H`, `d`, `f`), erasing and editing (`J`, `K`, `L`, `M`, `P`, `X`, `@`), scrolling
-/// (`S`, `T`, `r`), saving and restoring the cursor (`s`, `u`) and modes (`h`, `l`: cursor
-/// visibility, the alternate screen). Anything else — `n` (status reports), `c` (device
-/// attributes), `t` (window operations and reports), `q`, `p`, `x`, `y`, `|`, `~` — is dropped.
-const KEPT_CSI_FINALS: &[u8] = b"mABCDEFGHdfJKLMPX@STrsuhl";
-/// A control sequence longer than this is not one a program needs: dropped.
-const MAX_CSI: usize = 64;
-/// A string sequence is dropped up to its terminator, or this many bytes at most: a program
-/// that opens one and never ends it loses this much output, not the rest.
-const MAX_STRING: usize = 4096;
+use vte::{Params, Parser, Perform};
 
 const ESC: u8 = 0x1b;
-const BEL: u8 = 0x07;
 
+/// What the terminal takes as text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Ground,
-    /// After `ESC`.
-    Escape,
-    /// Inside `ESC [`; the bytes so far are held.
-    Control,
-    /// Inside a control sequence being dropped (too long), up to its final byte.
-    ControlDropped,
-    /// Inside a string sequence (dropped); `after_escape` when its last byte was `ESC`.
-    Text {
-        dropped: usize,
-        after_escape: bool,
-    },
-    /// After `0xC2`, the first byte of a two-byte UTF-8 sequence (a C1 control if the next
-    /// byte is 0x80–0x9F).
-    Lead,
+pub enum Charset {
+    Utf8,
+    /// A single-byte character set: bytes 0x80–0x9F are C1 controls there.
+    EightBit,
+}
+
+impl Charset {
+    /// The terminal's character set as cordon's locale names it (`LC_ALL`, `LC_CTYPE`, `LANG`:
+    /// the first set). A locale without a codeset (`C`, `POSIX`, unset) is taken as UTF-8, as
+    /// terminals are today.
+    pub fn from_locale() -> Charset {
+        let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok().filter(|value| !value.is_empty()));
+        Charset::of_locale(locale.as_deref())
+    }
+
+    fn of_locale(locale: Option<&str>) -> Charset {
+        let codeset = locale
+            .and_then(|locale| locale.split_once('.'))
+            .map(|(_, rest)| rest.split('@').next().unwrap_or(rest).to_ascii_lowercase());
+        match codeset.as_deref() {
+            None | Some("utf-8" | "utf8") => Charset::Utf8,
+            Some(_) => Charset::EightBit,
+        }
+    }
 }
 
 /// The filter's state between reads of one stream.
-#[derive(Debug)]
 pub struct EscapeFilter {
-    state: State,
-    held: Vec<u8>,
+    parser: Parser,
+    charset: Charset,
+    /// The start of a UTF-8 character the last read ended in, held for the next one: the
+    /// parser would decode a character split across its calls, then skip the bytes after it
+    /// up to its 4-byte buffer's end, losing text.
+    unfinished: Vec<u8>,
 }
 
 impl Default for EscapeFilter {
     fn default() -> Self {
-        EscapeFilter { state: State::Ground, held: Vec::new() }
+        EscapeFilter::new(Charset::Utf8)
+    }
+}
+
+impl std::fmt::Debug for EscapeFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EscapeFilter").field("charset", &self.charset).finish_non_exhaustive()
     }
 }
 
@@ -75,164 +105,139 @@ pub fn shown<'a>(
 }
 
 impl EscapeFilter {
+    pub fn new(charset: Charset) -> Self {
+        EscapeFilter { parser: Parser::new(), charset, unfinished: Vec::new() }
+    }
+
     /// A filter for output written to `stream`, when it is a terminal; none otherwise (a pipe
     /// or a file gets the bytes as they are).
     pub fn for_stream(stream: &impl std::io::IsTerminal) -> Option<EscapeFilter> {
-        stream.is_terminal().then(EscapeFilter::default)
+        stream.is_terminal().then(|| EscapeFilter::new(Charset::from_locale()))
     }
 
     /// Appends to `out` what of `input` may reach the terminal.
     pub fn filter(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for &byte in input {
-            self.step(byte, out);
-        }
+        let joined;
+        let input = if self.unfinished.is_empty() {
+            input
+        } else {
+            joined = [std::mem::take(&mut self.unfinished).as_slice(), input].concat();
+            &joined
+        };
+        let whole = input.len() - unfinished_character(input);
+        let mut kept = Kept { out, charset: self.charset };
+        self.parser.advance(&mut kept, &input[..whole]);
+        self.unfinished.extend_from_slice(&input[whole..]);
     }
+}
 
-    fn step(&mut self, byte: u8, out: &mut Vec<u8>) {
-        match self.state {
-            State::Ground => self.ground(byte, out),
-            State::Escape => match byte {
-                b'[' => {
-                    self.held.clear();
-                    self.held.extend_from_slice(&[ESC, b'[']);
-                    self.state = State::Control;
-                }
-                b']' | b'P' | b'_' | b'^' | b'X' => {
-                    self.state = State::Text { dropped: 0, after_escape: false };
-                }
-                // DECID: the terminal answers with its identity, typed into its input.
-                b'Z' => self.state = State::Ground,
-                0x20..=0x7e => {
-                    out.extend_from_slice(&[ESC, byte]);
-                    self.state = State::Ground;
-                }
-                // A lone ESC before a control character or another ESC: dropped.
-                _ => {
-                    self.state = State::Ground;
-                    self.ground(byte, out);
-                }
-            },
-            State::Control => match byte {
-                0x20..=0x3f if self.held.len() < MAX_CSI => self.held.push(byte),
-                0x20..=0x3f => {
-                    // Too long: drop it, and what follows up to its final byte.
-                    self.held.clear();
-                    self.state = State::ControlDropped;
-                }
-                0x40..=0x7e => {
-                    // `CSI s` / `CSI u` save and restore the cursor only bare: with parameters
-                    // `u` is the kitty keyboard protocol (`CSI ? u` is answered, `CSI > 1 u`
-                    // changes what every key sends to the user's shell).
-                    let bare = self.held.len() == 2;
-                    let kept = KEPT_CSI_FINALS.contains(&byte) && (bare || !b"su".contains(&byte));
-                    if kept {
-                        out.extend_from_slice(&self.held);
-                        out.push(byte);
-                    }
-                    self.held.clear();
-                    self.state = State::Ground;
-                }
-                // A control character or a non-ASCII byte ends it unfinished: dropped.
-                _ => {
-                    self.held.clear();
-                    self.state = State::Ground;
-                    self.ground(byte, out);
-                }
-            },
-            State::ControlDropped => match byte {
-                0x20..=0x3f => {}
-                0x40..=0x7e => self.state = State::Ground,
-                _ => {
-                    self.state = State::Ground;
-                    self.ground(byte, out);
-                }
-            },
-            State::Text { dropped, after_escape } => {
-                let ended = byte == BEL || (after_escape && byte == b'\\');
-                self.state = if ended || dropped >= MAX_STRING {
-                    State::Ground
-                } else {
-                    State::Text { dropped: dropped + 1, after_escape: byte == ESC }
-                };
-            }
-            State::Lead => {
-                self.state = State::Ground;
-                if !(0x80..=0x9f).contains(&byte) {
-                    out.push(0xc2);
-                    self.ground(byte, out);
-                }
+/// How many bytes at the end of `input` begin a UTF-8 character that is not complete yet.
+fn unfinished_character(input: &[u8]) -> usize {
+    let start = input.len().saturating_sub(3);
+    (start..input.len())
+        .find(|&i| {
+            matches!(std::str::from_utf8(&input[i..]),
+                     Err(e) if e.valid_up_to() == 0 && e.error_len().is_none())
+        })
+        .map_or(0, |i| input.len() - i)
+}
+
+/// The parser's actions, turned into what is written out.
+struct Kept<'a> {
+    out: &'a mut Vec<u8>,
+    charset: Charset,
+}
+
+impl Perform for Kept<'_> {
+    fn print(&mut self, c: char) {
+        match c {
+            // DEL and the C1 controls (the parser hands these to `execute`; not here either).
+            '\u{7f}'..='\u{9f}' => {}
+            c if !c.is_ascii() && self.charset == Charset::EightBit => self.out.push(b'?'),
+            c => {
+                let mut utf8 = [0; 4];
+                self.out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
             }
         }
     }
 
-    fn ground(&mut self, byte: u8, out: &mut Vec<u8>) {
-        match byte {
-            ESC => self.state = State::Escape,
-            0xc2 => self.state = State::Lead,
-            _ => out.push(byte),
+    fn execute(&mut self, byte: u8) {
+        // Backspace, tab, line feed, vertical tab, form feed, carriage return: the cursor
+        // moves. Not BEL, ENQ (the answer-back message), SO/SI (character sets) or any C1.
+        if matches!(byte, 0x08..=0x0d) {
+            self.out.push(byte);
         }
+    }
+
+    fn csi_dispatch(&mut self, params: &Params, intermediates: &[u8], ignore: bool, action: char) {
+        // A private marker (`?`, `>`, `<`, `=`) or an intermediate byte makes it another
+        // function altogether (modes, keyboard protocols, reports, cursor style): never kept.
+        if ignore || !intermediates.is_empty() || !kept_control(params, action) {
+            return;
+        }
+        self.out.extend_from_slice(&[ESC, b'[']);
+        // A lone 0 is what an absent parameter means to every function kept: written as
+        // absent (`CSI u` stays bare).
+        let defaulted = params.len() == 1 && params.iter().all(|param| param == [0]);
+        for (i, param) in params.iter().enumerate().filter(|_| !defaulted) {
+            if i > 0 {
+                self.out.push(b';');
+            }
+            for (j, sub) in param.iter().enumerate() {
+                if j > 0 {
+                    self.out.push(b':');
+                }
+                self.out.extend_from_slice(sub.to_string().as_bytes());
+            }
+        }
+        let mut utf8 = [0; 4];
+        self.out.extend_from_slice(action.encode_utf8(&mut utf8).as_bytes());
+    }
+
+    fn esc_dispatch(&mut self, intermediates: &[u8], ignore: bool, byte: u8) {
+        // Save and restore the cursor, index, next line, reverse index. Not RIS (`ESC c`),
+        // DECID (`ESC Z`, answered), the keypad (`ESC =`, `ESC >`), character sets (`ESC (`,
+        // `ESC %`, single and locking shifts), line sizes (`ESC #`) or a lone ST.
+        if !ignore && intermediates.is_empty() && b"78DEM".contains(&byte) {
+            self.out.extend_from_slice(&[ESC, byte]);
+        }
+    }
+
+    // DCS (`hook`, `put`, `unhook`) and OSC (`osc_dispatch`): the defaults do nothing.
+}
+
+/// Whether the control sequence `CSI params action` (no private marker, no intermediate) is
+/// one that stays within the screen.
+fn kept_control(params: &Params, action: char) -> bool {
+    let plain: Option<Vec<u16>> =
+        params.iter().map(|param| (param.len() == 1).then(|| param[0])).collect();
+    let Some(plain) = plain else {
+        // Sub-parameters (`38:2::R:G:B`) belong to SGR alone.
+        return action == 'm';
+    };
+    match (action, plain.as_slice()) {
+        // SGR: colours and attributes.
+        ('m', _) => true,
+        // Cursor position: row and column.
+        ('H' | 'f', [_] | [_, _]) => true,
+        // One count or position: cursor up/down/forward/back, next/previous line, column,
+        // row, relative column/row, tab forward/back, insert/delete lines and characters,
+        // erase characters, scroll up/down. (`CSI Ps;…;Ps T` with five parameters is xterm's
+        // mouse highlighting: not kept.)
+        (
+            'A' | 'B' | 'C' | 'D' | 'E' | 'F' | 'G' | '`' | 'a' | 'd' | 'e' | 'I' | 'Z' | 'L'
+            | 'M' | 'P' | 'X' | '@' | 'S' | 'T',
+            [_],
+        ) => true,
+        // Erase in the display or the line, not the scrollback (`CSI 3 J`).
+        ('J' | 'K', [0..=2]) => true,
+        // Save and restore the cursor, bare only: `CSI u` with parameters is the kitty
+        // keyboard protocol, `CSI s` with parameters sets left and right margins.
+        ('s' | 'u', [0]) => true,
+        _ => false,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    fn filtered(input: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        EscapeFilter::default().filter(input, &mut out);
-        out
-    }
-
-    #[test]
-    fn text_colours_and_cursor_movement_pass_unchanged() {
-        let kept: &[u8] = b"plain \x1b[1;31mred\x1b[0m \x1b[2K\r\x1b[3A\x1b[?25l\x1b[?1049h done\n\
-                            caf\xc3\xa9 \xc2\xa0 \x1b(B \x1b7\x1b8";
-        assert_eq!(filtered(kept), kept);
-    }
-
-    #[test]
-    fn strings_reports_and_c1_controls_are_dropped() {
-        let cases: &[(&[u8], &[u8])] = &[
-            (b"a\x1b]0;title\x07b", b"ab"),
-            (b"a\x1b]52;c;cm0gLXJmIH4K\x1b\\b", b"ab"),
-            (b"a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", b"alinkb"),
-            (b"a\x1bP$q\"p\x1b\\b", b"ab"),
-            (b"a\x1b_apc\x1b\\b\x1b^pm\x1b\\c\x1bXsos\x1b\\d", b"abcd"),
-            (b"a\x1b[6n\x1b[c\x1b[>c\x1b[21t\x1b[14t\x1b[?1$pb", b"ab"),
-            (b"a\x1bZb", b"ab"),
-            (b"a\x1b[?u\x1b[>1u\x1b[<u\x1b[sb\x1b[u", b"a\x1b[sb\x1b[u"),
-            (b"a\xc2\x9d0;title\x07b\xc2\x9b6n", b"a0;title\x07b6n"),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(filtered(input), *expected, "{:?}", String::from_utf8_lossy(input));
-        }
-    }
-
-    #[test]
-    fn a_sequence_split_across_reads_is_judged_whole() {
-        let input: &[u8] = b"x\x1b]0;ti\x1b]tle\x07y\x1b[3\x31mz\x1b[2\x31t.";
-        for split in 0..input.len() {
-            let mut filter = EscapeFilter::default();
-            let mut out = Vec::new();
-            filter.filter(&input[..split], &mut out);
-            filter.filter(&input[split..], &mut out);
-            assert_eq!(out, b"xy\x1b[31mz.", "split at {split}");
-        }
-    }
-
-    #[test]
-    fn an_endless_string_or_control_sequence_swallows_a_bounded_amount() {
-        let mut input = b"\x1b]0;".to_vec();
-        input.extend(std::iter::repeat_n(b'a', MAX_STRING + 10));
-        input.extend_from_slice(b"\nvisible");
-        let out = filtered(&input);
-        assert!(out.ends_with(b"\nvisible"), "{}", String::from_utf8_lossy(&out));
-        assert!(out.len() < 20, "{} bytes kept", out.len());
-        let mut long = b"\x1b[".to_vec();
-        long.extend(std::iter::repeat_n(b'1', MAX_CSI + 5));
-        long.extend_from_slice(b"tafter");
-        assert_eq!(filtered(&long), b"after");
-    }
-}
+#[path = "terminal_filter_tests.rs"]
+mod tests;
