@@ -7,6 +7,11 @@
 //! sequences, bidi overrides, zero-width code points) as a visible escape, and a long command as
 //! its head and tail with `[v]` to see all of it. Input typed before the question is discarded,
 //! so a `y` typed ahead (or pushed into the terminal earlier) never answers it.
+//!
+//! The terminal is reset before the question (`terminal.rs`): nothing a command printed or set
+//! on it — concealed text, colours, a scroll region, the alternate screen — can hide the
+//! question or make it read otherwise, and it is asked with echo and line editing on, in the
+//! foreground. A command that runs on another machine is asked about with that machine's name.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -17,9 +22,18 @@ use cordon_policies::{
 };
 use nix::sys::termios::{FlushArg, tcflush};
 
-pub struct TerminalApprover;
+pub struct TerminalApprover {
+    /// cordon was the terminal's foreground job when it started: it takes the foreground
+    /// back for a question.
+    take_foreground: bool,
+}
 
 impl TerminalApprover {
+    /// Call before anything runs: it notes whether cordon is the terminal's foreground job.
+    pub fn new() -> Self {
+        TerminalApprover { take_foreground: crate::terminal::in_foreground() }
+    }
+
     /// Whether there is a controlling terminal to ask on.
     pub fn can_ask() -> bool {
         std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").is_ok()
@@ -28,25 +42,26 @@ impl TerminalApprover {
 
 impl Approver for TerminalApprover {
     fn ask(&self, request: &ApprovalRequest) -> impl std::future::Future<Output = ApprovalAnswer> {
-        std::future::ready(ask_on_tty(request))
+        std::future::ready(ask_on_tty(request, self.take_foreground))
     }
 }
 
-fn ask_on_tty(request: &ApprovalRequest) -> ApprovalAnswer {
+fn ask_on_tty(request: &ApprovalRequest, take_foreground: bool) -> ApprovalAnswer {
     let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty");
-    let Ok(mut tty) = tty else {
-        eprintln!(
-            "cordon: approval needed ({}) but there is no terminal to ask on; answering no. \
-             To proceed without asking: -a never (sandboxed, no retry), --yolo (no sandbox), or an \
-             allow rule in $CORDON_HOME/rules.toml",
-            render_text(&request.reason).text
-        );
+    let Ok(tty) = tty else {
+        crate::terminal::say(&[format!(
+            "approval needed ({}) but there is no terminal to ask on; answering no. To proceed \
+             without asking: -a never (sandboxed, no retry), --yolo (no sandbox), or an allow \
+             rule in $CORDON_HOME/rules.toml",
+            request.reason
+        )]);
         return ApprovalAnswer::Denied;
     };
+    let _question = crate::terminal::Question::begin(&tty, take_foreground);
     let prompt = Prompt::new(request);
     let mut text = prompt.text();
     loop {
-        match ask_once(&mut tty, &text, &prompt) {
+        match ask_once(&tty, &text, &prompt) {
             Choice::Answer(answer) => return answer,
             Choice::View => {
                 text =
@@ -58,18 +73,18 @@ fn ask_on_tty(request: &ApprovalRequest) -> ApprovalAnswer {
 
 /// Discards what was typed before the question, writes `text`, reads one line. Any failure
 /// is a no.
-fn ask_once(tty: &mut File, text: &str, prompt: &Prompt) -> Choice {
+fn ask_once(mut tty: &File, text: &str, prompt: &Prompt) -> Choice {
     // Keys pressed before the question was on screen were not an answer to it. Flushed just
     // before writing it, not after: an answer typed the moment the question appears (a fast
     // typist, a loaded machine) must not be thrown away.
-    if tcflush(&*tty, FlushArg::TCIFLUSH).is_err() {
+    if tcflush(tty, FlushArg::TCIFLUSH).is_err() {
         return Choice::Answer(ApprovalAnswer::Denied);
     }
     if tty.write_all(text.as_bytes()).and_then(|()| tty.flush()).is_err() {
         return Choice::Answer(ApprovalAnswer::Denied);
     }
     let mut line = String::new();
-    match BufReader::new(&*tty).read_line(&mut line) {
+    match BufReader::new(tty).read_line(&mut line) {
         Ok(n) if n > 0 => prompt.parse(&line),
         _ => Choice::Answer(ApprovalAnswer::Denied),
     }
@@ -136,6 +151,9 @@ impl<'a> Prompt<'a> {
                     }
                 }
             }
+        }
+        if let Some(host) = &request.host {
+            out += &format!("  Host:     {} (the command runs there)\n", render_text(host).text);
         }
         out += &format!("  In:       {}\n  Command:  {}\n", cwd.text, self.shown);
         let mut hidden = Vec::new();
@@ -215,6 +233,7 @@ mod tests {
                 ApprovalStage::RetryWithoutSandbox => vec!["x: Permission denied\u{1b}[2K".into()],
             },
             prefix: prefix.map(words),
+            host: None,
         }
     }
 
@@ -254,6 +273,19 @@ mod tests {
         assert!(text.contains(r"| x: Permission denied\x1b[2K"), "{text}");
         assert!(text.contains("the reason or evidence contains characters"), "{text}");
         assert!(!text.contains('\u{1b}'), "{text}");
+    }
+
+    #[test]
+    fn a_question_about_another_machine_names_it() {
+        let mut r = request(&["touch", "f"], ApprovalStage::BeforeRun, None);
+        let text = Prompt::new(&r).text();
+        assert!(!text.contains("Host:"), "{text}");
+        r.host = Some("me@build:2222".into());
+        let text = Prompt::new(&r).text();
+        assert!(
+            text.contains("  Host:     me@build:2222 (the command runs there)\n  In:"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -5,20 +5,23 @@ use std::process::ExitCode;
 use cordon_exec_core::predicted_gaps;
 use cordon_exec_core::{ExecRequest, OutcomeResult, OutputMode, SandboxKind, StdinMode, Verdict};
 use cordon_exec_core::{RemoteExec, RemoteLink};
-use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode, render_text};
+use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode};
 
 use crate::approver::TerminalApprover;
 use crate::flags::{ExecArgs, PolicyCheckArgs};
 use crate::settings::{
     Bypass, Settings, Workspace, check_remote_enforcement, print_link_events, remote_target,
 };
+use crate::terminal::Exposure;
 
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let bypass = if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // Before anything runs: whether cordon is the terminal's foreground job.
+    let approver = TerminalApprover::new();
     let Ran { outcome, request, env_removed, gaps } = match &args.host {
-        None => run_here(&args, bypass, &runtime)?,
-        Some(host) => runtime.block_on(run_there(&args, bypass, host))?,
+        None => run_here(&args, bypass, &runtime, &approver)?,
+        Some(host) => runtime.block_on(run_there(&args, bypass, host, &approver))?,
     };
     if args.json {
         let mut document = serde_json::to_value(&outcome)?;
@@ -33,50 +36,46 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
     }
+    // Host names, paths and reasons come from the command, the workspace or a far end: `say`
+    // shows them escaped, after the terminal's reset.
+    let mut said = Vec::new();
     let denied = denied_hosts(&outcome);
     if outcome.exit_status() != 0 && !denied.is_empty() {
-        // Host names come from the command's requests: rendered, never printed raw.
-        eprintln!(
-            "cordon: the network allow-list refused {}: allow a host with --allow-domain HOST \
+        said.push(format!(
+            "the network allow-list refused {}: allow a host with --allow-domain HOST \
              (config network.allow; docs/network.md)",
-            render_text(&denied.join(", ")).text
-        );
+            denied.join(", ")
+        ));
     }
     for why in outcome.approvals.iter().filter_map(|a| a.rule_not_saved.as_ref()) {
-        eprintln!("cordon: {why}");
+        said.push(why.clone());
     }
     let moved: Vec<String> =
         outcome.attempts.iter().flat_map(|a| &a.moved_aside).map(ToString::to_string).collect();
     if !moved.is_empty() {
-        // Paths inside the workspace can hold any byte: rendered, never printed raw.
-        eprintln!(
-            "cordon: the command created what git or a shell would later run code from, outside any \
+        said.push(format!(
+            "the command created what git or a shell would later run code from, outside any \
              sandbox; moved aside: {}",
-            render_text(&moved.join("; ")).text
-        );
+            moved.join("; ")
+        ));
     }
     match &outcome.result {
-        // Reasons can quote the command (a rule's prefix), so they are rendered, not printed raw.
-        OutcomeResult::Rejected { reason } => {
-            eprintln!("cordon: refused: {}", render_text(reason).text);
-        }
+        OutcomeResult::Rejected { reason } => said.push(format!("refused: {reason}")),
         OutcomeResult::Completed { blocked: Some(why), .. } => {
             let sandbox = outcome.attempts.last().map_or("none", |a| a.sandbox.as_str());
             let mode = request.sandbox.policy.mode();
-            eprintln!(
-                "cordon: the sandbox blocked this command ({sandbox}, {}); {}",
-                mode.as_str(),
-                render_text(why).text
-            );
+            said.push(format!(
+                "the sandbox blocked this command ({sandbox}, {}); {why}",
+                mode.as_str()
+            ));
             for blocked in outcome.attempts.last().map(|a| a.blocked.as_slice()).unwrap_or(&[]) {
-                eprintln!(
-                    "cordon: blocked (judged from the output): {}",
-                    render_text(&blocked.advice()).text
-                );
+                said.push(format!("blocked (judged from the output): {}", blocked.advice()));
             }
             if mode == SandboxMode::ReadOnly {
-                eprintln!(
-                    "cordon: the sandbox is read-only: -s workspace-write lets the command write its workspace"
+                said.push(
+                    "the sandbox is read-only: -s workspace-write lets the command write its \
+                     workspace"
+                        .to_owned(),
                 );
             }
         }
@@ -88,13 +87,16 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default(),
                 _ => String::new(),
             };
-            eprintln!(
-                "cordon: the sandbox could not be set up, so the command did not run{why}; this \
-                 is never retried without the sandbox: see `cordon doctor`, or --best-effort to \
+            said.push(format!(
+                "the sandbox could not be set up, so the command did not run{why}; this is \
+                 never retried without the sandbox: see `cordon doctor`, or --best-effort to \
                  accept a weaker sandbox"
-            );
+            ));
         }
         OutcomeResult::Completed { blocked: None, .. } => {}
+    }
+    if !said.is_empty() {
+        crate::terminal::say(&said);
     }
     Ok(crate::output::exit_code(outcome.exit_status()))
 }
@@ -132,11 +134,22 @@ fn exec_request(
     }
 }
 
+/// What the run may write to the terminal: directly when the command gets it on its stdin,
+/// through the escape filter when its output is streamed.
+fn exposure(request: &ExecRequest) -> Exposure {
+    match (request.stdin, request.output) {
+        (StdinMode::Terminal, _) => Exposure::Direct,
+        (StdinMode::Null | StdinMode::Inherit, OutputMode::Stream) => Exposure::Relayed,
+        (StdinMode::Null | StdinMode::Inherit, OutputMode::Capture) => Exposure::Untouched,
+    }
+}
+
 /// On this machine.
 fn run_here(
     args: &ExecArgs,
     bypass: Bypass,
     runtime: &tokio::runtime::Runtime,
+    approver: &TerminalApprover,
 ) -> anyhow::Result<Ran> {
     let settings =
         Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, bypass)?;
@@ -154,13 +167,19 @@ fn run_here(
     // The prediction forks probe children: only `--json` reports it, so only `--json` pays.
     // Before the run, while this process has one thread (the probes' children need that).
     let predicted = if args.json { predicted_gaps(&request.sandbox.policy) } else { Vec::new() };
-    let outcome = runtime.block_on(orchestrator.run(&request, &TerminalApprover))?;
+    crate::terminal::expose(exposure(&request));
+    let outcome = runtime.block_on(orchestrator.run(&request, approver))?;
     let gaps = not_enforced(&outcome, predicted);
     Ok(Ran { outcome, request, env_removed, gaps })
 }
 
 /// On another machine (`--host`): decided and approved here, run and sandboxed there.
-async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Result<Ran> {
+async fn run_there(
+    args: &ExecArgs,
+    bypass: Bypass,
+    host: &str,
+    approver: &TerminalApprover,
+) -> anyhow::Result<Ran> {
     let target = remote_target(host, &args.remote)?;
     let (link, events) = RemoteLink::connect(&target).await?;
     print_link_events(events);
@@ -176,7 +195,8 @@ async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Resul
     let (env, env_removed) = settings.command_env_from(link.facts().env.clone());
     let request = exec_request(args, &settings, env, StdinMode::Null);
     let remote = RemoteExec { orchestrator: &orchestrator, link: &link };
-    let outcome = remote.run(&request, &TerminalApprover).await;
+    crate::terminal::expose(exposure(&request));
+    let outcome = remote.run(&request, approver).await;
     link.close().await;
     let outcome = outcome?;
     let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);

@@ -18,6 +18,7 @@ mod output;
 mod sandbox_cmd;
 mod settings;
 mod state_files;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -73,13 +74,16 @@ fn main() -> ExitCode {
         }
         flags::Command::Man => man_page(),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(error) => {
             // One line, whatever the error carries (a far end's message, a path with control
             // characters): what a terminal would obey is shown escaped.
-            eprintln!("cordon: {}", cordon_policies::render_text(&format!("{error:#}")).text);
+            terminal::say(&[format!("{error:#}")]);
             ExitCode::from(125)
         }
-    }
+    };
+    // Whatever a command set on the terminal does not outlive cordon.
+    terminal::on_return();
+    code
 }

@@ -7,9 +7,7 @@ use anyhow::{Context, bail};
 use cordon_exec_core::{
     ExecRequest, Launch, NetworkLog, OutputMode, ParentDeath, SandboxKind, StdinMode, plan_launch,
 };
-use cordon_policies::{
-    AskForApproval, Escalation, Requester, SandboxMode, SandboxPolicy, render_text,
-};
+use cordon_policies::{AskForApproval, Escalation, Requester, SandboxMode, SandboxPolicy};
 
 use crate::flags::{PolicyFlags, SandboxCommand, SandboxRunArgs};
 use crate::settings::{Bypass, Settings};
@@ -95,14 +93,18 @@ fn run_with_proxy(
         output: OutputMode::Stream,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    crate::terminal::expose(match request.stdin {
+        StdinMode::Terminal => crate::terminal::Exposure::Direct,
+        StdinMode::Null | StdinMode::Inherit => crate::terminal::Exposure::Relayed,
+    });
     let attempt = runtime.block_on(orchestrator.run_sandboxed(&request, kind))?;
     let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();
     if !denied.is_empty() {
-        eprintln!(
-            "cordon: the network allow-list refused {}: allow a host with --allow-domain HOST \
-             (config network.allow; docs/network.md)",
-            render_text(&denied.join(", ")).text
-        );
+        crate::terminal::say(&[format!(
+            "the network allow-list refused {}: allow a host with --allow-domain HOST (config \
+             network.allow; docs/network.md)",
+            denied.join(", ")
+        )]);
     }
     Ok(crate::output::exit_code(attempt.exit.shell_status()))
 }

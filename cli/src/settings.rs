@@ -12,7 +12,7 @@ use cordon_exec_core::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, Ses
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
     RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest, Strictness,
-    WorkspaceWrite, expand_path, render_text,
+    WorkspaceWrite, expand_path,
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
@@ -496,8 +496,7 @@ fn load_rules(home: Option<&Path>, workspace: Option<&Path>) -> anyhow::Result<R
         let (parsed, warnings) = RuleSet::parse(&text, source)
             .map_err(|error| anyhow::anyhow!("{}: {}", path.display(), error.detail()))?;
         for warning in warnings {
-            let line = format!("{}: {warning}", path.display());
-            eprintln!("cordon: {}", render_text(&line).text);
+            crate::terminal::say(&[format!("{}: {warning}", path.display())]);
         }
         rules.merge(parsed);
     }
@@ -605,7 +604,7 @@ pub async fn connect_sessions(
 pub fn print_link_events(mut events: LinkEvents) {
     tokio::spawn(async move {
         while let Some(event) = events.next().await {
-            eprintln!("cordon: {}", render_text(&event.to_string()).text);
+            crate::terminal::say(&[event.to_string()]);
         }
     });
 }
@@ -663,8 +662,7 @@ pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyho
         }
         Strictness::BestEffort => {
             for gap in link.gaps(&settings.sandbox.policy) {
-                let line = format!("not enforced on {}: {}", link.host(), gap.what);
-                eprintln!("cordon: {}", render_text(&line).text);
+                crate::terminal::say(&[format!("not enforced on {}: {}", link.host(), gap.what)]);
             }
         }
     }

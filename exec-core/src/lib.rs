@@ -103,4 +103,5 @@ pub use runner::MovedAside;
 pub use session::{SessionDefaults, SessionManager, Sessions};
 pub use spawn::{OutputMode, StdinMode};
 pub use stdio::{stdin as protocol_stdin, stdout as protocol_stdout};
+pub use terminal_filter::Charset as TerminalCharset;
 pub use test_hooks::proxy_resolve as test_hook_proxy_resolve;

@@ -62,6 +62,9 @@ pub struct ApprovalRequest {
     /// The prefix an "always allow" answer would persist; `None` when no prefix rule could
     /// cover exactly what was approved (a bare shell, wrapper or interpreter).
     pub prefix: Option<Vec<String>>,
+    /// The machine the command runs on when it is not this one (`[user@]host[:port]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The answers to an approval question: yes once, yes for this session (the same argv, cwd,
@@ -403,6 +406,7 @@ impl Orchestrator {
             sandbox_mode,
             evidence,
             prefix,
+            host: None,
         };
         tracing::debug!(?stage, ?sandbox_mode, "asking for approval");
         let answer = approver.ask(&question).await;

@@ -225,8 +225,8 @@ fn kept_control(params: &Params, action: char) -> bool {
         // erase characters, scroll up/down. (`CSI Ps;…;Ps T` with five parameters is xterm's
         // mouse highlighting: not kept.)
         (
-            'A' | 'B' | 'C' | 'D' | 'E' | 'F' | 'G' | '`' | 'a' | 'd' | 'e' | 'I' | 'Z' | 'L'
-            | 'M' | 'P' | 'X' | '@' | 'S' | 'T',
+            'A' | 'B' | 'C' | 'D' | 'E' | 'F' | 'G' | '`' | 'a' | 'd' | 'e' | 'I' | 'Z' | 'L' | 'M'
+            | 'P' | 'X' | '@' | 'S' | 'T',
             [_],
         ) => true,
         // Erase in the display or the line, not the scrollback (`CSI 3 J`).

@@ -51,7 +51,11 @@ fn assert_only_kept(out: &[u8]) {
                     assert!(["", "1", "2"].contains(&params), "{params:?}{}", last as char);
                 }
                 if b"su".contains(&last) {
-                    assert_eq!(params, "", "CSI {params}{} is not a bare save/restore", last as char);
+                    assert_eq!(
+                        params, "",
+                        "CSI {params}{} is not a bare save/restore",
+                        last as char
+                    );
                 }
                 if params.contains(':') {
                     assert_eq!(last, b'm', "sub-parameters outside SGR: {text:?}");
@@ -198,11 +202,61 @@ fn a_terminal_that_is_not_utf8_gets_no_byte_above_ascii() {
 /// Bytes and pieces that make sequences, for random streams.
 fn piece() -> impl Strategy<Value = Vec<u8>> {
     let tokens: &[&[u8]] = &[
-        b"\x1b", b"[", b"]", b"P", b"X", b"^", b"_", b"\\", b"\x07", b"\xc2", b"\x9b", b"\x9d",
-        b"\x90", b"\x9c", b"\x18", b"\x1a", b"0", b"1", b"2", b"6", b";", b":", b"?", b">", b"<",
-        b"=", b" ", b"!", b"$", b"m", b"h", b"l", b"u", b"q", b"t", b"n", b"c", b"r", b"(", b"%",
-        b"#", b"B", b"\n", b"\r", b"\x0e", b"\x05", b"a", b"\xe2\x82", b"\xac", b"\x1b]52;c;",
-        b"\x1b]0;T", b"\x1bP", b"\x1b[?1000h", b"\x1b[>1u", b"\x1b[31m",
+        b"\x1b",
+        b"[",
+        b"]",
+        b"P",
+        b"X",
+        b"^",
+        b"_",
+        b"\\",
+        b"\x07",
+        b"\xc2",
+        b"\x9b",
+        b"\x9d",
+        b"\x90",
+        b"\x9c",
+        b"\x18",
+        b"\x1a",
+        b"0",
+        b"1",
+        b"2",
+        b"6",
+        b";",
+        b":",
+        b"?",
+        b">",
+        b"<",
+        b"=",
+        b" ",
+        b"!",
+        b"$",
+        b"m",
+        b"h",
+        b"l",
+        b"u",
+        b"q",
+        b"t",
+        b"n",
+        b"c",
+        b"r",
+        b"(",
+        b"%",
+        b"#",
+        b"B",
+        b"\n",
+        b"\r",
+        b"\x0e",
+        b"\x05",
+        b"a",
+        b"\xe2\x82",
+        b"\xac",
+        b"\x1b]52;c;",
+        b"\x1b]0;T",
+        b"\x1bP",
+        b"\x1b[?1000h",
+        b"\x1b[>1u",
+        b"\x1b[31m",
     ];
     prop_oneof![
         3 => proptest::sample::select(tokens).prop_map(<[u8]>::to_vec),

@@ -63,27 +63,6 @@ struct Shown {
     raw_screen: String,
 }
 
-fn pyte_available() -> bool {
-    Command::new(python())
-        .args(["-c", "import pyte"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Skips (fatal under `CORDON_TEST_REQUIRE_SANDBOX=1`) without pyte: these tests cannot judge
-/// what a screen shows without an emulator.
-macro_rules! require_pyte {
-    () => {
-        skip_unless!(
-            pyte_available(),
-            "needs Python's pyte VT emulator ({} -m pip install pyte)",
-            python()
-        );
-    };
-}
-
 /// `cordon exec -a untrusted -- sh -c script` in `cwd`, as a person at a terminal sees it.
 fn prompt_for(cwd: &Path, script: &str, typeahead: &str, answers: &[&str]) -> Shown {
     let home = scratch();

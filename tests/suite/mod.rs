@@ -43,4 +43,5 @@ mod secrets;
 mod self_protection;
 #[cfg(target_os = "linux")]
 mod stalled_start;
+mod terminal;
 mod trust_boundary;

@@ -451,3 +451,26 @@ pub fn under_filter(deny: &[(i64, i32)], program: &Path, argv: &[&OsStr]) -> Com
     cmd.arg(program).args(argv).stdin(Stdio::null());
     cmd
 }
+
+/// Whether Python's `pyte` VT emulator is there (`.ci/run` installs it).
+pub fn pyte_available() -> bool {
+    Command::new(python())
+        .args(["-c", "import pyte"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Skips (fatal under `CORDON_TEST_REQUIRE_SANDBOX=1`) without pyte: a test cannot judge what a
+/// screen shows without an emulator.
+macro_rules! require_pyte {
+    () => {
+        $crate::suite::util::skip_unless!(
+            $crate::suite::util::pyte_available(),
+            "needs Python's pyte VT emulator ({} -m pip install pyte)",
+            $crate::suite::util::python()
+        );
+    };
+}
+pub(crate) use require_pyte;

@@ -45,6 +45,7 @@ impl Approver for ProtocolApprover {
             stage: request.stage,
             sandbox_mode: request.sandbox_mode,
             evidence: request.evidence.clone(),
+            host: request.host.clone(),
         });
         async move {
             if sent.is_err() {

@@ -164,6 +164,9 @@ pub enum Outgoing {
         stage: ApprovalStage,
         sandbox_mode: SandboxMode,
         evidence: Vec<String>,
+        /// The machine the command runs on, for `--connect` (`[user@]host[:port]`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
     },
 }
 

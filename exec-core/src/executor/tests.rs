@@ -215,6 +215,7 @@ fn every_message_reads_back_as_written() {
             stage: ApprovalStage::RetryWithoutSandbox,
             sandbox_mode: SandboxMode::DangerFullAccess,
             evidence: vec!["Read-only file system".into()],
+            host: None,
         },
     ];
     for message in outgoing {

@@ -1,13 +1,18 @@
 //! Approvals over MCP: an `elicitation/create` (form mode, no fields) that shows exactly what
-//! would run — the argv as `render_argv` escapes it, the cwd, the stage (sandboxed run or
-//! UNSANDBOXED run) and the reason. Accept approves this one run; decline and cancel deny it.
+//! would run — the argv as `render_argv` escapes it, the host it runs on when that is another
+//! machine, the cwd, the stage (sandboxed run or UNSANDBOXED run) and the reason (which
+//! carries the client's justification). Every field is escaped the same way, and a warning
+//! names each one that held a character a terminal would hide or obey. Accept approves this
+//! one run; decline and cancel deny it.
 //!
 //! A client that did not declare the elicitation capability at `initialize` cannot be asked:
 //! every question is answered no (as `-a never` would), and the tool result says so.
 
 use std::sync::Mutex;
 
-use cordon_policies::{SandboxMode, render_argv, render_text};
+use std::os::unix::ffi::OsStrExt;
+
+use cordon_policies::{Rendered, SandboxMode, render_argv, render_bytes, render_text};
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
@@ -91,19 +96,31 @@ pub(super) fn question(request: &ApprovalRequest) -> String {
             "run it again UNSANDBOXED: the sandbox blocked the first attempt".to_owned()
         }
     };
-    let mut text = format!(
-        "cordon asks to {stage}.\n\nCommand: {}\nWorking directory: {}\nReason: {}\n",
-        command.text,
-        render_text(&request.cwd.display().to_string()).text,
-        render_text(&request.reason).text,
-    );
-    if command.hidden_characters {
-        text.push_str(
-            "Warning: the command contains characters a terminal would hide (shown escaped).\n",
-        );
+    let cwd = render_bytes(request.cwd.as_os_str().as_bytes());
+    let reason = render_text(&request.reason);
+    let evidence: Vec<Rendered> = request.evidence.iter().map(|line| render_text(line)).collect();
+    let mut text = format!("cordon asks to {stage}.\n\nCommand: {}\n", command.text);
+    if let Some(host) = &request.host {
+        text.push_str(&format!("Host: {} (the command runs there)\n", render_text(host).text));
     }
-    for line in &request.evidence {
-        text.push_str(&format!("Sandbox denial: {}\n", render_text(line).text));
+    text.push_str(&format!("Working directory: {}\nReason: {}\n", cwd.text, reason.text));
+    for line in &evidence {
+        text.push_str(&format!("Sandbox denial: {}\n", line.text));
+    }
+    let flagged: Vec<&str> = [
+        (command.hidden_characters, "the command"),
+        (cwd.hidden_characters, "the working directory"),
+        (reason.hidden_characters, "the reason"),
+        (evidence.iter().any(|line| line.hidden_characters), "the sandbox denial"),
+    ]
+    .into_iter()
+    .filter_map(|(hidden, what)| hidden.then_some(what))
+    .collect();
+    if !flagged.is_empty() {
+        text.push_str(&format!(
+            "Warning: {} contains characters a terminal would hide or obey (shown escaped).\n",
+            flagged.join(", ")
+        ));
     }
     text.push_str("\nAccept runs it once; decline refuses it.");
     text
@@ -122,6 +139,7 @@ mod tests {
             sandbox_mode: mode,
             evidence: Vec::new(),
             prefix: None,
+            host: None,
         }
     }
 
@@ -136,5 +154,28 @@ mod tests {
         let text = question(&request(ApprovalStage::BeforeRun, SandboxMode::WorkspaceWrite));
         assert!(text.contains("inside the sandbox (workspace-write)"), "{text}");
         assert!(!text.contains("UNSANDBOXED"), "{text}");
+        assert!(!text.contains("Host:"), "{text}");
+    }
+
+    #[test]
+    fn a_justification_or_cwd_that_hides_characters_is_escaped_and_flagged() {
+        let mut asked = request(ApprovalStage::BeforeRun, SandboxMode::DangerFullAccess);
+        asked.command = vec!["make".into(), "test".into()];
+        asked.cwd = "/work/\u{1b}[8mspace".into();
+        asked.reason = "the command asks to run outside the sandbox: fine\r\u{1b}]0;x\u{7}".into();
+        asked.host = Some("build\u{1b}[2K".into());
+        let text = question(&asked);
+        assert!(!text.contains(['\u{1b}', '\r', '\u{7}']), "{text:?}");
+        assert!(
+            text.contains(
+                r"Reason: the command asks to run outside the sandbox: fine\r\x1b]0;x\x07"
+            )
+        );
+        assert!(text.contains(r"Working directory: /work/\x1b[8mspace"), "{text}");
+        assert!(text.contains(r"Host: build\x1b[2K (the command runs there)"), "{text}");
+        assert!(
+            text.contains("Warning: the working directory, the reason contains characters"),
+            "{text}"
+        );
     }
 }

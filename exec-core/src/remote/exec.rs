@@ -15,6 +15,7 @@ use crate::spawn::{CAPTURE_BYTES, OutputMode};
 use crate::terminal_filter::{self, EscapeFilter};
 
 use super::link::{RemoteLink, Write};
+use super::on_host::OnHost;
 use super::{RemoteError, attempt_for, wire_env};
 
 /// How long each poll of a running remote command waits (output arrives in chunks this far
@@ -48,7 +49,8 @@ impl RemoteExec<'_> {
         approver: &impl Approver,
     ) -> Result<Outcome, RemoteError> {
         let runner = RemoteRunner { link: self.link };
-        self.orchestrator.run_on(request, approver, &runner).await
+        let approver = OnHost { host: self.link.host(), inner: approver };
+        self.orchestrator.run_on(request, &approver, &runner).await
     }
 }
 

@@ -85,20 +85,23 @@ pub struct Write<'a> {
 }
 
 impl RemoteLink {
-    /// Starts ssh, then says hello: both sides must speak the resolved form. ssh's own
-    /// messages (host keys, passwords, connection errors) go to this process's stderr; the
-    /// link's own news comes as [`LinkEvents`].
+    /// Starts ssh, then says hello: both sides must speak the resolved form. ssh's standard
+    /// error (host keys, connection errors, the far end's own) is relayed to this process's
+    /// stderr as escaped text, line by line (`ssh_stderr.rs`); ssh asks for passwords on the
+    /// terminal itself. The link's own news comes as [`LinkEvents`].
     pub async fn connect(target: &RemoteTarget) -> Result<(RemoteLink, LinkEvents), RemoteError> {
         let mut command = tokio::process::Command::new(&target.ssh_program);
         command
             .args(target.ssh_args())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut child = command
             .spawn()
             .map_err(|source| RemoteError::Spawn { program: target.ssh_program.clone(), source })?;
+        let ssh_said =
+            child.stderr.take().map(|stderr| super::ssh_stderr::relay(stderr, target.label()));
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(RemoteError::Protocol {
                 host: target.label(),
@@ -136,7 +139,14 @@ impl RemoteLink {
             facts: HostFacts { doctor: Value::Null, env: Vec::new(), cwd: "/".into() },
             remote_version: String::new(),
         };
-        link.hello().await?;
+        if let Err(error) = link.hello().await {
+            // Why ssh could not connect comes before cordon's error: its stderr is read to its
+            // end, or for a moment when something (a connection master) holds it open.
+            if let Some(relay) = ssh_said {
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), relay).await;
+            }
+            return Err(error);
+        }
         Ok((link, LinkEvents::new(events_rx)))
     }
 

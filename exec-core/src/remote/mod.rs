@@ -22,8 +22,10 @@
 mod exec;
 mod gaps;
 mod link;
+mod on_host;
 mod responses;
 mod sessions;
+mod ssh_stderr;
 
 use std::path::PathBuf;
 

@@ -14,6 +14,7 @@ use crate::session::{
 };
 
 use super::link::{RemoteLink, Write};
+use super::on_host::OnHost;
 use super::{RemoteError, attempt_for};
 
 /// The sessions of one harness on the far end of a [`RemoteLink`].
@@ -75,7 +76,8 @@ impl Sessions for RemoteSessions {
             return Err(SessionError::NetworkByDomainElsewhere);
         }
         let mut approvals = Vec::new();
-        let sandboxed = match self.orchestrator.authorize(&request, approver, &mut approvals).await
+        let approver = OnHost { host: self.link.host(), inner: approver };
+        let sandboxed = match self.orchestrator.authorize(&request, &approver, &mut approvals).await
         {
             Authorization::Run { sandboxed, .. } => sandboxed,
             Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
