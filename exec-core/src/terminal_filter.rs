@@ -176,10 +176,11 @@ impl Perform for Kept<'_> {
             return;
         }
         self.out.extend_from_slice(&[ESC, b'[']);
-        // A lone 0 is what an absent parameter means to every function kept: written as
-        // absent (`CSI u` stays bare).
-        let defaulted = params.len() == 1 && params.iter().all(|param| param == [0]);
-        for (i, param) in params.iter().enumerate().filter(|_| !defaulted) {
+        // An absent parameter is read as 0, which is what it means to every function kept;
+        // save and restore the cursor are written bare (with a parameter, `CSI u` is another
+        // function in some terminals).
+        let bare = matches!(action, 's' | 'u');
+        for (i, param) in params.iter().enumerate().filter(|_| !bare) {
             if i > 0 {
                 self.out.push(b';');
             }

@@ -683,6 +683,8 @@ fn an_mcp_escalation_over_ssh_is_elicited_here_and_runs_there_only_when_accepted
         let message = asked[0]["message"].as_str().unwrap();
         assert!(message.contains("UNSANDBOXED"), "{message}");
         assert!(message.contains(dirs.work.path().to_str().unwrap()), "{message}");
+        let host = format!("Host: {} (the command runs there)", sshd.host());
+        assert!(message.contains(&host), "{message}");
         assert_eq!(report["result"]["is_error"], answer != "accept", "{report}");
         assert_eq!(target.exists(), answer == "accept", "{answer}: {report}");
     }

@@ -173,7 +173,8 @@ fn a_question_after_output_that_hides_text_is_seen_as_written() {
 
 fn assert_question_seen_as_written(screen: &Screen, case: &str) {
     let bytes = &screen.transcript;
-    let question = rfind(bytes, b"cordon: approval needed").expect("no question");
+    let question = rfind(bytes, b"cordon: approval needed")
+        .unwrap_or_else(|| panic!("{case}: no question: {}", screen.shown()));
     // The command's last sequence before the question, and what cordon wrote after it.
     let last = rfind(&bytes[..question], b"\x1b[30;40m")
         .or_else(|| rfind(&bytes[..question], b"\x1b[7m"))
@@ -199,6 +200,15 @@ fn assert_question_seen_as_written(screen: &Screen, case: &str) {
         let other = attrs.iter().find(|a| **a != default);
         assert!(other.is_none(), "{case}: {text:?} is drawn with {other:?}");
     }
+}
+
+/// The emulator's modes, but SRM (12, which cordon sets to its usual "no local echo") and
+/// origin mode (6 << 5 as pyte numbers a private mode, which cordon ends with DECSTR): pyte
+/// models neither.
+fn modes(state: &Value) -> Vec<Value> {
+    let unmodelled = [json!(12), json!(6 << 5)];
+    let modes = state["modes"].as_array().unwrap().iter();
+    modes.filter(|m| !unmodelled.contains(m)).cloned().collect()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -274,15 +284,8 @@ fn every_mode_a_command_sets_is_off_when_cordon_returns() {
                 ),
             }
         }
-        // The emulator's own view: modes, margins, character sets as on a fresh terminal. pyte
-        // models neither SRM (12, which cordon sets to its usual "no local echo") nor DECSTR,
-        // which ends origin mode (6 << 5 as pyte numbers a private mode).
+        // The emulator's own view: modes, margins, character sets as on a fresh terminal.
         let (state, initial) = (&screen.report["state"], &screen.report["initial"]);
-        let modes = |v: &Value| {
-            let unmodelled = [json!(12), json!(6 << 5)];
-            let modes = v["modes"].as_array().unwrap().iter();
-            modes.filter(|m| !unmodelled.contains(m)).cloned().collect::<Vec<_>>()
-        };
         assert_eq!(modes(state), modes(initial), "{reach:?}");
         for key in ["margins", "charset", "g0", "utf8", "answers", "title"] {
             assert_eq!(state[key], initial[key], "{reach:?}: {key}");
@@ -291,4 +294,159 @@ fn every_mode_a_command_sets_is_off_when_cordon_returns() {
         // console does); G0 is the one in use either way.
         assert!(state["g1"] == "ascii" || state["g1"] == initial["g1"], "{reach:?}: {state}");
     }
+}
+
+/// A stand-in for `ssh` that runs this build's `cordon executor --serve-remote` here, and says
+/// on the way what a hostile far end could: escape sequences on ssh's stderr (a clipboard
+/// write, a title, an erased line, a mouse mode, a line with no end), a line on the protocol's
+/// stream that is not the protocol, and, with `STANDIN_ERROR` set, an error message full of
+/// them instead of the command's result.
+fn stand_in_ssh(dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = format!(
+        r#"#!{python}
+import os, subprocess, sys, threading
+err = sys.stderr.buffer
+err.write(b"Warning: Permanently added '127.0.0.1' (ED25519) to the list of known hosts.\r\n")
+err.write(b"\x1b]52;c;cm0gLXJmIH4K\x07\x1b]2;SSH-TITLE\x07\r\x1b[2Kssh-erased\x1b[?1000h\r\n")
+err.write(b"no end of line")
+err.flush()
+out = sys.stdout.buffer
+out.write(b"\x1b]2;NOISE-TITLE\x07\x1b[8mnot the protocol\r\x1b[2K\n")
+out.flush()
+far = subprocess.Popen(["{cordon}", "executor", "--serve-remote"], stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE)
+def forward():
+    for line in sys.stdin.buffer:
+        far.stdin.write(line)
+        far.stdin.flush()
+    far.stdin.close()
+threading.Thread(target=forward, daemon=True).start()
+for line in far.stdout:
+    if os.environ.get("STANDIN_ERROR") and line.startswith(b'{{"type":"resolved_response"'):
+        request = line.split(b'"requestId":', 1)[1].split(b",", 1)[0]
+        line = (b'{{"type":"resolved_response","requestId":' + request + b',"outcome":'
+                b'{{"status":"error","message":"\\u001b]2;ERR-TITLE\\u0007\\u001b[8mhidden'
+                b'\\r\\u001b[2Kforged"}}}}\n')
+    out.write(line)
+    out.flush()
+far.wait()
+"#,
+        python = python(),
+        cordon = CORDON,
+    );
+    let path = dir.join("ssh");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// `cordon exec --host 127.0.0.1` through [`stand_in_ssh`] on a terminal, answering `answers`.
+fn remote_on_terminal(args: &[&str], env: &[(&str, &str)], answers: &[&str]) -> Screen {
+    let (home, work, bin) = (scratch(), scratch(), scratch());
+    let ssh = stand_in_ssh(bin.path());
+    let mut argv: Vec<String> = [CORDON, "exec", "--host", "127.0.0.1", "--ssh-program"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    argv.extend([ssh.display().to_string(), "-C".to_owned(), work.path().display().to_string()]);
+    argv.extend(args.iter().map(|s| (*s).to_owned()));
+    let mut vars = json!({"CORDON_HOME": home.path(), "LANG": "C.UTF-8", "TERM": "xterm"});
+    for (key, value) in env {
+        vars[*key] = json!(value);
+    }
+    on_terminal(&json!({
+        "argv": argv,
+        "cwd": work.path(),
+        "env": vars,
+        "answers": answers,
+        "cols": 200,
+        "rows": 60,
+    }))
+}
+
+/// What a far end writes — on ssh's stderr, as a line that is not the protocol, in the
+/// command's output — reaches the terminal as text: no title, clipboard write, mode or erased
+/// line; the question about the command names the host it runs on, and shows with default
+/// attributes.
+#[test]
+fn far_end_words_reach_the_terminal_as_text_and_the_question_names_the_host() {
+    require_pyte!();
+    // Not known-safe (it writes a file), so it is asked about.
+    let printf = r"printf 'out\033]2;CMD-TITLE\007\033[?1000h\033[8m\n'; touch made-there";
+    let args = ["-a", "untrusted", "-s", "danger-full-access", "--", "sh", "-c", printf];
+    let screen = remote_on_terminal(&args, &[], &["y"]);
+    let text = screen.text();
+    assert_eq!(screen.code(), 0, "{}", screen.shown());
+    assert_eq!(screen.report["asked"], 1, "{text}");
+    assert!(text.contains("  Host:     127.0.0.1 (the command runs there)"), "{text}");
+    let rows = screen.rows();
+    let first = rows.iter().position(|(t, _)| t.starts_with("cordon: approval needed")).unwrap();
+    let last = rows.iter().position(|(t, _)| t.starts_with("Run it WITHOUT")).unwrap();
+    let default = json!(["default", "default", false, false, false, false, false, false]);
+    for (text, attrs) in &rows[first..=last] {
+        let other = attrs.iter().find(|a| **a != default);
+        assert!(other.is_none(), "{text:?} is drawn with {other:?}");
+    }
+    for line in [
+        "127.0.0.1: Warning: Permanently added '127.0.0.1' (ED25519) to the list of known hosts.",
+        r"127.0.0.1: \x1b]52;c;cm0gLXJmIH4K\x07\x1b]2;SSH-TITLE\x07\r\x1b[2Kssh-erased\x1b[?1000h",
+        "127.0.0.1: no end of line",
+        r"cordon: 127.0.0.1: not a protocol line: \x1b]2;NOISE-TITLE\x07\x1b[8mnot the protocol\r\x1b[2K",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
+    }
+    assert_far_end_changed_nothing(&screen);
+}
+
+/// An error message from the far end is shown as text, and the terminal keeps its state.
+#[test]
+fn a_far_ends_error_message_reaches_the_terminal_as_text() {
+    require_pyte!();
+    let screen = remote_on_terminal(&["--yolo", "--", "true"], &[("STANDIN_ERROR", "1")], &[]);
+    let text = screen.text();
+    assert_eq!(screen.code(), 125, "{}", screen.shown());
+    let line = r"cordon: 127.0.0.1: \x1b]2;ERR-TITLE\x07\x1b[8mhidden\r\x1b[2Kforged";
+    assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
+    assert_far_end_changed_nothing(&screen);
+}
+
+fn assert_far_end_changed_nothing(screen: &Screen) {
+    let (state, initial) = (&screen.report["state"], &screen.report["initial"]);
+    for key in ["title", "icon_name", "margins", "charset", "g0", "utf8", "answers"] {
+        assert_eq!(state[key], initial[key], "{key}: {}", screen.shown());
+    }
+    assert_eq!(modes(state), modes(initial), "{}", screen.shown());
+    // No string and no private mode set reached the terminal at all (the reset only turns
+    // modes off).
+    assert!(find(&screen.transcript, b"\x1b]").is_none(), "{:?}", screen.shown());
+    assert!(find(&screen.transcript, b"\x1b[?1000h").is_none(), "{:?}", screen.shown());
+    assert!(find(&screen.transcript, b"\x1b[2K").is_none(), "{:?}", screen.shown());
+}
+
+/// Log lines (`-v`) show what a workspace's rule says escaped, as cordon's messages do.
+#[test]
+fn log_lines_are_escaped_like_cordons_messages() {
+    let (home, work) = (scratch(), scratch());
+    std::fs::create_dir(work.path().join(".cordon")).unwrap();
+    std::fs::write(
+        work.path().join(".cordon/rules.toml"),
+        "[[rule]]\nprefix = [\"touch\"]\ndecision = \"forbidden\"\n\
+         justification = \"fine\\r\\u001b]0;PWNED\\u0007\\u001b[2Kall good\"\n",
+    )
+    .unwrap();
+    let run: Run = without_terminal(CORDON)
+        .args(["-v", "exec", "--", "touch", "PWNED"])
+        .current_dir(work.path())
+        .env("CORDON_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    let logged = run.stderr.lines().find(|l| l.contains("DEBUG") && l.contains("refused"));
+    let logged = logged.unwrap_or_else(|| panic!("no refusal logged: {}", run.stderr));
+    assert!(logged.contains(r"fine\r\x1b]0;PWNED\x07\x1b[2Kall good"), "{logged}");
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}', '\r']), "{:?}", run.stderr);
 }

@@ -73,6 +73,9 @@ pub struct RemoteLink {
     next: AtomicU64,
     facts: HostFacts,
     remote_version: String,
+    /// The relay of ssh's stderr (`ssh_stderr.rs`), finished when ssh and whatever it started
+    /// closed it.
+    ssh_said: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// One `write_resolved` call.
@@ -138,13 +141,11 @@ impl RemoteLink {
             next: AtomicU64::new(0),
             facts: HostFacts { doctor: Value::Null, env: Vec::new(), cwd: "/".into() },
             remote_version: String::new(),
+            ssh_said: Mutex::new(ssh_said),
         };
         if let Err(error) = link.hello().await {
-            // Why ssh could not connect comes before cordon's error: its stderr is read to its
-            // end, or for a moment when something (a connection master) holds it open.
-            if let Some(relay) = ssh_said {
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), relay).await;
-            }
+            // Why ssh could not connect comes before cordon's error.
+            link.ssh_said_all().await;
             return Err(error);
         }
         Ok((link, LinkEvents::new(events_rx)))
@@ -355,6 +356,16 @@ impl RemoteLink {
             if waited.is_err() {
                 let _ = child.kill().await;
             }
+        }
+        self.ssh_said_all().await;
+    }
+
+    /// Waits for the relay of ssh's stderr to show what is left: to the pipe's end, or for a
+    /// moment when something ssh started (a connection master) holds it open.
+    async fn ssh_said_all(&self) {
+        let relay = lock(&self.ssh_said).take();
+        if let Some(relay) = relay {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), relay).await;
         }
     }
 
