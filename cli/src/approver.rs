@@ -22,18 +22,11 @@ use cordon_policies::{
 };
 use nix::sys::termios::{FlushArg, tcflush};
 
-pub struct TerminalApprover {
-    /// cordon was the terminal's foreground job when it started: it takes the foreground
-    /// back for a question.
-    take_foreground: bool,
-}
+use crate::terminal::Question;
+
+pub struct TerminalApprover;
 
 impl TerminalApprover {
-    /// Call before anything runs: it notes whether cordon is the terminal's foreground job.
-    pub fn new() -> Self {
-        TerminalApprover { take_foreground: crate::terminal::in_foreground() }
-    }
-
     /// Whether there is a controlling terminal to ask on.
     pub fn can_ask() -> bool {
         std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").is_ok()
@@ -42,11 +35,11 @@ impl TerminalApprover {
 
 impl Approver for TerminalApprover {
     fn ask(&self, request: &ApprovalRequest) -> impl std::future::Future<Output = ApprovalAnswer> {
-        std::future::ready(ask_on_tty(request, self.take_foreground))
+        std::future::ready(ask_on_tty(request))
     }
 }
 
-fn ask_on_tty(request: &ApprovalRequest, take_foreground: bool) -> ApprovalAnswer {
+fn ask_on_tty(request: &ApprovalRequest) -> ApprovalAnswer {
     let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty");
     let Ok(tty) = tty else {
         crate::terminal::say(&[format!(
@@ -57,7 +50,7 @@ fn ask_on_tty(request: &ApprovalRequest, take_foreground: bool) -> ApprovalAnswe
         )]);
         return ApprovalAnswer::Denied;
     };
-    let _question = crate::terminal::Question::begin(&tty, take_foreground);
+    let _question = Question::begin(&tty);
     let prompt = Prompt::new(request);
     let mut text = prompt.text();
     loop {

@@ -17,8 +17,9 @@ use crate::terminal::Exposure;
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let bypass = if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    // Before anything runs: whether cordon is the terminal's foreground job.
-    let approver = TerminalApprover::new();
+    // Before anything runs: the terminal as the shell handed it over.
+    crate::terminal::note_start();
+    let approver = TerminalApprover;
     let Ran { outcome, request, env_removed, gaps } = match &args.host {
         None => run_here(&args, bypass, &runtime, &approver)?,
         Some(host) => runtime.block_on(run_there(&args, bypass, host, &approver))?,

@@ -93,6 +93,7 @@ fn run_with_proxy(
         output: OutputMode::Stream,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    crate::terminal::note_start();
     crate::terminal::expose(match request.stdin {
         StdinMode::Terminal => crate::terminal::Exposure::Direct,
         StdinMode::Null | StdinMode::Inherit => crate::terminal::Exposure::Relayed,

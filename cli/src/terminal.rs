@@ -21,17 +21,21 @@
 //!   character sets, …), autowrap on, the cursor visible and as the user set it, reverse video
 //!   off;
 //! - G0 and G1 ASCII with G0 in use and, in a UTF-8 locale, UTF-8 (undoing `ESC % @`);
-//! - before a question, when a command had the terminal directly, the colour palette and the
-//!   default colours (a command could make the text colour the background's);
+//! - before cordon's words, when a command had the terminal directly, the colour palette and
+//!   the default colours (a command could make the text colour the background's); not when
+//!   cordon just returns, which leaves the user's colour theme alone;
 //! - SGR reset, last;
 //! - then, before cordon's words, CR LF, a single-width line, and the rest of the screen
 //!   below erased: they start on a line of their own, and nothing the command left below the
 //!   cursor follows them.
 //!
-//! Around a question the terminal's settings (termios) are saved and restored: input flushed,
-//! echo and line editing on, `^C` as interrupt, CR read as a line end. When cordon was the
-//! terminal's foreground job at start, it takes the foreground for the question (anything the
-//! command left there would read the answer) and gives it back after.
+//! Around a question the terminal's settings (termios) are saved and restored. The question
+//! gets the settings the shell handed cordon, with input flushed, echo and line editing on,
+//! `^C` as interrupt, CR read as a line end and output neither discarded nor stopped — a
+//! command that had the terminal may have left any of them changed (`tcflow(TCOOFF)` would
+//! hold the question back unseen). When cordon was the terminal's foreground job at start, it
+//! takes the foreground for the question (anything the command left there would read the
+//! answer) and gives it back after.
 //!
 //! `TERM=dumb` declares a terminal that obeys no sequence: nothing is written for it.
 
@@ -39,12 +43,13 @@ use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use cordon_exec_core::TerminalCharset;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::sys::termios::{
-    InputFlags, LocalFlags, OutputFlags, SetArg, SpecialCharacterIndices, Termios, tcgetattr,
-    tcsetattr,
+    FlowArg, InputFlags, LocalFlags, OutputFlags, SetArg, SpecialCharacterIndices, Termios, tcflow,
+    tcgetattr, tcsetattr,
 };
 use nix::unistd::{Pid, getpgrp, tcgetpgrp, tcsetpgrp};
 
@@ -80,7 +85,7 @@ const INPUT_MODES: &str = concat!(
     "\x1b[?1016l\x1b[?1004l\x1b[?2031l\x1b[?2048l",
     "\x1b[?2004l",
     "\x1b[?1l\x1b[?66l\x1b>",
-    "\x1b[>4m\x1b[<99u",
+    "\x1b[>4m\x1b[<99u\x1b[=0;1u",
     "\x1b[2l\x1b[4l\x1b[12h\x1b[20l",
 );
 
@@ -104,12 +109,13 @@ const COLOURS: &str = "\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\x1b]112\x1b\\"
 /// Before cordon's words: a fresh line of single width, the screen below it empty.
 const FRESH_LINE: &str = "\r\n\x1b#5\x1b[J";
 
-/// Whether a reset is for a question (which also resets the colours a command could have
-/// set directly).
+/// What follows a reset: cordon's words (a question or a message), which must be seen, so the
+/// colours a command could have set directly are reset too; or nothing (cordon returns), when
+/// the user's own colour theme is left alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Before {
     Words,
-    Question,
+    Return,
 }
 
 /// The reset sequence for this terminal; empty for one that declares it obeys none.
@@ -126,7 +132,7 @@ fn reset_sequence(before: Before, exposure: Exposure, charset: TerminalCharset) 
     if charset == TerminalCharset::Utf8 {
         out.push_str("\x1b%G");
     }
-    if before == Before::Question && exposure == Exposure::Direct {
+    if before == Before::Words && exposure == Exposure::Direct {
         out.push_str(COLOURS);
     }
     out.push_str("\x1b[m");
@@ -136,30 +142,68 @@ fn reset_sequence(before: Before, exposure: Exposure, charset: TerminalCharset) 
 /// Writes cordon's message `lines` to stderr, each as `cordon: LINE` with every character a
 /// terminal would hide or obey escaped; on a terminal something else wrote to, after the reset.
 pub fn say<S: AsRef<str>>(lines: &[S]) {
+    let exposed = exposure() != Exposure::Untouched;
+    let mut held = exposed.then(hold_output);
+    let mut stderr = std::io::stderr().lock();
+    // CR LF: a command may have left the terminal not translating LF (raw mode).
+    let end = if exposed && stderr.is_terminal() { "\r\n" } else { "\n" };
     let mut text = String::new();
     for line in lines {
         text.push_str("cordon: ");
         text.push_str(&cordon_policies::render_text(line.as_ref()).text);
-        text.push('\n');
+        text.push_str(end);
     }
-    let mut stderr = std::io::stderr().lock();
-    if exposure() != Exposure::Untouched && stderr.is_terminal() {
+    if exposed && stderr.is_terminal() {
         let reset = reset(Before::Words);
         if !reset.is_empty() {
             text.insert_str(0, &format!("{reset}{FRESH_LINE}"));
         }
     }
     let _ = stderr.write_all(text.as_bytes());
+    held.take();
+}
+
+/// cordon's stdout and stderr, held while cordon's words are written: a write of the
+/// command's output still under way (the relay's, into a terminal whose output the command
+/// stopped) ends first, and none starts until the words are out. Output stopped on either
+/// terminal is restarted first, or the relay's write could never end.
+struct HeldOutput {
+    _stdout: std::io::StdoutLock<'static>,
+    _stderr: std::io::StderrLock<'static>,
+}
+
+fn hold_output() -> HeldOutput {
+    for terminal in [std::io::stdout().as_fd(), std::io::stderr().as_fd()] {
+        if terminal.is_terminal() {
+            let _ = tcflow(terminal, FlowArg::TCOON);
+        }
+    }
+    HeldOutput { _stdout: std::io::stdout().lock(), _stderr: std::io::stderr().lock() }
 }
 
 /// When cordon returns after something may have written to the terminal: the reset, on the
-/// terminal of its stderr or else its stdout. Not when its stdout is a pipe: what reads it (a
-/// pager) may be showing the terminal now, and the reset would take its screen away.
+/// terminal of its stderr or else its stdout, and — when a command had the terminal and cordon
+/// was its foreground job — the settings the shell handed over. Not when its stdout is a
+/// pipe: what reads it (a pager) may be showing the terminal now, and the reset would take
+/// its screen away.
 pub fn on_return() {
-    if exposure() == Exposure::Untouched || is_pipe(&std::io::stdout()) {
+    if exposure() == Exposure::Untouched {
         return;
     }
-    let reset = reset(Before::Words);
+    // A terminal whose output the command stopped would look frozen to the shell.
+    let _held = hold_output();
+    if is_pipe(&std::io::stdout()) {
+        return;
+    }
+    if exposure() == Exposure::Direct
+        && let AtStart { foreground: true, termios: Some(termios) } = at_start()
+        && let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty")
+        && tcgetpgrp(&tty).is_ok_and(|group| group == getpgrp())
+    {
+        let _ = tcsetattr(&tty, SetArg::TCSADRAIN, &termios);
+    }
+    let reset = reset(Before::Return);
+    // Held above; these locks are the same thread's (reentrant).
     if std::io::stderr().is_terminal() {
         let _ = std::io::stderr().lock().write_all(reset.as_bytes());
     } else if std::io::stdout().is_terminal() {
@@ -176,12 +220,39 @@ fn is_pipe(stream: &impl AsFd) -> bool {
     })
 }
 
-/// Whether this process's group is the foreground job of its controlling terminal.
-pub fn in_foreground() -> bool {
-    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else {
-        return false;
-    };
-    tcgetpgrp(&tty).is_ok_and(|group| group == getpgrp())
+/// The controlling terminal as the shell handed it to cordon.
+#[derive(Clone)]
+struct AtStart {
+    /// cordon's group was the terminal's foreground job.
+    foreground: bool,
+    /// The terminal's settings: the shell's, which a question starts from and cordon returns
+    /// with (a command that had the terminal may have left anything in them).
+    termios: Option<Termios>,
+}
+
+/// Noted once, before anything runs (`Termios` is not `Sync`: behind a mutex).
+static START: Mutex<Option<AtStart>> = Mutex::new(None);
+
+/// Notes the terminal as the shell handed it over; call before anything runs.
+pub fn note_start() {
+    let mut start = START.lock().unwrap_or_else(PoisonError::into_inner);
+    if start.is_some() {
+        return;
+    }
+    *start = Some(match std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") {
+        Ok(tty) => AtStart {
+            foreground: tcgetpgrp(&tty).is_ok_and(|group| group == getpgrp()),
+            termios: tcgetattr(&tty).ok(),
+        },
+        Err(_) => AtStart { foreground: false, termios: None },
+    });
+}
+
+/// The terminal as noted at start (a terminal cordon did not have in the foreground, when not
+/// noted).
+fn at_start() -> AtStart {
+    let start = START.lock().unwrap_or_else(PoisonError::into_inner);
+    start.clone().unwrap_or(AtStart { foreground: false, termios: None })
 }
 
 /// The terminal while cordon asks on it: reset, in the foreground, with sane settings; its
@@ -193,14 +264,21 @@ pub struct Question<'a> {
     foreground: Option<Pid>,
     /// The signal mask before SIGTTOU was blocked.
     mask: Option<SigSet>,
+    /// Nothing else of cordon's writes while the question is asked.
+    _held: HeldOutput,
 }
 
 impl<'a> Question<'a> {
-    /// Prepares `tty` for a question and writes the reset; `take_foreground` when cordon was
-    /// the terminal's foreground job at start.
-    pub fn begin(tty: &'a File, take_foreground: bool) -> Question<'a> {
-        let mut question = Question { tty, saved: None, foreground: None, mask: None };
-        if take_foreground {
+    /// Prepares `tty` for a question and writes the reset; the foreground is taken when cordon
+    /// had it at start.
+    pub fn begin(tty: &'a File) -> Question<'a> {
+        let start = at_start();
+        // Output a command stopped (`tcflow(TCOOFF)`) would hold the question back unseen, and
+        // keep a write of the relay's from ending.
+        let _ = tcflow(tty, FlowArg::TCOON);
+        let _held = hold_output();
+        let mut question = Question { tty, saved: None, foreground: None, mask: None, _held };
+        if start.foreground {
             // A background group's tcsetpgrp and tcsetattr would stop it with SIGTTOU; blocked,
             // they are allowed.
             let mut ttou = SigSet::empty();
@@ -215,11 +293,12 @@ impl<'a> Question<'a> {
             }
         }
         if let Ok(saved) = tcgetattr(tty) {
+            let base = start.termios.clone().unwrap_or_else(|| saved.clone());
             // TCSAFLUSH: what was typed before the question is discarded with the change.
-            let _ = tcsetattr(tty, SetArg::TCSAFLUSH, &sane(saved.clone()));
+            let _ = tcsetattr(tty, SetArg::TCSAFLUSH, &sane(base));
             question.saved = Some(saved);
         }
-        let reset = reset(Before::Question);
+        let reset = reset(Before::Words);
         if !reset.is_empty() {
             let mut out: &File = tty;
             let _ = out.write_all(format!("{reset}{FRESH_LINE}").as_bytes());
@@ -244,7 +323,7 @@ impl Drop for Question<'_> {
 }
 
 /// `termios` as a question needs it: echo and line editing on, `^C` interrupts, a typed CR
-/// ends the line, output translated so that lines start at the left.
+/// ends the line, output shown (not discarded) and translated so that lines start at the left.
 fn sane(mut termios: Termios) -> Termios {
     termios.local_flags |= LocalFlags::ECHO
         | LocalFlags::ECHOE
@@ -252,6 +331,7 @@ fn sane(mut termios: Termios) -> Termios {
         | LocalFlags::ICANON
         | LocalFlags::ISIG
         | LocalFlags::IEXTEN;
+    termios.local_flags &= !LocalFlags::FLUSHO;
     termios.input_flags |= InputFlags::ICRNL;
     termios.input_flags &= !(InputFlags::INLCR | InputFlags::IGNCR);
     termios.output_flags |= OutputFlags::OPOST | OutputFlags::ONLCR;
@@ -265,7 +345,7 @@ mod tests {
 
     #[test]
     fn the_reset_turns_every_input_mode_off_and_ends_with_sgr_reset() {
-        let reset = reset_sequence(Before::Words, Exposure::Direct, TerminalCharset::Utf8);
+        let reset = reset_sequence(Before::Return, Exposure::Direct, TerminalCharset::Utf8);
         for mode in ["9", "1000", "1001", "1002", "1003", "1004", "1005", "1006", "1015", "1016"] {
             assert!(reset.contains(&format!("\x1b[?{mode}l")), "?{mode}: {reset:?}");
         }
@@ -278,11 +358,10 @@ mod tests {
         assert!(reset.starts_with("\x1b[?2026l"), "{reset:?}");
         assert!(reset.ends_with("\x1b[m"), "{reset:?}");
         assert!(reset.contains("\x1b%G"), "{reset:?}");
-        assert!(!reset.contains("\x1b]"), "no colours for words: {reset:?}");
-        let question = reset_sequence(Before::Question, Exposure::Direct, TerminalCharset::Utf8);
-        assert!(question.contains(COLOURS) && question.ends_with("\x1b[m"), "{question:?}");
-        let relayed =
-            reset_sequence(Before::Question, Exposure::Relayed, TerminalCharset::EightBit);
+        assert!(!reset.contains("\x1b]"), "the user's colours stay on return: {reset:?}");
+        let words = reset_sequence(Before::Words, Exposure::Direct, TerminalCharset::Utf8);
+        assert!(words.contains(COLOURS) && words.ends_with("\x1b[m"), "{words:?}");
+        let relayed = reset_sequence(Before::Words, Exposure::Relayed, TerminalCharset::EightBit);
         assert!(!relayed.contains("\x1b]") && !relayed.contains("\x1b%"), "{relayed:?}");
     }
 
@@ -292,7 +371,9 @@ mod tests {
         let mut raw = tcgetattr(&pty.slave).unwrap();
         nix::sys::termios::cfmakeraw(&mut raw);
         raw.control_chars[SpecialCharacterIndices::VINTR as usize] = 0;
+        raw.local_flags |= LocalFlags::FLUSHO;
         let sane = sane(raw);
+        assert!(!sane.local_flags.contains(LocalFlags::FLUSHO));
         assert!(
             sane.local_flags.contains(LocalFlags::ECHO | LocalFlags::ICANON | LocalFlags::ISIG)
         );

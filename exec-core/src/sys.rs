@@ -461,13 +461,16 @@ pub enum Terminal {
     Controlling,
 }
 
-/// Gives the terminal on stdin back to cordon's own process group after a child had it.
+/// Gives the terminal on stdin back to cordon's own process group after a child had it, with
+/// its output flowing: a child that stopped it (`tcflow(TCOOFF)`) would keep the relay of its
+/// own output from ending, and cordon from showing anything.
 pub fn reclaim_terminal() {
     // SAFETY: `signal` swaps the SIGTTOU disposition (a background group's tcsetpgrp would stop
-    // us) and restores it; `tcsetpgrp`/`getpgrp` take and return plain integers.
+    // us) and restores it; `tcsetpgrp`/`getpgrp`/`tcflow` take and return plain integers.
     unsafe {
         let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
         libc::tcsetpgrp(0, libc::getpgrp());
+        libc::tcflow(0, libc::TCOON);
         libc::signal(libc::SIGTTOU, previous);
     }
 }

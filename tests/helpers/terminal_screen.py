@@ -6,15 +6,17 @@ answers cordon's questions, and rebuilds what the screen shows with the `pyte` V
 
 CONFIG: argv, cwd, env (added), stdin_null (the program's stdin is /dev/null instead of the
 terminal), tty_owner (uid the terminal is given to, as a login would), answers (typed one per
-question, a question being output that ends in "[n] no" and the "> " prompt), cols, rows, and
+question, a question being output that ends in "[n] no" and the "> " prompt), enter (what the Enter key
+sends after an answer: "\n", or "\r" as a terminal's does), timeout, cols, rows, and
 fuzz: {seed, random, structured, file} to write streams to FILE first and judge the screen
 after each (see `fuzz_streams`).
 
 The report: code, transcript (bytes as latin-1), rows ([text, [attributes of its non-blank
 characters]]), state (title, icon name, modes, margins, character set, UTF-8, what the screen
-answered), initial (the same for a fresh screen), and for a fuzz: streams, failures.
+answered), initial (the same for a fresh screen), termios (echo, icanon, opost, icrnl as the
+program left the terminal), and for a fuzz: streams, failures.
 """
-import json, os, pty, random, signal, sys, time
+import json, os, random, select, signal, sys, time
 
 PROMPT = b"[n] no\r\n> "
 
@@ -201,8 +203,12 @@ def main():
         with open(fuzz["file"], "wb") as f:
             f.write(framed(streams))
     answers = list(cfg.get("answers", []))
-    pid, fd = pty.fork()
+    fd, slave = os.openpty()
+    name = os.ttyname(slave)
+    pid = os.fork()
     if pid == 0:
+        os.close(fd)
+        os.login_tty(slave)
         os.chdir(cfg["cwd"])
         os.environ.update(cfg.get("env", {}))
         if cfg.get("tty_owner") is not None:
@@ -211,10 +217,14 @@ def main():
             null = os.open("/dev/null", os.O_RDONLY)
             os.dup2(null, 0)
         os.execv(cfg["argv"][0], cfg["argv"])
+    os.close(slave)
     out = b""
     asked = 0
     deadline = time.time() + cfg.get("timeout", 90)
     while time.time() < deadline:
+        # A terminal whose output was stopped shows nothing: the deadline still holds.
+        if not select.select([fd], [], [], max(0.0, deadline - time.time()))[0]:
+            break
         try:
             chunk = os.read(fd, 65536)
         except OSError:
@@ -231,11 +241,18 @@ def main():
                 break
             # cordon discards input typed before its question: give it time to finish asking.
             time.sleep(0.3)
-            os.write(fd, answers.pop(0).encode() + b"\n")
+            os.write(fd, answers.pop(0).encode() + cfg.get("enter", "\n").encode())
     done, status = os.waitpid(pid, os.WNOHANG)
     if done == 0:
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
+    # The terminal's settings as the program left them.
+    import termios
+    probe = os.open(name, os.O_RDWR | os.O_NOCTTY)
+    iflag, oflag, _, lflag, _, _, _ = termios.tcgetattr(probe)
+    os.close(probe)
+    settings = {"echo": bool(lflag & termios.ECHO), "icanon": bool(lflag & termios.ICANON),
+                "opost": bool(oflag & termios.OPOST), "icrnl": bool(iflag & termios.ICRNL)}
     screen, stream = new_screen(cols, rows)
     initial = state(screen, stream)
     stream.feed(out)
@@ -247,6 +264,7 @@ def main():
                  for y, line in enumerate(screen.display)],
         "state": state(screen, stream),
         "initial": initial,
+        "termios": settings,
     }
     if streams is not None:
         first = out.find(b"@@S0@@")

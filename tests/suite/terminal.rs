@@ -156,7 +156,13 @@ fn a_question_after_output_that_hides_text_is_seen_as_written() {
     require_sandbox!(1);
     for user in USERS {
         for reach in [Reach::Relayed, Reach::Direct] {
-            for hide in [r"\033[30;40m", r"\033[8m\033[?25l\033[7m"] {
+            // Written to the terminal directly, the default colours can be made the same.
+            let colours = r"\033[7m\033]10;#000000\007\033]11;#000000\007";
+            let hides = match reach {
+                Reach::Relayed => vec![r"\033[30;40m", r"\033[8m\033[?25l\033[7m"],
+                Reach::Direct => vec![r"\033[30;40m", r"\033[8m\033[?25l\033[7m", colours],
+            };
+            for hide in hides {
                 let (work, outside) = (scratch(), scratch());
                 let script = hiding_script(reach, outside.path(), hide);
                 let args = ["exec", "-a", "on-failure", "--", "sh", "-c", &script];
@@ -184,6 +190,13 @@ fn assert_question_seen_as_written(screen: &Screen, case: &str) {
     // CR CR LF).
     for reset in [&b"\x1b[!p"[..], b"\x1b[?25h", b"\x1b[?1049l", b"\x1b[m\r\r\n"] {
         assert!(find(between, reset).is_some(), "{case}: no {reset:?} before the question");
+    }
+    // Colours (which pyte does not model) the command set directly: reset too.
+    if let Some(colours) = rfind(&bytes[..question], b"\x1b]11;#000000\x07") {
+        let after = &bytes[colours..question];
+        for reset in [&b"\x1b]110\x1b\\"[..], b"\x1b]111\x1b\\", b"\x1b]104\x1b\\"] {
+            assert!(find(after, reset).is_some(), "{case}: no {reset:?} before the question");
+        }
     }
     let rows = screen.rows();
     let first = rows.iter().rposition(|(text, _)| text.starts_with("cordon: approval needed"));
@@ -217,6 +230,60 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).rposition(|w| w == needle)
+}
+
+/// A command that has the terminal leaves its settings raw (no echo, no line editing, Enter
+/// not read as a line end) and its output stopped (`tcflow(TCOOFF)`, which would hold any
+/// question back unseen) after printing a harmless-looking question: cordon's own question is
+/// shown, with default attributes, and answered with Enter as a terminal sends it (CR) — no
+/// and yes alike; and cordon returns the terminal with the settings the shell handed it.
+#[test]
+fn a_question_is_seen_and_answered_whatever_the_command_left_in_the_terminals_settings() {
+    require_pyte!();
+    require_sandbox!(1);
+    let py = python();
+    for answer in ["n", "y"] {
+        let (work, outside, home) = (scratch(), scratch(), scratch());
+        let script = format!(
+            "printf 'Run it in the sandbox?  [y] yes  [n] no\n'; {py} -c 'import termios, tty;              tty.setraw(0); termios.tcflow(0, termios.TCOOFF)'; echo x > {}/written",
+            outside.path().display()
+        );
+        let screen = on_terminal(&json!({
+            "argv": [CORDON, "exec", "-a", "on-failure", "--", "sh", "-c", script],
+            "cwd": work.path(),
+            "env": {"CORDON_HOME": home.path(), "LANG": "C.UTF-8", "TERM": "xterm"},
+            "answers": [answer],
+            "enter": "\r",
+            "timeout": 30,
+        }));
+        assert_eq!(screen.report["asked"], 1, "{answer}: {}", screen.shown());
+        assert_question_seen_as_written(&screen, answer);
+        // And cordon returned the terminal with the settings it was handed.
+        let settings = json!({"echo": true, "icanon": true, "opost": true, "icrnl": true});
+        assert_eq!(screen.report["termios"], settings, "{answer}");
+        let written = outside.path().join("written").exists();
+        assert_eq!(written, answer == "y", "{answer}: {}", screen.shown());
+    }
+}
+
+/// A command that stops the terminal's output and then prints does not keep cordon (whose
+/// relay would wait on the stopped terminal for good) from ending, and what it printed shows.
+#[test]
+fn a_command_that_stops_the_terminals_output_does_not_hang_cordon() {
+    require_pyte!();
+    let (work, home) = (scratch(), scratch());
+    let script = format!(
+        "{} -c 'import termios; termios.tcflow(0, termios.TCOOFF)'; echo printed-after",
+        python()
+    );
+    let screen = on_terminal(&json!({
+        "argv": [CORDON, "exec", "--yolo", "--", "sh", "-c", script],
+        "cwd": work.path(),
+        "env": {"CORDON_HOME": home.path(), "LANG": "C.UTF-8", "TERM": "xterm"},
+        "timeout": 20,
+    }));
+    assert_eq!(screen.code(), 0, "{}", screen.shown());
+    assert!(screen.text().lines().any(|l| l == "printed-after"), "{}", screen.text());
 }
 
 /// Modes and states a command can set, each with the sequence that sets it and the one that
