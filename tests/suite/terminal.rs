@@ -317,6 +317,9 @@ const MODES: &[(&str, &str, &str)] = &[
     ("G1 shifted in", "\x0e", "\x0f"),
     ("not UTF-8", "\x1b%@", "\x1b%G"),
     ("concealed", "\x1b[8m", "\x1b[m"),
+    ("printer controller", "\x1b[5i", "\x1b[4i"),
+    ("status line", "\x1b[1$}", "\x1b[0$}"),
+    ("VT52 mode", "\x1b[?2l", "\x1b<"),
 ];
 
 /// Every mode of [`MODES`] a command sets is off again when cordon returns — set by writing to
