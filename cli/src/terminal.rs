@@ -298,7 +298,7 @@ impl<'a> Question<'a> {
             }
         }
         if let Ok(saved) = tcgetattr(tty) {
-            let base = start.termios.clone().unwrap_or_else(|| saved.clone());
+            let base = start.termios.unwrap_or_else(|| saved.clone());
             // TCSAFLUSH: what was typed before the question is discarded with the change.
             let _ = tcsetattr(tty, SetArg::TCSAFLUSH, &sane(base));
             question.saved = Some(saved);
