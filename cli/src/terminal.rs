@@ -10,9 +10,8 @@
 //! these happened; [`say`] (cordon's messages), [`Question`] (its questions) and [`on_return`]
 //! write the reset:
 //!
-//! - what decides whether the rest is read and drawn at all: out of VT52 mode, 7-bit
-//!   controls, synchronized output off, the printer controller off, output to the main
-//!   display (not a status line);
+//! - what decides whether the rest is read and drawn at all: out of VT52 mode, synchronized
+//!   output off, the printer controller off, output to the main display (not a status line);
 //! - every input-changing mode off: mouse reporting in all its encodings, focus reports,
 //!   colour-scheme and size reports, application cursor keys and keypad, modifyOtherKeys back
 //!   to the terminal's default, the kitty keyboard protocol's stack popped on both screens,
@@ -81,11 +80,11 @@ fn exposure() -> Exposure {
 }
 
 /// Input-changing modes off (see the module docs). First what decides whether the rest is
-/// read and drawn at all: out of VT52 mode (where no `CSI` is understood), 7-bit controls,
-/// synchronized output off, the printer controller and auto-print off, output to the main
-/// display rather than a status line.
+/// read and drawn at all: out of VT52 mode (where no `CSI` is understood), synchronized output
+/// off, the printer controller and auto-print off, output to the main display rather than a
+/// status line.
 const INPUT_MODES: &str = concat!(
-    "\x1b<\x1b F\x1b[?2026l\x1b[4i\x1b[?4i\x1b[0$}\x1b[0$~",
+    "\x1b<\x1b[?2026l\x1b[4i\x1b[?4i\x1b[0$}\x1b[0$~",
     "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l",
     "\x1b[?1016l\x1b[?1004l\x1b[?2031l\x1b[?2048l",
     "\x1b[?2004l",
@@ -360,7 +359,7 @@ mod tests {
         for on in ["\x1b[!p", "\x1b[?7h", "\x1b[?25h", "\x1b[?1049l", "\x1b[r", "\x1b(B"] {
             assert!(reset.contains(on), "{on:?}: {reset:?}");
         }
-        assert!(reset.starts_with("\x1b<\x1b F\x1b[?2026l"), "{reset:?}");
+        assert!(reset.starts_with("\x1b<\x1b[?2026l"), "{reset:?}");
         assert!(reset.ends_with("\x1b[m"), "{reset:?}");
         assert!(reset.contains("\x1b%G"), "{reset:?}");
         assert!(!reset.contains("\x1b]"), "the user's colours stay on return: {reset:?}");
