@@ -179,10 +179,22 @@ struct HeldOutput {
 fn hold_output() -> HeldOutput {
     for terminal in [std::io::stdout().as_fd(), std::io::stderr().as_fd()] {
         if terminal.is_terminal() {
-            let _ = tcflow(terminal, FlowArg::TCOON);
+            restart_output(terminal);
         }
     }
     HeldOutput { _stdout: std::io::stdout().lock(), _stderr: std::io::stderr().lock() }
+}
+
+/// `tcflow(TCOON)` on `terminal`, with SIGTTOU blocked: from a background job it would stop
+/// cordon.
+fn restart_output(terminal: impl AsFd) {
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let mask = ttou.thread_swap_mask(SigmaskHow::SIG_BLOCK);
+    let _ = tcflow(terminal, FlowArg::TCOON);
+    if let Ok(mask) = mask {
+        let _ = mask.thread_set_mask();
+    }
 }
 
 /// When cordon returns after something may have written to the terminal: the reset, on the
@@ -279,7 +291,7 @@ impl<'a> Question<'a> {
         let start = at_start();
         // Output a command stopped (`tcflow(TCOOFF)`) would hold the question back unseen, and
         // keep a write of the relay's from ending.
-        let _ = tcflow(tty, FlowArg::TCOON);
+        restart_output(tty);
         let _held = hold_output();
         let mut question = Question { tty, saved: None, foreground: None, mask: None, _held };
         if start.foreground {
