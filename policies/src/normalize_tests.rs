@@ -1,4 +1,5 @@
 use super::*;
+use crate::reading::read_command;
 use pretty_assertions::assert_eq;
 
 fn argv(text: &str) -> Vec<String> {
@@ -47,7 +48,7 @@ fn wrappers_paths_and_git_global_options_normalize_away() {
         ("git", "git"),
         ("git -C", "git"),
     ] {
-        assert_eq!(normalize(&argv(spelling)), argv(normalized), "{spelling}");
+        assert_eq!(read_command(&argv(spelling)), Ok(argv(normalized)), "{spelling}");
     }
 }
 

@@ -161,6 +161,15 @@ impl SandboxPolicy {
     }
 
     /// Whether the command may use the network.
+    /// The hidden paths as configured (`None`: the defaults).
+    pub fn hidden_paths_setting(&self) -> Option<&Vec<String>> {
+        match self {
+            SandboxPolicy::DangerFullAccess {} => None,
+            SandboxPolicy::ReadOnly { hidden_paths } => hidden_paths.as_ref(),
+            SandboxPolicy::WorkspaceWrite(write) => write.hidden_paths.as_ref(),
+        }
+    }
+
     pub fn has_network_access(&self) -> bool {
         match self {
             SandboxPolicy::DangerFullAccess {} => true,

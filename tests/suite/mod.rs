@@ -9,6 +9,7 @@
 mod util;
 
 mod approval_prompt;
+mod auto_approval;
 mod cli;
 #[cfg(target_os = "linux")]
 mod code_runs_later;

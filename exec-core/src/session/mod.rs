@@ -199,6 +199,7 @@ impl SessionManager {
                 return Err(SessionError::Rejected(reason));
             }
         };
+        let request = request.under(sandboxed);
         let kind = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         // A domain allow-list gets a proxy of its own for as long as the session lives.
         let test_resolve = &self.orchestrator.helper().proxy_test_resolve;

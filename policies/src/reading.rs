@@ -1,0 +1,257 @@
+//! Reading an argv as the program that will really run: wrappers unwrapped with their own
+//! option grammar, git's global options skipped, and every place where the words do not say
+//! what runs reported as [`Unreadable`].
+//!
+//! An unreadable command is not refused here: it is a command that *might* be anything, so
+//! every `prompt` and `forbidden` rule may apply to it and nothing may approve it unasked.
+//! Programs that run other code by design (`make`, `npm test`, `python3 script.py`, `bash
+//! build.sh`) are read by their own name: the code they run is a file, not the command line.
+
+use std::fmt;
+
+use crate::normalize::basename;
+use crate::script_words::is_shell_name;
+use crate::wrappers::{Unwrapped, is_assignment, unwrap};
+
+/// Why cordon cannot tell from a command's words which programs it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A wrapper that computes what it runs, or whose options cordon does not model.
+    Wrapper { detail: String },
+    /// Wrappers nested deeper than cordon follows.
+    TooDeep,
+    /// A program word the shell computes (`$x`, `$(…)`, a glob, a brace expansion).
+    ComputedProgram { word: String },
+    /// A shell builtin that runs or redefines code (`eval`, `trap`, `alias`, `source`, …).
+    Builtin { name: String },
+    /// A shell reading its script from standard input or a here-document.
+    ScriptOnStdin { shell: String },
+    /// An interpreter given code on its command line (`python3 -c`, `node -e`).
+    InlineCode { interpreter: String },
+    /// A git command whose meaning comes from configuration (aliases, `-c core.*`, a
+    /// non-builtin subcommand).
+    Git { detail: String },
+    /// A variable that makes a program load code from a file (`BASH_ENV`, `LD_PRELOAD`).
+    CodeVariable { name: String },
+    /// A script tree-sitter-bash does not parse cleanly.
+    Unparsed,
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unreadable::Wrapper { detail } => write!(f, "{detail}"),
+            Unreadable::TooDeep => write!(f, "wrappers nest deeper than cordon follows"),
+            Unreadable::ComputedProgram { word } => {
+                write!(f, "the program name `{word}` is computed by the shell")
+            }
+            Unreadable::Builtin { name } => write!(f, "the script uses `{name}`"),
+            Unreadable::ScriptOnStdin { shell } => {
+                write!(f, "`{shell}` reads its script from standard input")
+            }
+            Unreadable::InlineCode { interpreter } => {
+                write!(f, "`{interpreter}` runs code given on its command line")
+            }
+            Unreadable::Git { detail } => write!(f, "{detail}"),
+            Unreadable::CodeVariable { name } => {
+                write!(f, "`{name}` makes a program load code from a file")
+            }
+            Unreadable::Unparsed => write!(f, "cordon cannot parse the script"),
+        }
+    }
+}
+
+impl serde::Serialize for Unreadable {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Builtins that run code given as text or from a file, or change what a name runs.
+pub(crate) const CODE_BUILTINS: &[&str] = &[
+    "eval",
+    "trap",
+    "alias",
+    "source",
+    ".",
+    "hash",
+    "enable",
+    "fc",
+    "shopt",
+    "unalias",
+    "coproc",
+    "complete",
+    "compgen",
+    "bind",
+    "mapfile",
+    "readarray",
+    "select",
+];
+
+/// How many wrappers deep [`read_command`] unwraps (`env nice timeout 5 git push`); deeper
+/// nesting is unreadable rather than cut short.
+const MAX_UNWRAP: usize = 8;
+
+/// A word the shell computes, standing where an argument was (never a real argv word: an
+/// argv cannot hold NUL).
+pub(crate) const COMPUTED_WORD: &str = "\u{0}";
+
+/// Variables that make a program load code from a file named in them.
+const CODE_VARIABLES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "LD_LIBRARY_PATH",
+    "GIT_EXEC_PATH",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "RUBYOPT",
+];
+
+/// Whether assigning `name` makes a later program load code from a file.
+pub(crate) fn is_code_variable(name: &str) -> bool {
+    CODE_VARIABLES.contains(&name)
+        || name.starts_with("GIT_CONFIG_")
+        || name.starts_with("BASH_FUNC_")
+}
+
+/// Interpreters and the options that hand them code on the command line.
+const INLINE_CODE: &[(&str, &[&str])] = &[
+    ("python", &["-c"]),
+    ("pypy", &["-c"]),
+    ("node", &["-e", "-p", "--eval", "--print"]),
+    ("nodejs", &["-e", "-p", "--eval", "--print"]),
+    ("deno", &["eval"]),
+    ("bun", &["-e", "--eval", "-p", "--print"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+    ("luajit", &["-e"]),
+    ("Rscript", &["-e"]),
+    ("julia", &["-e", "-E", "--eval", "--print"]),
+    ("osascript", &["-e"]),
+    ("pwsh", &["-c", "-command", "-Command"]),
+    ("powershell", &["-c", "-command", "-Command"]),
+];
+
+/// The command as rules see it: the program by its file name, wrappers unwrapped, git's
+/// global options skipped — or why that cannot be read.
+pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
+    let mut words: &[String] = command;
+    let mut depth = 0;
+    loop {
+        let Some((first, rest)) = words.split_first() else { return Ok(Vec::new()) };
+        if first.contains(COMPUTED_WORD) {
+            return Err(Unreadable::ComputedProgram { word: "…".to_owned() });
+        }
+        match unwrap(basename(first), rest) {
+            Unwrapped::NotAWrapper | Unwrapped::Nothing => break,
+            Unwrapped::Unreadable(why) => return Err(why),
+            Unwrapped::Inner(inner) => {
+                if let Some(name) = assigned_code_variable(&words[1..words.len() - inner.len()]) {
+                    return Err(Unreadable::CodeVariable { name });
+                }
+                if inner.iter().any(|w| w.contains(COMPUTED_WORD)) {
+                    return Err(Unreadable::ComputedProgram { word: "…".to_owned() });
+                }
+                depth += 1;
+                if depth > MAX_UNWRAP {
+                    return Err(Unreadable::TooDeep);
+                }
+                words = inner;
+            }
+        }
+    }
+    let Some((first, rest)) = words.split_first() else { return Ok(Vec::new()) };
+    let program = basename(first).to_owned();
+    if CODE_BUILTINS.contains(&program.as_str()) {
+        return Err(Unreadable::Builtin { name: program });
+    }
+    if let Some(interpreter) = inline_code(&program, rest) {
+        return Err(Unreadable::InlineCode { interpreter });
+    }
+    if is_shell_name(&program) && reads_stdin(rest) {
+        return Err(Unreadable::ScriptOnStdin { shell: program });
+    }
+    let rest = if program == "git" { crate::git_reading::read_git(rest)? } else { rest.to_vec() };
+    Ok(std::iter::once(program).chain(rest).collect())
+}
+
+/// The name of the first code-loading variable among `NAME=VALUE` words.
+fn assigned_code_variable(words: &[String]) -> Option<String> {
+    words
+        .iter()
+        .filter(|word| is_assignment(word))
+        .filter_map(|word| word.split_once('=').map(|(name, _)| name))
+        .find(|name| is_code_variable(name))
+        .map(str::to_owned)
+}
+
+/// `python3 -c CODE`, `node -e CODE`, `perl -E CODE`, `awk` with `system(…)` or a pipe: the
+/// interpreter's name when its command line carries code that may run programs.
+fn inline_code(program: &str, args: &[String]) -> Option<String> {
+    let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    if matches!(stem, "awk" | "gawk" | "mawk" | "nawk") {
+        let runs = args.iter().any(|a| a.contains("system") || a.contains('|'));
+        return runs.then(|| program.to_owned());
+    }
+    let (_, options) = INLINE_CODE.iter().find(|(name, _)| *name == stem)?;
+    let given = args.iter().take_while(|a| *a != "--").any(|arg| {
+        options.iter().any(|o| {
+            arg == o
+                || arg.starts_with(&format!("{o}="))
+                // a cluster ending in the code option: `python3 -Ic`, `perl -ne`
+                || (o.len() == 2 && arg.starts_with('-') && !arg.starts_with("--")
+                    && arg.contains(&o[1..]))
+        })
+    });
+    given.then(|| program.to_owned())
+}
+
+/// Whether a shell with these arguments reads its script from standard input: no inline
+/// script (`-c`) and no script file operand, or `-s`.
+fn reads_stdin(args: &[String]) -> bool {
+    let mut index = 0;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        if arg == "--" || arg == "-" {
+            return args.get(index).is_none() || arg == "-";
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            if long.starts_with("comm") || long.starts_with("init-command") {
+                return false;
+            }
+            if matches!(long, "rcfile" | "init-file") {
+                index += 1;
+            }
+            continue;
+        }
+        if let Some(letters) = arg.strip_prefix(['-', '+']) {
+            if letters.contains(['c', 'C']) {
+                return false;
+            }
+            if letters.contains('s') {
+                return true;
+            }
+            if letters.contains('o') || letters.contains('O') {
+                index += 1; // `-o OPTION`
+            }
+            continue;
+        }
+        return false; // a script file
+    }
+    true
+}
