@@ -5,9 +5,9 @@
 use serde::Serialize;
 
 use crate::approval::{AskForApproval, Escalation};
-use crate::reading::Unreadable;
 use crate::rules::{Rule, RuleDecision, RuleSet};
 use crate::safe_commands::{is_known_safe, known_safe_programs};
+use crate::unreadable::Unreadable;
 
 /// Which sandbox a run gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

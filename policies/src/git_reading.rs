@@ -3,7 +3,7 @@
 //! command found on `PATH` as `git-NAME`, autocorrection, `-c` keys that run programs or load
 //! other configuration, another exec path — reported as unreadable.
 
-use crate::reading::Unreadable;
+use crate::unreadable::Unreadable;
 
 /// The commands git itself ships (`git --list-cmds=main` of a current git, plus the ones other
 /// versions and distributions add). An alias can never shadow one of them; any other name may be

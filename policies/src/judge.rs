@@ -7,10 +7,11 @@
 //! refuses, a `prompt` match anywhere asks, and a script runs unasked only when *each* inner
 //! command is known-safe or allowed by a rule.
 
-use crate::reading::{Unreadable, read_command};
+use crate::reading::read_command;
 use crate::script_reading::read_script;
 use crate::script_words::{inline_script, is_shell_call, script_words};
 use crate::shell_script::{MAX_SHELL_NESTING, plain_shell_commands};
+use crate::unreadable::Unreadable;
 
 /// One thing to judge.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -59,6 +59,7 @@ mod script_words;
 mod sealing;
 mod shell_script;
 mod start_files;
+mod unreadable;
 mod wrappers;
 
 #[cfg(test)]
@@ -85,7 +86,7 @@ pub use paths::{
     DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS,
     expand_home, expand_path, home_start_up_paths, lexically_normal,
 };
-pub use reading::{Unreadable, read_command};
+pub use reading::read_command;
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::{is_known_safe, known_safe_programs};
 pub use sandbox_policy::{
@@ -96,3 +97,4 @@ pub use script_words::{is_shell_call, script_words};
 pub use sealing::{EntryKind, HomeSeal, Listing};
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};
+pub use unreadable::Unreadable;

@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::judge::{Unit, units};
 use crate::normalize::basename;
-use crate::reading::{COMPUTED_WORD, Unreadable, read_command};
+use crate::reading::read_command;
 use crate::safe_commands::is_known_safe;
 use crate::shell_script::program_name;
+use crate::unreadable::{COMPUTED_WORD, Unreadable};
 
 /// What a rule decides, ordered by strictness: `Allow < Prompt < Forbidden`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -10,7 +10,7 @@
 
 use tree_sitter::{Node, Parser};
 
-use crate::reading::{CODE_BUILTINS, COMPUTED_WORD, Unreadable, is_code_variable};
+use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable, is_code_variable};
 
 /// What tree-sitter-bash reads in one script.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! an option that makes the wrapper compute what runs (`env -S`, `xargs -I` into the program
 //! word) gives [`Unwrapped::Unreadable`]: rules then treat the command as possibly anything.
 
-use crate::reading::Unreadable;
+use crate::unreadable::Unreadable;
 
 /// What a wrapper call runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -302,7 +302,9 @@ pub(crate) fn unwrap<'a>(name: &str, rest: &'a [String]) -> Unwrapped<'a> {
     };
     let parsed = match parse(grammar, rest) {
         Ok(parsed) => parsed,
-        Err(option) => return unreadable(format!("`{name}` with the option `{option}`")),
+        Err(UnknownOption(option)) => {
+            return unreadable(format!("`{name}` with the option `{option}`"));
+        }
     };
     let has = |short: char, long: &str| parsed.options.iter().any(|o| o.is(short, long));
     let mut command = parsed.rest;
@@ -390,6 +392,9 @@ impl Parsed {
     }
 }
 
+/// An option word the wrapper's grammar does not know (or one missing its value).
+struct UnknownOption(String);
+
 struct ParsedCall<'a> {
     options: Vec<Parsed>,
     rest: &'a [String],
@@ -398,7 +403,7 @@ struct ParsedCall<'a> {
 /// Reads the options at the start of `words` (stopping at `--`, which is dropped, or at the
 /// first operand, as a wrapper's `getopt` with a leading `+` does). Returns the word of an
 /// option the grammar does not know.
-fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, String> {
+fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, UnknownOption> {
     let mut options = Vec::new();
     let mut index = 0;
     while let Some(word) = words.get(index) {
@@ -414,12 +419,12 @@ fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, S
                 Some((name, value)) => (name, Some(value.to_owned())),
                 None => (long, None),
             };
-            let name = long_option(grammar, given).ok_or_else(|| word.clone())?;
+            let name = long_option(grammar, given).ok_or_else(|| UnknownOption(word.clone()))?;
             let value = if grammar.long_with_value.contains(&name) && attached.is_none() {
                 index += 1;
-                Some(words.get(index - 1).ok_or_else(|| word.clone())?.clone())
+                Some(words.get(index - 1).ok_or_else(|| UnknownOption(word.clone()))?.clone())
             } else if grammar.long_flags.contains(&name) && attached.is_some() {
-                return Err(word.clone());
+                return Err(UnknownOption(word.clone()));
             } else {
                 attached
             };
@@ -439,7 +444,7 @@ fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, S
             if grammar.short_with_value.contains(letter) {
                 let value = if attached.is_empty() {
                     index += 1;
-                    words.get(index - 1).ok_or_else(|| word.clone())?.clone()
+                    words.get(index - 1).ok_or_else(|| UnknownOption(word.clone()))?.clone()
                 } else {
                     attached.to_owned()
                 };
@@ -452,7 +457,7 @@ fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, S
                 break;
             }
             if !grammar.short_flags.contains(letter) {
-                return Err(word.clone());
+                return Err(UnknownOption(word.clone()));
             }
             options.push(Parsed { short: Some(letter), long: None, value: None });
         }
