@@ -466,6 +466,17 @@ fn every_spelling_of_a_forbidden_or_prompt_program_is_asked_or_refused() {
         &["timeout", "5", "sh", "-c", "rm x"],
         &["sudo", "--user=root", "sh", "-c", "rm x"],
         &["bash", "-c", "git $sub origin"],
+        &["xargs", "sh", "-c"],
+        &["xargs", "-I{}", "sh", "-c", "{}"],
+        &["xargs", "git"],
+        &["xargs", "env"],
+        &["git", "submodule", "foreach", "rm x"],
+        &["git", "rebase", "-x", "rm x", "HEAD~1"],
+        &["git", "bisect", "run", "rm", "x"],
+        &["python3", "-"],
+        &["bash", "-c", "python3 <<'EOF'\nimport os\nos.remove('x')\nEOF"],
+        &["bash", "-c", "echo 'rm x' | sh"],
+        &["sudo", "LD_PRELOAD=./x.so", "ls"],
     ];
     for spelling in spellings {
         for approval in [OnRequest, OnFailure, Never, Untrusted] {

@@ -269,9 +269,33 @@ pub(crate) fn read_git(args: &[String]) -> Result<Vec<String>, Unreadable> {
     let rest = args.get(index..).unwrap_or_default();
     match rest.first() {
         None => Ok(Vec::new()),
-        Some(subcommand) if is_git_command(subcommand) => Ok(rest.to_vec()),
+        Some(subcommand) if is_git_command(subcommand) => match runs_commands(rest) {
+            Some(how) => Err(unreadable(format!("`git {how}` runs a command it is given"))),
+            None => Ok(rest.to_vec()),
+        },
         Some(subcommand) => Err(unreadable(format!(
             "`git {subcommand}` is not a git command: an alias or a program on PATH decides what runs"
         ))),
     }
+}
+
+/// The git subcommands (and their options) that run a shell command given on the command line:
+/// what that command does is not in git's words.
+fn runs_commands(rest: &[String]) -> Option<String> {
+    let (subcommand, args) = rest.split_first()?;
+    let has =
+        |option: &str| args.iter().any(|a| a == option || a.starts_with(&format!("{option}=")));
+    let short = |letter: char| {
+        args.iter().any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(letter))
+    };
+    let runs = match subcommand.as_str() {
+        "submodule" => args.iter().any(|a| a == "foreach"),
+        "bisect" => args.first().is_some_and(|a| a == "run"),
+        "rebase" => has("--exec") || short('x'),
+        "difftool" | "mergetool" => has("--extcmd") || has("--tool") || short('x') || short('t'),
+        "filter-branch" | "for-each-repo" | "daemon" | "instaweb" | "p4" | "svn" | "archimport"
+        | "cvsimport" | "cvsexportcommit" | "cvsserver" | "send-email" | "quiltimport" => true,
+        _ => false,
+    };
+    runs.then(|| subcommand.clone())
 }

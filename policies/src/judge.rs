@@ -11,7 +11,7 @@ use crate::reading::read_command;
 use crate::script_reading::read_script;
 use crate::script_words::{inline_script, is_shell_call, script_words};
 use crate::shell_script::{MAX_SHELL_NESTING, plain_shell_commands};
-use crate::unreadable::Unreadable;
+use crate::unreadable::{COMPUTED_WORD, Unreadable};
 
 /// One thing to judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +66,11 @@ pub(crate) fn units(command: &[String]) -> Vec<Unit> {
             (None, Some(words)) => {
                 all.push(Unit::Opaque(words));
                 match inline_script(&shell) {
+                    Some(script) if script.contains(COMPUTED_WORD) => {
+                        all.push(Unit::Unreadable(Unreadable::ComputedProgram {
+                            word: "the script".to_owned(),
+                        }));
+                    }
                     Some(script) if depth < MAX_SHELL_NESTING => {
                         let reading = read_script(script);
                         all.extend(reading.unreadable.map(Unit::Unreadable));

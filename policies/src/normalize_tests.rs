@@ -40,7 +40,7 @@ fn wrappers_paths_and_git_global_options_normalize_away() {
         ("sudo -u root git push", "git push"),
         ("sudo VAR=1 git push", "git push"),
         ("setsid -f git push", "git push"),
-        ("xargs -n 1 git push", "git push"),
+        ("xargs -n 1 git push", "git push \u{0}"),
         ("env nice timeout 5 command git -C x push", "git push"),
         ("rm -rf x", "rm -rf x"),
         ("env", "env"),

@@ -9,8 +9,8 @@
 
 use crate::normalize::basename;
 use crate::script_words::is_shell_name;
-use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable, is_code_variable};
-use crate::wrappers::{Unwrapped, is_assignment, unwrap};
+use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable};
+use crate::wrappers::{Unwrapped, unwrap};
 
 /// How many wrappers deep [`read_command`] unwraps (`env nice timeout 5 git push`); deeper
 /// nesting is unreadable rather than cut short.
@@ -39,30 +39,23 @@ const INLINE_CODE: &[(&str, &[&str])] = &[
 /// The command as rules see it: the program by its file name, wrappers unwrapped, git's
 /// global options skipped — or why that cannot be read.
 pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
-    let mut words: &[String] = command;
+    let mut words: Vec<String> = command.to_vec();
     let mut depth = 0;
     loop {
         let Some((first, rest)) = words.split_first() else { return Ok(Vec::new()) };
         if first.contains(COMPUTED_WORD) {
             return Err(Unreadable::ComputedProgram { word: "…".to_owned() });
         }
-        match unwrap(basename(first), rest) {
+        let inner = match unwrap(basename(first), rest) {
             Unwrapped::NotAWrapper | Unwrapped::Nothing => break,
             Unwrapped::Unreadable(why) => return Err(why),
-            Unwrapped::Inner(inner) => {
-                if let Some(name) = assigned_code_variable(&words[1..words.len() - inner.len()]) {
-                    return Err(Unreadable::CodeVariable { name });
-                }
-                if inner.iter().any(|w| w.contains(COMPUTED_WORD)) {
-                    return Err(Unreadable::ComputedProgram { word: "…".to_owned() });
-                }
-                depth += 1;
-                if depth > MAX_UNWRAP {
-                    return Err(Unreadable::TooDeep);
-                }
-                words = inner;
-            }
+            Unwrapped::Inner(inner) => inner.into_owned(),
+        };
+        depth += 1;
+        if depth > MAX_UNWRAP {
+            return Err(Unreadable::TooDeep);
         }
+        words = inner;
     }
     let Some((first, rest)) = words.split_first() else { return Ok(Vec::new()) };
     let program = basename(first).to_owned();
@@ -72,21 +65,14 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
     if let Some(interpreter) = inline_code(&program, rest) {
         return Err(Unreadable::InlineCode { interpreter });
     }
+    if reads_code_from_stdin(&program, rest) {
+        return Err(Unreadable::ScriptOnStdin { shell: program });
+    }
     if is_shell_name(&program) && reads_stdin(rest) {
         return Err(Unreadable::ScriptOnStdin { shell: program });
     }
     let rest = if program == "git" { crate::git_reading::read_git(rest)? } else { rest.to_vec() };
     Ok(std::iter::once(program).chain(rest).collect())
-}
-
-/// The name of the first code-loading variable among `NAME=VALUE` words.
-fn assigned_code_variable(words: &[String]) -> Option<String> {
-    words
-        .iter()
-        .filter(|word| is_assignment(word))
-        .filter_map(|word| word.split_once('=').map(|(name, _)| name))
-        .find(|name| is_code_variable(name))
-        .map(str::to_owned)
 }
 
 /// `python3 -c CODE`, `node -e CODE`, `perl -E CODE`, `awk` with `system(…)` or a pipe: the
@@ -143,4 +129,25 @@ fn reads_stdin(args: &[String]) -> bool {
         return false; // a script file
     }
     true
+}
+
+/// An interpreter with no script operand (or `-`): it reads its program from standard input,
+/// which a here-document or a pipe fills (`python3 - <<EOF`, `… | perl`).
+fn reads_code_from_stdin(program: &str, args: &[String]) -> bool {
+    let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    const READ_STDIN: &[&str] = &["python", "pypy", "node", "nodejs", "perl", "ruby", "php", "lua"];
+    if !READ_STDIN.contains(&stem) {
+        return false;
+    }
+    // `python3 -m module` and `-V`/`--version` do not read a program from stdin.
+    let module_or_info = args.iter().any(|a| {
+        a == "-m"
+            || a.starts_with("-m") && stem == "python"
+            || a == "-V"
+            || a.starts_with("--vers")
+            || a == "--help"
+            || a == "-h"
+    });
+    let operand = args.iter().find(|a| !a.starts_with('-') || a.as_str() == "-");
+    !module_or_info && operand.is_none_or(|a| a == "-")
 }

@@ -7,13 +7,16 @@
 //! an option that makes the wrapper compute what runs (`env -S`, `xargs -I` into the program
 //! word) gives [`Unwrapped::Unreadable`]: rules then treat the command as possibly anything.
 
-use crate::unreadable::Unreadable;
+use std::borrow::Cow;
+
+use crate::unreadable::{COMPUTED_WORD, Unreadable, is_code_variable};
 
 /// What a wrapper call runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Unwrapped<'a> {
-    /// The wrapped command, starting at its program.
-    Inner(&'a [String]),
+    /// The wrapped command, starting at its program (words the wrapper fills in from its input
+    /// stand as [`COMPUTED_WORD`]).
+    Inner(Cow<'a, [String]>),
     /// The wrapper runs no other program here (`taskset -p`, `command -v x`, a bare `env`).
     Nothing,
     /// The program is not a wrapper: it is what runs.
@@ -306,6 +309,9 @@ pub(crate) fn unwrap<'a>(name: &str, rest: &'a [String]) -> Unwrapped<'a> {
             return unreadable(format!("`{name}` with the option `{option}`"));
         }
     };
+    if let Some(name) = parsed.assigned.iter().find(|name| is_code_variable(name)) {
+        return Unwrapped::Unreadable(Unreadable::CodeVariable { name: name.clone() });
+    }
     let has = |short: char, long: &str| parsed.options.iter().any(|o| o.is(short, long));
     let mut command = parsed.rest;
     match name {
@@ -326,18 +332,27 @@ pub(crate) fn unwrap<'a>(name: &str, rest: &'a [String]) -> Unwrapped<'a> {
             if command.is_empty() {
                 return Unwrapped::Nothing; // runs `echo`
             }
-            if let Some(replace) = parsed.options.iter().find_map(Parsed::replace_string) {
-                let program = command.first().map(String::as_str).unwrap_or_default();
-                if program.contains(replace.as_str()) {
-                    return unreadable(format!(
-                        "`xargs -I {replace}` puts its input into the program name"
-                    ));
-                }
-            }
+            // xargs completes the command from its input: with a replacement string, every
+            // word holding it; otherwise more words at the end (`xargs git` may run `git push`).
+            let replace = parsed.options.iter().find_map(Parsed::replace_string);
+            let filled: Vec<String> = match replace {
+                Some(replace) => command
+                    .iter()
+                    .map(|w| {
+                        if w.contains(replace.as_str()) {
+                            COMPUTED_WORD.to_owned()
+                        } else {
+                            w.clone()
+                        }
+                    })
+                    .collect(),
+                None => command.iter().cloned().chain([COMPUTED_WORD.to_owned()]).collect(),
+            };
+            return Unwrapped::Inner(Cow::Owned(filled));
         }
         _ => {}
     }
-    if command.is_empty() { Unwrapped::Nothing } else { Unwrapped::Inner(command) }
+    if command.is_empty() { Unwrapped::Nothing } else { Unwrapped::Inner(Cow::Borrowed(command)) }
 }
 
 /// `busybox APPLET …`: the applet is the program; `busybox --list` and the like run nothing.
@@ -351,7 +366,7 @@ fn multi_call<'a>(name: &str, rest: &'a [String]) -> Unwrapped<'a> {
         Some(applet) if applet.starts_with('-') => {
             Unwrapped::Unreadable(Unreadable::Wrapper { detail: format!("`{name} {applet}`") })
         }
-        Some(_) => Unwrapped::Inner(command),
+        Some(_) => Unwrapped::Inner(Cow::Borrowed(command)),
     }
 }
 
@@ -397,6 +412,8 @@ struct UnknownOption(String);
 
 struct ParsedCall<'a> {
     options: Vec<Parsed>,
+    /// The names of `NAME=VALUE` assignments before the command.
+    assigned: Vec<String>,
     rest: &'a [String],
 }
 
@@ -405,6 +422,7 @@ struct ParsedCall<'a> {
 /// option the grammar does not know.
 fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, UnknownOption> {
     let mut options = Vec::new();
+    let mut assigned = Vec::new();
     let mut index = 0;
     while let Some(word) = words.get(index) {
         index += 1;
@@ -412,6 +430,7 @@ fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, U
             break;
         }
         if grammar.assignments && is_assignment(word) {
+            assigned.extend(word.split_once('=').map(|(name, _)| name.to_owned()));
             continue;
         }
         if let Some(long) = word.strip_prefix("--") {
@@ -462,7 +481,7 @@ fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, U
             options.push(Parsed { short: Some(letter), long: None, value: None });
         }
     }
-    Ok(ParsedCall { options, rest: words.get(index..).unwrap_or_default() })
+    Ok(ParsedCall { options, assigned, rest: words.get(index..).unwrap_or_default() })
 }
 
 /// The long option `given` names: itself, or the one option it abbreviates unambiguously.
