@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::capture::Captured;
 use crate::classify::{
     Blocked, DenialContext, ExitKind, Finished, Verdict, WriteRefusal, classify, command_exit,
-    explain_output, is_denial_evidence,
+    explain_output, is_denial_evidence, setup_failure_line,
 };
 use crate::launch::{HelperSettings, SandboxKind, Sandboxed};
 use crate::network_proxy::NetworkLog;
@@ -271,12 +271,15 @@ impl Orchestrator {
             // Known-safe grants nothing where the read-only confinement cannot be enforced:
             // the command is asked about as any other.
             tracing::debug!("the read-only confinement could not be set up; asking instead");
+            let why = setup_failure_line(&first.stderr.text)
+                .unwrap_or("the sandbox could not be set up")
+                .to_owned();
             outcome.attempts.push(first);
             let question = Question {
-                reason: "the command is on the known-safe list, but cordon cannot run it \
-                         read-only here (the sandbox could not be set up as it says above); \
-                         run it in the policy's sandbox?"
-                    .to_owned(),
+                reason: format!(
+                    "the command is on the known-safe list, but cordon cannot run it read-only \
+                     here ({why}); run it in the policy's sandbox?"
+                ),
                 stage: ApprovalStage::BeforeRun,
                 sandboxed: Sandboxed::Yes,
                 evidence: Vec::new(),
