@@ -167,6 +167,15 @@ struct SessionKey {
     sandboxed: Sandboxed,
 }
 
+/// A session's first attempt that exited, for [`Orchestrator::approve_retry_after_session`].
+pub(crate) struct SessionDenial<'a> {
+    pub request: &'a ExecRequest,
+    pub sandbox: SandboxKind,
+    pub code: i32,
+    /// What the command printed (stdout and stderr merged).
+    pub output: &'a str,
+}
+
 /// One question for [`Orchestrator::approve`].
 struct Question {
     reason: String,
@@ -385,6 +394,47 @@ impl Orchestrator {
                 }
             }
         }
+    }
+
+    /// After a session's command exited within its first call: when the policy asks after a
+    /// denial and the exit looks like one, asks to run it again without the sandbox; whether
+    /// that was approved.
+    pub(crate) async fn approve_retry_after_session(
+        &self,
+        denied: SessionDenial<'_>,
+        approver: &impl Approver,
+    ) -> bool {
+        let SessionDenial { request, sandbox, code, output } = denied;
+        if sandbox == SandboxKind::None {
+            return false;
+        }
+        match retry_after_denial(request.approval, request.requester) {
+            RetryDecision::NoRetry { .. } => return false,
+            RetryDecision::AskToRetryUnsandboxed => {}
+        }
+        let context = denial_context(request, &self.helper.user_view);
+        let exit = ExitKind::Code(code);
+        let finished = Finished { sandbox, exit, stdout: output, stderr: "" };
+        if classify(finished, &context) != Verdict::LikelySandboxDenied {
+            return false;
+        }
+        let evidence: Vec<String> = output
+            .lines()
+            .filter(|line| is_denial_evidence(line, &context))
+            .take(5)
+            .map(|line| line.chars().take(300).collect())
+            .collect();
+        let question = Question {
+            reason: format!(
+                "the {} sandbox probably blocked this command (exit {code}); it already ran once, \
+                 sandboxed, and whatever it did then stays done. Run it again WITHOUT the sandbox?",
+                sandbox.as_str()
+            ),
+            stage: ApprovalStage::RetryWithoutSandbox,
+            sandboxed: Sandboxed::No,
+            evidence,
+        };
+        self.approve(request, question, approver, &mut Vec::new()).await
     }
 
     /// One sandboxed attempt under `kind`, without deciding or asking: `cordon sandbox` with a
