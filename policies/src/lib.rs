@@ -17,6 +17,9 @@
 //!   unwrapped, git's global options skipped), and the programs "always allow" never records.
 //! - [`ShellEnvironmentPolicy`]: which environment variables a command sees, with
 //!   default excludes by credential name ([`DEFAULT_EXCLUDES`]) and by value ([`value_rules`]).
+//! - [`SECRET_FILES`]: the catalogue of credential files, histories, profiles and agent
+//!   sockets a command may not read, each with its tool and why; [`DEFAULT_HIDDEN_PATHS`] is
+//!   its paths.
 //! - [`EnvSnapshot`]: the user view (HOME, TMPDIR, …, CORDON_HOME) that hidden paths and
 //!   writable roots are computed from — cordon's own environment, never the command's.
 //! - [`render_argv`], [`render_text`], [`abbreviate`]: commands and text as an approval prompt
@@ -52,6 +55,7 @@ mod sandbox_policy;
 mod sandbox_request;
 mod script_words;
 mod sealing;
+mod secret_files;
 mod shell_script;
 mod start_files;
 
@@ -74,16 +78,20 @@ pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules}
 pub use git_config::git_config_may_run_code;
 pub use normalize::{normalize, runs_arbitrary_code};
 pub use paths::{
-    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS,
-    expand_home, expand_path, home_start_up_paths, lexically_normal,
+    DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
+    home_start_up_paths, lexically_normal, session_bus_socket,
 };
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;
 pub use sandbox_policy::{
-    EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
+    EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy,
+    WorkspaceWrite, expand_hidden_path,
 };
 pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
 pub use sealing::{EntryKind, HomeSeal, Listing};
+pub use secret_files::{
+    DEFAULT_HIDDEN_PATHS, Platform, SECRET_FILES, SecretFile, SecretKind, secret_file,
+};
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};
