@@ -110,3 +110,12 @@ fn the_catalogue_covers_each_family_the_sandbox_promises() {
     assert!(kinds(SecretKind::Socket) >= 8, "{}", kinds(SecretKind::Socket));
     assert!(kinds(SecretKind::SocketDirectory) >= 10, "{}", kinds(SecretKind::SocketDirectory));
 }
+
+#[test]
+fn docs_secrets_md_lists_every_entry() {
+    let docs = include_str!("../../docs/secrets.md");
+    for entry in SECRET_FILES {
+        let row = format!("| {} | `{}` |", entry.tool, entry.path);
+        assert!(docs.contains(&row), "docs/secrets.md lacks {row}");
+    }
+}
