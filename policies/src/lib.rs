@@ -45,6 +45,7 @@ mod domains;
 mod env_policy;
 mod env_secrets;
 mod git_config;
+mod hidden_paths;
 mod judge;
 mod normalize;
 mod paths;
@@ -76,6 +77,7 @@ pub use domains::{
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::git_config_may_run_code;
+pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use normalize::{normalize, runs_arbitrary_code};
 pub use paths::{
     DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
@@ -84,14 +86,14 @@ pub use paths::{
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
 pub use safe_commands::is_known_safe;
 pub use sandbox_policy::{
-    EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy,
-    WorkspaceWrite, expand_hidden_path,
+    EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
 pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
 pub use sealing::{EntryKind, HomeSeal, Listing};
 pub use secret_files::{
-    DEFAULT_HIDDEN_PATHS, Platform, SECRET_FILES, SecretFile, SecretKind, secret_file,
+    DEFAULT_HIDDEN_PATHS, Platform, RELOCATING_VARIABLES, SECRET_FILES, SecretFile, SecretKind,
+    secret_file,
 };
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::domains::DomainRules;
+use crate::hidden_paths::Relocations;
+use crate::hidden_paths::{expand_hidden_path, is_under_home, relocations};
 use crate::paths::{DEFAULT_PROTECTED_PATHS, expand_path, session_bus_socket};
 use crate::secret_files::DEFAULT_HIDDEN_PATHS;
 
@@ -291,23 +293,6 @@ impl SandboxPolicy {
     }
 }
 
-fn is_under_home(path: &str) -> bool {
-    path == "~" || path.starts_with("~/")
-}
-
-/// A hidden path as absolute paths: a `~` path under `$HOME` and under the account's home from
-/// the password database when that is another, so that a HOME pointed elsewhere does not
-/// uncover the user's own `~/.ssh`; none when a `$TOKEN` it names is not set.
-pub fn expand_hidden_path(path: &str, env: &PolicyEnv<'_>) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = expand_path(path, env).into_iter().collect();
-    if is_under_home(path) {
-        if let Some(account) = env.account_home.filter(|account| Some(*account) != env.home) {
-            paths.extend(expand_path(path, &PolicyEnv { home: Some(account), ..*env }));
-        }
-    }
-    paths
-}
-
 /// The absolute paths to hide, each once (`$XDG_RUNTIME_DIR` and `/run/user/$UID` are usually
 /// the same directory), without the allowed sockets. A path inside another stays: the Seatbelt
 /// profile denies both, and the mount view covers what it finds covered already only once.
@@ -338,6 +323,8 @@ pub struct PolicyEnv<'a> {
     pub session_bus: Option<&'a Path>,
     /// The user's home in the password database (hidden paths under `~` are hidden there too).
     pub account_home: Option<&'a Path>,
+    /// Where variables move catalogue entries (`GNUPGHOME`, `XDG_CONFIG_HOME`, `KUBECONFIG`, …).
+    pub relocations: Option<&'a Relocations>,
     /// cordon's state directory: `$CORDON_HOME`, else `$HOME/.cordon`.
     pub cordon_home: Option<&'a Path>,
 }
@@ -368,6 +355,9 @@ pub struct EnvSnapshot {
     /// from the environment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account_home: Option<PathBuf>,
+    /// The variables that move a catalogue entry, as set ([`crate::RELOCATING_VARIABLES`]).
+    #[serde(skip_serializing_if = "Relocations::is_empty")]
+    pub relocations: Relocations,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -381,8 +371,8 @@ pub struct EnvSnapshot {
 }
 
 impl EnvSnapshot {
-    /// Reads `HOME`, `TMPDIR`, `XDG_RUNTIME_DIR`, `SSH_AUTH_SOCK`, `DBUS_SESSION_BUS_ADDRESS`
-    /// and `CORDON_HOME` through `lookup`; empty values count as unset. `cordon_home` is
+    /// Reads `HOME`, `TMPDIR`, `XDG_RUNTIME_DIR`, `SSH_AUTH_SOCK`, `DBUS_SESSION_BUS_ADDRESS`,
+    /// `CORDON_HOME` and the relocating variables through `lookup`; empty values count as unset. `cordon_home` is
     /// `$CORDON_HOME`, else `$HOME/.cordon`. `account_home` is left for the caller.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
@@ -401,6 +391,7 @@ impl EnvSnapshot {
             session_bus: lookup("DBUS_SESSION_BUS_ADDRESS")
                 .and_then(|address| session_bus_socket(&address.to_string_lossy())),
             account_home: None,
+            relocations: relocations(&lookup),
             cordon_home,
             cordon_executables: Vec::new(),
         }
@@ -415,6 +406,7 @@ impl EnvSnapshot {
             ssh_auth_sock: self.ssh_auth_sock.as_deref(),
             session_bus: self.session_bus.as_deref(),
             account_home: self.account_home.as_deref(),
+            relocations: Some(&self.relocations),
             cordon_home: self.cordon_home.as_deref(),
         }
     }

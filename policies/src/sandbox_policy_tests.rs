@@ -159,6 +159,7 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
             ssh_auth_sock: Some(PathBuf::from("/run/a.sock")),
             session_bus: Some(PathBuf::from("/tmp/dbus-x")),
             account_home: None,
+            relocations: Default::default(),
             uid: Some(1000),
             cordon_home: Some(PathBuf::from("/home/u/.cordon")),
             cordon_executables: Vec::new(),

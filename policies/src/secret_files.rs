@@ -5,8 +5,8 @@
 //! that keeps it there and why it is hidden; [`DEFAULT_HIDDEN_PATHS`] is this table's paths.
 //!
 //! Paths are spelled as hidden paths are: `~/…` (the home directory), `$XDG_RUNTIME_DIR/…`,
-//! `$UID`, `$SSH_AUTH_SOCK`, `$DBUS_SESSION_BUS_ADDRESS` (the session bus's socket file), or
-//! absolute. Every entry is hidden on every platform: a path that does not exist costs nothing,
+//! `$UID`, `$SSH_AUTH_SOCK`, `$DBUS_SESSION_BUS_ADDRESS` (the session bus's socket file), one of
+//! the [`RELOCATING_VARIABLES`] (`$GNUPGHOME`, `$CARGO_HOME/credentials.toml`), or absolute. Every entry is hidden on every platform: a path that does not exist costs nothing,
 //! and tools keep their Linux places on macOS often enough; [`Platform`] says where a tool
 //! puts it.
 //!
@@ -90,6 +90,40 @@ const REGISTRY: &str = "registry credentials (also its configuration)";
 const VAULT: &str = "the password vault";
 const RUNS_CODE: &str = "runs commands outside the sandbox for whoever connects";
 const ROOT_ENGINE: &str = "a container engine: root on the host for whoever connects";
+
+/// The variables that move a tool's secrets out of its default place. An entry spelled
+/// `$NAME` or `$NAME/…` is hidden where the variable (in cordon's own environment) points; the
+/// XDG base directories move the `~/.config`, `~/.local/share`, `~/.cache` and `~/.local/state`
+/// entries.
+pub const RELOCATING_VARIABLES: &[&str] = &[
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+    "GNUPGHOME",
+    "PASSWORD_STORE_DIR",
+    "CARGO_HOME",
+    "DOCKER_CONFIG",
+    "DOCKER_CERT_PATH",
+    "GH_CONFIG_DIR",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "KUBECONFIG",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "AZURE_CONFIG_DIR",
+    "NPM_CONFIG_USERCONFIG",
+    "PIP_CONFIG_FILE",
+    "GRADLE_USER_HOME",
+    "TF_CLI_CONFIG_FILE",
+    "RCLONE_CONFIG",
+    "NETRC",
+    "PGPASSFILE",
+    "HISTFILE",
+    "PSQL_HISTORY",
+    "PYTHON_HISTORY",
+    "NODE_REPL_HISTORY",
+];
 
 /// Every path hidden by default.
 pub const SECRET_FILES: &[SecretFile] = &[
@@ -367,6 +401,31 @@ pub const SECRET_FILES: &[SecretFile] = &[
     sockets("OrbStack", "~/.orbstack/run", ROOT_ENGINE).macos(),
     sockets("Rancher Desktop", "~/.rd", ROOT_ENGINE),
     sockets("Podman machine", "~/.local/share/containers/podman/machine", ROOT_ENGINE),
+    // The same secrets where the user's variables put them.
+    dir("GnuPG", "$GNUPGHOME", "private keys, the agent's sockets"),
+    dir("pass", "$PASSWORD_STORE_DIR", "encrypted passwords"),
+    file("Cargo", "$CARGO_HOME/credentials.toml", "crates.io token"),
+    file("Cargo", "$CARGO_HOME/credentials", "crates.io token"),
+    file("Docker", "$DOCKER_CONFIG/config.json", "registry credentials"),
+    dir("Docker", "$DOCKER_CERT_PATH", "client keys for a remote daemon"),
+    dir("GitHub CLI", "$GH_CONFIG_DIR", "OAuth token"),
+    file("AWS CLI", "$AWS_SHARED_CREDENTIALS_FILE", "access keys"),
+    file("AWS CLI", "$AWS_CONFIG_FILE", "access keys, SSO settings"),
+    file("Kubernetes", "$KUBECONFIG", "cluster credentials"),
+    file("Google Cloud", "$GOOGLE_APPLICATION_CREDENTIALS", "a service-account key"),
+    dir("Google Cloud SDK", "$CLOUDSDK_CONFIG", "OAuth tokens, service-account keys"),
+    dir("Azure CLI", "$AZURE_CONFIG_DIR", TOKENS),
+    file("npm", "$NPM_CONFIG_USERCONFIG", REGISTRY),
+    file("pip", "$PIP_CONFIG_FILE", "index URLs with passwords (also its configuration)"),
+    file("Gradle", "$GRADLE_USER_HOME/gradle.properties", REGISTRY),
+    file("Terraform", "$TF_CLI_CONFIG_FILE", TOKENS),
+    file("rclone", "$RCLONE_CONFIG", "cloud storage tokens"),
+    file("netrc", "$NETRC", "logins"),
+    file("PostgreSQL", "$PGPASSFILE", PASSWORDS),
+    file("bash", "$HISTFILE", HISTORY),
+    file("PostgreSQL psql", "$PSQL_HISTORY", HISTORY),
+    file("Python", "$PYTHON_HISTORY", HISTORY),
+    file("Node.js", "$NODE_REPL_HISTORY", HISTORY),
     // uid 0 owns these, and a root caller keeps uid 0 inside the sandbox (without
     // capabilities, but the owner needs none): password hashes and the host's private keys.
     file("system", "/etc/shadow", "password hashes").linux(),

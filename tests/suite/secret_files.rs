@@ -8,7 +8,9 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cordon_policies::{PolicyEnv, SECRET_FILES, SecretKind, expand_hidden_path};
+use cordon_policies::{
+    PolicyEnv, RELOCATING_VARIABLES, Relocations, SECRET_FILES, SecretKind, expand_hidden_path,
+};
 use serde_json::{Value, json};
 
 use super::util::*;
@@ -20,14 +22,18 @@ macro_rules! require_mount_view {
     };
 }
 
-/// Every catalogue entry that lives under the home directory, the runtime directory, the agent
-/// or the session bus, planted in throwaway ones: a marker file at each file entry and inside
+/// Every catalogue entry that lives under the home directory, the runtime directory, the agent,
+/// the session bus or where a relocating variable points (the XDG base directories included),
+/// planted in throwaway ones: a marker file at each file entry and inside
 /// each directory entry, a listener at each socket entry and inside each socket directory.
 /// System paths (`/etc/shadow`, `/run/docker.sock`, `/tmp/tmux-$UID`) are not planted.
 struct Planted {
     home: tempfile::TempDir,
     runtime: tempfile::TempDir,
     sockets_dir: tempfile::TempDir,
+    /// Where the relocating variables (`GNUPGHOME`, `XDG_CONFIG_HOME`, …) point.
+    elsewhere: tempfile::TempDir,
+    relocations: Relocations,
     /// Files holding `SECRET <entry>`.
     files: Vec<PathBuf>,
     /// Listening sockets, with the catalogue entry each stands for.
@@ -36,22 +42,38 @@ struct Planted {
 
 impl Planted {
     fn new() -> Planted {
+        let elsewhere = scratch();
+        let relocations: Relocations = RELOCATING_VARIABLES
+            .iter()
+            .map(|name| {
+                let path = elsewhere.path().join(name);
+                let paths = match *name {
+                    "KUBECONFIG" => vec![path.join("a"), path.join("b")],
+                    _ => vec![path],
+                };
+                ((*name).to_owned(), paths)
+            })
+            .collect();
         let mut planted = Planted {
             home: scratch(),
             runtime: scratch(),
             sockets_dir: scratch(),
+            elsewhere,
+            relocations,
             files: Vec::new(),
             listeners: Vec::new(),
         };
-        let dirs = [&planted.home, &planted.runtime, &planted.sockets_dir]
+        let dirs = [&planted.home, &planted.runtime, &planted.sockets_dir, &planted.elsewhere]
             .map(|dir| dir.path().to_path_buf());
-        let [home, runtime, sockets_dir] = &dirs;
+        let [home, runtime, sockets_dir, _] = &dirs;
+        let relocations = planted.relocations.clone();
         let (agent, bus) = (sockets_dir.join("agent"), sockets_dir.join("bus"));
         let env = PolicyEnv {
             home: Some(home),
             runtime_dir: Some(runtime),
             ssh_auth_sock: Some(&agent),
             session_bus: Some(&bus),
+            relocations: Some(&relocations),
             ..PolicyEnv::default()
         };
         for entry in SECRET_FILES {
@@ -107,7 +129,11 @@ impl Planted {
         args.push("--");
         args.extend_from_slice(argv);
         let bus = self.sockets_dir.path().join("bus");
-        cordon_command(user, &args)
+        let mut command = cordon_command(user, &args);
+        for (name, paths) in &self.relocations {
+            command.env(name, std::env::join_paths(paths).unwrap());
+        }
+        command
             .env("HOME", self.home.path())
             .env("XDG_RUNTIME_DIR", self.runtime.path())
             .env("SSH_AUTH_SOCK", self.sockets_dir.path().join("agent"))
@@ -161,7 +187,7 @@ fn every_catalogue_file_planted_in_a_throwaway_home_stays_unreadable() {
         chown_nobody(&control);
         let mut argv = vec![python(), "-c", READ_ALL, control.to_str().unwrap()];
         argv.extend(planted.files.iter().map(|p| p.to_str().unwrap()));
-        assert!(planted.files.len() > 200, "{}", planted.files.len());
+        assert!(planted.files.len() > 300, "{}", planted.files.len());
         // From outside, every file reads as planted: the sandbox's refusals are the hiding.
         let outside = Run::from(command_as(user, argv[0]).args(&argv[1..]).output().unwrap());
         assert_eq!(outside.stdout.matches("SECRET").count(), planted.files.len());
