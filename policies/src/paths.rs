@@ -106,6 +106,9 @@ pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 /// `$XDG_RUNTIME_DIR`, `$SSH_AUTH_SOCK` and `$DBUS_SESSION_BUS_ADDRESS` (the socket file of the
 /// session bus). `None` when something it names is not set (the path then names nothing).
 pub fn expand_path(path: &str, env: &crate::PolicyEnv<'_>) -> Option<PathBuf> {
+    if !path.contains('$') {
+        return expand_home(path, env.home);
+    }
     let mut text = path.to_owned();
     let tokens: [(&str, Option<String>); 4] = [
         ("$XDG_RUNTIME_DIR", env.runtime_dir.map(|p| p.display().to_string())),
@@ -129,7 +132,8 @@ pub fn session_bus_socket(address: &str) -> Option<PathBuf> {
         let params = one.strip_prefix("unix:")?;
         let value = params.split(',').find_map(|param| param.strip_prefix("path="))?;
         let path = PathBuf::from(std::ffi::OsString::from_vec(unescape_dbus(value)?));
-        path.is_absolute().then_some(path)
+        // A socket is a file: `unix:path=/` would name the root directory.
+        (path.is_absolute() && path.file_name().is_some()).then_some(path)
     })
 }
 
@@ -215,6 +219,7 @@ mod tests {
             ("unix:abstract=/tmp/dbus-x,guid=1", None),
             ("tcp:host=localhost,port=1234", None),
             ("unix:path=relative", None),
+            ("unix:path=/", None),
             ("unix:path=/tmp/bad%2", None),
             ("", None),
         ];
