@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::PolicyEnv;
 use crate::paths::expand_path;
-use crate::sandbox_policy::PolicyEnv;
 use crate::secret_files::RELOCATING_VARIABLES;
 
 /// The relocating variables that are set: name → the absolute paths it names (one, or the

@@ -118,7 +118,7 @@ mod tests {
         );
         // A directory inside another hidden one is covered with it too.
         let nested = plan(&[a.join("link"), a.clone(), b.clone()], &[]);
-        assert_eq!(nested.dirs, vec![b.clone(), a.clone()]);
+        assert_eq!(nested.dirs, vec![b, a]);
         assert!(nested.files.is_empty());
     }
 

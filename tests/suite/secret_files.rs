@@ -144,6 +144,7 @@ impl Planted {
     }
 
     /// The listeners that accepted a connection since the last call.
+    #[cfg(target_os = "linux")]
     fn reached(&self) -> Vec<&str> {
         self.listeners
             .iter()
@@ -164,6 +165,7 @@ for path in sys.argv[1:]:
 "#;
 
 /// Connects to each socket path in argv; prints `PATH connected` or `PATH refused`.
+#[cfg(target_os = "linux")]
 const CONNECT_ALL: &str = r#"
 import socket, sys
 for path in sys.argv[1:]:
