@@ -426,7 +426,7 @@ pub fn plan_launch(
                     ino: pin.identity.1,
                 }),
                 parent_death,
-                user_view: UserView::Given(helper.user_view.clone()),
+                user_view: UserView::Given(Box::new(helper.user_view.clone())),
                 proxy_fd: proxy_channel.as_ref().map(HandOverSocket::number),
                 caller: cordon_sandbox_linux::Caller::Cordon,
                 command: argv,

@@ -18,6 +18,9 @@
 //!   or why its programs cannot be read, and the programs "always allow" never records.
 //! - [`ShellEnvironmentPolicy`]: which environment variables a command sees, with
 //!   default excludes by credential name ([`DEFAULT_EXCLUDES`]) and by value ([`value_rules`]).
+//! - [`SECRET_FILES`]: the catalogue of credential files, histories, profiles and agent
+//!   sockets a command may not read, each with its tool and why; [`DEFAULT_HIDDEN_PATHS`] is
+//!   its paths.
 //! - [`EnvSnapshot`]: the user view (HOME, TMPDIR, …, CORDON_HOME) that hidden paths and
 //!   writable roots are computed from — cordon's own environment, never the command's.
 //! - [`render_argv`], [`render_text`], [`abbreviate`]: commands and text as an approval prompt
@@ -45,6 +48,7 @@ mod env_policy;
 mod env_secrets;
 mod git_config;
 mod git_reading;
+mod hidden_paths;
 mod judge;
 mod normalize;
 mod paths;
@@ -57,6 +61,7 @@ mod sandbox_request;
 mod script_reading;
 mod script_words;
 mod sealing;
+mod secret_files;
 mod shell_script;
 mod start_files;
 mod unreadable;
@@ -81,10 +86,11 @@ pub use domains::{
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::git_config_may_run_code;
+pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use normalize::runs_arbitrary_code;
 pub use paths::{
-    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS,
-    expand_home, expand_path, home_start_up_paths, lexically_normal,
+    DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
+    home_start_up_paths, lexically_normal, session_bus_socket,
 };
 pub use reading::read_command;
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
@@ -95,6 +101,10 @@ pub use sandbox_policy::{
 pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
 pub use sealing::{EntryKind, HomeSeal, Listing};
+pub use secret_files::{
+    DEFAULT_HIDDEN_PATHS, Platform, RELOCATING_VARIABLES, SECRET_FILES, SecretFile, SecretKind,
+    secret_file,
+};
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};
 pub use unreadable::Unreadable;

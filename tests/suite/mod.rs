@@ -39,6 +39,7 @@ mod proxy;
 #[cfg(target_os = "linux")]
 mod remote;
 mod robustness;
+mod secret_files;
 mod secrets;
 #[cfg(target_os = "linux")]
 mod self_protection;
