@@ -477,6 +477,10 @@ fn every_spelling_of_a_forbidden_or_prompt_program_is_asked_or_refused() {
         &["bash", "-c", "python3 <<'EOF'\nimport os\nos.remove('x')\nEOF"],
         &["bash", "-c", "echo 'rm x' | sh"],
         &["sudo", "LD_PRELOAD=./x.so", "ls"],
+        &["env", "-u", "A", "--", "B=1", "rm", "--", "victim"],
+        &["/usr/lib/git-core/git-push"],
+        &["nohup", "--", "/usr/lib/git-core/git-push"],
+        &["env", "-", "dash", "-c", "c='/bin/touch t'\n$c"],
     ];
     for spelling in spellings {
         for approval in [OnRequest, OnFailure, Never, Untrusted] {

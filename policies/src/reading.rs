@@ -59,6 +59,13 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
     }
     let Some((first, rest)) = words.split_first() else { return Ok(Vec::new()) };
     let program = basename(first).to_owned();
+    // git's commands as the programs of its exec path (`/usr/lib/git-core/git-push`).
+    if let Some(subcommand) = program.strip_prefix("git-").filter(|s| !s.is_empty()) {
+        let args = std::iter::once(subcommand.to_owned()).chain(rest.iter().cloned());
+        let args: Vec<String> = args.collect();
+        let rest = crate::git_reading::read_git(&args)?;
+        return Ok(std::iter::once("git".to_owned()).chain(rest).collect());
+    }
     if CODE_BUILTINS.contains(&program.as_str()) {
         return Err(Unreadable::Builtin { name: program });
     }

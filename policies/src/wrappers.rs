@@ -43,6 +43,8 @@ struct Grammar {
     assignments: bool,
     /// A `-NUMBER` word is an option (`nice -5`).
     numeric_options: bool,
+    /// A lone `-` is an option (`env -`, the same as `env -i`).
+    dash_is_option: bool,
 }
 
 const NO_GRAMMAR: Grammar = Grammar {
@@ -54,6 +56,7 @@ const NO_GRAMMAR: Grammar = Grammar {
     long_flags: &["help", "version"],
     assignments: false,
     numeric_options: false,
+    dash_is_option: false,
 };
 
 const ENV: Grammar = Grammar {
@@ -63,6 +66,7 @@ const ENV: Grammar = Grammar {
     long_optional_value: &["block-signal", "default-signal", "ignore-signal"],
     long_flags: &["ignore-environment", "null", "debug", "list-signal-handling", "help", "version"],
     assignments: true,
+    dash_is_option: true,
     ..NO_GRAMMAR
 };
 
@@ -429,6 +433,9 @@ fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, U
         if word == "--" {
             break;
         }
+        if grammar.dash_is_option && word == "-" {
+            continue;
+        }
         if grammar.assignments && is_assignment(word) {
             assigned.extend(word.split_once('=').map(|(name, _)| name.to_owned()));
             continue;
@@ -480,6 +487,12 @@ fn parse<'a>(grammar: &Grammar, words: &'a [String]) -> Result<ParsedCall<'a>, U
             }
             options.push(Parsed { short: Some(letter), long: None, value: None });
         }
+    }
+    // Assignments may follow the options and a `--` (`env -u A -- B=1 cmd`).
+    while grammar.assignments && words.get(index).is_some_and(|w| is_assignment(w)) {
+        assigned
+            .extend(words.get(index).and_then(|w| w.split_once('=')).map(|(n, _)| n.to_owned()));
+        index += 1;
     }
     Ok(ParsedCall { options, assigned, rest: words.get(index..).unwrap_or_default() })
 }
