@@ -67,8 +67,9 @@ pub fn cordon_home() -> Option<PathBuf> {
     read_user_view().cordon_home
 }
 
-/// The user view: HOME, TMPDIR, XDG_RUNTIME_DIR, SSH_AUTH_SOCK, CORDON_HOME and the uid, from
-/// cordon's own environment. The one source for every decision about paths (hidden paths, the
+/// The user view: HOME, TMPDIR, XDG_RUNTIME_DIR, SSH_AUTH_SOCK, the session bus's socket
+/// (DBUS_SESSION_BUS_ADDRESS), the variables that move a secret, CORDON_HOME and the uid, from
+/// cordon's own environment, and the uid's home in the password database. The one source for every decision about paths (hidden paths, the
 /// `$TMPDIR` writable root, CORDON_HOME outside the writable roots), on every entry point; the
 /// command's environment, which `shell_environment_policy` shapes, never feeds them.
 pub fn user_view() -> anyhow::Result<EnvSnapshot> {
@@ -76,13 +77,18 @@ pub fn user_view() -> anyhow::Result<EnvSnapshot> {
     // It travels to the helper as JSON, which holds only UTF-8 paths; refusing here gives a
     // clearer message than the helper's exit 125.
     serde_json::to_string(&view).context(
-        "HOME, TMPDIR, XDG_RUNTIME_DIR, SSH_AUTH_SOCK or CORDON_HOME is not valid UTF-8",
+        "HOME, TMPDIR, XDG_RUNTIME_DIR, SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS, CORDON_HOME, a \
+         variable that moves a secret (XDG_CONFIG_HOME, GNUPGHOME, KUBECONFIG, ...) or the home \
+         directory in the password database is not valid UTF-8",
     )?;
     Ok(view)
 }
 
 fn read_user_view() -> EnvSnapshot {
-    EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(nix::unistd::getuid().as_raw()))
+    let uid = nix::unistd::getuid();
+    let mut view = EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(uid.as_raw()));
+    view.account_home = nix::unistd::User::from_uid(uid).ok().flatten().map(|user| user.dir);
+    view
 }
 
 /// Loads `config.toml` from `home` (absent = defaults) and applies `-c key=value` overrides.

@@ -6,27 +6,36 @@ use std::process::ExitCode;
 
 #[cfg(target_os = "linux")]
 use cordon_exec_core::{DoctorReport, MountViewStatus};
-use cordon_policies::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
+use cordon_policies::{
+    DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, SECRET_FILES, expand_hidden_path, secret_file,
+    value_rules,
+};
 #[cfg(not(target_os = "linux"))]
 use cordon_policies::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, SandboxMode};
 use serde_json::json;
 
+use crate::config::Config;
 use crate::flags::DoctorArgs;
 
 #[cfg(target_os = "linux")]
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let report = DoctorReport::gather();
-    let environment = environment_report();
+    let config = crate::config::load(crate::config::cordon_home().as_deref(), &[]);
+    let environment = environment_report(&config);
+    let hidden_here = hidden_here(&config);
     let advice = git_advice();
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
+            map.insert("hidden_here".into(), json!(hidden_here));
+            map.insert("hidden_catalogue".into(), json!(SECRET_FILES));
             map.insert("environment".into(), environment);
             map.insert("advice".into(), json!(advice));
         }
         format!("{}\n", serde_json::to_string_pretty(&document)?)
     } else {
         let mut text = render_text(&report);
+        render_hidden_here(&mut text, &hidden_here);
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
         for line in &advice {
@@ -161,7 +170,11 @@ fn render_text(report: &DoctorReport) -> String {
     }
     println!("\nprotected paths (read-only inside writable roots): {:?}", report.protected_paths);
     println!("  note: {}", report.protected_paths_note);
-    println!("hidden paths: {:?}", report.hidden_paths);
+    println!(
+        "hidden paths: {} by default (credential files, histories, browser and mail profiles, \
+         agent and bus sockets; `cordon doctor --json` lists them with their tools)",
+        report.hidden_paths.len()
+    );
     out
 }
 
@@ -179,13 +192,71 @@ fn render_deny_list(out: &mut String, report: &DoctorReport) {
     }
 }
 
-/// The environment policy in force: the config's `[shell_environment_policy]` and the default
-/// excludes it applies (or their absence).
-fn environment_report() -> serde_json::Value {
-    let policy = match crate::config::load(crate::config::cordon_home().as_deref(), &[]) {
-        Ok(config) => config.shell_environment_policy,
+/// One hidden path that exists for this user.
+#[derive(Debug, serde::Serialize)]
+struct HiddenHere {
+    /// The absolute path.
+    path: std::path::PathBuf,
+    /// The hidden-path entry it comes from (`~/.ssh`).
+    entry: String,
+    /// The catalogue's tool and why; none for an entry of the user's own list.
+    tool: Option<&'static str>,
+    why: Option<&'static str>,
+}
+
+/// The hidden paths in force (the config's list or the catalogue) that exist for this user: what
+/// a sandboxed command finds replaced by an empty stand-in. Expanded as the sandbox expands
+/// them, from cordon's own environment (HOME, the password database's home, XDG_RUNTIME_DIR,
+/// SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS).
+fn hidden_here(config: &anyhow::Result<Config>) -> Vec<HiddenHere> {
+    let (Ok(config), Ok(view)) = (config, crate::config::user_view()) else {
+        return Vec::new();
+    };
+    let env = view.view();
+    let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    for entry in crate::settings::configured_hidden_paths(config) {
+        let known = secret_file(&entry);
+        for path in expand_hidden_path(&entry, &env) {
+            if std::fs::metadata(&path).is_err() || !seen.insert(path.clone()) {
+                continue;
+            }
+            found.push(HiddenHere {
+                path,
+                entry: entry.clone(),
+                tool: known.map(|k| k.tool),
+                why: known.map(|k| k.why),
+            });
+        }
+    }
+    found
+}
+
+fn render_hidden_here(out: &mut String, hidden: &[HiddenHere]) {
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "\nhidden here (a sandboxed command finds these empty):");
+    if hidden.is_empty() {
+        let _ = writeln!(out, "  (none of the hidden paths exists for this user)");
+    }
+    for item in hidden {
+        let what = match (item.tool, item.why) {
+            (Some(tool), Some(why)) => format!("{tool}: {why}"),
+            _ => "your hidden_paths".to_owned(),
+        };
+        let path = cordon_policies::render_text(&item.path.to_string_lossy()).text;
+        let _ = writeln!(out, "  {path:<44} {what}");
+    }
+}
+
+/// The environment policy in force: the config's `[shell_environment_policy]`, the default
+/// excludes it applies (or their absence), and what it removes from this environment (names
+/// only).
+fn environment_report(config: &anyhow::Result<Config>) -> serde_json::Value {
+    let policy = match config {
+        Ok(config) => &config.shell_environment_policy,
         Err(error) => return json!({"config_error": format!("{error:#}")}),
     };
+    let (_, removed_here) = crate::settings::filter_own_env(policy);
     let defaults_on = !policy.ignore_default_excludes;
     json!({
         "inherit": policy.inherit,
@@ -196,6 +267,7 @@ fn environment_report() -> serde_json::Value {
         "exclude": policy.exclude,
         "set": policy.set.keys().collect::<Vec<_>>(),
         "include_only": policy.include_only,
+        "removed_here": removed_here,
         "note": "patterns are case-insensitive globs over the whole name; HOME, TMPDIR and the \
                  hidden paths come from cordon's own environment, whatever the command is given",
     })
@@ -222,6 +294,18 @@ fn render_environment(out: &mut String, env: &serde_json::Value) {
     let _ = writeln!(out, "  exclude:          {}", list("exclude"));
     let _ = writeln!(out, "  set:              {}", list("set"));
     let _ = writeln!(out, "  include_only:     {}", list("include_only"));
+    let removed: Vec<String> = env["removed_here"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| {
+            let name = item["name"].as_str().unwrap_or_default();
+            let reason = item["reason"].as_str().unwrap_or_default();
+            format!("{} ({reason})", cordon_policies::render_text(name).text)
+        })
+        .collect();
+    let removed = if removed.is_empty() { "(none)".to_owned() } else { removed.join(" ") };
+    let _ = writeln!(out, "  removed here:     {removed}");
     let _ = writeln!(out, "  note: {}", env["note"].as_str().unwrap_or_default());
 }
 
@@ -233,6 +317,8 @@ fn write_stdout(text: &str) -> anyhow::Result<ExitCode> {
 
 #[cfg(not(target_os = "linux"))]
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    let config = crate::config::load(crate::config::cordon_home().as_deref(), &[]);
+    let hidden_here = hidden_here(&config);
     let modes: Vec<&str> = SandboxMode::ALL.iter().map(|m| m.as_str()).collect();
     let report = json!({
         "platform": std::env::consts::OS,
@@ -240,13 +326,16 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         "modes": modes,
         "protected_paths": DEFAULT_PROTECTED_PATHS,
         "hidden_paths": DEFAULT_HIDDEN_PATHS,
-        "environment": environment_report(),
+        "hidden_here": hidden_here,
+        "hidden_catalogue": SECRET_FILES,
+        "environment": environment_report(&config),
     });
     if args.json {
         return write_stdout(&format!("{report}\n"));
     }
     let mut text =
         format!("platform {}: Seatbelt via /usr/bin/sandbox-exec\n", std::env::consts::OS);
+    render_hidden_here(&mut text, &hidden_here);
     render_environment(&mut text, &report["environment"]);
     write_stdout(&text)
 }

@@ -209,15 +209,28 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
     let settings =
         Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, Bypass::No)?;
     let orchestrator = settings.orchestrator()?;
-    let assessment = orchestrator.assess(&args.command, settings.approval, &Escalation::UseDefault);
+    let (env, _) = settings.command_env();
+    let request = ExecRequest {
+        command: args.command.iter().map(std::ffi::OsString::from).collect(),
+        cwd: settings.cwd.clone(),
+        cwd_pin: None,
+        sandbox: settings.sandbox.clone(),
+        approval: settings.approval,
+        escalation: Escalation::UseDefault,
+        requester: Requester::Program,
+        timeout: None,
+        env,
+        stdin: StdinMode::Null,
+        output: OutputMode::Capture,
+    };
+    let lookup = orchestrator.program_lookup(&request);
+    let assessment =
+        orchestrator.assess(&args.command, settings.approval, &Escalation::UseDefault, &lookup);
     let sandbox = match &assessment.decision {
         PreRunDecision::Refuse { .. } => None,
-        PreRunDecision::Run { sandboxed } | PreRunDecision::Ask { sandboxed, .. } => {
-            Some(if *sandboxed {
-                SandboxKind::for_policy(&settings.sandbox.policy)
-            } else {
-                SandboxKind::None
-            })
+        PreRunDecision::Run { sandbox } | PreRunDecision::Ask { sandbox, .. } => {
+            let sandboxed = cordon_exec_core::Sandboxed::from(*sandbox);
+            Some(SandboxKind::for_run(&settings.sandbox.policy, sandboxed))
         }
     };
     let report = serde_json::json!({
@@ -228,6 +241,7 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
         "would_ask": matches!(assessment.decision, PreRunDecision::Ask { .. }),
         "known_safe": assessment.known_safe,
         "matched_rule": assessment.matched_rule,
+        "unreadable": assessment.unreadable,
         "sandbox": sandbox.map(|s| s.as_str()),
     });
     crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;

@@ -162,7 +162,8 @@ pub struct SandboxFlags {
     /// Refuse to run (exit 125) when the mount view cannot be built.
     #[arg(long, conflicts_with = "no_mount_view")]
     pub require_mount_view: bool,
-    /// Do not build the mount view (Landlock + seccomp only).
+    /// Do not build the mount view (Landlock + seccomp only): hidden paths (~/.ssh, …) are then
+    /// readable and protected paths writable, without a warning.
     #[arg(long)]
     pub no_mount_view: bool,
     /// Allow a writable root that is your home directory or contains it (refused otherwise,

@@ -11,8 +11,8 @@ use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, Pi
 use cordon_exec_core::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
-    RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest, Strictness,
-    WorkspaceWrite, expand_path,
+    RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest,
+    ShellEnvironmentPolicy, Strictness, WorkspaceWrite, expand_hidden_path, expand_path,
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
@@ -175,44 +175,7 @@ impl Settings {
     /// A name or value that is not UTF-8 is judged by the policy as its lossy text (patterns
     /// and secret shapes are ASCII) and, when kept unchanged, passed on as the bytes it was.
     pub fn command_env(&self) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
-        let mut not_utf8: Vec<(String, String, OsString, OsString)> = Vec::new();
-        let vars: Vec<(String, String)> = std::env::vars_os()
-            .map(|(k, v)| match (k.to_str(), v.to_str()) {
-                (Some(name), Some(value)) => (name.to_owned(), value.to_owned()),
-                _ => {
-                    let lossy =
-                        (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned());
-                    not_utf8.push((lossy.0.clone(), lossy.1.clone(), k, v));
-                    lossy
-                }
-            })
-            .collect();
-        let (mut env, mut removed) = self.command_env_from(vars);
-        let policy = &self.config.shell_environment_policy;
-        env.retain_mut(|(name, value)| {
-            let Some((lossy_name, _, original_name, original_value)) =
-                not_utf8.iter().find(|(n, v, ..)| *name == **n && *value == **v)
-            else {
-                return true;
-            };
-            // The value rules read text: an invalid byte where a separator stood (`Bearer`,
-            // a non-breaking space, a token) must not hide a secret from them, so the value is
-            // judged a second time with every invalid byte read as a space.
-            let spaced =
-                spaced_text(std::os::unix::ffi::OsStrExt::as_bytes(original_value.as_os_str()));
-            let again = policy.apply([(lossy_name.clone(), spaced.clone())]);
-            if again.vars.get(lossy_name) != Some(&spaced) {
-                removed.push(RemovedVar {
-                    name: lossy_name.clone(),
-                    reason: cordon_policies::RemovalReason::SecretValue,
-                });
-                return false;
-            }
-            *name = original_name.clone();
-            *value = original_value.clone();
-            true
-        });
-        (env, removed)
+        filter_own_env(&self.config.shell_environment_policy)
     }
 
     /// What every session of `cordon executor`/`cordon mcp-server` starts from, with this
@@ -236,10 +199,63 @@ impl Settings {
         &self,
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
-        let filtered = self.config.shell_environment_policy.apply(vars);
-        let env = filtered.vars.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v)));
-        (env.collect(), filtered.removed)
+        filter_env(&self.config.shell_environment_policy, vars)
     }
+}
+
+/// `policy` applied to this process's environment: what a command gets, and what was removed
+/// (names only).
+///
+/// A name or value that is not UTF-8 is judged by the policy as its lossy text (patterns and
+/// secret shapes are ASCII) and, when kept unchanged, passed on as the bytes it was.
+pub fn filter_own_env(
+    policy: &ShellEnvironmentPolicy,
+) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
+    let mut not_utf8: Vec<(String, String, OsString, OsString)> = Vec::new();
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| match (k.to_str(), v.to_str()) {
+            (Some(name), Some(value)) => (name.to_owned(), value.to_owned()),
+            _ => {
+                let lossy = (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned());
+                not_utf8.push((lossy.0.clone(), lossy.1.clone(), k, v));
+                lossy
+            }
+        })
+        .collect();
+    let (mut env, mut removed) = filter_env(policy, vars);
+    env.retain_mut(|(name, value)| {
+        let Some((lossy_name, _, original_name, original_value)) =
+            not_utf8.iter().find(|(n, v, ..)| *name == **n && *value == **v)
+        else {
+            return true;
+        };
+        // The value rules read text: an invalid byte where a separator stood (`Bearer`,
+        // a non-breaking space, a token) must not hide a secret from them, so the value is
+        // judged a second time with every invalid byte read as a space.
+        let spaced =
+            spaced_text(std::os::unix::ffi::OsStrExt::as_bytes(original_value.as_os_str()));
+        let again = policy.apply([(lossy_name.clone(), spaced.clone())]);
+        if again.vars.get(lossy_name) != Some(&spaced) {
+            removed.push(RemovedVar {
+                name: lossy_name.clone(),
+                reason: cordon_policies::RemovalReason::SecretValue,
+            });
+            return false;
+        }
+        *name = original_name.clone();
+        *value = original_value.clone();
+        true
+    });
+    (env, removed)
+}
+
+fn filter_env(
+    policy: &ShellEnvironmentPolicy,
+    vars: impl IntoIterator<Item = (String, String)>,
+) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
+    let filtered = policy.apply(vars);
+    let env = filtered.vars.into_iter().map(|(k, v)| (OsString::from(k), OsString::from(v)));
+    (env.collect(), filtered.removed)
 }
 
 /// The sandbox policy from the flags and the config.
@@ -338,22 +354,31 @@ fn protected_paths(flags: &SandboxFlags, config: &Config) -> Option<Vec<String>>
     Some(base.into_iter().chain(flags.protect.iter().cloned()).collect())
 }
 
+/// The hidden paths the config puts in force (its own list, else the catalogue's), before any
+/// `--hide` or `--unhide`.
+pub fn configured_hidden_paths(config: &Config) -> Vec<String> {
+    config
+        .hidden_paths
+        .clone()
+        .or(config.sandbox_workspace_write.hidden_paths.clone())
+        .unwrap_or_else(|| DEFAULT_HIDDEN_PATHS.iter().map(|p| (*p).to_owned()).collect())
+}
+
 /// The config's list (or the defaults) plus `--hide`, minus `--unhide` (compared after `~`
 /// expansion, since the shell has usually expanded the user's `~` already). `None` keeps the
 /// helper's defaults.
 fn hidden_paths(flags: &SandboxFlags, config: &Config, env: &PolicyEnv<'_>) -> Option<Vec<String>> {
     let configured =
-        config.hidden_paths.clone().or(config.sandbox_workspace_write.hidden_paths.clone());
-    if flags.hide.is_empty() && flags.unhide.is_empty() && configured.is_none() {
+        config.hidden_paths.is_some() || config.sandbox_workspace_write.hidden_paths.is_some();
+    if flags.hide.is_empty() && flags.unhide.is_empty() && !configured {
         return None;
     }
     let unhidden: Vec<PathBuf> = flags.unhide.iter().filter_map(|p| expand_path(p, env)).collect();
-    let base = configured
-        .unwrap_or_else(|| DEFAULT_HIDDEN_PATHS.iter().map(|p| (*p).to_owned()).collect());
     Some(
-        base.into_iter()
+        configured_hidden_paths(config)
+            .into_iter()
             .chain(flags.hide.iter().cloned())
-            .filter(|p| expand_path(p, env).is_none_or(|p| !unhidden.contains(&p)))
+            .filter(|p| !expand_hidden_path(p, env).iter().any(|p| unhidden.contains(p)))
             .collect(),
     )
 }

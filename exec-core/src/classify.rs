@@ -76,6 +76,21 @@ pub struct DenialContext {
     pub home: Option<PathBuf>,
     /// The directories cordon's own executables lie in, likewise.
     pub own_dirs: Vec<PathBuf>,
+    /// How a write the sandbox refuses outside the roots fails.
+    pub write_refusal: WriteRefusal,
+}
+
+/// How the sandbox refuses a write outside the writable roots, so that a failed *read* (a
+/// file the user may not read, a process the sandbox's own `/proc` keeps apart) is not taken
+/// for one — an unsandboxed retry of a read would show what the sandbox kept back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WriteRefusal {
+    /// The mount view makes everything outside the roots a read-only mount: `EROFS` ("Read-only
+    /// file system"), or `EPERM` for attribute changes. `EACCES` alone is a read failure.
+    ReadOnlyMounts,
+    /// Landlock alone (no mount view) or Seatbelt: `EACCES` or `EPERM` too.
+    #[default]
+    AnyDenial,
 }
 
 /// One finished attempt.
@@ -392,6 +407,11 @@ pub fn explain(line: &str, context: &DenialContext) -> Option<Blocked> {
         } else if context.hidden.iter().any(|p| path.starts_with(p)) {
             Some(Blocked::Hidden { path })
         } else if !context.writable_roots.iter().any(|root| path.starts_with(root)) {
+            let only_access_denied = !lower.contains("read-only file system")
+                && !lower.contains("operation not permitted");
+            if context.write_refusal == WriteRefusal::ReadOnlyMounts && only_access_denied {
+                return None;
+            }
             let allow = allow_for(&path, context);
             Some(Blocked::OutsideRoots { path, allow })
         } else if context.protected.iter().any(|p| path.starts_with(p)) {

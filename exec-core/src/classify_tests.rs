@@ -10,7 +10,30 @@ fn context(network: bool) -> DenialContext {
         network,
         home: Some(PathBuf::from("/home/u")),
         own_dirs: vec![PathBuf::from("/home/u/.cargo/bin")],
+        write_refusal: WriteRefusal::AnyDenial,
     }
+}
+
+#[test]
+fn with_read_only_mounts_a_plain_permission_denied_outside_the_roots_is_a_failed_read() {
+    let context = DenialContext { write_refusal: WriteRefusal::ReadOnlyMounts, ..context(false) };
+    let denied = |stderr: &str| {
+        classify(
+            Finished { sandbox: SandboxKind::Linux, exit: ExitKind::Code(1), stdout: "", stderr },
+            &context,
+        )
+    };
+    assert_eq!(denied("cat: /proc/1/environ: Permission denied"), Verdict::Failure);
+    assert_eq!(denied("cat: /root/secret: Permission denied"), Verdict::Failure);
+    assert_eq!(
+        denied("touch: cannot touch '/etc/x': Read-only file system"),
+        Verdict::LikelySandboxDenied
+    );
+    assert_eq!(
+        denied("chmod: changing permissions of '/etc/x': Operation not permitted"),
+        Verdict::LikelySandboxDenied
+    );
+    assert_eq!(denied("cat: /home/u/.ssh/id: Permission denied"), Verdict::LikelySandboxDenied);
 }
 
 fn verdict(sandbox: SandboxKind, exit: ExitKind, stderr: &str) -> Verdict {

@@ -10,7 +10,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cordon_policies::{EnvSnapshot, SandboxPolicy, SandboxRequest};
+use cordon_policies::{
+    EnvSnapshot, MountViewRequirement, RunSandbox, SandboxPolicy, SandboxRequest, Strictness,
+};
 use cordon_sandbox_linux::{HelperArgs, UserView};
 use serde::Serialize;
 
@@ -42,6 +44,7 @@ impl SandboxKind {
     pub fn for_run(policy: &SandboxPolicy, sandboxed: Sandboxed) -> SandboxKind {
         match sandboxed {
             Sandboxed::Yes => SandboxKind::for_policy(policy),
+            Sandboxed::ReadOnly => SandboxKind::for_policy(&read_only_policy(policy)),
             Sandboxed::No => SandboxKind::None,
         }
     }
@@ -59,8 +62,38 @@ impl SandboxKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Sandboxed {
+    /// In the sandbox of the request's policy.
     Yes,
+    /// Read-only with no network and the mount view required, whatever the policy: a
+    /// known-safe command that runs without a question.
+    ReadOnly,
     No,
+}
+
+impl From<RunSandbox> for Sandboxed {
+    fn from(sandbox: RunSandbox) -> Sandboxed {
+        match sandbox {
+            RunSandbox::Policy => Sandboxed::Yes,
+            RunSandbox::ReadOnly => Sandboxed::ReadOnly,
+            RunSandbox::None => Sandboxed::No,
+        }
+    }
+}
+
+/// The read-only policy with `policy`'s hidden paths.
+pub(crate) fn read_only_policy(policy: &SandboxPolicy) -> SandboxPolicy {
+    SandboxPolicy::ReadOnly { hidden_paths: policy.hidden_paths_setting().cloned() }
+}
+
+/// The sandbox a known-safe command gets: read-only, no network, `policy`'s hidden paths, the
+/// mount view required (it is what hides them) and no best effort.
+pub(crate) fn read_only_request(request: &SandboxRequest) -> SandboxRequest {
+    SandboxRequest {
+        policy: read_only_policy(&request.policy),
+        policy_cwd: request.policy_cwd.clone(),
+        strictness: Strictness::FailClosed,
+        mount_view: MountViewRequirement::Required,
+    }
 }
 
 /// An executable cordon starts by a descriptor it opened when it started, never by a path:
@@ -393,7 +426,7 @@ pub fn plan_launch(
                     ino: pin.identity.1,
                 }),
                 parent_death,
-                user_view: UserView::Given(helper.user_view.clone()),
+                user_view: UserView::Given(Box::new(helper.user_view.clone())),
                 proxy_fd: proxy_channel.as_ref().map(HandOverSocket::number),
                 caller: cordon_sandbox_linux::Caller::Cordon,
                 command: argv,

@@ -64,6 +64,7 @@ mod mcp;
 mod network_proxy;
 mod orchestrator;
 mod platform;
+mod program_trust;
 mod remote;
 mod remote_error;
 mod request;
@@ -95,6 +96,7 @@ pub use orchestrator::{
 pub use platform::{
     DoctorReport, Gap, MountViewStatus, helper_main, is_helper_arg0, predicted_gaps,
 };
+pub use program_trust::ProgramLookup;
 pub use remote::{
     LinkEvent, LinkEvents, RemoteError, RemoteExec, RemoteLink, RemoteSessions, RemoteTarget,
     run_remote,

@@ -9,18 +9,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use cordon_policies::{
-    AskForApproval, Assessment, Escalation, PreRunDecision, RetryDecision, RuleSet, SandboxMode,
-    allow_rule_toml, assess, retry_after_denial,
+    AskForApproval, AssessInput, Assessment, Escalation, MountViewRequirement, PreRunDecision,
+    RetryDecision, RuleSet, SandboxMode, allow_rule_toml, always_allow_prefix, assess,
+    retry_after_denial,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::capture::Captured;
 use crate::classify::{
-    Blocked, DenialContext, ExitKind, Finished, Verdict, classify, command_exit, explain_output,
-    is_denial_evidence,
+    Blocked, DenialContext, ExitKind, Finished, Verdict, WriteRefusal, classify, command_exit,
+    explain_output, is_denial_evidence, setup_failure_line,
 };
 use crate::launch::{HelperSettings, SandboxKind, Sandboxed};
 use crate::network_proxy::NetworkLog;
+use crate::program_trust::ProgramLookup;
 use crate::resolved::ApprovalState;
 use crate::runner::{AttemptRun, LocalRunner, MovedAside, Runner};
 
@@ -168,6 +170,15 @@ struct SessionKey {
     sandboxed: Sandboxed,
 }
 
+/// A session's first attempt that exited, for [`Orchestrator::approve_retry_after_session`].
+pub(crate) struct SessionDenial<'a> {
+    pub request: &'a ExecRequest,
+    pub sandbox: SandboxKind,
+    pub code: i32,
+    /// What the command printed (stdout and stderr merged).
+    pub output: &'a str,
+}
+
 /// One question for [`Orchestrator::approve`].
 struct Question {
     reason: String,
@@ -186,15 +197,31 @@ impl Orchestrator {
         }
     }
 
-    /// What would happen to `command` before running (for `cordon policy check`).
+    /// What would happen to `command` before running (for `cordon policy check`); `lookup`
+    /// says where its programs are found.
     pub fn assess(
         &self,
         command: &[String],
         approval: AskForApproval,
         escalation: &Escalation,
+        lookup: &ProgramLookup,
     ) -> Assessment {
         let rules = self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        assess(command, approval, &rules, escalation)
+        let trusted_program = |program: &str| lookup.trusts(program);
+        assess(&AssessInput {
+            command,
+            approval,
+            rules: &rules,
+            escalation,
+            trusted_program: &trusted_program,
+        })
+    }
+
+    /// Where `request`'s programs are found, and what its sandbox lets it write.
+    pub fn program_lookup(&self, request: &ExecRequest) -> ProgramLookup {
+        let path = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
+        let writable_roots = denial_context(request, &self.helper.user_view).writable_roots;
+        ProgramLookup { path, cwd: request.cwd.clone(), writable_roots }
     }
 
     /// Runs `request` through the whole flow on this machine.
@@ -238,15 +265,45 @@ impl Orchestrator {
         }
 
         // 2-4. Pick the sandbox, spawn, classify.
-        let sandbox = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         let context = denial_context(request, &self.helper.user_view);
         let approval = if outcome.approvals.is_empty() {
             ApprovalState::NotNeeded
         } else {
             ApprovalState::Granted
         };
-        let first =
-            self.attempt(runner, AttemptRun { request, sandbox, approval }, &context).await?;
+        let mut sandbox = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
+        let mut first = if sandboxed == Sandboxed::ReadOnly {
+            let confined = request.under(sandboxed);
+            let run = AttemptRun { request: &confined, sandbox, approval };
+            self.attempt(runner, run, &context).await?
+        } else {
+            self.attempt(runner, AttemptRun { request, sandbox, approval }, &context).await?
+        };
+        if sandboxed == Sandboxed::ReadOnly && first.verdict == Verdict::SandboxSetupFailed {
+            // Known-safe grants nothing where the read-only confinement cannot be enforced:
+            // the command is asked about as any other.
+            tracing::debug!("the read-only confinement could not be set up; asking instead");
+            let why = setup_failure_line(&first.stderr.text)
+                .unwrap_or("the sandbox could not be set up")
+                .to_owned();
+            outcome.attempts.push(first);
+            let question = Question {
+                reason: format!(
+                    "the command is on the known-safe list, but cordon cannot run it read-only \
+                     here ({why}); run it in the policy's sandbox?"
+                ),
+                stage: ApprovalStage::BeforeRun,
+                sandboxed: Sandboxed::Yes,
+                evidence: Vec::new(),
+            };
+            if !self.approve(request, question, approver, &mut outcome.approvals).await {
+                outcome.result = OutcomeResult::Rejected { reason: "approval denied".to_owned() };
+                return Ok(outcome);
+            }
+            sandbox = SandboxKind::for_run(&request.sandbox.policy, Sandboxed::Yes);
+            let run = AttemptRun { request, sandbox, approval: ApprovalState::Granted };
+            first = self.attempt(runner, run, &context).await?;
+        }
         let (exit, verdict) = (first.exit, first.verdict);
         outcome.attempts.push(first);
         if verdict != Verdict::LikelySandboxDenied {
@@ -311,7 +368,9 @@ impl Orchestrator {
         approver: &impl Approver,
         approvals: &mut Vec<ApprovalRecord>,
     ) -> Authorization {
-        let assessment = self.assess(&request.words(), request.approval, &request.escalation);
+        let lookup = self.program_lookup(request);
+        let assessment =
+            self.assess(&request.words(), request.approval, &request.escalation, &lookup);
         tracing::debug!(
             command = ?request.command,
             decision = ?assessment.decision,
@@ -319,26 +378,66 @@ impl Orchestrator {
             known_safe = assessment.known_safe,
             "assessed"
         );
-        let as_run = |sandboxed: bool| if sandboxed { Sandboxed::Yes } else { Sandboxed::No };
         match assessment.decision.clone() {
             PreRunDecision::Refuse { reason } => Authorization::Refused { assessment, reason },
-            PreRunDecision::Run { sandboxed } => {
-                Authorization::Run { assessment, sandboxed: as_run(sandboxed) }
+            PreRunDecision::Run { sandbox } => {
+                Authorization::Run { assessment, sandboxed: Sandboxed::from(sandbox) }
             }
-            PreRunDecision::Ask { reason, sandboxed } => {
+            PreRunDecision::Ask { reason, sandbox } => {
                 let question = Question {
                     reason,
                     stage: ApprovalStage::BeforeRun,
-                    sandboxed: as_run(sandboxed),
+                    sandboxed: Sandboxed::from(sandbox),
                     evidence: Vec::new(),
                 };
                 if self.approve(request, question, approver, approvals).await {
-                    Authorization::Run { assessment, sandboxed: as_run(sandboxed) }
+                    Authorization::Run { assessment, sandboxed: Sandboxed::from(sandbox) }
                 } else {
                     Authorization::Refused { assessment, reason: "approval denied".into() }
                 }
             }
         }
+    }
+
+    /// After a session's command exited within its first call: when the policy asks after a
+    /// denial and the exit looks like one, asks to run it again without the sandbox; whether
+    /// that was approved.
+    pub(crate) async fn approve_retry_after_session(
+        &self,
+        denied: SessionDenial<'_>,
+        approver: &impl Approver,
+    ) -> bool {
+        let SessionDenial { request, sandbox, code, output } = denied;
+        if sandbox == SandboxKind::None {
+            return false;
+        }
+        match retry_after_denial(request.approval, request.requester) {
+            RetryDecision::NoRetry { .. } => return false,
+            RetryDecision::AskToRetryUnsandboxed => {}
+        }
+        let context = denial_context(request, &self.helper.user_view);
+        let exit = ExitKind::Code(code);
+        let finished = Finished { sandbox, exit, stdout: output, stderr: "" };
+        if classify(finished, &context) != Verdict::LikelySandboxDenied {
+            return false;
+        }
+        let evidence: Vec<String> = output
+            .lines()
+            .filter(|line| is_denial_evidence(line, &context))
+            .take(5)
+            .map(|line| line.chars().take(300).collect())
+            .collect();
+        let question = Question {
+            reason: format!(
+                "the {} sandbox probably blocked this command (exit {code}); it already ran once, \
+                 sandboxed, and whatever it did then stays done. Run it again WITHOUT the sandbox?",
+                sandbox.as_str()
+            ),
+            stage: ApprovalStage::RetryWithoutSandbox,
+            sandboxed: Sandboxed::No,
+            evidence,
+        };
+        self.approve(request, question, approver, &mut Vec::new()).await
     }
 
     /// One sandboxed attempt under `kind`, without deciding or asking: `cordon sandbox` with a
@@ -389,13 +488,19 @@ impl Orchestrator {
         // Rules are text: an argv that is not UTF-8 gets no "always allow" (its rule would
         // stand for other bytes too); yes for this session covers the exact bytes.
         let text = request.command.iter().all(|word| word.to_str().is_some());
+        // A program inside a writable root may be rewritten by any sandboxed command, so a rule
+        // naming it would allow whatever is written there next.
         let prefix = if sandboxed == Sandboxed::Yes && text {
-            suggested_prefix(&request.words())
+            always_allow_prefix(&request.words()).filter(|_| {
+                let roots = denial_context(request, &self.helper.user_view).writable_roots;
+                program_inside_roots(request, &roots).is_none()
+            })
         } else {
             None
         };
         let sandbox_mode = match sandboxed {
             Sandboxed::Yes => request.sandbox.policy.mode(),
+            Sandboxed::ReadOnly => SandboxMode::ReadOnly,
             Sandboxed::No => SandboxMode::DangerFullAccess,
         };
         let question = ApprovalRequest {
@@ -539,6 +644,17 @@ fn denial_context(
             .iter()
             .filter_map(|exe| exe.parent().map(Path::to_path_buf))
             .collect(),
+        write_refusal: match (
+            SandboxKind::for_policy(&request.sandbox.policy),
+            request.sandbox.mount_view,
+        ) {
+            (
+                SandboxKind::Linux,
+                MountViewRequirement::Required | MountViewRequirement::WhenAvailable,
+            ) => WriteRefusal::ReadOnlyMounts,
+            (SandboxKind::Linux, MountViewRequirement::Disabled)
+            | (SandboxKind::Seatbelt | SandboxKind::None, _) => WriteRefusal::AnyDenial,
+        },
     }
 }
 
@@ -563,28 +679,6 @@ fn append(path: &Path, text: &str) -> std::io::Result<()> {
     file.write_all(text.as_bytes())
 }
 
-/// The prefix an "always allow" answer persists: the program, plus its subcommand when the
-/// second word looks like one (`cargo test`, `git push`), never file arguments or flags.
-/// `None` for a command whose prefix would approve far more than what was shown: a shell,
-/// a wrapper that runs its arguments (`env`, `xargs`, `sudo`, …) or an interpreter
-/// (`python3`, `node`, …), whose every later use would then run unasked.
-pub fn suggested_prefix(command: &[String]) -> Option<Vec<String>> {
-    let first = command.first()?;
-    if cordon_policies::runs_arbitrary_code(first) {
-        return None;
-    }
-    let mut prefix = vec![first.clone()];
-    if let Some(second) = command.get(1) {
-        let subcommand = !second.is_empty()
-            && second.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            && !second.starts_with('-');
-        if subcommand {
-            prefix.push(second.clone());
-        }
-    }
-    Some(prefix)
-}
-
 /// The output lines that made the classifier call an attempt a likely sandbox denial (at most
 /// a few, each cut short), shown on the retry prompt.
 fn denial_evidence(attempt: Option<&Attempt>, context: &DenialContext) -> Vec<String> {
@@ -604,40 +698,4 @@ fn denial_evidence(attempt: Option<&Attempt>, context: &DenialContext) -> Vec<St
         lines.push(format!("exit status {}", attempt.exit.shell_status()));
     }
     lines
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(str::to_owned).collect()
-    }
-
-    #[test]
-    fn suggested_prefixes_stop_before_files_and_flags() {
-        assert_eq!(suggested_prefix(&words("cargo test --release")), Some(words("cargo test")));
-        assert_eq!(suggested_prefix(&words("touch f")), Some(words("touch f")));
-        assert_eq!(suggested_prefix(&words("rm -rf /")), Some(words("rm")));
-        assert_eq!(suggested_prefix(&words("cat ./x.txt")), Some(words("cat")));
-        assert_eq!(suggested_prefix(&[]), None);
-    }
-
-    #[test]
-    fn shells_wrappers_and_interpreters_get_no_prefix() {
-        for command in [
-            "sh -c x",
-            "bash -lc cargo",
-            "/bin/zsh",
-            "env FOO=1 rm",
-            "xargs rm",
-            "sudo rm",
-            "python3 -c x",
-            "/usr/bin/node -e x",
-            "nice rm",
-            "timeout 5 rm",
-        ] {
-            assert_eq!(suggested_prefix(&words(command)), None, "{command}");
-        }
-    }
 }

@@ -2,13 +2,14 @@
 //! its writable roots are resolved against, policies, environment, stdio. A leaf value: it
 //! depends only on `launch` and `spawn`.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use cordon_policies::{AskForApproval, Escalation, Requester, SandboxRequest};
 
-use crate::launch::{Launch, ParentDeath, PinnedDir, SandboxKind};
+use crate::launch::{Launch, ParentDeath, PinnedDir, SandboxKind, Sandboxed, read_only_request};
 use crate::spawn::{OutputMode, StdinMode};
 
 /// One command to run.
@@ -43,6 +44,18 @@ impl ExecRequest {
     /// a word matches only what matches any word.
     pub fn words(&self) -> Vec<String> {
         self.command.iter().map(|word| word.to_string_lossy().into_owned()).collect()
+    }
+
+    /// This request as it runs when approved as `sandboxed`: a known-safe command's sandbox
+    /// becomes the read-only one; otherwise it is unchanged.
+    pub fn under(&self, sandboxed: Sandboxed) -> Cow<'_, ExecRequest> {
+        match sandboxed {
+            Sandboxed::ReadOnly => Cow::Owned(ExecRequest {
+                sandbox: read_only_request(&self.sandbox),
+                ..self.clone()
+            }),
+            Sandboxed::Yes | Sandboxed::No => Cow::Borrowed(self),
+        }
     }
 
     /// The launch of this request under `kind`. Nothing the orchestrator or a session starts

@@ -172,6 +172,10 @@ pub enum Note {
     MovedAside { entries: Vec<String> },
     /// Sessions closed to make room for this one (the oldest idle ones).
     ClosedToMakeRoom { session_ids: Vec<u32> },
+    /// The sandboxed attempt ended with `first_exit`, likely blocked by the sandbox; the client
+    /// approved running it again without the sandbox, and this result is that run's. The
+    /// sandboxed attempt's output is kept here.
+    RetriedWithoutSandbox { first_exit: i32, first_output: String },
 }
 
 /// What a remote executor tells the orchestrator in its `hello_response`.

@@ -6,17 +6,30 @@ use serde::Serialize;
 
 use crate::approval::{AskForApproval, Escalation};
 use crate::rules::{Rule, RuleDecision, RuleSet};
-use crate::safe_commands::is_known_safe;
+use crate::safe_commands::{is_known_safe, known_safe_programs};
+use crate::unreadable::Unreadable;
+
+/// Which sandbox a run gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunSandbox {
+    /// The sandbox of the request's policy (none under `danger-full-access`).
+    Policy,
+    /// Read-only with no network, whatever the policy: a known-safe command that runs without
+    /// a question because it is known-safe.
+    ReadOnly,
+    /// No sandbox: an approved escalation.
+    None,
+}
 
 /// What to do before running a command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PreRunDecision {
-    /// Run; `sandboxed: false` only for an approved escalation or danger-full-access (the
-    /// caller decides the latter from the sandbox policy; here: escalation).
-    Run { sandboxed: bool },
-    /// Ask the user first; if approved run with `sandboxed` as given.
-    Ask { reason: String, sandboxed: bool },
+    /// Run under `sandbox`.
+    Run { sandbox: RunSandbox },
+    /// Ask the user first; if approved run under `sandbox`.
+    Ask { reason: String, sandbox: RunSandbox },
     /// Refuse without running (forbidden rule, or approval needed under `never`).
     Refuse { reason: String },
 }
@@ -27,54 +40,114 @@ pub struct Assessment {
     pub decision: PreRunDecision,
     /// The strictest matching rule, if any.
     pub matched_rule: Option<Rule>,
-    /// Whether the command is on the known-safe list.
+    /// Whether the command is on the known-safe list (and its programs are system files).
     pub known_safe: bool,
+    /// Why cordon cannot tell which programs the command runs, if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<Unreadable>,
 }
 
-/// Decides, strictest first: a `forbidden` rule refuses; a `prompt` rule asks (refuses under
+/// What [`assess`] judges.
+pub struct AssessInput<'a> {
+    pub command: &'a [String],
+    pub approval: AskForApproval,
+    pub rules: &'a RuleSet,
+    pub escalation: &'a Escalation,
+    /// Whether a program name of a known-safe command resolves to a file the command cannot
+    /// have planted (the caller looks it up where the command would).
+    pub trusted_program: &'a dyn Fn(&str) -> bool,
+}
+
+/// Decides, strictest first: a `forbidden` rule refuses; a `prompt` rule — or any `prompt` or
+/// `forbidden` rule that might apply to a command cordon cannot read — asks (refuses under
 /// `never`); an escalation request asks to run unsandboxed (refused under `never`); an `allow`
-/// rule runs sandboxed; otherwise `untrusted` asks unless the command is known-safe, and every
-/// other policy runs sandboxed.
-pub fn assess(
-    command: &[String],
-    approval: AskForApproval,
-    rules: &RuleSet,
-    escalation: &Escalation,
-) -> Assessment {
-    let matched_rule = rules.evaluate(command).cloned();
-    let known_safe = is_known_safe(command);
+/// rule runs sandboxed; otherwise `untrusted` asks unless the command is known-safe — which then
+/// runs read-only without network — and every other policy runs in the policy's sandbox.
+pub fn assess(input: &AssessInput<'_>) -> Assessment {
+    let AssessInput { command, approval, rules, escalation, trusted_program } = *input;
+    let judgement = rules.judge(command);
+    let matched_rule = judgement.rule.cloned();
+    let known_safe =
+        is_known_safe(command) && known_safe_programs(command).iter().all(|p| trusted_program(p));
     let escalation = match escalation {
         Escalation::UseDefault => None,
         Escalation::RequireEscalated { justification } => {
             Some(escalation_reason(justification.as_deref()))
         }
     };
-    let decision = match (&matched_rule, escalation) {
-        (Some(rule), escalation) => match rule.decision {
-            RuleDecision::Forbidden => {
-                PreRunDecision::Refuse { reason: rule_reason(rule, "forbids this command") }
+    let uncertain = judgement.uncertain.map(|(rule, why)| uncertain_reason(rule, why.as_ref()));
+    let decision = match (&matched_rule, uncertain, escalation) {
+        (Some(rule), _, _) if rule.decision == RuleDecision::Forbidden => {
+            PreRunDecision::Refuse { reason: rule_reason(rule, "forbids this command") }
+        }
+        (_, Some(uncertain), escalation) => question(approval, uncertain, escalation),
+        (Some(rule), None, escalation) => match rule.decision {
+            RuleDecision::Forbidden | RuleDecision::Prompt => {
+                prompt_rule_decision(rule, approval, escalation)
             }
-            RuleDecision::Prompt => prompt_rule_decision(rule, approval, escalation),
             RuleDecision::Allow => match escalation {
                 Some(reason) => escalation_decision(approval, reason),
-                None => PreRunDecision::Run { sandboxed: true },
+                None => PreRunDecision::Run { sandbox: RunSandbox::Policy },
             },
         },
-        (None, Some(reason)) => escalation_decision(approval, reason),
-        (None, None) => match approval {
-            AskForApproval::Untrusted if !known_safe => PreRunDecision::Ask {
+        (None, None, Some(reason)) => escalation_decision(approval, reason),
+        (None, None, None) => match approval {
+            AskForApproval::Untrusted if known_safe => {
+                PreRunDecision::Run { sandbox: RunSandbox::ReadOnly }
+            }
+            AskForApproval::Untrusted => PreRunDecision::Ask {
                 reason: "approval policy is untrusted and the command is not on the known-safe \
                          list"
                     .to_owned(),
-                sandboxed: true,
+                sandbox: RunSandbox::Policy,
             },
-            AskForApproval::Untrusted
-            | AskForApproval::OnFailure
-            | AskForApproval::OnRequest
-            | AskForApproval::Never => PreRunDecision::Run { sandboxed: true },
+            AskForApproval::OnFailure | AskForApproval::OnRequest | AskForApproval::Never => {
+                PreRunDecision::Run { sandbox: RunSandbox::Policy }
+            }
         },
     };
-    Assessment { decision, matched_rule, known_safe }
+    Assessment { decision, matched_rule, known_safe, unreadable: judgement.unreadable }
+}
+
+/// `cordon cannot tell which programs this command runs (…): rule … might apply`.
+fn uncertain_reason(rule: &Rule, why: Option<&Unreadable>) -> String {
+    let rule_name = rule_name(rule);
+    let verb = match rule.decision {
+        RuleDecision::Forbidden => "forbids",
+        RuleDecision::Prompt | RuleDecision::Allow => "asks for approval of",
+    };
+    match why {
+        Some(why) => format!(
+            "cordon cannot tell which programs this command runs ({why}), and {rule_name} {verb} \
+             a program it might run"
+        ),
+        None => format!(
+            "a word the shell computes stands where {rule_name} names a program; that rule \
+             {verb} it"
+        ),
+    }
+}
+
+/// A question (with an escalation's reason too), or under `never` a refusal.
+fn question(
+    approval: AskForApproval,
+    reason: String,
+    escalation: Option<String>,
+) -> PreRunDecision {
+    match approval {
+        AskForApproval::Never => PreRunDecision::Refuse {
+            reason: format!("{reason}; approval policy is never, so it does not run"),
+        },
+        AskForApproval::Untrusted | AskForApproval::OnFailure | AskForApproval::OnRequest => {
+            match escalation {
+                Some(escalation) => PreRunDecision::Ask {
+                    reason: format!("{reason}; {escalation}"),
+                    sandbox: RunSandbox::None,
+                },
+                None => PreRunDecision::Ask { reason, sandbox: RunSandbox::Policy },
+            }
+        }
+    }
 }
 
 /// A `prompt` rule asks under every policy but `never`; approving it also approves a requested
@@ -100,9 +173,9 @@ fn prompt_rule_decision(
             match escalation {
                 Some(escalation) => PreRunDecision::Ask {
                     reason: format!("{rule_reason}; {escalation}"),
-                    sandboxed: false,
+                    sandbox: RunSandbox::None,
                 },
-                None => PreRunDecision::Ask { reason: rule_reason, sandboxed: true },
+                None => PreRunDecision::Ask { reason: rule_reason, sandbox: RunSandbox::Policy },
             }
         }
     }
@@ -116,7 +189,7 @@ fn escalation_decision(approval: AskForApproval, reason: String) -> PreRunDecisi
                 .to_owned(),
         },
         AskForApproval::Untrusted | AskForApproval::OnFailure | AskForApproval::OnRequest => {
-            PreRunDecision::Ask { reason, sandboxed: false }
+            PreRunDecision::Ask { reason, sandbox: RunSandbox::None }
         }
     }
 }

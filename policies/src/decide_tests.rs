@@ -36,21 +36,33 @@ decision = "allow"
 }
 
 fn decision(words: &[&str], approval: AskForApproval, escalation: &Escalation) -> PreRunDecision {
-    assess(&argv(words), approval, &rules(), escalation).decision
+    assess_with(&argv(words), approval, &rules(), escalation).decision
+}
+
+/// `assess` with every program taken to be a system file.
+fn assess_with(
+    command: &[String],
+    approval: AskForApproval,
+    rules: &RuleSet,
+    escalation: &Escalation,
+) -> Assessment {
+    assess(&AssessInput { command, approval, rules, escalation, trusted_program: &|_| true })
 }
 
 fn escalated(justification: &str) -> Escalation {
     Escalation::RequireEscalated { justification: Some(justification.to_owned()) }
 }
 
-const RUN_SANDBOXED: PreRunDecision = PreRunDecision::Run { sandboxed: true };
+const RUN_SANDBOXED: PreRunDecision = PreRunDecision::Run { sandbox: RunSandbox::Policy };
+const RUN_READ_ONLY: PreRunDecision = PreRunDecision::Run { sandbox: RunSandbox::ReadOnly };
 
 fn refuse(reason: &str) -> PreRunDecision {
     PreRunDecision::Refuse { reason: reason.to_owned() }
 }
 
 fn ask(reason: &str, sandboxed: bool) -> PreRunDecision {
-    PreRunDecision::Ask { reason: reason.to_owned(), sandboxed }
+    let sandbox = if sandboxed { RunSandbox::Policy } else { RunSandbox::None };
+    PreRunDecision::Ask { reason: reason.to_owned(), sandbox }
 }
 
 #[test]
@@ -102,7 +114,7 @@ fn prompt_rules_ask_under_every_policy_but_never() {
     .unwrap();
     assert_eq!(
         [OnFailure, Never].map(|approval| {
-            assess(&argv(&["make"]), approval, &bare, &Escalation::UseDefault).decision
+            assess_with(&argv(&["make"]), approval, &bare, &Escalation::UseDefault).decision
         }),
         [
             ask("rule [\"make\"] in .cordon/rules.toml asks for approval", true),
@@ -162,8 +174,11 @@ fn without_rules_or_escalation_only_untrusted_asks_and_only_for_unknown_commands
     let untrusted_ask =
         ask("approval policy is untrusted and the command is not on the known-safe list", true);
     let table: Vec<(&[&str], [PreRunDecision; 4])> = vec![
-        (&["ls", "-la"], [RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
-        (&["bash", "-lc", "ls && pwd"], [RUN_SANDBOXED; 4]),
+        (&["ls", "-la"], [RUN_READ_ONLY, RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
+        (
+            &["bash", "-lc", "ls && pwd"],
+            [RUN_READ_ONLY, RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED],
+        ),
         (&["make"], [untrusted_ask.clone(), RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
         (&["rm", "-r", "x"], [untrusted_ask.clone(), RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
         (&["sudo", "ls"], [untrusted_ask.clone(), RUN_SANDBOXED, RUN_SANDBOXED, RUN_SANDBOXED]),
@@ -179,7 +194,7 @@ fn without_rules_or_escalation_only_untrusted_asks_and_only_for_unknown_commands
 #[test]
 fn the_assessment_reports_the_rule_and_known_safety_and_serialises_for_policy_check() {
     let assessment =
-        assess(&argv(&["cargo", "test"]), Untrusted, &rules(), &Escalation::UseDefault);
+        assess_with(&argv(&["cargo", "test"]), Untrusted, &rules(), &Escalation::UseDefault);
     assert_eq!(
         assessment,
         Assessment {
@@ -191,29 +206,30 @@ fn the_assessment_reports_the_rule_and_known_safety_and_serialises_for_policy_ch
                 source: RuleSource::User,
             }),
             known_safe: false,
+            unreadable: None,
         }
     );
     assert_eq!(
         serde_json::to_value(&assessment).unwrap(),
         serde_json::json!({
-            "decision": {"kind": "run", "sandboxed": true},
+            "decision": {"kind": "run", "sandbox": "policy"},
             "matched_rule": {"prefix": ["cargo"], "decision": "allow", "justification": null,
                              "source": "user"},
             "known_safe": false,
         })
     );
-    let safe = assess(&argv(&["ls"]), Untrusted, &RuleSet::default(), &Escalation::UseDefault);
+    let safe = assess_with(&argv(&["ls"]), Untrusted, &RuleSet::default(), &Escalation::UseDefault);
     assert_eq!(
         serde_json::to_value(&safe).unwrap(),
         serde_json::json!({
-            "decision": {"kind": "run", "sandboxed": true},
+            "decision": {"kind": "run", "sandbox": "read_only"},
             "matched_rule": null,
             "known_safe": true,
         })
     );
     assert_eq!(
         serde_json::to_value(ask("why", false)).unwrap(),
-        serde_json::json!({"kind": "ask", "reason": "why", "sandboxed": false})
+        serde_json::json!({"kind": "ask", "reason": "why", "sandbox": "none"})
     );
     assert_eq!(
         serde_json::to_value(refuse("no")).unwrap(),
@@ -275,14 +291,18 @@ decision = "allow"
         Ask,
         Run,
     }
-    let kind =
-        |words: &[&str]| match assess(&argv(words), Untrusted, &rules, &Escalation::UseDefault)
-            .decision
-        {
-            PreRunDecision::Refuse { .. } => Kind::Refuse,
-            PreRunDecision::Ask { .. } => Kind::Ask,
-            PreRunDecision::Run { .. } => Kind::Run,
-        };
+    let kind = |words: &[&str]| match assess_with(
+        &argv(words),
+        Untrusted,
+        &rules,
+        &Escalation::UseDefault,
+    )
+    .decision
+    {
+        PreRunDecision::Refuse { .. } => Kind::Refuse,
+        PreRunDecision::Ask { .. } => Kind::Ask,
+        PreRunDecision::Run { .. } => Kind::Run,
+    };
     let table: Vec<(&[&str], Kind)> = vec![
         (&["git", "push"], Kind::Refuse),
         (&["git", "push", "--force", "origin"], Kind::Refuse),
@@ -375,10 +395,10 @@ mod property {
                 }
                 script.push_str(COMMANDS[*pick]);
             }
-            let whole = assess(&argv(&[shell, "-lc", &script]), approval, &rules(), &Escalation::UseDefault);
+            let whole = assess_with(&argv(&[shell, "-lc", &script]), approval, &rules(), &Escalation::UseDefault);
             for pick in &picks {
                 let words: Vec<&str> = COMMANDS[*pick].split(' ').collect();
-                let single = assess(&argv(&words), approval, &rules(), &Escalation::UseDefault);
+                let single = assess_with(&argv(&words), approval, &rules(), &Escalation::UseDefault);
                 prop_assert!(
                     strictness(&whole.decision) >= strictness(&single.decision),
                     "{script:?} => {:?}, but {:?} alone => {:?}",
@@ -387,4 +407,151 @@ mod property {
             }
         }
     }
+}
+
+/// rm and `git push` forbidden, touch asked about: the spellings that once ran unasked.
+fn strict_rules() -> RuleSet {
+    let text = "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n\
+                [[rule]]\nprefix = [\"git\", \"push\"]\ndecision = \"forbidden\"\n\
+                [[rule]]\nprefix = [\"touch\"]\ndecision = \"prompt\"\n";
+    RuleSet::parse(text, RuleSource::User).unwrap().0
+}
+
+#[test]
+fn every_spelling_of_a_forbidden_or_prompt_program_is_asked_or_refused() {
+    let rules = strict_rules();
+    let spellings: &[&[&str]] = &[
+        &["env", "sh", "-c", "rm -f x"],
+        &["nice", "bash", "-c", "rm -f x"],
+        &["bash", "-c", "eval 'rm -f x'"],
+        &["bash", "-c", "trap 'rm -f x' EXIT"],
+        &["env", "-S", "rm -f", "x"],
+        &["xargs", "-i", "rm", "-f", "{}"],
+        &["xargs", "-e", "rm"],
+        &["xargs", "-I{}", "{}", "x"],
+        &["sudo", "-iu", "root", "rm", "x"],
+        &["busybox", "rm", "x"],
+        &["taskset", "0x1", "rm", "x"],
+        &["taskset", "-c", "0", "rm", "x"],
+        &["flock", "/tmp/l", "rm", "x"],
+        &["setpriv", "--reuid=0", "rm", "x"],
+        &["unshare", "-U", "rm", "x"],
+        &["chrt", "-o", "0", "rm", "x"],
+        &["strace", "-f", "rm", "x"],
+        &["watch", "rm x"],
+        &["script", "-qc", "rm x", "/dev/null"],
+        &["parallel", "rm", ":::", "x"],
+        &["find", ".", "-exec", "rm", "{}", ";"],
+        &["nice", "nice", "nice", "nice", "nice", "nice", "nice", "nice", "nice", "rm", "x"],
+        &["bash", "-c", "shopt -s expand_aliases; alias r=rm\nr x"],
+        &["bash", "-c", "{r,}m x"],
+        &["bash", "-c", "/bin/r[m] x"],
+        &["bash", "-c", "x=r; ${x}m y"],
+        &["bash", "-c", "$(printf r)m y"],
+        &["bash", "-c", "`printf rm` y"],
+        &["bash", "-c", "source ./script.sh"],
+        &["bash", "-s"],
+        &["sh"],
+        &["python3", "-c", "import os; os.remove('x')"],
+        &["perl", "-e", "unlink 'x'"],
+        &["node", "-e", "require('fs').unlinkSync('x')"],
+        &["git", "-c", "alias.x=push", "x"],
+        &["git", "-c", "help.autocorrect=immediate", "psuh"],
+        &["git", "psuh"],
+        &["git", "--exec-path=./x", "push"],
+        &["git", "-c", "core.sshCommand=x", "status"],
+        &["env", "sh", "-c", "touch t"],
+        &["bash", "-c", "BASH_ENV=./x bash -c true"],
+        &["env", "BASH_ENV=./x", "bash", "-c", "true"],
+        &["timeout", "5", "sh", "-c", "rm x"],
+        &["sudo", "--user=root", "sh", "-c", "rm x"],
+        &["bash", "-c", "git $sub origin"],
+        &["xargs", "sh", "-c"],
+        &["xargs", "-I{}", "sh", "-c", "{}"],
+        &["xargs", "git"],
+        &["xargs", "env"],
+        &["git", "submodule", "foreach", "rm x"],
+        &["git", "rebase", "-x", "rm x", "HEAD~1"],
+        &["git", "bisect", "run", "rm", "x"],
+        &["python3", "-"],
+        &["bash", "-c", "python3 <<'EOF'\nimport os\nos.remove('x')\nEOF"],
+        &["bash", "-c", "echo 'rm x' | sh"],
+        &["sudo", "LD_PRELOAD=./x.so", "ls"],
+        &["env", "-u", "A", "--", "B=1", "rm", "--", "victim"],
+        &["/usr/lib/git-core/git-push"],
+        &["nohup", "--", "/usr/lib/git-core/git-push"],
+        &["env", "-", "dash", "-c", "c='/bin/touch t'\n$c"],
+    ];
+    for spelling in spellings {
+        for approval in [OnRequest, OnFailure, Never, Untrusted] {
+            let decision =
+                assess_with(&argv(spelling), approval, &rules, &Escalation::UseDefault).decision;
+            assert!(
+                !matches!(decision, PreRunDecision::Run { .. }),
+                "{spelling:?} under {approval:?}: {decision:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn commands_cordon_reads_still_run_unasked_beside_strict_rules() {
+    let rules = strict_rules();
+    for spelling in [
+        &["cargo", "test"][..],
+        &["bash", "-lc", "cargo test 2>&1 | tee log.txt"],
+        &["bash", "-c", "ls | grep x && echo $HOME"],
+        &["xargs", "grep", "foo"],
+        &["xargs", "-0", "-n1", "grep", "foo"],
+        &["find", ".", "-name", "*.rs"],
+        &["git", "status"],
+        &["git", "-C", "sub", "log", "--oneline"],
+        &["nice", "-n", "5", "cargo", "build"],
+        &["timeout", "-s", "KILL", "10", "make", "test"],
+        &["env", "RUST_LOG=debug", "cargo", "run"],
+        &["python3", "script.py"],
+        &["bash", "build.sh"],
+        &["git", "-c", "user.name=x", "commit", "-m", "x"],
+    ] {
+        let decision =
+            assess_with(&argv(spelling), OnRequest, &rules, &Escalation::UseDefault).decision;
+        assert_eq!(decision, RUN_SANDBOXED, "{spelling:?}");
+    }
+}
+
+#[test]
+fn an_unreadable_command_is_asked_with_the_reason_and_refused_under_never() {
+    let rules = strict_rules();
+    let command = argv(&["bash", "-c", "eval \"$CMD\""]);
+    let assessment = assess_with(&command, OnRequest, &rules, &Escalation::UseDefault);
+    let PreRunDecision::Ask { reason, sandbox: RunSandbox::Policy } = &assessment.decision else {
+        panic!("{assessment:?}");
+    };
+    assert!(reason.contains("cannot tell which programs") && reason.contains("eval"), "{reason}");
+    assert_eq!(assessment.unreadable, Some(Unreadable::Builtin { name: "eval".to_owned() }));
+    let never = assess_with(&command, Never, &rules, &Escalation::UseDefault).decision;
+    assert!(matches!(never, PreRunDecision::Refuse { .. }), "{never:?}");
+    // Without a rule that could apply, an unreadable command runs as before.
+    let none = assess_with(&command, OnRequest, &RuleSet::default(), &Escalation::UseDefault);
+    assert_eq!(none.decision, RUN_SANDBOXED);
+}
+
+#[test]
+fn known_safe_needs_every_program_to_be_a_system_file_and_runs_read_only() {
+    let only_usr_bin = |program: &str| program.starts_with("/usr/bin/") || program == "ls";
+    let input = |command: &[String], trusted: &dyn Fn(&str) -> bool| {
+        assess(&AssessInput {
+            command,
+            approval: Untrusted,
+            rules: &RuleSet::default(),
+            escalation: &Escalation::UseDefault,
+            trusted_program: trusted,
+        })
+    };
+    let ls = argv(&["ls", "-la"]);
+    assert_eq!(input(&ls, &only_usr_bin).decision, RUN_READ_ONLY);
+    assert!(matches!(input(&ls, &|_| false).decision, PreRunDecision::Ask { .. }));
+    let script = argv(&["bash", "-lc", "echo x && ls"]);
+    assert_eq!(known_safe_programs(&script), argv(&["bash", "ls"]));
+    assert!(matches!(input(&script, &only_usr_bin).decision, PreRunDecision::Ask { .. }));
 }

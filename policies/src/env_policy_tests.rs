@@ -226,3 +226,11 @@ fn ignore_default_excludes_turns_off_name_and_value_rules() {
         Some("postgres://user:secret@db.internal:5432/app")
     );
 }
+
+#[test]
+fn docs_environment_md_tables_every_row() {
+    let docs = include_str!("../../docs/environment.md");
+    for (name, _, _) in TABLE {
+        assert!(docs.contains(&format!("| `{name}` |")), "docs/environment.md lacks {name}");
+    }
+}

@@ -7,8 +7,11 @@
 //! refuses, a `prompt` match anywhere asks, and a script runs unasked only when *each* inner
 //! command is known-safe or allowed by a rule.
 
-use crate::script_words::{is_shell_call, script_words};
+use crate::reading::read_command;
+use crate::script_reading::read_script;
+use crate::script_words::{inline_script, is_shell_call, script_words};
 use crate::shell_script::{MAX_SHELL_NESTING, plain_shell_commands};
+use crate::unreadable::{COMPUTED_WORD, Unreadable};
 
 /// One thing to judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,31 +24,65 @@ pub(crate) enum Unit {
     /// The words of a shell script that is not plain (redirections, variables, quoting
     /// tricks, another shell…): any of them may be a program. Never allowed unasked.
     Opaque(Vec<String>),
+    /// Something whose programs cannot be read: it may be anything.
+    Unreadable(Unreadable),
 }
 
 /// The units of `command`: for a plain shell script its inner commands (recursively, up to
-/// [`MAX_SHELL_NESTING`] levels), for any other inline script the words that may be programs,
-/// otherwise the command itself.
+/// [`MAX_SHELL_NESTING`] levels), for any other inline script the words that may be programs
+/// and the commands tree-sitter-bash reads in it, for a wrapper around a shell the shell's
+/// script, and whatever cannot be read.
 pub(crate) fn units(command: &[String]) -> Vec<Unit> {
     let mut all = Vec::new();
     let mut pending = vec![(command.to_vec(), 0)];
     while let Some((current, depth)) = pending.pop() {
-        if !is_shell_call(&current) {
+        // The command as it runs once its wrappers are gone (`env sh -c …` runs `sh -c …`).
+        let unwrapped = match read_command(&current) {
+            Ok(words) => words,
+            Err(why) => {
+                all.push(Unit::Unreadable(why));
+                all.push(Unit::Command(current));
+                continue;
+            }
+        };
+        let shell = if is_shell_call(&current) {
+            current.clone()
+        } else if is_shell_call(&unwrapped) {
+            all.push(Unit::Command(current.clone()));
+            unwrapped
+        } else {
             all.push(Unit::Command(current));
             continue;
+        };
+        if depth >= MAX_SHELL_NESTING {
+            all.push(Unit::Unreadable(Unreadable::TooDeep));
         }
-        let plain = if depth < MAX_SHELL_NESTING { plain_shell_commands(&current) } else { None };
-        match (plain, script_words(&current)) {
+        let plain = if depth < MAX_SHELL_NESTING { plain_shell_commands(&shell) } else { None };
+        match (plain, script_words(&shell)) {
             (Some(inner), _) => {
                 pending.extend(inner.into_iter().rev().map(|c| (c, depth + 1)));
-                all.push(Unit::ShellCall(current));
+                all.push(Unit::ShellCall(shell));
             }
             (None, Some(words)) => {
                 all.push(Unit::Opaque(words));
-                all.push(Unit::ShellCall(current));
+                match inline_script(&shell) {
+                    Some(script) if script.contains(COMPUTED_WORD) => {
+                        all.push(Unit::Unreadable(Unreadable::ComputedProgram {
+                            word: "the script".to_owned(),
+                        }));
+                    }
+                    Some(script) if depth < MAX_SHELL_NESTING => {
+                        let reading = read_script(script);
+                        all.extend(reading.unreadable.map(Unit::Unreadable));
+                        pending.extend(reading.commands.into_iter().rev().map(|c| (c, depth + 1)));
+                    }
+                    Some(_) => {}
+                    None => all.push(Unit::Unreadable(Unreadable::Unparsed)),
+                }
+                all.push(Unit::ShellCall(shell));
             }
             // A shell without an inline script (`bash build.sh`): the command itself.
-            (None, None) => all.push(Unit::Command(current)),
+            (None, None) => all.push(Unit::Command(shell)),
         }
     }
     all

@@ -13,10 +13,14 @@
 //!   be a program name in its inline script, for scripts that are not plain.
 //! - [`assess`], [`retry_after_denial`]: the approval table as pure functions — before a run, and
 //!   after a likely sandbox denial.
-//! - [`normalize`], [`runs_arbitrary_code`]: a command as rules see it (basename, wrappers
-//!   unwrapped, git's global options skipped), and the programs "always allow" never records.
+//! - [`read_command`], [`Unreadable`], [`runs_arbitrary_code`]: a command as rules see it
+//!   (basename, wrappers unwrapped with their own option grammar, git's global options skipped)
+//!   or why its programs cannot be read, and the programs "always allow" never records.
 //! - [`ShellEnvironmentPolicy`]: which environment variables a command sees, with
 //!   default excludes by credential name ([`DEFAULT_EXCLUDES`]) and by value ([`value_rules`]).
+//! - [`SECRET_FILES`]: the catalogue of credential files, histories, profiles and agent
+//!   sockets a command may not read, each with its tool and why; [`DEFAULT_HIDDEN_PATHS`] is
+//!   its paths.
 //! - [`EnvSnapshot`]: the user view (HOME, TMPDIR, …, CORDON_HOME) that hidden paths and
 //!   writable roots are computed from — cordon's own environment, never the command's.
 //! - [`render_argv`], [`render_text`], [`abbreviate`]: commands and text as an approval prompt
@@ -35,6 +39,7 @@
 //! that a script is never more permissive than its commands.
 #![forbid(unsafe_code)]
 
+mod allow_prefix;
 mod approval;
 mod decide;
 mod display;
@@ -42,25 +47,34 @@ mod domains;
 mod env_policy;
 mod env_secrets;
 mod git_config;
+mod git_reading;
+mod hidden_paths;
 mod judge;
 mod normalize;
 mod paths;
 mod plain_words;
+mod reading;
 mod rules;
 mod safe_commands;
 mod sandbox_policy;
 mod sandbox_request;
+mod script_reading;
 mod script_words;
 mod sealing;
+mod secret_files;
 mod shell_script;
 mod start_files;
+mod unreadable;
+mod wrappers;
 
 #[cfg(test)]
 mod never_panics_tests;
 
+pub use allow_prefix::always_allow_prefix;
 pub use approval::{AskForApproval, Escalation, ParseApprovalError};
 pub use decide::{
-    Assessment, PreRunDecision, Requester, RetryDecision, assess, retry_after_denial,
+    AssessInput, Assessment, PreRunDecision, Requester, RetryDecision, RunSandbox, assess,
+    retry_after_denial,
 };
 pub use display::{
     Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
@@ -72,18 +86,25 @@ pub use domains::{
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::git_config_may_run_code;
-pub use normalize::{normalize, runs_arbitrary_code};
+pub use hidden_paths::{Relocations, expand_hidden_path};
+pub use normalize::runs_arbitrary_code;
 pub use paths::{
-    DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS,
-    expand_home, expand_path, home_start_up_paths, lexically_normal,
+    DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
+    home_start_up_paths, lexically_normal, session_bus_socket,
 };
+pub use reading::read_command;
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};
-pub use safe_commands::is_known_safe;
+pub use safe_commands::{is_known_safe, known_safe_programs};
 pub use sandbox_policy::{
     EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
 pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
 pub use sealing::{EntryKind, HomeSeal, Listing};
+pub use secret_files::{
+    DEFAULT_HIDDEN_PATHS, Platform, RELOCATING_VARIABLES, SECRET_FILES, SecretFile, SecretKind,
+    secret_file,
+};
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};
+pub use unreadable::Unreadable;

@@ -5,8 +5,8 @@ use proptest::prelude::*;
 
 use crate::plain_words::RESERVED_WORDS;
 use crate::{
-    AskForApproval, Escalation, RuleDecision, RuleSet, RuleSource, allow_rule_toml, assess,
-    is_known_safe, is_shell_call, plain_shell_commands, script_words,
+    AskForApproval, AssessInput, Escalation, RuleDecision, RuleSet, RuleSource, allow_rule_toml,
+    assess, is_known_safe, is_shell_call, plain_shell_commands, script_words,
 };
 
 /// Text made of shell syntax and words, so the parser meets every construct, not just noise.
@@ -134,8 +134,12 @@ proptest! {
     ) {
         let (rules, _) = RuleSet::parse(FIXED_RULES, RuleSource::User)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let _ = assess(&command, approval, &rules, &Escalation::UseDefault);
-        let _ = assess(&command, approval, &rules, &Escalation::RequireEscalated { justification });
+        let escalated = Escalation::RequireEscalated { justification };
+        for escalation in [&Escalation::UseDefault, &escalated] {
+            let input =
+                AssessInput { command: &command, approval, rules: &rules, escalation, trusted_program: &|_| true };
+            let _ = assess(&input);
+        }
     }
 
     #[test]

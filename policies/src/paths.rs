@@ -1,6 +1,7 @@
 //! Default protected and hidden paths (what the Linux mount view and the Seatbelt profile keep
 //! read-only or out of sight) and `~` expansion.
 
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 /// Paths inside every writable root that stay read-only: writing them lets a command plant code
@@ -89,136 +90,6 @@ pub fn home_start_up_paths(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     HOME_START_UP_PATHS.iter().map(move |name| home.join(name))
 }
 
-/// Secrets a command should not read: replaced by an empty read-only directory (or `/dev/null`
-/// for files) inside the sandbox. The container-engine sockets are on the list because a
-/// connection to them is root on the host, and neither Landlock (before ABI 9) nor a read-only
-/// mount stops `connect()` on a UNIX socket.
-pub const DEFAULT_HIDDEN_PATHS: &[&str] = &[
-    "~/.ssh",
-    "~/.aws",
-    "~/.gnupg",
-    "~/.config/gcloud",
-    "~/.azure",
-    "~/.kube",
-    "~/.docker/config.json",
-    "~/.netrc",
-    "~/.git-credentials",
-    "~/.npmrc",
-    "~/.pypirc",
-    "~/.cargo/credentials.toml",
-    "~/.config/gh",
-    "~/.config/hub",
-    "~/.vault-token",
-    "~/.terraformrc",
-    "~/.terraform.d",
-    "~/.password-store",
-    "~/.local/share/keyrings",
-    "~/.gem/credentials",
-    "~/.config/rclone",
-    // Databases: passwords in client config, and histories that hold what was typed.
-    "~/.pgpass",
-    "~/.my.cnf",
-    "~/.mylogin.cnf",
-    "~/.psql_history",
-    "~/.mysql_history",
-    "~/.sqlite_history",
-    "~/.rediscli_history",
-    // Shell and REPL histories: tokens pasted on a command line stay there.
-    "~/.bash_history",
-    "~/.zsh_history",
-    "~/.zhistory",
-    "~/.histfile",
-    "~/.local/share/fish/fish_history",
-    "~/.python_history",
-    "~/.node_repl_history",
-    // Cloud and hosting command-line tools.
-    "~/.config/doctl",
-    "~/.config/hcloud",
-    "~/.fly",
-    "~/.config/netlify",
-    "~/.netlify",
-    "~/.local/share/com.vercel.cli",
-    "~/.wrangler",
-    "~/.config/.wrangler",
-    "~/.oci",
-    "~/.bluemix",
-    "~/.config/linode-cli",
-    "~/.s3cfg",
-    "~/.boto",
-    "~/.config/helm",
-    "~/.config/containers/auth.json",
-    // Package registries (files that are also a tool's configuration stay hidden until that
-    // tool's preset passes the non-secret settings through its own variables).
-    "~/.gradle/gradle.properties",
-    "~/.m2/settings.xml",
-    "~/.m2/settings-security.xml",
-    "~/.composer/auth.json",
-    "~/.config/composer/auth.json",
-    "~/.nuget/NuGet/NuGet.Config",
-    "~/.yarnrc.yml",
-    "~/.config/pip/pip.conf",
-    "~/.pip/pip.conf",
-    // Source hosts and git's own credential store.
-    "~/.config/glab-cli",
-    "~/.config/git/credentials",
-    // Password managers and their agents.
-    "~/.config/Bitwarden",
-    "~/.config/Bitwarden CLI",
-    "~/.config/op",
-    "~/.1password",
-    // Browser profiles (cookies, saved logins) and mail clients.
-    "~/.mozilla",
-    "~/.config/google-chrome",
-    "~/.config/chromium",
-    "~/.config/BraveSoftware",
-    "~/.config/microsoft-edge",
-    "~/.config/vivaldi",
-    "~/.thunderbird",
-    "~/.msmtprc",
-    "~/.mbsyncrc",
-    "~/.fetchmailrc",
-    // The same on macOS.
-    "~/Library/Keychains",
-    "~/Library/Cookies",
-    "~/Library/Application Support/Google/Chrome",
-    "~/Library/Application Support/Firefox",
-    "~/Library/Application Support/BraveSoftware",
-    // uid 0 owns these, and a root caller keeps uid 0 inside the sandbox (without
-    // capabilities, but the owner needs none): password hashes and the host's private keys.
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/ssh/ssh_host_rsa_key",
-    "/etc/ssh/ssh_host_ecdsa_key",
-    "/etc/ssh/ssh_host_ed25519_key",
-    "/etc/ssh/ssh_host_dsa_key",
-    "/root/.ssh",
-    "/var/run/docker.sock",
-    "/run/docker.sock",
-    "/run/containerd/containerd.sock",
-    "/run/podman/podman.sock",
-    // The same engines' per-user sockets (Docker Desktop, Colima, Lima, OrbStack, a Podman
-    // machine): a route to a root container, on macOS and on Linux.
-    "~/.docker/run",
-    "~/.colima",
-    "~/.lima",
-    "~/.orbstack/run",
-    "~/.local/share/containers/podman/machine",
-    // Sockets that run commands outside the sandbox for whoever connects. With the network
-    // off seccomp already refuses connect(); with it on, only hiding them keeps them out of
-    // reach (until Landlock ABI 9 decides connect() on socket files).
-    "$SSH_AUTH_SOCK",
-    "/tmp/tmux-$UID",
-    "/tmp/.X11-unix",
-    // The user's runtime directory: the D-Bus session bus, the systemd user manager, gpg-agent,
-    // the keyring, rootless docker and podman.
-    "$XDG_RUNTIME_DIR",
-    "/run/user/$UID",
-    "/run/dbus/system_bus_socket",
-    "/run/screen",
-];
-
 /// Expands a leading `~` or `~/` against `home`. Returns `None` for `~` paths when there is no
 /// home, so a hidden path is never silently resolved against `/`.
 pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
@@ -232,13 +103,17 @@ pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Expands a policy path: a leading `~` (see [`expand_home`]), and the tokens `$UID`,
-/// `$XDG_RUNTIME_DIR` and `$SSH_AUTH_SOCK`. `None` when something it names is not set (the path
-/// then names nothing).
+/// `$XDG_RUNTIME_DIR`, `$SSH_AUTH_SOCK` and `$DBUS_SESSION_BUS_ADDRESS` (the socket file of the
+/// session bus). `None` when something it names is not set (the path then names nothing).
 pub fn expand_path(path: &str, env: &crate::PolicyEnv<'_>) -> Option<PathBuf> {
+    if !path.contains('$') {
+        return expand_home(path, env.home);
+    }
     let mut text = path.to_owned();
-    let tokens: [(&str, Option<String>); 3] = [
+    let tokens: [(&str, Option<String>); 4] = [
         ("$XDG_RUNTIME_DIR", env.runtime_dir.map(|p| p.display().to_string())),
         ("$SSH_AUTH_SOCK", env.ssh_auth_sock.map(|p| p.display().to_string())),
+        ("$DBUS_SESSION_BUS_ADDRESS", env.session_bus.map(|p| p.display().to_string())),
         ("$UID", env.uid.map(|uid| uid.to_string())),
     ];
     for (token, value) in tokens {
@@ -247,6 +122,37 @@ pub fn expand_path(path: &str, env: &crate::PolicyEnv<'_>) -> Option<PathBuf> {
         }
     }
     expand_home(&text, env.home)
+}
+
+/// The socket file of a D-Bus address (`$DBUS_SESSION_BUS_ADDRESS`): the first `unix:path=`
+/// among its `;`-separated addresses, `%XX` escapes decoded. `None` for an address without one
+/// (`unix:abstract=…` names no file; `tcp:` none on this machine).
+pub fn session_bus_socket(address: &str) -> Option<PathBuf> {
+    address.split(';').find_map(|one| {
+        let params = one.strip_prefix("unix:")?;
+        let value = params.split(',').find_map(|param| param.strip_prefix("path="))?;
+        let path = PathBuf::from(std::ffi::OsString::from_vec(unescape_dbus(value)?));
+        // A socket is a file: `unix:path=/` would name the root directory.
+        (path.is_absolute() && path.file_name().is_some()).then_some(path)
+    })
+}
+
+/// D-Bus address values escape every byte but letters, digits and `-_/.\*` as `%XX`.
+fn unescape_dbus(value: &str) -> Option<Vec<u8>> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
 }
 
 /// `a/./b/../c` → `a/c`: `.` components, repeated and trailing slashes taken out, each `..`
@@ -295,6 +201,30 @@ mod tests {
             Some(PathBuf::from("/run/user/1000/bus"))
         );
         assert_eq!(expand_path("$SSH_AUTH_SOCK", &env), None);
+        assert_eq!(expand_path("$DBUS_SESSION_BUS_ADDRESS", &env), None);
+        let bus = crate::PolicyEnv { session_bus: Some(Path::new("/tmp/dbus-x")), ..env };
+        assert_eq!(
+            expand_path("$DBUS_SESSION_BUS_ADDRESS", &bus),
+            Some(PathBuf::from("/tmp/dbus-x"))
+        );
         assert_eq!(expand_path("/x/$OTHER", &env), Some(PathBuf::from("/x/$OTHER")));
+    }
+
+    #[test]
+    fn the_session_bus_socket_is_the_first_unix_path_of_the_address() {
+        let cases = [
+            ("unix:path=/run/user/1000/bus", Some("/run/user/1000/bus")),
+            ("unix:path=/tmp/dbus-AbC,guid=0123abcd", Some("/tmp/dbus-AbC")),
+            ("unix:abstract=/tmp/dbus-x,guid=1;unix:path=/tmp/b%20us", Some("/tmp/b us")),
+            ("unix:abstract=/tmp/dbus-x,guid=1", None),
+            ("tcp:host=localhost,port=1234", None),
+            ("unix:path=relative", None),
+            ("unix:path=/", None),
+            ("unix:path=/tmp/bad%2", None),
+            ("", None),
+        ];
+        for (address, expected) in cases {
+            assert_eq!(session_bus_socket(address), expected.map(PathBuf::from), "{address}");
+        }
     }
 }

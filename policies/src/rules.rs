@@ -14,9 +14,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::judge::{Unit, units};
-use crate::normalize::{basename, normalize};
+use crate::normalize::basename;
+use crate::reading::read_command;
 use crate::safe_commands::is_known_safe;
 use crate::shell_script::program_name;
+use crate::unreadable::{COMPUTED_WORD, Unreadable};
 
 /// What a rule decides, ordered by strictness: `Allow < Prompt < Forbidden`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -61,62 +63,97 @@ pub struct Rule {
     pub source: RuleSource,
 }
 
+/// Whether a rule applies to one unit of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Match {
+    No,
+    /// The command might be one the rule names: a word the shell computes stands where the
+    /// rule's prefix has a word, or the unit cannot be read at all.
+    Maybe,
+    Yes,
+}
+
 impl Rule {
-    /// Whether `command` starts with the prefix, word for word. The first word also matches a
-    /// program in a system directory of that name: `git` matches `/usr/bin/git`, never
-    /// `./git`. This is how `allow` rules match: they may only approve what they name.
-    fn matches_exactly(&self, command: &[String]) -> bool {
-        let (Some((first, rest)), Some(words)) =
-            (self.prefix.split_first(), command.get(..self.prefix.len()))
+    /// The rule's prefix against `words` from their start, a computed word matching maybe.
+    fn prefix_match(prefix: &[String], words: &[String], program_matches: bool) -> Match {
+        let (Some((_, rest)), Some(command)) = (prefix.split_first(), words.get(..prefix.len()))
         else {
-            return false;
+            return Match::No;
         };
-        let Some((command_first, command_rest)) = words.split_first() else {
-            return false;
-        };
-        (first == command_first || program_name(command_first) == Some(first.as_str()))
-            && rest == command_rest
+        if !program_matches {
+            return Match::No;
+        }
+        let mut result = Match::Yes;
+        for (needed, word) in rest.iter().zip(&command[1..]) {
+            if word == COMPUTED_WORD {
+                result = Match::Maybe;
+            } else if needed != word {
+                return Match::No;
+            }
+        }
+        result
     }
 
-    /// Whether the normalized command starts with the normalized prefix (any path's basename,
-    /// wrappers unwrapped, git's global options skipped). This is how `forbidden` and
-    /// `prompt` rules match: `git -C . push`, `/usr/bin/git push`, `env git push` and
-    /// `command git push` are all `git push`.
-    fn matches_normalized(&self, command: &[String]) -> bool {
+    fn matches_exactly(&self, command: &[String]) -> bool {
+        self.exact_match(command) == Match::Yes
+    }
+
+    fn exact_match(&self, command: &[String]) -> Match {
+        let (Some(first), Some(command_first)) = (self.prefix.first(), command.first()) else {
+            return Match::No;
+        };
+        let program = first == command_first || program_name(command_first) == Some(first.as_str());
+        Rule::prefix_match(&self.prefix, command, program)
+    }
+
+    fn normalized_match(&self, command: &[String]) -> Match {
         let prefix = self.normalized_prefix();
-        let command = normalize(command);
-        command.len() >= prefix.len() && command[..prefix.len()] == prefix[..]
+        let Ok(command) = read_command(command) else { return Match::No };
+        let program = !prefix.is_empty() && prefix.first() == command.first();
+        Rule::prefix_match(&prefix, &command, program)
     }
 
-    /// Whether a script that is not plain might run the prefix: every word of the prefix
-    /// (its program by file name) appears among the script's words.
     fn matches_words(&self, words: &[String]) -> bool {
         let prefix = self.normalized_prefix();
         !prefix.is_empty() && prefix.iter().all(|needed| words.contains(needed))
     }
 
     fn normalized_prefix(&self) -> Vec<String> {
-        let mut prefix = normalize(&self.prefix);
-        // A rule written `["git", "-C", "x", "push"]` keeps its words after normalizing; one
-        // that names only a wrapper (`["env"]`) still names the wrapper.
-        if prefix.is_empty() {
-            prefix = self.prefix.iter().map(|w| basename(w).to_owned()).collect();
+        match read_command(&self.prefix) {
+            Ok(prefix) if !prefix.is_empty() => prefix,
+            _ => self.prefix.iter().map(|w| basename(w).to_owned()).collect(),
         }
-        prefix
     }
 
-    /// Whether this rule (forbidden or prompt) applies to a unit.
-    fn applies_to(&self, unit: &Unit) -> bool {
+    fn applies_to(&self, unit: &Unit) -> Match {
         match unit {
             Unit::Command(command) | Unit::ShellCall(command) => {
-                self.matches_exactly(command) || self.matches_normalized(command)
+                self.exact_match(command).max(self.normalized_match(command))
             }
-            Unit::Opaque(words) => self.matches_words(words),
+            Unit::Opaque(words) => {
+                if self.matches_words(words) {
+                    Match::Yes
+                } else {
+                    Match::No
+                }
+            }
+            Unit::Unreadable(_) => Match::Maybe,
         }
     }
 }
 
-/// The rules of one or more files, in file order.
+/// What the rules say about one command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Judgement<'a> {
+    /// The strictest rule that surely applies (for an allow rule: to every command of it).
+    pub rule: Option<&'a Rule>,
+    /// When a `prompt` or `forbidden` rule might apply but cordon cannot tell: the strictest
+    /// such rule, and why the command cannot be read.
+    pub uncertain: Option<(&'a Rule, Option<Unreadable>)>,
+    /// Why the command cannot be read, whether or not a rule is concerned.
+    pub unreadable: Option<Unreadable>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleSet {
     rules: Vec<Rule>,
@@ -224,30 +261,50 @@ impl RuleSet {
     ///   an allow rule or is known-safe, at least one by a rule, and no script is opaque: one
     ///   allow rule for `cargo test` never approves `cargo test; python3 …`.
     pub fn evaluate(&self, command: &[String]) -> Option<&Rule> {
-        let units = units(command);
-        let mut strictest: Option<&Rule> = None;
-        for rule in self.rules.iter().filter(|r| r.decision != RuleDecision::Allow) {
-            let stricter = strictest.is_none_or(|best| rule.decision > best.decision);
-            if stricter && units.iter().any(|unit| rule.applies_to(unit)) {
-                strictest = Some(rule);
-            }
-        }
-        if strictest.is_some() {
-            return strictest;
-        }
-        self.allow_for_every_command(&units)
+        self.judge(command).rule
     }
 
-    /// The first allow rule that matches, when every inner command is allowed or known-safe
-    /// (see [`RuleSet::evaluate`]). The outer shell call of a plain script is not itself judged:
-    /// its inner commands are what runs.
+    /// The strictest rule that surely applies, the strictest that might apply, and why the
+    /// command cannot be read (see [`Judgement`]).
+    pub(crate) fn judge(&self, command: &[String]) -> Judgement<'_> {
+        let units = units(command);
+        let unreadable = units.iter().find_map(|unit| match unit {
+            Unit::Unreadable(why) => Some(why.clone()),
+            Unit::Command(_) | Unit::ShellCall(_) | Unit::Opaque(_) => None,
+        });
+        let mut sure: Option<&Rule> = None;
+        let mut maybe: Option<&Rule> = None;
+        for rule in self.rules.iter().filter(|r| r.decision != RuleDecision::Allow) {
+            let best = units.iter().map(|unit| rule.applies_to(unit)).max().unwrap_or(Match::No);
+            let slot = match best {
+                Match::Yes => &mut sure,
+                Match::Maybe => &mut maybe,
+                Match::No => continue,
+            };
+            if slot.is_none_or(|current| rule.decision > current.decision) {
+                *slot = Some(rule);
+            }
+        }
+        let uncertain = match (sure, maybe) {
+            (_, None) => None,
+            (Some(sure), Some(maybe)) if sure.decision >= maybe.decision => None,
+            (_, Some(maybe)) => Some((maybe, unreadable.clone())),
+        };
+        let rule = match sure {
+            Some(rule) => Some(rule),
+            None if unreadable.is_some() => None,
+            None => self.allow_for_every_command(&units),
+        };
+        Judgement { rule, uncertain, unreadable }
+    }
+
     fn allow_for_every_command<'a>(&'a self, units: &[Unit]) -> Option<&'a Rule> {
         let allows = || self.rules.iter().filter(|r| r.decision == RuleDecision::Allow);
         let leaves: Vec<&Vec<String>> = units
             .iter()
             .filter_map(|unit| match unit {
                 Unit::Command(command) => Some(command),
-                Unit::ShellCall(_) | Unit::Opaque(_) => None,
+                Unit::ShellCall(_) | Unit::Opaque(_) | Unit::Unreadable(_) => None,
             })
             .collect();
         // A script that is not plain is never allowed unasked, and neither is an empty one.

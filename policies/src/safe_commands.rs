@@ -11,9 +11,9 @@ use crate::shell_script::{MAX_SHELL_NESTING, plain_shell_commands, program_name}
 
 /// Commands that only read or print, whatever their arguments.
 const ALWAYS_SAFE: &[&str] = &[
-    "basename", "cat", "cd", "cut", "df", "dirname", "du", "echo", "false", "grep", "head", "id",
-    "ls", "nl", "printf", "pwd", "readlink", "realpath", "rev", "seq", "stat", "tac", "tail", "tr",
-    "true", "uname", "wc", "which", "whoami",
+    "basename", "cat", "cut", "df", "dirname", "du", "echo", "false", "grep", "head", "id", "ls",
+    "nl", "pwd", "readlink", "realpath", "rev", "seq", "stat", "tac", "tail", "tr", "true",
+    "uname", "wc", "which", "whoami",
 ];
 
 /// `find` actions that run programs, delete, or write files.
@@ -49,6 +49,30 @@ pub fn is_known_safe(command: &[String]) -> bool {
     is_safe_at_depth(command, 0)
 }
 
+/// Builtins of every shell the known-safe list accepts: inside a script the shell runs them
+/// itself, without looking a program up.
+const SHELL_BUILTINS: &[&str] = &["echo", "false", "printf", "pwd", "true"];
+
+/// The program words of a known-safe command that are looked up as files when it runs: its
+/// first word, and inside a plain shell script every command's program but the shell's own
+/// builtins. The caller checks that each resolves to a file the command cannot have planted.
+pub fn known_safe_programs(command: &[String]) -> Vec<String> {
+    let mut programs = Vec::new();
+    let mut pending = vec![(command.to_vec(), 0)];
+    while let Some((current, depth)) = pending.pop() {
+        let Some(first) = current.first() else { continue };
+        if depth == 0 || !SHELL_BUILTINS.contains(&first.as_str()) {
+            programs.push(first.clone());
+        }
+        if depth < MAX_SHELL_NESTING {
+            if let Some(inner) = plain_shell_commands(&current) {
+                pending.extend(inner.into_iter().map(|c| (c, depth + 1)));
+            }
+        }
+    }
+    programs
+}
+
 fn is_safe_at_depth(command: &[String], depth: usize) -> bool {
     if let Some(inner) = plain_shell_commands(command) {
         // An empty script does nothing, but there is nothing to vouch for either.
@@ -68,6 +92,8 @@ fn is_safe_at_depth(command: &[String], depth: usize) -> bool {
     match name {
         // `env` with arguments runs a program (or changes the environment of one).
         "env" => args.is_empty(),
+        // `printf -v NAME` assigns a shell variable (PATH, say) that changes what later words run.
+        "printf" => !args.iter().any(|a| a.starts_with("-v")),
         "date" => !args.iter().any(|a| is_long_option(a, "set") || is_short_option(a, 's')),
         // `-C` writes a compiled magic file; `-z`/`-Z` may run decompressors found on PATH.
         "file" => !args.iter().any(|a| {

@@ -164,7 +164,10 @@ fn shell_scripts_are_safe_only_when_plain_and_every_command_is_safe() {
     assert_safety(&[
         (&["bash", "-lc", "ls && pwd"], true),
         (&["bash", "-c", "git status; git log -n 1 | cat"], true),
-        (&["/bin/bash", "-lc", "cd src && grep -rn 'fn main' ."], true),
+        // `cd` and `printf -v` change what later words of the script name.
+        (&["/bin/bash", "-lc", "cd src && grep -rn 'fn main' ."], false),
+        (&["bash", "-c", "printf -v PATH tools && ls"], false),
+        (&["bash", "-c", "printf -vPATH tools && ls"], false),
         (&["sh", "-c", "ls || echo \"no files\""], true),
         (&["zsh", "-lc", "bash -c 'ls | wc -l'"], true),
         (&["bash", "-lc", "ls > f"], false),

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::domains::DomainRules;
-use crate::paths::{DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, expand_path};
+use crate::hidden_paths::Relocations;
+use crate::hidden_paths::{expand_hidden_path, is_under_home, relocations};
+use crate::paths::{DEFAULT_PROTECTED_PATHS, expand_path, session_bus_socket};
+use crate::secret_files::DEFAULT_HIDDEN_PATHS;
 
 /// What a sandboxed command may do. Serialised exactly as Codex's helper expects:
 /// `{"type": "read-only"}`, `{"type": "workspace-write", "writable_roots": [...], ...}`,
@@ -161,6 +164,15 @@ impl SandboxPolicy {
     }
 
     /// Whether the command may use the network.
+    /// The hidden paths as configured (`None`: the defaults).
+    pub fn hidden_paths_setting(&self) -> Option<&Vec<String>> {
+        match self {
+            SandboxPolicy::DangerFullAccess {} => None,
+            SandboxPolicy::ReadOnly { hidden_paths } => hidden_paths.as_ref(),
+            SandboxPolicy::WorkspaceWrite(write) => write.hidden_paths.as_ref(),
+        }
+    }
+
     pub fn has_network_access(&self) -> bool {
         match self {
             SandboxPolicy::DangerFullAccess {} => true,
@@ -233,32 +245,24 @@ impl SandboxPolicy {
             Some(list) => {
                 let mut paths = Vec::new();
                 for p in &list {
-                    // An explicit `~` path without HOME is an error, not a silent no-op; a
+                    // An explicit `~` path without a home is an error, not a silent no-op; a
                     // `$TOKEN` that is not set names nothing to hide.
-                    if (p == "~" || p.starts_with("~/")) && env.home.is_none() {
+                    if is_under_home(p) && env.home.is_none() && env.account_home.is_none() {
                         return Err(PolicyError::NoHome { path: p.clone() });
                     }
-                    paths.extend(expand_path(p, env));
+                    paths.extend(expand_hidden_path(p, env));
                 }
                 paths
             }
             // Defaults under `~` or a `$TOKEN` that is not set are dropped: nothing to hide.
-            None => DEFAULT_HIDDEN_PATHS.iter().filter_map(|p| expand_path(p, env)).collect(),
+            None => DEFAULT_HIDDEN_PATHS.iter().flat_map(|p| expand_hidden_path(p, env)).collect(),
         };
         Ok(ResolvedPolicy {
             writable_roots,
             network_access: self.has_network_access(),
             network_domains: self.network_domains().cloned(),
             protected_paths,
-            hidden_paths: {
-                // `$XDG_RUNTIME_DIR` and `/run/user/$UID` are usually the same directory.
-                let mut seen = std::collections::HashSet::new();
-                hidden_paths
-                    .into_iter()
-                    .filter(|p| p.is_absolute() && seen.insert(p.clone()))
-                    .filter(|p| !allowed_sockets.contains(p))
-                    .collect()
-            },
+            hidden_paths: distinct_hidden(hidden_paths, &allowed_sockets),
             allowed_sockets,
         })
     }
@@ -298,6 +302,18 @@ impl SandboxPolicy {
     }
 }
 
+/// The absolute paths to hide, each once (`$XDG_RUNTIME_DIR` and `/run/user/$UID` are usually
+/// the same directory), without the allowed sockets. A path inside another stays: the Seatbelt
+/// profile denies both, and the mount view covers what it finds covered already only once.
+fn distinct_hidden(paths: Vec<PathBuf>, allowed_sockets: &[PathBuf]) -> Vec<PathBuf> {
+    let mut seen = std::collections::HashSet::new();
+    paths
+        .into_iter()
+        .filter(|p| p.is_absolute() && seen.insert(p.clone()))
+        .filter(|p| !allowed_sockets.contains(p))
+        .collect()
+}
+
 /// The parts of the environment a policy depends on: the user's view of their own machine
 /// (see [`EnvSnapshot`]).
 #[derive(Debug, Clone, Copy, Default)]
@@ -312,6 +328,12 @@ pub struct PolicyEnv<'a> {
     pub runtime_dir: Option<&'a Path>,
     /// `$SSH_AUTH_SOCK`, if set.
     pub ssh_auth_sock: Option<&'a Path>,
+    /// The session bus's socket file, from `$DBUS_SESSION_BUS_ADDRESS`.
+    pub session_bus: Option<&'a Path>,
+    /// The user's home in the password database (hidden paths under `~` are hidden there too).
+    pub account_home: Option<&'a Path>,
+    /// Where variables move catalogue entries (`GNUPGHOME`, `XDG_CONFIG_HOME`, `KUBECONFIG`, …).
+    pub relocations: Option<&'a Relocations>,
     /// cordon's state directory: `$CORDON_HOME`, else `$HOME/.cordon`.
     pub cordon_home: Option<&'a Path>,
 }
@@ -335,6 +357,16 @@ pub struct EnvSnapshot {
     pub runtime_dir: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ssh_auth_sock: Option<PathBuf>,
+    /// The socket file `$DBUS_SESSION_BUS_ADDRESS` names (`unix:path=…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_bus: Option<PathBuf>,
+    /// The home directory the password database gives the uid: filled by the caller, not read
+    /// from the environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_home: Option<PathBuf>,
+    /// The variables that move a catalogue entry, as set ([`crate::RELOCATING_VARIABLES`]).
+    #[serde(skip_serializing_if = "Relocations::is_empty")]
+    pub relocations: Relocations,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -348,9 +380,9 @@ pub struct EnvSnapshot {
 }
 
 impl EnvSnapshot {
-    /// Reads `HOME`, `TMPDIR`, `XDG_RUNTIME_DIR`, `SSH_AUTH_SOCK` and `CORDON_HOME` through
-    /// `lookup`; empty values count as unset. `cordon_home` is `$CORDON_HOME`, else
-    /// `$HOME/.cordon`.
+    /// Reads `HOME`, `TMPDIR`, `XDG_RUNTIME_DIR`, `SSH_AUTH_SOCK`, `DBUS_SESSION_BUS_ADDRESS`,
+    /// `CORDON_HOME` and the relocating variables through `lookup`; empty values count as unset. `cordon_home` is
+    /// `$CORDON_HOME`, else `$HOME/.cordon`. `account_home` is left for the caller.
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
         uid: Option<u32>,
@@ -365,6 +397,10 @@ impl EnvSnapshot {
             uid,
             runtime_dir: get("XDG_RUNTIME_DIR"),
             ssh_auth_sock: get("SSH_AUTH_SOCK"),
+            session_bus: lookup("DBUS_SESSION_BUS_ADDRESS")
+                .and_then(|address| session_bus_socket(&address.to_string_lossy())),
+            account_home: None,
+            relocations: relocations(&lookup),
             cordon_home,
             cordon_executables: Vec::new(),
         }
@@ -377,6 +413,9 @@ impl EnvSnapshot {
             uid: self.uid,
             runtime_dir: self.runtime_dir.as_deref(),
             ssh_auth_sock: self.ssh_auth_sock.as_deref(),
+            session_bus: self.session_bus.as_deref(),
+            account_home: self.account_home.as_deref(),
+            relocations: Some(&self.relocations),
             cordon_home: self.cordon_home.as_deref(),
         }
     }

@@ -142,7 +142,12 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
         }
     };
     let snapshot = EnvSnapshot::from_lookup(
-        env(&[("HOME", "/home/u"), ("TMPDIR", ""), ("SSH_AUTH_SOCK", "/run/a.sock")]),
+        env(&[
+            ("HOME", "/home/u"),
+            ("TMPDIR", ""),
+            ("SSH_AUTH_SOCK", "/run/a.sock"),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/tmp/dbus-x,guid=01"),
+        ]),
         Some(1000),
     );
     assert_eq!(
@@ -152,6 +157,9 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
             tmpdir: None,
             runtime_dir: None,
             ssh_auth_sock: Some(PathBuf::from("/run/a.sock")),
+            session_bus: Some(PathBuf::from("/tmp/dbus-x")),
+            account_home: None,
+            relocations: Default::default(),
             uid: Some(1000),
             cordon_home: Some(PathBuf::from("/home/u/.cordon")),
             cordon_executables: Vec::new(),
@@ -165,7 +173,7 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
     let json = serde_json::to_string(&snapshot).unwrap();
     assert_eq!(
         json,
-        r#"{"home":"/home/u","ssh_auth_sock":"/run/a.sock","uid":1000,"cordon_home":"/home/u/.cordon"}"#
+        r#"{"home":"/home/u","ssh_auth_sock":"/run/a.sock","session_bus":"/tmp/dbus-x","uid":1000,"cordon_home":"/home/u/.cordon"}"#
     );
     assert_eq!(serde_json::from_str::<EnvSnapshot>(&json).unwrap(), snapshot);
     assert!(serde_json::from_str::<EnvSnapshot>(r#"{"HOME":"/x"}"#).is_err());
@@ -212,4 +220,28 @@ fn allowed_sockets_expand_leave_the_hidden_list_and_need_the_network() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn hidden_paths_under_home_are_hidden_under_the_account_home_too() {
+    let policy = SandboxPolicy::from_mode(SandboxMode::ReadOnly);
+    let env = PolicyEnv {
+        home: Some(Path::new("/elsewhere")),
+        account_home: Some(Path::new("/home/u")),
+        session_bus: Some(Path::new("/tmp/dbus-x")),
+        ..PolicyEnv::default()
+    };
+    let resolved = policy.resolve(Path::new("/w"), &env, identity).unwrap();
+    for path in ["/elsewhere/.ssh", "/home/u/.ssh", "/home/u/.pgpass", "/tmp/dbus-x"] {
+        assert!(resolved.hidden_paths.contains(&PathBuf::from(path)), "{path}");
+    }
+    // The same home once; an explicit `~` entry needs one of the two.
+    let same = PolicyEnv { home: Some(Path::new("/home/u")), ..env };
+    let resolved = policy.resolve(Path::new("/w"), &same, identity).unwrap();
+    let ssh = resolved.hidden_paths.iter().filter(|p| p.ends_with(".ssh")).count();
+    assert_eq!(ssh, 2, "{:?}", resolved.hidden_paths); // ~/.ssh and /root/.ssh
+    let explicit = SandboxPolicy::ReadOnly { hidden_paths: Some(vec!["~/.secret".into()]) };
+    let account_only = PolicyEnv { home: None, ..env };
+    let resolved = explicit.resolve(Path::new("/w"), &account_only, identity).unwrap();
+    assert_eq!(resolved.hidden_paths, vec![PathBuf::from("/home/u/.secret")]);
 }

@@ -78,6 +78,41 @@ fn has_inline_script(args: &[String]) -> bool {
     })
 }
 
+/// The inline script of a shell call (`bash -lc S`, `sh -c -- S`, `zsh -o x -c S`, `fish
+/// --command=S`): the first operand after the options, or the value attached to a long
+/// `--command=`. `None` when there is none or it cannot be located.
+pub(crate) fn inline_script(command: &[String]) -> Option<&str> {
+    let args = shell_arguments(command)?;
+    if !has_inline_script(args) {
+        return None;
+    }
+    let mut index = 0;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        if arg == "--" {
+            return args.get(index).map(String::as_str);
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            match long.split_once('=') {
+                Some((name, value)) if "command".starts_with(name) && !name.is_empty() => {
+                    return Some(value);
+                }
+                _ if matches!(long, "rcfile" | "init-file") => index += 1,
+                _ => {}
+            }
+            continue;
+        }
+        if let Some(letters) = arg.strip_prefix(['-', '+']) {
+            if letters.contains(['o', 'O']) {
+                index += 1; // `-o OPTION`
+            }
+            continue;
+        }
+        return Some(arg);
+    }
+    None
+}
+
 /// For a shell call with an inline script (`bash -lc S`, `sh -c -- S`, `bash -l -c S`,
 /// `bash --login -c S`, `zsh -o x -c S`, `busybox sh -c S`, `fish --command=S`, …): every word
 /// that might be a program name anywhere in it, with the file name of each path (`/bin/rm`

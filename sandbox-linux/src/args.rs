@@ -81,7 +81,7 @@ pub enum UserView {
     #[default]
     OwnEnvironment,
     /// Given with `--user-view JSON` (absent fields are unset, never looked up).
-    Given(EnvSnapshot),
+    Given(Box<EnvSnapshot>),
 }
 
 /// A directory by its device and inode numbers (`st_dev`, `st_ino`).
@@ -333,7 +333,7 @@ pub fn parse_helper_args(
                 .ok_or_else(|| HelperError::Usage("--user-view is not valid UTF-8".into()))?;
             let view = serde_json::from_str(json)
                 .map_err(|e| HelperError::Usage(format!("--user-view: invalid JSON: {e}")))?;
-            UserView::Given(view)
+            UserView::Given(Box::new(view))
         }
     };
     Ok(HelperArgs {

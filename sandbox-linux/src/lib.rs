@@ -54,6 +54,8 @@ mod cordon_home;
 #[cfg(target_os = "linux")]
 mod git_dirs;
 #[cfg(target_os = "linux")]
+mod hidden;
+#[cfg(target_os = "linux")]
 mod landlock_rules;
 // The helper's user interface: every line it prints (on other systems, the one that says
 // there is no helper there).

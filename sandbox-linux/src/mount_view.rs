@@ -278,35 +278,13 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     protected.sort();
     protected.dedup();
 
-    let mut hidden_dirs = Vec::new();
-    let mut hidden_files = Vec::new();
-    for path in raw_disk_devices() {
-        hidden_files.push(path);
-    }
+    let mut hidden = crate::hidden::plan(&policy.hidden_paths, &policy.allowed_sockets);
+    hidden.files.extend(raw_disk_devices());
     if Path::new("/dev/bsg").is_dir() {
-        hidden_dirs.push(PathBuf::from("/dev/bsg"));
+        hidden.dirs.push(PathBuf::from("/dev/bsg"));
     }
-    for path in &policy.hidden_paths {
-        match std::fs::metadata(path) {
-            // What this caller cannot reach anyway needs no stand-in (for an unprivileged
-            // caller: other users' secrets, /etc/shadow), which saves a mount each.
-            Ok(meta) if !reachable(path, &meta) => {}
-            Ok(meta) if meta.is_dir() => hidden_dirs.push(path.clone()),
-            Ok(_) => hidden_files.push(path.clone()),
-            // A dangling or missing path has nothing to hide.
-            Err(_) => {}
-        }
-    }
-    let exposed_sockets = policy
-        .allowed_sockets
-        .iter()
-        .filter(|p| {
-            use std::os::unix::fs::FileTypeExt;
-            std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket())
-        })
-        .filter(|p| hidden_dirs.iter().any(|dir| p.starts_with(dir) && *p != dir))
-        .cloned()
-        .collect();
+    let crate::hidden::HiddenPlan { dirs: hidden_dirs, files: hidden_files, exposed_sockets } =
+        hidden;
     // A root inside another root is already writable through the outer one's bind.
     let outermost: Vec<PathBuf> = roots
         .iter()
@@ -342,21 +320,6 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
             None => NetworkNamespace::Shared,
         },
     }
-}
-
-/// Whether the caller could use `path` without the sandbox's help: search a directory, connect
-/// to a socket (which takes write permission), read anything else.
-fn reachable(path: &Path, meta: &std::fs::Metadata) -> bool {
-    use nix::unistd::AccessFlags;
-    use std::os::unix::fs::FileTypeExt;
-    let mode = if meta.is_dir() {
-        AccessFlags::X_OK
-    } else if meta.file_type().is_socket() {
-        AccessFlags::W_OK
-    } else {
-        AccessFlags::R_OK
-    };
-    nix::unistd::access(path, mode).is_ok()
 }
 
 /// Whether this process was handed a terminal on fd 0, 1 or 2.

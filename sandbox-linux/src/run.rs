@@ -221,10 +221,10 @@ unsafe fn run(
     let env = match &args.user_view {
         UserView::Given(view) => view,
         UserView::OwnEnvironment => {
-            own_env = EnvSnapshot::from_lookup(
-                |k| std::env::var_os(k),
-                Some(nix::unistd::getuid().as_raw()),
-            );
+            let uid = nix::unistd::getuid();
+            let mut view = EnvSnapshot::from_lookup(|k| std::env::var_os(k), Some(uid.as_raw()));
+            view.account_home = nix::unistd::User::from_uid(uid).ok().flatten().map(|u| u.dir);
+            own_env = view;
             &own_env
         }
     };

@@ -168,18 +168,29 @@ fn rules_forbid_prompt_persist_and_workspace_allows_are_ignored() {
     assert!(!e.work.path().join("f").exists());
     std::fs::remove_dir_all(e.work.path().join(".cordon")).unwrap();
 
-    // "Always allow" writes a rule the next run honours.
+    // "Always allow" is not offered without a subcommand: a rule for `touch` would allow
+    // every use of it.
     let (transcript, code) = exec_on_terminal(
         e.home.path(),
         e.work.path(),
         &["-a", "untrusted", "--", "touch", "f"],
+        &["y"],
+    );
+    assert_eq!(code, 0, "{transcript}");
+    assert!(!transcript.contains("[a]"), "{transcript}");
+    assert!(e.work.path().join("f").exists());
+
+    // "Always allow" writes a program + subcommand rule the next run honours.
+    let (transcript, code) = exec_on_terminal(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "untrusted", "--", "cargo", "version"],
         &["a"],
     );
     assert_eq!(code, 0, "{transcript}");
-    assert!(e.work.path().join("f").exists());
     let rules = std::fs::read_to_string(e.home.path().join("rules.toml")).unwrap();
-    assert!(rules.contains("\"touch\""), "{rules}");
-    let run = exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "touch", "f"]);
+    assert!(rules.contains("[\"cargo\", \"version\"]"), "{rules}");
+    let run = exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "cargo", "version"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
 

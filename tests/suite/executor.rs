@@ -442,3 +442,36 @@ fn what_an_unsandboxed_session_leaves_behind_ends_with_the_executor() {
         );
     }
 }
+
+/// Under `on-failure` a session's command that the sandbox likely blocked is offered a retry
+/// without the sandbox, as a question to the client with the evidence; approved, it runs again
+/// unsandboxed and the result says so; denied, nothing more runs. `on-request` reports the
+/// denial to the program, which asks for escalation itself.
+#[test]
+fn a_session_the_sandbox_blocked_is_offered_an_unsandboxed_retry_under_on_failure() {
+    require_sandbox!(1);
+    let outside = scratch();
+    let target = outside.path().join("written");
+    let cmd = format!("echo x > {}", target.display());
+    for (answer, written) in [("denied", false), ("approved", true)] {
+        let mut ex = Executor::start(&["-a", "on-failure"]);
+        ex.send(&json!({"type": "call_tool", "requestId": "r1", "toolName": "exec_command",
+            "arguments": {"cmd": cmd}}));
+        let request = ex.wait_for(Duration::from_secs(20), |v| v["type"] == "approval_request");
+        assert_eq!(request["stage"], "retry_without_sandbox", "{request}");
+        assert!(request["evidence"].to_string().contains("written"), "{request}");
+        assert!(!target.exists(), "the sandboxed attempt wrote outside the roots");
+        ex.send(&json!({"type": "approval_response", "requestId": request["requestId"],
+            "decision": answer}));
+        let response = ex.wait_for(Duration::from_secs(20), |v| v["requestId"] == "r1");
+        assert_eq!(target.exists(), written, "{answer}: {response}");
+        if written {
+            assert!(response.to_string().contains("WITHOUT the sandbox"), "{response}");
+        }
+        let _ = std::fs::remove_file(&target);
+    }
+    let mut ex = Executor::start(&["-a", "on-request"]);
+    let text = ex.text("exec_command", json!({"cmd": cmd}));
+    assert!(!target.exists(), "{text}");
+    assert!(!text.contains("WITHOUT"), "{text}");
+}

@@ -9,6 +9,7 @@
 mod util;
 
 mod approval_prompt;
+mod auto_approval;
 mod cli;
 #[cfg(target_os = "linux")]
 mod code_runs_later;
@@ -38,6 +39,7 @@ mod proxy;
 #[cfg(target_os = "linux")]
 mod remote;
 mod robustness;
+mod secret_files;
 mod secrets;
 #[cfg(target_os = "linux")]
 mod self_protection;

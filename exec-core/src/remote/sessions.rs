@@ -82,6 +82,7 @@ impl Sessions for RemoteSessions {
             Authorization::Run { sandboxed, .. } => sandboxed,
             Authorization::Refused { reason, .. } => return Err(SessionError::Rejected(reason)),
         };
+        let request = request.under(sandboxed);
         let kind = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         let approval =
             if approvals.is_empty() { ApprovalState::NotNeeded } else { ApprovalState::Granted };

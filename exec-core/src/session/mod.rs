@@ -31,7 +31,7 @@ use cordon_policies::{AskForApproval, SandboxRequest};
 
 use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, plan_launch};
 use crate::network_proxy::NetworkProxy;
-use crate::orchestrator::{Approver, Authorization, Orchestrator};
+use crate::orchestrator::{Approver, Authorization, Orchestrator, SessionDenial};
 use crate::runner::GitWatch;
 
 use text::{Collected, Wait, clamp_yield, cut};
@@ -199,6 +199,7 @@ impl SessionManager {
                 return Err(SessionError::Rejected(reason));
             }
         };
+        let request = request.under(sandboxed);
         let kind = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         // A domain allow-list gets a proxy of its own for as long as the session lives.
         let test_resolve = &self.orchestrator.helper().proxy_test_resolve;
@@ -212,14 +213,40 @@ impl SessionManager {
             crate::runner::watch_git_dirs(&request.sandbox, kind, self.orchestrator.helper());
         let start = Start {
             started,
-            cmd: args.cmd,
+            cmd: args.cmd.clone(),
             tty: args.tty.unwrap_or(false),
             yield_time_ms: args.yield_time_ms,
             max_output_tokens: args.max_output_tokens,
             proxy,
             git_watch,
         };
-        self.start_session(spec, start).await
+        let first = self.start_session(spec, start).await?;
+        // A command that ended within the call, likely blocked by the sandbox: under a policy
+        // that asks after a denial, the question goes to the client, and an approved retry
+        // runs without the sandbox as a new session.
+        let SessionState::Exited { code } = first.state else { return Ok(first) };
+        let denied =
+            SessionDenial { request: &request, sandbox: kind, code, output: &first.output };
+        if !self.orchestrator.approve_retry_after_session(denied, approver).await {
+            return Ok(first);
+        }
+        tracing::debug!("retrying the session's command without the sandbox");
+        let spec = plan_launch(&request.launch(SandboxKind::None), self.orchestrator.helper())?;
+        let start = Start {
+            started,
+            cmd: args.cmd,
+            tty: args.tty.unwrap_or(false),
+            yield_time_ms: args.yield_time_ms,
+            max_output_tokens: args.max_output_tokens,
+            proxy: None,
+            git_watch: None,
+        };
+        let mut retry = self.start_session(spec, start).await?;
+        retry.notes.insert(
+            0,
+            Note::RetriedWithoutSandbox { first_exit: code, first_output: first.output },
+        );
+        Ok(retry)
     }
 
     /// Spawns `spec` as a new session and collects its first output.

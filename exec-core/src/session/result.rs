@@ -92,6 +92,12 @@ impl fmt::Display for Note {
                  sandbox; moved aside: {}",
                 cordon_policies::render_text(&entries.join("; ")).text
             ),
+            Note::RetriedWithoutSandbox { first_exit, first_output } => write!(
+                f,
+                "Note: the sandboxed attempt exited {first_exit}, likely blocked by the sandbox; \
+                 it ran again WITHOUT the sandbox, as approved. The sandboxed attempt's output:\n{}",
+                cordon_policies::render_text(first_output).text
+            ),
             Note::ClosedToMakeRoom { session_ids } => {
                 let ids: Vec<String> = session_ids.iter().map(u32::to_string).collect();
                 write!(

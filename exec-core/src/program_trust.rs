@@ -1,0 +1,113 @@
+//! Whether a program name resolves to a file no sandboxed command can have planted — what the
+//! known-safe list needs before it lets a command run without a question: `ls` must be the
+//! system's `ls`, never a `tools/ls` that an earlier command wrote and a `PATH` entry finds.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Where a command looks its programs up, and what it (or an earlier sandboxed command) could
+/// have written.
+#[derive(Debug, Clone)]
+pub struct ProgramLookup {
+    /// The command's `PATH`; `None` searches `execvp`'s default (`/bin:/usr/bin`).
+    pub path: Option<OsString>,
+    /// Where the command starts: a relative program or `PATH` entry is taken from here.
+    pub cwd: PathBuf,
+    /// Canonical writable roots of the request's policy.
+    pub writable_roots: Vec<PathBuf>,
+}
+
+impl ProgramLookup {
+    /// Whether `program` is found as `execvp` finds it in a file owned by root that neither
+    /// the user's group nor others may change, in a directory of the same kind, outside every
+    /// writable root — and every `PATH` directory searched before it is of that kind too (so a
+    /// file planted there later cannot take its place).
+    pub fn trusts(&self, program: &str) -> bool {
+        if program.is_empty() {
+            return false;
+        }
+        if program.contains('/') {
+            let path = Path::new(program);
+            return path.is_absolute() && self.trusted_file(path);
+        }
+        let default = OsString::from("/bin:/usr/bin");
+        let search = self.path.as_ref().unwrap_or(&default);
+        for dir in std::env::split_paths(search) {
+            // An empty or relative entry is the working directory, which the workspace holds.
+            if !dir.is_absolute() || !self.trusted_dir(&dir) {
+                return false;
+            }
+            let candidate = dir.join(program);
+            if is_executable_file(&candidate) {
+                return self.trusted_file(&candidate);
+            }
+        }
+        false
+    }
+
+    fn trusted_file(&self, path: &Path) -> bool {
+        let Ok(canonical) = std::fs::canonicalize(path) else { return false };
+        let Some(parent) = canonical.parent() else { return false };
+        is_locked_down(&canonical) && self.trusted_dir(parent)
+    }
+
+    /// A directory (or, if it does not exist, its nearest existing ancestor) and every
+    /// directory above it: root-owned, not writable by group or others, outside the roots.
+    fn trusted_dir(&self, dir: &Path) -> bool {
+        let mut existing = dir.to_path_buf();
+        while !existing.exists() {
+            if !existing.pop() {
+                return false;
+            }
+        }
+        let Ok(canonical) = std::fs::canonicalize(&existing) else { return false };
+        if self.writable_roots.iter().any(|root| canonical.starts_with(root)) {
+            return false;
+        }
+        canonical.ancestors().all(is_locked_down)
+    }
+}
+
+/// Owned by root and not writable by group or others.
+fn is_locked_down(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.uid() == 0 && meta.mode() & 0o022 == 0)
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(path: &str, roots: &[&Path]) -> ProgramLookup {
+        ProgramLookup {
+            path: Some(path.into()),
+            cwd: PathBuf::from("/"),
+            writable_roots: roots.iter().map(|r| r.to_path_buf()).collect(),
+        }
+    }
+
+    #[test]
+    fn system_programs_are_trusted_and_relative_or_planted_ones_are_not() {
+        assert!(lookup("/usr/bin:/bin", &[]).trusts("ls"));
+        assert!(lookup("/usr/bin", &[]).trusts("/usr/bin/ls"));
+        assert!(!lookup("tools:/usr/bin", &[]).trusts("ls"));
+        assert!(!lookup(":/usr/bin", &[]).trusts("ls"));
+        assert!(!lookup("/usr/bin", &[Path::new("/usr")]).trusts("ls"));
+        assert!(!lookup("/usr/bin", &[]).trusts("./ls"));
+        assert!(!lookup("/usr/bin", &[]).trusts("no-such-program-here"));
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("ls");
+        std::fs::write(&planted, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&planted, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let path = format!("{}:/usr/bin", dir.path().display());
+        // Root-owned here when the tests run as root, but inside a writable root.
+        assert!(!lookup(&path, &[dir.path()]).trusts("ls"));
+    }
+}

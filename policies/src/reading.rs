@@ -1,0 +1,160 @@
+//! Reading an argv as the program that will really run: wrappers unwrapped with their own
+//! option grammar, git's global options skipped, and every place where the words do not say
+//! what runs reported as [`Unreadable`].
+//!
+//! An unreadable command is not refused here: it is a command that *might* be anything, so
+//! every `prompt` and `forbidden` rule may apply to it and nothing may approve it unasked.
+//! Programs that run other code by design (`make`, `npm test`, `python3 script.py`, `bash
+//! build.sh`) are read by their own name: the code they run is a file, not the command line.
+
+use crate::normalize::basename;
+use crate::script_words::is_shell_name;
+use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable};
+use crate::wrappers::{Unwrapped, unwrap};
+
+/// How many wrappers deep [`read_command`] unwraps (`env nice timeout 5 git push`); deeper
+/// nesting is unreadable rather than cut short.
+const MAX_UNWRAP: usize = 8;
+
+/// Interpreters and the options that hand them code on the command line.
+const INLINE_CODE: &[(&str, &[&str])] = &[
+    ("python", &["-c"]),
+    ("pypy", &["-c"]),
+    ("node", &["-e", "-p", "--eval", "--print"]),
+    ("nodejs", &["-e", "-p", "--eval", "--print"]),
+    ("deno", &["eval"]),
+    ("bun", &["-e", "--eval", "-p", "--print"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+    ("luajit", &["-e"]),
+    ("Rscript", &["-e"]),
+    ("julia", &["-e", "-E", "--eval", "--print"]),
+    ("osascript", &["-e"]),
+    ("pwsh", &["-c", "-command", "-Command"]),
+    ("powershell", &["-c", "-command", "-Command"]),
+];
+
+/// The command as rules see it: the program by its file name, wrappers unwrapped, git's
+/// global options skipped — or why that cannot be read.
+pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
+    let mut words: Vec<String> = command.to_vec();
+    let mut depth = 0;
+    loop {
+        let Some((first, rest)) = words.split_first() else { return Ok(Vec::new()) };
+        if first.contains(COMPUTED_WORD) {
+            return Err(Unreadable::ComputedProgram { word: "…".to_owned() });
+        }
+        let inner = match unwrap(basename(first), rest) {
+            Unwrapped::NotAWrapper | Unwrapped::Nothing => break,
+            Unwrapped::Unreadable(why) => return Err(why),
+            Unwrapped::Inner(inner) => inner.into_owned(),
+        };
+        depth += 1;
+        if depth > MAX_UNWRAP {
+            return Err(Unreadable::TooDeep);
+        }
+        words = inner;
+    }
+    let Some((first, rest)) = words.split_first() else { return Ok(Vec::new()) };
+    let program = basename(first).to_owned();
+    // git's commands as the programs of its exec path (`/usr/lib/git-core/git-push`).
+    if let Some(subcommand) = program.strip_prefix("git-").filter(|s| !s.is_empty()) {
+        let args = std::iter::once(subcommand.to_owned()).chain(rest.iter().cloned());
+        let args: Vec<String> = args.collect();
+        let rest = crate::git_reading::read_git(&args)?;
+        return Ok(std::iter::once("git".to_owned()).chain(rest).collect());
+    }
+    if CODE_BUILTINS.contains(&program.as_str()) {
+        return Err(Unreadable::Builtin { name: program });
+    }
+    if let Some(interpreter) = inline_code(&program, rest) {
+        return Err(Unreadable::InlineCode { interpreter });
+    }
+    if reads_code_from_stdin(&program, rest) {
+        return Err(Unreadable::ScriptOnStdin { shell: program });
+    }
+    if is_shell_name(&program) && reads_stdin(rest) {
+        return Err(Unreadable::ScriptOnStdin { shell: program });
+    }
+    let rest = if program == "git" { crate::git_reading::read_git(rest)? } else { rest.to_vec() };
+    Ok(std::iter::once(program).chain(rest).collect())
+}
+
+/// `python3 -c CODE`, `node -e CODE`, `perl -E CODE`, `awk` with `system(…)` or a pipe: the
+/// interpreter's name when its command line carries code that may run programs.
+fn inline_code(program: &str, args: &[String]) -> Option<String> {
+    let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    if matches!(stem, "awk" | "gawk" | "mawk" | "nawk") {
+        let runs = args.iter().any(|a| a.contains("system") || a.contains('|'));
+        return runs.then(|| program.to_owned());
+    }
+    let (_, options) = INLINE_CODE.iter().find(|(name, _)| *name == stem)?;
+    let given = args.iter().take_while(|a| *a != "--").any(|arg| {
+        options.iter().any(|o| {
+            arg == o
+                || arg.starts_with(&format!("{o}="))
+                // a cluster ending in the code option: `python3 -Ic`, `perl -ne`
+                || (o.len() == 2 && arg.starts_with('-') && !arg.starts_with("--")
+                    && arg.contains(&o[1..]))
+        })
+    });
+    given.then(|| program.to_owned())
+}
+
+/// Whether a shell with these arguments reads its script from standard input: no inline
+/// script (`-c`) and no script file operand, or `-s`.
+fn reads_stdin(args: &[String]) -> bool {
+    let mut index = 0;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        if arg == "--" || arg == "-" {
+            return args.get(index).is_none() || arg == "-";
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            if long.starts_with("comm") || long.starts_with("init-command") {
+                return false;
+            }
+            if matches!(long, "rcfile" | "init-file") {
+                index += 1;
+            }
+            continue;
+        }
+        if let Some(letters) = arg.strip_prefix(['-', '+']) {
+            if letters.contains(['c', 'C']) {
+                return false;
+            }
+            if letters.contains('s') {
+                return true;
+            }
+            if letters.contains('o') || letters.contains('O') {
+                index += 1; // `-o OPTION`
+            }
+            continue;
+        }
+        return false; // a script file
+    }
+    true
+}
+
+/// An interpreter with no script operand (or `-`): it reads its program from standard input,
+/// which a here-document or a pipe fills (`python3 - <<EOF`, `… | perl`).
+fn reads_code_from_stdin(program: &str, args: &[String]) -> bool {
+    let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    const READ_STDIN: &[&str] = &["python", "pypy", "node", "nodejs", "perl", "ruby", "php", "lua"];
+    if !READ_STDIN.contains(&stem) {
+        return false;
+    }
+    // `python3 -m module` and `-V`/`--version` do not read a program from stdin.
+    let module_or_info = args.iter().any(|a| {
+        a == "-m"
+            || a.starts_with("-m") && stem == "python"
+            || a == "-V"
+            || a.starts_with("--vers")
+            || a == "--help"
+            || a == "-h"
+    });
+    let operand = args.iter().find(|a| !a.starts_with('-') || a.as_str() == "-");
+    !module_or_info && operand.is_none_or(|a| a == "-")
+}

@@ -1,0 +1,203 @@
+//! Every command of a shell script that is not plain, read as far as tree-sitter-bash allows:
+//! each `command` node anywhere in the tree (inside substitutions, subshells, functions, control
+//! flow) with its literal words, a computed argument standing as a placeholder — and whatever
+//! makes the script unreadable: a computed program word, a builtin that runs or redefines code
+//! (`eval`, `trap`, `alias`, `source`, `hash`, …), a shell fed a script on standard input, an
+//! assignment to a variable that loads code, a parse error.
+//!
+//! This reading is one of two: [`crate::script_words`] still collects every word that might be
+//! a program, so a command tree-sitter splits differently from bash is still seen by its words.
+
+use tree_sitter::{Node, Parser};
+
+use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable, is_code_variable};
+
+/// What tree-sitter-bash reads in one script.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ScriptReading {
+    /// Each command with a literal program word, its computed arguments as [`COMPUTED_WORD`].
+    pub commands: Vec<Vec<String>>,
+    /// The first reason the script cannot be read, if any.
+    pub unreadable: Option<Unreadable>,
+}
+
+/// Reads `script` (the inline script of a shell call).
+pub(crate) fn read_script(script: &str) -> ScriptReading {
+    // bash deletes a backslash-newline before it splits words; tree-sitter-bash treats it as
+    // a blank. Characters outside printable ASCII stand as a letter: bash takes them as part
+    // of a word, and tree-sitter-bash crashes on some of them.
+    let source: String = script
+        .replace("\\\n", "")
+        .chars()
+        .map(|c| if c == '\t' || c == '\n' || (' '..='~').contains(&c) { c } else { 'x' })
+        .collect();
+    let mut reading = ScriptReading::default();
+    let mut parser = Parser::new();
+    let tree = parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .ok()
+        .and_then(|()| parser.parse(&source, None));
+    let Some(tree) = tree else {
+        reading.unreadable = Some(Unreadable::Unparsed);
+        return reading;
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        reading.unreadable = Some(Unreadable::Unparsed);
+    }
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "command" => read_command_node(node, &source, &mut reading),
+            "variable_assignment" => {
+                if let Some(name) = assigned_name(node, &source).filter(|n| is_code_variable(n)) {
+                    reading.unreadable.get_or_insert(Unreadable::CodeVariable { name });
+                }
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    reading
+}
+
+/// One `command` node: its words, or why its program cannot be read.
+fn read_command_node(node: Node<'_>, source: &str, reading: &mut ScriptReading) {
+    let mut words = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "command_name" => {
+                let mut inner = child.walk();
+                let name = child.named_children(&mut inner).next();
+                match name.and_then(|n| literal(n, source)) {
+                    Some(name) => words.push(name),
+                    None => {
+                        let text = source.get(child.byte_range()).unwrap_or_default();
+                        let word: String = text.chars().take(60).collect();
+                        reading.unreadable.get_or_insert(Unreadable::ComputedProgram { word });
+                        return;
+                    }
+                }
+            }
+            _ if words.is_empty() => {} // assignments and redirections before the program
+            kind if kind.ends_with("redirect") => {}
+            _ if child.is_named() => {
+                words.push(literal(child, source).unwrap_or_else(|| COMPUTED_WORD.to_owned()));
+            }
+            _ => {}
+        }
+    }
+    let Some(program) = words.first() else { return };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if CODE_BUILTINS.contains(&name) {
+        reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
+    }
+    reading.commands.push(words);
+}
+
+/// The name a `variable_assignment` assigns.
+fn assigned_name(node: Node<'_>, source: &str) -> Option<String> {
+    let name = node.child_by_field_name("name").or_else(|| node.named_child(0))?;
+    source.get(name.byte_range()).map(str::to_owned)
+}
+
+/// The value of a word the shell takes literally: a bare word without expansion, glob, brace
+/// or tilde characters (backslash escapes removed), a `'…'` string, a `"…"` string without
+/// expansions, or a concatenation of those. `None` for anything the shell computes.
+fn literal(node: Node<'_>, source: &str) -> Option<String> {
+    let text = source.get(node.byte_range())?;
+    match node.kind() {
+        "word" | "number" => {
+            if text.contains(['$', '`', '*', '?', '[', ']', '{', '}', '~']) || text.starts_with('=')
+            {
+                return None;
+            }
+            Some(unescape(text))
+        }
+        "raw_string" => text.strip_prefix('\'')?.strip_suffix('\'').map(str::to_owned),
+        "string" => {
+            let content = text.strip_prefix('"')?.strip_suffix('"')?;
+            let mut cursor = node.walk();
+            let only_content = node
+                .children(&mut cursor)
+                .all(|child| matches!(child.kind(), "\"" | "string_content"));
+            (only_content && !content.contains(['$', '`'])).then(|| unescape(content))
+        }
+        "concatenation" => {
+            let mut value = String::new();
+            let mut cursor = node.walk();
+            for child in node.children(&mut cursor) {
+                value.push_str(&literal(child, source)?);
+            }
+            Some(value)
+        }
+        _ => None,
+    }
+}
+
+/// A backslash keeps the character after it.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            out.extend(chars.next());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn commands_are_found_everywhere_in_the_tree() {
+        let reading =
+            read_script("x=1 cargo test 2>&1 | tee log; echo $(rm -f y) && (cd a && make)");
+        assert_eq!(reading.unreadable, None);
+        for command in ["cargo test", "tee log", "rm -f y", "cd a", "make"] {
+            assert!(reading.commands.contains(&words(command)), "{command}: {reading:?}");
+        }
+        assert!(reading.commands.iter().any(|c| c[0] == "echo" && c[1] == COMPUTED_WORD));
+    }
+
+    #[test]
+    fn computed_programs_code_builtins_and_code_variables_are_unreadable() {
+        for script in [
+            "{r,}m x",
+            "/bin/r[m] x",
+            "${x}m y",
+            "$(printf r)m y",
+            "`echo rm` y",
+            "eval 'rm x'",
+            "trap 'rm x' EXIT",
+            "alias l=rm; l x",
+            "source ./x.sh",
+            ". ./x.sh",
+            "hash -p /bin/rm ls; ls",
+            "BASH_ENV=./x bash -c true",
+            "export BASH_ENV=./x; bash -c true",
+            "ls (",
+        ] {
+            assert!(read_script(script).unreadable.is_some(), "{script}");
+        }
+    }
+
+    #[test]
+    fn quoting_and_escapes_read_as_bash_reads_them() {
+        let reading = read_script("\\rm a; \"rm\" b; 'r'm c; r\\\nm d");
+        for command in ["rm a", "rm b", "rm c", "rm d"] {
+            assert!(reading.commands.contains(&words(command)), "{command}: {reading:?}");
+        }
+    }
+}

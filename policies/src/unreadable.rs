@@ -1,0 +1,114 @@
+//! Why cordon cannot tell from a command's words which programs it runs, and the words and
+//! names that make it so.
+
+use std::fmt;
+
+/// Why cordon cannot tell from a command's words which programs it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A wrapper that computes what it runs, or whose options cordon does not model.
+    Wrapper { detail: String },
+    /// Wrappers nested deeper than cordon follows.
+    TooDeep,
+    /// A program word the shell computes (`$x`, `$(…)`, a glob, a brace expansion).
+    ComputedProgram { word: String },
+    /// A shell builtin that runs or redefines code (`eval`, `trap`, `alias`, `source`, …).
+    Builtin { name: String },
+    /// A shell reading its script from standard input or a here-document.
+    ScriptOnStdin { shell: String },
+    /// An interpreter given code on its command line (`python3 -c`, `node -e`).
+    InlineCode { interpreter: String },
+    /// A git command whose meaning comes from configuration (aliases, `-c core.*`, a
+    /// non-builtin subcommand).
+    Git { detail: String },
+    /// A variable that makes a program load code from a file (`BASH_ENV`, `LD_PRELOAD`).
+    CodeVariable { name: String },
+    /// A script tree-sitter-bash does not parse cleanly.
+    Unparsed,
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unreadable::Wrapper { detail } => write!(f, "{detail}"),
+            Unreadable::TooDeep => write!(f, "wrappers nest deeper than cordon follows"),
+            Unreadable::ComputedProgram { word } => {
+                write!(f, "the program name `{word}` is computed by the shell")
+            }
+            Unreadable::Builtin { name } => write!(f, "the script uses `{name}`"),
+            Unreadable::ScriptOnStdin { shell } => {
+                write!(f, "`{shell}` reads its script from standard input")
+            }
+            Unreadable::InlineCode { interpreter } => {
+                write!(f, "`{interpreter}` runs code given on its command line")
+            }
+            Unreadable::Git { detail } => write!(f, "{detail}"),
+            Unreadable::CodeVariable { name } => {
+                write!(f, "`{name}` makes a program load code from a file")
+            }
+            Unreadable::Unparsed => write!(f, "cordon cannot parse the script"),
+        }
+    }
+}
+
+impl serde::Serialize for Unreadable {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Builtins that run code given as text or from a file, or change what a name runs.
+pub(crate) const CODE_BUILTINS: &[&str] = &[
+    "eval",
+    "trap",
+    "alias",
+    "source",
+    ".",
+    "hash",
+    "enable",
+    "fc",
+    "shopt",
+    "unalias",
+    "coproc",
+    "complete",
+    "compgen",
+    "bind",
+    "mapfile",
+    "readarray",
+    "select",
+];
+
+/// A word the shell computes, standing where an argument was (never a real argv word: an
+/// argv cannot hold NUL).
+pub(crate) const COMPUTED_WORD: &str = "\u{0}";
+
+/// Variables that make a program load code from a file named in them.
+const CODE_VARIABLES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "LD_LIBRARY_PATH",
+    "GIT_EXEC_PATH",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "RUBYOPT",
+];
+
+/// Whether assigning `name` makes a later program load code from a file.
+pub(crate) fn is_code_variable(name: &str) -> bool {
+    CODE_VARIABLES.contains(&name)
+        || name.starts_with("GIT_CONFIG_")
+        || name.starts_with("BASH_FUNC_")
+}

@@ -1,0 +1,169 @@
+//! What runs without a question is confined: known-safe commands run read-only with no
+//! network whatever the sandbox mode, only when their programs are system files and their
+//! scripts leave later words alone; rules that forbid or ask hold for every spelling of a
+//! command, and a command cordon cannot read is asked about or refused.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::exec::{env, exec};
+use super::util::*;
+
+/// An executable `path` that writes `marker` when it runs.
+fn marker_program(path: &Path, marker: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("#!/bin/sh\necho ran > {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+const UNTRUSTED_FULL_ACCESS: [&str; 4] = ["-a", "untrusted", "-s", "danger-full-access"];
+
+fn untrusted_full_access(home: &Path, cwd: &Path, command: &[&str]) -> Run {
+    let mut args = UNTRUSTED_FULL_ACCESS.to_vec();
+    args.push("--");
+    args.extend_from_slice(command);
+    exec(home, cwd, &args)
+}
+
+#[test]
+fn known_safe_scripts_that_change_what_later_words_run_are_asked_about() {
+    require_sandbox!(1);
+    let e = env();
+    let marker = e.outside.path().join("ran");
+    marker_program(&e.work.path().join("tools/ls"), &marker);
+    // A git directory shipped as plain files, whose fsmonitor would run on `git status`.
+    let vendored = e.work.path().join("vendor/lib");
+    marker_program(&e.work.path().join("hook.sh"), &marker);
+    for dir in ["objects", "refs"] {
+        std::fs::create_dir_all(vendored.join(dir)).unwrap();
+    }
+    std::fs::write(vendored.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        vendored.join("config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tworktree = .\n\tfsmonitor = {}\n",
+            e.work.path().join("hook.sh").display()
+        ),
+    )
+    .unwrap();
+    for script in ["printf -v PATH tools && ls", "cd vendor/lib && git status", "PATH=tools ls"] {
+        let run = untrusted_full_access(e.home.path(), e.work.path(), &["bash", "-c", script]);
+        assert_eq!(run.code, Some(125), "{script}: {}", run.stderr);
+        assert!(run.stderr.contains("approval needed"), "{script}: {}", run.stderr);
+        assert!(!marker.exists(), "{script} ran workspace code");
+    }
+}
+
+#[test]
+fn a_known_safe_name_found_through_a_path_the_workspace_controls_is_asked_about() {
+    require_sandbox!(1);
+    let e = env();
+    let marker = e.outside.path().join("ran");
+    marker_program(&e.work.path().join("tools/ls"), &marker);
+    let path = format!("{}:/usr/bin:/bin", e.work.path().join("tools").display());
+    let run: Run = without_terminal(CORDON)
+        .args(["exec"])
+        .args(UNTRUSTED_FULL_ACCESS)
+        .args(["--", "ls"])
+        .current_dir(e.work.path())
+        .env("CORDON_HOME", e.home.path())
+        .env("PATH", &path)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(!marker.exists(), "the workspace's ls ran");
+}
+
+#[test]
+fn known_safe_commands_run_read_only_without_network_even_under_full_access() {
+    require_sandbox!(1);
+    let e = env();
+    let marker = e.outside.path().join("ran");
+    let git = |args: &[&str]| {
+        let status = Command::new("git").args(args).current_dir(e.work.path()).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(e.work.path().join("a.txt"), "one\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"]);
+    std::fs::write(e.work.path().join("a.txt"), "two\n").unwrap();
+    // Code the repository's own configuration runs on `git status` and `git diff`.
+    marker_program(&e.outside.path().join("hook.sh"), &marker);
+    let hook = e.outside.path().join("hook.sh");
+    git(&["config", "core.fsmonitor", hook.to_str().unwrap()]);
+    git(&["config", "diff.external", hook.to_str().unwrap()]);
+    for command in [&["git", "status"][..], &["git", "diff"]] {
+        // Run without a question, read-only: the hook's write fails (and the retry without
+        // the sandbox that a denial offers finds nobody to approve it).
+        let run = untrusted_full_access(e.home.path(), e.work.path(), command);
+        assert!(!marker.exists(), "{command:?}: the repository's code wrote: {}", run.stderr);
+    }
+    // A known-safe read still runs, without a question, and sees the workspace.
+    let run = untrusted_full_access(e.home.path(), e.work.path(), &["ls"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("a.txt"), "{}", run.stdout);
+    // Read-only whatever the mode: a known-safe `cat` of a hidden file sees nothing.
+    let hidden = e.home.path().join(".ssh");
+    std::fs::create_dir_all(&hidden).unwrap();
+    std::fs::write(hidden.join("id_ed25519"), "SECRET\n").unwrap();
+    let run: Run = without_terminal(CORDON)
+        .arg("exec")
+        .args(UNTRUSTED_FULL_ACCESS)
+        .args(["--json", "--", "cat"])
+        .arg(hidden.join("id_ed25519"))
+        .current_dir(e.work.path())
+        .env("CORDON_HOME", e.outside.path())
+        .env("HOME", e.home.path())
+        .output()
+        .unwrap()
+        .into();
+    assert!(!run.stdout.contains("SECRET"), "{}", run.stdout);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["assessment"]["decision"]["sandbox"], "read_only", "{v}");
+    assert_eq!(v["attempts"][0]["sandbox"], SANDBOX, "{v}");
+}
+
+#[test]
+fn forbidden_and_prompt_rules_hold_for_spellings_that_hide_the_program() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n\n\
+         [[rule]]\nprefix = [\"touch\"]\ndecision = \"prompt\"\n",
+    )
+    .unwrap();
+    let victim = e.work.path().join("victim");
+    let created = e.work.path().join("t");
+    for spelling in [
+        &["env", "sh", "-c", "rm -f victim"][..],
+        &["nice", "bash", "-c", "rm -f victim"],
+        &["bash", "-c", "eval 'rm -f victim'"],
+        &["bash", "-c", "trap 'rm -f victim' EXIT"],
+        &["env", "-S", "rm -f", "victim"],
+        &["busybox", "rm", "-f", "victim"],
+        &["bash", "-c", "{r,}m -f victim"],
+        &["bash", "-c", "/bin/r[m] -f victim"],
+        &["bash", "-c", "x=r; ${x}m -f victim"],
+        &["bash", "-c", "$(printf r)m -f victim"],
+        &["nice", "nice", "nice", "nice", "nice", "nice", "nice", "nice", "nice", "rm", "victim"],
+        &["env", "sh", "-c", "touch t"],
+        &["python3", "-c", "import os; os.remove('victim')"],
+    ] {
+        std::fs::write(&victim, "x").unwrap();
+        for approval in ["on-request", "on-failure", "never"] {
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert!(!created.exists(), "{spelling:?} under {approval} created the file");
+        }
+    }
+    // What cordon reads still runs beside the rules.
+    let run =
+        exec(e.home.path(), e.work.path(), &["-a", "on-request", "--", "bash", "-c", "ls | wc -l"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
