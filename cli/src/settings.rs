@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
-use cordon_exec_core::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults};
+use cordon_exec_core::{
+    HELLO_TIMEOUT, LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults,
+};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
     RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest, Strictness,
@@ -504,8 +506,13 @@ fn load_rules(home: Option<&Path>, workspace: Option<&Path>) -> anyhow::Result<R
     Ok(rules)
 }
 
-/// The ssh target of `--host`/`--connect`.
-pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTarget> {
+/// The ssh target of `--host`/`--connect`. The far end must answer within
+/// [`HELLO_TIMEOUT`], or within the run's `timeout` when that is shorter.
+pub fn remote_target(
+    host: &str,
+    flags: &RemoteFlags,
+    timeout: Option<std::time::Duration>,
+) -> anyhow::Result<RemoteTarget> {
     let (destination, port) = RemoteTarget::parse_host(host)?;
     Ok(RemoteTarget {
         destination,
@@ -513,6 +520,7 @@ pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTa
         ssh_options: flags.ssh_options.clone(),
         remote_cordon: flags.remote_cordon.clone(),
         ssh_program: ssh_program(flags.ssh_program.as_deref())?,
+        hello_timeout: timeout.map_or(HELLO_TIMEOUT, |t| t.min(HELLO_TIMEOUT)),
     })
 }
 
@@ -583,7 +591,7 @@ pub async fn connect_sessions(
     host: &str,
     remote: &RemoteFlags,
 ) -> anyhow::Result<RemoteSessions> {
-    let (link, events) = RemoteLink::connect(&remote_target(host, remote)?).await?;
+    let (link, events) = RemoteLink::connect(&remote_target(host, remote, None)?).await?;
     print_link_events(events);
     let default_cwd = link.facts().cwd.clone();
     let settings = Settings::load_in(
@@ -662,7 +670,7 @@ pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyho
             }
         }
         Strictness::BestEffort => {
-            for gap in link.gaps(&settings.sandbox.policy) {
+            for gap in link.gaps(&settings.sandbox.policy)? {
                 let line = format!("not enforced on {}: {}", link.host(), gap.what);
                 eprintln!("cordon: {}", render_text(&line).text);
             }

@@ -96,8 +96,8 @@ pub use platform::{
     DoctorReport, Gap, MountViewStatus, helper_main, is_helper_arg0, predicted_gaps,
 };
 pub use remote::{
-    LinkEvent, LinkEvents, RemoteError, RemoteExec, RemoteLink, RemoteSessions, RemoteTarget,
-    run_remote,
+    HELLO_TIMEOUT, LinkEvent, LinkEvents, RemoteError, RemoteExec, RemoteLink, RemoteSessions,
+    RemoteTarget, run_remote,
 };
 pub use runner::MovedAside;
 pub use session::{SessionDefaults, SessionManager, Sessions};

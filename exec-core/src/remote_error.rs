@@ -2,6 +2,7 @@
 //! sessions (whose errors carry it) and the remote link (which returns it).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::runner::OrchestratorError;
 
@@ -26,6 +27,25 @@ pub enum RemoteError {
         remote_version: String,
         remote_protocol: String,
     },
+    #[error(
+        "{host}: no executor answered over ssh within {} s (ssh's own message, if any, is \
+         above; is cordon installed there? --remote-cordon PATH names it)",
+        .waited.as_secs_f64()
+    )]
+    NoHello { host: String, waited: Duration },
+    #[error(
+        "{host} did not answer within {} s; the link was closed{}",
+        .waited.as_secs_f64(),
+        lost_sessions(.sessions)
+    )]
+    Silent { host: String, waited: Duration, sessions: Vec<(u32, String)> },
+    #[error("the link to {host} was closed: {why}{}", lost_sessions(.sessions))]
+    Closed { host: String, why: String, sessions: Vec<(u32, String)> },
+    #[error(
+        "{host} cannot run a sandboxed command: its report of what its sandbox enforces \
+         cannot be read ({why}); nothing ran (install the same cordon on both machines)"
+    )]
+    UnreadableFacts { host: String, why: String },
     #[error("{host} answered something unexpected: {message}")]
     Protocol { host: String, message: String },
     #[error("cannot write a request for {host}: {source}")]

@@ -37,6 +37,8 @@ mod process;
 mod proxy;
 #[cfg(target_os = "linux")]
 mod remote;
+#[cfg(target_os = "linux")]
+mod remote_peers;
 mod robustness;
 mod secrets;
 #[cfg(target_os = "linux")]

@@ -44,6 +44,9 @@ pub(super) struct Shared {
     pub lost: AtomicBool,
     /// This side is closing the link on purpose: EOF is not news.
     pub closing: AtomicBool,
+    /// Why this side closed the link when the far end broke the protocol (a line over the
+    /// limit) or went silent: every later call reports it.
+    pub broken: Mutex<Option<String>>,
     pub events: mpsc::UnboundedSender<LinkEvent>,
 }
 
@@ -53,10 +56,23 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub fn lost_error(&self) -> RemoteError {
-        RemoteError::Lost {
-            host: self.host.clone(),
-            sessions: lock(&self.live).iter().map(|(id, s)| (*id, s.cmd.clone())).collect(),
+        let host = self.host.clone();
+        let sessions = self.live_commands();
+        match lock(&self.broken).clone() {
+            Some(why) => RemoteError::Closed { host, why, sessions },
+            None => RemoteError::Lost { host, sessions },
         }
+    }
+
+    /// The sessions running there, as `(id, command)`.
+    pub fn live_commands(&self) -> Vec<(u32, String)> {
+        lock(&self.live).iter().map(|(id, s)| (*id, s.cmd.clone())).collect()
+    }
+
+    /// Closes the link because the far end broke the protocol: later calls report `why`.
+    pub fn break_link(&self, why: String) {
+        lock(&self.broken).get_or_insert(why);
+        self.lost.store(true, Ordering::SeqCst);
     }
 
     pub fn report(&self, event: LinkEvent) {
@@ -85,13 +101,17 @@ pub struct Write<'a> {
 }
 
 impl RemoteLink {
-    /// Starts ssh, then says hello: both sides must speak the resolved form. ssh's own
-    /// messages (host keys, passwords, connection errors) go to this process's stderr; the
-    /// link's own news comes as [`LinkEvents`].
+    /// Starts ssh, then says hello: both sides must speak the resolved form, and the far end
+    /// must answer within `target.hello_timeout` (ssh's connection and login included), else
+    /// ssh is killed. ssh's own messages (host keys, passwords, connection errors) go to this
+    /// process's stderr; the link's own news comes as [`LinkEvents`].
     pub async fn connect(target: &RemoteTarget) -> Result<(RemoteLink, LinkEvents), RemoteError> {
+        let started = tokio::time::Instant::now();
+        let deadline = started + target.hello_timeout;
+        let keepalive = super::ssh::keepalive_options(target, deadline).await;
         let mut command = tokio::process::Command::new(&target.ssh_program);
         command
-            .args(target.ssh_args())
+            .args(target.ssh_args(&keepalive))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -112,6 +132,7 @@ impl RemoteLink {
             live: Mutex::new(BTreeMap::new()),
             lost: AtomicBool::new(false),
             closing: AtomicBool::new(false),
+            broken: Mutex::new(None),
             events,
         });
         let (outbox, mut lines) = mpsc::unbounded_channel::<String>();
@@ -136,7 +157,16 @@ impl RemoteLink {
             facts: HostFacts { doctor: Value::Null, env: Vec::new(), cwd: "/".into() },
             remote_version: String::new(),
         };
-        link.hello().await?;
+        match tokio::time::timeout_at(deadline, link.hello()).await {
+            Ok(hello) => hello?,
+            Err(_) => {
+                link.abort().await;
+                return Err(RemoteError::NoHello {
+                    host: target.label(),
+                    waited: started.elapsed(),
+                });
+            }
+        }
         Ok((link, LinkEvents::new(events_rx)))
     }
 
@@ -188,6 +218,25 @@ impl RemoteLink {
                 Err(mismatch(version, protocol))
             }
             other => Err(self.unexpected(&other)),
+        }
+    }
+
+    /// Waits for `call` at most `limit`: a far end that has not answered by then is taken for
+    /// dead (a frozen connection ssh has not noticed yet), the link is closed and every later
+    /// call says so.
+    pub async fn within<T>(
+        &self,
+        limit: std::time::Duration,
+        call: impl Future<Output = Result<T, RemoteError>>,
+    ) -> Result<T, RemoteError> {
+        match tokio::time::timeout(limit, call).await {
+            Ok(result) => result,
+            Err(_) => {
+                let sessions = self.shared.live_commands();
+                self.shared.break_link(format!("no answer within {} s", limit.as_secs_f64()));
+                self.abort().await;
+                Err(RemoteError::Silent { host: self.shared.host.clone(), waited: limit, sessions })
+            }
         }
     }
 
@@ -334,14 +383,19 @@ impl RemoteLink {
     }
 
     /// Ends the link: EOF to the far end (which ends every session there and exits), then
-    /// waits a moment for ssh, and kills it if it lingers.
+    /// waits a moment for ssh, and kills it if it lingers — at once when the far end broke
+    /// the protocol, which says nothing good about how it would end.
     pub async fn close(&self) {
         self.shared.closing.store(true, Ordering::SeqCst);
         lock(&self.outbox).take();
         let child = lock(&self.child).take();
         if let Some(mut child) = child {
-            let waited =
-                tokio::time::timeout(std::time::Duration::from_secs(5), child.wait()).await;
+            let grace = if lock(&self.shared.broken).is_some() {
+                std::time::Duration::ZERO
+            } else {
+                CLOSE_GRACE
+            };
+            let waited = tokio::time::timeout(grace, child.wait()).await;
             if waited.is_err() {
                 let _ = child.kill().await;
             }
@@ -365,6 +419,9 @@ impl RemoteLink {
         }
     }
 }
+
+/// How long ssh gets to end after EOF before it is killed.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One line of the protocol.
 pub(super) fn encode(message: &Incoming) -> Result<String, serde_json::Error> {

@@ -45,6 +45,7 @@ pub use listing::SessionSummary;
 #[cfg(test)]
 pub use result::Truncation;
 pub use result::{CallResult, Closed, Note, SessionState};
+pub(crate) use text::{MAX_EMPTY_POLL_YIELD, MAX_YIELD};
 
 use request::refusals_note;
 pub(crate) use request::session_request;
@@ -319,11 +320,11 @@ impl SessionManager {
         let (output, original_bytes) = session.take_output();
         let notes: Vec<Note> =
             [self.new_refusals(id), self.moved_aside(id)].into_iter().flatten().collect();
-        let state = match session.exit_code() {
-            Some(code) if session.exit_settled(EXIT_DRAIN) => {
-                tracing::debug!(session = id, code, "session exited");
+        let state = match session.exit() {
+            Some(exit) if session.exit_settled(EXIT_DRAIN) => {
+                tracing::debug!(session = id, ?exit, "session exited");
                 self.table().sessions.remove(&id);
-                SessionState::Exited { code }
+                SessionState::Exited { exit }
             }
             _ => SessionState::Running { session_id: id },
         };
