@@ -546,3 +546,5 @@ fn the_helper_without_a_proxy_descriptor_leaves_only_loopback() {
 
 #[cfg(target_os = "linux")]
 mod handover;
+#[cfg(target_os = "linux")]
+mod forwarded;
