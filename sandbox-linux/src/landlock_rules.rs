@@ -38,18 +38,31 @@ pub struct LandlockPlan {
 pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan {
     let read = AccessFs::from_read(REQUESTED_ABI);
     let mut everywhere = read;
-    if policy.network_access {
+    let mut root_rights =
+        AccessFs::from_all(REQUESTED_ABI) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
+    let domain_list = policy.network_domains.is_some();
+    if policy.network_access && !domain_list {
         // Connecting to UNIX sockets anywhere (ABI 9) only when the network is on.
         everywhere |= AccessFs::ResolveUnix;
     }
-    let root_rights =
-        AccessFs::from_all(REQUESTED_ABI) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
+    if domain_list {
+        // With a domain list a socket file anywhere — a writable root such as /tmp included,
+        // where a host process may have put one — would be a way around the proxy: only the
+        // allowed sockets can be connected to (from ABI 9; below it seccomp refuses UNIX
+        // sockets, see `report::UnixSockets`).
+        root_rights &= !AccessFs::ResolveUnix;
+    }
     let file_write = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
 
     let mut rules = vec![(PathBuf::from("/"), everywhere)];
     rules.extend(
         policy.writable_roots.iter().chain(extra_writable).map(|root| (root.clone(), root_rights)),
     );
+    if domain_list {
+        rules.extend(
+            policy.allowed_sockets.iter().map(|socket| (socket.clone(), AccessFs::ResolveUnix.into())),
+        );
+    }
     rules.push((PathBuf::from("/dev/null"), file_write));
     rules.extend(
         TERMINAL_DEVICES.iter().map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev)),
