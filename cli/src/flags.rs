@@ -140,7 +140,8 @@ pub struct SandboxFlags {
     pub allow_domains: Vec<String>,
     /// Let the command connect to this UNIX socket although it is hidden or lies in a hidden
     /// directory (an ssh agent, a Docker socket); the rest stays hidden. Repeatable; added to
-    /// config `allow_unix_sockets`. Needs --network or --allow-domain (workspace-write).
+    /// config `allow_unix_sockets`. Needs --network or --allow-domain (workspace-write); with
+    /// --allow-domain, Landlock ABI 9 (else exit 125 unless --best-effort; `cordon doctor`).
     #[arg(long = "allow-unix-socket", value_name = "PATH")]
     pub allow_unix_sockets: Vec<String>,
     /// Working directory of the command (and the workspace root).
