@@ -185,4 +185,20 @@ mod tests {
         assert!(rights.contains(AccessFs::WriteFile | AccessFs::Refer | AccessFs::Truncate));
         assert!(!rights.intersects(AccessFs::MakeBlock | AccessFs::MakeChar));
     }
+
+    #[test]
+    fn a_domain_list_lets_only_the_allowed_socket_files_be_connected_to() {
+        let rights_of = |plan: &LandlockPlan, path: &str| {
+            plan.rules.iter().find(|(p, _)| p == Path::new(path)).map(|(_, r)| *r)
+        };
+        let open = plan(&policy(&["/w"], true), &[]);
+        assert!(rights_of(&open, "/").unwrap().contains(AccessFs::ResolveUnix));
+        let mut listed = policy(&["/w"], true);
+        listed.network_domains = Some(cordon_policies::DomainRules::default());
+        listed.allowed_sockets = vec!["/run/agent.sock".into()];
+        let plan = plan(&listed, &[]);
+        assert!(!rights_of(&plan, "/").unwrap().contains(AccessFs::ResolveUnix));
+        assert!(!rights_of(&plan, "/w").unwrap().contains(AccessFs::ResolveUnix));
+        assert_eq!(rights_of(&plan, "/run/agent.sock"), Some(AccessFs::ResolveUnix.into()));
+    }
 }
