@@ -67,7 +67,7 @@ pub use display::{
 };
 pub use domains::{
     DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules,
-    is_internal_address, normalize_host, proxy_env,
+    LoopbackPattern, is_internal_address, normalize_host, proxy_env,
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
