@@ -7,10 +7,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
 use cordon_exec_core::{
     HELLO_TIMEOUT, LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults,
 };
+use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
     RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest, Strictness,

@@ -55,6 +55,7 @@ pub struct DoctorReport {
 
 /// Which mechanism keeps a sandboxed command from the host's UNIX socket files, for each
 /// network setting (`doctor`).
+#[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Serialize)]
 pub struct UnixSocketsReport {
     pub network_off: &'static str,
@@ -204,9 +205,8 @@ impl DoctorReport {
                                    read-only)",
             hidden_paths: DEFAULT_HIDDEN_PATHS,
             unix_sockets: {
-                let mechanism = |network| {
-                    probe.predicted_enforcement(network).unix_sockets.describe()
-                };
+                let mechanism =
+                    |network| probe.predicted_enforcement(network).unix_sockets.describe();
                 UnixSocketsReport {
                     network_off: mechanism(Network::Off),
                     domain_list: mechanism(Network::Proxied),

@@ -43,9 +43,9 @@ pub enum RemoteError {
     Closed { host: String, why: String, sessions: Vec<(u32, String)> },
     #[error(
         "{host} cannot run a sandboxed command: its report of what its sandbox enforces \
-         cannot be read ({why}); nothing ran (install the same cordon on both machines)"
+         cannot be read ({source}); nothing ran (install the same cordon on both machines)"
     )]
-    UnreadableFacts { host: String, why: String },
+    UnreadableFacts { host: String, source: FactsError },
     #[error("{host} answered something unexpected: {message}")]
     Protocol { host: String, message: String },
     #[error("cannot write a request for {host}: {source}")]
@@ -60,6 +60,19 @@ pub enum RemoteError {
     CannotEnforce { host: String, mode: &'static str, gaps: Vec<String> },
     #[error(transparent)]
     Orchestrator(#[from] OrchestratorError),
+}
+
+/// Why the far end's `doctor` report cannot say what its sandbox enforces.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    #[error("doctor: {0}")]
+    Shape(#[source] serde_json::Error),
+    #[error("doctor: no entry for {0}")]
+    NoMode(&'static str),
+    #[error("doctor: {mode}: {source}")]
+    Mode { mode: &'static str, source: serde_json::Error },
+    #[error("doctor: {0}: no not_enforced_with_network for a policy with the network on")]
+    NoNetworkList(&'static str),
 }
 
 fn lost_sessions(sessions: &[(u32, String)]) -> String {

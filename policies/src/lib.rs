@@ -66,8 +66,8 @@ pub use display::{
     Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
 };
 pub use domains::{
-    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules,
-    LoopbackPattern, is_internal_address, normalize_host, proxy_env,
+    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules, LoopbackPattern,
+    is_internal_address, normalize_host, proxy_env,
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};

@@ -60,7 +60,10 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan
     );
     if domain_list {
         rules.extend(
-            policy.allowed_sockets.iter().map(|socket| (socket.clone(), AccessFs::ResolveUnix.into())),
+            policy
+                .allowed_sockets
+                .iter()
+                .map(|socket| (socket.clone(), AccessFs::ResolveUnix.into())),
         );
     }
     rules.push((PathBuf::from("/dev/null"), file_write));

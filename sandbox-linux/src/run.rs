@@ -20,8 +20,8 @@ use crate::proxy_listener;
 use crate::report::{self, Enforcement};
 use crate::sealing::LinkSearch;
 use crate::seccomp;
-use crate::unix_sockets::UnixSockets;
 use crate::sys;
+use crate::unix_sockets::UnixSockets;
 use cordon_policies::{MountViewRequirement, Strictness};
 
 /// The helper's entry point: parses `std::env::args_os()` (after `argv[0]`), confines the

@@ -71,7 +71,9 @@ impl UnixSockets {
         match network {
             Network::Off => UnixSockets::NoConnect,
             Network::On => UnixSockets::Reachable,
-            Network::Proxied if landlock_abi.is_some_and(|abi| abi >= 9) => UnixSockets::OnlyAllowed,
+            Network::Proxied if landlock_abi.is_some_and(|abi| abi >= 9) => {
+                UnixSockets::OnlyAllowed
+            }
             Network::Proxied if allowed => UnixSockets::ReachableDespiteDomainList,
             Network::Proxied => UnixSockets::NoUnixSocket,
         }
@@ -87,7 +89,6 @@ impl UnixSockets {
             | UnixSockets::ReachableDespiteDomainList => Network::On,
         }
     }
-
 }
 
 impl UnixSockets {
@@ -114,7 +115,6 @@ impl UnixSockets {
     }
 }
 
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -128,6 +128,9 @@ mod tests {
         assert_eq!(proxied(Some(7), true), UnixSockets::ReachableDespiteDomainList);
         assert_eq!(UnixSockets::NoUnixSocket.seccomp_network(), Network::Proxied);
         assert_eq!(UnixSockets::OnlyAllowed.seccomp_network(), Network::On);
-        assert_eq!(UnixSockets::for_network(Network::Off, Some(9), false).seccomp_network(), Network::Off);
+        assert_eq!(
+            UnixSockets::for_network(Network::Off, Some(9), false).seccomp_network(),
+            Network::Off
+        );
     }
 }

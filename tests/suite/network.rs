@@ -311,8 +311,7 @@ fn a_domain_list_keeps_host_unix_sockets_out_of_reach() {
         }
     };
     for user in USERS {
-        let args =
-            ["exec", "-a", "never", "--allow-domain", "example.test", "-C", dir_arg, "--"];
+        let args = ["exec", "-a", "never", "--allow-domain", "example.test", "-C", dir_arg, "--"];
         let mut args = args.to_vec();
         args.extend_from_slice(&[python(), "-c", &code]);
         let run: Run = cordon_command(user, &args).output().unwrap().into();

@@ -822,8 +822,8 @@ fn a_signal_over_ssh_stays_a_signal_and_is_not_retried() {
     let work = scratch();
     let script = "echo cannot create /etc/x: Permission denied; kill -TERM $$";
     let cd = work.path().to_str().unwrap();
-    let run =
-        sshd.exec(&sshd.cordon(), &["--json", "-a", "on-failure", "-C", cd, "--", "sh", "-c", script]);
+    let run = sshd
+        .exec(&sshd.cordon(), &["--json", "-a", "on-failure", "-C", cd, "--", "sh", "-c", script]);
     assert_eq!(run.code, Some(143), "{}{}", run.stdout, run.stderr);
     let document: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(document["attempts"].as_array().unwrap().len(), 1, "{document}");

@@ -54,12 +54,8 @@ impl StandIn {
     /// result and how long it took.
     fn run(mut command: Command, limit: Duration) -> (Run, Duration) {
         let started = Instant::now();
-        let child = command
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child =
+            command.process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let group = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
         let killer = std::thread::spawn(move || {
             let deadline = Instant::now() + limit;
@@ -112,7 +108,8 @@ fn a_link_that_freezes_after_the_start_times_out_at_the_timeout_and_ends_the_com
     require_sandbox!(1);
     let stand_in = StandIn::new();
     let marker = format!("{}.4", 41_000 + std::process::id() % 10_000);
-    let command = stand_in.command("freeze", &["--timeout", "3s", "-C", "/var/tmp", "--", "sleep", &marker]);
+    let command =
+        stand_in.command("freeze", &["--timeout", "3s", "-C", "/var/tmp", "--", "sleep", &marker]);
     let (run, took) = StandIn::run(command, scaled(Duration::from_secs(60)));
     assert_eq!(run.code, Some(124), "{took:?}: {}{}", run.stdout, run.stderr);
     assert!(took < scaled(Duration::from_secs(12)), "{took:?}");
@@ -136,7 +133,8 @@ fn a_far_end_that_floods_a_line_without_end_is_cut_off_with_bounded_memory() {
          sys.stderr.buffer.write(p.stderr)\n\
          print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
     ]);
-    let inner = stand_in.command("flood", &["-s", "danger-full-access", "-C", "/var/tmp", "--", "true"]);
+    let inner =
+        stand_in.command("flood", &["-s", "danger-full-access", "-C", "/var/tmp", "--", "true"]);
     measured.arg(inner.get_program()).args(inner.get_args());
     for (key, value) in inner.get_envs() {
         measured.env(key, value.unwrap());

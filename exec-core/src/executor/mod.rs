@@ -351,10 +351,8 @@ fn serve_resolved<S>(
 /// One line of the protocol: `message`, or an error naming its request when it cannot be
 /// encoded or would be longer than a peer reads ([`MAX_LINE_BYTES`]).
 fn encode_line(message: &Outgoing) -> String {
-    let error = |why: String| Outgoing::Error {
-        request_id: message.request_id().cloned(),
-        message: why,
-    };
+    let error =
+        |why: String| Outgoing::Error { request_id: message.request_id().cloned(), message: why };
     let mut line = match serde_json::to_string(message) {
         Ok(line) if line.len() < MAX_LINE_BYTES => line,
         Ok(line) => serde_json::to_string(&error(format!(

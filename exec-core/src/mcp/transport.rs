@@ -118,7 +118,10 @@ where
                 Verdict::Answer { id, code, message } => self.answer(id, code, message).await,
                 Verdict::Respond { id, result } => {
                     let result = ServerResult::CallToolResult(*result);
-                    let _ = self.output.send(TxJsonRpcMessage::<RoleServer>::response(result, id)).await;
+                    let _ = self
+                        .output
+                        .send(TxJsonRpcMessage::<RoleServer>::response(result, id))
+                        .await;
                 }
             }
         }
@@ -191,7 +194,11 @@ fn not_unicode(text: &str) -> Option<Verdict> {
         Some(id) => serde_json::from_value::<RequestId>(id.clone()).ok(),
     };
     let Some(id) = id else {
-        return Some(Verdict::Answer { id: None, code: ErrorCode::PARSE_ERROR, message: WHY.into() });
+        return Some(Verdict::Answer {
+            id: None,
+            code: ErrorCode::PARSE_ERROR,
+            message: WHY.into(),
+        });
     };
     if value.get("method").and_then(Value::as_str) == Some("tools/call") {
         let result = CallToolResult::error(vec![ContentBlock::text(WHY)]);
@@ -222,7 +229,8 @@ fn without_lone_surrogates(text: &str) -> Option<String> {
                     at += 2; // `\"`, `\\` and the other two-byte escapes
                     continue;
                 };
-                let paired = high.contains(&unit) && escape(at + 6).is_some_and(|u| low.contains(&u));
+                let paired =
+                    high.contains(&unit) && escape(at + 6).is_some_and(|u| low.contains(&u));
                 if paired {
                     at += 12;
                     continue;
@@ -295,7 +303,8 @@ mod tests {
         assert_eq!(answer(ping), (Some(RequestId::String("p".into())), ErrorCode::INVALID_PARAMS));
         let bad_id = br#"{"jsonrpc":"2.0","id":"\ud800","method":"ping"}"#;
         assert_eq!(answer(bad_id), (None, ErrorCode::PARSE_ERROR));
-        let notification = br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"x":"\ud800"}}"#;
+        let notification =
+            br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"x":"\ud800"}}"#;
         assert!(matches!(judge(notification), Verdict::Ignore));
     }
 

@@ -26,10 +26,9 @@ impl State {
                      if it should be reachable)"
                 ),
             ),
-            Refused::Unreadable(why) => (
-                host.to_owned(),
-                format!("the tunnel's TLS handshake cannot be checked: {why}"),
-            ),
+            Refused::Unreadable(why) => {
+                (host.to_owned(), format!("the tunnel's TLS handshake cannot be checked: {why}"))
+            }
         };
         self.record(ConnectionRecord {
             host: named,
@@ -42,7 +41,10 @@ impl State {
     }
 
     /// Checks `destination`, connects, and records the outcome either way.
-    pub(super) async fn open(&self, destination: Destination<'_>) -> Result<TcpStream, (Refusal, String)> {
+    pub(super) async fn open(
+        &self,
+        destination: Destination<'_>,
+    ) -> Result<TcpStream, (Refusal, String)> {
         match self.admit(destination.host, destination.port).await {
             Ok((upstream, rule)) => {
                 self.record(ConnectionRecord {
@@ -187,4 +189,3 @@ fn bracketed(ip: IpAddr) -> String {
         IpAddr::V6(v6) => format!("[{v6}]"),
     }
 }
-

@@ -103,9 +103,11 @@ async fn first_flight(client: &TcpStream, first: FirstBytes<'_>) -> Result<Vec<u
                 let read = read_some(client, &mut chunk);
                 let read = match deadline {
                     None => read.await?,
-                    Some(deadline) => tokio::time::timeout_at(deadline, read)
-                        .await
-                        .map_err(|_| Stop::Refused(Refused::Unreadable("an unfinished ClientHello")))??,
+                    Some(deadline) => {
+                        tokio::time::timeout_at(deadline, read).await.map_err(|_| {
+                            Stop::Refused(Refused::Unreadable("an unfinished ClientHello"))
+                        })??
+                    }
                 };
                 if read == 0 {
                     // The client closed: what it sent (nothing, or a cut handshake) goes nowhere.

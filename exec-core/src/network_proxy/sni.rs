@@ -77,9 +77,8 @@ pub(super) fn read(bytes: &[u8]) -> FirstFlight {
         if message[0] != CLIENT_HELLO {
             return FirstFlight::Unreadable("the first handshake message is not a ClientHello");
         }
-        let body_length = usize::from(message[1]) << 16
-            | usize::from(message[2]) << 8
-            | usize::from(message[3]);
+        let body_length =
+            usize::from(message[1]) << 16 | usize::from(message[2]) << 8 | usize::from(message[3]);
         if body_length + HANDSHAKE_HEADER + RECORD_HEADER > MAX_HELLO_BYTES {
             return FirstFlight::Unreadable("a ClientHello longer than the proxy reads");
         }

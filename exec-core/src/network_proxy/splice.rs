@@ -85,4 +85,3 @@ pub(super) async fn pump(
         }
     }
 }
-

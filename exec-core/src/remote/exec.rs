@@ -147,12 +147,10 @@ impl RemoteRunner<'_> {
     ) -> Result<Option<T>, RemoteError> {
         match deadline {
             None => call.await.map(Some),
-            Some(deadline) => {
-                match tokio::time::timeout_at(deadline.into(), call).await {
-                    Ok(result) => result.map(Some),
-                    Err(_) => Ok(None),
-                }
-            }
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), call).await {
+                Ok(result) => result.map(Some),
+                Err(_) => Ok(None),
+            },
         }
     }
 }

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::{RemoteError, RemoteLink};
 use crate::platform::Gap;
+use crate::remote_error::FactsError;
 
 /// The part of a `doctor` report read here: `modes[MODE]`, each mode read only when asked for
 /// (a mode this side does not know may look like anything).
@@ -40,17 +41,15 @@ struct GapFact {
 
 /// The gaps `doctor` reports for `mode`, with those of the network on when `network`; why the
 /// report cannot say, when it cannot.
-fn report_gaps(doctor: &Value, mode: SandboxMode, network: bool) -> Result<Vec<Gap>, String> {
-    let modes = DoctorModes::deserialize(doctor).map_err(|e| format!("doctor: {e}"))?;
+fn report_gaps(doctor: &Value, mode: SandboxMode, network: bool) -> Result<Vec<Gap>, FactsError> {
+    let modes = DoctorModes::deserialize(doctor).map_err(FactsError::Shape)?;
     let name = mode.as_str();
-    let report = modes.modes.get(name).ok_or_else(|| format!("doctor: no entry for {name}"))?;
-    let report = ModeGaps::deserialize(report).map_err(|e| format!("doctor: {name}: {e}"))?;
+    let report = modes.modes.get(name).ok_or(FactsError::NoMode(name))?;
+    let report =
+        ModeGaps::deserialize(report).map_err(|source| FactsError::Mode { mode: name, source })?;
     let mut gaps = report.not_enforced;
     if network {
-        let with_network = report.not_enforced_with_network.ok_or_else(|| {
-            format!("doctor: {name}: no not_enforced_with_network for a policy with the network on")
-        })?;
-        gaps.extend(with_network);
+        gaps.extend(report.not_enforced_with_network.ok_or(FactsError::NoNetworkList(name))?);
     }
     Ok(gaps.into_iter().map(|g| Gap { what: g.what, required: g.required }).collect())
 }
@@ -65,7 +64,7 @@ impl RemoteLink {
             return Ok(Vec::new());
         }
         report_gaps(&self.facts().doctor, mode, policy.has_network_access())
-            .map_err(|why| RemoteError::UnreadableFacts { host: self.host().to_owned(), why })
+            .map_err(|source| RemoteError::UnreadableFacts { host: self.host().to_owned(), source })
     }
 
     /// The refusal when the far end cannot enforce `policy` and best effort was not asked
@@ -132,7 +131,7 @@ mod tests {
             r#"{"modes": {"workspace-write": {"not_enforced": [{"what": "x", "required": "yes"}]}}}"#,
         ];
         for text in unreadable {
-            let why = report_gaps(&json(text), mode, false).unwrap_err();
+            let why = report_gaps(&json(text), mode, false).unwrap_err().to_string();
             assert!(why.starts_with("doctor"), "{text}: {why}");
         }
         // The network's list is a fact a policy with the network on needs.

@@ -171,8 +171,7 @@ pub(super) async fn read_responses(
                 }
             },
         };
-        let unexpected =
-            || LinkEvent::Unexpected { host: shared.host.clone(), excerpt: shown() };
+        let unexpected = || LinkEvent::Unexpected { host: shared.host.clone(), excerpt: shown() };
         let Some(id) = id else {
             shared.report(unexpected());
             continue;

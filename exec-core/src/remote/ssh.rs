@@ -26,8 +26,7 @@ pub(super) async fn keepalive_options(
     deadline: tokio::time::Instant,
 ) -> Vec<String> {
     let named = |key: &str| target.ssh_options.iter().any(|o| option_key(o) == key);
-    let (user_interval, user_count) =
-        (named("serveraliveinterval"), named("serveralivecountmax"));
+    let (user_interval, user_count) = (named("serveraliveinterval"), named("serveralivecountmax"));
     if user_interval && user_count {
         return Vec::new();
     }

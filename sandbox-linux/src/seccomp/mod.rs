@@ -140,7 +140,13 @@ fn socket_rules(network: Network) -> [DenyRule; 2] {
             );
             [
                 when("socket", libc::SYS_socket, network_on_alternatives(), condition, reason),
-                when("socketpair", libc::SYS_socketpair, network_on_alternatives(), condition, reason),
+                when(
+                    "socketpair",
+                    libc::SYS_socketpair,
+                    network_on_alternatives(),
+                    condition,
+                    reason,
+                ),
             ]
         }
         Network::Proxied => {

@@ -4,8 +4,8 @@
 //! from outside: what the loopback servers received.
 
 use std::io::Read;
-use std::path::Path;
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::super::util::*;
@@ -163,7 +163,12 @@ fn a_tunnel_whose_tls_server_name_is_another_host_carries_nothing() {
         command.output().unwrap().into()
     };
     let fronted = run_with("denied.test");
-    assert!(fronted.stdout.contains("connect HTTP/1.1 200"), "{}{}", fronted.stdout, fronted.stderr);
+    assert!(
+        fronted.stdout.contains("connect HTTP/1.1 200"),
+        "{}{}",
+        fronted.stdout,
+        fronted.stderr
+    );
     assert!(fronted.stdout.contains("handshake failed"), "{}", fronted.stdout);
     assert!(fronted.stdout.to_lowercase().contains("access denied"), "{}", fronted.stdout);
     assert!(fronted.stderr.contains(&format!("denied.test:{}", tls.port)), "{}", fronted.stderr);
