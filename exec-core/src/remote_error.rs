@@ -48,6 +48,12 @@ pub enum RemoteError {
     UnreadableFacts { host: String, source: FactsError },
     #[error("{host} answered something unexpected: {message}")]
     Protocol { host: String, message: String },
+    #[error(
+        "the request for {host} would be {bytes} bytes, more than the protocol's line limit \
+         ({}): the command's arguments and environment must be smaller; nothing was sent",
+        crate::executor::MAX_LINE_BYTES
+    )]
+    TooLong { host: String, bytes: usize },
     #[error("cannot write a request for {host}: {source}")]
     Encode { host: String, source: serde_json::Error },
     #[error("{host}: {message}")]

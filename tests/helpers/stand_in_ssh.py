@@ -8,6 +8,8 @@ as the environment says. cordon runs it as `--ssh-program` (through a small shel
                         either way, with the connection held open (a silent partition)
                       flood: relay until the hello's answer, then 300 MB without a newline
                       no-doctor: relay, with the hello's doctor report stripped of its modes
+                      chatter: relay until the hello's answer, then a million lines that are
+                        not the protocol
   STAND_IN_SSH_LOG    a file: one JSON line per run with the arguments (ssh -G runs too)
   STAND_IN_SSH_G      what `ssh -G` prints (default: ssh's defaults for the keepalive)
 """
@@ -69,6 +71,11 @@ def main():
             message = json.loads(line)
         except ValueError:
             continue
+        if mode == "chatter" and message.get("type") == "hello_response":
+            for _ in range(1000):
+                out.write(b"not the protocol\n" * 1000)
+            out.flush()
+            hold()
         if mode == "flood" and message.get("type") == "hello_response":
             chunk = b"x" * (1024 * 1024)
             for _ in range(FLOOD_BYTES // len(chunk)):

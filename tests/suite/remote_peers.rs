@@ -233,3 +233,31 @@ fn ssh_is_asked_for_keepalives_unless_the_user_or_the_ssh_config_chose() {
     assert!(keepalive(&stand_in, &[], Some(configured)).is_empty());
     assert!(Path::new(&stand_in.ssh).exists());
 }
+
+#[test]
+fn a_far_end_that_chatters_lines_that_answer_nothing_is_cut_off() {
+    let stand_in = StandIn::new();
+    let args = ["-s", "danger-full-access", "-C", "/var/tmp", "--", "sleep", "5"];
+    let (run, took) =
+        StandIn::run(stand_in.command("chatter", &args), scaled(Duration::from_secs(60)));
+    assert_eq!(run.code, Some(125), "{took:?}: {}", run.stderr);
+    assert!(took < scaled(Duration::from_secs(10)), "{took:?}");
+    assert!(run.stderr.contains("lines that answer nothing"), "{}", run.stderr);
+    // A line or so per stray line, up to the limit, and the one that says why: not a million.
+    assert!(run.stderr.lines().count() < 120, "{} lines", run.stderr.lines().count());
+}
+
+#[test]
+fn a_request_longer_than_the_protocol_allows_is_refused_here_not_left_unanswered() {
+    let stand_in = StandIn::new();
+    // 1.5 MB of arguments (within this system's limit for a command line) that JSON writes as
+    // 9 MB: each control byte is a six-byte escape.
+    let piece = "\u{1}".repeat(100_000);
+    let mut args = vec!["-s", "danger-full-access", "-C", "/var/tmp", "--", "printf", "x"];
+    args.extend(std::iter::repeat_n(piece.as_str(), 15));
+    let (run, took) =
+        StandIn::run(stand_in.command("pass", &args), scaled(Duration::from_secs(60)));
+    assert_eq!(run.code, Some(125), "{took:?}: {}", run.stderr);
+    assert!(run.stderr.contains("more than the protocol's line limit"), "{}", run.stderr);
+    assert!(took < scaled(Duration::from_secs(15)), "{took:?}");
+}

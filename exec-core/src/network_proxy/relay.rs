@@ -91,7 +91,7 @@ pub(super) async fn relay_tcp(
 /// [`HANDSHAKE_TIMEOUT`] of its first byte; before any byte, the tunnel's idle limit applies.
 async fn first_flight(client: &TcpStream, first: FirstBytes<'_>) -> Result<Vec<u8>, Stop> {
     let FirstBytes { carried: mut bytes, host } = first;
-    let mut chunk = vec![0u8; 16 * 1024];
+    let mut chunk = vec![0u8; 4 * 1024];
     let mut deadline = None;
     loop {
         let refused = match sni::read(&bytes) {

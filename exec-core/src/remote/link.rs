@@ -17,8 +17,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::responses::{LinkEvent, LinkEvents, Response, Unreadable, read_responses};
 use super::{RemoteError, RemoteTarget};
 use crate::executor::{
-    CORDON_VERSION, CallOutcome, Form, HostFacts, Incoming, Outgoing, RESOLVED_FORM_VERSION,
-    ResolvedOutcome, excerpt,
+    CORDON_VERSION, CallOutcome, Form, HostFacts, Incoming, MAX_LINE_BYTES, Outgoing,
+    RESOLVED_FORM_VERSION, ResolvedOutcome, excerpt,
 };
 use crate::resolved::{ResolvedExec, ResolvedResult};
 
@@ -47,8 +47,14 @@ pub(super) struct Shared {
     /// Why this side closed the link when the far end broke the protocol (a line over the
     /// limit) or went silent: every later call reports it.
     pub broken: Mutex<Option<String>>,
+    /// Lines reported that answered no call (see [`Shared::report`]).
+    pub stray: AtomicU64,
     pub events: mpsc::UnboundedSender<LinkEvent>,
 }
+
+/// How many lines that answer nothing (not the protocol, or for no call) a far end may write —
+/// a login shell's greeting, say — before the link is closed.
+const MAX_STRAY_LINES: u64 = 100;
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -75,7 +81,17 @@ impl Shared {
         self.lost.store(true, Ordering::SeqCst);
     }
 
+    /// Tells the caller what the link noticed. A far end that writes more than
+    /// [`MAX_STRAY_LINES`] lines no call waits for is not speaking the protocol: the link is
+    /// closed rather than every line kept for the caller to print.
     pub fn report(&self, event: LinkEvent) {
+        let stray = matches!(event, LinkEvent::NotProtocol { .. } | LinkEvent::Unexpected { .. });
+        if stray && self.stray.fetch_add(1, Ordering::SeqCst) >= MAX_STRAY_LINES {
+            self.break_link(format!(
+                "it wrote more than {MAX_STRAY_LINES} lines that answer nothing"
+            ));
+            return;
+        }
         // Nobody listening is nobody to tell.
         let _ = self.events.send(event);
     }
@@ -133,6 +149,7 @@ impl RemoteLink {
             lost: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             broken: Mutex::new(None),
+            stray: AtomicU64::new(0),
             events,
         });
         let (outbox, mut lines) = mpsc::unbounded_channel::<String>();
@@ -268,6 +285,10 @@ impl RemoteLink {
         let id = format!("c{}", self.next.fetch_add(1, Ordering::SeqCst) + 1);
         let line = encode(&make(Value::String(id.clone())))
             .map_err(|source| RemoteError::Encode { host: self.shared.host.clone(), source })?;
+        if line.len() > MAX_LINE_BYTES {
+            // The far end would skip it with an error naming no request: nobody would answer.
+            return Err(RemoteError::TooLong { host: self.shared.host.clone(), bytes: line.len() });
+        }
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.pending).insert(id.clone(), tx);
         let outbox = lock(&self.outbox).clone();

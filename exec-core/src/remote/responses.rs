@@ -141,6 +141,9 @@ pub(super) async fn read_responses(
 ) {
     let mut bytes = Vec::new();
     loop {
+        if lock(&shared.broken).is_some() {
+            break;
+        }
         match read_bounded(&mut stdout, &mut bytes).await {
             Ok(Read::Line) => {}
             Ok(Read::Eof) | Err(_) => break,

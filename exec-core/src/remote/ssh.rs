@@ -7,6 +7,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use tokio::io::AsyncReadExt;
+
 use super::RemoteTarget;
 
 /// Seconds between keepalive messages when nothing else is sent.
@@ -80,11 +82,20 @@ async fn configured(target: &RemoteTarget) -> Configured {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true);
-    match command.output().await {
-        Ok(output) if output.status.success() => parse_config(&output.stdout),
+    let Ok(mut child) = command.spawn() else { return Configured::default() };
+    let mut output = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        // ssh's configuration dump is a few KiB; more is not one.
+        let _ = stdout.take(PROBE_OUTPUT_BYTES).read_to_end(&mut output).await;
+    }
+    match child.wait().await {
+        Ok(status) if status.success() => parse_config(&output),
         _ => Configured::default(),
     }
 }
+
+/// The most of `ssh -G`'s output read.
+const PROBE_OUTPUT_BYTES: u64 = 1024 * 1024;
 
 /// Reads `ssh -G` output (`key value` lines, keys in lower case): an interval other than 0
 /// (off, the default) and a count other than the default were set by someone.
