@@ -10,6 +10,7 @@ as the environment says. cordon runs it as `--ssh-program` (through a small shel
                       no-doctor: relay, with the hello's doctor report stripped of its modes
                       chatter: relay until the hello's answer, then a million lines that are
                         not the protocol
+                      deaf: relay until the hello's answer, then nothing more either way
   STAND_IN_SSH_LOG    a file: one JSON line per run with the arguments (ssh -G runs too)
   STAND_IN_SSH_G      what `ssh -G` prints (default: ssh's defaults for the keepalive)
 """
@@ -71,6 +72,9 @@ def main():
             message = json.loads(line)
         except ValueError:
             continue
+        if mode == "deaf" and message.get("type") == "hello_response":
+            frozen.set()
+            hold()
         if mode == "chatter" and message.get("type") == "hello_response":
             for _ in range(1000):
                 out.write(b"not the protocol\n" * 1000)

@@ -261,3 +261,17 @@ fn a_request_longer_than_the_protocol_allows_is_refused_here_not_left_unanswered
     assert!(run.stderr.contains("more than the protocol's line limit"), "{}", run.stderr);
     assert!(took < scaled(Duration::from_secs(15)), "{took:?}");
 }
+
+/// Without a run timeout too, every answer is due: a far end that answered hello and then
+/// nothing more (the connection still up, so ssh's keepalive is satisfied) is an error after
+/// the poll's wait and the grace period, not a wait for ever.
+#[test]
+fn a_far_end_that_goes_deaf_after_hello_is_an_error_without_a_timeout() {
+    let stand_in = StandIn::new();
+    let args = ["-s", "danger-full-access", "-C", "/var/tmp", "--", "true"];
+    let (run, took) =
+        StandIn::run(stand_in.command("deaf", &args), scaled(Duration::from_secs(120)));
+    assert_eq!(run.code, Some(125), "{took:?}: {}", run.stderr);
+    assert!(run.stderr.contains("did not answer within 31 s"), "{}", run.stderr);
+    assert!(took < scaled(Duration::from_secs(60)), "{took:?}");
+}

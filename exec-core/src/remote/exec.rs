@@ -14,7 +14,7 @@ use crate::runner::{AttemptRun, RawAttempt, Runner};
 use crate::spawn::{CAPTURE_BYTES, OutputMode};
 use crate::terminal_filter::{self, EscapeFilter};
 
-use super::link::{RemoteLink, Write};
+use super::link::{ANSWER_GRACE, RemoteLink, Write};
 use super::{RemoteError, attempt_for, wire_env};
 
 /// How long each poll of a running remote command waits (output arrives in chunks this far
@@ -85,7 +85,11 @@ impl Runner for RemoteRunner<'_> {
         };
         // The run's timeout holds whatever the link does: a far end gone silent (a frozen
         // connection) times out here like a command that runs too long.
-        let Some(mut result) = self.before(deadline, self.link.exec(exec)).await? else {
+        // Each answer is due within its poll and a grace period, timeout or not: a far end
+        // that stays connected but never answers is no reason to wait for ever.
+        let answer_within = ANSWER_GRACE + Duration::from_millis(POLL_MS);
+        let exec = self.link.within(answer_within, self.link.exec(exec));
+        let Some(mut result) = self.before(deadline, exec).await? else {
             self.link.abort().await;
             return Ok(finished(ExitKind::TimedOut, stdout));
         };
@@ -129,7 +133,8 @@ impl Runner for RemoteRunner<'_> {
                 yield_time_ms: Some(wait),
                 max_output_tokens: Some(WHOLE_OUTPUT_TOKENS),
             };
-            let Some(next) = self.before(deadline, self.link.write(write)).await? else {
+            let write = self.link.within(answer_within, self.link.write(write));
+            let Some(next) = self.before(deadline, write).await? else {
                 self.link.abort().await;
                 return Ok(finished(ExitKind::TimedOut, stdout));
             };

@@ -441,6 +441,10 @@ impl RemoteLink {
     }
 }
 
+/// How long the far end may take beyond the longest a call can wait there (starting the
+/// command, its sandbox, the output's way back) before it is taken for dead.
+pub(super) const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How long ssh gets to end after EOF before it is killed.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 

@@ -13,13 +13,9 @@ use crate::session::{
     WriteStdinArgs, session_request,
 };
 
-use super::link::{RemoteLink, Write};
+use super::link::{ANSWER_GRACE, RemoteLink, Write};
 use super::{RemoteError, attempt_for};
 use crate::session::{MAX_EMPTY_POLL_YIELD, MAX_YIELD};
-
-/// How long the far end may take beyond the longest a call can wait there (starting the
-/// command, its sandbox, the output's way back) before it is taken for dead.
-const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The sessions of one harness on the far end of a [`RemoteLink`].
 pub struct RemoteSessions {
