@@ -250,6 +250,11 @@ pub struct RemoteFlags {
     /// temporary directories), never a directory a sandboxed command could have written.
     #[arg(long = "ssh-program", value_name = "PATH")]
     pub ssh_program: Option<PathBuf>,
+    /// How long ssh's connection and login and the remote cordon's first answer may take
+    /// together (a password typed at ssh's prompt counts); then ssh is killed, exit 125.
+    /// `exec --timeout` bounds it too. Default 10s.
+    #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub connect_timeout: Option<std::time::Duration>,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

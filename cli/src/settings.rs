@@ -535,8 +535,8 @@ fn load_rules(home: Option<&Path>, workspace: Option<&Path>) -> anyhow::Result<R
     Ok(rules)
 }
 
-/// The ssh target of `--host`/`--connect`. The far end must answer within
-/// [`HELLO_TIMEOUT`], or within the run's `timeout` when that is shorter.
+/// The ssh target of `--host`/`--connect`. The far end must answer within `--connect-timeout`
+/// ([`HELLO_TIMEOUT`] by default), or within the run's `timeout` when that is shorter.
 pub fn remote_target(
     host: &str,
     flags: &RemoteFlags,
@@ -549,7 +549,10 @@ pub fn remote_target(
         ssh_options: flags.ssh_options.clone(),
         remote_cordon: flags.remote_cordon.clone(),
         ssh_program: ssh_program(flags.ssh_program.as_deref())?,
-        hello_timeout: timeout.map_or(HELLO_TIMEOUT, |t| t.min(HELLO_TIMEOUT)),
+        hello_timeout: {
+            let connect = flags.connect_timeout.unwrap_or(HELLO_TIMEOUT);
+            timeout.map_or(connect, |t| t.min(connect))
+        },
     })
 }
 

@@ -150,6 +150,10 @@ impl Sshd {
             flags.extend(["--ssh-option".to_owned(), option]);
         }
         flags.extend(["--remote-cordon".to_owned(), remote_cordon.display().to_string()]);
+        // The login runs the user's shell start-up files (root's runs `pyenv rehash` here,
+        // which waits on a lock while other logins hold it): far longer than the default.
+        let connect = scaled(Duration::from_secs(120)).as_secs();
+        flags.extend(["--connect-timeout".to_owned(), format!("{connect}s")]);
         flags
     }
 
@@ -640,15 +644,18 @@ fn a_far_ends_words_reach_the_terminal_escaped() {
 fn a_remote_timeout_exits_124_and_ends_the_command_there() {
     require_sshd!();
     require_sandbox!(1);
-    let sshd = Sshd::start(Login::Root);
+    // The run's timeout bounds ssh's login too: the unprivileged login's start-up files are
+    // quick (root's run `pyenv rehash` here).
+    let sshd = Sshd::start(Login::Unprivileged);
     let marker = format!("{}", 50_000 + std::process::id() % 10_000);
     let started = Instant::now();
+    let timeout = format!("{}s", scaled(Duration::from_secs(5)).as_secs());
     let run = sshd.exec(
         &sshd.cordon(),
-        &["--timeout", "1s", "-C", "/tmp", "--", "sleep", &format!("{marker}.3")],
+        &["--timeout", &timeout, "-C", "/tmp", "--", "sleep", &format!("{marker}.3")],
     );
     assert_eq!(run.code, Some(124), "{}{}", run.stdout, run.stderr);
-    assert!(started.elapsed() < scaled(Duration::from_secs(20)), "{:?}", started.elapsed());
+    assert!(started.elapsed() < scaled(Duration::from_secs(25)), "{:?}", started.elapsed());
     let deadline = Instant::now() + scaled(Duration::from_secs(10));
     while proc_count(&format!("sleep {marker}.3")) > 0 {
         assert!(Instant::now() < deadline, "the remote command outlived the timeout");

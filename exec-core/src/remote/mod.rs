@@ -52,11 +52,12 @@ pub struct RemoteTarget {
     /// The ssh client (`ssh` on `PATH` unless told otherwise).
     pub ssh_program: PathBuf,
     /// How long ssh's connection, its login and the far end's `hello` may take together
-    /// ([`HELLO_TIMEOUT`] unless a shorter run timeout applies).
+    /// ([`HELLO_TIMEOUT`] unless the caller chose another, or a shorter run timeout applies).
     pub hello_timeout: Duration,
 }
 
-/// The longest the far end may take to answer `hello`, ssh's connection and login included.
+/// The longest the far end may take to answer `hello`, ssh's connection and login included,
+/// unless the caller says otherwise.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The sandbox attempt the far end applies for `kind`: its own platform sandbox under the
