@@ -50,10 +50,9 @@ pub enum RemoteError {
     Protocol { host: String, message: String },
     #[error(
         "the request for {host} would be {bytes} bytes, more than the protocol's line limit \
-         ({}): the command's arguments and environment must be smaller; nothing was sent",
-        crate::executor::MAX_LINE_BYTES
+         ({limit}): the command's arguments and environment must be smaller; nothing was sent"
     )]
-    TooLong { host: String, bytes: usize },
+    TooLong { host: String, bytes: usize, limit: usize },
     #[error("cannot write a request for {host}: {source}")]
     Encode { host: String, source: serde_json::Error },
     #[error("{host}: {message}")]

@@ -287,7 +287,8 @@ impl RemoteLink {
             .map_err(|source| RemoteError::Encode { host: self.shared.host.clone(), source })?;
         if line.len() > MAX_LINE_BYTES {
             // The far end would skip it with an error naming no request: nobody would answer.
-            return Err(RemoteError::TooLong { host: self.shared.host.clone(), bytes: line.len() });
+            let (host, bytes) = (self.shared.host.clone(), line.len());
+            return Err(RemoteError::TooLong { host, bytes, limit: MAX_LINE_BYTES });
         }
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.pending).insert(id.clone(), tx);
