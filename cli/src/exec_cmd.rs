@@ -161,7 +161,7 @@ fn run_here(
 
 /// On another machine (`--host`): decided and approved here, run and sandboxed there.
 async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Result<Ran> {
-    let target = remote_target(host, &args.remote)?;
+    let target = remote_target(host, &args.remote, args.timeout)?;
     let (link, events) = RemoteLink::connect(&target).await?;
     print_link_events(events);
     let default_cwd = link.facts().cwd.clone();
@@ -180,7 +180,12 @@ async fn run_there(args: &ExecArgs, bypass: Bypass, host: &str) -> anyhow::Resul
     link.close().await;
     let outcome = outcome?;
     let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);
-    let gaps = if sandboxed { link.gaps(&settings.sandbox.policy) } else { Vec::new() };
+    // Read before the run already (an unreadable report refused it then).
+    let gaps = if sandboxed {
+        link.gaps(&settings.sandbox.policy).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     Ok(Ran { outcome, request, env_removed, gaps })
 }
 
