@@ -175,6 +175,11 @@ fn render_text(report: &DoctorReport) -> String {
          agent and bus sockets; `cordon doctor --json` lists them with their tools)",
         report.hidden_paths.len()
     );
+    let sockets = &report.unix_sockets;
+    println!("\nhost UNIX socket files, reached by a sandboxed command:");
+    println!("  network off:   {}", sockets.network_off);
+    println!("  domain list:   {}", sockets.domain_list);
+    println!("  network on:    {}", sockets.network_on);
     out
 }
 
@@ -189,6 +194,13 @@ fn render_deny_list(out: &mut String, report: &DoctorReport) {
     }
     for rule in &report.seccomp_deny_list.network_on_socket_rule {
         let _ = writeln!(out, "  with --network: socket when {}: {}", rule.when, rule.stops);
+    }
+    for rule in &report.seccomp_deny_list.domain_list_socket_rules {
+        let _ = writeln!(
+            out,
+            "  with --allow-domain: {} when {}: {}",
+            rule.syscall, rule.when, rule.stops
+        );
     }
 }
 

@@ -181,7 +181,7 @@ async fn run_there(
     host: &str,
     approver: &TerminalApprover,
 ) -> anyhow::Result<Ran> {
-    let target = remote_target(host, &args.remote)?;
+    let target = remote_target(host, &args.remote, args.timeout)?;
     let (link, events) = RemoteLink::connect(&target).await?;
     print_link_events(events);
     let default_cwd = link.facts().cwd.clone();
@@ -201,7 +201,12 @@ async fn run_there(
     link.close().await;
     let outcome = outcome?;
     let sandboxed = outcome.attempts.iter().any(|a| a.sandbox != SandboxKind::None);
-    let gaps = if sandboxed { link.gaps(&settings.sandbox.policy) } else { Vec::new() };
+    // Read before the run already (an unreadable report refused it then).
+    let gaps = if sandboxed {
+        link.gaps(&settings.sandbox.policy).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     Ok(Ran { outcome, request, env_removed, gaps })
 }
 

@@ -140,7 +140,8 @@ pub struct SandboxFlags {
     pub allow_domains: Vec<String>,
     /// Let the command connect to this UNIX socket although it is hidden or lies in a hidden
     /// directory (an ssh agent, a Docker socket); the rest stays hidden. Repeatable; added to
-    /// config `allow_unix_sockets`. Needs --network or --allow-domain (workspace-write).
+    /// config `allow_unix_sockets`. Needs --network or --allow-domain (workspace-write); with
+    /// --allow-domain, Landlock ABI 9 (else exit 125 unless --best-effort; `cordon doctor`).
     #[arg(long = "allow-unix-socket", value_name = "PATH")]
     pub allow_unix_sockets: Vec<String>,
     /// Working directory of the command (and the workspace root).
@@ -250,6 +251,11 @@ pub struct RemoteFlags {
     /// temporary directories), never a directory a sandboxed command could have written.
     #[arg(long = "ssh-program", value_name = "PATH")]
     pub ssh_program: Option<PathBuf>,
+    /// How long ssh's connection and login and the remote cordon's first answer may take
+    /// together (a password typed at ssh's prompt counts); then ssh is killed, exit 125.
+    /// `exec --timeout` bounds it too. Default 10s.
+    #[arg(long = "connect-timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub connect_timeout: Option<std::time::Duration>,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

@@ -7,8 +7,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use cordon_exec_core::{
+    HELLO_TIMEOUT, LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults,
+};
 use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
-use cordon_exec_core::{LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
     RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest,
@@ -339,7 +341,36 @@ fn network_domains(
     };
     rules.allow.extend(flags.allow_domains.iter().cloned());
     cordon_policies::DomainMatcher::new(&rules)?;
+    #[cfg(target_os = "linux")]
+    for pattern in &rules.allow {
+        warn_loopback(pattern);
+    }
     Ok(Some(rules))
+}
+
+/// One line when an allow pattern names loopback: the command's loopback is its own network
+/// namespace's, and clients send loopback requests there directly (`NO_PROXY`, or always for
+/// Go, Node and Chromium), never to the proxy, so the host's port is reached only by asking
+/// the proxy explicitly; a name resolving to loopback the proxy refuses.
+#[cfg(target_os = "linux")]
+fn warn_loopback(pattern: &str) {
+    use cordon_policies::{DomainPattern, LoopbackPattern};
+    let Ok(parsed) = DomainPattern::parse(pattern) else { return };
+    let Some(kind) = parsed.loopback() else { return };
+    let by_name = match kind {
+        LoopbackPattern::Address => "",
+        LoopbackPattern::Name => {
+            "; and the proxy refuses a name that resolves to loopback: allow the address \
+             (127.0.0.1:PORT)"
+        }
+    };
+    let line = format!(
+        "--allow-domain {pattern}: the command's loopback is its own (it runs in a network \
+         namespace), and clients go to loopback directly, not through the proxy: the host's \
+         port is reached only through the proxy explicitly (curl --noproxy '' -x \"$HTTP_PROXY\" \
+         URL); forwarding host loopback ports into the namespace is not available{by_name}"
+    );
+    crate::terminal::say(&[format!("warning: {line}")]);
 }
 
 /// The config's list (or the defaults) plus `--protect`. `None` keeps the helper's defaults.
@@ -528,8 +559,13 @@ fn load_rules(home: Option<&Path>, workspace: Option<&Path>) -> anyhow::Result<R
     Ok(rules)
 }
 
-/// The ssh target of `--host`/`--connect`.
-pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTarget> {
+/// The ssh target of `--host`/`--connect`. The far end must answer within `--connect-timeout`
+/// ([`HELLO_TIMEOUT`] by default), or within the run's `timeout` when that is shorter.
+pub fn remote_target(
+    host: &str,
+    flags: &RemoteFlags,
+    timeout: Option<std::time::Duration>,
+) -> anyhow::Result<RemoteTarget> {
     let (destination, port) = RemoteTarget::parse_host(host)?;
     Ok(RemoteTarget {
         destination,
@@ -537,6 +573,10 @@ pub fn remote_target(host: &str, flags: &RemoteFlags) -> anyhow::Result<RemoteTa
         ssh_options: flags.ssh_options.clone(),
         remote_cordon: flags.remote_cordon.clone(),
         ssh_program: ssh_program(flags.ssh_program.as_deref())?,
+        hello_timeout: {
+            let connect = flags.connect_timeout.unwrap_or(HELLO_TIMEOUT);
+            timeout.map_or(connect, |t| t.min(connect))
+        },
     })
 }
 
@@ -607,7 +647,7 @@ pub async fn connect_sessions(
     host: &str,
     remote: &RemoteFlags,
 ) -> anyhow::Result<RemoteSessions> {
-    let (link, events) = RemoteLink::connect(&remote_target(host, remote)?).await?;
+    let (link, events) = RemoteLink::connect(&remote_target(host, remote, None)?).await?;
     print_link_events(events);
     let default_cwd = link.facts().cwd.clone();
     let settings = Settings::load_in(
@@ -686,7 +726,7 @@ pub fn check_remote_enforcement(link: &RemoteLink, settings: &Settings) -> anyho
             }
         }
         Strictness::BestEffort => {
-            for gap in link.gaps(&settings.sandbox.policy) {
+            for gap in link.gaps(&settings.sandbox.policy)? {
                 crate::terminal::say(&[format!("not enforced on {}: {}", link.host(), gap.what)]);
             }
         }

@@ -36,6 +36,14 @@ impl ExitKind {
         }
     }
 
+    /// How a process on the other end of a remote link ended, as this side classifies it.
+    pub fn from_remote(exit: crate::resolved::ProcessExit) -> ExitKind {
+        match exit {
+            crate::resolved::ProcessExit::Code { code } => ExitKind::Code(code),
+            crate::resolved::ProcessExit::Signal { signal } => ExitKind::Signal(signal),
+        }
+    }
+
     /// The shell convention: the code, 128+N for signal N, 124 for a timeout.
     pub fn shell_status(self) -> i32 {
         match self {

@@ -98,8 +98,8 @@ pub use platform::{
 };
 pub use program_trust::ProgramLookup;
 pub use remote::{
-    LinkEvent, LinkEvents, RemoteError, RemoteExec, RemoteLink, RemoteSessions, RemoteTarget,
-    run_remote,
+    HELLO_TIMEOUT, LinkEvent, LinkEvents, RemoteError, RemoteExec, RemoteLink, RemoteSessions,
+    RemoteTarget, run_remote,
 };
 pub use runner::MovedAside;
 pub use session::{SessionDefaults, SessionManager, Sessions};

@@ -289,8 +289,9 @@ impl Orchestrator {
             outcome.attempts.push(first);
             let question = Question {
                 reason: format!(
-                    "the command is on the known-safe list, but cordon cannot run it read-only \
-                     here ({why}); run it in the policy's sandbox?"
+                    "the command is on the known-safe list, but the read-only sandbox it would \
+                     run in unasked could not be set up here ({why}); run it in the policy's \
+                     sandbox?"
                 ),
                 stage: ApprovalStage::BeforeRun,
                 sandboxed: Sandboxed::Yes,

@@ -18,7 +18,11 @@ pub fn predicted_gaps(policy: &SandboxPolicy) -> Vec<Gap> {
     #[cfg(target_os = "linux")]
     if !matches!(policy, SandboxPolicy::DangerFullAccess {}) {
         use cordon_sandbox_linux::seccomp::Network;
-        let network = if policy.has_network_access() { Network::On } else { Network::Off };
+        let network = match (policy.has_network_access(), policy.network_domains().is_some()) {
+            (false, _) => Network::Off,
+            (true, false) => Network::On,
+            (true, true) => Network::Proxied,
+        };
         return cordon_sandbox_linux::report::gaps(
             &cordon_sandbox_linux::probe::probe().predicted_enforcement(network),
         );
@@ -43,7 +47,21 @@ pub struct DoctorReport {
     pub protected_paths: &'static [&'static str],
     pub protected_paths_note: &'static str,
     pub hidden_paths: &'static [&'static str],
+    /// What keeps a sandboxed command from the host's UNIX socket files, per network setting.
+    #[cfg(target_os = "linux")]
+    pub unix_sockets: UnixSocketsReport,
     pub seccomp_deny_list: DenyList,
+}
+
+/// Which mechanism keeps a sandboxed command from the host's UNIX socket files, for each
+/// network setting (`doctor`).
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Serialize)]
+pub struct UnixSocketsReport {
+    pub network_off: &'static str,
+    /// With a domain list (`--allow-domain`).
+    pub domain_list: &'static str,
+    pub network_on: &'static str,
 }
 
 /// What the kernel offers.
@@ -83,6 +101,8 @@ pub struct ModeReport {
 pub struct DenyList {
     pub network_off: Vec<DenyEntry>,
     pub network_on_socket_rule: Vec<DenyEntry>,
+    /// `socket` and `socketpair` with a domain list.
+    pub domain_list_socket_rules: Vec<DenyEntry>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -184,11 +204,24 @@ impl DoctorReport {
                                    own CORDON_HOME is the exception: it is created, then kept \
                                    read-only)",
             hidden_paths: DEFAULT_HIDDEN_PATHS,
+            unix_sockets: {
+                let mechanism =
+                    |network| probe.predicted_enforcement(network).unix_sockets.describe();
+                UnixSocketsReport {
+                    network_off: mechanism(Network::Off),
+                    domain_list: mechanism(Network::Proxied),
+                    network_on: mechanism(Network::On),
+                }
+            },
             seccomp_deny_list: DenyList {
                 network_off: entries(Network::Off),
                 network_on_socket_rule: entries(Network::On)
                     .into_iter()
                     .filter(|r| r.syscall == "socket")
+                    .collect(),
+                domain_list_socket_rules: entries(Network::Proxied)
+                    .into_iter()
+                    .filter(|r| r.syscall.starts_with("socket"))
                     .collect(),
             },
         }

@@ -2,6 +2,7 @@
 //! sessions (whose errors carry it) and the remote link (which returns it).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::runner::OrchestratorError;
 
@@ -26,8 +27,32 @@ pub enum RemoteError {
         remote_version: String,
         remote_protocol: String,
     },
+    #[error(
+        "{host}: no executor answered over ssh within {} s (ssh's own message, if any, is \
+         above; is cordon installed there? --remote-cordon PATH names it)",
+        .waited.as_secs_f64()
+    )]
+    NoHello { host: String, waited: Duration },
+    #[error(
+        "{host} did not answer within {} s; the link was closed{}",
+        .waited.as_secs_f64(),
+        lost_sessions(.sessions)
+    )]
+    Silent { host: String, waited: Duration, sessions: Vec<(u32, String)> },
+    #[error("the link to {host} was closed: {why}{}", lost_sessions(.sessions))]
+    Closed { host: String, why: String, sessions: Vec<(u32, String)> },
+    #[error(
+        "{host} cannot run a sandboxed command: its report of what its sandbox enforces \
+         cannot be read ({source}); nothing ran (install the same cordon on both machines)"
+    )]
+    UnreadableFacts { host: String, source: FactsError },
     #[error("{host} answered something unexpected: {message}")]
     Protocol { host: String, message: String },
+    #[error(
+        "the request for {host} would be {bytes} bytes, more than the protocol's line limit \
+         ({limit}): the command's arguments and environment must be smaller; nothing was sent"
+    )]
+    TooLong { host: String, bytes: usize, limit: usize },
     #[error("cannot write a request for {host}: {source}")]
     Encode { host: String, source: serde_json::Error },
     #[error("{host}: {message}")]
@@ -40,6 +65,19 @@ pub enum RemoteError {
     CannotEnforce { host: String, mode: &'static str, gaps: Vec<String> },
     #[error(transparent)]
     Orchestrator(#[from] OrchestratorError),
+}
+
+/// Why the far end's `doctor` report cannot say what its sandbox enforces.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    #[error("doctor: {0}")]
+    Shape(#[source] serde_json::Error),
+    #[error("doctor: no entry for {0}")]
+    NoMode(&'static str),
+    #[error("doctor: {mode}: {source}")]
+    Mode { mode: &'static str, source: serde_json::Error },
+    #[error("doctor: {0}: no not_enforced_with_network for a policy with the network on")]
+    NoNetworkList(&'static str),
 }
 
 fn lost_sessions(sessions: &[(u32, String)]) -> String {

@@ -128,19 +128,17 @@ pub enum ApprovalState {
     Granted,
 }
 
-/// What one resolved call collected: the far end's session result, field by field, and its
-/// text.
+/// What one resolved call collected: the far end's session result, field by field (the
+/// orchestrator writes the result text from them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedResult {
     /// Set while the process runs: poll it with `write_resolved`.
     pub session_id: Option<u32>,
-    /// Set once it exited (128+N for signal N).
-    pub exit_code: Option<i32>,
+    /// Set once it exited: its exit code, or the signal that killed it.
+    pub exit: Option<ProcessExit>,
     /// The output since the last read (stdout and stderr merged), cut to the budget.
     pub output: String,
-    /// The result text a harness would get from `exec_command`/`write_stdin`.
-    pub text: String,
     /// How long the call took on the far end.
     pub wall_time_ms: f64,
     /// How much output there was, when `output` holds less.
@@ -149,6 +147,43 @@ pub struct ResolvedResult {
     /// What else happened, as the text reports it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
+}
+
+/// How a process ended: typed on the wire, so that a signal stays a signal (an exit code of
+/// 128+N is a code the command chose).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProcessExit {
+    Code { code: i32 },
+    Signal { signal: i32 },
+}
+
+impl ProcessExit {
+    /// What a raw wait status (as `waitpid` gives it) says.
+    pub fn from_wait_status(raw: i32) -> ProcessExit {
+        if libc::WIFSIGNALED(raw) {
+            ProcessExit::Signal { signal: libc::WTERMSIG(raw) }
+        } else {
+            ProcessExit::Code { code: libc::WEXITSTATUS(raw) }
+        }
+    }
+
+    /// The shell convention: the code, 128+N for signal N.
+    pub fn shell_status(self) -> i32 {
+        match self {
+            ProcessExit::Code { code } => code,
+            ProcessExit::Signal { signal } => 128 + signal,
+        }
+    }
+
+    /// Whether a process could have ended this way: an exit code is 0..=255, a signal
+    /// 1..=64. A peer's claim outside that is no exit at all.
+    pub fn is_possible(self) -> bool {
+        match self {
+            ProcessExit::Code { code } => (0..=255).contains(&code),
+            ProcessExit::Signal { signal } => (1..=64).contains(&signal),
+        }
+    }
 }
 
 /// How much output there was when a result holds less.

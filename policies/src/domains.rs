@@ -37,6 +37,15 @@ enum HostPattern {
     Address(IpAddr),
 }
 
+/// How a pattern names loopback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopbackPattern {
+    /// `127.0.0.1`, `[::1]`: the proxy reaches it (it names the address).
+    Address,
+    /// `localhost`: a name resolving to loopback, which the proxy refuses (DNS rebinding).
+    Name,
+}
+
 /// A pattern that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad domain pattern {pattern:?}: {why}")]
@@ -120,6 +129,18 @@ impl DomainPattern {
     }
 
     /// Whether the pattern names this very address (an IP literal pattern) and port.
+    /// What a pattern naming loopback names: the host's loopback, which a command behind the
+    /// proxy reaches only by asking the proxy (its own loopback is its network namespace's).
+    pub fn loopback(&self) -> Option<LoopbackPattern> {
+        match &self.host {
+            HostPattern::Address(addr) if addr.is_loopback() => Some(LoopbackPattern::Address),
+            HostPattern::Exact(name) if name == "localhost" || name.ends_with(".localhost") => {
+                Some(LoopbackPattern::Name)
+            }
+            HostPattern::Address(_) | HostPattern::Exact(_) | HostPattern::Below(_) => None,
+        }
+    }
+
     pub fn names_address(&self, addr: IpAddr, port: u16) -> bool {
         self.port.is_none_or(|p| p == port)
             && matches!(self.host, HostPattern::Address(a) if a == addr)

@@ -80,7 +80,7 @@ pub use display::{
     Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
 };
 pub use domains::{
-    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules,
+    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules, LoopbackPattern,
     is_internal_address, normalize_host, proxy_env,
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};

@@ -38,18 +38,34 @@ pub struct LandlockPlan {
 pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan {
     let read = AccessFs::from_read(REQUESTED_ABI);
     let mut everywhere = read;
-    if policy.network_access {
+    let mut root_rights =
+        AccessFs::from_all(REQUESTED_ABI) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
+    let domain_list = policy.network_domains.is_some();
+    if policy.network_access && !domain_list {
         // Connecting to UNIX sockets anywhere (ABI 9) only when the network is on.
         everywhere |= AccessFs::ResolveUnix;
     }
-    let root_rights =
-        AccessFs::from_all(REQUESTED_ABI) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
+    if domain_list {
+        // With a domain list a socket file anywhere — a writable root such as /tmp included,
+        // where a host process may have put one — would be a way around the proxy: only the
+        // allowed sockets can be connected to (from ABI 9; below it seccomp refuses UNIX
+        // sockets, see `report::UnixSockets`).
+        root_rights &= !AccessFs::ResolveUnix;
+    }
     let file_write = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
 
     let mut rules = vec![(PathBuf::from("/"), everywhere)];
     rules.extend(
         policy.writable_roots.iter().chain(extra_writable).map(|root| (root.clone(), root_rights)),
     );
+    if domain_list {
+        rules.extend(
+            policy
+                .allowed_sockets
+                .iter()
+                .map(|socket| (socket.clone(), AccessFs::ResolveUnix.into())),
+        );
+    }
     rules.push((PathBuf::from("/dev/null"), file_write));
     rules.extend(
         TERMINAL_DEVICES.iter().map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev)),
@@ -171,5 +187,21 @@ mod tests {
         let (_, rights) = plan.rules.iter().find(|(p, _)| p == Path::new("/w")).unwrap();
         assert!(rights.contains(AccessFs::WriteFile | AccessFs::Refer | AccessFs::Truncate));
         assert!(!rights.intersects(AccessFs::MakeBlock | AccessFs::MakeChar));
+    }
+
+    #[test]
+    fn a_domain_list_lets_only_the_allowed_socket_files_be_connected_to() {
+        let rights_of = |plan: &LandlockPlan, path: &str| {
+            plan.rules.iter().find(|(p, _)| p == Path::new(path)).map(|(_, r)| *r)
+        };
+        let open = plan(&policy(&["/w"], true), &[]);
+        assert!(rights_of(&open, "/").unwrap().contains(AccessFs::ResolveUnix));
+        let mut listed = policy(&["/w"], true);
+        listed.network_domains = Some(cordon_policies::DomainRules::default());
+        listed.allowed_sockets = vec!["/run/agent.sock".into()];
+        let plan = plan(&listed, &[]);
+        assert!(!rights_of(&plan, "/").unwrap().contains(AccessFs::ResolveUnix));
+        assert!(!rights_of(&plan, "/w").unwrap().contains(AccessFs::ResolveUnix));
+        assert_eq!(rights_of(&plan, "/run/agent.sock"), Some(AccessFs::ResolveUnix.into()));
     }
 }

@@ -89,6 +89,7 @@ mod sealing;
 pub mod seccomp;
 #[cfg(target_os = "linux")]
 mod sys;
+mod unix_sockets;
 
 pub use args::{
     CORDON_MESSAGE_PREFIX, Caller, DirIdentity, HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation,

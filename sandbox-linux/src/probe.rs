@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::mount_view::{self, MountPlan, MountView, NoMountView};
-use crate::report::{Containment, Enforcement};
+use crate::report::{Containment, Enforcement, UnixSockets};
 use crate::seccomp::Network;
 use crate::sys;
 
@@ -192,7 +192,11 @@ impl KernelProbe {
             no_new_privs: true,
             // Root can drop it directly; anyone else can inside the user namespace.
             bounding_set_dropped: self.is_root || self.mount_view.is_ok(),
-            network_access: network == Network::On,
+            unix_sockets: UnixSockets::for_network(
+                network,
+                (self.landlock_abi > 0).then_some(self.landlock_abi),
+                false,
+            ),
             cordon_home_inside_root: None,
             cordon_executables_inside_roots: Vec::new(),
             containment: self.containment,

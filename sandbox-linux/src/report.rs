@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+pub use crate::unix_sockets::UnixSockets;
+
 /// What took effect (or, for `doctor`, what would).
 /// Why a command runs without the mount view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -49,8 +51,8 @@ pub struct Enforcement {
     pub no_new_privs: bool,
     /// Whether the bounding set was dropped and the securebits locked.
     pub bounding_set_dropped: bool,
-    /// Whether the policy leaves the network on (with it off, seccomp refuses `connect()`).
-    pub network_access: bool,
+    /// What keeps the command from UNIX socket files on the host.
+    pub unix_sockets: UnixSockets,
     /// cordon's own state directory, when it lies inside a writable root: only the mount view
     /// keeps it read-only, so without the view the sandbox is not set up.
     pub cordon_home_inside_root: Option<std::path::PathBuf>,
@@ -119,12 +121,22 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
                 false,
             ));
         }
-        if e.landlock_abi < 9 && e.network_access {
-            gaps.push(gap(
+        match e.unix_sockets {
+            UnixSockets::Reachable if e.landlock_abi < 9 => gaps.push(gap(
                 "with the network on, connect() to UNIX socket files outside the writable roots \
                  (needs Landlock ABI 9; the mount view hides the container-engine sockets)",
                 false,
-            ));
+            )),
+            UnixSockets::ReachableDespiteDomainList => gaps.push(gap(
+                "with a domain list, connect() to every UNIX socket file on the host that is not \
+                 hidden, a way around the proxy (--allow-unix-socket reaches only the named ones \
+                 with Landlock ABI 9)",
+                false,
+            )),
+            UnixSockets::Reachable
+            | UnixSockets::NoConnect
+            | UnixSockets::NoUnixSocket
+            | UnixSockets::OnlyAllowed => {}
         }
     }
     if !e.seccomp {
@@ -200,7 +212,7 @@ mod tests {
             seccomp: true,
             no_new_privs: true,
             bounding_set_dropped: true,
-            network_access: false,
+            unix_sockets: UnixSockets::NoConnect,
             cordon_home_inside_root: None,
             cordon_executables_inside_roots: Vec::new(),
             containment: Containment::PidNamespace,

@@ -19,8 +19,9 @@ use crate::proc_view::{self, ProcView};
 use crate::proxy_listener;
 use crate::report::{self, Enforcement};
 use crate::sealing::LinkSearch;
-use crate::seccomp::{self, Network};
+use crate::seccomp;
 use crate::sys;
+use crate::unix_sockets::UnixSockets;
 use cordon_policies::{MountViewRequirement, Strictness};
 
 /// The helper's entry point: parses `std::env::args_os()` (after `argv[0]`), confines the
@@ -372,10 +373,11 @@ unsafe fn run(
     // 4. Capabilities: nothing below needs any.
     let capabilities = caps::drop_all()?;
 
+    let unix_sockets = UnixSockets::decide(&policy, landlock_enforced, best_effort)?;
+
     // 5. no_new_privs, then seccomp (last: it forbids the mount calls above).
     let no_new_privs = nix::sys::prctl::set_no_new_privs().is_ok();
-    let network = if policy.network_access { Network::On } else { Network::Off };
-    let installed = seccomp::build_program(network)
+    let installed = seccomp::build_program(unix_sockets.seccomp_network())
         .map_err(HelperError::from)
         .and_then(|program| seccomp::install(&program).map_err(HelperError::from));
     let seccomp = match installed {
@@ -395,7 +397,7 @@ unsafe fn run(
         seccomp,
         no_new_privs,
         bounding_set_dropped: capabilities == CapabilityDrop::All,
-        network_access: policy.network_access,
+        unix_sockets,
         cordon_home_inside_root,
         cordon_executables_inside_roots,
         containment,

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import asynccontextmanager, nullcontext
+from types import SimpleNamespace
 
 import anyio
 import mcp_types as types
@@ -204,7 +206,52 @@ async def scenario_disconnect(session, args, out):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+async def scenario_invalid_strings(session, args, out):
+    """A command holding half a surrogate pair (sent as JavaScript's JSON.stringify writes it,
+    see `json_module_writer`), one holding a NUL, then a good one: each answered in time."""
+    started = time.monotonic()
+    with anyio.fail_after(20):
+        out["surrogate"] = await call(
+            session, "exec_command", {"cmd": f"touch {args.marker}; echo \ud800", "login": False}
+        )
+        out["nul"] = await call(
+            session, "exec_command", {"cmd": f"touch {args.marker}; echo a\u0000b", "login": False}
+        )
+        out["after"] = await call(session, "exec_command", {"cmd": "echo still serving", "login": False})
+    out["seconds"] = time.monotonic() - started
+
+
+class JsonModuleMessage:
+    """A message as Python's json module writes it, for the SDK's stdio writer (which calls
+    `model_dump_json`): a lone surrogate becomes a `\\udXXX` escape, as JavaScript's
+    JSON.stringify writes it (pydantic refuses to write one at all)."""
+
+    def __init__(self, message):
+        self.message = message
+
+    def model_dump_json(self, **options):
+        return json.dumps(self.message.model_dump(mode="python", **options))
+
+
+@asynccontextmanager
+async def json_module_writer(write):
+    send, receive = anyio.create_memory_object_stream(0)
+
+    async def forward():
+        async with receive:
+            async for item in receive:
+                await write.send(SimpleNamespace(message=JsonModuleMessage(item.message)))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(forward)
+        try:
+            yield send
+        finally:
+            await send.aclose()
+
+
 SCENARIOS = {
+    "invalid-strings": scenario_invalid_strings,
     "tools": scenario_tools,
     "run": scenario_run,
     "pty": scenario_pty,
@@ -224,8 +271,9 @@ async def main(args):
         return types.ElicitResult(action=args.answer, content={} if args.answer == "accept" else None)
 
     kwargs = {"elicitation_callback": answer} if args.answer else {}
-    async with stdio_client(server_params(args)) as (read, write):
-        async with ClientSession(read, write, **kwargs) as session:
+    async with stdio_client(server_params(args)) as (read, raw_write):
+        writer = json_module_writer(raw_write) if args.scenario == "invalid-strings" else nullcontext(raw_write)
+        async with writer as write, ClientSession(read, write, **kwargs) as session:
             init = await session.initialize()
             out["server"] = init.server_info.name
             out["protocol_version"] = init.protocol_version

@@ -9,7 +9,7 @@ pid, fd = pty.fork()
 if pid == 0:
     os.execv(sys.argv[2], sys.argv[2:])
 out = b""
-deadline = time.time() + 30
+deadline = time.time() + 150  # a slow ssh login (start-up files) can take a minute
 while time.time() < deadline:
     try:
         chunk = os.read(fd, 4096)

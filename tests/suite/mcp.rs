@@ -459,3 +459,39 @@ fn mcp_pipe_sessions_start_the_helper_in_process() {
     let text = report["result"]["text"].as_str().unwrap();
     assert!(text.contains(&format!("Output:\n{CORDON} mcp-server")), "{text}");
 }
+
+/// A string that is not text (half a UTF-16 surrogate pair, as JavaScript writes a lone
+/// surrogate) or holds a NUL: the official client gets a tool error with one clear line at
+/// once, not a parse error without its id that leaves it waiting for its own timeout; nothing
+/// runs, and the server keeps serving.
+#[test]
+fn a_command_that_is_not_text_or_holds_a_nul_is_a_tool_error_answered_at_once() {
+    require_mcp_client!();
+    let dirs = Dirs::new();
+    let marker = dirs.outside.path().join("ran");
+    let report = client("invalid-strings", &dirs, &["--marker", marker.to_str().unwrap()], &[]);
+    for (case, says) in [("surrogate", "surrogate pair"), ("nul", "NUL byte")] {
+        let answer = &report[case];
+        assert_eq!(answer["is_error"], true, "{case}: {report}");
+        let text = answer["text"].as_str().unwrap();
+        assert!(text.contains(says), "{case}: {text}");
+        assert_eq!(text.lines().count(), 1, "{case}: {text}");
+    }
+    assert_eq!(report["after"]["is_error"], false, "{report}");
+    assert!(report["seconds"].as_f64().unwrap() < 15.0, "{report}");
+    assert!(!marker.exists(), "a command with an invalid string ran");
+}
+
+#[test]
+fn a_raw_tool_call_with_half_a_surrogate_pair_gets_its_id_back() {
+    require_sandbox!(1);
+    let mut server = RawServer::start();
+    server.send(r#"{"jsonrpc":"2.0","id":"s1","method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo \ud800"}}}"#);
+    let answer = server.next();
+    assert_eq!(answer["id"], "s1", "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    server.send(r#"{"jsonrpc":"2.0","id":12,"method":"ping","params":{"x":"\udc00"}}"#);
+    let answer = server.next();
+    assert_eq!(answer["id"], 12, "{answer}");
+    assert!(answer["error"].is_object(), "{answer}");
+}

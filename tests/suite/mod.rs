@@ -38,6 +38,8 @@ mod process;
 mod proxy;
 #[cfg(target_os = "linux")]
 mod remote;
+#[cfg(target_os = "linux")]
+mod remote_peers;
 mod robustness;
 mod secret_files;
 mod secrets;

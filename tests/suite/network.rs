@@ -266,3 +266,63 @@ fn with_the_network_on_agent_and_multiplexer_sockets_stay_hidden() {
         let _ = std::fs::remove_dir(&tmux_dir);
     }
 }
+
+/// With a domain list the command has IP sockets (cordon's proxy listens on loopback in its
+/// network namespace), but a UNIX socket on the host — a socat bridge to the network, an IDE's
+/// socket in /tmp — would be a way around the proxy: below Landlock ABI 9 the command can make
+/// no UNIX socket (a connected pair still works), from ABI 9 Landlock refuses the socket file.
+/// Checked from outside: neither listener gets a connection.
+#[test]
+fn a_domain_list_keeps_host_unix_sockets_out_of_reach() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "a domain list needs the mount view's namespaces");
+    // In /tmp, a writable root: only the socket rules stand in the way.
+    let dir = tempfile::Builder::new().prefix("cordon-bridge-").tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = dir.path().join("bridge.sock");
+    let bridge = UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    bridge.set_nonblocking(true).unwrap();
+    let name = format!("cordon-e2e-bridge-{}", std::process::id());
+    let abstract_bridge =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
+    abstract_bridge.set_nonblocking(true).unwrap();
+    let code = format!(
+        "import socket\n\
+         for label, address in [('path', {path:?}), ('abstract', '\\0{name}')]:\n    \
+             try:\n        \
+                 s = socket.socket(socket.AF_UNIX); s.connect(address); s.sendall(b'x')\n        \
+                 print(label, 'CONNECTED')\n    \
+             except OSError as e:\n        \
+                 print(label, 'refused', e.errno)\n\
+         a, b = socket.socketpair(); a.sendall(b'p'); print('pair', b.recv(1).decode())\n",
+        path = path.display().to_string()
+    );
+    let work = scratch();
+    let dir_arg = work.path().to_str().unwrap();
+    let nothing_arrived = |who: &str| {
+        std::thread::sleep(Duration::from_millis(50));
+        for listener in [&bridge, &abstract_bridge] {
+            let accepted = listener.accept().map(|_| ());
+            assert_eq!(accepted.unwrap_err().kind(), ErrorKind::WouldBlock, "{who}");
+        }
+    };
+    for user in USERS {
+        let args = ["exec", "-a", "never", "--allow-domain", "example.test", "-C", dir_arg, "--"];
+        let mut args = args.to_vec();
+        args.extend_from_slice(&[python(), "-c", &code]);
+        let run: Run = cordon_command(user, &args).output().unwrap().into();
+        let out = &run.stdout;
+        assert!(out.contains("path refused"), "{user:?}: {out}{}", run.stderr);
+        assert!(out.contains("abstract refused"), "{user:?}: {out}");
+        assert!(out.contains("pair p"), "{user:?}: {out}");
+        nothing_arrived(&format!("{user:?}"));
+    }
+    // With the network on, the bridge is reachable like any other endpoint (the probe works).
+    let args = ["exec", "-a", "never", "--network", "-C", dir_arg, "--", python(), "-c", &code];
+    let run = cordon(&args);
+    assert!(run.stdout.contains("path CONNECTED"), "{}{}", run.stdout, run.stderr);
+}

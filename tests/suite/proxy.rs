@@ -246,6 +246,11 @@ fn an_allowed_name_resolving_to_loopback_is_refused_unless_mapped_for_tests() {
         "{}",
         run.stdout
     );
+    // Said before the run: clients skip the proxy for loopback, and a name is refused.
+    let warning =
+        format!("warning: --allow-domain localhost:{}: the command's loopback", server.port);
+    assert!(run.stderr.contains(&warning), "{}", run.stderr);
+    assert!(run.stderr.contains("allow the address (127.0.0.1:PORT)"), "{}", run.stderr);
     assert!(server.requests().is_empty(), "{:?}", server.requests());
     // `127.0.0.1:PORT` names the address and port itself: allowed.
     let named = format!("127.0.0.1:{}", server.port);
@@ -544,5 +549,7 @@ fn the_helper_without_a_proxy_descriptor_leaves_only_loopback() {
     assert!(run.stderr.contains("--proxy-fd"), "{}", run.stderr);
 }
 
+#[cfg(target_os = "linux")]
+mod forwarded;
 #[cfg(target_os = "linux")]
 mod handover;

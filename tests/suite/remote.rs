@@ -150,6 +150,10 @@ impl Sshd {
             flags.extend(["--ssh-option".to_owned(), option]);
         }
         flags.extend(["--remote-cordon".to_owned(), remote_cordon.display().to_string()]);
+        // The login runs the user's shell start-up files (root's runs `pyenv rehash` here,
+        // which waits on a lock while other logins hold it): far longer than the default.
+        let connect = scaled(Duration::from_secs(120)).as_secs();
+        flags.extend(["--connect-timeout".to_owned(), format!("{connect}s")]);
         flags
     }
 
@@ -471,14 +475,14 @@ fn a_remote_that_cannot_enforce_the_policy_is_refused_with_125() {
 fn a_version_mismatch_is_one_error_naming_both_versions() {
     require_sshd!();
     let sshd = Sshd::start(Login::Root);
-    // A newer cordon that no longer speaks protocol 3 answers hello with its versions.
+    // A newer cordon that no longer speaks protocol 4 answers hello with its versions.
     let newer = sshd.script(
         "cordon-newer",
         &format!(
             "#!{}\nimport json, sys\nhello = json.loads(sys.stdin.readline())\n\
              print(json.dumps({{'type': 'error', 'requestId': hello['requestId'], 'message': \
-             'version mismatch: the peer (protocol 3) and this executor (cordon 9.0.0, \
-             protocol 4..=4) share no protocol version'}}), flush=True)\n",
+             'version mismatch: the peer (protocol 4) and this executor (cordon 9.0.0, \
+             protocol 5..=5) share no protocol version'}}), flush=True)\n",
             python()
         ),
     );
@@ -487,11 +491,11 @@ fn a_version_mismatch_is_one_error_naming_both_versions() {
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     let ours = env!("CARGO_PKG_VERSION");
     assert!(
-        run.stderr.contains(&format!("this cordon is {ours} (executor protocol 3)")),
+        run.stderr.contains(&format!("this cordon is {ours} (executor protocol 4)")),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("is 9.0.0 (protocol 4..=4)"), "{}", run.stderr);
+    assert!(run.stderr.contains("is 9.0.0 (protocol 5..=5)"), "{}", run.stderr);
 }
 
 #[test]
@@ -519,7 +523,7 @@ fn the_far_end_refuses_the_high_level_form_and_a_local_executor_refuses_the_reso
     assert_eq!(by_id("1")["type"], "error", "{lines:?}");
     let mismatch = by_id("2");
     assert_eq!(mismatch["type"], "error", "{mismatch}");
-    assert!(mismatch["message"].as_str().unwrap().contains("protocol 3..=3"), "{mismatch}");
+    assert!(mismatch["message"].as_str().unwrap().contains("protocol 4..=4"), "{mismatch}");
 }
 
 /// `cordon executor --serve-remote` fed `messages`, one per line, then EOF: every line it
@@ -562,7 +566,7 @@ fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
     let known = json!({"policy": {"type": "workspace-write"}, "policy_cwd": work.path()});
     let mut unknown = known.clone();
     unknown["memory_limit"] = "1G".into();
-    let hello = json!({"type": "hello", "requestId": "h", "protocolVersion": 3});
+    let hello = json!({"type": "hello", "requestId": "h", "protocolVersion": 4});
     let lines = far_end(&[hello.clone(), exec(unknown)]);
     let refused = lines.iter().find(|v| v["requestId"] == "x").cloned().unwrap();
     assert_ne!(refused["outcome"]["status"], "success", "{lines:?}");
@@ -640,15 +644,18 @@ fn a_far_ends_words_reach_the_terminal_escaped() {
 fn a_remote_timeout_exits_124_and_ends_the_command_there() {
     require_sshd!();
     require_sandbox!(1);
-    let sshd = Sshd::start(Login::Root);
+    // The run's timeout bounds ssh's login too: the unprivileged login's start-up files are
+    // quick (root's run `pyenv rehash` here).
+    let sshd = Sshd::start(Login::Unprivileged);
     let marker = format!("{}", 50_000 + std::process::id() % 10_000);
     let started = Instant::now();
+    let timeout = format!("{}s", scaled(Duration::from_secs(5)).as_secs());
     let run = sshd.exec(
         &sshd.cordon(),
-        &["--timeout", "1s", "-C", "/tmp", "--", "sleep", &format!("{marker}.3")],
+        &["--timeout", &timeout, "-C", "/tmp", "--", "sleep", &format!("{marker}.3")],
     );
     assert_eq!(run.code, Some(124), "{}{}", run.stdout, run.stderr);
-    assert!(started.elapsed() < scaled(Duration::from_secs(20)), "{:?}", started.elapsed());
+    assert!(started.elapsed() < scaled(Duration::from_secs(25)), "{:?}", started.elapsed());
     let deadline = Instant::now() + scaled(Duration::from_secs(10));
     while proc_count(&format!("sleep {marker}.3")) > 0 {
         assert!(Instant::now() < deadline, "the remote command outlived the timeout");
@@ -812,4 +819,24 @@ fn a_remote_workdir_that_leads_elsewhere_through_a_link_is_refused() {
     let text = ex.text("exec_command", json!({"cmd": "touch ran-here", "workdir": "real"}));
     assert!(text.contains("Process exited with code 0"), "{text}");
     assert!(ex.work.path().join("real/ran-here").exists());
+}
+
+/// A command killed by a signal over there is a signal here, over a real ssh connection too:
+/// never a denial, never retried without the sandbox.
+#[test]
+fn a_signal_over_ssh_stays_a_signal_and_is_not_retried() {
+    require_sshd!();
+    require_sandbox!(1);
+    let sshd = Sshd::start(Login::Root);
+    let work = scratch();
+    let script = "echo cannot create /etc/x: Permission denied; kill -TERM $$";
+    let cd = work.path().to_str().unwrap();
+    let run = sshd
+        .exec(&sshd.cordon(), &["--json", "-a", "on-failure", "-C", cd, "--", "sh", "-c", script]);
+    assert_eq!(run.code, Some(143), "{}{}", run.stdout, run.stderr);
+    let document: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(document["attempts"].as_array().unwrap().len(), 1, "{document}");
+    assert_eq!(document["attempts"][0]["verdict"], "signal", "{document}");
+    assert_eq!(document["attempts"][0]["exit"], json!({"kind": "signal", "value": 15}));
+    assert_eq!(document["approvals"], json!([]), "{document}");
 }

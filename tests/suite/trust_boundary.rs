@@ -78,6 +78,10 @@ fn a_session_approval_of_a_sandboxed_run_does_not_cover_an_escalation_of_it() {
         "arguments": {"cmd": cmd, "login": false}}));
     let request = ex.wait_for(Duration::from_secs(10), |v| v["type"] == "approval_request");
     ex.send(&json!({"type": "approval_response", "requestId": request["requestId"], "decision": "approved_for_session"}));
+    // Blocked by the sandbox, the run is offered a retry without it: refused here.
+    let retry = ex.wait_for(Duration::from_secs(10), |v| v["type"] == "approval_request");
+    assert_eq!(retry["stage"], "retry_without_sandbox", "{retry}");
+    ex.send(&json!({"type": "approval_response", "requestId": retry["requestId"], "decision": "denied"}));
     ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == "c1");
     assert!(!target.exists(), "the sandboxed run wrote outside");
     ex.send(&json!({"type": "call_tool", "requestId": "c2", "toolName": "exec_command",

@@ -136,10 +136,7 @@ async fn serve_peer<S: Sessions + 'static>(
     let (out, mut outbox) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::task::spawn_local(async move {
         while let Some(message) = outbox.recv().await {
-            let mut line = serde_json::to_string(&message).unwrap_or_else(|e| {
-                format!(r#"{{"type":"error","message":"cannot encode a response: {e}"}}"#)
-            });
-            line.push('\n');
+            let line = encode_line(&message);
             if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
                 break;
             }
@@ -349,6 +346,25 @@ fn serve_resolved<S>(
             });
         }
     }
+}
+
+/// One line of the protocol: `message`, or an error naming its request when it cannot be
+/// encoded or would be longer than a peer reads ([`MAX_LINE_BYTES`]).
+fn encode_line(message: &Outgoing) -> String {
+    let error =
+        |why: String| Outgoing::Error { request_id: message.request_id().cloned(), message: why };
+    let mut line = match serde_json::to_string(message) {
+        Ok(line) if line.len() < MAX_LINE_BYTES => line,
+        Ok(line) => serde_json::to_string(&error(format!(
+            "the response ({} bytes) is longer than the protocol's {MAX_LINE_BYTES}; not sent",
+            line.len()
+        )))
+        .unwrap_or_default(),
+        Err(e) => serde_json::to_string(&error(format!("cannot encode a response: {e}")))
+            .unwrap_or_default(),
+    };
+    line.push('\n');
+    line
 }
 
 /// Runs one resolved call as a task that `cancel` can abort, and answers it.

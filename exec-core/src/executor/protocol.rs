@@ -18,10 +18,11 @@ use crate::session::{ExecCommandArgs, WriteStdinArgs, input_schema};
 pub use crate::resolved::{HostFacts, ResolvedExec, ResolvedResult};
 
 /// The newest executor protocol this build speaks.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 /// The version of the resolved form this build speaks (with `hello` since 2; the sandbox as
-/// one request object since 3). Both ends of a remote link must speak exactly this one.
-pub const RESOLVED_FORM_VERSION: u32 = 3;
+/// one request object since 3; a typed exit, no result text, and lines within the protocol's
+/// limit both ways since 4). Both ends of a remote link must speak exactly this one.
+pub const RESOLVED_FORM_VERSION: u32 = 4;
 /// This build's version, as `hello` reports it.
 pub const CORDON_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -168,6 +169,23 @@ pub enum Outgoing {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
     },
+}
+
+impl Outgoing {
+    /// The request this message answers, when it answers one.
+    pub fn request_id(&self) -> Option<&Value> {
+        match self {
+            Outgoing::ListToolsResponse { request_id, .. }
+            | Outgoing::HelloResponse { request_id, .. }
+            | Outgoing::ResolvedResponse { request_id, .. }
+            | Outgoing::CloseResponse { request_id, .. }
+            | Outgoing::CallToolResponse { request_id, .. }
+            | Outgoing::ShutdownResponse { request_id } => Some(request_id),
+            Outgoing::Error { request_id, .. } => request_id.as_ref(),
+            // An approval request starts an exchange; it answers nothing.
+            Outgoing::ApprovalRequest { .. } => None,
+        }
+    }
 }
 
 /// A request form an executor serves (`hello_response`).

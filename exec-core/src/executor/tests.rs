@@ -90,8 +90,8 @@ fn hello_negotiates_a_shared_version_or_names_both() {
     let older = serde_json::to_value(hello_response(harness, Value::from("h"), 1, None)).unwrap();
     assert_eq!(older["protocolVersion"], 1);
 
-    let far_end = Hello { min_version: 3, forms: vec![Form::ExecResolved], host: None };
-    for requested in [2, 4] {
+    let far_end = Hello { min_version: 4, forms: vec![Form::ExecResolved], host: None };
+    for requested in [3, 5] {
         let refusal = serde_json::to_value(hello_response(
             far_end.clone(),
             Value::from("h"),
@@ -102,7 +102,7 @@ fn hello_negotiates_a_shared_version_or_names_both() {
         assert_eq!(refusal["type"], "error");
         let message = refusal["message"].as_str().unwrap();
         assert!(message.contains(&format!("cordon 9.9.9 protocol {requested}")), "{message}");
-        assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 3..=3")), "{message}");
+        assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 4..=4")), "{message}");
     }
 }
 
@@ -153,13 +153,25 @@ fn every_message_reads_back_as_written() {
 
     let result = ResolvedResult {
         session_id: Some(3),
-        exit_code: None,
+        exit: None,
         output: "out".into(),
-        text: "Wall time: …".into(),
         wall_time_ms: 512.25,
         truncated: Some(Truncation { original_tokens: 25, original_bytes: 100 }),
         notes: vec![Note::ClosedToMakeRoom { session_ids: vec![1] }],
     };
+    let killed = ResolvedResult {
+        session_id: None,
+        exit: Some(crate::resolved::ProcessExit::Signal { signal: 9 }),
+        output: String::new(),
+        wall_time_ms: 1.0,
+        truncated: None,
+        notes: Vec::new(),
+    };
+    // A signal travels as a signal, not as the 137 a shell would print.
+    assert_eq!(
+        serde_json::to_value(&killed).unwrap()["exit"],
+        serde_json::json!({"kind": "signal", "signal": 9})
+    );
     let host = HostFacts {
         doctor: serde_json::json!({"modes": {}}),
         env: vec![("HOME".into(), "/home/me".into())],
@@ -192,6 +204,10 @@ fn every_message_reads_back_as_written() {
         Outgoing::ResolvedResponse {
             request_id: Value::from("c3"),
             outcome: ResolvedOutcome::Error { message: "no".into() },
+        },
+        Outgoing::ResolvedResponse {
+            request_id: Value::from("c5"),
+            outcome: ResolvedOutcome::Success { result: killed },
         },
         Outgoing::CloseResponse {
             request_id: Value::from("c4"),

@@ -7,7 +7,7 @@
 //! Reading is cancel-safe (the service loop polls `receive` inside a `select!`): the partial
 //! line lives in the transport, never in a future. Writing is rmcp's (`AsyncRwTransport`).
 
-use rmcp::model::{ErrorCode, ErrorData, RequestId};
+use rmcp::model::{CallToolResult, ContentBlock, ErrorCode, ErrorData, RequestId, ServerResult};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -116,6 +116,13 @@ where
                 Verdict::Message(message) => return Some(*message),
                 Verdict::Ignore => continue,
                 Verdict::Answer { id, code, message } => self.answer(id, code, message).await,
+                Verdict::Respond { id, result } => {
+                    let result = ServerResult::CallToolResult(*result);
+                    let _ = self
+                        .output
+                        .send(TxJsonRpcMessage::<RoleServer>::response(result, id))
+                        .await;
+                }
             }
         }
     }
@@ -135,16 +142,24 @@ enum Verdict {
         code: ErrorCode,
         message: String,
     },
+    /// A tool call answered here, with a tool error.
+    Respond {
+        id: RequestId,
+        result: Box<CallToolResult>,
+    },
 }
 
 fn judge(line: &[u8]) -> Verdict {
     let value = match serde_json::from_slice::<Value>(line) {
         Ok(value) => value,
         Err(error) => {
-            let message = if std::str::from_utf8(line).is_err() {
-                "Parse error: the message is not valid UTF-8".to_owned()
-            } else {
-                format!("Parse error: {}", excerpt(&error.to_string()))
+            let text = std::str::from_utf8(line).ok();
+            if let Some(verdict) = text.and_then(not_unicode) {
+                return verdict;
+            }
+            let message = match text {
+                None => "Parse error: the message is not valid UTF-8".to_owned(),
+                Some(_) => format!("Parse error: {}", excerpt(&error.to_string())),
             };
             return Verdict::Answer { id: None, code: ErrorCode::PARSE_ERROR, message };
         }
@@ -162,6 +177,81 @@ fn judge(line: &[u8]) -> Verdict {
     }
 }
 
+/// What to answer a message that is JSON but for a string holding half a UTF-16 surrogate
+/// pair (`"\ud800"`, which JavaScript's `JSON.stringify` writes for a lone surrogate): its id
+/// is read from the message with such escapes replaced, and it is answered — a tool call with a
+/// tool error (nothing runs: the string is not the one the client meant), anything else with a
+/// JSON-RPC error. `None` when the message has no such string, or is not JSON even without it.
+fn not_unicode(text: &str) -> Option<Verdict> {
+    let repaired = without_lone_surrogates(text)?;
+    let value = serde_json::from_str::<Value>(&repaired).ok()?;
+    const WHY: &str = "the request holds a string with half a UTF-16 surrogate pair (an \\ud800 \
+                       to \\udfff escape without its other half), which is no text: nothing was run";
+    let id = match value.get("id") {
+        None => return Some(Verdict::Ignore), // a notification: never answered
+        // An id that held such a string is not the one the client sent.
+        Some(Value::String(id)) if id.contains('\u{fffd}') => None,
+        Some(id) => serde_json::from_value::<RequestId>(id.clone()).ok(),
+    };
+    let Some(id) = id else {
+        return Some(Verdict::Answer {
+            id: None,
+            code: ErrorCode::PARSE_ERROR,
+            message: WHY.into(),
+        });
+    };
+    if value.get("method").and_then(Value::as_str) == Some("tools/call") {
+        let result = CallToolResult::error(vec![ContentBlock::text(WHY)]);
+        return Some(Verdict::Respond { id, result: Box::new(result) });
+    }
+    Some(Verdict::Answer { id: Some(id), code: ErrorCode::INVALID_PARAMS, message: WHY.to_owned() })
+}
+
+/// `text` with every `\uD800`..`\uDFFF` escape that is not half of a pair written as
+/// `\uFFFD`; `None` when there is none.
+fn without_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let escape = |at: usize| -> Option<u16> {
+        let digits = bytes.get(at..at + 6)?;
+        if &digits[..2] != b"\\u" {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&digits[2..]).ok()?, 16).ok()
+    };
+    let (high, low) = (0xd800..=0xdbff, 0xdc00..=0xdfff);
+    let mut out = String::with_capacity(text.len());
+    let (mut at, mut copied, mut in_string, mut replaced) = (0, 0, false, false);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => in_string = !in_string,
+            b'\\' if in_string => {
+                let Some(unit) = escape(at) else {
+                    at += 2; // `\"`, `\\` and the other two-byte escapes
+                    continue;
+                };
+                let paired =
+                    high.contains(&unit) && escape(at + 6).is_some_and(|u| low.contains(&u));
+                if paired {
+                    at += 12;
+                    continue;
+                }
+                if high.contains(&unit) || low.contains(&unit) {
+                    out.push_str(&text[copied..at]);
+                    out.push_str("\\ufffd");
+                    replaced = true;
+                    copied = at + 6;
+                }
+                at += 6;
+                continue;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    out.push_str(&text[copied..]);
+    replaced.then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +265,7 @@ mod tests {
             }
             Verdict::Message(_) => panic!("{line:?} parsed"),
             Verdict::Ignore => panic!("{line:?} ignored"),
+            Verdict::Respond { .. } => panic!("{line:?} answered with a result"),
         }
     }
 
@@ -189,6 +280,32 @@ mod tests {
         assert_eq!(answer(br#"[1,2]"#), (None, ErrorCode::INVALID_REQUEST));
         let long = format!("{{\"id\": 1, \"x\": \"{}\"", "y".repeat(10_000));
         assert_eq!(answer(long.as_bytes()).1, ErrorCode::PARSE_ERROR);
+    }
+
+    #[test]
+    fn half_a_surrogate_pair_is_answered_with_the_id_and_a_tool_error() {
+        assert_eq!(without_lone_surrogates(r#"{"a":"x"}"#), None);
+        // A whole pair, and escaped backslashes before a `u`, are left alone.
+        assert_eq!(without_lone_surrogates(r#"{"a":"\ud83d\ude00 \\ud800"}"#), None);
+        assert_eq!(
+            without_lone_surrogates(r#"{"a":"x\ud800y","b":"\udc00"}"#).as_deref(),
+            Some(r#"{"a":"x\ufffdy","b":"\ufffd"}"#)
+        );
+        let call = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo \ud800"}}}"#;
+        match judge(call) {
+            Verdict::Respond { id, result } => {
+                assert_eq!(id, RequestId::Number(5));
+                assert_eq!(result.is_error, Some(true));
+            }
+            _ => panic!("not answered with a tool error"),
+        }
+        let ping = br#"{"jsonrpc":"2.0","id":"p","method":"ping","params":{"x":"\udfff"}}"#;
+        assert_eq!(answer(ping), (Some(RequestId::String("p".into())), ErrorCode::INVALID_PARAMS));
+        let bad_id = br#"{"jsonrpc":"2.0","id":"\ud800","method":"ping"}"#;
+        assert_eq!(answer(bad_id), (None, ErrorCode::PARSE_ERROR));
+        let notification =
+            br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"x":"\ud800"}}"#;
+        assert!(matches!(judge(notification), Verdict::Ignore));
     }
 
     #[test]

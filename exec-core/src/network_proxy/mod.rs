@@ -18,26 +18,29 @@
 //! 3. answers a refusal with `403` and a body naming the rule and the knob, and records every
 //!    allowed and denied connection ([`NetworkLog`]).
 //!
+//! What it forwards must name what it admitted: a plain-HTTP request's one Host header is its
+//! URL's host ([`http`]), and a tunnel's first bytes, when they are a TLS ClientHello, name the
+//! host the tunnel was opened for ([`sni`], [`relay`]).
+//!
 //! It runs on the caller's tokio runtime for the lifetime of one attempt (the orchestrator
 //! owns it) and never takes the runtime down: a client sending garbage gets a 400 from hyper
 //! and is dropped.
 
+mod admission;
 mod handover;
 mod http;
 mod relay;
+mod sni;
 mod socks;
 #[cfg(target_os = "linux")]
 mod splice;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use cordon_policies::{
-    DomainDecision, DomainMatcher, DomainPatternError, DomainRules, SandboxPolicy,
-    is_internal_address,
-};
+use cordon_policies::{DomainMatcher, DomainPatternError, DomainRules, SandboxPolicy};
 use hyper::StatusCode;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use serde::Serialize;
@@ -298,10 +301,13 @@ fn raise_open_file_limit() {
 /// once. Memory stays bounded whatever
 /// the command does.
 const MAX_CONNECTIONS: usize = 4096;
-/// A client must send its request line and headers (or its SOCKS5 greeting and request)
-/// within this long, or it is dropped: a slowloris client holds one slot for this long, never
-/// the proxy.
+/// A client must send its request line and headers (or its SOCKS5 greeting and request, or a
+/// tunnel's TLS ClientHello once begun) within this long, or it is dropped: a slowloris client
+/// holds one slot for this long, never the proxy. A kept-alive HTTP connection waits this long
+/// for its next request.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest request line and headers served (a longer one gets `431`).
+const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// The first byte of a SOCKS5 greeting; an HTTP request starts with a method's letter.
 const SOCKS5_VERSION: u8 = 5;
 
@@ -376,152 +382,6 @@ impl State {
             "proxy connection"
         );
         self.log.lock().unwrap_or_else(PoisonError::into_inner).connections.push(record);
-    }
-
-    /// Checks `destination`, connects, and records the outcome either way.
-    async fn open(&self, destination: Destination<'_>) -> Result<TcpStream, (Refusal, String)> {
-        match self.admit(destination.host, destination.port).await {
-            Ok((upstream, rule)) => {
-                self.record(ConnectionRecord {
-                    host: destination.host.to_owned(),
-                    port: destination.port,
-                    method: destination.method.to_owned(),
-                    allowed: true,
-                    rule: Some(rule),
-                    reason: None,
-                });
-                Ok(upstream)
-            }
-            Err(refusal) => {
-                let line = refusal.record(self, destination);
-                Err((refusal, line))
-            }
-        }
-    }
-
-    /// The list, then the resolved addresses, then the connection.
-    async fn admit(&self, host: &str, port: u16) -> Result<(TcpStream, String), Refusal> {
-        let rule = match self.matcher.decide(host, port) {
-            DomainDecision::Allowed { rule } => rule,
-            DomainDecision::DeniedByRule { rule } => {
-                return Err(Refusal {
-                    status: StatusCode::FORBIDDEN,
-                    reason: format!(
-                        "denied by the rule \"{rule}\" in the network deny list (config \
-                         `network.deny`); deny wins over allow"
-                    ),
-                    rule: Some(rule),
-                });
-            }
-            DomainDecision::NotAllowed => {
-                return Err(Refusal {
-                    status: StatusCode::FORBIDDEN,
-                    reason: format!(
-                        "no rule of the network allow-list matches {host}:{port}; allow it with \
-                         --allow-domain {host} (config `network = {{ allow = [\"{host}\"] }}`)"
-                    ),
-                    rule: None,
-                });
-            }
-        };
-        if let Some(narrow) = &self.narrowed_by {
-            match narrow.decide(host, port) {
-                DomainDecision::Allowed { .. } => {}
-                DomainDecision::DeniedByRule { .. } | DomainDecision::NotAllowed => {
-                    return Err(Refusal {
-                        status: StatusCode::FORBIDDEN,
-                        reason: format!(
-                            "{host}:{port} is not among this call's allowed_domains (the \
-                             executor's list allows it by \"{rule}\")"
-                        ),
-                        rule: None,
-                    });
-                }
-            }
-        }
-        let addresses = self.resolve(host, port, &rule).await?;
-        let connect = async {
-            let mut last_error = None;
-            for address in &addresses {
-                match TcpStream::connect(address).await {
-                    Ok(stream) => return Ok(stream),
-                    Err(error) => last_error = Some(error),
-                }
-            }
-            Err(last_error.map_or_else(|| "no address".to_owned(), |e| e.to_string()))
-        };
-        let failed = |why: String| Refusal {
-            status: StatusCode::BAD_GATEWAY,
-            rule: Some(rule.clone()),
-            reason: format!("allowed by \"{rule}\", but the connection failed: {why}"),
-        };
-        match tokio::time::timeout(UPSTREAM_TIMEOUT, connect).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                Ok((stream, rule))
-            }
-            Ok(Err(why)) => Err(failed(why)),
-            Err(_) => Err(failed("timed out".to_owned())),
-        }
-    }
-
-    async fn resolve(&self, host: &str, port: u16, rule: &str) -> Result<Vec<SocketAddr>, Refusal> {
-        #[cfg(any(test, feature = "test-hooks"))]
-        if let Some((_, address)) = self.test_resolve.iter().find(|(name, _)| name == host) {
-            // The suite's mapping: the one way past the internal-address check by name.
-            return Ok(vec![*address]);
-        }
-        let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, port)],
-            Err(_) => {
-                let lookup = tokio::net::lookup_host((host, port));
-                match tokio::time::timeout(UPSTREAM_TIMEOUT, lookup).await {
-                    Ok(Ok(found)) => found.collect(),
-                    Ok(Err(error)) => {
-                        return Err(Refusal {
-                            status: StatusCode::BAD_GATEWAY,
-                            rule: Some(rule.to_owned()),
-                            reason: format!("cannot resolve {host}: {error}"),
-                        });
-                    }
-                    Err(_) => {
-                        return Err(Refusal {
-                            status: StatusCode::BAD_GATEWAY,
-                            rule: Some(rule.to_owned()),
-                            reason: format!("resolving {host} timed out"),
-                        });
-                    }
-                }
-            }
-        };
-        // Every address must pass, or a resolver answering [public, internal] picks the target.
-        if let Some(internal) = addresses.iter().find(|a| {
-            is_internal_address(a.ip())
-                && !(self.matcher.explicitly_allows_address(a.ip(), a.port())
-                    && self
-                        .narrowed_by
-                        .as_ref()
-                        .is_none_or(|n| n.explicitly_allows_address(a.ip(), a.port())))
-        }) {
-            return Err(Refusal {
-                status: StatusCode::FORBIDDEN,
-                rule: Some(rule.to_owned()),
-                reason: format!(
-                    "{host} resolves to {}, a loopback/private/link-local address; the allow-list \
-                     reaches such an address only when a rule names it (e.g. --allow-domain {}:{port})",
-                    internal.ip(),
-                    bracketed(internal.ip())
-                ),
-            });
-        }
-        Ok(addresses)
-    }
-}
-
-fn bracketed(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => format!("[{v6}]"),
     }
 }
 

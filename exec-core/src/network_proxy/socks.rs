@@ -13,7 +13,7 @@ use fast_socks5::{ReplyError, Socks5Command};
 use hyper::StatusCode;
 use tokio::net::TcpStream;
 
-use super::relay::relay_tcp;
+use super::relay::{FirstBytes, relay_tcp};
 use super::{Destination, HANDSHAKE_TIMEOUT, State};
 
 /// The method recorded for a SOCKS5 connection.
@@ -51,7 +51,10 @@ pub(super) async fn serve(stream: TcpStream, state: Arc<State>) {
             let bound =
                 upstream.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
             if let Ok(client) = protocol.reply_success(bound).await {
-                relay_tcp(client, upstream).await;
+                let first = FirstBytes { carried: Vec::new(), host: &host };
+                if let Some(refused) = relay_tcp(client, upstream, first).await {
+                    state.refuse_first_bytes(&refused, destination);
+                }
             }
         }
         Err((refusal, _)) => {

@@ -12,10 +12,9 @@
 //! be made at all (no descriptors left), the caller copies instead.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, splice};
-use nix::sys::socket::{Shutdown, shutdown};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
@@ -25,8 +24,8 @@ const PIPE_SIZE: i32 = 256 * 1024;
 
 /// The two pipes of a tunnel, one per direction.
 pub(super) struct Pipes {
-    up: (OwnedFd, OwnedFd),
-    down: (OwnedFd, OwnedFd),
+    pub up: (OwnedFd, OwnedFd),
+    pub down: (OwnedFd, OwnedFd),
 }
 
 impl Pipes {
@@ -43,15 +42,14 @@ fn pipe() -> Option<(OwnedFd, OwnedFd)> {
     Some((read, write))
 }
 
-/// Bytes both ways between `client` and `upstream` until each side has closed its half (the
-/// other side's write half is shut down then, as a copying relay does) or either fails.
-pub(super) async fn relay(client: &TcpStream, upstream: &TcpStream, pipes: Pipes) {
-    let _ =
-        tokio::try_join!(pump(client, upstream, &pipes.up), pump(upstream, client, &pipes.down),);
-}
-
-/// One direction: `from` -> pipe -> `to`, until `from` reaches end of file.
-async fn pump(from: &TcpStream, to: &TcpStream, pipe: &(OwnedFd, OwnedFd)) -> io::Result<()> {
+/// One direction: `from` -> pipe -> `to`, until `from` reaches end of file (which is passed
+/// on: the other direction may still run); `moved` is told each time bytes went through.
+pub(super) async fn pump(
+    from: &TcpStream,
+    to: &TcpStream,
+    pipe: &(OwnedFd, OwnedFd),
+    moved: &(dyn Fn() + Sync),
+) -> io::Result<()> {
     let (pipe_read, pipe_write) = pipe;
     // SPLICE_F_NONBLOCK makes the pipe end non-blocking; the sockets already are (tokio), so a
     // splice that cannot go on returns EAGAIN and the task waits for readiness instead.
@@ -70,25 +68,20 @@ async fn pump(from: &TcpStream, to: &TcpStream, pipe: &(OwnedFd, OwnedFd)) -> io
         };
         if held == 0 {
             // End of file from `from`: pass it on, the other direction may still run.
-            return shutdown_write(to);
+            return super::relay::shutdown_write(to);
         }
         while held > 0 {
             to.writable().await?;
             match to.try_io(Interest::WRITABLE, || {
                 splice(pipe_read, None, to.as_fd(), None, held, flags).map_err(io::Error::from)
             }) {
-                Ok(moved) => held -= moved,
+                Ok(sent) => {
+                    held -= sent;
+                    moved();
+                }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(error) => return Err(error),
             }
         }
-    }
-}
-
-fn shutdown_write(stream: &TcpStream) -> io::Result<()> {
-    match shutdown(stream.as_raw_fd(), Shutdown::Write) {
-        // The peer may have gone already; nothing is lost by that.
-        Ok(()) | Err(nix::errno::Errno::ENOTCONN) => Ok(()),
-        Err(errno) => Err(errno.into()),
     }
 }

@@ -73,7 +73,10 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 async fn a_tunnel_carries_every_byte_both_ways_and_passes_on_each_half_close() {
     let (mut client, client_end) = socket_pair().await;
     let (mut upstream, upstream_end) = socket_pair().await;
-    let relay = tokio::spawn(super::relay::relay_tcp(client_end, upstream_end));
+    let relay = tokio::spawn(async move {
+        let first = super::relay::FirstBytes { carried: Vec::new(), host: "upstream.test" };
+        super::relay::relay_tcp(client_end, upstream_end, first).await
+    });
     // More than the pipes and socket buffers hold, so the relay has to wait for the reader.
     let request = pattern(24 << 20, 0x5a);
     let response = pattern(9 << 20, 0xa5);
@@ -99,5 +102,5 @@ async fn a_tunnel_carries_every_byte_both_ways_and_passes_on_each_half_close() {
         .expect("no end of file")
         .unwrap();
     assert!(got_response == response, "the answer arrived changed ({} bytes)", got_response.len());
-    relay.await.unwrap();
+    assert_eq!(relay.await.unwrap(), None);
 }

@@ -14,7 +14,7 @@ use crate::runner::{AttemptRun, RawAttempt, Runner};
 use crate::spawn::{CAPTURE_BYTES, OutputMode};
 use crate::terminal_filter::{self, EscapeFilter};
 
-use super::link::{RemoteLink, Write};
+use super::link::{ANSWER_GRACE, RemoteLink, Write};
 use super::on_host::OnHost;
 use super::{RemoteError, attempt_for, wire_env};
 
@@ -76,7 +76,25 @@ impl Runner for RemoteRunner<'_> {
         let started = Instant::now();
         let deadline = request.timeout.map(|timeout| started + timeout);
         let mut stdout = HeadTail::new(CAPTURE_BYTES);
-        let mut result = self.link.exec(exec).await?;
+        let finished = |exit, stdout| RawAttempt {
+            exit,
+            duration: started.elapsed(),
+            stdout,
+            stderr: HeadTail::new(CAPTURE_BYTES),
+            network: None,
+            // The far end's sandbox is the far end's to watch.
+            moved_aside: Vec::new(),
+        };
+        // The run's timeout holds whatever the link does: a far end gone silent (a frozen
+        // connection) times out here like a command that runs too long.
+        // Each answer is due within its poll and a grace period, timeout or not: a far end
+        // that stays connected but never answers is no reason to wait for ever.
+        let answer_within = ANSWER_GRACE + Duration::from_millis(POLL_MS);
+        let exec = self.link.within(answer_within, self.link.exec(exec));
+        let Some(mut result) = self.before(deadline, exec).await? else {
+            self.link.abort().await;
+            return Ok(finished(ExitKind::TimedOut, stdout));
+        };
         // As for a local command: on a terminal, only what the escape filter keeps.
         let mut filter = EscapeFilter::for_stream(&std::io::stdout());
         let mut kept = Vec::new();
@@ -88,17 +106,14 @@ impl Runner for RemoteRunner<'_> {
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(shown).and_then(|()| out.flush());
             }
-            let finished = |exit, stdout| RawAttempt {
-                exit,
-                duration: started.elapsed(),
-                stdout,
-                stderr: HeadTail::new(CAPTURE_BYTES),
-                network: None,
-                // The far end's sandbox is the far end's to watch.
-                moved_aside: Vec::new(),
-            };
-            if let Some(code) = result.exit_code {
-                return Ok(finished(ExitKind::Code(code), stdout));
+            if let Some(exit) = result.exit {
+                if !exit.is_possible() {
+                    return Err(RemoteError::Protocol {
+                        host: self.link.host().to_owned(),
+                        message: format!("an exit no process can have: {exit:?}"),
+                    });
+                }
+                return Ok(finished(ExitKind::from_remote(exit), stdout));
             }
             let Some(session_id) = result.session_id else {
                 return Err(RemoteError::Protocol {
@@ -120,7 +135,29 @@ impl Runner for RemoteRunner<'_> {
                 yield_time_ms: Some(wait),
                 max_output_tokens: Some(WHOLE_OUTPUT_TOKENS),
             };
-            result = self.link.write(write).await?;
+            let write = self.link.within(answer_within, self.link.write(write));
+            let Some(next) = self.before(deadline, write).await? else {
+                self.link.abort().await;
+                return Ok(finished(ExitKind::TimedOut, stdout));
+            };
+            result = next;
+        }
+    }
+}
+
+impl RemoteRunner<'_> {
+    /// `call`'s result, or `None` when `deadline` passed first.
+    async fn before<T>(
+        &self,
+        deadline: Option<Instant>,
+        call: impl Future<Output = Result<T, RemoteError>>,
+    ) -> Result<Option<T>, RemoteError> {
+        match deadline {
+            None => call.await.map(Some),
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), call).await {
+                Ok(result) => result.map(Some),
+                Err(_) => Ok(None),
+            },
         }
     }
 }

@@ -17,8 +17,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::responses::{LinkEvent, LinkEvents, Response, Unreadable, read_responses};
 use super::{RemoteError, RemoteTarget};
 use crate::executor::{
-    CORDON_VERSION, CallOutcome, Form, HostFacts, Incoming, Outgoing, RESOLVED_FORM_VERSION,
-    ResolvedOutcome, excerpt,
+    CORDON_VERSION, CallOutcome, Form, HostFacts, Incoming, MAX_LINE_BYTES, Outgoing,
+    RESOLVED_FORM_VERSION, ResolvedOutcome, excerpt,
 };
 use crate::resolved::{ResolvedExec, ResolvedResult};
 
@@ -44,8 +44,17 @@ pub(super) struct Shared {
     pub lost: AtomicBool,
     /// This side is closing the link on purpose: EOF is not news.
     pub closing: AtomicBool,
+    /// Why this side closed the link when the far end broke the protocol (a line over the
+    /// limit) or went silent: every later call reports it.
+    pub broken: Mutex<Option<String>>,
+    /// Lines reported that answered no call (see [`Shared::report`]).
+    pub stray: AtomicU64,
     pub events: mpsc::UnboundedSender<LinkEvent>,
 }
+
+/// How many lines that answer nothing (not the protocol, or for no call) a far end may write —
+/// a login shell's greeting, say — before the link is closed.
+const MAX_STRAY_LINES: u64 = 100;
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -53,13 +62,36 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub fn lost_error(&self) -> RemoteError {
-        RemoteError::Lost {
-            host: self.host.clone(),
-            sessions: lock(&self.live).iter().map(|(id, s)| (*id, s.cmd.clone())).collect(),
+        let host = self.host.clone();
+        let sessions = self.live_commands();
+        match lock(&self.broken).clone() {
+            Some(why) => RemoteError::Closed { host, why, sessions },
+            None => RemoteError::Lost { host, sessions },
         }
     }
 
+    /// The sessions running there, as `(id, command)`.
+    pub fn live_commands(&self) -> Vec<(u32, String)> {
+        lock(&self.live).iter().map(|(id, s)| (*id, s.cmd.clone())).collect()
+    }
+
+    /// Closes the link because the far end broke the protocol: later calls report `why`.
+    pub fn break_link(&self, why: String) {
+        lock(&self.broken).get_or_insert(why);
+        self.lost.store(true, Ordering::SeqCst);
+    }
+
+    /// Tells the caller what the link noticed. A far end that writes more than
+    /// [`MAX_STRAY_LINES`] lines no call waits for is not speaking the protocol: the link is
+    /// closed rather than every line kept for the caller to print.
     pub fn report(&self, event: LinkEvent) {
+        let stray = matches!(event, LinkEvent::NotProtocol { .. } | LinkEvent::Unexpected { .. });
+        if stray && self.stray.fetch_add(1, Ordering::SeqCst) >= MAX_STRAY_LINES {
+            self.break_link(format!(
+                "it wrote more than {MAX_STRAY_LINES} lines that answer nothing"
+            ));
+            return;
+        }
         // Nobody listening is nobody to tell.
         let _ = self.events.send(event);
     }
@@ -88,14 +120,18 @@ pub struct Write<'a> {
 }
 
 impl RemoteLink {
-    /// Starts ssh, then says hello: both sides must speak the resolved form. ssh's standard
-    /// error (host keys, connection errors, the far end's own) is relayed to this process's
-    /// stderr as escaped text, line by line (`ssh_stderr.rs`); ssh asks for passwords on the
-    /// terminal itself. The link's own news comes as [`LinkEvents`].
+    /// Starts ssh, then says hello: both sides must speak the resolved form, and the far end
+    /// must answer within `target.hello_timeout` (ssh's connection and login included), else
+    /// ssh is killed. ssh's standard error (host keys, connection errors, the far end's own) is
+    /// relayed to this process's stderr as escaped text, line by line (`ssh_stderr.rs`); ssh
+    /// asks for passwords on the terminal itself. The link's own news comes as [`LinkEvents`].
     pub async fn connect(target: &RemoteTarget) -> Result<(RemoteLink, LinkEvents), RemoteError> {
+        let started = tokio::time::Instant::now();
+        let deadline = started + target.hello_timeout;
+        let keepalive = super::ssh::keepalive_options(target, deadline).await;
         let mut command = tokio::process::Command::new(&target.ssh_program);
         command
-            .args(target.ssh_args())
+            .args(target.ssh_args(&keepalive))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -118,6 +154,8 @@ impl RemoteLink {
             live: Mutex::new(BTreeMap::new()),
             lost: AtomicBool::new(false),
             closing: AtomicBool::new(false),
+            broken: Mutex::new(None),
+            stray: AtomicU64::new(0),
             events,
         });
         let (outbox, mut lines) = mpsc::unbounded_channel::<String>();
@@ -143,10 +181,21 @@ impl RemoteLink {
             remote_version: String::new(),
             ssh_said: Mutex::new(ssh_said),
         };
-        if let Err(error) = link.hello().await {
+        match tokio::time::timeout_at(deadline, link.hello()).await {
+            Ok(Ok(())) => {}
             // Why ssh could not connect comes before cordon's error.
-            link.ssh_said_all().await;
-            return Err(error);
+            Ok(Err(error)) => {
+                link.ssh_said_all().await;
+                return Err(error);
+            }
+            Err(_) => {
+                link.abort().await;
+                link.ssh_said_all().await;
+                return Err(RemoteError::NoHello {
+                    host: target.label(),
+                    waited: started.elapsed(),
+                });
+            }
         }
         Ok((link, LinkEvents::new(events_rx)))
     }
@@ -202,6 +251,25 @@ impl RemoteLink {
         }
     }
 
+    /// Waits for `call` at most `limit`: a far end that has not answered by then is taken for
+    /// dead (a frozen connection ssh has not noticed yet), the link is closed and every later
+    /// call says so.
+    pub async fn within<T>(
+        &self,
+        limit: std::time::Duration,
+        call: impl Future<Output = Result<T, RemoteError>>,
+    ) -> Result<T, RemoteError> {
+        match tokio::time::timeout(limit, call).await {
+            Ok(result) => result,
+            Err(_) => {
+                let sessions = self.shared.live_commands();
+                self.shared.break_link(format!("no answer within {} s", limit.as_secs_f64()));
+                self.abort().await;
+                Err(RemoteError::Silent { host: self.shared.host.clone(), waited: limit, sessions })
+            }
+        }
+    }
+
     /// A lost link before the hello: ssh could not connect or the far end has no cordon.
     fn unreachable(&self, error: RemoteError) -> RemoteError {
         match error {
@@ -230,6 +298,11 @@ impl RemoteLink {
         let id = format!("c{}", self.next.fetch_add(1, Ordering::SeqCst) + 1);
         let line = encode(&make(Value::String(id.clone())))
             .map_err(|source| RemoteError::Encode { host: self.shared.host.clone(), source })?;
+        if line.len() > MAX_LINE_BYTES {
+            // The far end would skip it with an error naming no request: nobody would answer.
+            let (host, bytes) = (self.shared.host.clone(), line.len());
+            return Err(RemoteError::TooLong { host, bytes, limit: MAX_LINE_BYTES });
+        }
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.pending).insert(id.clone(), tx);
         let outbox = lock(&self.outbox).clone();
@@ -345,14 +418,19 @@ impl RemoteLink {
     }
 
     /// Ends the link: EOF to the far end (which ends every session there and exits), then
-    /// waits a moment for ssh, and kills it if it lingers.
+    /// waits a moment for ssh, and kills it if it lingers — at once when the far end broke
+    /// the protocol, which says nothing good about how it would end.
     pub async fn close(&self) {
         self.shared.closing.store(true, Ordering::SeqCst);
         lock(&self.outbox).take();
         let child = lock(&self.child).take();
         if let Some(mut child) = child {
-            let waited =
-                tokio::time::timeout(std::time::Duration::from_secs(5), child.wait()).await;
+            let grace = if lock(&self.shared.broken).is_some() {
+                std::time::Duration::ZERO
+            } else {
+                CLOSE_GRACE
+            };
+            let waited = tokio::time::timeout(grace, child.wait()).await;
             if waited.is_err() {
                 let _ = child.kill().await;
             }
@@ -386,6 +464,13 @@ impl RemoteLink {
         }
     }
 }
+
+/// How long the far end may take beyond the longest a call can wait there (starting the
+/// command, its sandbox, the output's way back) before it is taken for dead.
+pub(super) const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long ssh gets to end after EOF before it is killed.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One line of the protocol.
 pub(super) fn encode(message: &Incoming) -> Result<String, serde_json::Error> {

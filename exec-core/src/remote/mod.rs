@@ -25,9 +25,11 @@ mod link;
 mod on_host;
 mod responses;
 mod sessions;
+mod ssh;
 mod ssh_stderr;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::launch::SandboxKind;
 use crate::request::ExecRequest;
@@ -51,7 +53,14 @@ pub struct RemoteTarget {
     pub remote_cordon: String,
     /// The ssh client (`ssh` on `PATH` unless told otherwise).
     pub ssh_program: PathBuf,
+    /// How long ssh's connection, its login and the far end's `hello` may take together
+    /// ([`HELLO_TIMEOUT`] unless the caller chose another, or a shorter run timeout applies).
+    pub hello_timeout: Duration,
 }
+
+/// The longest the far end may take to answer `hello`, ssh's connection and login included,
+/// unless the caller says otherwise.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The sandbox attempt the far end applies for `kind`: its own platform sandbox under the
 /// request's sandbox (policy, strictness, mount-view requirement) as decided here, or none.
@@ -104,11 +113,12 @@ impl RemoteTarget {
         Ok((destination, port))
     }
 
-    /// The ssh client's arguments: no terminal (`-T`; the protocol is bytes), the options,
-    /// the port, the destination, and the remote command line quoted for the remote shell.
-    pub fn ssh_args(&self) -> Vec<String> {
+    /// The ssh client's arguments: no terminal (`-T`; the protocol is bytes), the options
+    /// (the user's, then `extra_options`), the port, the destination, and the remote command
+    /// line quoted for the remote shell.
+    pub fn ssh_args(&self, extra_options: &[String]) -> Vec<String> {
         let mut args = vec!["-T".to_owned()];
-        for option in &self.ssh_options {
+        for option in self.ssh_options.iter().chain(extra_options) {
             args.extend(["-o".to_owned(), option.clone()]);
         }
         if let Some(port) = self.port {
@@ -158,13 +168,16 @@ mod tests {
             ssh_options: vec!["IdentityFile=/k".into()],
             remote_cordon: "/opt/my cordon/cordon".into(),
             ssh_program: "ssh".into(),
+            hello_timeout: HELLO_TIMEOUT,
         };
         assert_eq!(
-            target.ssh_args(),
+            target.ssh_args(&["ServerAliveInterval=15".to_owned()]),
             [
                 "-T",
                 "-o",
                 "IdentityFile=/k",
+                "-o",
+                "ServerAliveInterval=15",
                 "-p",
                 "2222",
                 "--",

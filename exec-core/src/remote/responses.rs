@@ -8,12 +8,12 @@ use std::sync::atomic::Ordering;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::RemoteError;
 use super::link::{Shared, encode, lock};
-use crate::executor::{Incoming, Outgoing, ResolvedOutcome, excerpt};
+use crate::executor::{Incoming, MAX_LINE_BYTES, Outgoing, ResolvedOutcome, excerpt};
 
 /// Something the link noticed while no request was waiting for it.
 #[derive(Debug)]
@@ -22,8 +22,9 @@ pub enum LinkEvent {
     NotProtocol { host: String, excerpt: String },
     /// A response no request is waiting for.
     Unexpected { host: String, excerpt: String },
-    /// The connection dropped while sessions ran there and no call was waiting to report it
-    /// (always [`RemoteError::Lost`]).
+    /// The connection dropped while sessions ran there, or this side closed it because the
+    /// far end broke the protocol, and no call was waiting to report it
+    /// ([`RemoteError::Lost`] or [`RemoteError::Closed`]).
     Lost(RemoteError),
 }
 
@@ -64,6 +65,9 @@ pub(super) struct Unreadable {
     pub why: serde_json::Error,
 }
 
+/// How much of a bad line is read for the excerpt a message shows (which is shorter still).
+const SHOWN_BYTES: usize = 1024;
+
 /// Request ids of the closes sent for abandoned calls: their answers interest nobody.
 const ABANDONED: &str = "abandoned-";
 
@@ -82,23 +86,52 @@ fn id_key(id: &Value) -> String {
     }
 }
 
-/// The request a response answers.
+/// The request a response answers. Nobody asks the far end's approver: it has none, so an
+/// approval request answers nothing here either.
 fn answers(response: &Outgoing) -> Option<String> {
-    match response {
-        Outgoing::ListToolsResponse { request_id, .. }
-        | Outgoing::HelloResponse { request_id, .. }
-        | Outgoing::ResolvedResponse { request_id, .. }
-        | Outgoing::CloseResponse { request_id, .. }
-        | Outgoing::CallToolResponse { request_id, .. }
-        | Outgoing::ShutdownResponse { request_id } => Some(id_key(request_id)),
-        Outgoing::Error { request_id, .. } => request_id.as_ref().map(id_key),
-        // Nobody asks the far end's approver: it has none.
-        Outgoing::ApprovalRequest { .. } => None,
+    response.request_id().map(id_key)
+}
+
+/// How reading one line from the far end ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Read {
+    Line,
+    /// More than [`MAX_LINE_BYTES`] without a newline: nothing more is read.
+    TooLong,
+    Eof,
+}
+
+/// Reads one `\n`-terminated line into `line` (without the newline), holding at most
+/// [`MAX_LINE_BYTES`] of it: a longer one stops the reading at once, whatever follows.
+async fn read_bounded(
+    input: &mut (impl AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+) -> std::io::Result<Read> {
+    line.clear();
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if line.is_empty() { Read::Eof } else { Read::Line });
+        }
+        let (chunk, used) = match available.iter().position(|b| *b == b'\n') {
+            Some(end) => (&available[..end], Some(end + 1)),
+            None => (available, None),
+        };
+        if line.len() + chunk.len() > MAX_LINE_BYTES {
+            return Ok(Read::TooLong);
+        }
+        line.extend_from_slice(chunk);
+        let consumed = used.unwrap_or(available.len());
+        input.consume(consumed);
+        if used.is_some() {
+            return Ok(Read::Line);
+        }
     }
 }
 
 /// Hands each response to the request waiting for it; at EOF marks the link lost, wakes every
-/// waiter (they report the loss) and says which remote sessions ended with it. A response
+/// waiter (they report the loss) and says which remote sessions ended with it. A line longer
+/// than the protocol allows breaks the link the same way, naming the reason. A response
 /// whose caller went away (an MCP client cancelled the call) that left a session running
 /// closes that session: nobody holds its id.
 pub(super) async fn read_responses(
@@ -106,31 +139,42 @@ pub(super) async fn read_responses(
     shared: Arc<Shared>,
     outbox: mpsc::WeakUnboundedSender<String>,
 ) {
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     loop {
-        line.clear();
-        match stdout.read_line(&mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        if lock(&shared.broken).is_some() {
+            break;
         }
-        let (id, response) = match serde_json::from_str::<Outgoing>(&line) {
+        match read_bounded(&mut stdout, &mut bytes).await {
+            Ok(Read::Line) => {}
+            Ok(Read::Eof) | Err(_) => break,
+            Ok(Read::TooLong) => {
+                shared.break_link(format!(
+                    "it sent a line longer than the protocol's {MAX_LINE_BYTES} bytes"
+                ));
+                // Nothing more is read: ssh is killed when the link is closed or dropped.
+                break;
+            }
+        }
+        // What a message shows of the line: its start, as text.
+        let shown = || {
+            let start = &bytes[..bytes.len().min(SHOWN_BYTES)];
+            excerpt(String::from_utf8_lossy(start).trim_end())
+        };
+        let (id, response) = match serde_json::from_slice::<Outgoing>(&bytes) {
             Ok(response) => (answers(&response), Ok(response)),
-            Err(why) => match serde_json::from_str::<Envelope>(&line) {
+            Err(why) => match serde_json::from_slice::<Envelope>(&bytes) {
                 Ok(envelope) => {
-                    let excerpt = excerpt(line.trim_end());
+                    let excerpt = shown();
                     (envelope.request_id.as_ref().map(id_key), Err(Unreadable { excerpt, why }))
                 }
                 Err(_) => {
-                    let excerpt = excerpt(line.trim_end());
+                    let excerpt = shown();
                     shared.report(LinkEvent::NotProtocol { host: shared.host.clone(), excerpt });
                     continue;
                 }
             },
         };
-        let unexpected = || LinkEvent::Unexpected {
-            host: shared.host.clone(),
-            excerpt: excerpt(line.trim_end()),
-        };
+        let unexpected = || LinkEvent::Unexpected { host: shared.host.clone(), excerpt: shown() };
         let Some(id) = id else {
             shared.report(unexpected());
             continue;
@@ -154,7 +198,9 @@ pub(super) async fn read_responses(
         pending.clear();
         waiting
     };
-    if !shared.closing.load(Ordering::SeqCst) && !calls_waiting && !lock(&shared.live).is_empty() {
+    let broken = lock(&shared.broken).is_some();
+    let sessions = !lock(&shared.live).is_empty();
+    if !shared.closing.load(Ordering::SeqCst) && !calls_waiting && (sessions || broken) {
         shared.report(LinkEvent::Lost(shared.lost_error()));
     }
 }

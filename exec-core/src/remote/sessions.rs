@@ -13,9 +13,10 @@ use crate::session::{
     WriteStdinArgs, session_request,
 };
 
-use super::link::{RemoteLink, Write};
+use super::link::{ANSWER_GRACE, RemoteLink, Write};
 use super::on_host::OnHost;
 use super::{RemoteError, attempt_for};
+use crate::session::{MAX_EMPTY_POLL_YIELD, MAX_YIELD};
 
 /// The sessions of one harness on the far end of a [`RemoteLink`].
 pub struct RemoteSessions {
@@ -96,19 +97,22 @@ impl Sessions for RemoteSessions {
             yield_time_ms: args.yield_time_ms,
             max_output_tokens: args.max_output_tokens,
         };
-        self.result(self.link.exec(exec).await?)
+        let answer_within = ANSWER_GRACE + MAX_YIELD;
+        self.result(self.link.within(answer_within, self.link.exec(exec)).await?)
     }
 
     /// Passed through.
     async fn write(&self, args: WriteStdinArgs) -> Result<CallResult, SessionError> {
         let chars = args.chars.unwrap_or_default();
+        let longest_wait = if chars.is_empty() { MAX_EMPTY_POLL_YIELD } else { MAX_YIELD };
         let write = Write {
             session_id: args.session_id,
             chars: &chars,
             yield_time_ms: args.yield_time_ms,
             max_output_tokens: args.max_output_tokens,
         };
-        self.result(self.link.write(write).await?)
+        let answer_within = ANSWER_GRACE + longest_wait;
+        self.result(self.link.within(answer_within, self.link.write(write)).await?)
     }
 
     /// The sessions this side knows of there: those it started that have not been reported
@@ -131,7 +135,7 @@ impl Sessions for RemoteSessions {
 
     /// Ends one session there.
     async fn close(&self, session_id: u32) -> Result<Closed, SessionError> {
-        self.link.close_session(session_id).await?;
+        self.link.within(ANSWER_GRACE, self.link.close_session(session_id)).await?;
         Ok(Closed { session_id })
     }
 

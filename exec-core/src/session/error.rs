@@ -31,6 +31,8 @@ pub enum SessionError {
          proxy would have to run there)"
     )]
     NetworkByDomainElsewhere,
+    #[error("{0} holds a NUL byte, which no command line or path can carry: nothing was run")]
+    NulByte(&'static str),
     #[error("cannot use workdir {}: {source}", .path.display())]
     Workdir { path: PathBuf, source: std::io::Error },
     #[error("the working directory {} is not absolute (the resolved form needs one)", .0.display())]

@@ -31,8 +31,8 @@ pub struct SessionSummary {
     pub running_for_secs: u64,
     /// A call is waiting on this session right now.
     pub busy: bool,
-    /// The machine it runs on, for sessions on another one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The machine it runs on, for sessions on another one (`null` for this one): every
+    /// listing has the same fields.
     pub host: Option<String>,
 }
 
@@ -100,3 +100,28 @@ impl SessionManager {
 
 /// How long a closed session gets between SIGHUP and SIGKILL.
 const CLOSE_GRACE: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_local_and_a_remote_session_are_listed_with_the_same_fields() {
+        let local = SessionSummary {
+            session_id: 1,
+            cmd: "sleep 9".into(),
+            tty: false,
+            exit_code: None,
+            running_for_secs: 2,
+            busy: false,
+            host: None,
+        };
+        let remote = SessionSummary { host: Some("build:22".into()), ..local.clone() };
+        let keys = |summary: &SessionSummary| -> Vec<String> {
+            let value = serde_json::to_value(summary).unwrap();
+            value.as_object().unwrap().keys().cloned().collect()
+        };
+        assert_eq!(keys(&local), keys(&remote));
+        assert_eq!(serde_json::to_value(&local).unwrap()["host"], serde_json::Value::Null);
+    }
+}

@@ -32,6 +32,7 @@ use cordon_policies::{AskForApproval, SandboxRequest};
 use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, plan_launch};
 use crate::network_proxy::NetworkProxy;
 use crate::orchestrator::{Approver, Authorization, Orchestrator, SessionDenial};
+use crate::resolved::ProcessExit;
 use crate::runner::GitWatch;
 
 use text::{Collected, Wait, clamp_yield, cut};
@@ -45,6 +46,7 @@ pub use listing::SessionSummary;
 #[cfg(test)]
 pub use result::Truncation;
 pub use result::{CallResult, Closed, Note, SessionState};
+pub(crate) use text::{MAX_EMPTY_POLL_YIELD, MAX_YIELD};
 
 use request::refusals_note;
 pub(crate) use request::session_request;
@@ -224,7 +226,9 @@ impl SessionManager {
         // A command that ended within the call, likely blocked by the sandbox: under a policy
         // that asks after a denial, the question goes to the client, and an approved retry
         // runs without the sandbox as a new session.
-        let SessionState::Exited { code } = first.state else { return Ok(first) };
+        let SessionState::Exited { exit: ProcessExit::Code { code } } = first.state else {
+            return Ok(first);
+        };
         let denied =
             SessionDenial { request: &request, sandbox: kind, code, output: &first.output };
         if !self.orchestrator.approve_retry_after_session(denied, approver).await {
@@ -346,11 +350,11 @@ impl SessionManager {
         let (output, original_bytes) = session.take_output();
         let notes: Vec<Note> =
             [self.new_refusals(id), self.moved_aside(id)].into_iter().flatten().collect();
-        let state = match session.exit_code() {
-            Some(code) if session.exit_settled(EXIT_DRAIN) => {
-                tracing::debug!(session = id, code, "session exited");
+        let state = match session.exit() {
+            Some(exit) if session.exit_settled(EXIT_DRAIN) => {
+                tracing::debug!(session = id, ?exit, "session exited");
                 self.table().sessions.remove(&id);
-                SessionState::Exited { code }
+                SessionState::Exited { exit }
             }
             _ => SessionState::Running { session_id: id },
         };

@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use super::{SessionError, UNREAD_CAP};
 use crate::capture::HeadTail;
 use crate::launch::LaunchPlan;
+use crate::resolved::ProcessExit;
 use crate::spawner::{ChildStdio, Started};
 
 /// What the readers and the waiter share with the session.
@@ -24,8 +25,8 @@ struct Shared {
 
 struct State {
     unread: HeadTail,
-    /// Exit status (128+N for a signal) once the process exited.
-    exit: Option<(i32, Instant)>,
+    /// How the process ended, once it did.
+    exit: Option<(ProcessExit, Instant)>,
     /// Readers reached end of file: nothing more will arrive.
     eof: bool,
     /// The last output or input.
@@ -76,8 +77,8 @@ impl Shared {
         self.state().eof = true;
         self.notify.notify_waiters();
     }
-    fn set_exit(&self, code: i32) {
-        self.state().exit = Some((code, Instant::now()));
+    fn set_exit(&self, exit: ProcessExit) {
+        self.state().exit = Some((exit, Instant::now()));
         self.notify.notify_waiters();
     }
 }
@@ -124,8 +125,8 @@ impl SessionProcess {
             .name("session-pty-wait".into())
             .spawn(move || {
                 use std::os::unix::process::ExitStatusExt;
-                let code = child.wait().map_or(1, |status| shell_status(status.into_raw()));
-                to_waiter.set_exit(code);
+                let exit = child.wait().map_or(WAIT_FAILED, |s| from_raw(s.into_raw()));
+                to_waiter.set_exit(exit);
             })
             .map_err(spawn_error)?;
         Ok(SessionProcess {
@@ -169,7 +170,7 @@ impl SessionProcess {
         .collect();
         let exit = async move {
             use std::os::unix::process::ExitStatusExt;
-            child.wait().await.map_or(1, |status| shell_status(status.into_raw()))
+            child.wait().await.map_or(WAIT_FAILED, |status| from_raw(status.into_raw()))
         };
         Ok(Self::watch_pipes(pid, streams, exit))
     }
@@ -186,7 +187,7 @@ impl SessionProcess {
             Box::new(Receiver::from_owned_fd(stderr).map_err(spawn_error)?),
         ];
         let pid = process.pid();
-        let exit = async move { process.wait().await.map_or(1, shell_status) };
+        let exit = async move { process.wait().await.map_or(WAIT_FAILED, from_raw) };
         Ok(Self::watch_pipes(Some(pid), streams, exit))
     }
 
@@ -194,7 +195,7 @@ impl SessionProcess {
     fn watch_pipes(
         pid: Option<i32>,
         streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>>,
-        exit: impl std::future::Future<Output = i32> + Send + 'static,
+        exit: impl std::future::Future<Output = ProcessExit> + Send + 'static,
     ) -> Self {
         let shared = Shared::new();
         let open_streams = Arc::new(std::sync::atomic::AtomicUsize::new(streams.len()));
@@ -216,8 +217,8 @@ impl SessionProcess {
         }
         let to_waiter = Arc::clone(&shared);
         tokio::spawn(async move {
-            let code = exit.await;
-            to_waiter.set_exit(code);
+            let exit = exit.await;
+            to_waiter.set_exit(exit);
         });
         SessionProcess { pid, io: Io::Pipes, shared }
     }
@@ -251,9 +252,14 @@ impl SessionProcess {
         self.shared.notify.notified()
     }
 
-    /// The exit status once the process exited.
+    /// How the process ended, once it did.
+    pub fn exit(&self) -> Option<ProcessExit> {
+        self.shared.state().exit.map(|(exit, _)| exit)
+    }
+
+    /// The exit status once the process exited (128+N for signal N).
     pub fn exit_code(&self) -> Option<i32> {
-        self.shared.state().exit.map(|(code, _)| code)
+        self.exit().map(ProcessExit::shell_status)
     }
 
     /// The process exited and its output is drained (end of file, or `drain` passed since the
@@ -320,10 +326,13 @@ impl SessionProcess {
     }
 }
 
-/// The session's exit code for a raw wait status: the code, or 128 + N for signal N.
-fn shell_status(raw: i32) -> i32 {
-    crate::classify::ExitKind::from_wait_status(raw).shell_status()
+/// How a process whose wait status is `raw` ended.
+fn from_raw(raw: i32) -> ProcessExit {
+    ProcessExit::from_wait_status(raw)
 }
+
+/// What a session reports when its process could not be waited for.
+const WAIT_FAILED: ProcessExit = ProcessExit::Code { code: 1 };
 
 /// The terminal's other side, opened through the name its master gives it (portable-pty keeps
 /// its own descriptor of it private). Not made cordon's controlling terminal.

@@ -26,6 +26,17 @@ pub(crate) fn session_request(
     defaults: &SessionDefaults,
     (cwd, cwd_pin): (PathBuf, Option<PinnedDir>),
 ) -> Result<(ExecRequest, Option<DomainRules>), SessionError> {
+    // A NUL would end the string where the kernel reads it: what ran would not be what was
+    // asked (and shown for approval).
+    let workdir = args.workdir.as_ref().map(|w| w.as_os_str().as_encoded_bytes());
+    let fields = [
+        ("cmd", Some(args.cmd.as_bytes())),
+        ("shell", args.shell.as_ref().map(|s| s.as_bytes())),
+        ("workdir", workdir),
+    ];
+    if let Some((name, _)) = fields.iter().find(|(_, v)| v.is_some_and(|v| v.contains(&0))) {
+        return Err(SessionError::NulByte(name));
+    }
     let shell = args.shell.clone().unwrap_or_else(|| "/bin/bash".to_owned());
     let flag = if args.login.unwrap_or(true) { "-lc" } else { "-c" };
     let mut env = defaults.env.clone();

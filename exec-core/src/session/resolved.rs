@@ -72,14 +72,13 @@ impl SessionManager {
 
 impl From<CallResult> for ResolvedResult {
     fn from(result: CallResult) -> Self {
-        let (session_id, exit_code) = match result.state {
+        let (session_id, exit) = match result.state {
             SessionState::Running { session_id } => (Some(session_id), None),
-            SessionState::Exited { code } => (None, Some(code)),
+            SessionState::Exited { exit } => (None, Some(exit)),
         };
         ResolvedResult {
             session_id,
-            exit_code,
-            text: result.to_string(),
+            exit,
             wall_time_ms: result.wall_time.as_secs_f64() * 1000.0,
             output: result.output,
             truncated: result.truncated,
@@ -90,11 +89,13 @@ impl From<CallResult> for ResolvedResult {
 
 impl ResolvedResult {
     /// The far end's result as this side's, or `None` when it is not one: a process both
-    /// running and exited, or neither, or a wall time that is no duration.
+    /// running and exited, or neither, an exit no process can have, or a wall time that is no
+    /// duration.
     pub(crate) fn into_call_result(self) -> Option<CallResult> {
-        let state = match (self.session_id, self.exit_code) {
+        let state = match (self.session_id, self.exit) {
             (Some(session_id), None) => SessionState::Running { session_id },
-            (None, Some(code)) => SessionState::Exited { code },
+            (None, Some(exit)) if exit.is_possible() => SessionState::Exited { exit },
+            (None, Some(_)) => return None,
             (Some(_), Some(_)) | (None, None) => return None,
         };
         Some(CallResult {

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use super::MAX_SESSIONS;
 
-/// Whether the process is still running (with its session id) or exited (with its code).
+/// Whether the process is still running (with its session id) or exited (and how).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionState {
     Running { session_id: u32 },
-    Exited { code: i32 },
+    Exited { exit: ProcessExit },
 }
 
 /// What one call collected.
@@ -38,7 +38,7 @@ pub struct CallResult {
     pub notes: Vec<Note>,
 }
 
-pub use crate::resolved::{Note, Truncation};
+pub use crate::resolved::{Note, ProcessExit, Truncation};
 
 /// A session ended on request (`close_session`, `close_resolved`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,9 @@ impl fmt::Display for CallResult {
             SessionState::Running { session_id } => {
                 writeln!(f, "Process running with session ID {session_id}")?;
             }
-            SessionState::Exited { code } => writeln!(f, "Process exited with code {code}")?,
+            SessionState::Exited { exit } => {
+                writeln!(f, "Process exited with code {}", exit.shell_status())?;
+            }
         }
         if let Some(Truncation { original_tokens, original_bytes }) = self.truncated {
             writeln!(
@@ -130,7 +132,7 @@ mod tests {
     fn result_text_has_the_design_shape() {
         let text = result(
             Duration::from_millis(512),
-            SessionState::Exited { code: 0 },
+            SessionState::Exited { exit: ProcessExit::Code { code: 0 } },
             Collected::whole("hi\n"),
             100,
         )
@@ -157,7 +159,7 @@ mod tests {
     fn bytes_the_session_buffer_dropped_count_in_the_original_size() {
         let text = result(
             Duration::from_millis(5),
-            SessionState::Exited { code: 0 },
+            SessionState::Exited { exit: ProcessExit::Code { code: 0 } },
             Collected { text: "head…tail", original_bytes: 4_000_001 },
             10_000,
         )

@@ -110,7 +110,7 @@ fn assert_decides_as_the_table(
 
 #[test]
 fn the_program_decides_exactly_what_the_table_says() {
-    for network in [Network::Off, Network::On] {
+    for network in [Network::Off, Network::On, Network::Proxied] {
         let rules = deny_rules(network);
         let program = emit(&rules, TARGET).unwrap();
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -128,7 +128,7 @@ fn the_program_decides_exactly_what_the_table_says() {
 fn every_syscall_number_is_dispatched_as_the_table_says() {
     // The binary search splits at rule numbers: every number (and the ones beside each rule's)
     // must land in the right leaf, with arguments that match no condition and ones that do.
-    for network in [Network::Off, Network::On] {
+    for network in [Network::Off, Network::On, Network::Proxied] {
         let rules = deny_rules(network);
         let program = emit(&rules, TARGET).unwrap();
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
@@ -191,7 +191,7 @@ fn foreign_architectures_x32_numbers_and_clone3_are_refused() {
 
 #[test]
 fn the_program_is_a_fraction_of_the_generic_compilers_size() {
-    for network in [Network::Off, Network::On] {
+    for network in [Network::Off, Network::On, Network::Proxied] {
         let program = emit(&deny_rules(network), TARGET).unwrap();
         eprintln!("{network:?}: {} instructions", program.len());
         // seccompiler emitted 391 instructions for a smaller table than this one (which has

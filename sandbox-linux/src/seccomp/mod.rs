@@ -23,6 +23,11 @@ use seccompiler::BpfProgram;
 pub enum Network {
     Off,
     On,
+    /// A domain list: IP sockets (the network namespace has only loopback, where cordon's proxy
+    /// listens), but no UNIX socket the command could address a host daemon with — a pathname
+    /// socket (a socat bridge, an IDE's socket in /tmp, a container engine) would reach the
+    /// network around the proxy, and Landlock scopes those only from ABI 9.
+    Proxied,
 }
 
 /// A comparison on one syscall argument.
@@ -79,59 +84,101 @@ const fn u(v: libc::c_int) -> u32 {
     v as u32
 }
 
-/// Rules for `socket`/`socketpair` (argument 0 domain, 1 type, 2 protocol).
-fn socket_rules(network: Network) -> (Vec<Vec<(u8, Cmp)>>, String, &'static str) {
+/// `AF_UNIX` with a type other than STREAM and SEQPACKET: datagram (and raw, which the kernel
+/// turns into datagram) sockets can send to any daemon socket on the host, and seccomp cannot
+/// see the address inside sendmsg. Only STREAM (0b0001) and SEQPACKET (0b0101) have bit 0 set
+/// and bits 1 and 3 clear, so three masked tests on the type (flags above 0xf ignored) refuse
+/// every other type.
+fn unix_datagram_alternatives() -> Vec<Vec<(u8, Cmp)>> {
+    let unix = u(libc::AF_UNIX);
+    let unix_type_bit =
+        |mask: u32, value: u32| vec![(0, Cmp::Eq(unix)), (1, Cmp::MaskedEq { mask, value })];
+    vec![unix_type_bit(0b0001, 0), unix_type_bit(0b0010, 0b0010), unix_type_bit(0b1000, 0b1000)]
+}
+
+/// The network-on alternatives: packet, vsock and other families, netlink but ROUTE, raw INET.
+fn network_on_alternatives() -> Vec<Vec<(u8, Cmp)>> {
+    let (unix, inet, inet6, netlink) =
+        (u(libc::AF_UNIX), u(libc::AF_INET), u(libc::AF_INET6), u(libc::AF_NETLINK));
+    let mut alternatives = vec![
+        vec![(0, Cmp::Ne(unix)), (0, Cmp::Ne(inet)), (0, Cmp::Ne(inet6)), (0, Cmp::Ne(netlink))],
+        vec![(0, Cmp::Eq(netlink)), (2, Cmp::Ne(u(libc::NETLINK_ROUTE)))],
+    ];
+    for family in [inet, inet6] {
+        // SOCK_PACKET (10) is the obsolete packet-socket type on INET sockets.
+        for ty in [libc::SOCK_RAW, SOCK_PACKET_TYPE] {
+            alternatives.push(vec![
+                (0, Cmp::Eq(family)),
+                (1, Cmp::MaskedEq { mask: SOCK_TYPE_MASK, value: u(ty) }),
+            ]);
+        }
+    }
+    alternatives
+}
+
+/// The `socket` and `socketpair` rules for `network` (argument 0 domain, 1 type, 2 protocol):
+/// each call's alternatives, its condition as `doctor` shows it, and the reason.
+fn socket_rules(network: Network) -> [DenyRule; 2] {
     let unix = u(libc::AF_UNIX);
     match network {
         Network::Off => {
-            // UNIX datagram (and raw, which the kernel turns into datagram) sockets can send to
-            // any daemon socket on the host: seccomp cannot see the address inside sendmsg.
-            // Only STREAM (0b0001) and SEQPACKET (0b0101) have bit 0 set and bits 1 and 3 clear,
-            // so three masked tests on the type (flags above 0xf ignored) refuse every other type.
-            let unix_type_bit = |mask: u32, value: u32| {
-                vec![(0, Cmp::Eq(unix)), (1, Cmp::MaskedEq { mask, value })]
-            };
-            let alternatives = vec![
-                vec![(0, Cmp::Ne(unix))],
-                unix_type_bit(0b0001, 0),
-                unix_type_bit(0b0010, 0b0010),
-                unix_type_bit(0b1000, 0b1000),
-            ];
-            (
-                alternatives,
-                "domain != AF_UNIX, or AF_UNIX with a type other than STREAM/SEQPACKET".into(),
+            let mut alternatives = vec![vec![(0, Cmp::Ne(unix))]];
+            alternatives.extend(unix_datagram_alternatives());
+            let (condition, reason) = (
+                "domain != AF_UNIX, or AF_UNIX with a type other than STREAM/SEQPACKET",
                 "network off: only UNIX stream and seqpacket sockets; Landlock does not stop UDP or raw sockets",
-            )
+            );
+            [
+                when("socket", libc::SYS_socket, alternatives.clone(), condition, reason),
+                when("socketpair", libc::SYS_socketpair, alternatives, condition, reason),
+            ]
         }
         Network::On => {
-            let (inet, inet6, netlink) = (u(libc::AF_INET), u(libc::AF_INET6), u(libc::AF_NETLINK));
-            let mut alternatives = vec![
-                vec![
-                    (0, Cmp::Ne(unix)),
-                    (0, Cmp::Ne(inet)),
-                    (0, Cmp::Ne(inet6)),
-                    (0, Cmp::Ne(netlink)),
-                ],
-                vec![(0, Cmp::Eq(netlink)), (2, Cmp::Ne(u(libc::NETLINK_ROUTE)))],
-            ];
-            for family in [inet, inet6] {
-                // SOCK_PACKET (10) is the obsolete packet-socket type on INET sockets.
-                for ty in [libc::SOCK_RAW, SOCK_PACKET_TYPE] {
-                    alternatives.push(vec![
-                        (0, Cmp::Eq(family)),
-                        (1, Cmp::MaskedEq { mask: SOCK_TYPE_MASK, value: u(ty) }),
-                    ]);
-                }
-            }
-            (
-                alternatives,
-                "domain not UNIX/INET/INET6/NETLINK, netlink other than ROUTE, or raw INET".into(),
+            let (condition, reason) = (
+                "domain not UNIX/INET/INET6/NETLINK, netlink other than ROUTE, or raw INET",
                 "network on: no packet, vsock or raw sockets (sniffing, spoofing, hypervisor channels)",
-            )
+            );
+            [
+                when("socket", libc::SYS_socket, network_on_alternatives(), condition, reason),
+                when(
+                    "socketpair",
+                    libc::SYS_socketpair,
+                    network_on_alternatives(),
+                    condition,
+                    reason,
+                ),
+            ]
+        }
+        Network::Proxied => {
+            // A socket of its own could connect to any UNIX socket file on the host; a pair is
+            // connected to itself only (stream and seqpacket: a datagram pair could still send
+            // to an address).
+            let mut socket = network_on_alternatives();
+            socket.push(vec![(0, Cmp::Eq(unix))]);
+            let mut pair = network_on_alternatives();
+            pair.extend(unix_datagram_alternatives());
+            [
+                when(
+                    "socket",
+                    libc::SYS_socket,
+                    socket,
+                    "domain AF_UNIX, or not INET/INET6/NETLINK, netlink other than ROUTE, or raw INET",
+                    "domain list: no UNIX socket to reach a host daemon or a bridge around the \
+                     proxy (Landlock scopes UNIX socket files only from ABI 9); no packet, vsock \
+                     or raw sockets",
+                ),
+                when(
+                    "socketpair",
+                    libc::SYS_socketpair,
+                    pair,
+                    "AF_UNIX with a type other than STREAM/SEQPACKET, or as for socket",
+                    "domain list: a UNIX pair reaches only itself; a datagram pair could send to \
+                     a host socket",
+                ),
+            ]
         }
     }
 }
-
 /// The whole deny table for a network setting, in the order `doctor` prints it.
 pub fn deny_rules(network: Network) -> Vec<DenyRule> {
     let clone_new = [
@@ -283,11 +330,9 @@ pub fn deny_rules(network: Network) -> Vec<DenyRule> {
         libc::SYS_syslog,
         "the kernel log: kernel addresses, other users' messages",
     ));
-    let (alternatives, condition, reason) = socket_rules(network);
-    rules.push(when("socket", libc::SYS_socket, alternatives.clone(), condition.clone(), reason));
-    rules.push(when("socketpair", libc::SYS_socketpair, alternatives, condition, reason));
+    rules.extend(socket_rules(network));
     match network {
-        Network::On => {}
+        Network::On | Network::Proxied => {}
         Network::Off => rules.extend(peer_addressing_rules()),
     }
     rules
@@ -438,7 +483,7 @@ mod tests {
 
     #[test]
     fn both_programs_compile_within_the_kernel_limit() {
-        for network in [Network::Off, Network::On] {
+        for network in [Network::Off, Network::On, Network::Proxied] {
             let program = build_program(network).unwrap();
             assert!(program.len() < 4096, "{} instructions", program.len());
         }
@@ -446,7 +491,7 @@ mod tests {
 
     #[test]
     fn every_rule_names_its_reason_and_no_syscall_is_listed_twice() {
-        for network in [Network::Off, Network::On] {
+        for network in [Network::Off, Network::On, Network::Proxied] {
             let rules = deny_rules(network);
             let mut seen = std::collections::HashSet::new();
             for rule in &rules {
@@ -480,6 +525,43 @@ mod tests {
             assert_eq!(denied(ty), !allowed, "type {ty}");
             assert_eq!(denied(ty | flags), !allowed, "type {ty} with flags");
         }
+    }
+
+    /// Whether `rule` refuses a call with these `(argument, value)`s (others 0).
+    fn refuses(rule: &DenyRule, args: &[(u8, u32)]) -> bool {
+        let value = |arg: u8| args.iter().find(|(a, _)| *a == arg).map_or(0, |(_, v)| *v);
+        rule.when.iter().any(|alternative| {
+            alternative.iter().all(|(arg, cmp)| match *cmp {
+                Cmp::Eq(v) => value(*arg) == v,
+                Cmp::Ne(v) => value(*arg) != v,
+                Cmp::MaskedEq { mask, value: v } => value(*arg) & mask == v,
+                Cmp::AnyBits(mask) => value(*arg) & mask != 0,
+                Cmp::NonNull => value(*arg) != 0,
+            })
+        })
+    }
+
+    #[test]
+    fn a_domain_list_refuses_unix_sockets_but_keeps_ip_and_stream_pairs() {
+        let rules = deny_rules(Network::Proxied);
+        let rule = |name: &str| rules.iter().find(|r| r.syscall == name).unwrap();
+        let (unix, inet, inet6) = (u(libc::AF_UNIX), u(libc::AF_INET), u(libc::AF_INET6));
+        let (stream, dgram, seqpacket) =
+            (u(libc::SOCK_STREAM), u(libc::SOCK_DGRAM), u(libc::SOCK_SEQPACKET));
+        let flags = u(libc::SOCK_CLOEXEC);
+        for ty in [stream, dgram, seqpacket, stream | flags] {
+            assert!(refuses(rule("socket"), &[(0, unix), (1, ty)]), "AF_UNIX type {ty}");
+        }
+        for family in [inet, inet6] {
+            assert!(!refuses(rule("socket"), &[(0, family), (1, stream)]));
+            assert!(!refuses(rule("socket"), &[(0, family), (1, dgram)]));
+            assert!(refuses(rule("socket"), &[(0, family), (1, u(libc::SOCK_RAW))]));
+        }
+        assert!(!refuses(rule("socketpair"), &[(0, unix), (1, stream | flags)]));
+        assert!(!refuses(rule("socketpair"), &[(0, unix), (1, seqpacket)]));
+        assert!(refuses(rule("socketpair"), &[(0, unix), (1, dgram)]));
+        // The proxy is reached with connect(): no peer-addressing rule.
+        assert!(rules.iter().all(|r| r.syscall != "connect"));
     }
 
     #[test]

@@ -1,0 +1,191 @@
+//! Admitting one destination: the allow/deny list (and a call's narrower list), the proxy's
+//! own name resolution with its refusal of internal addresses, the upstream connection; and
+//! the refusal of a tunnel whose first bytes named another server.
+
+use std::net::{IpAddr, SocketAddr};
+
+use cordon_policies::{DomainDecision, is_internal_address};
+use hyper::StatusCode;
+use tokio::net::TcpStream;
+
+use super::relay::Refused;
+use super::{ConnectionRecord, Destination, Refusal, State, UPSTREAM_TIMEOUT};
+
+impl State {
+    /// Records a tunnel whose first bytes were not sent on: `destination` is where the tunnel
+    /// was admitted for; the record names the server the ClientHello asked for, which is what
+    /// was refused.
+    pub(super) fn refuse_first_bytes(&self, refused: &Refused, destination: Destination<'_>) {
+        let Destination { host, port, method } = destination;
+        let (named, reason) = match refused {
+            Refused::OtherName(name) => (
+                name.clone(),
+                format!(
+                    "the TLS server name (SNI) {name} is not {host}, the host the tunnel was \
+                     opened for; connect to {name}:{port} itself (with --allow-domain {name} \
+                     if it should be reachable)"
+                ),
+            ),
+            Refused::Unreadable(why) => {
+                (host.to_owned(), format!("the tunnel's TLS handshake cannot be checked: {why}"))
+            }
+        };
+        self.record(ConnectionRecord {
+            host: named,
+            port,
+            method: method.to_owned(),
+            allowed: false,
+            rule: None,
+            reason: Some(reason),
+        });
+    }
+
+    /// Checks `destination`, connects, and records the outcome either way.
+    pub(super) async fn open(
+        &self,
+        destination: Destination<'_>,
+    ) -> Result<TcpStream, (Refusal, String)> {
+        match self.admit(destination.host, destination.port).await {
+            Ok((upstream, rule)) => {
+                self.record(ConnectionRecord {
+                    host: destination.host.to_owned(),
+                    port: destination.port,
+                    method: destination.method.to_owned(),
+                    allowed: true,
+                    rule: Some(rule),
+                    reason: None,
+                });
+                Ok(upstream)
+            }
+            Err(refusal) => {
+                let line = refusal.record(self, destination);
+                Err((refusal, line))
+            }
+        }
+    }
+
+    /// The list, then the resolved addresses, then the connection.
+    async fn admit(&self, host: &str, port: u16) -> Result<(TcpStream, String), Refusal> {
+        let rule = match self.matcher.decide(host, port) {
+            DomainDecision::Allowed { rule } => rule,
+            DomainDecision::DeniedByRule { rule } => {
+                return Err(Refusal {
+                    status: StatusCode::FORBIDDEN,
+                    reason: format!(
+                        "denied by the rule \"{rule}\" in the network deny list (config \
+                         `network.deny`); deny wins over allow"
+                    ),
+                    rule: Some(rule),
+                });
+            }
+            DomainDecision::NotAllowed => {
+                return Err(Refusal {
+                    status: StatusCode::FORBIDDEN,
+                    reason: format!(
+                        "no rule of the network allow-list matches {host}:{port}; allow it with \
+                         --allow-domain {host} (config `network = {{ allow = [\"{host}\"] }}`)"
+                    ),
+                    rule: None,
+                });
+            }
+        };
+        if let Some(narrow) = &self.narrowed_by {
+            match narrow.decide(host, port) {
+                DomainDecision::Allowed { .. } => {}
+                DomainDecision::DeniedByRule { .. } | DomainDecision::NotAllowed => {
+                    return Err(Refusal {
+                        status: StatusCode::FORBIDDEN,
+                        reason: format!(
+                            "{host}:{port} is not among this call's allowed_domains (the \
+                             executor's list allows it by \"{rule}\")"
+                        ),
+                        rule: None,
+                    });
+                }
+            }
+        }
+        let addresses = self.resolve(host, port, &rule).await?;
+        let connect = async {
+            let mut last_error = None;
+            for address in &addresses {
+                match TcpStream::connect(address).await {
+                    Ok(stream) => return Ok(stream),
+                    Err(error) => last_error = Some(error),
+                }
+            }
+            Err(last_error.map_or_else(|| "no address".to_owned(), |e| e.to_string()))
+        };
+        let failed = |why: String| Refusal {
+            status: StatusCode::BAD_GATEWAY,
+            rule: Some(rule.clone()),
+            reason: format!("allowed by \"{rule}\", but the connection failed: {why}"),
+        };
+        match tokio::time::timeout(UPSTREAM_TIMEOUT, connect).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                Ok((stream, rule))
+            }
+            Ok(Err(why)) => Err(failed(why)),
+            Err(_) => Err(failed("timed out".to_owned())),
+        }
+    }
+
+    async fn resolve(&self, host: &str, port: u16, rule: &str) -> Result<Vec<SocketAddr>, Refusal> {
+        #[cfg(any(test, feature = "test-hooks"))]
+        if let Some((_, address)) = self.test_resolve.iter().find(|(name, _)| name == host) {
+            // The suite's mapping: the one way past the internal-address check by name.
+            return Ok(vec![*address]);
+        }
+        let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => {
+                let lookup = tokio::net::lookup_host((host, port));
+                match tokio::time::timeout(UPSTREAM_TIMEOUT, lookup).await {
+                    Ok(Ok(found)) => found.collect(),
+                    Ok(Err(error)) => {
+                        return Err(Refusal {
+                            status: StatusCode::BAD_GATEWAY,
+                            rule: Some(rule.to_owned()),
+                            reason: format!("cannot resolve {host}: {error}"),
+                        });
+                    }
+                    Err(_) => {
+                        return Err(Refusal {
+                            status: StatusCode::BAD_GATEWAY,
+                            rule: Some(rule.to_owned()),
+                            reason: format!("resolving {host} timed out"),
+                        });
+                    }
+                }
+            }
+        };
+        // Every address must pass, or a resolver answering [public, internal] picks the target.
+        if let Some(internal) = addresses.iter().find(|a| {
+            is_internal_address(a.ip())
+                && !(self.matcher.explicitly_allows_address(a.ip(), a.port())
+                    && self
+                        .narrowed_by
+                        .as_ref()
+                        .is_none_or(|n| n.explicitly_allows_address(a.ip(), a.port())))
+        }) {
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                rule: Some(rule.to_owned()),
+                reason: format!(
+                    "{host} resolves to {}, a loopback/private/link-local address; the allow-list \
+                     reaches such an address only when a rule names it (e.g. --allow-domain {}:{port})",
+                    internal.ip(),
+                    bracketed(internal.ip())
+                ),
+            });
+        }
+        Ok(addresses)
+    }
+}
+
+fn bracketed(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
