@@ -338,7 +338,9 @@ decision = "allow"
         (&["cargo", "test"], Kind::Run),
         (&["cargo", "test", "--release"], Kind::Run),
         (&["/usr/bin/cargo", "test"], Kind::Run),
-        (&["bash", "-lc", "cargo test && ls"], Kind::Run),
+        // A known-safe command beside an allowed one gets no read-only run: asked.
+        (&["bash", "-lc", "cargo test && ls"], Kind::Ask),
+        (&["bash", "-lc", "cargo test && cargo test --release"], Kind::Run),
         (&["bash", "-lc", "cargo test; touch f"], Kind::Ask),
         (&["bash", "-lc", "cargo test 2>&1"], Kind::Ask),
         (&["./cargo", "test"], Kind::Ask),
@@ -481,6 +483,24 @@ fn every_spelling_of_a_forbidden_or_prompt_program_is_asked_or_refused() {
         &["/usr/lib/git-core/git-push"],
         &["nohup", "--", "/usr/lib/git-core/git-push"],
         &["env", "-", "dash", "-c", "c='/bin/touch t'\n$c"],
+        &["bash", "-c", "x=r; i=\"a[\\$(\\${x}m victim)]\"; echo $((i))"],
+        &["bash", "-c", "p=\"\\$(\\${x}m victim)\"; x=r; echo \"${p@P}\""],
+        &["bash", "-c", "v=$(<n); (( v ))"],
+        &["bash", "-c", "read -r v <n; [[ $v -gt 1 ]]"],
+        &["bash", "-c", "[ -v 'a[$(rm x)]' ]"],
+        &["bash", "-c", "let 'a[$(rm x)]'"],
+        &["git", "ls-remote", "--upload-pack=rm victim; false", "."],
+        &["git", "clone", "-u", "rm x", ".", "y"],
+        &["git", "send-pack", "../bare.git", "HEAD:refs/heads/x"],
+        &["git", "-c", "protocol.ext.allow=always", "ls-remote", "ext::sh -c rm% x"],
+        &["setarch", "x86_64", "rm", "x"],
+        &["prlimit", "--nofile=100", "rm", "x"],
+        &["capsh", "--", "-c", "rm x"],
+        &["sed", "-n", "1e rm victim", "f"],
+        &["sed", "s/x/rm victim/e", "f"],
+        &["tar", "--to-command=rm", "-xf", "a.tar"],
+        &["vim", "-es", "-c", "!rm x"],
+        &["awk", "BEGIN { system(\"rm x\") }"],
     ];
     for spelling in spellings {
         for approval in [OnRequest, OnFailure, Never, Untrusted] {
@@ -512,6 +532,11 @@ fn commands_cordon_reads_still_run_unasked_beside_strict_rules() {
         &["python3", "script.py"],
         &["bash", "build.sh"],
         &["git", "-c", "user.name=x", "commit", "-m", "x"],
+        &["awk", "-F|", "{print $1}", "file"],
+        &["sed", "-n", "s/hello/bye/p", "file"],
+        &["sed", "-i", "s/a/b/g", "file"],
+        &["tar", "-xzf", "a.tgz"],
+        &["bash", "-lc", "for f in *.rs; do wc -l $f; done"],
     ] {
         let decision =
             assess_with(&argv(spelling), OnRequest, &rules, &Escalation::UseDefault).decision;

@@ -217,7 +217,30 @@ const WITH_VALUE: &[&str] = &[
 /// `-c` keys (case-insensitive prefixes) that change which program runs: aliases,
 /// autocorrection of a mistyped subcommand, `core.*` (pager, editor, fsmonitor, hooks path,
 /// ssh command), includes of other configuration.
-const CODE_KEYS: &[&str] = &["alias.", "help.autocorrect", "core.", "include.", "includeif."];
+const CODE_KEYS: &[&str] = &[
+    "alias.",
+    "help.autocorrect",
+    "core.",
+    "include.",
+    "includeif.",
+    "diff.",
+    "difftool.",
+    "merge.",
+    "mergetool.",
+    "filter.",
+    "credential.",
+    "sequence.editor",
+    "gpg.",
+    "pager.",
+    "uploadpack.",
+    "remote.",
+    "protocol.",
+    "url.",
+    "interactive.difffilter",
+    "sendemail.",
+    "ssh.",
+    "submodule.",
+];
 
 /// git's words after the program, from the subcommand on — or why they cannot be read.
 pub(crate) fn read_git(args: &[String]) -> Result<Vec<String>, Unreadable> {
@@ -292,6 +315,12 @@ fn runs_commands(rest: &[String]) -> Option<String> {
         "submodule" => args.iter().any(|a| a == "foreach"),
         "bisect" => args.first().is_some_and(|a| a == "run"),
         "rebase" => has("--exec") || short('x'),
+        "clone" => has("--upload-pack") || short('u') || has("--template"),
+        "fetch" | "pull" | "ls-remote" => has("--upload-pack"),
+        "push" => has("--receive-pack") || has("--exec"),
+        "archive" => has("--exec") || has("--remote"),
+        "grep" => has("--open-files-in-pager") || short('O'),
+        "send-pack" | "receive-pack" | "upload-pack" | "fetch-pack" | "upload-archive" => true,
         "difftool" | "mergetool" => has("--extcmd") || has("--tool") || short('x') || short('t'),
         "filter-branch" | "for-each-repo" | "daemon" | "instaweb" | "p4" | "svn" | "archimport"
         | "cvsimport" | "cvsexportcommit" | "cvsserver" | "send-email" | "quiltimport" => true,

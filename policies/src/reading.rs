@@ -9,7 +9,7 @@
 
 use crate::normalize::basename;
 use crate::script_words::is_shell_name;
-use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable};
+use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, NAME_BUILTINS, Unreadable};
 use crate::wrappers::{Unwrapped, unwrap};
 
 /// How many wrappers deep [`read_command`] unwraps (`env nice timeout 5 git push`); deeper
@@ -35,6 +35,146 @@ const INLINE_CODE: &[(&str, &[&str])] = &[
     ("pwsh", &["-c", "-command", "-Command"]),
     ("powershell", &["-c", "-command", "-Command"]),
 ];
+
+/// Programs that run a command given in one of these options.
+const RUNS_WITH_OPTION: &[(&str, &[&str])] = &[
+    (
+        "tar",
+        &[
+            "--to-command",
+            "--use-compress-program",
+            "-I",
+            "--checkpoint-action",
+            "--info-script",
+            "--new-volume-script",
+            "-F",
+            "--rsh-command",
+            "--rmt-command",
+        ],
+    ),
+    ("zip", &["-TT", "--unzip-command"]),
+    ("rsync", &["-e", "--rsh", "--rsync-path"]),
+    ("scp", &["-S"]),
+    ("vim", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e"]),
+    ("vi", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e"]),
+    ("nvim", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e", "--headless"]),
+    ("ex", &["-c", "--cmd", "-S", "-s"]),
+    ("emacs", &["--eval", "-l", "--load", "--batch", "-batch", "--script", "-f", "--funcall"]),
+    ("less", &["+!", "-+"]),
+];
+
+/// An awk program that runs commands: `system(…)`, a pipe to or from a command (`print | "sh"`,
+/// `"cmd" | getline`). Only the program text counts (`-F'|'` is a field separator).
+fn awk_runs_commands(args: &[String]) -> bool {
+    let mut programs = Vec::new();
+    let mut index = 0;
+    let mut given_by_option = false;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        match arg.as_str() {
+            "-f" | "--file" | "-i" | "--include" | "-l" | "--load" => return true,
+            "-e" | "--source" => {
+                given_by_option = true;
+                programs.extend(args.get(index).cloned());
+                index += 1;
+            }
+            "-F" | "-v" | "--assign" | "--field-separator" => index += 1,
+            "--" => {
+                if !given_by_option {
+                    programs.extend(args.get(index).cloned());
+                }
+                break;
+            }
+            _ if arg.starts_with('-') => {}
+            _ => {
+                if !given_by_option {
+                    programs.push(arg.clone());
+                }
+                break;
+            }
+        }
+    }
+    programs.iter().any(|program| {
+        let compact: String = program.chars().filter(|c| !c.is_whitespace()).collect();
+        compact.contains("system(")
+            || compact.contains("|\"")
+            || compact.contains("|getline")
+            || compact.contains("|&")
+    })
+}
+
+/// A sed script that runs commands (GNU `e`, or the `e` flag of `s///`), or comes from a file
+/// (`-f`): `--sandbox` turns both off.
+fn sed_runs_commands(args: &[String]) -> bool {
+    if args.iter().any(|a| a == "--sandbox") {
+        return false;
+    }
+    let mut scripts = Vec::new();
+    let mut index = 0;
+    let mut given_by_option = false;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        if arg == "-f" || arg.starts_with("--file") || (arg.starts_with("-f") && arg.len() > 2) {
+            return true;
+        }
+        if arg == "-e" || arg == "--expression" {
+            given_by_option = true;
+            scripts.extend(args.get(index).cloned());
+            index += 1;
+        } else if let Some(script) = arg.strip_prefix("--expression=") {
+            given_by_option = true;
+            scripts.push(script.to_owned());
+        } else if arg.starts_with("-e") && arg.len() > 2 && !arg.starts_with("--") {
+            given_by_option = true;
+            scripts.push(arg[2..].to_owned());
+        } else if arg == "-l" || arg == "--line-length" {
+            index += 1;
+        } else if !arg.starts_with('-') && !given_by_option {
+            scripts.push(arg.clone());
+            break;
+        }
+    }
+    scripts.iter().any(|script| sed_script_runs(script))
+}
+
+/// Whether one sed script has an `e` command or an `s` command with the `e` flag.
+fn sed_script_runs(script: &str) -> bool {
+    for command in script.split([';', '\n']) {
+        let command = command.trim_start();
+        // Skip an address: numbers, `$`, `/re/`, `\cREc`, ranges, `!`, `~`, spaces.
+        let mut chars = command.chars().peekable();
+        let mut rest = String::new();
+        while let Some(&c) = chars.peek() {
+            if c.is_ascii_digit() || matches!(c, '$' | ',' | '!' | '~' | ' ' | '+') {
+                chars.next();
+            } else if c == '/' {
+                chars.next();
+                for inner in chars.by_ref() {
+                    if inner == '/' {
+                        break;
+                    }
+                }
+            } else {
+                break;
+            }
+        }
+        rest.extend(chars);
+        match rest.chars().next() {
+            Some('e') => return true,
+            Some('s') => {
+                let mut parts = rest.chars().skip(1);
+                let Some(delimiter) = parts.next() else { continue };
+                let body: String = parts.collect();
+                let pieces: Vec<&str> = body.split(delimiter).collect();
+                if pieces.len() >= 3 && pieces[2].contains('e') {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
 
 /// The command as rules see it: the program by its file name, wrappers unwrapped, git's
 /// global options skipped — or why that cannot be read.
@@ -69,6 +209,13 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
     if CODE_BUILTINS.contains(&program.as_str()) {
         return Err(Unreadable::Builtin { name: program });
     }
+    // A subscript or arithmetic operand with an expansion is evaluated, command substitutions
+    // included (`test -v 'a[$(cmd)]'`, `declare -i`, `printf -v 'a[$(cmd)]'`).
+    if NAME_BUILTINS.contains(&program.as_str())
+        && rest.iter().any(|a| a.contains(['$', '`']) || a == "-v" || a.starts_with("-i"))
+    {
+        return Err(Unreadable::Builtin { name: program });
+    }
     if let Some(interpreter) = inline_code(&program, rest) {
         return Err(Unreadable::InlineCode { interpreter });
     }
@@ -87,8 +234,20 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
 fn inline_code(program: &str, args: &[String]) -> Option<String> {
     let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
     if matches!(stem, "awk" | "gawk" | "mawk" | "nawk") {
-        let runs = args.iter().any(|a| a.contains("system") || a.contains('|'));
-        return runs.then(|| program.to_owned());
+        return awk_runs_commands(args).then(|| program.to_owned());
+    }
+    if stem == "sed" {
+        return sed_runs_commands(args).then(|| program.to_owned());
+    }
+    if let Some((_, options)) = RUNS_WITH_OPTION.iter().find(|(name, _)| *name == stem) {
+        let given = args.iter().any(|arg| {
+            options.iter().any(|o| {
+                arg == o
+                    || arg.starts_with(&format!("{o}="))
+                    || (o.len() == 2 && arg.starts_with(o))
+            })
+        });
+        return given.then(|| program.to_owned());
     }
     let (_, options) = INLINE_CODE.iter().find(|(name, _)| *name == stem)?;
     let given = args.iter().take_while(|a| *a != "--").any(|arg| {

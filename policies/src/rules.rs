@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use crate::judge::{Unit, units};
 use crate::normalize::basename;
 use crate::reading::read_command;
-use crate::safe_commands::is_known_safe;
 use crate::shell_script::program_name;
 use crate::unreadable::{COMPUTED_WORD, Unreadable};
 
@@ -322,7 +321,6 @@ impl RuleSet {
                 Some(rule) => {
                     first_match.get_or_insert(rule);
                 }
-                None if is_known_safe(command) => {}
                 None => return None,
             }
         }

@@ -45,6 +45,18 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
     if root.has_error() {
         reading.unreadable = Some(Unreadable::Unparsed);
     }
+    // Arithmetic evaluates variables' values as expressions, and a subscript in one runs the
+    // command substitutions it holds (`i='a[$(cmd)]'; echo $((i))`); `${x@P}` expands a value
+    // as a prompt, substitutions included. Neither shows in the script's own words.
+    for (marker, name) in [("((", "arithmetic"), ("@P", "${…@P}"), ("[[", "[["), (":$", "${x:$n}")]
+    {
+        if source.contains(marker) {
+            reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
+        }
+    }
+    if subscript_with_expansion(&source) {
+        reading.unreadable.get_or_insert(Unreadable::Builtin { name: "a[…]".to_owned() });
+    }
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
         match node.kind() {
@@ -60,6 +72,18 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
         stack.extend(node.children(&mut cursor));
     }
     reading
+}
+
+/// Whether `source` has a subscript holding an expansion (`a[$i]`, `${a[$i]}`): evaluated as
+/// arithmetic, where a variable's value can hold a command substitution.
+fn subscript_with_expansion(source: &str) -> bool {
+    let bytes = source.as_bytes();
+    bytes.iter().enumerate().any(|(at, &b)| {
+        b == b'['
+            && at > 0
+            && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_')
+            && bytes[at + 1..].iter().take_while(|&&c| c != b']').any(|&c| c == b'$' || c == b'`')
+    })
 }
 
 /// One `command` node: its words, or why its program cannot be read.

@@ -76,6 +76,14 @@ pub(crate) const CODE_BUILTINS: &[&str] = &[
     "mapfile",
     "readarray",
     "select",
+    "let",
+];
+
+/// Builtins that take variable names, where a subscript (`a[$(cmd)]`) is evaluated as
+/// arithmetic and so runs the command substitution in it.
+pub(crate) const NAME_BUILTINS: &[&str] = &[
+    "read", "printf", "unset", "declare", "typeset", "local", "export", "readonly", "test", "[",
+    "[[", "shift", "exit", "return", "wait", "kill",
 ];
 
 /// A word the shell computes, standing where an argument was (never a real argv word: an

@@ -167,3 +167,30 @@ fn forbidden_and_prompt_rules_hold_for_spellings_that_hide_the_program() {
         exec(e.home.path(), e.work.path(), &["-a", "on-request", "--", "bash", "-c", "ls | wc -l"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
+
+#[test]
+fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_only_run() {
+    require_sandbox!(1);
+    let e = env();
+    let marker = e.outside.path().join("ran");
+    marker_program(&e.outside.path().join("hook.sh"), &marker);
+    let git = |args: &[&str]| {
+        let status = Command::new("git").args(args).current_dir(e.work.path()).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["config", "core.fsmonitor", e.outside.path().join("hook.sh").to_str().unwrap()]);
+    // What "always allow" writes for `git branch`.
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"git\", \"branch\"]\ndecision = \"allow\"\n",
+    )
+    .unwrap();
+    let run = untrusted_full_access(
+        e.home.path(),
+        e.work.path(),
+        &["bash", "-lc", "git branch && git status"],
+    );
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(!marker.exists(), "the repository's fsmonitor ran unsandboxed: {}", run.stderr);
+}

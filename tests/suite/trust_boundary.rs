@@ -169,9 +169,17 @@ fn an_allow_rule_approves_a_script_only_when_every_command_is_allowed() {
     let run = exec(
         e.home.path(),
         e.work.path(),
-        &["-a", "untrusted", "--", "bash", "-c", "touch a && ls"],
+        &["-a", "untrusted", "--", "bash", "-c", "touch a && touch a"],
     );
     run.assert_ok();
+    // A known-safe command does not ride along with an allowed one: it would run outside its
+    // read-only sandbox.
+    let run = exec(
+        e.home.path(),
+        e.work.path(),
+        &["-a", "untrusted", "--", "bash", "-c", "touch a && ls"],
+    );
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
 }
 
 #[test]
