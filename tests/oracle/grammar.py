@@ -43,6 +43,8 @@ GIT_SPELLINGS = [
     (PUSH, ["git", "-c", "help.autocorrect=-1", "pusj"]),
     (PUSH, ["git", "sync"]),
     (PUSH, ["git", "psuh"]),
+    # git's own dashed program, where Debian's git and a git built from source keep it.
+    (PUSH, ["/usr/lib/git-core/git-push"]),
     (PUSH, ["/usr/local/libexec/git-core/git-push"]),
     (RM, ["git", "-c", "alias.x=!rm -f victim", "x"]),
     (RM, ["git", "-c", "core.fsmonitor=rm -f victim", "status"]),
@@ -65,6 +67,10 @@ WEIGHTS = {"watch": 0.2, "script": 0.6, "nest": 3, "git": 2, "plain": 0.5, "sudo
 
 # Wrappers the outer `strace` of the executor cannot trace through (ptrace does not nest).
 UNTRACEABLE = {"strace"}
+
+# Quoting a script inside a script multiplies its quotes: past this many bytes of argv a layer
+# is left out (the kernel refuses an argument over 128 KiB).
+MAX_ARGV_BYTES = 16384
 
 
 @dataclass
@@ -106,11 +112,15 @@ class Builder:
             chance /= 2
 
     def random_layer(self, skip):
+        """A wrapper or a shell around what is there, unless that makes the argv too long."""
         rng = self.rng
+        before = (self.argv, self.stdin, self.traced)
         if rng.random() < 0.3:
             self.script(statements=rng.sample(STATEMENT_FAMILIES, rng.randint(0, 1)))
         else:
             self.wrap(rng.choice([w for w in wrappers.STACKABLE if w not in skip]))
+        if sum(len(a) + 1 for a in self.argv) > MAX_ARGV_BYTES:
+            self.argv, self.stdin, self.traced = before
 
     def case(self):
         return Case(self.family, self.argv, self.intent, self.stdin, self.traced)

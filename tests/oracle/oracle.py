@@ -25,8 +25,10 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
-import grammar
-import sandbox
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
+import grammar  # noqa: E402
+import sandbox  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

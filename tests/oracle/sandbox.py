@@ -225,6 +225,10 @@ def run_case(state, fixture, case, nobody):
             code = done.returncode
         except subprocess.TimeoutExpired:
             timed_out, code = True, None
+        except OSError as e:
+            # The case cannot be started at all (E2BIG): it ran nothing.
+            out.write(("cannot run: %s\n" % e).encode())
+            code = None
     ran = {}
     for program in read_log(log):
         ran.setdefault(program, set()).add("log")
