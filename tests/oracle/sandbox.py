@@ -14,6 +14,7 @@ namespace of its own (`unshare -p -f --kill-child`: a timeout ends everything it
 
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -42,13 +43,17 @@ if [[ $name == busybox ]]; then applet=${{1##*/}}; shift; else applet=$name; fi
 echo "busybox $applet" >> {log}
 case $applet in
   rm|touch) exit 0 ;;
-  sh|ash) exec /bin/sh "$@" ;;
-  time) exec /usr/bin/time "$@" ;;
-  env|timeout|setsid|xargs|find|taskset|ionice|unshare|setpriv|chroot|nsenter|watch)
-    exec "/usr/bin/$applet" "$@" ;;
+{runners}
 esac
 exec -a "$applet" {real} "$@"
 """
+BUSYBOX_RUNNERS = ["sh", "ash", "env", "timeout", "setsid", "xargs", "find", "time", "taskset",
+                   "ionice", "unshare", "setpriv", "chroot", "nsenter", "watch"]
+
+# Shell startup files a login shell (`bash -lc`, or any bash once `env -i` or
+# `setpriv --reset-env` has dropped $HOME) reads from the user's home: emptied for the cases,
+# which must not run what this machine's own profile runs (pyenv's init runs rm).
+STARTUP_FILES = [".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"]
 
 
 def which_all(name):
@@ -120,14 +125,37 @@ def prepare(run_dir, jobs, nobody):
         for name in STUBBED:
             for target in which_all(name):
                 mounts.append((write_stub(w, name, STUB.format(name=name, log=log)), target))
+        empty = write_stub(w, "empty", "")
+        for home in {home_of(0), home_of(65534)} - {None}:
+            for name in STARTUP_FILES:
+                if os.path.isfile(os.path.join(home, name)):
+                    mounts.append((empty, os.path.join(home, name)))
         if real_busybox:
-            text = BUSYBOX_STUB.format(log=log, real=real_busybox)
+            text = BUSYBOX_STUB.format(log=log, real=real_busybox, runners=busybox_runners())
             for target in which_all("busybox"):
                 mounts.append((write_stub(w, "busybox", text), target))
         for gitconfig in gitconfigs:
             mounts.append(overlay_gitconfig(w, gitconfig, os.path.join(state, "trace2")))
         config["workers"].append({"state": state, "mounts": mounts})
     return config
+
+
+def busybox_runners():
+    """`case` branches that run the system's program for each busybox applet that runs other
+    commands (`sh` and `ash` are /bin/sh)."""
+    lines = []
+    for applet in BUSYBOX_RUNNERS:
+        program = shutil.which("sh" if applet == "ash" else applet, path=CASE_ENV["PATH"])
+        if program:
+            lines.append('  %s) exec %s "$@" ;;' % (applet, program))
+    return "\n".join(lines)
+
+
+def home_of(uid):
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return None
 
 
 def write_stub(w, name, text):

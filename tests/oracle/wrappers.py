@@ -71,7 +71,8 @@ FLOCK_OPTIONS = [
     [], ["-x"], ["-s"], ["-w", "1"], ["-w1"], ["-n"], ["-E", "3"], ["--timeout=1"], ["-o"],
     ["--close"], ["-e"], ["-F"], ["--verbose"], ["-xn"],
 ]
-FLOCK_TARGETS = ["lockf", ".", "/var/tmp"]
+# In the case's own directory: a lock elsewhere may be held by another case or process.
+FLOCK_TARGETS = ["lockf", ".", "./file.txt"]
 
 SETPRIV_OPTIONS = [
     ["--reuid=0"], ["--reuid=0", "--regid=0", "--clear-groups"], ["--inh-caps=-all"],
