@@ -1,10 +1,10 @@
 //! The suite's modules. Every module runs on Linux. On macOS the ones under
 //! `cfg(target_os = "linux")` are left out — they test what exists only there (the mount view
 //! and its namespaces, Landlock and seccomp through the helper's own flags, PID-namespace
-//! containment, kernel probes, the remote executor over ssh; writes and the network on and off
-//! are checked on macOS in `macos.rs`) — and the rest run under Seatbelt with macOS
-//! expectations where the platforms differ (`SANDBOX`, `PLATFORM` in `util.rs`; a single test
-//! under `cfg(target_os = "linux")` says why).
+//! containment, kernel probes, the remote executor over ssh, the rules oracle's mount
+//! namespaces; writes and the network on and off are checked on macOS in `macos.rs`) — and the
+//! rest run under Seatbelt with macOS expectations where the platforms differ (`SANDBOX`,
+//! `PLATFORM` in `util.rs`; a single test under `cfg(target_os = "linux")` says why).
 
 mod util;
 
@@ -41,6 +41,8 @@ mod remote;
 #[cfg(target_os = "linux")]
 mod remote_peers;
 mod robustness;
+#[cfg(target_os = "linux")]
+mod rules_oracle;
 mod secret_files;
 mod secrets;
 #[cfg(target_os = "linux")]
