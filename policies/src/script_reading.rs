@@ -134,7 +134,11 @@ fn literal(node: Node<'_>, source: &str) -> Option<String> {
     let text = source.get(node.byte_range())?;
     match node.kind() {
         "word" | "number" => {
-            if text.contains(['$', '`', '*', '?', '[', ']', '{', '}', '~']) || text.starts_with('=')
+            // A blank inside a bare word is tree-sitter-bash reading differently from bash
+            // (it can take a newline into the next statement's first word).
+            if text.contains(['$', '`', '*', '?', '[', ']', '{', '}', '~'])
+                || text.starts_with('=')
+                || text.contains(char::is_whitespace)
             {
                 return None;
             }
@@ -212,6 +216,7 @@ mod tests {
             "BASH_ENV=./x bash -c true",
             "export BASH_ENV=./x; bash -c true",
             "ls (",
+            "x=r\n\\command ${x}m -fv victim",
         ] {
             assert!(read_script(script).unreadable.is_some(), "{script}");
         }
