@@ -198,7 +198,7 @@ def run(args, run_dir, policies, skip):
         result.update(family=case.family, argv=case.argv, intent=case.intent, decisions={})
         if result["ran"] or args.check_all:
             result["decisions"] = {p: cordon.decision(p, case.argv) for p in policies}
-        progress.tick()
+        progress.tick(is_violation(result))
         return result
 
     try:
@@ -226,15 +226,17 @@ def run(args, run_dir, policies, skip):
 
 class Progress:
     def __init__(self, total):
-        self.total, self.done, self.lock = total, 0, threading.Lock()
-        self.started = time.monotonic()
+        self.total, self.done, self.violations = total, 0, 0
+        self.lock, self.started = threading.Lock(), time.monotonic()
 
-    def tick(self):
+    def tick(self, violation):
         with self.lock:
             self.done += 1
+            self.violations += violation
             if self.done % 1000 == 0:
                 rate = self.done / (time.monotonic() - self.started)
-                print("%d/%d cases, %.0f/s" % (self.done, self.total, rate), file=sys.stderr)
+                print("%d/%d cases, %.0f/s, %d violations so far" % (
+                    self.done, self.total, rate, self.violations), file=sys.stderr)
 
 
 def harness_faults(results):
