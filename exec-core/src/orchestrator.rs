@@ -320,13 +320,7 @@ impl Orchestrator {
             }
             RetryDecision::AskToRetryUnsandboxed => {
                 tracing::debug!("likely denied by the sandbox; asking to retry without it");
-                let reason = format!(
-                    "the {} sandbox probably blocked this command (exit {}); it already ran once, \
-                     sandboxed, and whatever it did then stays done. Run it again WITHOUT the \
-                     sandbox?",
-                    sandbox.as_str(),
-                    exit.shell_status()
-                );
+                let reason = retry_reason(sandbox, exit.shell_status());
                 let reason = match program_inside_roots(request, &context.writable_roots) {
                     Some(program) => format!(
                         "{reason} Note: the program {} lies inside a writable root, so the \
@@ -422,18 +416,9 @@ impl Orchestrator {
         if classify(finished, &context) != Verdict::LikelySandboxDenied {
             return false;
         }
-        let evidence: Vec<String> = output
-            .lines()
-            .filter(|line| is_denial_evidence(line, &context))
-            .take(5)
-            .map(|line| line.chars().take(300).collect())
-            .collect();
+        let evidence = evidence_lines(&[output], |line| is_denial_evidence(line, &context));
         let question = Question {
-            reason: format!(
-                "the {} sandbox probably blocked this command (exit {code}); it already ran once, \
-                 sandboxed, and whatever it did then stays done. Run it again WITHOUT the sandbox?",
-                sandbox.as_str()
-            ),
+            reason: retry_reason(sandbox, code),
             stage: ApprovalStage::RetryWithoutSandbox,
             sandboxed: Sandboxed::No,
             evidence,
@@ -680,21 +665,36 @@ fn append(path: &Path, text: &str) -> std::io::Result<()> {
     file.write_all(text.as_bytes())
 }
 
+/// The question after a likely denial: the first attempt ran, and what it did stays done.
+fn retry_reason(sandbox: SandboxKind, status: i32) -> String {
+    format!(
+        "the {} sandbox probably blocked this command (exit {status}); it already ran once, \
+         sandboxed, and whatever it did then stays done. Run it again WITHOUT the sandbox?",
+        sandbox.as_str()
+    )
+}
+
+/// The lines of `texts` that `is_evidence` picks, at most five, each cut short.
+fn evidence_lines(texts: &[&str], is_evidence: impl Fn(&str) -> bool) -> Vec<String> {
+    texts
+        .iter()
+        .flat_map(|text| text.lines())
+        .filter(|line| is_evidence(line))
+        .take(5)
+        .map(|line| line.chars().take(300).collect())
+        .collect()
+}
+
 /// The output lines that made the classifier call an attempt a likely sandbox denial (at most
 /// a few, each cut short), shown on the retry prompt.
 fn denial_evidence(attempt: Option<&Attempt>, context: &DenialContext) -> Vec<String> {
     let Some(attempt) = attempt else { return Vec::new() };
-    let mut lines: Vec<String> = [attempt.stderr.text.as_str(), attempt.stdout.text.as_str()]
-        .iter()
-        .flat_map(|text| text.lines())
-        .filter(|line| {
-            is_denial_evidence(line, context)
-                || (attempt.blocked.contains(&Blocked::Network)
-                    && line.to_lowercase().contains("operation not permitted"))
-        })
-        .take(5)
-        .map(|line| line.chars().take(300).collect())
-        .collect();
+    let texts = [attempt.stderr.text.as_str(), attempt.stdout.text.as_str()];
+    let mut lines = evidence_lines(&texts, |line| {
+        is_denial_evidence(line, context)
+            || (attempt.blocked.contains(&Blocked::Network)
+                && line.to_lowercase().contains("operation not permitted"))
+    });
     if lines.is_empty() {
         lines.push(format!("exit status {}", attempt.exit.shell_status()));
     }
