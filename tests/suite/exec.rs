@@ -184,13 +184,13 @@ fn rules_forbid_prompt_persist_and_workspace_allows_are_ignored() {
     let (transcript, code) = exec_on_terminal(
         e.home.path(),
         e.work.path(),
-        &["-a", "untrusted", "--", "cargo", "version"],
+        &["-a", "untrusted", "--", "git", "version"],
         &["a"],
     );
     assert_eq!(code, 0, "{transcript}");
     let rules = std::fs::read_to_string(e.home.path().join("rules.toml")).unwrap();
-    assert!(rules.contains("[\"cargo\", \"version\"]"), "{rules}");
-    let run = exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "cargo", "version"]);
+    assert!(rules.contains("[\"git\", \"version\"]"), "{rules}");
+    let run = exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "git", "version"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
 
