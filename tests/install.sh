@@ -60,6 +60,9 @@ if grep -a -o 'CORDON_TEST_[A-Z_]*' "$home/.cargo/bin/cordon" | sort -u | grep .
 fi
 grep -q "complete" "$home/.local/share/bash-completion/completions/cordon" || fail "no bash completion"
 grep -q '^\.TH' "$home/.local/share/man/man1/cordon.1" || fail "no man page"
+for page in cordon-exec cordon-sandbox-linux cordon-executor cordon-mcp-server cordon-doctor; do
+  grep -q '^\.TH' "$home/.local/share/man/man1/$page.1" || fail "no man page $page(1)"
+done
 grep -q "enforce" <<<"$out" || { echo "$out" >&2; fail "cordon doctor said nothing about enforcement"; }
 version=$(run_as_user 'cordon --version')
 echo "install: installed $version"

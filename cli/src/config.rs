@@ -48,15 +48,46 @@ pub struct Config {
 
 /// The `network` key.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[serde(try_from = "toml::Value")]
 pub enum NetworkSetting {
     Switch(NetworkSwitch),
     Domains(DomainRules),
 }
 
+/// What `network` may be, for the error that names a value it may not.
+const NETWORK_FORMS: &str = "network must be \"off\", \"on\" or a table \
+    { allow = [\"host\", \"*.suffix\", \"host:port\"], deny = [...] }";
+
+/// `a` or `an`, for a TOML type's name.
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+}
+
+impl TryFrom<toml::Value> for NetworkSetting {
+    type Error = String;
+
+    fn try_from(value: toml::Value) -> Result<Self, Self::Error> {
+        match value {
+            toml::Value::String(text) => match text.as_str() {
+                "off" => Ok(NetworkSetting::Switch(NetworkSwitch::Off)),
+                "on" => Ok(NetworkSetting::Switch(NetworkSwitch::On)),
+                other => Err(format!("{NETWORK_FORMS}, not {other:?}")),
+            },
+            table @ toml::Value::Table(_) => table
+                .try_into::<DomainRules>()
+                .map(NetworkSetting::Domains)
+                .map_err(|error| format!("{NETWORK_FORMS}: {}", one_line(error.message()))),
+            other => Err(format!(
+                "{NETWORK_FORMS}, not {} {}",
+                article(other.type_str()),
+                other.type_str()
+            )),
+        }
+    }
+}
+
 /// `network = "off"` or `"on"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetworkSwitch {
     Off,
     On,
@@ -208,7 +239,13 @@ mod tests {
                 deny: vec!["x.example.org".into()],
             }))
         );
-        assert!(load(None, &["network=sometimes".into()]).is_err());
+        let error = load(None, &["network=sometimes".into()]).unwrap_err().to_string();
+        assert!(error.contains(r#"network must be "off", "on" or a table"#), "{error}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), "\nnetwork = 5\n").unwrap();
+        let error = load(Some(dir.path()), &[]).unwrap_err().to_string();
+        assert!(error.contains("line 2: network must be"), "{error}");
+        assert!(!error.contains("untagged"), "{error}");
     }
 
     #[test]

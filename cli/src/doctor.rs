@@ -21,12 +21,14 @@ use crate::flags::DoctorArgs;
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let report = DoctorReport::gather();
     let config = crate::config::load(crate::config::cordon_home().as_deref(), &[]);
+    let broken = broken_state_files(&config);
     let environment = environment_report(&config);
     let hidden_here = hidden_here(&config);
     let advice = git_advice();
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
+            map.insert("config_errors".into(), json!(broken));
             map.insert("hidden_here".into(), json!(hidden_here));
             map.insert("hidden_catalogue".into(), json!(SECRET_FILES));
             map.insert("environment".into(), environment);
@@ -34,7 +36,15 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         format!("{}\n", serde_json::to_string_pretty(&document)?)
     } else {
-        let mut text = render_text(&report);
+        let mut text = String::new();
+        for error in &broken {
+            let _ = writeln!(
+                text,
+                "CONFIG BROKEN: {error}\n  every `cordon exec`, `executor` and `mcp-server` \
+                 refuses to start (exit 125) until it is fixed (docs/config.md)"
+            );
+        }
+        text.push_str(&render_text(&report));
         render_hidden_here(&mut text, &hidden_here);
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
@@ -44,11 +54,25 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         text
     };
     crate::output::write_stdout(&text)?;
-    Ok(if report.default_policy_enforceable {
+    Ok(if report.default_policy_enforceable && broken.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_NOT_ENFORCEABLE)
     })
+}
+
+/// What keeps every run from starting: the config file (or `$CORDON_HOME/rules.toml`) that
+/// cordon will not read, one line each.
+#[cfg(target_os = "linux")]
+fn broken_state_files(config: &anyhow::Result<Config>) -> Vec<String> {
+    let mut broken = Vec::new();
+    if let Err(error) = config {
+        broken.push(format!("{error:#}"));
+    }
+    if let Err(error) = crate::settings::load_user_rules(crate::config::cordon_home().as_deref()) {
+        broken.push(format!("{error:#}"));
+    }
+    broken
 }
 
 /// What the user's own git setup leaves open. A directory holding plain `HEAD`, `config` and

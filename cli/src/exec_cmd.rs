@@ -14,8 +14,15 @@ use crate::settings::{
 };
 use crate::terminal::Exposure;
 
+/// The version of the JSON documents `cordon exec --json`, `--dry-run --json` and `policy
+/// check` print: raised when a field changes meaning or goes away (new fields do not raise it).
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let bypass = if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No };
+    if args.dry_run {
+        return dry_run(&args, bypass);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     // Before anything runs: the terminal as the shell handed it over.
     crate::terminal::note_start();
@@ -27,6 +34,15 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut document = serde_json::to_value(&outcome)?;
         if let Some(map) = document.as_object_mut() {
+            map.insert("schema_version".into(), JSON_SCHEMA_VERSION.into());
+            // Whether the attempt that gave the result ran in a sandbox (`--yolo`, an
+            // approved retry or escalation did not).
+            let last = outcome.attempts.last();
+            map.insert(
+                "sandboxed".into(),
+                last.is_some_and(|a| a.sandbox != SandboxKind::None).into(),
+            );
+            map.insert("sandbox_mode".into(), request.sandbox.policy.mode().as_str().into());
             map.insert("not_enforced".into(), serde_json::to_value(&gaps)?);
             map.insert("env_removed".into(), serde_json::to_value(&env_removed)?);
             map.insert("network_denied".into(), serde_json::to_value(denied_hosts(&outcome))?);
@@ -100,6 +116,24 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         crate::terminal::say(&said);
     }
     Ok(crate::output::exit_code(outcome.exit_status()))
+}
+
+/// `--dry-run`: the decision and the sandbox, on stdout; nothing runs.
+fn dry_run(args: &ExecArgs, bypass: Bypass) -> anyhow::Result<ExitCode> {
+    let settings =
+        Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, bypass)?;
+    settings.refuse_home_root()?;
+    let orchestrator = settings.orchestrator()?;
+    let (env, env_removed) = settings.command_env();
+    let request = exec_request(args, &settings, env, StdinMode::Null);
+    let (document, text) =
+        crate::dry_run::exec_report(&settings, &orchestrator, &request, env_removed);
+    if args.json {
+        crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
+    } else {
+        crate::output::write_stdout(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What running the command gave, wherever it ran.
@@ -239,6 +273,7 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let report = serde_json::json!({
+        "schema_version": JSON_SCHEMA_VERSION,
         "command": args.command,
         "approval_policy": settings.approval.as_str(),
         "sandbox_policy": settings.sandbox.policy.mode().as_str(),

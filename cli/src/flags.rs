@@ -87,12 +87,25 @@ sandboxed there, while rules, the approval policy and the elicitation stay here.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
     /// Show what this kernel can enforce and what each sandbox mode enforces here (exit 1
-    /// when the default policy cannot be enforced).
+    /// when the default policy cannot be enforced, or when the config is broken).
     Doctor(DoctorArgs),
     /// Print a shell completion script: `cordon completions bash > /etc/bash_completion.d/cordon`.
     Completions(CompletionsArgs),
-    /// Print the man page (roff): `cordon man > cordon.1`.
-    Man,
+    /// Print a man page (roff): `cordon man > cordon.1`, `cordon man exec`; or write every
+    /// page to a directory: `cordon man --dir ~/.local/share/man/man1`.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write every page (cordon.1, cordon-exec.1, …) into DIR, creating it, and print their
+    /// paths, instead of printing one page.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
+    /// The command whose page to print: `exec`, `sandbox linux`, `policy check` (default: the
+    /// top page, cordon(1)).
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -184,6 +197,20 @@ pub struct SandboxRunArgs {
     /// paths and writable roots do not depend on it.
     #[arg(long)]
     pub inherit_env: bool,
+    /// Override a config key: `-c sandbox_workspace_write.network_access=true`.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Kill the command (and everything it started) after this long, exit 124: `10s`, `500ms`,
+    /// `2m`. cordon then stays as the command's parent instead of becoming it.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Print one JSON document (the attempt, its output and exit) instead of streaming the
+    /// output. cordon then stays as the command's parent instead of becoming it.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the sandbox the command would get and run nothing (`--json`: as data).
+    #[arg(long)]
+    pub dry_run: bool,
     /// The command and its arguments (`--` before it is optional).
     #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -222,6 +249,10 @@ pub struct ExecArgs {
     /// Print one JSON document with every attempt instead of streaming the output.
     #[arg(long)]
     pub json: bool,
+    /// Print the decision and the sandbox the command would get — writable roots, protected
+    /// and hidden paths, network, environment removed — and run nothing (`--json`: as data).
+    #[arg(long, conflicts_with = "host")]
+    pub dry_run: bool,
     /// Run the command on another machine, sandboxed there by its cordon (reached with
     /// `ssh HOST cordon executor --serve-remote`); approvals are asked here. `-C` is then a
     /// path there (default: the login directory); the command's output arrives merged on

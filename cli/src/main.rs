@@ -9,10 +9,12 @@
 mod approver;
 mod config;
 mod doctor;
+mod dry_run;
 mod exec_cmd;
 mod executor_cmd;
 mod flags;
 mod logging;
+mod man;
 mod mcp_cmd;
 mod output;
 mod sandbox_cmd;
@@ -23,17 +25,6 @@ mod terminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-
-/// `cordon man`: the roff man page on stdout.
-fn man_page() -> anyhow::Result<ExitCode> {
-    // Deferred subcommands (see `flags::Command`) are built before the page lists them.
-    let mut command = <flags::Cli as clap::CommandFactory>::command();
-    command.build();
-    let mut page = Vec::new();
-    clap_mangen::Man::new(command).render(&mut page)?;
-    output::write_stdout(&String::from_utf8_lossy(&page))?;
-    Ok(ExitCode::SUCCESS)
-}
 
 /// Exit status of a command line cordon cannot parse (see docs/exit-codes.md).
 const EXIT_USAGE: u8 = 2;
@@ -72,7 +63,7 @@ fn main() -> ExitCode {
             clap_complete::generate(args.shell, &mut command, "cordon", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
-        flags::Command::Man => man_page(),
+        flags::Command::Man(args) => man::run(&args),
     };
     let code = match result {
         Ok(code) => code,

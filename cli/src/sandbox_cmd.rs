@@ -34,19 +34,36 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let no_overrides = PolicyFlags { approval: None, overrides: Vec::new() };
-    let settings = Settings::load(&args.sandbox, &no_overrides, SandboxMode::ReadOnly, Bypass::No)?;
+    let policy_flags = PolicyFlags { approval: None, overrides: args.overrides.clone() };
+    let settings = Settings::load(&args.sandbox, &policy_flags, SandboxMode::ReadOnly, Bypass::No)?;
     settings.refuse_home_root()?;
     // `--inherit-env` passes cordon's own environment through; otherwise the environment
     // policy applies as it does for `cordon exec`.
-    let env: Vec<(OsString, OsString)> =
-        if args.inherit_env { std::env::vars_os().collect() } else { settings.command_env().0 };
+    let (env, removed) = if args.inherit_env {
+        (std::env::vars_os().collect(), Vec::new())
+    } else {
+        settings.command_env()
+    };
     let kind = match settings.sandbox.policy {
         SandboxPolicy::DangerFullAccess {} => SandboxKind::None,
         SandboxPolicy::ReadOnly { .. } | SandboxPolicy::WorkspaceWrite(_) => kind,
     };
-    if kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some() {
-        return run_with_proxy(&settings, env, args.command, kind);
+    let stay = Stay { timeout: args.timeout, json: args.json };
+    if args.dry_run {
+        let request = request(&settings, env, args.command, stay);
+        let (document, text) = crate::dry_run::sandbox_report(&settings, &request, removed);
+        let text = if args.json {
+            format!("{}\n", serde_json::to_string_pretty(&document)?)
+        } else {
+            text
+        };
+        crate::output::write_stdout(&text)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if (kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some())
+        || stay.needed()
+    {
+        return run_as_parent(&settings, env, args.command, kind, stay);
     }
     let launch = Launch {
         kind,
@@ -65,17 +82,27 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     Err(error).with_context(|| format!("cannot start {}", plan.program.display()))
 }
 
-/// With a domain allow-list cordon cannot exec the helper: its proxy must serve the command.
-/// It runs the command as its child instead — one sandboxed attempt, streamed, the terminal
-/// handed over while it runs — and exits with the command's status.
-fn run_with_proxy(
+/// What makes cordon stay as the command's parent rather than become it.
+#[derive(Debug, Clone, Copy)]
+struct Stay {
+    timeout: Option<std::time::Duration>,
+    json: bool,
+}
+
+impl Stay {
+    fn needed(self) -> bool {
+        self.timeout.is_some() || self.json
+    }
+}
+
+/// One sandboxed attempt of `command` (the approval step does not exist here).
+fn request(
     settings: &Settings,
     env: Vec<(OsString, OsString)>,
     command: Vec<OsString>,
-    kind: SandboxKind,
-) -> anyhow::Result<ExitCode> {
-    let orchestrator = settings.orchestrator()?;
-    let request = ExecRequest {
+    stay: Stay,
+) -> ExecRequest {
+    ExecRequest {
         command,
         cwd: settings.cwd.clone(),
         cwd_pin: settings.cwd_pin.clone(),
@@ -83,22 +110,50 @@ fn run_with_proxy(
         approval: AskForApproval::Never,
         escalation: Escalation::UseDefault,
         requester: Requester::Program,
-        timeout: None,
+        timeout: stay.timeout,
         env,
         stdin: if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             StdinMode::Terminal
         } else {
             StdinMode::Inherit
         },
-        output: OutputMode::Stream,
-    };
+        output: if stay.json { OutputMode::Capture } else { OutputMode::Stream },
+    }
+}
+
+/// When cordon cannot exec the helper — its proxy must serve the command (a domain
+/// allow-list), a timeout must be kept, or `--json` must be written after — it runs the
+/// command as its child instead: one sandboxed attempt, streamed (or captured for `--json`),
+/// the terminal handed over while it runs, and exits with the command's status.
+fn run_as_parent(
+    settings: &Settings,
+    env: Vec<(OsString, OsString)>,
+    command: Vec<OsString>,
+    kind: SandboxKind,
+    stay: Stay,
+) -> anyhow::Result<ExitCode> {
+    let orchestrator = settings.orchestrator()?;
+    let request = request(settings, env, command, stay);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     crate::terminal::note_start();
-    crate::terminal::expose(match request.stdin {
-        StdinMode::Terminal => crate::terminal::Exposure::Direct,
-        StdinMode::Null | StdinMode::Inherit => crate::terminal::Exposure::Relayed,
+    crate::terminal::expose(match (request.stdin, request.output) {
+        (StdinMode::Terminal, _) => crate::terminal::Exposure::Direct,
+        (StdinMode::Null | StdinMode::Inherit, OutputMode::Stream) => {
+            crate::terminal::Exposure::Relayed
+        }
+        (StdinMode::Null | StdinMode::Inherit, OutputMode::Capture) => {
+            crate::terminal::Exposure::Untouched
+        }
     });
     let attempt = runtime.block_on(orchestrator.run_sandboxed(&request, kind))?;
+    if stay.json {
+        let mut document = serde_json::to_value(&attempt)?;
+        if let Some(map) = document.as_object_mut() {
+            map.insert("schema_version".into(), crate::exec_cmd::JSON_SCHEMA_VERSION.into());
+            map.insert("sandboxed".into(), (attempt.sandbox != SandboxKind::None).into());
+        }
+        crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
+    }
     let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();
     if !denied.is_empty() {
         crate::terminal::say(&[format!(

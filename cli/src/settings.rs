@@ -275,6 +275,7 @@ fn sandbox_policy(
     };
     let hidden_paths = hidden_paths(flags, config, env);
     let ww = &config.sandbox_workspace_write;
+    warn_missing_dirs(&flags.add_dirs, cwd);
     let policy = match mode {
         SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess {},
         SandboxMode::ReadOnly => {
@@ -320,6 +321,22 @@ fn sandbox_policy(
     // A usage error here, not a sandbox that cannot be set up later.
     policy.allowed_sockets(env)?;
     Ok(policy)
+}
+
+/// One warning line per `--add-dir` that does not exist: the sandbox skips a missing root, so
+/// the command would fail later with nothing to say why.
+fn warn_missing_dirs(dirs: &[PathBuf], cwd: &Path) {
+    for dir in dirs {
+        let full = cwd.join(dir);
+        if !full.is_dir() {
+            let what = if full.exists() { "is not a directory" } else { "does not exist" };
+            crate::terminal::say(&[format!(
+                "warning: --add-dir {}: {} {what}; it is not a writable root for this run",
+                dir.display(),
+                full.display()
+            )]);
+        }
+    }
 }
 
 /// The domain allow-list: config `network = { allow, deny }` plus `--allow-domain`. `--network`
@@ -537,6 +554,11 @@ fn executable_file(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// `$CORDON_HOME/rules.toml` alone: whether it can be read (for `cordon doctor`).
+pub fn load_user_rules(home: Option<&Path>) -> anyhow::Result<RuleSet> {
+    load_rules(home, None)
 }
 
 /// `$CORDON_HOME/rules.toml`, then `<workspace>/.cordon/rules.toml` (read safely: see

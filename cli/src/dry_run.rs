@@ -1,0 +1,264 @@
+//! `--dry-run`: what a command would get — the decision, and the sandbox it would run in —
+//! without running or creating anything.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use cordon_exec_core::{ExecRequest, Orchestrator, SandboxKind, Sandboxed};
+use cordon_policies::{Escalation, PreRunDecision, RemovedVar, SandboxPolicy, secret_file};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::settings::Settings;
+
+/// The sandbox a run would get, as far as this machine can tell before it starts.
+#[derive(Debug, Serialize)]
+pub struct SandboxPlan {
+    /// `linux`, `seatbelt` or `none`.
+    pub kind: &'static str,
+    pub mode: &'static str,
+    pub cwd: PathBuf,
+    /// Canonical writable roots (empty when nothing may be written).
+    pub writable_roots: Vec<PathBuf>,
+    /// `off`, `on`, or `domains` (only `allowed_domains`, through cordon's proxy).
+    pub network: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied_domains: Vec<String>,
+    /// Read-only inside every writable root (relative names) or where they are (absolute).
+    pub protected_paths: Vec<String>,
+    /// The hidden paths that exist here (the rest of the list is hidden too, if it appears).
+    pub hidden_here: Vec<HiddenPath>,
+    pub hidden_entries: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_unix_sockets: Vec<PathBuf>,
+    /// `auto`, `required` or `off`.
+    pub mount_view: String,
+    /// `fail_closed` (exit 125 when the kernel cannot enforce) or `best_effort`.
+    pub strictness: String,
+    /// Environment variables the command would not get (names only).
+    pub environment_removed: Vec<RemovedVar>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HiddenPath {
+    pub path: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<&'static str>,
+}
+
+/// The plan for `request` under `settings`, run as `sandboxed`.
+pub fn plan(
+    settings: &Settings,
+    request: &ExecRequest,
+    sandboxed: Sandboxed,
+    environment_removed: Vec<RemovedVar>,
+) -> SandboxPlan {
+    let request = request.under(sandboxed);
+    let policy = &request.sandbox.policy;
+    let kind = match sandboxed {
+        Sandboxed::No => SandboxKind::None,
+        Sandboxed::Yes | Sandboxed::ReadOnly => SandboxKind::for_run(policy, sandboxed),
+    };
+    let view = settings.helper.user_view.view();
+    let resolved = policy.resolve(&request.cwd, &view, |p| std::fs::canonicalize(p)).ok();
+    let sandbox_runs = kind != SandboxKind::None;
+    let domains = policy.network_domains();
+    let network = match (sandbox_runs, policy, domains) {
+        (false, _, _) | (true, SandboxPolicy::DangerFullAccess {}, _) => "on",
+        (true, _, Some(_)) => "domains",
+        (true, _, None) if resolved.as_ref().is_some_and(|r| r.network_access) => "on",
+        (true, _, None) => "off",
+    };
+    let (writable_roots, protected_paths, hidden, sockets) = match (&resolved, sandbox_runs) {
+        (Some(r), true) => (
+            r.writable_roots.clone(),
+            r.protected_paths.clone(),
+            r.hidden_paths.clone(),
+            r.allowed_sockets.clone(),
+        ),
+        _ => Default::default(),
+    };
+    let hidden_entries = hidden.len();
+    let hidden_here = hidden
+        .into_iter()
+        .filter(|path| std::fs::symlink_metadata(path).is_ok())
+        .map(|path| {
+            let tool = settings
+                .helper
+                .user_view
+                .home
+                .as_ref()
+                .and_then(|home| path.strip_prefix(home).ok())
+                .and_then(|rest| secret_file(&format!("~/{}", rest.display())))
+                .map(|entry| entry.tool);
+            HiddenPath { path, tool }
+        })
+        .collect();
+    SandboxPlan {
+        kind: kind.as_str(),
+        mode: if sandbox_runs { policy.mode().as_str() } else { "danger-full-access" },
+        cwd: request.cwd.clone(),
+        writable_roots,
+        network,
+        allowed_domains: domains.map(|d| d.allow.clone()).unwrap_or_default(),
+        denied_domains: domains.map(|d| d.deny.clone()).unwrap_or_default(),
+        protected_paths,
+        hidden_here,
+        hidden_entries,
+        allowed_unix_sockets: sockets,
+        mount_view: enum_text(&request.sandbox.mount_view),
+        strictness: enum_text(&request.sandbox.strictness),
+        environment_removed,
+    }
+}
+
+/// A serde enum's own spelling (what the config file takes).
+fn enum_text<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => String::new(),
+    }
+}
+
+/// `cordon exec --dry-run`: the decision for `request` and the sandbox it would run in.
+pub fn exec_report(
+    settings: &Settings,
+    orchestrator: &Orchestrator,
+    request: &ExecRequest,
+    environment_removed: Vec<RemovedVar>,
+) -> (serde_json::Value, String) {
+    let words: Vec<String> =
+        request.command.iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let lookup = orchestrator.program_lookup(request);
+    let assessment =
+        orchestrator.assess(&words, settings.approval, &Escalation::UseDefault, &lookup);
+    let sandboxed = match &assessment.decision {
+        PreRunDecision::Refuse { .. } => None,
+        PreRunDecision::Run { sandbox } | PreRunDecision::Ask { sandbox, .. } => {
+            Some(Sandboxed::from(*sandbox))
+        }
+    };
+    let plan = sandboxed.map(|s| plan(settings, request, s, environment_removed));
+    let document = json!({
+        "schema_version": crate::exec_cmd::JSON_SCHEMA_VERSION,
+        "dry_run": true,
+        "command": words,
+        "approval_policy": settings.approval.as_str(),
+        "decision": assessment.decision,
+        "known_safe": assessment.known_safe,
+        "matched_rule": assessment.matched_rule,
+        "unreadable": assessment.unreadable,
+        "sandbox": plan,
+    });
+    let mut text = String::new();
+    let shown = cordon_policies::render_argv(&request.command).text;
+    let _ = writeln!(text, "dry run: nothing runs, nothing is created");
+    let _ = writeln!(text, "command:      {shown}");
+    let decision = match &assessment.decision {
+        PreRunDecision::Run { .. } => {
+            format!("run without asking ({})", settings.approval.as_str())
+        }
+        PreRunDecision::Ask { reason, .. } => format!("ask first: {reason}"),
+        PreRunDecision::Refuse { reason } => format!("refused: {reason}"),
+    };
+    let _ = writeln!(text, "decision:     {decision}");
+    if let Some(plan) = &plan {
+        render_plan(&mut text, plan);
+    }
+    (document, text)
+}
+
+/// `cordon sandbox … --dry-run`: the sandbox alone (no approval step there).
+pub fn sandbox_report(
+    settings: &Settings,
+    request: &ExecRequest,
+    environment_removed: Vec<RemovedVar>,
+) -> (serde_json::Value, String) {
+    let plan = plan(settings, request, Sandboxed::Yes, environment_removed);
+    let words: Vec<String> =
+        request.command.iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let document = json!({
+        "schema_version": crate::exec_cmd::JSON_SCHEMA_VERSION,
+        "dry_run": true,
+        "command": words,
+        "sandbox": plan,
+    });
+    let mut text = String::new();
+    let _ = writeln!(text, "dry run: nothing runs, nothing is created");
+    let _ = writeln!(text, "command:      {}", cordon_policies::render_argv(&request.command).text);
+    render_plan(&mut text, &plan);
+    (document, text)
+}
+
+fn render_plan(text: &mut String, plan: &SandboxPlan) {
+    let show = |path: &PathBuf| cordon_policies::render_text(&path.display().to_string()).text;
+    let _ = writeln!(text, "sandbox:      {} ({})", plan.mode, plan.kind);
+    let _ = writeln!(text, "cwd:          {}", show(&plan.cwd));
+    if plan.kind == "none" {
+        let _ = writeln!(text, "              no sandbox: the command may do anything you may");
+    } else {
+        let roots: Vec<String> = plan.writable_roots.iter().map(show).collect();
+        let roots = if roots.is_empty() { "nothing".to_owned() } else { roots.join(", ") };
+        let _ = writeln!(text, "writable:     {roots}");
+        let network = match plan.network {
+            "domains" => {
+                let mut line =
+                    format!("only {} (through cordon's proxy)", plan.allowed_domains.join(", "));
+                if !plan.denied_domains.is_empty() {
+                    let _ = write!(line, "; never {}", plan.denied_domains.join(", "));
+                }
+                line
+            }
+            other => other.to_owned(),
+        };
+        let _ = writeln!(text, "network:      {network}");
+        if !plan.protected_paths.is_empty() {
+            let _ = writeln!(
+                text,
+                "protected:    {} (read-only inside every writable root)",
+                plan.protected_paths.join(", ")
+            );
+        }
+        let here: Vec<String> = plan
+            .hidden_here
+            .iter()
+            .map(|h| match h.tool {
+                Some(tool) => format!("{} ({tool})", show(&h.path)),
+                None => show(&h.path),
+            })
+            .collect();
+        let _ = writeln!(
+            text,
+            "hidden:       {} of {} hidden paths exist here{}{}",
+            here.len(),
+            plan.hidden_entries,
+            if here.is_empty() { "" } else { ": " },
+            here.join(", ")
+        );
+        if !plan.allowed_unix_sockets.is_empty() {
+            let sockets: Vec<String> = plan.allowed_unix_sockets.iter().map(show).collect();
+            let _ =
+                writeln!(text, "sockets:      {} (reachable although hidden)", sockets.join(", "));
+        }
+        let _ = writeln!(
+            text,
+            "mount view:   {}; when the kernel cannot enforce: {}",
+            plan.mount_view,
+            if plan.strictness == "best_effort" {
+                "run weaker, saying what is missing"
+            } else {
+                "refuse (exit 125)"
+            }
+        );
+    }
+    let removed: Vec<&str> = plan.environment_removed.iter().map(|r| r.name.as_str()).collect();
+    let _ = writeln!(
+        text,
+        "environment:  {} removed{}{}",
+        removed.len(),
+        if removed.is_empty() { "" } else { ": " },
+        removed.join(", ")
+    );
+}
