@@ -8,11 +8,11 @@ use cordon_policies::MountViewRequirement;
 use cordon_policies::{
     AskForApproval, DomainRules, EnvSnapshot, SandboxMode, ShellEnvironmentPolicy, WorkspaceWrite,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The config file's keys. Unknown keys are an error, so a typo never silently weakens the
 /// sandbox.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub sandbox_mode: Option<SandboxMode>,
@@ -47,8 +47,8 @@ pub struct Config {
 }
 
 /// The `network` key.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "toml::Value")]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "toml::Value", into = "toml::Value")]
 pub enum NetworkSetting {
     Switch(NetworkSwitch),
     Domains(DomainRules),
@@ -61,6 +61,24 @@ const NETWORK_FORMS: &str = "network must be \"off\", \"on\" or a table \
 /// `a` or `an`, for a TOML type's name.
 fn article(word: &str) -> &'static str {
     if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+}
+
+impl From<NetworkSetting> for toml::Value {
+    fn from(setting: NetworkSetting) -> toml::Value {
+        match setting {
+            NetworkSetting::Switch(NetworkSwitch::Off) => toml::Value::String("off".into()),
+            NetworkSetting::Switch(NetworkSwitch::On) => toml::Value::String("on".into()),
+            NetworkSetting::Domains(rules) => {
+                let list = |items: Vec<String>| {
+                    toml::Value::Array(items.into_iter().map(toml::Value::String).collect())
+                };
+                let mut table = toml::Table::new();
+                table.insert("allow".into(), list(rules.allow));
+                table.insert("deny".into(), list(rules.deny));
+                toml::Value::Table(table)
+            }
+        }
+    }
 }
 
 impl TryFrom<toml::Value> for NetworkSetting {
@@ -170,6 +188,23 @@ pub fn toml_error(text: &str, error: &toml::de::Error) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `-c key=value` overrides alone, as the table they make.
+pub fn overrides_table(overrides: &[String]) -> anyhow::Result<toml::Table> {
+    let mut table = toml::Table::new();
+    for item in overrides {
+        apply_override(&mut table, item)?;
+    }
+    Ok(table)
+}
+
+/// The config file's own table (empty when there is none); `load` has checked it.
+pub fn file_table(home: Option<&Path>) -> anyhow::Result<toml::Table> {
+    let Some(path) = home.map(|h| h.join("config.toml")) else { return Ok(toml::Table::new()) };
+    let Some(text) = crate::state_files::read(&path)? else { return Ok(toml::Table::new()) };
+    toml::from_str::<toml::Table>(&text)
+        .map_err(|error| anyhow::anyhow!("{}: {}", path.display(), toml_error(&text, &error)))
 }
 
 /// `a.b=value`: the value is read as TOML (`true`, `3`, `["x"]`, `"s"`), or as a plain string

@@ -83,6 +83,9 @@ sandboxed there, while rules, the approval policy and the elicitation stay here.
     /// Policy tools.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Configuration tools: `cordon config show`.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Run a command in the platform sandbox, with no approval step.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -346,6 +349,25 @@ pub struct McpArgs {
 pub enum PolicyCommand {
     /// Print the decision for a command as JSON; runs nothing.
     Check(PolicyCheckArgs),
+}
+
+#[derive(Debug, Subcommand)]
+// Each subcommand's arguments are built only when it is the one invoked (`Command::defer`).
+#[command(defer = true)]
+pub enum ConfigCommand {
+    /// Print the config file's path and every effective setting, with where each came from
+    /// (`-c`, the file, the environment, or the default).
+    Show(ConfigShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigShowArgs {
+    /// Override a config key, as for `cordon exec`: `-c sandbox_mode=read-only`.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@
 
 mod approver;
 mod config;
+mod config_show;
 mod doctor;
 mod dry_run;
 mod exec_cmd;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
             exec_cmd::run_policy_check(args)
         }
         flags::Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
+        flags::Command::Config(flags::ConfigCommand::Show(args)) => config_show::run(&args),
         flags::Command::Doctor(cmd) => doctor::run(&cmd),
         flags::Command::Completions(args) => {
             let mut command = <flags::Cli as clap::CommandFactory>::command();
