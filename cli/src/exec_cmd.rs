@@ -85,10 +85,12 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
                 "the sandbox blocked this command ({sandbox}, {}); {why}",
                 mode.as_str()
             ));
-            for blocked in outcome.attempts.last().map(|a| a.blocked.as_slice()).unwrap_or(&[]) {
+            let blocked = outcome.attempts.last().map(|a| a.blocked.as_slice()).unwrap_or(&[]);
+            for blocked in blocked {
                 said.push(format!("blocked (judged from the output): {}", blocked.advice()));
             }
-            if mode == SandboxMode::ReadOnly {
+            // Each blocked path's advice already names the mode when there is one.
+            if mode == SandboxMode::ReadOnly && blocked.is_empty() {
                 said.push(
                     "the sandbox is read-only: -s workspace-write lets the command write its \
                      workspace"
