@@ -270,3 +270,35 @@ fn sandbox_stays_the_parent_only_for_a_timeout_or_json_and_yolo_json_is_honest()
     assert_eq!(v["sandboxed"], false, "{}", yolo.stdout);
     assert_eq!(v["schema_version"], 1);
 }
+
+#[test]
+fn an_ignored_sighup_reaches_the_command_ignored_on_every_path() {
+    require_sandbox!(1);
+    let e = env();
+    // `nohup`'s way: SIGHUP ignored, then cordon exec'd.
+    let ignored = |args: &[&str]| -> bool {
+        let out = std::process::Command::new("env")
+            .arg("--ignore-signal=HUP")
+            .arg(CORDON)
+            .args(args)
+            .args(["--", "grep", "^SigIgn", "/proc/self/status"])
+            .current_dir(e.work.path())
+            .env("CORDON_HOME", e.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mask = text.split_whitespace().nth(1).unwrap_or_else(|| panic!("{args:?}: {text}"));
+        let mask = u64::from_str_radix(mask, 16).unwrap();
+        mask & (1 << (libc::SIGHUP - 1)) != 0
+    };
+    for args in [
+        &["exec", "-a", "never"][..],
+        &["exec", "--yolo"],
+        &["exec", "-s", "read-only"],
+        &["sandbox", "linux"],
+        &["sandbox", "linux", "--timeout", "20s"],
+    ] {
+        assert!(ignored(args), "{args:?}: SIGHUP not ignored in the command");
+    }
+}
