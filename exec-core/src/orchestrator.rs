@@ -224,7 +224,7 @@ impl Orchestrator {
         command: &[String],
         approval: AskForApproval,
         escalation: &Escalation,
-        lookup: &ProgramLookup,
+        lookup: &ProgramLookup<'_>,
     ) -> Assessment {
         let rules = self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let trusted_program = |program: &str| lookup.trusts(program);
@@ -238,10 +238,11 @@ impl Orchestrator {
     }
 
     /// Where `request`'s programs are found, and what its sandbox lets it write.
-    pub fn program_lookup(&self, request: &ExecRequest) -> ProgramLookup {
+    pub fn program_lookup<'a>(&'a self, request: &'a ExecRequest) -> ProgramLookup<'a> {
         let path = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
-        let writable_roots = denial_context(request, &self.helper.user_view).writable_roots;
-        ProgramLookup { path, cwd: request.cwd.clone(), writable_roots }
+        ProgramLookup::new(path, request.cwd.clone(), move || {
+            denial_context(request, &self.helper.user_view).writable_roots
+        })
     }
 
     /// Runs `request` through the whole flow on this machine.
