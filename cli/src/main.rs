@@ -15,6 +15,7 @@ mod flags;
 mod logging;
 mod mcp_cmd;
 mod output;
+mod presets;
 mod sandbox_cmd;
 mod settings;
 mod state_files;
@@ -76,6 +77,11 @@ fn main() -> ExitCode {
     };
     let code = match result {
         Ok(code) => code,
+        // An unknown `--preset` is a usage error like clap's own.
+        Err(error) if error.is::<presets::UnknownPreset>() => {
+            terminal::say(&[format!("{error:#}")]);
+            ExitCode::from(EXIT_USAGE)
+        }
         Err(error) => {
             // One line, whatever the error carries (a far end's message, a path with control
             // characters): what a terminal would obey is shown escaped.
