@@ -225,11 +225,17 @@ fn read_outside(path: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<ConfigF
 /// sandboxed commands, so nothing in it is trusted: files are replaced by rename (which
 /// replaces a planted link, never follows it), never opened for writing in place.
 fn prepare_caches(cordon_home: &Path, plans: &[PresetPlan]) -> anyhow::Result<()> {
-    private_dir(cordon_home, Recursive::Yes)?;
+    // `$CORDON_HOME` itself is the user's (a link to elsewhere is theirs to make): created
+    // private when missing, otherwise left as it is.
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(cordon_home)
+        .with_context(|| format!("cannot create {}", cordon_home.display()))?;
     let cache_root = cordon_home.join("cache");
-    private_dir(&cache_root, Recursive::No)?;
+    private_dir(&cache_root)?;
     for plan in plans {
-        private_dir(&plan.cache, Recursive::No)?;
+        private_dir(&plan.cache)?;
         // Keeps the sandbox's search for repositories, and backup tools, out of the cache.
         replace_file(&plan.cache, "CACHEDIR.TAG", CACHEDIR_TAG)?;
         if let Some(config) = &plan.carried_config {
@@ -252,18 +258,10 @@ fn prepare_caches(cordon_home: &Path, plans: &[PresetPlan]) -> anyhow::Result<()
 const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
 # A package cache that cordon's --preset gives sandboxed commands (docs/presets.md).\n";
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Recursive {
-    Yes,
-    No,
-}
-
 /// `dir` as a directory of this user's, created 0700 when missing; a link, another file type
 /// or another owner is an error.
-fn private_dir(dir: &Path, recursive: Recursive) -> anyhow::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.mode(0o700).recursive(recursive == Recursive::Yes);
-    match builder.create(dir) {
+fn private_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(error) => return Err(error).with_context(|| format!("cannot create {}", dir.display())),
@@ -275,6 +273,12 @@ fn private_dir(dir: &Path, recursive: Recursive) -> anyhow::Result<()> {
     }
     if meta.uid() != nix::unistd::geteuid().as_raw() {
         bail!("{} belongs to another user (a preset keeps its cache there)", dir.display());
+    }
+    // A sandboxed command may change the mode of the cache it writes (the root of its own
+    // writable directory): back to private, so no other user plants code for the next run.
+    if meta.mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.display()))?;
     }
     Ok(())
 }

@@ -85,6 +85,9 @@ pub struct NpmConfig {
     pub registry: Option<String>,
     /// `@scope:registry` entries: (`@scope`, URL).
     pub scoped: Vec<(String, String)>,
+    /// Registry URLs (as expanded) that took a `${VAR}` from the environment: a token kept in a
+    /// variable must not reach the command inside a URL, so these are not passed on.
+    pub expanded: Vec<String>,
 }
 
 /// Reads npm's ini: `key = value` lines, `;` and `#` comments, `${VAR}` taken from `env` as
@@ -99,8 +102,12 @@ pub fn parse_npmrc(text: &str, env: &BTreeMap<String, String>) -> Result<NpmConf
         let Some((key, value)) = line.split_once('=') else { continue };
         let key = key.trim();
         let value = unquote(value.trim());
+        let expanded = value.contains("${");
         let value = expand_variables(value, env)
             .map_err(|name| format!("line {}: ${{{name}}} is not set", number + 1))?;
+        if expanded && (key == "registry" || key.ends_with(":registry")) {
+            config.expanded.push(value.clone());
+        }
         if key == "registry" {
             config.registry = Some(value);
         } else if let Some(scope) = key.strip_suffix(":registry").filter(|s| s.starts_with('@')) {

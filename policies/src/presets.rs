@@ -183,9 +183,18 @@ fn plan_npm(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
         npm.scoped.into_iter().map(|(scope, url)| (format!("npm_config_{scope}:registry"), url)),
     );
     for (variable, url) in urls {
-        let parsed = RegistryUrl::parse(&url)
-            .ok_or_else(|| npm_error(configs, format!("cannot read the registry URL {url:?}")))?;
+        let parsed = RegistryUrl::parse(&url).ok_or_else(|| {
+            npm_error(configs, format!("{variable}: not an http or https URL"))
+        })?;
         plan.hosts.push(parsed.host_pattern());
+        if npm.expanded.contains(&url) {
+            plan.notes.push(format!(
+                "npm: the registry URL for {} takes a ${{VARIABLE}} from your environment, which \
+                 may hold a token: it is not passed to the command (set {variable} for it)",
+                parsed.host
+            ));
+            continue;
+        }
         pass_url(plan, &variable, &parsed);
     }
     Ok(())
@@ -211,9 +220,10 @@ fn plan_pip(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
     if let Some(urls) = env_value(&configs.env, "PIP_EXTRA_INDEX_URL") {
         pip.extra_index_urls = urls.split_whitespace().map(str::to_owned).collect();
     }
-    let bad = |url: &str| PresetError {
+    // The URL itself is not shown: it may hold a password.
+    let bad = |_: &str| PresetError {
         path: PathBuf::from("pip's configuration"),
-        detail: format!("cannot read the index URL {url:?}"),
+        detail: "an index URL is not an http or https URL".to_owned(),
     };
     let index = pip.index_url.clone().unwrap_or_else(|| "https://pypi.org/simple".to_owned());
     let index_url = RegistryUrl::parse(&index).ok_or_else(|| bad(&index))?;
@@ -278,7 +288,7 @@ fn plan_cargo(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Pres
                 .cargo_config
                 .as_ref()
                 .map_or_else(|| PathBuf::from("the environment"), |f| f.path.clone()),
-            detail: format!("cannot read the registry URL {url:?}"),
+            detail: "a registry URL is not an http or https URL".to_owned(),
         })?;
         plan.hosts.push(parsed.host_pattern());
     }

@@ -38,17 +38,25 @@ fn npm_takes_the_registries_of_the_users_npmrc_without_tokens_or_passwords() {
             "/home/u/.npmrc",
             "; comment\nregistry = \"https://bob:hunter2@npm.corp.example:8443/repo/\"\n\
              //npm.corp.example:8443/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789\n\
-             @acme:registry=https://${ACME_HOST}/npm/\nalways-auth=true\n",
+             @acme:registry=https://pkgs.acme.example/npm/\nalways-auth=true\n\
+             @corp:registry=https://npm.corp.example/${NPM_PATH_TOKEN}/\n",
         ),
-        env: env_of(&[("ACME_HOST", "pkgs.acme.example")]),
+        env: env_of(&[("NPM_PATH_TOKEN", "plainlookingvalue")]),
         ..ClientConfigs::default()
     };
     let plan = plan_preset(Preset::Npm, &configs, Path::new("/c")).unwrap();
-    assert_eq!(plan.hosts, vec!["npm.corp.example:8443", "pkgs.acme.example:443"]);
+    assert_eq!(
+        plan.hosts,
+        vec!["npm.corp.example:8443", "pkgs.acme.example:443", "npm.corp.example:443"]
+    );
+    // A URL built from a variable is not passed on: the variable may be a token.
+    assert_eq!(var(&plan, "npm_config_@corp:registry"), None);
     assert_eq!(var(&plan, "npm_config_registry"), Some("https://npm.corp.example:8443/repo/"));
     assert_eq!(var(&plan, "npm_config_@acme:registry"), Some("https://pkgs.acme.example/npm/"));
     let everything = format!("{:?}", plan.env);
-    assert!(!everything.contains("hunter2") && !everything.contains("npm_abc"), "{everything}");
+    for secret in ["hunter2", "npm_abc", "plainlookingvalue"] {
+        assert!(!everything.contains(secret), "{everything}");
+    }
     assert!(plan.notes.iter().any(|n| n.contains("credentials")), "{:?}", plan.notes);
 }
 

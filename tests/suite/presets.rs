@@ -317,8 +317,9 @@ fn presets_allow_the_users_configured_registry_and_ignore_workspace_configuratio
 }
 
 /// The cache is the one writable place in `$CORDON_HOME`: the config, the rules and the other
-/// caches' parent stay read-only, and a link planted in the cache never makes cordon write
-/// elsewhere (it writes cargo's carried configuration by renaming a new file over the name).
+/// caches' parent stay read-only, a link planted in the cache never makes cordon write
+/// elsewhere (it writes cargo's carried configuration by renaming a new file over the name),
+/// and a cache a command opened to other users is private again at the next run.
 #[test]
 fn only_the_preset_cache_is_writable_in_cordon_home_and_planted_links_are_replaced() {
     require_domain_list!();
@@ -336,7 +337,8 @@ fn only_the_preset_cache_is_writable_in_cordon_home_and_planted_links_are_replac
             "for f in {home}/.cordon/config.toml {home}/.cordon/rules.toml {home}/.cordon/cache/x \
              {home}/.cordon/cache/cargo/ok; do touch $f 2>/dev/null && echo wrote $f; done; \
              ln -sf {victim} {home}/.cordon/cache/cargo/config.toml; \
-             echo planted > {home}/.cordon/cache/cargo/config",
+             echo planted > {home}/.cordon/cache/cargo/config; \
+             chmod 777 {home}/.cordon/cache/cargo",
             victim = victim.display()
         );
         let mut command = command_as(who, cordon_for(who));
@@ -371,6 +373,11 @@ fn only_the_preset_cache_is_writable_in_cordon_home_and_planted_links_are_replac
         let carried = u.cache("cargo").join("config.toml");
         assert!(std::fs::symlink_metadata(&carried).unwrap().is_file(), "{who:?}");
         assert!(!u.cache("cargo").join("config").exists(), "{who:?}");
+        // A mode the sandboxed command opened is private again before the next run.
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(u.cache("cargo")).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o700, "{who:?}");
     }
 }
 
@@ -417,4 +424,29 @@ fn an_unknown_preset_is_one_line_and_exit_2() {
     assert!(out.stderr.contains("npm, pip, cargo"), "{}", out.stderr);
     // Nothing was created for it.
     assert!(!u.home.join(".cordon").exists());
+}
+
+/// A preset needs a place to write: `--preset` with read-only is an error, while the config's
+/// presets are left out of read-only runs; a `$CORDON_HOME` inside a writable root (bound
+/// read-only there, caches included) is refused; `cordon doctor` lists every preset.
+#[test]
+fn presets_say_where_they_cannot_apply_and_doctor_lists_them() {
+    require_sandbox!(1);
+    let u = user();
+    let out = run(u.cordon(&["-s", "read-only", "--preset", "pip", "--", "true"]));
+    assert_eq!(out.code, Some(125), "{}", out.stderr);
+    assert!(out.stderr.contains("needs -s workspace-write"), "{}", out.stderr);
+    std::fs::create_dir_all(u.home.join(".cordon")).unwrap();
+    std::fs::write(u.home.join(".cordon/config.toml"), "presets = [\"npm\"]\n").unwrap();
+    run(u.cordon(&["-s", "read-only", "--", "true"])).assert_ok();
+    assert!(!u.home.join(".cordon/cache").exists());
+    let inside = u.ws.join("state");
+    let out = run(u.cordon(&["--preset", "npm", "--", "true"]).env("CORDON_HOME", &inside));
+    assert_eq!(out.code, Some(125), "{}", out.stderr);
+    assert!(out.stderr.contains("lies inside the writable root"), "{}", out.stderr);
+    let doctor =
+        run(Command::new(CORDON).arg("doctor").env("HOME", &u.home).env_remove("CORDON_HOME"));
+    for line in ["presets (", "  npm    registry.npmjs.org:443 (on in the config)", "  cargo  "] {
+        assert!(doctor.stdout.contains(line), "{line}: {}", doctor.stdout);
+    }
 }
