@@ -64,9 +64,7 @@ pub enum OnCommandLine {
 pub fn requested(flags: &[String], config: &[String]) -> anyhow::Result<Requested> {
     let mut presets = Vec::new();
     for name in flags {
-        presets.push(
-            Preset::from_name(name).ok_or_else(|| UnknownPreset { name: name.clone() })?,
-        );
+        presets.push(Preset::from_name(name).ok_or_else(|| UnknownPreset { name: name.clone() })?);
     }
     for name in config {
         presets.push(Preset::from_name(name).ok_or_else(|| {
@@ -130,7 +128,7 @@ pub fn apply(
     for preset in presets {
         let plan = plan_preset(*preset, &configs, &cache_root)?;
         for note in &plan.notes {
-            crate::terminal::say(&[note.clone()]);
+            crate::terminal::say(std::slice::from_ref(note));
         }
         plans.push(plan);
     }
@@ -207,7 +205,8 @@ fn read_outside(path: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<ConfigF
         Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
     };
     let place = canonical_even_if_missing(path);
-    if let Some(root) = roots.iter().find(|root| place.starts_with(root) || target.starts_with(root))
+    if let Some(root) =
+        roots.iter().find(|root| place.starts_with(root) || target.starts_with(root))
     {
         crate::terminal::say(&[format!(
             "--preset ignores {}: it lies inside the writable root {}, where a sandboxed \
@@ -264,7 +263,9 @@ fn private_dir(dir: &Path) -> anyhow::Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(error).with_context(|| format!("cannot create {}", dir.display())),
+        Err(error) => {
+            return Err(error).with_context(|| format!("cannot create {}", dir.display()));
+        }
     }
     let meta = std::fs::symlink_metadata(dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -329,7 +330,7 @@ fn canonical_even_if_missing(path: &Path) -> PathBuf {
 pub fn doctor_report(config_presets: &[String]) -> serde_json::Value {
     let view = crate::config::user_view().unwrap_or_default();
     let configs = read_client_configs(&view, &[]);
-    let cache_root = view.cordon_home.clone().unwrap_or_default().join("cache");
+    let cache_root = view.cordon_home.unwrap_or_default().join("cache");
     let presets: Vec<serde_json::Value> = Preset::ALL
         .iter()
         .map(|preset| {
@@ -359,12 +360,8 @@ pub fn render_doctor(out: &mut String, report: &serde_json::Value) {
          write; docs/presets.md):"
     );
     for preset in report.as_array().into_iter().flatten() {
-        let hosts: Vec<&str> = preset["hosts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|h| h.as_str())
-            .collect();
+        let hosts: Vec<&str> =
+            preset["hosts"].as_array().into_iter().flatten().filter_map(|h| h.as_str()).collect();
         let config = if preset["in_config"] == true { " (on in the config)" } else { "" };
         let _ = writeln!(
             out,

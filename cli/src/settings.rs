@@ -132,8 +132,7 @@ impl Settings {
             presets.presets.clear();
         }
         let mut sandbox_policy = sandbox_policy;
-        let sandboxed_env =
-            crate::presets::apply(&presets, &mut sandbox_policy, &cwd, &user_view)?;
+        let sandboxed_env = crate::presets::apply(&presets, &mut sandbox_policy, &cwd, &user_view)?;
         let allow_home_root = flags.allow_home_root || config.allow_home_root;
         let own = PinnedExe::own().context("cannot open the cordon executable")?;
         let (exe, launch) = helper_exe(&config, &own)?;

@@ -541,7 +541,8 @@ mod tests {
         };
         let cwd = std::env::temp_dir();
         let env = [("npm_config_cache".into(), "/home/u/.npm".into()), ("A".into(), "1".into())];
-        let sandbox = SandboxRequest::new(SandboxPolicy::ReadOnly { hidden_paths: None }, cwd.clone());
+        let sandbox =
+            SandboxRequest::new(SandboxPolicy::ReadOnly { hidden_paths: None }, cwd.clone());
         let plan_for = |kind| {
             let launch = Launch {
                 kind,

@@ -5,6 +5,21 @@
 
 use std::collections::BTreeMap;
 
+/// A configuration file a preset cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigReadError {
+    #[error("line {line}: ${{{name}}} is not set")]
+    UnsetVariable { line: usize, name: String },
+    #[error("line {line}: neither a section nor `key = value`")]
+    NotKeyValue { line: usize },
+    /// The first line of the TOML parser's message (the next lines quote the file, which may
+    /// hold a token).
+    #[error("{first_line}")]
+    Toml { first_line: String },
+    #[error("the configuration cannot be written back as TOML: {reason}")]
+    TomlWrite { reason: String },
+}
+
 /// A registry or index URL: where a client connects, and the URL without credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryUrl {
@@ -21,7 +36,8 @@ impl RegistryUrl {
     /// `None` for anything else: cordon's proxy carries HTTP and HTTPS only.
     pub fn parse(url: &str) -> Option<RegistryUrl> {
         let url = url.trim();
-        let url = url.strip_prefix("sparse+").or_else(|| url.strip_prefix("registry+")).unwrap_or(url);
+        let url =
+            url.strip_prefix("sparse+").or_else(|| url.strip_prefix("registry+")).unwrap_or(url);
         let (scheme, rest) = url.split_once("://")?;
         let default_port = match scheme.to_ascii_lowercase().as_str() {
             "https" => 443,
@@ -41,7 +57,10 @@ impl RegistryUrl {
         };
         let host = host.to_ascii_lowercase();
         let valid = if host.starts_with('[') {
-            host.len() > 2 && host[1..host.len() - 1].chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+            host.len() > 2
+                && host[1..host.len() - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
         } else {
             !host.is_empty()
                 && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
@@ -92,7 +111,10 @@ pub struct NpmConfig {
 
 /// Reads npm's ini: `key = value` lines, `;` and `#` comments, `${VAR}` taken from `env` as
 /// npm does.
-pub fn parse_npmrc(text: &str, env: &BTreeMap<String, String>) -> Result<NpmConfig, String> {
+pub fn parse_npmrc(
+    text: &str,
+    env: &BTreeMap<String, String>,
+) -> Result<NpmConfig, ConfigReadError> {
     let mut config = NpmConfig::default();
     for (number, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -103,8 +125,9 @@ pub fn parse_npmrc(text: &str, env: &BTreeMap<String, String>) -> Result<NpmConf
         let key = key.trim();
         let value = unquote(value.trim());
         let expanded = value.contains("${");
-        let value = expand_variables(value, env)
-            .map_err(|name| format!("line {}: ${{{name}}} is not set", number + 1))?;
+        let value = expand_variables(value, env).map_err(|UnsetVariable(name)| {
+            ConfigReadError::UnsetVariable { line: number + 1, name }
+        })?;
         if expanded && (key == "registry" || key.ends_with(":registry")) {
             config.expanded.push(value.clone());
         }
@@ -118,6 +141,9 @@ pub fn parse_npmrc(text: &str, env: &BTreeMap<String, String>) -> Result<NpmConf
     Ok(config)
 }
 
+/// The name of a variable a value takes but the environment does not have.
+struct UnsetVariable(String);
+
 fn unquote(value: &str) -> &str {
     for quote in ['"', '\''] {
         if let Some(inner) = value.strip_prefix(quote).and_then(|v| v.strip_suffix(quote)) {
@@ -128,14 +154,14 @@ fn unquote(value: &str) -> &str {
 }
 
 /// `${NAME}` replaced by its value in `env`; the name of the first unset one as the error.
-fn expand_variables(value: &str, env: &BTreeMap<String, String>) -> Result<String, String> {
+fn expand_variables(value: &str, env: &BTreeMap<String, String>) -> Result<String, UnsetVariable> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(start) = rest.find("${") {
         let Some(len) = rest[start + 2..].find('}') else { break };
         let name = &rest[start + 2..start + 2 + len];
         out.push_str(&rest[..start]);
-        out.push_str(env.get(name).ok_or_else(|| name.to_owned())?);
+        out.push_str(env.get(name).ok_or_else(|| UnsetVariable(name.to_owned()))?);
         rest = &rest[start + 3 + len..];
     }
     out.push_str(rest);
@@ -157,7 +183,7 @@ const PIP_SECTIONS: [&str; 4] = ["global", "install", "download", "wheel"];
 
 /// Reads one `pip.conf` into `config`: configparser's `[section]`, `key = value` or `key:
 /// value`, indented continuation lines, `#`/`;` comments; `index-url` and `index_url` alike.
-pub fn parse_pip_conf(text: &str, config: &mut PipConfig) -> Result<(), String> {
+pub fn parse_pip_conf(text: &str, config: &mut PipConfig) -> Result<(), ConfigReadError> {
     let mut values: BTreeMap<(usize, String), String> = BTreeMap::new();
     let mut section: Option<usize> = None;
     let mut last_key: Option<(usize, String)> = None;
@@ -181,7 +207,7 @@ pub fn parse_pip_conf(text: &str, config: &mut PipConfig) -> Result<(), String> 
             continue;
         }
         let Some(split) = trimmed.find(['=', ':']) else {
-            return Err(format!("line {}: neither a section nor `key = value`", number + 1));
+            return Err(ConfigReadError::NotKeyValue { line: number + 1 });
         };
         let (key, value) = trimmed.split_at(split);
         last_key = None;
@@ -227,10 +253,11 @@ pub struct CargoConfig {
 }
 
 /// Reads cargo's `config.toml`.
-pub fn parse_cargo(text: &str) -> Result<CargoConfig, String> {
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        e.to_string().lines().next().unwrap_or("not TOML").to_owned()
-    })?;
+pub fn parse_cargo(text: &str) -> Result<CargoConfig, ConfigReadError> {
+    let mut table: toml::Table =
+        text.parse().map_err(|e: toml::de::Error| ConfigReadError::Toml {
+            first_line: e.to_string().lines().next().unwrap_or("not TOML").to_owned(),
+        })?;
     let mut config = CargoConfig::default();
     if let Some(registries) = table.get("registries").and_then(toml::Value::as_table) {
         for (name, registry) in registries {
@@ -266,7 +293,8 @@ pub fn parse_cargo(text: &str) -> Result<CargoConfig, String> {
     for name in names {
         drop_key(&mut table, &["registries", &name, "token"], &mut config.dropped);
     }
-    config.carried = toml::to_string(&table).map_err(|e| e.to_string())?;
+    config.carried = toml::to_string(&table)
+        .map_err(|e| ConfigReadError::TomlWrite { reason: e.to_string() })?;
     Ok(config)
 }
 

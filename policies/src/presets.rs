@@ -168,7 +168,7 @@ pub fn plan_preset(
 fn plan_npm(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), PresetError> {
     let mut npm = match &configs.npmrc {
         Some(file) => parse_npmrc(&file.text, &configs.env)
-            .map_err(|detail| PresetError { path: file.path.clone(), detail })?,
+            .map_err(|error| PresetError { path: file.path.clone(), detail: error.to_string() })?,
         None => NpmConfig::default(),
     };
     // npm reads its settings from `npm_config_*` variables first, in any case.
@@ -183,9 +183,8 @@ fn plan_npm(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
         npm.scoped.into_iter().map(|(scope, url)| (format!("npm_config_{scope}:registry"), url)),
     );
     for (variable, url) in urls {
-        let parsed = RegistryUrl::parse(&url).ok_or_else(|| {
-            npm_error(configs, format!("{variable}: not an http or https URL"))
-        })?;
+        let parsed = RegistryUrl::parse(&url)
+            .ok_or_else(|| npm_error(configs, format!("{variable}: not an http or https URL")))?;
         plan.hosts.push(parsed.host_pattern());
         if npm.expanded.contains(&url) {
             plan.notes.push(format!(
@@ -212,7 +211,7 @@ fn plan_pip(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
     let mut pip = PipConfig::default();
     for file in &configs.pip_confs {
         parse_pip_conf(&file.text, &mut pip)
-            .map_err(|detail| PresetError { path: file.path.clone(), detail })?;
+            .map_err(|error| PresetError { path: file.path.clone(), detail: error.to_string() })?;
     }
     if let Some(url) = env_value(&configs.env, "PIP_INDEX_URL") {
         pip.index_url = Some(url);
@@ -258,7 +257,7 @@ fn plan_pip(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
 fn plan_cargo(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), PresetError> {
     let cargo = match &configs.cargo_config {
         Some(file) => parse_cargo(&file.text)
-            .map_err(|detail| PresetError { path: file.path.clone(), detail })?,
+            .map_err(|error| PresetError { path: file.path.clone(), detail: error.to_string() })?,
         None => CargoConfig::default(),
     };
     let mut registries: Vec<String> = cargo.registry_indexes.clone();

@@ -153,7 +153,10 @@ fn a_cache_path_names_its_preset() {
     assert_eq!(preset_for_cache_path(npm, home), Some(Preset::Npm));
     let index = Path::new("/home/u/.cargo/registry/index/x/.cache/sh/el");
     assert_eq!(preset_for_cache_path(index, home), Some(Preset::Cargo));
-    assert_eq!(preset_for_cache_path(Path::new("/home/u/.cache/pip/http"), home), Some(Preset::Pip));
+    assert_eq!(
+        preset_for_cache_path(Path::new("/home/u/.cache/pip/http"), home),
+        Some(Preset::Pip)
+    );
     assert_eq!(preset_for_cache_path(Path::new("/home/u/.cargo/bin"), home), None);
     assert_eq!(Preset::from_name("npm"), Some(Preset::Npm));
     assert_eq!(Preset::from_name("NPM"), None);

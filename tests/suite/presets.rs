@@ -258,7 +258,9 @@ fn fetch_script(port: u16, targets: &[(&str, &str)]) -> String {
     targets
         .iter()
         .map(|(host, name)| {
-            format!("curl -sS -m 20 -x \"$HTTP_PROXY\" http://{host}:{port}/{name} >/dev/null 2>&1;")
+            format!(
+                "curl -sS -m 20 -x \"$HTTP_PROXY\" http://{host}:{port}/{name} >/dev/null 2>&1;"
+            )
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -398,7 +400,8 @@ fn preset_variables_reach_only_sandboxed_runs_and_carry_no_token() {
     std::fs::write(u.home.join(".cargo/credentials.toml"), "[registry]\ntoken = \"cioSECRET\"\n")
         .unwrap();
     let script = "env; cat ~/.npmrc ~/.cargo/credentials.toml; cat \"$CARGO_HOME\"/* 2>/dev/null";
-    let sandboxed = run(u.cordon(&["--preset", "npm", "--preset", "cargo", "--", "sh", "-c", script]));
+    let sandboxed =
+        run(u.cordon(&["--preset", "npm", "--preset", "cargo", "--", "sh", "-c", script]));
     let cache = u.cache("npm");
     assert!(
         sandboxed.stdout.contains(&format!("npm_config_cache={}", cache.display())),
@@ -449,4 +452,20 @@ fn presets_say_where_they_cannot_apply_and_doctor_lists_them() {
     for line in ["presets (", "  npm    registry.npmjs.org:443 (on in the config)", "  cargo  "] {
         assert!(doctor.stdout.contains(line), "{line}: {}", doctor.stdout);
     }
+}
+
+/// Every session of an executor started with `--preset` gets the preset's cache, writable, and
+/// its variables.
+#[test]
+fn an_executor_with_a_preset_gives_each_session_the_sandbox_cache() {
+    require_domain_list!();
+    let mut executor = super::executor::Executor::start(&["--preset", "npm"]);
+    let cache = executor.home.path().join("cache/npm");
+    let text = executor.text(
+        "exec_command",
+        serde_json::json!({"cmd": "echo \"$npm_config_cache\"; touch \"$npm_config_cache/x\" && echo wrote"}),
+    );
+    let output = super::executor::output(&text);
+    assert!(output.contains(&format!("{}\nwrote", cache.display())), "{text}");
+    assert!(cache.join("x").is_file());
 }
