@@ -469,3 +469,24 @@ fn an_executor_with_a_preset_gives_each_session_the_sandbox_cache() {
     assert!(output.contains(&format!("{}\nwrote", cache.display())), "{text}");
     assert!(cache.join("x").is_file());
 }
+
+/// An approved escalation runs without the sandbox, and so without the preset's variables: the
+/// cache a sandbox wrote is never what an unsandboxed client uses.
+#[test]
+fn an_approved_escalation_gets_no_preset_variables() {
+    require_domain_list!();
+    let mut executor = super::executor::Executor::start(&["-a", "on-request", "--preset", "npm"]);
+    executor.send(&serde_json::json!({
+        "type": "call_tool", "requestId": "esc", "toolName": "exec_command", "arguments": {
+        "cmd": "echo \"cache=[$npm_config_cache]\"",
+        "sandbox_permissions": "require_escalated", "justification": "outside"}}));
+    let request = executor
+        .wait_for(std::time::Duration::from_secs(10), |v| v["type"] == "approval_request");
+    executor.send(&serde_json::json!({"type": "approval_response",
+        "requestId": request["requestId"], "decision": "approved"}));
+    let response =
+        executor.wait_for(std::time::Duration::from_secs(20), |v| v["requestId"] == "esc");
+    let text = response["outcome"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.contains("cache=["), "{response}");
+    assert!(!text.contains("cache/npm"), "{text}");
+}
