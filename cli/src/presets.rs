@@ -204,7 +204,11 @@ fn read_outside(path: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<ConfigF
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
     };
-    let place = canonical_even_if_missing(path);
+    // Where the name itself lies (a link there could be changed), and where it leads.
+    let place = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => canonical_even_if_missing(parent).join(name),
+        _ => target.clone(),
+    };
     if let Some(root) =
         roots.iter().find(|root| place.starts_with(root) || target.starts_with(root))
     {

@@ -268,8 +268,8 @@ fn fetch_script(port: u16, targets: &[(&str, &str)]) -> String {
 
 /// The hosts come from the user's own configuration (here `user.test`), never from the
 /// workspace's `.npmrc`, `.cargo/config.toml` or a virtual environment's `pip.conf`, nor from
-/// a user file that lies inside a writable root (a `CARGO_HOME` in the workspace): a sandboxed
-/// run could have written those.
+/// a user file that lies inside a writable root (a `CARGO_HOME` in the workspace) or links into
+/// one: a sandboxed run could have written those.
 #[test]
 fn presets_allow_the_users_configured_registry_and_ignore_workspace_configuration() {
     require_domain_list!();
@@ -294,6 +294,11 @@ fn presets_allow_the_users_configured_registry_and_ignore_workspace_configuratio
         format!("[registries.w]\nindex = \"sparse+{evil}\"\n"),
     )
     .unwrap();
+    // A user file that is a link into the workspace (a dotfiles checkout there) is skipped too.
+    std::fs::write(u.ws.join("dot-pip.conf"), format!("[global]\nextra-index-url = {evil}\n"))
+        .unwrap();
+    std::fs::create_dir_all(u.home.join(".pip")).unwrap();
+    std::os::unix::fs::symlink(u.ws.join("dot-pip.conf"), u.home.join(".pip/pip.conf")).unwrap();
     std::fs::create_dir_all(u.ws.join("venv")).unwrap();
     std::fs::write(u.ws.join("venv/pip.conf"), format!("[global]\nindex-url = {evil}\n")).unwrap();
     let cargo_home = u.ws.join("cargo-home");
@@ -316,6 +321,7 @@ fn presets_allow_the_users_configured_registry_and_ignore_workspace_configuratio
     assert!(denied.contains("workspace.test"), "{denied}");
     assert!(out.stderr.contains("--preset ignores"), "{}", out.stderr);
     assert!(out.stderr.contains("cargo-home"), "{}", out.stderr);
+    assert!(out.stderr.contains(".pip/pip.conf"), "{}", out.stderr);
 }
 
 /// The cache is the one writable place in `$CORDON_HOME`: the config, the rules and the other
@@ -480,8 +486,8 @@ fn an_approved_escalation_gets_no_preset_variables() {
         "type": "call_tool", "requestId": "esc", "toolName": "exec_command", "arguments": {
         "cmd": "echo \"cache=[$npm_config_cache]\"",
         "sandbox_permissions": "require_escalated", "justification": "outside"}}));
-    let request = executor
-        .wait_for(std::time::Duration::from_secs(10), |v| v["type"] == "approval_request");
+    let request =
+        executor.wait_for(std::time::Duration::from_secs(10), |v| v["type"] == "approval_request");
     executor.send(&serde_json::json!({"type": "approval_response",
         "requestId": request["requestId"], "decision": "approved"}));
     let response =
