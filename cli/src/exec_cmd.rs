@@ -118,6 +118,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
 
 /// `--dry-run`: the decision and the sandbox, on stdout; nothing runs.
 fn dry_run(args: &ExecArgs, bypass: Bypass) -> anyhow::Result<ExitCode> {
+    crate::presets::look_only();
     let settings =
         Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, bypass)?;
     settings.refuse_home_root()?;
@@ -243,6 +244,7 @@ async fn run_there(
 }
 
 pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
+    crate::presets::look_only();
     let settings =
         Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, Bypass::No)?;
     let orchestrator = settings.orchestrator()?;

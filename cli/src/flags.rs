@@ -154,6 +154,13 @@ pub struct SandboxFlags {
     /// Linux only; see docs/network.md.
     #[arg(long = "allow-domain", value_name = "DOMAIN")]
     pub allow_domains: Vec<String>,
+    /// A package manager's preset (repeatable; added to config `presets`): npm, pip or cargo.
+    /// The command may reach the registry hosts your own configuration of that client names
+    /// (~/.npmrc, pip.conf, ~/.cargo/config.toml; never a workspace file), and the client gets
+    /// a cache under $CORDON_HOME/cache/ that only sandboxed runs write. Needs workspace-write.
+    /// See docs/presets.md; `cordon doctor` lists what each allows here.
+    #[arg(long = "preset", value_name = "NAME")]
+    pub presets: Vec<String>,
     /// Let the command connect to this UNIX socket although it is hidden or lies in a hidden
     /// directory (an ssh agent, a Docker socket); the rest stays hidden. Repeatable; added to
     /// config `allow_unix_sockets`. Needs --network or --allow-domain (workspace-write); with

@@ -34,6 +34,9 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if args.dry_run {
+        crate::presets::look_only();
+    }
     let policy_flags = PolicyFlags { approval: None, overrides: args.overrides.clone() };
     let settings = Settings::load(&args.sandbox, &policy_flags, SandboxMode::ReadOnly, Bypass::No)?;
     settings.refuse_home_root()?;

@@ -120,6 +120,19 @@ impl Settings {
                 policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
             ),
         };
+        let mut presets = crate::presets::requested(&flags.presets, &config.presets)?;
+        if matches!(workspace, Workspace::Remote { .. }) {
+            if presets.on_command_line == crate::presets::OnCommandLine::Yes {
+                bail!(
+                    "--preset is not available on another machine yet: its caches and its proxy \
+                     would have to be there"
+                );
+            }
+            // The config's presets are this machine's default.
+            presets.presets.clear();
+        }
+        let mut sandbox_policy = sandbox_policy;
+        let sandboxed_env = crate::presets::apply(&presets, &mut sandbox_policy, &cwd, &user_view)?;
         let allow_home_root = flags.allow_home_root || config.allow_home_root;
         let own = PinnedExe::own().context("cannot open the cordon executable")?;
         let (exe, launch) = helper_exe(&config, &own)?;
@@ -146,6 +159,7 @@ impl Settings {
             launch,
             user_view,
             proxy_test_resolve: cordon_exec_core::test_hook_proxy_resolve()?,
+            sandboxed_env,
         };
         Ok(Settings {
             config,

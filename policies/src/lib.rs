@@ -27,6 +27,9 @@
 //!   shows them, with every character a terminal would hide or obey escaped.
 //! - [`DomainRules`], [`DomainMatcher`]: the network allow/deny list the proxy checks each
 //!   destination against, and [`is_internal_address`] for the addresses a name may not resolve to.
+//! - [`Preset`], [`plan_preset`]: package-manager presets — the registry hosts a client is
+//!   configured for (from the user's own configuration, handed in as text) and its
+//!   sandbox-only cache and variables.
 //! - [`read_start_file`], [`read_kernel_file`]: reading a file a sandboxed command may have
 //!   planted (no symlink, no FIFO, regular file, size cap).
 //!
@@ -53,6 +56,8 @@ mod judge;
 mod normalize;
 mod paths;
 mod plain_words;
+mod preset_configs;
+mod presets;
 mod reading;
 mod rules;
 mod safe_commands;
@@ -91,6 +96,10 @@ pub use normalize::runs_arbitrary_code;
 pub use paths::{
     DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
     home_start_up_paths, lexically_normal, session_bus_socket,
+};
+pub use preset_configs::RegistryUrl;
+pub use presets::{
+    ClientConfigs, ConfigFile, Preset, PresetError, PresetPlan, plan_preset, preset_for_cache_path,
 };
 pub use reading::read_command;
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};

@@ -36,6 +36,8 @@ mod mount_view;
 mod namespace_init;
 #[cfg(target_os = "linux")]
 mod network;
+#[cfg(target_os = "linux")]
+mod presets;
 mod process;
 mod proxy;
 #[cfg(target_os = "linux")]
