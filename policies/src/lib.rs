@@ -26,7 +26,9 @@
 //! - [`render_argv`], [`render_text`], [`abbreviate`]: commands and text as an approval prompt
 //!   shows them, with every character a terminal would hide or obey escaped.
 //! - [`DomainRules`], [`DomainMatcher`]: the network allow/deny list the proxy checks each
-//!   destination against, and [`is_internal_address`] for the addresses a name may not resolve to.
+//!   destination against, and [`is_internal_address`] for the addresses a name may not resolve to;
+//!   [`loopback_forwards`]: the host loopback ports such a list forwards into the command's
+//!   network namespace.
 //! - [`read_start_file`], [`read_kernel_file`]: reading a file a sandboxed command may have
 //!   planted (no symlink, no FIFO, regular file, size cap).
 //!
@@ -50,6 +52,7 @@ mod git_config;
 mod git_reading;
 mod hidden_paths;
 mod judge;
+mod loopback;
 mod normalize;
 mod paths;
 mod plain_words;
@@ -80,8 +83,12 @@ pub use display::{
     Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
 };
 pub use domains::{
-    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules, LoopbackPattern,
+    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules,
     is_internal_address, normalize_host, proxy_env,
+};
+pub use loopback::{
+    LOOPBACK_NAME, LoopbackTarget, MAX_LOOPBACK_FORWARDS, allow_domain_advice, loopback_advice,
+    loopback_forwards,
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
