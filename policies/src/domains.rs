@@ -10,8 +10,6 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::loopback::{LOOPBACK_NAME, LoopbackTarget, check_allow_pattern};
-
 /// The lists as written (what travels in the policy JSON).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +35,39 @@ enum HostPattern {
     /// `*.suffix`: stored as `.suffix`.
     Below(String),
     Address(IpAddr),
+}
+
+/// The name that means the host's loopback in an allow pattern.
+pub const LOOPBACK_NAME: &str = "localhost";
+
+/// What an allow pattern says about loopback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopbackTarget {
+    /// A loopback address (`127.0.0.1`, `127.0.0.5`, `[::1]`), with the pattern's port.
+    Address(IpAddr, Option<u16>),
+    /// `localhost`, with the pattern's port.
+    Name(Option<u16>),
+}
+
+impl LoopbackTarget {
+    pub fn port(self) -> Option<u16> {
+        match self {
+            LoopbackTarget::Address(_, port) | LoopbackTarget::Name(port) => port,
+        }
+    }
+}
+
+/// Refuses an allow pattern that names loopback without a port.
+pub(crate) fn check_allow_pattern(pattern: &DomainPattern) -> Result<(), DomainPatternError> {
+    match pattern.loopback() {
+        Some(target) if target.port().is_none() => Err(DomainPatternError {
+            pattern: pattern.text.clone(),
+            why: "a loopback target needs a port (e.g. 127.0.0.1:8080 or localhost:8080): \
+                  cordon forwards each allowed loopback port into the command's network \
+                  namespace, never all of them",
+        }),
+        Some(_) | None => Ok(()),
+    }
 }
 
 /// A pattern that cannot be read.
@@ -127,7 +158,9 @@ impl DomainPattern {
             HostPattern::Address(addr) if addr.is_loopback() => {
                 Some(LoopbackTarget::Address(*addr, self.port))
             }
-            HostPattern::Exact(name) if name == LOOPBACK_NAME => Some(LoopbackTarget::Name(self.port)),
+            HostPattern::Exact(name) if name == LOOPBACK_NAME => {
+                Some(LoopbackTarget::Name(self.port))
+            }
             HostPattern::Address(_) | HostPattern::Exact(_) | HostPattern::Below(_) => None,
         }
     }

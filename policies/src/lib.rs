@@ -83,17 +83,16 @@ pub use display::{
     Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
 };
 pub use domains::{
-    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules,
-    is_internal_address, normalize_host, proxy_env,
-};
-pub use loopback::{
-    LOOPBACK_NAME, LoopbackTarget, MAX_LOOPBACK_FORWARDS, allow_domain_advice, loopback_advice,
-    loopback_forwards,
+    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules, LOOPBACK_NAME,
+    LoopbackTarget, is_internal_address, normalize_host, proxy_env,
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::git_config_may_run_code;
 pub use hidden_paths::{Relocations, expand_hidden_path};
+pub use loopback::{
+    MAX_LOOPBACK_FORWARDS, allow_domain_advice, loopback_advice, loopback_forwards,
+};
 pub use normalize::runs_arbitrary_code;
 pub use paths::{
     DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,

@@ -12,53 +12,23 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use crate::domains::{DomainPattern, DomainPatternError, DomainRules};
+use crate::domains::{
+    DomainPattern, DomainPatternError, DomainRules, LOOPBACK_NAME, LoopbackTarget,
+    check_allow_pattern,
+};
 
 /// The most loopback ports one domain list forwards (each is a listening socket handed from
 /// the sandbox helper to the proxy in one message).
 pub const MAX_LOOPBACK_FORWARDS: usize = 64;
 
-/// The name that means the host's loopback in an allow pattern.
-pub const LOOPBACK_NAME: &str = "localhost";
-
-/// What an allow pattern says about loopback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoopbackTarget {
-    /// A loopback address (`127.0.0.1`, `127.0.0.5`, `[::1]`), with the pattern's port.
-    Address(IpAddr, Option<u16>),
-    /// `localhost`, with the pattern's port.
-    Name(Option<u16>),
-}
-
-impl LoopbackTarget {
-    fn port(self) -> Option<u16> {
-        match self {
-            LoopbackTarget::Address(_, port) | LoopbackTarget::Name(port) => port,
-        }
-    }
-
-    /// The addresses listened on inside the command's namespace.
-    fn inside(self, port: u16) -> Vec<SocketAddr> {
-        match self {
-            LoopbackTarget::Address(ip, _) => vec![SocketAddr::new(ip, port)],
-            LoopbackTarget::Name(_) => vec![
-                SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
-                SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port),
-            ],
-        }
-    }
-}
-
-/// Refuses an allow pattern that names loopback without a port.
-pub(crate) fn check_allow_pattern(pattern: &DomainPattern) -> Result<(), DomainPatternError> {
-    match pattern.loopback() {
-        Some(target) if target.port().is_none() => Err(DomainPatternError {
-            pattern: pattern.text.clone(),
-            why: "a loopback target needs a port (e.g. 127.0.0.1:8080 or localhost:8080): \
-                  cordon forwards each allowed loopback port into the command's network \
-                  namespace, never all of them",
-        }),
-        Some(_) | None => Ok(()),
+/// The addresses listened on inside the command's namespace for `target`.
+fn inside(target: LoopbackTarget, port: u16) -> Vec<SocketAddr> {
+    match target {
+        LoopbackTarget::Address(ip, _) => vec![SocketAddr::new(ip, port)],
+        LoopbackTarget::Name(_) => vec![
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port),
+        ],
     }
 }
 
@@ -72,7 +42,7 @@ pub fn loopback_forwards(rules: &DomainRules) -> Result<Vec<SocketAddr>, DomainP
         check_allow_pattern(&pattern)?;
         let Some(target) = pattern.loopback() else { continue };
         let Some(port) = target.port() else { continue };
-        for address in target.inside(port) {
+        for address in inside(target, port) {
             if !forwards.contains(&address) {
                 forwards.push(address);
             }
@@ -136,10 +106,11 @@ mod tests {
             "*.0.0.1:82",
         ]))
         .unwrap();
-        let expected: Vec<SocketAddr> = ["127.0.0.1:8080", "[::1]:8080", "[::1]:9000", "127.0.0.5:81"]
-            .iter()
-            .map(|a| a.parse().unwrap())
-            .collect();
+        let expected: Vec<SocketAddr> =
+            ["127.0.0.1:8080", "[::1]:8080", "[::1]:9000", "127.0.0.5:81"]
+                .iter()
+                .map(|a| a.parse().unwrap())
+                .collect();
         assert_eq!(forwards, expected);
     }
 
@@ -151,7 +122,8 @@ mod tests {
             assert!(crate::DomainMatcher::new(&rules(&[bad])).is_err(), "{bad}");
         }
         // A deny pattern without a port is fine: it only narrows.
-        let deny = DomainRules { allow: vec!["localhost:1".into()], deny: vec!["localhost".into()] };
+        let deny =
+            DomainRules { allow: vec!["localhost:1".into()], deny: vec!["localhost".into()] };
         assert!(crate::DomainMatcher::new(&deny).is_ok());
     }
 
@@ -176,6 +148,9 @@ mod tests {
             "allow a host with --allow-domain HOST, a loopback target with its port \
              (--allow-domain [::1]:9)"
         );
-        assert_eq!(allow_domain_advice(&["a.test:443".into()]), "allow a host with --allow-domain HOST");
+        assert_eq!(
+            allow_domain_advice(&["a.test:443".into()]),
+            "allow a host with --allow-domain HOST"
+        );
     }
 }

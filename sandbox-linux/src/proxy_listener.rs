@@ -100,7 +100,8 @@ pub fn start(channel: OwnedFd, forwards: &[SocketAddr]) -> Result<u16, HelperErr
 /// target; `None` for an IPv6 address where the namespace has no IPv6 (then no client inside
 /// can reach that address either, and nobody can listen on it).
 fn listen_on(address: SocketAddr) -> Result<Option<OwnedFd>, HelperError> {
-    let error = |source: nix::Error| HelperError::LoopbackForward { address, source: source.into() };
+    let error =
+        |source: nix::Error| HelperError::LoopbackForward { address, source: source.into() };
     let family = match address {
         SocketAddr::V4(_) => AddressFamily::Inet,
         SocketAddr::V6(_) => AddressFamily::Inet6,

@@ -246,7 +246,8 @@ fn a_loopback_target_allowed_for_another_port_is_refused_with_its_port_in_the_ad
     assert!(run.stdout.contains(&advice(format!("localhost:{}", server.port))), "{}", run.stdout);
     assert!(run.stdout.contains(&advice(format!("127.0.0.1:{}", server.port))), "{}", run.stdout);
     // The summary line names the pattern with its port too.
-    let summary = format!("a loopback target with its port (--allow-domain localhost:{})", server.port);
+    let summary =
+        format!("a loopback target with its port (--allow-domain localhost:{})", server.port);
     assert!(run.stderr.contains(&summary), "{}", run.stderr);
     assert!(!run.stderr.contains("warning"), "{}", run.stderr);
     assert!(server.requests().is_empty(), "{:?}", server.requests());

@@ -114,7 +114,8 @@ impl State {
                     status: StatusCode::FORBIDDEN,
                     reason: {
                         // A loopback target is allowed with its port, never without.
-                        let pattern = loopback_advice(host, port).unwrap_or_else(|| host.to_owned());
+                        let pattern =
+                            loopback_advice(host, port).unwrap_or_else(|| host.to_owned());
                         format!(
                             "no rule of the network allow-list matches {host}:{port}; allow it \
                              with --allow-domain {pattern} (config `network = {{ allow = \
@@ -162,11 +163,12 @@ impl State {
             // Allowed by name: a `localhost:PORT` pattern (a pattern naming loopback always has
             // its port), which means the host's own loopback, both families; an address the
             // deny list names stays out.
-            let addresses: Vec<SocketAddr> = [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)]
-                .into_iter()
-                .filter(|ip| !self.denied_by_rule(*ip, port))
-                .map(|ip| SocketAddr::new(ip, port))
-                .collect();
+            let addresses: Vec<SocketAddr> =
+                [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)]
+                    .into_iter()
+                    .filter(|ip| !self.denied_by_rule(*ip, port))
+                    .map(|ip| SocketAddr::new(ip, port))
+                    .collect();
             return Ok(addresses);
         }
         let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {

@@ -103,7 +103,5 @@ async fn receive_listeners(stream: &UnixStream, state: &State) -> std::io::Resul
 
 /// `fd` as a listening socket, or `None` (and closed).
 fn as_listener(fd: std::os::fd::OwnedFd) -> Option<std::net::TcpListener> {
-    getsockopt(&fd, sockopt::AcceptConn)
-        .unwrap_or(false)
-        .then(|| std::net::TcpListener::from(fd))
+    getsockopt(&fd, sockopt::AcceptConn).unwrap_or(false).then(|| std::net::TcpListener::from(fd))
 }

@@ -322,7 +322,11 @@ const SOCKS5_VERSION: u8 = 5;
 
 /// Serves the command's connections from `listener`, at most as many at once as `slots` holds
 /// ([`MAX_CONNECTIONS`], shared with the forwarded loopback targets).
-async fn serve_clients(listener: TcpListener, state: Arc<State>, slots: Arc<tokio::sync::Semaphore>) {
+async fn serve_clients(
+    listener: TcpListener,
+    state: Arc<State>,
+    slots: Arc<tokio::sync::Semaphore>,
+) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
