@@ -45,7 +45,13 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         said.push(format!(
             "the network allow-list refused {}: {} (config network.allow; docs/network.md)",
             denied.join(", "),
-            cordon_policies::allow_domain_advice(&denied)
+            cordon_exec_core::refusal_advice(
+                outcome
+                    .attempts
+                    .iter()
+                    .filter_map(|a| a.network.as_ref())
+                    .flat_map(|l| &l.connections)
+            )
         ));
     }
     for why in outcome.approvals.iter().filter_map(|a| a.rule_not_saved.as_ref()) {

@@ -104,7 +104,7 @@ fn run_with_proxy(
         crate::terminal::say(&[format!(
             "the network allow-list refused {}: {} (config network.allow; docs/network.md)",
             denied.join(", "),
-            cordon_policies::allow_domain_advice(&denied)
+            cordon_exec_core::refusal_advice(attempt.network.iter().flat_map(|l| &l.connections))
         )]);
     }
     Ok(crate::output::exit_code(attempt.exit.shell_status()))

@@ -57,8 +57,28 @@ impl LoopbackTarget {
     }
 }
 
-/// Refuses an allow pattern that names loopback without a port.
+/// Refuses an allow pattern that names loopback without a port — or an address that reaches
+/// the host's loopback under another spelling (`0.0.0.0`, `[::]`, `[::ffff:127.0.0.1]`), which
+/// is not forwarded but would open every loopback port through the proxy.
 pub(crate) fn check_allow_pattern(pattern: &DomainPattern) -> Result<(), DomainPatternError> {
+    let other_spelling = match pattern.host {
+        HostPattern::Address(addr) => {
+            let mapped = match addr {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4),
+                IpAddr::V4(_) => None,
+            };
+            addr.is_unspecified()
+                || mapped.is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+        HostPattern::Exact(_) | HostPattern::Below(_) => false,
+    };
+    if other_spelling && pattern.port.is_none() {
+        return Err(DomainPatternError {
+            pattern: pattern.text.clone(),
+            why: "this address reaches the host's loopback: name the port (e.g. \
+                  127.0.0.1:8080), never all of them",
+        });
+    }
     match pattern.loopback() {
         Some(target) if target.port().is_none() => Err(DomainPatternError {
             pattern: pattern.text.clone(),

@@ -116,6 +116,12 @@ mod tests {
 
     #[test]
     fn a_loopback_target_without_a_port_is_an_error() {
+        for bad in ["0.0.0.0", "[::]", "[::ffff:127.0.0.1]", "::ffff:0.0.0.0"] {
+            let error = loopback_forwards(&rules(&[bad])).unwrap_err();
+            assert!(error.why.contains("reaches the host's loopback"), "{bad}: {error}");
+            assert!(crate::DomainMatcher::new(&rules(&[bad])).is_err(), "{bad}");
+        }
+        assert_eq!(loopback_forwards(&rules(&["0.0.0.0:80"])).unwrap(), []);
         for bad in ["127.0.0.1", "localhost", "LOCALHOST.", "[::1]", "127.1.2.3"] {
             let error = loopback_forwards(&rules(&[bad])).unwrap_err();
             assert!(error.why.contains("needs a port"), "{bad}: {error}");

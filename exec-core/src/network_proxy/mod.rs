@@ -112,6 +112,15 @@ pub fn denied_hosts<'a>(records: impl IntoIterator<Item = &'a ConnectionRecord>)
     hosts
 }
 
+/// How to allow what `records` show refused: `--allow-domain HOST`, and for a loopback target
+/// no rule matched, the pattern with its port. A target a rule allowed but that could not be
+/// reached, or that a deny rule refused, gets no pattern: allowing it again would change
+/// nothing.
+pub fn refusal_advice<'a>(records: impl IntoIterator<Item = &'a ConnectionRecord>) -> String {
+    let unlisted = denied_hosts(records.into_iter().filter(|record| record.rule.is_none()));
+    cordon_policies::allow_domain_advice(&unlisted)
+}
+
 /// Why the proxy could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {

@@ -84,9 +84,9 @@ impl fmt::Display for Note {
         match self {
             Note::NetworkRefused { hosts } => write!(
                 f,
-                "Network: the allow-list refused {}; {} (config network.allow)",
-                cordon_policies::render_text(&hosts.join(", ")).text,
-                cordon_policies::render_text(&cordon_policies::allow_domain_advice(hosts)).text
+                "Network: the allow-list refused {}; allow a host with --allow-domain HOST \
+                 (config network.allow)",
+                cordon_policies::render_text(&hosts.join(", ")).text
             ),
             Note::MovedAside { entries } => write!(
                 f,
