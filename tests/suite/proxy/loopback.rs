@@ -257,3 +257,42 @@ fn a_loopback_target_without_a_port_is_refused_before_anything_runs() {
         assert!(!root.path().join("ran").exists(), "{pattern}");
     }
 }
+
+/// A forwarded connection is admitted like any other: the deny list wins over the allow
+/// pattern that made the port forwarded, the host's server gets nothing, and the refusal is
+/// recorded.
+#[test]
+fn the_deny_list_wins_for_a_forwarded_loopback_target() {
+    require_clients!();
+    let index = Index::start("4");
+    let port = index.port;
+    let (root, home) = dirs_for(User::Root);
+    let config =
+        format!(r#"network={{ allow = ["127.0.0.1:{port}"], deny = ["127.0.0.1:{port}"] }}"#);
+    let script = format!("curl -sS -m 5 -o /dev/null http://127.0.0.1:{port}/simple/?denied");
+    let args = [
+        "exec",
+        "--json",
+        "-a",
+        "never",
+        "-s",
+        "workspace-write",
+        "-c",
+        &config,
+        "-C",
+        root.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ];
+    let mut command = cordon_command(User::Root, &args);
+    command.env("HOME", home.path()).env("CORDON_HOME", home.path().join(".cordon"));
+    let run: Run = command.output().unwrap().into();
+    let document: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let connections = &document["attempts"][0]["network"]["connections"];
+    assert_eq!(connections[0]["method"], "FORWARD", "{connections}");
+    assert_eq!(connections[0]["allowed"], false, "{connections}");
+    assert_eq!(document["network_denied"], serde_json::json!([format!("127.0.0.1:{port}")]));
+    assert!(index.requests().is_empty(), "{:?}", index.requests());
+}
