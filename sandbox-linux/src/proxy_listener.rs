@@ -18,7 +18,8 @@
 //! same message: the proxy relays what arrives there to the host's loopback. They are bound
 //! before the command exists, so the command cannot bind one of those ports first and play
 //! the host's server to its own clients; the proxy's port is picked after them, so it never
-//! takes one of theirs.
+//! takes one of theirs. The message also carries the raw sockets of [`crate::refusal_watch`],
+//! through which the proxy learns of connections refused on the namespace's loopback.
 
 use std::io::{IoSlice, Read};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -73,9 +74,12 @@ pub fn start(channel: OwnedFd, forwards: &[SocketAddr]) -> Result<u16, HelperErr
         .map_err(std::io::Error::from)
         .map_err(error("reading the proxy port"))?
         .port();
-    // The proxy's listener first, then the forwarded ones, in one message.
+    // Where a client inside is refused on loopback, for the proxy to report.
+    let watchers = crate::refusal_watch::open();
+    // The proxy's listener first, then the forwarded ones and the watchers, in one message.
     let fds: Vec<RawFd> = std::iter::once(listener.as_raw_fd())
         .chain(forwarded.iter().map(AsRawFd::as_raw_fd))
+        .chain(watchers.iter().map(AsRawFd::as_raw_fd))
         .collect();
     sendmsg::<()>(
         control.as_raw_fd(),
@@ -89,6 +93,7 @@ pub fn start(channel: OwnedFd, forwards: &[SocketAddr]) -> Result<u16, HelperErr
     // The proxy holds them now; the helper (and so the command) keeps no copy.
     drop(listener);
     drop(forwarded);
+    drop(watchers);
     control.set_read_timeout(Some(HANDOVER_TIMEOUT)).map_err(error("waiting for the proxy"))?;
     let mut answer = [0u8; 1];
     control.read_exact(&mut answer).map_err(error("waiting for the proxy to take the listener"))?;

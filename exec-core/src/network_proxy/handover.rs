@@ -10,12 +10,14 @@ use nix::sys::socket::{ControlMessageOwned, MsgFlags, getsockopt, recvmsg, socko
 use tokio::net::{TcpListener, UnixStream};
 use tokio::sync::Semaphore;
 
-use super::{MAX_CONNECTIONS, State, forward, serve_clients};
+use super::{MAX_CONNECTIONS, State, forward, refusals, serve_clients};
 
-/// The proxy's listener and the forwarded ones.
+/// The proxy's listener, the forwarded ones, and the raw sockets that see refused loopback
+/// connections.
 struct Listeners {
     proxy: TcpListener,
     forwarded: Vec<TcpListener>,
+    watchers: Vec<std::os::fd::OwnedFd>,
 }
 
 /// Takes the listening socket the helper sends over `control`, answers one byte, closes
@@ -24,7 +26,7 @@ struct Listeners {
 /// stream, no descriptor, not a listener) ends the task, and the helper, without its answer,
 /// fails closed.
 pub(super) async fn serve(control: UnixStream, state: Arc<State>) {
-    let Listeners { proxy, forwarded } = match receive_listeners(&control, &state).await {
+    let Listeners { proxy, forwarded, watchers } = match receive_listeners(&control, &state).await {
         Ok(listeners) => listeners,
         Err(error) => {
             tracing::debug!(%error, "no listening socket from the helper: the proxy stops");
@@ -43,6 +45,9 @@ pub(super) async fn serve(control: UnixStream, state: Arc<State>) {
     for listener in forwarded {
         forwarders.spawn(forward::serve(listener, Arc::clone(&state), Arc::clone(&slots)));
     }
+    for watcher in watchers {
+        forwarders.spawn(refusals::watch(watcher, Arc::clone(&state)));
+    }
     serve_clients(proxy, state, slots).await;
 }
 
@@ -55,8 +60,9 @@ const RECEIVE_FLAGS: MsgFlags = MsgFlags::empty();
 
 /// The listening TCP sockets sent over `stream` with `SCM_RIGHTS`: the proxy's first, then
 /// the forwarded loopback targets. No descriptor, or a first one that is not a listening
-/// socket, is an error; a later one that is not a listener on a loopback target the list
-/// forwards is closed, and so is anything beyond the most the list can forward.
+/// socket, is an error; of the later ones, up to two raw sockets are the watchers, and one
+/// that is not a listener on a loopback target the list forwards is closed, as is anything
+/// beyond what the helper sends.
 async fn receive_listeners(stream: &UnixStream, state: &State) -> std::io::Result<Listeners> {
     let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
     loop {
@@ -64,7 +70,7 @@ async fn receive_listeners(stream: &UnixStream, state: &State) -> std::io::Resul
         let received = stream.try_io(tokio::io::Interest::READABLE, || {
             let mut byte = [0u8; 1];
             let mut iov = [std::io::IoSliceMut::new(&mut byte)];
-            let mut space = nix::cmsg_space!([std::os::fd::RawFd; MAX_LOOPBACK_FORWARDS + 1]);
+            let mut space = nix::cmsg_space!([std::os::fd::RawFd; MAX_LOOPBACK_FORWARDS + 3]);
             let message =
                 recvmsg::<()>(stream.as_raw_fd(), &mut iov, Some(&mut space), RECEIVE_FLAGS)
                     .map_err(std::io::Error::from)?;
@@ -88,7 +94,12 @@ async fn receive_listeners(stream: &UnixStream, state: &State) -> std::io::Resul
         let mut fds = fds.into_iter();
         let fd = fds.next().ok_or_else(|| invalid("no descriptor"))?;
         let proxy = as_listener(fd).ok_or_else(|| invalid("not a listening socket"))?;
-        let forwarded = fds
+        let (raw, rest): (Vec<_>, Vec<_>) = fds.partition(|fd| {
+            matches!(getsockopt(fd, sockopt::SockType), Ok(nix::sys::socket::SockType::Raw))
+        });
+        let watchers = raw.into_iter().take(2).collect();
+        let forwarded = rest
+            .into_iter()
             .filter_map(as_listener)
             .filter(|listener| forward::is_allowed_forward(state, listener))
             .map(|listener| {
@@ -97,7 +108,8 @@ async fn receive_listeners(stream: &UnixStream, state: &State) -> std::io::Resul
             })
             .collect::<std::io::Result<Vec<_>>>()?;
         proxy.set_nonblocking(true)?;
-        return Ok(Listeners { proxy: TcpListener::from_std(proxy)?, forwarded });
+        let proxy = TcpListener::from_std(proxy)?;
+        return Ok(Listeners { proxy, forwarded, watchers });
     }
 }
 

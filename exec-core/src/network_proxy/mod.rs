@@ -35,6 +35,7 @@ mod admission;
 mod forward;
 mod handover;
 mod http;
+mod refusals;
 mod relay;
 mod sni;
 mod socks;

@@ -296,3 +296,36 @@ fn the_deny_list_wins_for_a_forwarded_loopback_target() {
     assert_eq!(document["network_denied"], serde_json::json!([format!("127.0.0.1:{port}")]));
     assert!(index.requests().is_empty(), "{:?}", index.requests());
 }
+
+/// A client that goes straight to a loopback port nothing listens on inside (not forwarded):
+/// the kernel of the command's namespace refuses it, and cordon names the address and port
+/// with the pattern (port included) that would forward the host's server there. The host's
+/// server on that port gets nothing.
+#[test]
+fn a_direct_connection_to_a_loopback_port_not_forwarded_is_named_with_its_pattern() {
+    require_clients!();
+    for user in USERS {
+        let allowed = Index::start("4");
+        let other = Index::start("4");
+        let (root, home) = dirs_for(user);
+        let (a, b) = (allowed.port, other.port);
+        let script = format!(
+            "curl -sS --fail -o /dev/null http://127.0.0.1:{a}/simple/?allowed
+             curl -sS -o /dev/null http://127.0.0.1:{b}/simple/?direct
+             {node}
+             exit 1",
+            node = node_get(&format!("http://127.0.0.1:{b}/simple/?node")),
+        );
+        let run = exec_as(user, &[format!("127.0.0.1:{a}")], root.path(), home.path(), &script);
+        assert_eq!(run.code, Some(1), "{user:?}: {}", run.stderr);
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("cordon: the network allow-list refused"))
+            .unwrap_or_else(|| panic!("{user:?}: no cordon line: {}", run.stderr));
+        assert!(line.contains(&format!("refused 127.0.0.1:{b}:")), "{user:?}: {line}");
+        assert!(line.contains(&format!("(--allow-domain 127.0.0.1:{b})")), "{user:?}: {line}");
+        assert!(other.requests().is_empty(), "{user:?}: {:?}", other.requests());
+        assert_eq!(allowed.requests(), ["/simple/?allowed"], "{user:?}");
+    }
+}
