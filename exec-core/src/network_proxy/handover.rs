@@ -1,6 +1,7 @@
 //! The hand-over: the Linux helper binds the proxy's port in the command's network namespace
 //! and sends the listening socket over its end of the proxy's socketpair; the proxy serves from
-//! it. The same message carries a listener per forwarded loopback target ([`super::forward`]).
+//! it. The same message carries a listener per forwarded loopback target ([`super::forward`])
+//! and the raw sockets that see refused loopback connections ([`super::refusals`]).
 
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -58,8 +59,8 @@ const RECEIVE_FLAGS: MsgFlags = MsgFlags::MSG_CMSG_CLOEXEC;
 #[cfg(not(target_os = "linux"))]
 const RECEIVE_FLAGS: MsgFlags = MsgFlags::empty();
 
-/// The listening TCP sockets sent over `stream` with `SCM_RIGHTS`: the proxy's first, then
-/// the forwarded loopback targets. No descriptor, or a first one that is not a listening
+/// The sockets sent over `stream` with `SCM_RIGHTS`: the proxy's listener first, then the
+/// forwarded loopback targets' listeners and the raw watchers. No descriptor, or a first one that is not a listening
 /// socket, is an error; of the later ones, up to two raw sockets are the watchers, and one
 /// that is not a listener on a loopback target the list forwards is closed, as is anything
 /// beyond what the helper sends.

@@ -13,7 +13,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use cordon_policies::{loopback_advice, loopback_forwards};
-use nix::sys::socket::{SockaddrLike, SockaddrStorage, recvfrom};
+use nix::sys::socket::{SockaddrStorage, recvfrom};
 
 use super::{ConnectionRecord, State};
 
@@ -25,6 +25,11 @@ const MAX_REPORTED: usize = 256;
 
 /// Reads `socket` (a raw socket the helper filtered) until the proxy stops.
 pub(super) async fn watch(socket: OwnedFd, state: Arc<State>) {
+    // The runtime must never block on it, whatever the helper set.
+    let nonblocking = nix::fcntl::OFlag::O_NONBLOCK;
+    if nix::fcntl::fcntl(&socket, nix::fcntl::FcntlArg::F_SETFL(nonblocking)).is_err() {
+        return;
+    }
     let Ok(socket) = crate::sys::watch_readable(socket) else { return };
     let forwarded = loopback_forwards(&state.rules).unwrap_or_default();
     let mut reported: HashSet<SocketAddr> = HashSet::new();
@@ -56,7 +61,6 @@ fn refused_target(packet: &[u8], from: Option<&SockaddrStorage>) -> Option<Socke
     } else if let Some(v6) = from.as_sockaddr_in6() {
         (IpAddr::V6(v6.ip()), packet)
     } else {
-        let _ = from.family();
         return None;
     };
     let port = u16::from_be_bytes([*tcp.first()?, *tcp.get(1)?]);
