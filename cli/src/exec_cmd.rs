@@ -55,9 +55,15 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let denied = denied_hosts(&outcome);
     if outcome.exit_status() != 0 && !denied.is_empty() {
         said.push(format!(
-            "the network allow-list refused {}: allow a host with --allow-domain HOST \
-             (config network.allow; docs/network.md)",
-            denied.join(", ")
+            "the network allow-list refused {}: {} (config network.allow; docs/network.md)",
+            denied.join(", "),
+            cordon_exec_core::refusal_advice(
+                outcome
+                    .attempts
+                    .iter()
+                    .filter_map(|a| a.network.as_ref())
+                    .flat_map(|l| &l.connections)
+            )
         ));
     }
     for why in outcome.approvals.iter().filter_map(|a| a.rule_not_saved.as_ref()) {

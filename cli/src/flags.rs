@@ -151,6 +151,8 @@ pub struct SandboxFlags {
     /// Network by domain: the command gets its own network namespace and reaches only these
     /// destinations, through cordon's HTTP/HTTPS proxy (HTTP_PROXY etc. are set for it).
     /// `host`, `*.suffix` or either with `:port`; repeatable; added to config `network.allow`.
+    /// A loopback target with its port (`127.0.0.1:8080`, `localhost:8080`) is forwarded:
+    /// the host's server on that port is reached at the same address inside.
     /// Linux only; see docs/network.md.
     #[arg(long = "allow-domain", value_name = "DOMAIN")]
     pub allow_domains: Vec<String>,

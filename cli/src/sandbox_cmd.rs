@@ -160,9 +160,9 @@ fn run_as_parent(
     let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();
     if !denied.is_empty() {
         crate::terminal::say(&[format!(
-            "the network allow-list refused {}: allow a host with --allow-domain HOST (config \
-             network.allow; docs/network.md)",
-            denied.join(", ")
+            "the network allow-list refused {}: {} (config network.allow; docs/network.md)",
+            denied.join(", "),
+            cordon_exec_core::refusal_advice(attempt.network.iter().flat_map(|l| &l.connections))
         )]);
     }
     Ok(crate::output::exit_code(attempt.exit.shell_status()))

@@ -29,6 +29,7 @@ mod launch_paths;
 #[cfg(target_os = "macos")]
 mod macos;
 mod mcp;
+mod mcp_ts;
 mod messages;
 #[cfg(target_os = "linux")]
 mod mount_view;
