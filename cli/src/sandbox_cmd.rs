@@ -45,7 +45,9 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         SandboxPolicy::DangerFullAccess {} => SandboxKind::None,
         SandboxPolicy::ReadOnly { .. } | SandboxPolicy::WorkspaceWrite(_) => kind,
     };
-    if kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some() {
+    // The proxy, and a cgroup for limits of the whole tree, need cordon to stay.
+    let proxy = kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some();
+    if proxy || settings.sandbox.limits.tree_keys().next().is_some() {
         return run_with_proxy(&settings, env, args.command, kind);
     }
     let launch = Launch {
@@ -65,7 +67,8 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     Err(error).with_context(|| format!("cannot start {}", plan.program.display()))
 }
 
-/// With a domain allow-list cordon cannot exec the helper: its proxy must serve the command.
+/// With a domain allow-list cordon cannot exec the helper: its proxy must serve the command;
+/// nor with limits of the whole tree, whose cgroup it makes, watches and removes.
 /// It runs the command as its child instead — one sandboxed attempt, streamed, the terminal
 /// handed over while it runs — and exits with the command's status.
 fn run_with_proxy(
@@ -105,6 +108,13 @@ fn run_with_proxy(
             "the network allow-list refused {}: allow a host with --allow-domain HOST (config \
              network.allow; docs/network.md)",
             denied.join(", ")
+        )]);
+    }
+    if let cordon_exec_core::ExitKind::LimitExceeded(key) = attempt.exit {
+        let value = settings.sandbox.limits.get(key).unwrap_or_default();
+        crate::terminal::say(&[format!(
+            "the command exceeded its {key} limit ({})",
+            key.describe(value)
         )]);
     }
     Ok(crate::output::exit_code(attempt.exit.shell_status()))

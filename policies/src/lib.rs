@@ -50,6 +50,7 @@ mod git_config;
 mod git_reading;
 mod hidden_paths;
 mod judge;
+mod limits;
 mod normalize;
 mod paths;
 mod plain_words;
@@ -87,6 +88,9 @@ pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEn
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::git_config_may_run_code;
 pub use hidden_paths::{Relocations, expand_hidden_path};
+pub use limits::{
+    LimitError, LimitKey, Limits, ProcessLimit, TreeLimits, UnenforceableLimit, fallback_caveat,
+};
 pub use normalize::runs_arbitrary_code;
 pub use paths::{
     DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
