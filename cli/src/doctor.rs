@@ -24,9 +24,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let environment = environment_report(&config);
     let hidden_here = hidden_here(&config);
     let advice = git_advice();
+    let limits = cordon_exec_core::limits_report();
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
+            map.insert("limits".into(), serde_json::to_value(&limits)?);
             map.insert("hidden_here".into(), json!(hidden_here));
             map.insert("hidden_catalogue".into(), json!(SECRET_FILES));
             map.insert("environment".into(), environment);
@@ -38,6 +40,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         render_hidden_here(&mut text, &hidden_here);
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
+        render_limits(&mut text, &limits);
         for line in &advice {
             let _ = writeln!(text, "advice: {line}");
         }
@@ -49,6 +52,24 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(EXIT_NOT_ENFORCEABLE)
     })
+}
+
+/// Which resource limits (`--limit`) this machine holds, as this user, and how.
+#[cfg(target_os = "linux")]
+fn render_limits(out: &mut String, report: &cordon_exec_core::LimitsReport) {
+    let _ = writeln!(out, "\nresource limits (--limit; docs/limits.md):");
+    match (&report.cgroup, &report.no_cgroup) {
+        (Some(cgroup), _) => {
+            let _ = writeln!(out, "  a cgroup per command: {cgroup}");
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(out, "  no cgroup per command: {why}");
+        }
+        (None, None) => {}
+    }
+    for limit in &report.limits {
+        let _ = writeln!(out, "  {:<11} {:<8} {}", limit.key.as_str(), limit.how, limit.detail);
+    }
 }
 
 /// What the user's own git setup leaves open. A directory holding plain `HEAD`, `config` and
