@@ -46,14 +46,20 @@ impl Hierarchy {
 }
 
 /// This machine's hierarchy for cordon, or why there is none (probed once per process).
-pub fn hierarchy() -> &'static Result<Hierarchy, String> {
-    static PROBED: OnceLock<Result<Hierarchy, String>> = OnceLock::new();
+pub fn hierarchy() -> &'static Result<Hierarchy, NoCgroup> {
+    static PROBED: OnceLock<Result<Hierarchy, NoCgroup>> = OnceLock::new();
     PROBED.get_or_init(probe)
 }
 
-fn probe() -> Result<Hierarchy, String> {
+/// Why cordon cannot make a command's cgroup here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoCgroup(pub String);
+
+/// The hierarchy, or why there is none, in words.
+fn probe() -> Result<Hierarchy, NoCgroup> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("/proc/self/mountinfo cannot be read: {e}"))?;
+        .map_err(|e| NoCgroup(format!("/proc/self/mountinfo cannot be read: {e}")))?;
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let root = nix::unistd::geteuid().is_root();
     let mut v2_why = None;
@@ -102,12 +108,14 @@ fn probe() -> Result<Hierarchy, String> {
         }
     }
     match v1 {
-        (None, None, _) if !root => Err("cordon runs unprivileged: only root may create \
+        (None, None, _) if !root => Err(NoCgroup(
+            "cordon runs unprivileged: only root may create \
              cgroups here (cordon does not use delegated subtrees)"
-            .to_owned()),
-        (None, None, _) => Err(v2_why.unwrap_or_else(|| {
+                .to_owned(),
+        )),
+        (None, None, _) => Err(NoCgroup(v2_why.unwrap_or_else(|| {
             "no cgroup hierarchy with memory and pids controllers is mounted".to_owned()
-        })),
+        }))),
         (memory, pids, cpuacct) => Ok(Hierarchy::V1 { memory, pids, cpuacct }),
     }
 }

@@ -53,7 +53,7 @@ fn tree_holder(limits: &cordon_policies::Limits) -> (TreeLimits, String) {
                 }
             }
         }
-        Err(why) => (TreeLimits::None, why.clone()),
+        Err(why) => (TreeLimits::None, why.to_string()),
     }
     #[cfg(not(target_os = "linux"))]
     (TreeLimits::None, "only Linux cgroups can hold a process tree's limits".to_owned())
@@ -84,7 +84,8 @@ pub fn limits_report() -> LimitsReport {
     #[cfg(target_os = "linux")]
     let hierarchy = cgroup::hierarchy().clone();
     #[cfg(not(target_os = "linux"))]
-    let hierarchy: Result<(), String> = Err("only Linux cgroups can hold a tree's limits".into());
+    let hierarchy: Result<(), std::io::Error> =
+        Err(std::io::Error::other("only Linux cgroups can hold a tree's limits"));
     let holds = |key: LimitKey| {
         #[cfg(target_os = "linux")]
         return hierarchy.as_ref().is_ok_and(|h| h.holds(key));
@@ -114,10 +115,10 @@ pub fn limits_report() -> LimitsReport {
     #[cfg(target_os = "linux")]
     let (cgroup, no_cgroup) = match &hierarchy {
         Ok(h) => (Some(h.describe()), None),
-        Err(why) => (None, Some(why.clone())),
+        Err(why) => (None, Some(why.to_string())),
     };
     #[cfg(not(target_os = "linux"))]
-    let (cgroup, no_cgroup) = (None, hierarchy.err());
+    let (cgroup, no_cgroup) = (None, hierarchy.err().map(|e| e.to_string()));
     LimitsReport { cgroup, no_cgroup, limits }
 }
 
