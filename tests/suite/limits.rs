@@ -269,3 +269,65 @@ fn a_write_stops_at_file_size_and_open_files_is_set() {
         assert_eq!(run.stdout.trim(), "40", "{user:?}");
     }
 }
+
+/// One `exec_command` call to a live executor; the response line.
+fn call(
+    stdin: &mut std::process::ChildStdin,
+    stdout: &mut impl std::io::BufRead,
+    id: u32,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    use std::io::Write;
+    let request = serde_json::json!({"type": "call_tool", "requestId": id.to_string(),
+        "toolName": "exec_command", "arguments": arguments});
+    writeln!(stdin, "{request}").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+#[test]
+fn an_executor_call_may_lower_the_servers_limits_but_never_raise_them() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let mut executor = cordon_command(
+        User::Root,
+        &["executor", "-C", dir.path().to_str().unwrap(), "--limit", "file-size=2M"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut stdin = executor.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(executor.stdout.take().unwrap());
+    let write = |name: &str| format!("head -c 5M /dev/zero > {name}");
+    let size = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().len();
+    call(
+        &mut stdin,
+        &mut stdout,
+        1,
+        serde_json::json!({"cmd": write("raised"), "login": false,
+        "limits": {"file_size": "10M"}}),
+    );
+    assert_eq!(size("raised"), 2 << 20, "a call raised the executor's limit");
+    call(
+        &mut stdin,
+        &mut stdout,
+        2,
+        serde_json::json!({"cmd": write("lowered"), "login": false,
+        "limits": {"file_size": 1048576}}),
+    );
+    assert_eq!(size("lowered"), 1 << 20, "a call could not lower the executor's limit");
+    let answer = call(
+        &mut stdin,
+        &mut stdout,
+        3,
+        serde_json::json!({"cmd": "true",
+        "limits": {"file_size": "lots"}}),
+    );
+    assert!(answer.to_string().contains("file-size"), "{answer}");
+    drop(stdin);
+    executor.wait().unwrap();
+}
