@@ -45,9 +45,10 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         SandboxPolicy::DangerFullAccess {} => SandboxKind::None,
         SandboxPolicy::ReadOnly { .. } | SandboxPolicy::WorkspaceWrite(_) => kind,
     };
-    // The proxy, and a cgroup for limits of the whole tree, need cordon to stay.
+    // The proxy needs cordon to stay; so do limits, whose cgroup cordon makes, watches and
+    // removes, and whose verdict it names.
     let proxy = kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some();
-    if proxy || settings.sandbox.limits.tree_keys().next().is_some() {
+    if proxy || !settings.sandbox.limits.is_empty() {
         return run_with_proxy(&settings, env, args.command, kind);
     }
     let launch = Launch {
@@ -68,7 +69,8 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// With a domain allow-list cordon cannot exec the helper: its proxy must serve the command;
-/// nor with limits of the whole tree, whose cgroup it makes, watches and removes.
+/// nor with resource limits, whose cgroup it makes, watches and removes and whose verdict it
+/// names.
 /// It runs the command as its child instead — one sandboxed attempt, streamed, the terminal
 /// handed over while it runs — and exits with the command's status.
 fn run_with_proxy(

@@ -331,3 +331,21 @@ fn an_executor_call_may_lower_the_servers_limits_but_never_raise_them() {
     drop(stdin);
     executor.wait().unwrap();
 }
+
+#[test]
+fn cordon_sandbox_names_the_limit_too() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let file = dir.path().join("big");
+    let write = format!("head -c 5M /dev/zero > {}", file.display());
+    let run: Run = sandbox_command(
+        &["--full-auto", "--limit", "file-size=1M"],
+        dir.path(),
+        &["sh", "-c", &write],
+    )
+    .output()
+    .unwrap()
+    .into();
+    assert_exceeded(&run, "file-size", "1 MiB");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 1 << 20);
+}
