@@ -39,7 +39,7 @@ pub struct ExecCommandArgs {
     pub allowed_domains: Option<Vec<String>>,
     /// Resource limits for this command and everything it starts. Each only lowers the
     /// executor's own (`--limit`): a higher value than the executor's is ignored.
-    pub limits: Option<CallLimits>,
+    pub limits: Option<Box<CallLimits>>,
 }
 
 /// `exec_command`'s `limits`. A value is a number, or text with a unit (`"512M"`, `"90s"`).

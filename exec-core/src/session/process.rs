@@ -54,6 +54,10 @@ pub struct SessionProcess {
 }
 
 struct SessionCgroup {
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "only Linux makes cgroups; the type stays for one shape")
+    )]
     cgroup: crate::spawner::ChildCgroup,
     cpu_watch: tokio::task::AbortHandle,
 }
@@ -78,14 +82,18 @@ fn session_cgroup(spec: &LaunchPlan) -> Result<Option<crate::spawner::ChildCgrou
 }
 
 /// Holds `cgroup` for the session and watches its CPU time.
+#[cfg(target_os = "linux")]
 fn hold(cgroup: Option<crate::spawner::ChildCgroup>) -> Option<SessionCgroup> {
     let cgroup = cgroup?;
     let watched = Arc::clone(&cgroup);
-    #[cfg(target_os = "linux")]
     let cpu_watch = tokio::spawn(async move { watched.watch_cpu().await }).abort_handle();
-    #[cfg(not(target_os = "linux"))]
-    let cpu_watch = tokio::spawn(async move { drop(watched) }).abort_handle();
     Some(SessionCgroup { cgroup, cpu_watch })
+}
+
+/// No cgroups elsewhere: nothing to hold.
+#[cfg(not(target_os = "linux"))]
+fn hold(_cgroup: Option<crate::spawner::ChildCgroup>) -> Option<SessionCgroup> {
+    None
 }
 
 impl Shared {
