@@ -309,7 +309,7 @@ fn an_executor_call_may_lower_the_servers_limits_but_never_raise_them() {
         &mut stdout,
         1,
         serde_json::json!({"cmd": write("raised"), "login": false,
-        "limits": {"file_size": "10M"}}),
+        "limits": ["file-size=10M"]}),
     );
     assert_eq!(size("raised"), 2 << 20, "a call raised the executor's limit");
     call(
@@ -317,7 +317,7 @@ fn an_executor_call_may_lower_the_servers_limits_but_never_raise_them() {
         &mut stdout,
         2,
         serde_json::json!({"cmd": write("lowered"), "login": false,
-        "limits": {"file_size": 1048576}}),
+        "limits": ["file-size=1048576"]}),
     );
     assert_eq!(size("lowered"), 1 << 20, "a call could not lower the executor's limit");
     let answer = call(
@@ -325,7 +325,7 @@ fn an_executor_call_may_lower_the_servers_limits_but_never_raise_them() {
         &mut stdout,
         3,
         serde_json::json!({"cmd": "true",
-        "limits": {"file_size": "lots"}}),
+        "limits": ["file-size=lots"]}),
     );
     assert!(answer.to_string().contains("file-size"), "{answer}");
     drop(stdin);

@@ -37,57 +37,22 @@ pub struct ExecCommandArgs {
     /// Only narrows: the executor's own allow-list still applies, and an executor without
     /// network refuses it.
     pub allowed_domains: Option<Vec<String>>,
-    /// Resource limits for this command and everything it starts. Each only lowers the
-    /// executor's own (`--limit`): a higher value than the executor's is ignored.
-    pub limits: Option<Box<CallLimits>>,
+    /// Resource limits for this command and everything it starts, as `--limit` takes them:
+    /// "memory=512M", "pids=64", "cpu=30" (CPU seconds), "file-size=1G", "open-files=256".
+    /// Each only lowers the executor's own: a higher value than the executor's is ignored.
+    pub limits: Option<Vec<String>>,
 }
 
-/// `exec_command`'s `limits`. A value is a number, or text with a unit (`"512M"`, `"90s"`).
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CallLimits {
-    /// Bytes of memory for the whole tree (K, M, G suffixes: "512M").
-    pub memory: Option<LimitValue>,
-    /// Processes and threads of the whole tree.
-    pub pids: Option<LimitValue>,
-    /// CPU seconds of the whole tree ("90s", "2m").
-    pub cpu: Option<LimitValue>,
-    /// Bytes of any one file written ("1G").
-    pub file_size: Option<LimitValue>,
-    /// Descriptors per process.
-    pub open_files: Option<LimitValue>,
-}
-
-/// A limit's value: a number, or text with a unit.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum LimitValue {
-    Number(u64),
-    Text(String),
-}
-
-impl CallLimits {
-    /// The limits asked for, checked as `--limit` checks them.
-    pub fn to_limits(&self) -> Result<cordon_policies::Limits, cordon_policies::LimitError> {
-        use cordon_policies::LimitKey;
-        let mut limits = cordon_policies::Limits::default();
-        let fields = [
-            (LimitKey::Memory, &self.memory),
-            (LimitKey::Pids, &self.pids),
-            (LimitKey::Cpu, &self.cpu),
-            (LimitKey::FileSize, &self.file_size),
-            (LimitKey::OpenFiles, &self.open_files),
-        ];
-        for (key, value) in fields {
-            let text = match value {
-                None => continue,
-                Some(LimitValue::Number(number)) => number.to_string(),
-                Some(LimitValue::Text(text)) => text.clone(),
-            };
-            limits.set_text(key, &text)?;
-        }
-        Ok(limits)
+/// A call's `limits`, checked as `--limit` checks them.
+pub fn call_limits(
+    limits: Option<&[String]>,
+) -> Result<cordon_policies::Limits, cordon_policies::LimitError> {
+    let mut parsed = cordon_policies::Limits::default();
+    for assignment in limits.unwrap_or_default() {
+        let (key, value) = cordon_policies::Limits::parse_assignment(assignment)?;
+        parsed.set(key, Some(value));
     }
+    Ok(parsed)
 }
 
 /// `sandbox_permissions`: the executor's sandbox, or a request to run without it.

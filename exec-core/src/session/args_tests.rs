@@ -24,15 +24,7 @@ fn the_derived_schemas_are_the_ones_clients_know() {
                     "description": "`require_escalated` asks to run outside the sandbox, which always needs an approval (default `use_default`)."},
                 "justification": {"type": "string", "description": "Why escalation is needed."},
                 "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Narrow this command's network to these destinations (host, *.suffix, optional :port). Only narrows: the executor's own allow-list still applies, and an executor without network refuses it."},
-                "limits": {"type": "object", "additionalProperties": false,
-                    "description": "Resource limits for this command and everything it starts. Each only lowers the executor's own (`--limit`): a higher value than the executor's is ignored.",
-                    "properties": {
-                        "memory": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}], "description": "Bytes of memory for the whole tree (K, M, G suffixes: \"512M\")."},
-                        "pids": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}], "description": "Processes and threads of the whole tree."},
-                        "cpu": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}], "description": "CPU seconds of the whole tree (\"90s\", \"2m\")."},
-                        "file_size": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}], "description": "Bytes of any one file written (\"1G\")."},
-                        "open_files": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}], "description": "Descriptors per process."}
-                    }}
+                "limits": {"type": "array", "items": {"type": "string"}, "description": "Resource limits for this command and everything it starts, as `--limit` takes them: \"memory=512M\", \"pids=64\", \"cpu=30\" (CPU seconds), \"file-size=1G\", \"open-files=256\". Each only lowers the executor's own: a higher value than the executor's is ignored."}
             },
             "required": ["cmd"],
             "additionalProperties": false

@@ -51,7 +51,7 @@ pub(crate) fn session_request(
     let (sandbox_policy, narrowed_by) =
         narrow_network(&defaults.sandbox.policy, args.allowed_domains.as_deref(), &escalation)?;
     // A call may only lower the executor's limits.
-    let call_limits = args.limits.as_ref().map(|l| l.to_limits()).transpose()?.unwrap_or_default();
+    let call_limits = super::args::call_limits(args.limits.as_deref())?;
     let limits = defaults.sandbox.limits.lowered_by(&call_limits);
     let request = ExecRequest {
         command: vec![shell.into(), flag.into(), args.cmd.clone().into()],
