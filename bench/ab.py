@@ -12,7 +12,8 @@ same rounds.
 
 For each build: the helper (through a `codex-linux-sandbox` link) with the mount view and the
 PID + IPC namespaces, with `--no-mount-view`; `cordon sandbox linux --full-auto`; `cordon exec -a
-never -s workspace-write` — all running `/bin/true` in a scratch workspace, with CORDON_HOME
+never -s workspace-write`, bare and with resource limits (per-process ones; as root also those of
+the whole tree, which cost a cgroup per command) — all running `/bin/true` in a scratch workspace, with CORDON_HOME
 outside it — and one live `cordon executor` per build answering `exec_command {"cmd": "true",
 "login": false}` (a JSON line in, the response line out), beside `bash -c true` spawned here,
 which is what that call runs. Timing is posix_spawn to waitpid (or request to response) in
@@ -71,7 +72,17 @@ def variants(label, cordon, links, work):
          [cordon, "sandbox", "linux", "--full-auto", "-C", work, "--", "/bin/true"]),
         (f"{label}: cordon exec -a never -s workspace-write",
          [cordon, "exec", "-a", "never", "-s", "workspace-write", "-C", work, "--", "/bin/true"]),
-    ]
+        # Per-process limits only (rlimits set before the exec), then the limits of the whole
+        # tree, which make, watch and remove a cgroup per command (root only).
+        (f"{label}: cordon exec ... --limit open-files,file-size",
+         [cordon, "exec", "-a", "never", "-s", "workspace-write", "-C", work,
+          "--limit", "open-files=1024", "--limit", "file-size=1G", "--", "/bin/true"]),
+    ] + ([
+        (f"{label}: cordon exec ... --limit memory,pids,cpu",
+         [cordon, "exec", "-a", "never", "-s", "workspace-write", "-C", work,
+          "--limit", "memory=1G", "--limit", "pids=1024", "--limit", "cpu=60",
+          "--", "/bin/true"]),
+    ] if os.geteuid() == 0 else [])
 
 
 def main():

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use cordon_policies::MountViewRequirement;
 use cordon_policies::{
     AskForApproval, DomainRules, EnvSnapshot, SandboxMode, ShellEnvironmentPolicy, WorkspaceWrite,
 };
+use cordon_policies::{LimitKey, Limits, MountViewRequirement};
 use serde::{Deserialize, Serialize};
 
 /// The config file's keys. Unknown keys are an error, so a typo never silently weakens the
@@ -47,6 +47,49 @@ pub struct Config {
     /// Package-manager presets every run gets (`--preset` adds to them; docs/presets.md).
     #[serde(default)]
     pub presets: Vec<String>,
+    /// `[limits]`: `memory = "2G"`, `pids = 512`, … (the keys of `--limit`).
+    #[serde(default)]
+    pub limits: ConfigLimits,
+}
+
+/// The `[limits]` table, read and checked as `--limit` reads its values, so a bad one is an
+/// error with its line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConfigLimits(pub Limits);
+
+/// As the raw numbers the file could hold (`cordon config show`).
+impl Serialize for ConfigLimits {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.0.iter() {
+            map.serialize_entry(key.as_str(), &value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigLimits {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Value {
+            Number(u64),
+            Text(String),
+        }
+        let table = std::collections::BTreeMap::<String, Value>::deserialize(deserializer)?;
+        let mut limits = Limits::default();
+        for (name, value) in table {
+            let key: LimitKey = name.parse().map_err(D::Error::custom)?;
+            let text = match value {
+                Value::Number(number) => number.to_string(),
+                Value::Text(text) => text,
+            };
+            limits.set_text(key, &text).map_err(D::Error::custom)?;
+        }
+        Ok(ConfigLimits(limits))
+    }
 }
 
 /// The `network` key.

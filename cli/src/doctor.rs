@@ -26,11 +26,13 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let hidden_here = hidden_here(&config);
     let advice = git_advice();
     let presets = presets_report(&config);
+    let limits = cordon_exec_core::limits_report();
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
             map.insert("config_errors".into(), json!(broken));
             map.insert("presets".into(), presets);
+            map.insert("limits".into(), serde_json::to_value(&limits)?);
             map.insert("hidden_here".into(), json!(hidden_here));
             map.insert("hidden_catalogue".into(), json!(SECRET_FILES));
             map.insert("environment".into(), environment);
@@ -51,6 +53,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
         crate::presets::render_doctor(&mut text, &presets);
+        render_limits(&mut text, &limits);
         for line in &advice {
             let _ = writeln!(text, "advice: {line}");
         }
@@ -76,6 +79,24 @@ fn broken_state_files(config: &anyhow::Result<Config>) -> Vec<String> {
         broken.push(format!("{error:#}"));
     }
     broken
+}
+
+/// Which resource limits (`--limit`) this machine holds, as this user, and how.
+#[cfg(target_os = "linux")]
+fn render_limits(out: &mut String, report: &cordon_exec_core::LimitsReport) {
+    let _ = writeln!(out, "\nresource limits (--limit; docs/limits.md):");
+    match (&report.cgroup, &report.no_cgroup) {
+        (Some(cgroup), _) => {
+            let _ = writeln!(out, "  a cgroup per command: {cgroup}");
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(out, "  no cgroup per command: {why}");
+        }
+        (None, None) => {}
+    }
+    for limit in &report.limits {
+        let _ = writeln!(out, "  {:<11} {:<8} {}", limit.key.as_str(), limit.how, limit.detail);
+    }
 }
 
 /// What the user's own git setup leaves open. A directory holding plain `HEAD`, `config` and

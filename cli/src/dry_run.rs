@@ -39,6 +39,8 @@ pub struct SandboxPlan {
     pub strictness: String,
     /// Environment variables the command would not get (names only).
     pub environment_removed: Vec<RemovedVar>,
+    /// Resource limits, `key=value` (docs/limits.md).
+    pub limits: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -111,6 +113,12 @@ pub fn plan(
         mount_view: enum_text(&request.sandbox.mount_view),
         strictness: enum_text(&request.sandbox.strictness),
         environment_removed,
+        limits: request
+            .sandbox
+            .limits
+            .iter()
+            .map(|(key, value)| format!("{}={}", key.as_str(), key.describe(value)))
+            .collect(),
     }
 }
 
@@ -252,6 +260,9 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
                 "refuse (exit 125)"
             }
         );
+    }
+    if !plan.limits.is_empty() {
+        let _ = writeln!(text, "limits:       {}", plan.limits.join(", "));
     }
     let removed: Vec<&str> = plan.environment_removed.iter().map(|r| r.name.as_str()).collect();
     let _ = writeln!(

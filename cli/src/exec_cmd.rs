@@ -3,7 +3,9 @@
 use std::process::ExitCode;
 
 use cordon_exec_core::predicted_gaps;
-use cordon_exec_core::{ExecRequest, OutcomeResult, OutputMode, SandboxKind, StdinMode, Verdict};
+use cordon_exec_core::{
+    ExecRequest, ExitKind, OutcomeResult, OutputMode, SandboxKind, StdinMode, Verdict,
+};
 use cordon_exec_core::{RemoteExec, RemoteLink};
 use cordon_policies::{Escalation, PreRunDecision, Requester, SandboxMode};
 
@@ -112,6 +114,13 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
                 "the sandbox could not be set up, so the command did not run{why}; this is \
                  never retried without the sandbox: see `cordon doctor`, or --best-effort to \
                  accept a weaker sandbox"
+            ));
+        }
+        OutcomeResult::Completed { exit: ExitKind::LimitExceeded(key), .. } => {
+            let value = request.sandbox.limits.get(*key).unwrap_or_default();
+            said.push(format!(
+                "the command exceeded its {key} limit ({}); raise it with --limit {key}=…",
+                key.describe(value)
             ));
         }
         OutcomeResult::Completed { blocked: None, .. } => {}

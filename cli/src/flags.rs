@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use cordon_policies::{AskForApproval, SandboxMode};
+use cordon_policies::{AskForApproval, LimitKey, Limits, SandboxMode};
 
 /// `cordon --version`: the version, the commit it was built from, the sandbox backends.
 const VERSION: &str = concat!(
@@ -197,6 +197,17 @@ pub struct SandboxFlags {
     /// then sealed: its plain entries are writable, nothing new at its top, no dot entry.
     #[arg(long)]
     pub allow_home_root: bool,
+    /// Limit the command's resources (repeatable; over config `[limits]`): memory=SIZE and
+    /// pids=N for the command and everything it starts, cpu=SECONDS of CPU time for all of
+    /// them, file-size=SIZE for any one file it writes, open-files=N per process. SIZE takes
+    /// K, M, G. Where the kernel cannot hold memory or pids: exit 125 unless --best-effort.
+    /// Exceeded: exit 122 naming the limit. See docs/limits.md and `cordon doctor`.
+    #[arg(long = "limit", value_name = "KEY=VALUE", value_parser = parse_limit)]
+    pub limits: Vec<(LimitKey, u64)>,
+}
+
+fn parse_limit(text: &str) -> Result<(LimitKey, u64), String> {
+    Limits::parse_assignment(text).map_err(|error| error.to_string())
 }
 
 #[derive(Debug, Args)]

@@ -63,9 +63,10 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         crate::output::write_stdout(&text)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if (kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some())
-        || stay.needed()
-    {
+    // The proxy needs cordon to stay; so do limits, whose cgroup cordon makes, watches and
+    // removes, and whose verdict it names.
+    let proxy = kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some();
+    if proxy || stay.needed() || !settings.sandbox.limits.is_empty() {
         return run_as_parent(&settings, env, args.command, kind, stay);
     }
     let launch = Launch {
@@ -77,7 +78,7 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         env: &env,
         // cordon execs the plan: the command replaces cordon, there is no parent to follow.
         parent_death: ParentDeath::Ignore,
-        // A domain allow-list needs cordon to stay (`run_with_proxy`); nothing else does.
+        // Nothing else needs cordon to stay (`run_as_parent`): the plan is exec'd.
         proxy: None,
     };
     let plan = plan_launch(&launch, &settings.helper)?;
@@ -125,7 +126,8 @@ fn request(
 }
 
 /// When cordon cannot exec the helper — its proxy must serve the command (a domain
-/// allow-list), a timeout must be kept, or `--json` must be written after — it runs the
+/// allow-list), limits need their cgroup made, watched and removed, a timeout must be kept, or
+/// `--json` must be written after — it runs the
 /// command as its child instead: one sandboxed attempt, streamed (or captured for `--json`),
 /// the terminal handed over while it runs, and exits with the command's status.
 fn run_as_parent(
@@ -163,6 +165,13 @@ fn run_as_parent(
             "the network allow-list refused {}: {} (config network.allow; docs/network.md)",
             denied.join(", "),
             cordon_exec_core::refusal_advice(attempt.network.iter().flat_map(|l| &l.connections))
+        )]);
+    }
+    if let cordon_exec_core::ExitKind::LimitExceeded(key) = attempt.exit {
+        let value = settings.sandbox.limits.get(key).unwrap_or_default();
+        crate::terminal::say(&[format!(
+            "the command exceeded its {key} limit ({})",
+            key.describe(value)
         )]);
     }
     Ok(crate::output::exit_code(attempt.exit.shell_status()))

@@ -12,8 +12,8 @@ use cordon_exec_core::{
 };
 use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
 use cordon_policies::{
-    AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, MountViewRequirement, PolicyEnv,
-    RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest,
+    AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, Limits, MountViewRequirement,
+    PolicyEnv, RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest,
     ShellEnvironmentPolicy, Strictness, WorkspaceWrite, expand_hidden_path, expand_path,
 };
 
@@ -153,6 +153,7 @@ impl Settings {
             } else {
                 config.sandbox_mount_view
             },
+            limits: config.limits.0.overridden_by(&flag_limits(flags)),
         };
         let helper = HelperSettings {
             exe,
@@ -217,6 +218,15 @@ impl Settings {
     ) -> (Vec<(OsString, OsString)>, Vec<RemovedVar>) {
         filter_env(&self.config.shell_environment_policy, vars)
     }
+}
+
+/// The limits named by `--limit`, the last one of a key winning.
+pub fn flag_limits(flags: &SandboxFlags) -> Limits {
+    let mut limits = Limits::default();
+    for (key, value) in &flags.limits {
+        limits.set(*key, Some(*value));
+    }
+    limits
 }
 
 /// `policy` applied to this process's environment: what a command gets, and what was removed

@@ -24,7 +24,13 @@ pub enum ExitKind {
     Code(i32),
     Signal(i32),
     TimedOut,
+    /// The kernel stopped the command at this resource limit (the cgroup's OOM kill or
+    /// refused forks, the tree's CPU time, SIGXCPU, SIGXFSZ).
+    LimitExceeded(cordon_policies::LimitKey),
 }
+
+/// The status `cordon exec` exits with when the command exceeded a resource limit.
+pub const EXIT_LIMIT_EXCEEDED: i32 = 122;
 
 impl ExitKind {
     /// What a raw wait status (as `waitpid` gives it) says: the exit code, or the signal.
@@ -50,6 +56,7 @@ impl ExitKind {
             ExitKind::Code(code) => code,
             ExitKind::Signal(signal) => 128 + signal,
             ExitKind::TimedOut => 124,
+            ExitKind::LimitExceeded(_) => EXIT_LIMIT_EXCEEDED,
         }
     }
 }
@@ -66,6 +73,8 @@ pub enum Verdict {
     SandboxSetupFailed,
     Timeout,
     Signal,
+    /// A resource limit stopped the command: never a denial, never retried.
+    LimitExceeded,
 }
 
 /// What the sandbox allowed, to judge whether a denial message fits it.
@@ -150,6 +159,7 @@ pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
     let sandboxed = sandbox != SandboxKind::None;
     match exit {
         ExitKind::TimedOut => Verdict::Timeout,
+        ExitKind::LimitExceeded(_) => Verdict::LimitExceeded,
         ExitKind::Code(0) => Verdict::Success,
         ExitKind::Signal(_) => Verdict::Signal,
         ExitKind::Code(code)

@@ -93,6 +93,7 @@ pub(crate) fn read_only_request(request: &SandboxRequest) -> SandboxRequest {
         policy_cwd: request.policy_cwd.clone(),
         strictness: Strictness::FailClosed,
         mount_view: MountViewRequirement::Required,
+        limits: request.limits,
     }
 }
 
@@ -386,6 +387,15 @@ pub struct LaunchPlan {
     /// as the plan can be spawned.
     #[serde(skip)]
     pub proxy_channel: Option<HandOverSocket>,
+    /// Every resource limit asked for (what the verdict names).
+    #[serde(skip_serializing_if = "cordon_policies::Limits::is_empty")]
+    pub limits: cordon_policies::Limits,
+    /// The limits of the whole tree that a cgroup, made by the spawner for this one child,
+    /// holds; none when no cgroup is needed.
+    pub cgroup_limits: Option<cordon_policies::Limits>,
+    /// The rlimits the spawner sets in the child when no helper does (an unsandboxed command).
+    #[serde(skip)]
+    pub process_limits: Vec<cordon_policies::ProcessLimit>,
 }
 
 /// Errors building a sandboxed command line.
@@ -395,6 +405,10 @@ pub enum SandboxSetupError {
     Policy(#[from] cordon_policies::PolicyError),
     #[error("the command is empty")]
     EmptyCommand,
+    #[error(transparent)]
+    Limit(#[from] cordon_policies::UnenforceableLimit),
+    #[error("resource limits (--limit) are not supported with Seatbelt yet")]
+    LimitsUnsupported,
 }
 
 /// `env` with the helper settings' sandbox-only variables set on top (replacing any of the
@@ -418,6 +432,9 @@ pub fn plan_launch(
     let Launch { kind, ref command, cwd, cwd_pin, sandbox, env, parent_death, proxy } = *launch;
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv = command.clone();
+    let limits = crate::limits::plan_limits(sandbox)?;
+    let cgroup_limits =
+        (limits.tree == cordon_policies::TreeLimits::Cgroup).then_some(sandbox.limits);
     let plan = match kind {
         SandboxKind::None => LaunchPlan {
             sandbox: kind,
@@ -429,6 +446,9 @@ pub fn plan_launch(
             cwd_pin: cwd_pin.cloned(),
             in_process: None,
             proxy_channel: None,
+            limits: sandbox.limits,
+            cgroup_limits,
+            process_limits: limits.process,
         },
         SandboxKind::Linux => {
             let proxy_channel = match proxy {
@@ -446,6 +466,7 @@ pub fn plan_launch(
                 user_view: UserView::Given(Box::new(helper.user_view.clone())),
                 proxy_fd: proxy_channel.as_ref().map(HandOverSocket::number),
                 caller: cordon_sandbox_linux::Caller::Cordon,
+                tree_limits: limits.tree,
                 command: argv,
             };
             LaunchPlan {
@@ -461,9 +482,16 @@ pub fn plan_launch(
                     HelperLaunch::Exec => None,
                 },
                 proxy_channel,
+                limits: sandbox.limits,
+                cgroup_limits,
+                // The helper sets them, after its own set-up.
+                process_limits: Vec::new(),
             }
         }
         SandboxKind::Seatbelt => {
+            if !sandbox.limits.is_empty() {
+                return Err(SandboxSetupError::LimitsUnsupported);
+            }
             let mut resolved =
                 sandbox.policy.resolve(&sandbox.policy_cwd, &helper.user_view.view(), |p| {
                     std::fs::canonicalize(p)
@@ -510,6 +538,9 @@ pub fn plan_launch(
                 cwd_pin: cwd_pin.cloned(),
                 in_process: None,
                 proxy_channel: None,
+                limits: sandbox.limits,
+                cgroup_limits: None,
+                process_limits: Vec::new(),
             }
         }
     };

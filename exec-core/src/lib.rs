@@ -60,6 +60,7 @@ mod executor;
 mod init_process;
 mod interrupts;
 mod launch;
+mod limits;
 mod mcp;
 mod network_proxy;
 mod orchestrator;
@@ -85,6 +86,7 @@ pub use launch::{
     HelperLaunch, HelperSettings, Launch, LaunchPlan, ParentDeath, PinnedDir, PinnedExe,
     ProxyEndpoint, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,
 };
+pub use limits::{LimitSupport, LimitsReport, limits_report};
 pub use mcp::serve_stdio as serve_mcp;
 pub use network_proxy::{
     ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings, denied_hosts,

@@ -111,11 +111,16 @@ enum WireForm {
 pub enum SandboxAttempt {
     /// No sandbox: `danger-full-access`, an approved escalation or an approved retry. A
     /// struct variant, so that a field beside `kind` (a `request` sent with it) is refused.
-    None {},
+    /// The resource limits still hold there; left out when there are none, so a far end that
+    /// does not know them refuses only a run that has them.
+    None {
+        #[serde(default, skip_serializing_if = "cordon_policies::Limits::is_empty")]
+        limits: cordon_policies::Limits,
+    },
     /// The executor's platform sandbox enforcing `request`, whose writable roots are resolved
     /// against its `policy_cwd` on the executor's machine. A setting the executor does not
     /// know makes the whole message unreadable there: it refuses rather than run without it.
-    Platform { request: SandboxRequest },
+    Platform { request: Box<SandboxRequest> },
 }
 
 /// Whether the attempt was approved by a person on the orchestrator's side.
@@ -269,9 +274,15 @@ mod tests {
             "argv": ["true"], "cwd": "/", "env": [], "sandbox": {"kind": "none"},
             "approval": "granted"}))
         .unwrap();
-        assert_eq!((none.sandbox, none.tty), (SandboxAttempt::None {}, false));
         assert_eq!(
-            serde_json::to_value(SandboxAttempt::None {}).unwrap(),
+            (none.sandbox, none.tty),
+            (SandboxAttempt::None { limits: cordon_policies::Limits::default() }, false)
+        );
+        assert_eq!(
+            serde_json::to_value(SandboxAttempt::None {
+                limits: cordon_policies::Limits::default()
+            })
+            .unwrap(),
             serde_json::json!({"kind": "none"})
         );
         let mixed = serde_json::json!({"kind": "none", "request": {"policy": {"type": "read-only"}, "policy_cwd": "/"}});

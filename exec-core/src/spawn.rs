@@ -76,7 +76,20 @@ pub async fn run_process(
     let started = Instant::now();
     // Listening before the child exists: an interrupt that comes while it starts is not lost.
     let mut interrupts = Interrupts::new();
-    let (mut child, stdout, stderr) = start(spec, stdin)?;
+    // The cgroup that holds the tree limits, made before the child, which joins it first.
+    #[cfg(target_os = "linux")]
+    let cgroup: Option<crate::spawner::ChildCgroup> = match &spec.cgroup_limits {
+        Some(limits) => Some(Arc::new(crate::limits::CommandCgroup::create_for(limits)?)),
+        None => None,
+    };
+    #[cfg(not(target_os = "linux"))]
+    let cgroup: Option<crate::spawner::ChildCgroup> = None;
+    let (mut child, stdout, stderr) = start(spec, stdin, cgroup.as_ref())?;
+    #[cfg(target_os = "linux")]
+    let cpu_watch = cgroup.as_ref().map(|cgroup| {
+        let cgroup = Arc::clone(cgroup);
+        tokio::spawn(async move { cgroup.watch_cpu().await }).abort_handle()
+    });
     let group = child.group();
     tracing::debug!(?group, ?stdin, ?output, ?timeout, "command started");
     let target = child.interrupt_target()?;
@@ -141,6 +154,11 @@ pub async fn run_process(
             ExitKind::Signal(signal)
         }
     };
+    #[cfg(target_os = "linux")]
+    if let Some(watch) = cpu_watch {
+        watch.abort();
+    }
+    let exit = limit_exceeded(spec, exit, cgroup.as_ref()).map_or(exit, ExitKind::LimitExceeded);
     let duration = started.elapsed();
     if stdin == StdinMode::Terminal {
         crate::sys::reclaim_terminal();
@@ -155,6 +173,10 @@ pub async fn run_process(
         tracing::debug!("output still open after the command exited: its group is killed");
         kill_group(group);
         crate::sys::kill_orphans();
+        #[cfg(target_os = "linux")]
+        if let Some(cgroup) = &cgroup {
+            cgroup.kill();
+        }
         if tokio::time::timeout(DRAIN_GRACE, &mut readers).await.is_err() {
             abort_out.abort();
             abort_err.abort();
@@ -167,6 +189,11 @@ pub async fn run_process(
     if !child.ends_its_namespace() {
         kill_group(group);
         crate::sys::kill_orphans();
+    }
+    // Whatever is still in the command's cgroup ends with it, and the cgroup is removed.
+    #[cfg(target_os = "linux")]
+    if let Some(cgroup) = &cgroup {
+        cgroup.remove();
     }
     let take =
         |captured: &Mutex<HeadTail>| std::mem::replace(&mut *lock(captured), HeadTail::new(0));
@@ -229,13 +256,17 @@ impl Child {
 
 /// Starts `spec` with the given stdin and stdout and stderr piped: as the supervisor cloned
 /// straight into the command's namespaces when that applies, else through tokio's spawn.
-fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream, Stream)> {
+fn start(
+    spec: &LaunchPlan,
+    stdin: StdinMode,
+    cgroup: Option<&crate::spawner::ChildCgroup>,
+) -> std::io::Result<(Child, Stream, Stream)> {
     let stdio = match stdin {
         StdinMode::Null => ChildStdio::Null,
         StdinMode::Inherit => ChildStdio::Inherit,
         StdinMode::Terminal => ChildStdio::Terminal,
     };
-    let started = spec.start(stdio, |command| {
+    let started = spec.start(stdio, cgroup, |command| {
         tokio::process::Command::from(command).kill_on_drop(true).spawn()
     })?;
     match started {
@@ -252,6 +283,35 @@ fn start(spec: &LaunchPlan, stdin: StdinMode) -> std::io::Result<(Child, Stream,
             let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);
             Ok((Child::Spawned(child), stdout, stderr))
         }
+    }
+}
+
+/// The limit the kernel says stopped a command that did not succeed: the cgroup's evidence
+/// (an OOM kill, a refused fork, the CPU watch), else the signal of a per-process limit
+/// (SIGXCPU, SIGXFSZ), also as 128 + N, the status a shell or the helper reports for a child
+/// that such a signal ended.
+fn limit_exceeded(
+    spec: &LaunchPlan,
+    exit: ExitKind,
+    cgroup: Option<&crate::spawner::ChildCgroup>,
+) -> Option<cordon_policies::LimitKey> {
+    use cordon_policies::LimitKey;
+    let signal = match exit {
+        ExitKind::Code(0) | ExitKind::TimedOut | ExitKind::LimitExceeded(_) => return None,
+        ExitKind::Signal(signal) => Some(signal),
+        // A shell, and the helper, report a child's signal so.
+        ExitKind::Code(code) => code.checked_sub(128),
+    };
+    #[cfg(target_os = "linux")]
+    if let Some(key) = cgroup.and_then(|c| c.exceeded()) {
+        return Some(key);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cgroup;
+    match signal {
+        Some(libc::SIGXCPU) if spec.limits.cpu.is_some() => Some(LimitKey::Cpu),
+        Some(libc::SIGXFSZ) if spec.limits.file_size.is_some() => Some(LimitKey::FileSize),
+        Some(_) | None => None,
     }
 }
 

@@ -13,6 +13,12 @@ use std::os::unix::process::CommandExt;
 use crate::launch::LaunchPlan;
 use crate::sys::Terminal;
 
+/// The cgroup a child joins, shared with whoever waits for the child and removes it.
+#[cfg(target_os = "linux")]
+pub(crate) type ChildCgroup = std::sync::Arc<crate::limits::CommandCgroup>;
+#[cfg(not(target_os = "linux"))]
+pub(crate) type ChildCgroup = ();
+
 /// The child's standard streams, for [`LaunchPlan::start`].
 #[derive(Debug)]
 pub(crate) enum ChildStdio {
@@ -50,6 +56,7 @@ impl LaunchPlan {
     pub(crate) fn start<C>(
         &self,
         stdio: ChildStdio,
+        cgroup: Option<&ChildCgroup>,
         spawn: impl FnOnce(std::process::Command) -> std::io::Result<C>,
     ) -> std::io::Result<Started<C>> {
         #[cfg(target_os = "linux")]
@@ -61,14 +68,15 @@ impl LaunchPlan {
                 ChildStdio::Terminal => None,
             };
             if let Some(init_stdin) = init_stdin {
+                let procs = cgroup.map(|c| c.join_descriptors()).unwrap_or_default();
                 if let Some(init) =
-                    crate::sys::spawn_namespace_init(self.in_process_helper(), init_stdin)?
+                    crate::sys::spawn_namespace_init(self.in_process_helper(), init_stdin, &procs)?
                 {
                     return Ok(Started::Init(init));
                 }
             }
         }
-        spawn(self.prepared(Streams::Pipes(stdio))?).map(Started::Spawned)
+        spawn(self.prepared(Streams::Pipes(stdio), cgroup)?).map(Started::Spawned)
     }
 
     /// Starts the plan as a child in a new session whose controlling terminal is `terminal`
@@ -78,9 +86,10 @@ impl LaunchPlan {
     pub(crate) fn start_in_terminal<C>(
         &self,
         terminal: std::fs::File,
+        cgroup: Option<&ChildCgroup>,
         spawn: impl FnOnce(std::process::Command) -> std::io::Result<C>,
     ) -> std::io::Result<C> {
-        spawn(self.prepared(Streams::Controlling(terminal))?)
+        spawn(self.prepared(Streams::Controlling(terminal), cgroup)?)
     }
 
     /// The `Command` for the plan with its streams and every pre-exec step, in the one order
@@ -88,9 +97,23 @@ impl LaunchPlan {
     /// descriptor close-on-exec), then the descriptors the helper is told about opened to it
     /// again, then — when this process is single-threaded — the helper itself in the forked
     /// child instead of an exec.
-    fn prepared(&self, streams: Streams) -> std::io::Result<std::process::Command> {
+    fn prepared(
+        &self,
+        streams: Streams,
+        cgroup: Option<&ChildCgroup>,
+    ) -> std::io::Result<std::process::Command> {
         use std::process::Stdio;
         let mut command = self.to_command();
+        // First of all: the child is in its cgroup and under its limits before any other
+        // step, so nothing it or the helper does escapes them.
+        #[cfg(target_os = "linux")]
+        if cgroup.is_some() || !self.process_limits.is_empty() {
+            let procs = cgroup.map(|c| c.join_descriptors()).unwrap_or_default();
+            let owner = cgroup.map(std::sync::Arc::clone);
+            crate::sys::limit_child(&mut command, owner, procs, self.process_limits.clone());
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = cgroup;
         let terminal = match streams {
             Streams::Pipes(ChildStdio::Null) => {
                 command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -124,6 +147,12 @@ impl LaunchPlan {
     /// Replaces this process with the plan (`cordon sandbox`): the command's status, signals
     /// and terminal are its own with nothing in between. Returns only on failure.
     pub fn exec(&self) -> std::io::Error {
+        // A cgroup must be made, watched and removed by a process that outlives the command.
+        if self.cgroup_limits.is_some() {
+            return std::io::Error::other(
+                "limits of the whole tree need cordon to stay while the command runs",
+            );
+        }
         // The helper in this very process: the exec of cordon it would take is saved.
         #[cfg(target_os = "linux")]
         if let Some(args) = &self.in_process {
@@ -141,6 +170,11 @@ impl LaunchPlan {
                     )
                 };
             }
+        }
+        // The command itself (no helper to set its rlimits): this process takes them first.
+        #[cfg(target_os = "linux")]
+        if let Err(error) = cordon_sandbox_linux::set_process_limits(&self.process_limits) {
+            return error;
         }
         // This very process execs: no child to set up, only the helper's descriptors to keep.
         let mut command = self.to_command();

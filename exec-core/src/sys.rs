@@ -130,6 +130,47 @@ fn own_group_or_session(command: &mut std::process::Command, terminal: Terminal)
     }
 }
 
+/// Makes `command`'s child join a cgroup, first thing after the fork, by writing `0` (itself)
+/// to each `cgroup.procs` descriptor in `procs` (all of one command cgroup, which `owner`
+/// keeps open), and set `limits` (rlimits) — so that nothing the command starts is ever
+/// outside the cgroup or above the limits. Register it before every other pre-exec step.
+#[cfg(target_os = "linux")]
+pub fn limit_child<O>(
+    command: &mut std::process::Command,
+    owner: O,
+    procs: Vec<std::os::fd::RawFd>,
+    limits: Vec<cordon_policies::ProcessLimit>,
+) where
+    O: Send + Sync + 'static,
+{
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and makes only
+    // async-signal-safe system calls (write, getrlimit, setrlimit) on descriptors the child
+    // inherited (close-on-exec, so open until the exec; `owner`, which the closure owns, keeps
+    // them open in this process until after the fork) and on integers; the vectors were built
+    // before the fork and are only read.
+    unsafe {
+        command.pre_exec(move || {
+            let _owner = &owner;
+            join_cgroup(&procs)?;
+            cordon_sandbox_linux::set_process_limits(&limits)
+        });
+    }
+}
+
+/// Writes `0` to each `cgroup.procs` descriptor: this process joins each cgroup.
+/// Async-signal-safe.
+#[cfg(target_os = "linux")]
+fn join_cgroup(procs: &[std::os::fd::RawFd]) -> std::io::Result<()> {
+    for fd in procs {
+        // SAFETY: write takes a descriptor and one byte of a static string.
+        if unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) } != 1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// What a forked child needs to run the Linux helper itself instead of exec'ing it: the
 /// helper's arguments, the command's environment and its cwd.
 #[cfg(target_os = "linux")]
@@ -218,6 +259,7 @@ pub struct InitChild {
 pub fn spawn_namespace_init(
     plan: Option<InProcessHelper<'_>>,
     stdin: InitStdin,
+    cgroup: &[std::os::fd::RawFd],
 ) -> std::io::Result<Option<InitChild>> {
     use cordon_policies::MountViewRequirement;
     use cordon_sandbox_linux::ClonedInit;
@@ -284,7 +326,8 @@ pub fn spawn_namespace_init(
             // leaves with `_exit` if one fails; `run_in_process` never returns.
             unsafe {
                 let report = cordon_sandbox_linux::STATUS_REPORT_FD;
-                let set_up = stdin.as_ref().is_none_or(|fd| libc::dup2(fd.as_raw_fd(), 0) >= 0)
+                let set_up = join_cgroup(cgroup).is_ok()
+                    && stdin.as_ref().is_none_or(|fd| libc::dup2(fd.as_raw_fd(), 0) >= 0)
                     && libc::dup2(stdout_child.as_raw_fd(), 1) >= 0
                     && libc::dup2(stderr_child.as_raw_fd(), 2) >= 0
                     // Close-on-exec there too: the supervisor's, never the command's.

@@ -55,6 +55,7 @@ mod git_config;
 mod git_reading;
 mod hidden_paths;
 mod judge;
+mod limits;
 mod loopback;
 mod normalize;
 mod paths;
@@ -95,6 +96,9 @@ pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEn
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::git_config_may_run_code;
 pub use hidden_paths::{Relocations, expand_hidden_path};
+pub use limits::{
+    LimitError, LimitKey, Limits, ProcessLimit, TreeLimits, UnenforceableLimit, fallback_caveat,
+};
 pub use loopback::{
     MAX_LOOPBACK_FORWARDS, allow_domain_advice, loopback_advice, loopback_forwards,
 };

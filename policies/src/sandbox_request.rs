@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::limits::Limits;
 use crate::sandbox_policy::SandboxPolicy;
 
 /// One command's sandbox.
@@ -31,6 +32,11 @@ pub struct SandboxRequest {
     pub strictness: Strictness,
     #[serde(default)]
     pub mount_view: MountViewRequirement,
+    /// Resource limits for the command and everything it starts. Left out of the JSON when
+    /// there are none, so a peer that predates limits still understands a request without
+    /// them, and refuses one with them.
+    #[serde(default, skip_serializing_if = "Limits::is_empty")]
+    pub limits: Limits,
 }
 
 impl SandboxRequest {
@@ -42,6 +48,7 @@ impl SandboxRequest {
             policy_cwd,
             strictness: Strictness::default(),
             mount_view: MountViewRequirement::default(),
+            limits: Limits::default(),
         }
     }
 
@@ -102,10 +109,12 @@ mod tests {
             policy_cwd: PathBuf::from("/srv/repo"),
             strictness: Strictness::BestEffort,
             mount_view: MountViewRequirement::Required,
+            limits: Limits { pids: Some(64), ..Limits::default() },
         };
         let json = request.to_json();
         assert!(json.contains(r#""strictness":"best_effort""#), "{json}");
         assert!(json.contains(r#""mount_view":"required""#), "{json}");
+        assert!(json.contains(r#""limits":{"pids":64}"#), "{json}");
         assert_eq!(SandboxRequest::from_json(&json).unwrap(), request);
     }
 

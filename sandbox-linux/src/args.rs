@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use cordon_policies::{
-    EnvSnapshot, MountViewRequirement, SandboxPolicy, SandboxRequest, Strictness,
+    EnvSnapshot, MountViewRequirement, SandboxPolicy, SandboxRequest, Strictness, TreeLimits,
 };
 
 use crate::error::HelperError;
@@ -132,6 +132,11 @@ pub struct HelperArgs {
     /// not, can reach a socketpair, so none can hand the proxy a listener of its own.
     pub proxy_fd: Option<RawFd>,
     pub caller: Caller,
+    /// `--tree-limits-in-cgroup`: the caller put this process in a cgroup that holds the
+    /// request's memory and pids limits (and its CPU total), so the helper sets only the
+    /// per-process ones. Without it the helper holds them with rlimits where best effort
+    /// allows, else refuses (exit 125).
+    pub tree_limits: TreeLimits,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
 }
@@ -142,7 +147,8 @@ usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--com
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
            [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
        codex-linux-sandbox --request JSON [--command-cwd DIR] [--die-with-parent]
-           [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
+           [--user-view JSON] [--proxy-fd N] [--caller cordon] [--tree-limits-in-cgroup]
+           -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
@@ -155,7 +161,8 @@ listening socket is handed to the proxy over the inherited UNIX socket on descri
 
 --request is cordon's whole sandbox request in one JSON object, {\"policy\": POLICY,
 \"policy_cwd\": DIR, \"strictness\": \"fail_closed\"|\"best_effort\", \"mount_view\":
-\"auto\"|\"required\"|\"off\"} (the last two optional); an unknown field is an error (exit 125). It
+\"auto\"|\"required\"|\"off\", \"limits\": {\"memory\": BYTES, \"pids\": N, \"cpu\": SECONDS,
+\"file-size\": BYTES, \"open-files\": N}} (the last three optional); an unknown field is an error (exit 125). It
 replaces --sandbox-policy-cwd, --sandbox-policy, --best-effort and the mount-view flags, which
 cannot be given with it.
 
@@ -163,6 +170,8 @@ cannot be given with it.
 helper (--caller cordon makes messages start `cordon: sandbox:`). So is
 --command-cwd-identity DEV:INO: the command runs in --command-cwd only if that path still leads
 to the directory with these device and inode numbers (the one shown for approval), else 125.
+--tree-limits-in-cgroup says the caller holds the memory and pids limits in a cgroup; without
+it they are refused (125) unless best effort, which sets RLIMIT_DATA and RLIMIT_NPROC.
 
 Exit status: CMD's own once it runs; 125 the sandbox could not be set up (one line on
 stderr says why); 126 CMD not executable; 127 CMD not found.
@@ -208,6 +217,7 @@ pub fn parse_helper_args(
     let mut user_view_json: Option<OsString> = None;
     let mut proxy_fd: Option<RawFd> = None;
     let mut caller = Caller::Direct;
+    let mut tree_limits = TreeLimits::None;
     let mut split_policies = SplitPolicies::default();
     let mut saw_separator = false;
 
@@ -252,6 +262,7 @@ pub fn parse_helper_args(
             "--require-mount-view" => mount_view = MountViewRequirement::Required,
             "--no-mount-view" => mount_view = MountViewRequirement::Disabled,
             "--die-with-parent" => parent_death = ParentDeath::Kill,
+            "--tree-limits-in-cgroup" => tree_limits = TreeLimits::Cgroup,
             "--user-view" => user_view_json = Some(value(&flag)?),
             "--proxy-fd" => proxy_fd = Some(parse_proxy_fd(&value(&flag)?)?),
             "--caller" => match value(&flag)?.to_str() {
@@ -317,7 +328,13 @@ pub fn parse_helper_args(
                 .ok_or_else(|| HelperError::Usage("--sandbox-policy is not valid UTF-8".into()))?;
             let policy = SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
             split_policies.check(&policy)?;
-            SandboxRequest { policy, policy_cwd, strictness, mount_view }
+            SandboxRequest {
+                policy,
+                policy_cwd,
+                strictness,
+                mount_view,
+                limits: cordon_policies::Limits::default(),
+            }
         }
     };
     for cwd in std::iter::once(&request.policy_cwd).chain(command_cwd.as_ref()) {
@@ -344,6 +361,7 @@ pub fn parse_helper_args(
         user_view,
         proxy_fd,
         caller,
+        tree_limits,
         command,
     })
 }
@@ -351,6 +369,7 @@ pub fn parse_helper_args(
 /// The flags that take no value.
 const SWITCHES: &[&str] = &[
     "--best-effort",
+    "--tree-limits-in-cgroup",
     "--require-mount-view",
     "--no-mount-view",
     "--die-with-parent",
@@ -472,6 +491,10 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
         Caller::Direct => {}
         Caller::Cordon => argv.extend(["--caller".into(), "cordon".into()]),
     }
+    match invocation.tree_limits {
+        TreeLimits::None => {}
+        TreeLimits::Cgroup => argv.push("--tree-limits-in-cgroup".into()),
+    }
     argv.push("--".into());
     argv.extend(invocation.command.iter().cloned());
     argv
@@ -537,6 +560,7 @@ mod tests {
             policy_cwd: PathBuf::from("/w"),
             strictness: Strictness::BestEffort,
             mount_view: MountViewRequirement::Disabled,
+            limits: cordon_policies::Limits { open_files: Some(64), ..Default::default() },
         };
         let json = request.to_json();
         let parsed = parse_helper_args(os(&["--request", &json, "--", "ls"])).unwrap();

@@ -3,6 +3,8 @@
 
 use std::ffi::{CString, OsString};
 
+use cordon_policies::ProcessLimit;
+
 use crate::error::HelperError;
 use crate::sys::{self, CommandGroup, ParentDeathSignal, Spawned};
 
@@ -11,12 +13,17 @@ pub struct PreparedCommand {
     pub program: OsString,
     pub argv: Vec<CString>,
     pub envp: Vec<CString>,
+    /// The per-process limits, set in the command's process just before its exec.
+    pub rlimits: Vec<ProcessLimit>,
 }
 
 impl PreparedCommand {
     /// Replaces this process with the command (`execvpe`); returns only the error.
     pub fn exec(self) -> HelperError {
         sys::reset_sigpipe();
+        if let Err(source) = sys::set_process_limits(&self.rlimits) {
+            return HelperError::SetLimit { what: "process", source };
+        }
         let error = match nix::unistd::execvpe(&self.argv[0], &self.argv, &self.envp) {
             Ok(never) => match never {},
             Err(error) => error,
@@ -38,6 +45,7 @@ impl PreparedCommand {
             envp: &self.envp,
             group,
             parent_death,
+            rlimits: &self.rlimits,
         })
         .map_err(|source| HelperError::Containment { what: "starting the command", source })
     }

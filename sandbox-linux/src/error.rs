@@ -66,6 +66,10 @@ pub enum HelperError {
     CommandCwdChanged { path: std::path::PathBuf },
     #[error("cannot run {command:?}: {source}")]
     Exec { command: OsString, source: std::io::Error },
+    #[error("{0}")]
+    Limit(#[from] cordon_policies::UnenforceableLimit),
+    #[error("cannot set the {what} limit: {source}")]
+    SetLimit { what: &'static str, source: std::io::Error },
 }
 
 impl HelperError {
@@ -88,7 +92,9 @@ impl HelperError {
             | HelperError::Containment { .. }
             | HelperError::CordonHome { .. }
             | HelperError::CommandCwd { .. }
-            | HelperError::CommandCwdChanged { .. } => EXIT_SETUP_FAILED,
+            | HelperError::CommandCwdChanged { .. }
+            | HelperError::Limit(_)
+            | HelperError::SetLimit { .. } => EXIT_SETUP_FAILED,
             #[cfg(target_os = "linux")]
             HelperError::Landlock(_) | HelperError::SeccompBuild(_) | HelperError::Seccomp(_) => {
                 EXIT_SETUP_FAILED

@@ -110,6 +110,10 @@ pub use sys::single_threaded;
 #[cfg(target_os = "linux")]
 pub use sys::keep_open_in_child;
 
+/// Per-process limits (rlimits), for a spawner that starts a command without the helper.
+#[cfg(target_os = "linux")]
+pub use sys::set_process_limits;
+
 /// The repositories of the writable roots, and what a command planted in them.
 #[cfg(target_os = "linux")]
 pub use planted::{Planted, Watch};

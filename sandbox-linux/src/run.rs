@@ -213,6 +213,10 @@ unsafe fn run(
         })?),
         None => None,
     };
+    // Limits that cannot be held are refused before anything is set up.
+    for caveat in process_limits(args)?.1 {
+        crate::messages::warning(caveat);
+    }
     if let SandboxPolicy::DangerFullAccess {} = args.request.policy {
         return Err(prepare_exec(args, command_env, &[])?.exec());
     }
@@ -561,7 +565,20 @@ fn prepare_exec(
     for (key, value) in extra_env {
         envp.push(to_c(OsString::from(format!("{key}={value}")))?);
     }
-    Ok(PreparedCommand { program: program.clone(), argv, envp })
+    let rlimits = process_limits(args)?.0;
+    Ok(PreparedCommand { program: program.clone(), argv, envp, rlimits })
+}
+
+/// The rlimits the command starts with, and what best effort only approximates: the memory
+/// and pids limits fall to this helper when no cgroup made by its caller holds them.
+fn process_limits(
+    args: &HelperArgs,
+) -> Result<(Vec<cordon_policies::ProcessLimit>, Vec<String>), HelperError> {
+    Ok(args.request.limits.process_limits(
+        args.tree_limits,
+        args.request.strictness,
+        "no cgroup was made for this command (the helper makes none itself)",
+    )?)
 }
 
 #[cfg(test)]

@@ -625,6 +625,8 @@ pub struct CommandSpawn<'a> {
     pub envp: &'a [std::ffi::CString],
     pub group: CommandGroup,
     pub parent_death: ParentDeathSignal,
+    /// Set in the child before its exec; a limit that cannot be set fails the start (exit 126).
+    pub rlimits: &'a [cordon_policies::ProcessLimit],
 }
 
 /// `strings` as the NULL-terminated array of pointers `execvpe` takes; the pointers are valid
@@ -736,6 +738,11 @@ extern "C" fn command_child(arg: *mut libc::c_void) -> libc::c_int {
         // head` would then not end); the command starts with nothing blocked. This child has
         // its own signal dispositions (no CLONE_SIGHAND).
         reset_sigpipe();
+        if let Err(error) = set_process_limits(spawn.rlimits) {
+            let errno = error.raw_os_error().unwrap_or(libc::EINVAL);
+            shared.errno.store(errno, std::sync::atomic::Ordering::Relaxed);
+            libc::_exit(crate::error::EXIT_SETUP_FAILED);
+        }
         libc::sigemptyset(&raw mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
         libc::execvpe(spawn.file.as_ptr(), shared.argv.as_ptr(), shared.envp.as_ptr());
@@ -771,4 +778,31 @@ pub fn attach_socket_filter(
         )
     };
     if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Sets each per-process limit, soft and hard, never above the hard limit in place (a limit
+/// is an upper bound: one above what the process may have already holds). `RLIMIT_CPU`'s hard
+/// limit is a second above the soft one, so a process first gets SIGXCPU, which names the
+/// limit, and SIGKILL only if it ignores that. Async-signal-safe: system calls on integers on
+/// this stack, nothing allocated (it runs in a child that shares the parent's memory).
+pub fn set_process_limits(limits: &[cordon_policies::ProcessLimit]) -> io::Result<()> {
+    use cordon_policies::ProcessLimit;
+    for limit in limits {
+        let (resource, soft, extra) = match *limit {
+            ProcessLimit::Data(value) => (libc::RLIMIT_DATA, value, 0),
+            ProcessLimit::Processes(value) => (libc::RLIMIT_NPROC, value, 0),
+            ProcessLimit::CpuSeconds(value) => (libc::RLIMIT_CPU, value, 1),
+            ProcessLimit::FileSize(value) => (libc::RLIMIT_FSIZE, value, 0),
+            ProcessLimit::OpenFiles(value) => (libc::RLIMIT_NOFILE, value, 0),
+        };
+        let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit and setrlimit read and write the one struct on this stack.
+        unsafe {
+            check_int(libc::getrlimit(resource, &raw mut current))?;
+            let hard = current.rlim_max.min(soft.saturating_add(extra));
+            let wanted = libc::rlimit { rlim_cur: soft.min(hard), rlim_max: hard };
+            check_int(libc::setrlimit(resource, &raw const wanted))?;
+        }
+    }
+    Ok(())
 }

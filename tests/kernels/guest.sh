@@ -110,7 +110,7 @@ while IFS=$'\t' read -r name exe dir; do
   echo "===== $name ($exe)" >>"$out/suite.log"
   # Output through a pipe, as under `cargo test` (a test binary's stdout is part of what some
   # tests look at: a regular file there is a file the sandbox lets the command reopen).
-  (cd "$dir" && env ${require:+CORDON_TEST_REQUIRE_SANDBOX=1} CORDON_TEST_TIME_SCALE=$scale \
+  (cd "$dir" && env ${require:+CORDON_TEST_REQUIRE_SANDBOX=1} CORDON_TEST_REQUIRE_CGROUP=1 CORDON_TEST_TIME_SCALE=$scale \
     "$exe" --show-output ${filter[@]+"${filter[@]}"} ${skip_args[@]+"${skip_args[@]}"} 2>&1) \
     | cat >"$out/binary.log"
   cat "$out/binary.log" >>"$out/suite.log"
@@ -121,7 +121,7 @@ while IFS=$'\t' read -r name exe dir; do
   if [ -e "$out/tcg" ]; then
     grep -E '^test .* FAILED$' "$out/binary.log" | while read -r _ test _; do
       grep -qx "$test" "$here/expected-fail-$variant.txt" 2>/dev/null && continue
-      if (cd "$dir" && env ${require:+CORDON_TEST_REQUIRE_SANDBOX=1} CORDON_TEST_TIME_SCALE=$scale \
+      if (cd "$dir" && env ${require:+CORDON_TEST_REQUIRE_SANDBOX=1} CORDON_TEST_REQUIRE_CGROUP=1 CORDON_TEST_TIME_SCALE=$scale \
         "$exe" --show-output --exact "$test" 2>&1) >>"$out/retry.log" \
         && tail -n 5 "$out/retry.log" | grep -q '^test result: ok. 1 passed'; then
         echo "$test" >>"$out/passed-on-retry"

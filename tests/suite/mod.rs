@@ -26,6 +26,8 @@ mod filesystem;
 mod hardening;
 #[cfg(target_os = "linux")]
 mod launch_paths;
+#[cfg(target_os = "linux")]
+mod limits;
 #[cfg(target_os = "macos")]
 mod macos;
 mod mcp;

@@ -66,9 +66,9 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// request's sandbox (policy, strictness, mount-view requirement) as decided here, or none.
 fn attempt_for(request: &ExecRequest, kind: SandboxKind) -> SandboxAttempt {
     match kind {
-        SandboxKind::None => SandboxAttempt::None {},
+        SandboxKind::None => SandboxAttempt::None { limits: request.sandbox.limits },
         SandboxKind::Linux | SandboxKind::Seatbelt => {
-            SandboxAttempt::Platform { request: request.sandbox.clone() }
+            SandboxAttempt::Platform { request: Box::new(request.sandbox.clone()) }
         }
     }
 }

@@ -37,6 +37,22 @@ pub struct ExecCommandArgs {
     /// Only narrows: the executor's own allow-list still applies, and an executor without
     /// network refuses it.
     pub allowed_domains: Option<Vec<String>>,
+    /// Resource limits for this command and everything it starts, as `--limit` takes them:
+    /// "memory=512M", "pids=64", "cpu=30" (CPU seconds), "file-size=1G", "open-files=256".
+    /// Each only lowers the executor's own: a higher value than the executor's is ignored.
+    pub limits: Option<Vec<String>>,
+}
+
+/// A call's `limits`, checked as `--limit` checks them.
+pub fn call_limits(
+    limits: Option<&[String]>,
+) -> Result<cordon_policies::Limits, cordon_policies::LimitError> {
+    let mut parsed = cordon_policies::Limits::default();
+    for assignment in limits.unwrap_or_default() {
+        let (key, value) = cordon_policies::Limits::parse_assignment(assignment)?;
+        parsed.set(key, Some(value));
+    }
+    Ok(parsed)
 }
 
 /// `sandbox_permissions`: the executor's sandbox, or a request to run without it.

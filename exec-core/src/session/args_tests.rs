@@ -23,7 +23,8 @@ fn the_derived_schemas_are_the_ones_clients_know() {
                 "sandbox_permissions": {"type": "string", "enum": ["use_default", "require_escalated"],
                     "description": "`require_escalated` asks to run outside the sandbox, which always needs an approval (default `use_default`)."},
                 "justification": {"type": "string", "description": "Why escalation is needed."},
-                "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Narrow this command's network to these destinations (host, *.suffix, optional :port). Only narrows: the executor's own allow-list still applies, and an executor without network refuses it."}
+                "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Narrow this command's network to these destinations (host, *.suffix, optional :port). Only narrows: the executor's own allow-list still applies, and an executor without network refuses it."},
+                "limits": {"type": "array", "items": {"type": "string"}, "description": "Resource limits for this command and everything it starts, as `--limit` takes them: \"memory=512M\", \"pids=64\", \"cpu=30\" (CPU seconds), \"file-size=1G\", \"open-files=256\". Each only lowers the executor's own: a higher value than the executor's is ignored."}
             },
             "required": ["cmd"],
             "additionalProperties": false

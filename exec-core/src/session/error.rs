@@ -31,6 +31,8 @@ pub enum SessionError {
          proxy would have to run there)"
     )]
     NetworkByDomainElsewhere,
+    #[error("limits: {0}")]
+    Limit(#[from] cordon_policies::LimitError),
     #[error("{0} holds a NUL byte, which no command line or path can carry: nothing was run")]
     NulByte(&'static str),
     #[error("cannot use workdir {}: {source}", .path.display())]

@@ -48,6 +48,52 @@ pub struct SessionProcess {
     pid: Option<i32>,
     io: Io,
     shared: Arc<Shared>,
+    /// The cgroup holding the session's tree limits, and the watch on its CPU time; the
+    /// cgroup's processes are killed and it is removed when the session is dropped.
+    limits: Option<SessionCgroup>,
+}
+
+struct SessionCgroup {
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "only Linux makes cgroups; the type stays for one shape")
+    )]
+    cgroup: crate::spawner::ChildCgroup,
+    cpu_watch: tokio::task::AbortHandle,
+}
+
+impl Drop for SessionCgroup {
+    fn drop(&mut self) {
+        self.cpu_watch.abort();
+        #[cfg(target_os = "linux")]
+        self.cgroup.remove();
+    }
+}
+
+/// The cgroup a session's plan needs, made before its child.
+fn session_cgroup(spec: &LaunchPlan) -> Result<Option<crate::spawner::ChildCgroup>, SessionError> {
+    #[cfg(target_os = "linux")]
+    if let Some(limits) = &spec.cgroup_limits {
+        let cgroup = crate::limits::CommandCgroup::create_for(limits).map_err(spawn_error)?;
+        return Ok(Some(Arc::new(cgroup)));
+    }
+    let _ = spec;
+    Ok(None)
+}
+
+/// Holds `cgroup` for the session and watches its CPU time.
+#[cfg(target_os = "linux")]
+fn hold(cgroup: Option<crate::spawner::ChildCgroup>) -> Option<SessionCgroup> {
+    let cgroup = cgroup?;
+    let watched = Arc::clone(&cgroup);
+    let cpu_watch = tokio::spawn(async move { watched.watch_cpu().await }).abort_handle();
+    Some(SessionCgroup { cgroup, cpu_watch })
+}
+
+/// No cgroups elsewhere: nothing to hold.
+#[cfg(not(target_os = "linux"))]
+fn hold(_cgroup: Option<crate::spawner::ChildCgroup>) -> Option<SessionCgroup> {
+    None
 }
 
 impl Shared {
@@ -100,8 +146,10 @@ impl SessionProcess {
         drop(pair.slave);
         // The terminal's other side stays with the child only: the session ends when it and
         // its descendants close it.
-        let mut child =
-            spec.start_in_terminal(terminal, |mut command| command.spawn()).map_err(spawn_error)?;
+        let cgroup = session_cgroup(spec)?;
+        let mut child = spec
+            .start_in_terminal(terminal, cgroup.as_ref(), |mut command| command.spawn())
+            .map_err(spawn_error)?;
         let pid = i32::try_from(child.id()).ok();
         let shared = Shared::new();
         let mut reader = pair.master.try_clone_reader().map_err(spawn_error)?;
@@ -133,6 +181,7 @@ impl SessionProcess {
             pid,
             io: Io::Pty { master: Mutex::new(pair.master), writer: Arc::new(Mutex::new(writer)) },
             shared,
+            limits: hold(cgroup),
         })
     }
 
@@ -141,8 +190,11 @@ impl SessionProcess {
         // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
+        let cgroup = session_cgroup(spec)?;
         let started = spec
-            .start(ChildStdio::Null, |command| tokio::process::Command::from(command).spawn())
+            .start(ChildStdio::Null, cgroup.as_ref(), |command| {
+                tokio::process::Command::from(command).spawn()
+            })
             .map_err(spawn_error)?;
         #[cfg_attr(
             not(target_os = "linux"),
@@ -151,7 +203,11 @@ impl SessionProcess {
         let mut child = match started {
             // The sandbox's supervisor as this process's own child.
             #[cfg(target_os = "linux")]
-            Started::Init(init) => return Self::watch_init(init),
+            Started::Init(init) => {
+                let mut process = Self::watch_init(init)?;
+                process.limits = hold(cgroup);
+                return Ok(process);
+            }
             Started::Spawned(child) => child,
         };
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
@@ -172,7 +228,9 @@ impl SessionProcess {
             use std::os::unix::process::ExitStatusExt;
             child.wait().await.map_or(WAIT_FAILED, |status| from_raw(status.into_raw()))
         };
-        Ok(Self::watch_pipes(pid, streams, exit))
+        let mut process = Self::watch_pipes(pid, streams, exit);
+        process.limits = hold(cgroup);
+        Ok(process)
     }
 
     /// [`spawn_pipes`](Self::spawn_pipes) through `crate::sys::spawn_namespace_init`: the
@@ -220,7 +278,7 @@ impl SessionProcess {
             let exit = exit.await;
             to_waiter.set_exit(exit);
         });
-        SessionProcess { pid, io: Io::Pipes, shared }
+        SessionProcess { pid, io: Io::Pipes, shared, limits: None }
     }
 
     pub fn is_pty(&self) -> bool {
@@ -318,10 +376,14 @@ impl SessionProcess {
         }
     }
 
-    /// Kills the session's process group.
+    /// Kills the session's process group (and its cgroup's processes).
     pub fn terminate(&self) {
         if let Some(pid) = self.pid {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(limits) = &self.limits {
+            limits.cgroup.kill();
         }
     }
 }

@@ -50,11 +50,14 @@ pub(crate) fn session_request(
     };
     let (sandbox_policy, narrowed_by) =
         narrow_network(&defaults.sandbox.policy, args.allowed_domains.as_deref(), &escalation)?;
+    // A call may only lower the executor's limits.
+    let call_limits = super::args::call_limits(args.limits.as_deref())?;
+    let limits = defaults.sandbox.limits.lowered_by(&call_limits);
     let request = ExecRequest {
         command: vec![shell.into(), flag.into(), args.cmd.clone().into()],
         cwd,
         cwd_pin,
-        sandbox: SandboxRequest { policy: sandbox_policy, ..defaults.sandbox.clone() },
+        sandbox: SandboxRequest { policy: sandbox_policy, limits, ..defaults.sandbox.clone() },
         approval: defaults.approval,
         escalation,
         // A harness asks for escalation itself (`require_escalated`).

@@ -34,12 +34,14 @@ impl SessionManager {
             exec.env.iter().map(|(k, v)| (k.0.clone(), v.0.clone())).collect();
         let helper = self.orchestrator.helper();
         let (kind, sandbox) = match exec.sandbox {
-            SandboxAttempt::None {} => (
-                SandboxKind::None,
-                SandboxRequest::new(SandboxPolicy::DangerFullAccess {}, exec.cwd.clone()),
-            ),
+            SandboxAttempt::None { limits } => (SandboxKind::None, {
+                let mut request =
+                    SandboxRequest::new(SandboxPolicy::DangerFullAccess {}, exec.cwd.clone());
+                request.limits = limits;
+                request
+            }),
             SandboxAttempt::Platform { request } => {
-                (SandboxKind::for_policy(&request.policy), request)
+                (SandboxKind::for_policy(&request.policy), *request)
             }
         };
         let launch = Launch {
