@@ -23,6 +23,8 @@ mod filesystem;
 #[cfg(target_os = "linux")]
 mod hardening;
 #[cfg(target_os = "linux")]
+mod hidden_replaced;
+#[cfg(target_os = "linux")]
 mod launch_paths;
 #[cfg(target_os = "macos")]
 mod macos;

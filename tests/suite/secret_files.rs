@@ -220,6 +220,35 @@ fn every_catalogue_file_planted_in_a_throwaway_home_stays_unreadable() {
     }
 }
 
+/// Without the mount view Landlock is what hides: read is granted entry by entry around every
+/// catalogue path, never on the path itself, so each planted secret is refused while the
+/// control next to them reads.
+#[cfg(target_os = "linux")]
+#[test]
+fn with_the_mount_view_turned_off_every_catalogue_file_stays_unreadable() {
+    require_sandbox!(1);
+    for user in USERS {
+        let planted = Planted::new();
+        let work = scratch();
+        let control = planted.home.path().join("notes");
+        std::fs::write(&control, "CONTROL\n").unwrap();
+        chown_nobody(&control);
+        let mut argv = vec![python(), "-c", READ_ALL, control.to_str().unwrap()];
+        argv.extend(planted.files.iter().map(|p| p.to_str().unwrap()));
+        let run = planted.exec(user, work.path(), &["--no-mount-view"], &argv);
+        assert!(run.stdout.contains("CONTROL"), "{user:?}: {}{}", run.stdout, run.stderr);
+        let read: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
+        assert!(read.is_empty(), "{user:?}: read {read:#?}");
+        assert_eq!(run.stdout.lines().count(), planted.files.len() + 1, "{}", run.stderr);
+        assert_eq!(
+            run.stdout.matches("unreadable: Permission denied").count(),
+            planted.files.len(),
+            "{user:?}: {}",
+            run.stdout
+        );
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn no_catalogue_socket_answers_a_sandboxed_command_with_the_network_on() {
