@@ -33,7 +33,7 @@
 //!
 //! Pure: the caller hands in how to resolve a path and how to list a directory.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 /// More entries than this in one ancestor: the directory is granted read as a whole.
@@ -89,19 +89,24 @@ pub(crate) fn plan(
 ) -> ReadPlan {
     let in_root = |path: &Path| writable_roots.iter().any(|root| path.starts_with(root));
     let mut places: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut resolved = Resolved { fs, known: HashMap::new() };
     for path in hidden {
-        places.extend(hidden_places(path, fs));
+        places.extend(hidden_places(path, &mut resolved));
     }
     let (mut mount_view_only, mut kept): (Vec<PathBuf>, Vec<PathBuf>) =
         places.iter().cloned().partition(|place| in_root(place));
-    let inside_hidden =
-        |dir: &Path| places.iter().any(|place| dir.starts_with(place) && dir != place);
-    // Every directory between `/` and a hidden place, shallowest first, unless it is hidden
-    // itself or inside a hidden one (nothing there is granted) or inside a writable root.
+    // Hidden itself or inside a hidden place: nothing there is granted.
+    let hidden_at = |dir: &Path| dir.ancestors().any(|up| places.contains(up));
+    // Every directory between `/` and a hidden place, unless it is hidden, inside a hidden
+    // place or inside a writable root.
     let mut ancestors: BTreeSet<PathBuf> = BTreeSet::new();
     for place in &kept {
         for dir in place.ancestors().skip(1) {
-            if !places.contains(dir) && !inside_hidden(dir) && !in_root(dir) {
+            // Its own ancestors were added with it.
+            if ancestors.contains(dir) {
+                break;
+            }
+            if !hidden_at(dir) && !in_root(dir) {
                 ancestors.insert(dir.to_path_buf());
             }
         }
@@ -145,27 +150,47 @@ pub(crate) fn plan(
     plan
 }
 
+/// Directories resolved once: hidden paths share most of theirs (`~`, `~/.config`), and a
+/// missing one is looked up again for every hidden path below it.
+struct Resolved<'a, F> {
+    fs: &'a F,
+    known: HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl<F: FileSystem> Resolved<'_, F> {
+    fn canonical(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.known.get(path) {
+            return known.clone();
+        }
+        let real = self.fs.canonical(path);
+        self.known.insert(path.to_path_buf(), real.clone());
+        real
+    }
+}
+
 /// Where `path` puts something hidden: its name in its real directory; where it leads, when it
 /// is a link; for a path that does not exist, the first missing name under its nearest existing
 /// ancestor (so that the ancestor is planned as one).
-fn hidden_places(path: &Path, fs: &impl FileSystem) -> Vec<PathBuf> {
+fn hidden_places<F: FileSystem>(path: &Path, resolved: &mut Resolved<'_, F>) -> Vec<PathBuf> {
+    let fs = resolved.fs;
     let mut places = Vec::new();
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return places;
     };
-    match fs.kind(path) {
+    let kind = fs.kind(path);
+    match kind {
         PathKind::Other | PathKind::Link => {
-            if let Some(dir) = fs.canonical(parent) {
+            if let Some(dir) = resolved.canonical(parent) {
                 places.push(dir.join(name));
             }
-            if fs.kind(path) == PathKind::Link {
+            if kind == PathKind::Link {
                 places.extend(fs.canonical(path));
             }
         }
         PathKind::Missing => {
             let mut child = path;
             for dir in path.ancestors().skip(1) {
-                if let Some(real) = fs.canonical(dir) {
+                if let Some(real) = resolved.canonical(dir) {
                     if let Some(name) = child.file_name() {
                         places.push(real.join(name));
                     }

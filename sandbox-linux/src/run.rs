@@ -368,7 +368,10 @@ unsafe fn run(
     let reads = if sys::landlock_version().is_ok_and(|abi| abi >= 1) {
         let roots: Vec<PathBuf> =
             policy.writable_roots.iter().chain(&extra_writable).cloned().collect();
-        hidden_reads::plan(&policy.hidden_paths, &roots, &hidden_reads::HostFileSystem)
+        // The raw disks too: without the mount view, a root caller would read them whole.
+        let mut hidden = policy.hidden_paths.clone();
+        hidden.extend(mount_view::hidden_devices());
+        hidden_reads::plan(&hidden, &roots, &hidden_reads::HostFileSystem)
     } else {
         hidden_reads::ReadPlan::default()
     };

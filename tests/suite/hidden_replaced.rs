@@ -139,11 +139,7 @@ impl Setup {
 }
 
 fn views() -> Vec<&'static [&'static str]> {
-    if features().mount_view {
-        vec![&[], &["--no-mount-view"]]
-    } else {
-        vec![&["--no-mount-view"]]
-    }
+    if features().mount_view { vec![&[], &["--no-mount-view"]] } else { vec![&["--no-mount-view"]] }
 }
 
 fn check(user: User, workspace: Workspace) {
