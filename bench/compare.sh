@@ -6,7 +6,8 @@
 # bubblewrap (read-only root, one read-write directory, no network), with
 # and without --unshare-pid --unshare-ipc; firejail --noprofile --net=none; and the floor, a
 # static Rust program that only execv's its argument (glibc, and musl where rustc has it), and
-# a static program with no libc at all that execve's it. Prints median, mean, × bare and the peak
+# a static program with no libc at all that execve's it. Prints median, mean, × bare, × bubblewrap
+# (with --unshare-pid --unshare-ipc, the reference the goals are stated against) and the peak
 # RSS of the process tree (the largest process in it: cordon's front-end for `exec`/`sandbox`,
 # the helper for the helper rows).
 #
@@ -241,6 +242,9 @@ machine = {
     "load": open("/proc/loadavg").read().split()[:3],
 }
 base = results[0]["median"]
+# The C reference the goals are stated against, measured in the same rounds.
+reference = next((r["median"] for r in results
+                  if r["command"] == "bubblewrap + --unshare-pid --unshare-ipc"), None)
 rows = []
 for r in results:
     rows.append({
@@ -250,14 +254,18 @@ for r in results:
         "mean_ms": r["mean"] * 1e3,
         "stddev_ms": r["stddev"] * 1e3,
         "x_bare": r["median"] / base,
+        "x_bwrap": r["median"] / reference if reference else None,
         "peak_rss_kib": peak_rss_kib(commands[r["command"]]),
     })
 print(f"machine: {machine['nproc']} x {machine['cpu']}, Linux {machine['kernel']}, "
       f"load {' '.join(machine['load'])} (before the RSS runs)")
-print(f"{'variant':<62} {'median':>9} {'mean':>9} {'x bare':>7} {'peak RSS':>9}")
+print(f"{'variant':<62} {'median':>9} {'mean':>9} {'x bare':>7} {'x bwrap':>8} {'peak RSS':>9}")
 for row in rows:
+    x_bwrap = f"{row['x_bwrap']:>8.2f}" if row["x_bwrap"] else f"{'-':>8}"
     print(f"{row['name']:<62} {row['median_ms']:>7.3f}ms {row['mean_ms']:>7.3f}ms "
-          f"{row['x_bare']:>7.2f} {row['peak_rss_kib'] / 1024:>6.1f}MiB")
+          f"{row['x_bare']:>7.2f} {x_bwrap} {row['peak_rss_kib'] / 1024:>6.1f}MiB")
+print("x bwrap: against bubblewrap + --unshare-pid --unshare-ipc in the same rounds; the mount "
+      "table's effect: bench/mounts.sh")
 if sys.argv[3]:
     with open(sys.argv[3], "w") as f:
         json.dump({"machine": machine, "results": rows}, f, indent=2)

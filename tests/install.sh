@@ -87,4 +87,10 @@ grep -q "the sandbox blocked this command" <<<"$out" || { echo "$out" >&2; fail 
 # ~/outside is in the home directory, which is never offered as a writable root.
 grep -q -- "-a on-failure" <<<"$out" || { echo "$out" >&2; fail "the denial does not say what would allow it"; }
 if grep -q -- "--add-dir $home" <<<"$out"; then echo "$out" >&2; fail "the denial offers the home directory"; fi
-echo "install: ok (install block, completions, man page, doctor, first run: hello, then a denial that never offers the home directory)"
+# A look before running: the sandbox the first command would get, with nothing run or created.
+out=$(run_as_user "cd ~/demo && cordon exec --dry-run -- sh -c 'echo x > dry-run-marker'" 2>&1) \
+  || { echo "$out" >&2; fail "cordon exec --dry-run"; }
+grep -q "^writable: .*$home/demo" <<<"$out" || { echo "$out" >&2; fail "--dry-run does not show the workspace as writable"; }
+[ ! -e "$home/demo/dry-run-marker" ] || fail "--dry-run ran the command"
+run_as_user 'cordon config show' | grep -q '^sandbox_mode' || fail "cordon config show"
+echo "install: ok (install block, completions, man pages, doctor, first run: hello, then a denial that never offers the home directory; --dry-run, config show)"

@@ -16,7 +16,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 
-use cordon_exec_core::{ApprovalAnswer, ApprovalRequest, ApprovalStage, Approver};
+use cordon_exec_core::{ApprovalAnswer, ApprovalRequest, ApprovalStage, Approver, AskCause};
 use cordon_policies::{
     DISPLAY_LIMIT, Rendered, SandboxMode, abbreviate, render_argv, render_bytes, render_text,
 };
@@ -43,10 +43,9 @@ fn ask_on_tty(request: &ApprovalRequest) -> ApprovalAnswer {
     let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty");
     let Ok(tty) = tty else {
         crate::terminal::say(&[format!(
-            "approval needed ({}) but there is no terminal to ask on; answering no. To proceed \
-             without asking: -a never (sandboxed, no retry), --yolo (no sandbox), or an allow \
-             rule in $CORDON_HOME/rules.toml",
-            request.reason
+            "approval needed ({}) but there is no terminal to ask on; answering no. {}",
+            request.reason,
+            without_a_terminal(request.cause)
         )]);
         return ApprovalAnswer::Denied;
     };
@@ -60,6 +59,28 @@ fn ask_on_tty(request: &ApprovalRequest) -> ApprovalAnswer {
                 text =
                     format!("\nThe whole command:\n{}\n{}", prompt.command.text, prompt.question());
             }
+        }
+    }
+}
+
+/// What can work when nobody can answer a question caused by `cause`.
+fn without_a_terminal(cause: AskCause) -> &'static str {
+    match cause {
+        AskCause::Rule => {
+            "A prompt rule asks under every approval policy and refuses under -a never: run it \
+             from a terminal to answer, or change the rule (cordon policy check -- CMD names it)"
+        }
+        AskCause::Escalation => {
+            "A run outside the sandbox needs an answer: run it from a terminal, or run it in the \
+             sandbox (no escalation)"
+        }
+        AskCause::Untrusted => {
+            "To run it in the sandbox without a question: -a on-request or -a never, or an allow \
+             rule for it in $CORDON_HOME/rules.toml"
+        }
+        AskCause::Retry => {
+            "Running it again without the sandbox needs an answer: run it from a terminal, or \
+             give the sandbox what it needs (the lines above say what was blocked)"
         }
     }
 }
@@ -227,6 +248,10 @@ mod tests {
             },
             prefix: prefix.map(words),
             host: None,
+            cause: match stage {
+                ApprovalStage::BeforeRun => AskCause::Untrusted,
+                ApprovalStage::RetryWithoutSandbox => AskCause::Retry,
+            },
         }
     }
 

@@ -85,7 +85,7 @@ pub fn run(args: &ConfigShowArgs) -> anyhow::Result<ExitCode> {
     settings.sort_by(|a, b| a.key.cmp(&b.key));
     let text = if args.json {
         let document = serde_json::json!({
-            "schema_version": crate::exec_cmd::JSON_SCHEMA_VERSION,
+            "schema_version": crate::output::JSON_SCHEMA_VERSION,
             "cordon_home": home,
             "config_file": path,
             "config_file_exists": exists,

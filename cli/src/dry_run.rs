@@ -142,7 +142,7 @@ pub fn exec_report(
     };
     let plan = sandboxed.map(|s| plan(settings, request, s, environment_removed));
     let document = json!({
-        "schema_version": crate::exec_cmd::JSON_SCHEMA_VERSION,
+        "schema_version": crate::output::JSON_SCHEMA_VERSION,
         "dry_run": true,
         "command": words,
         "approval_policy": settings.approval.as_str(),
@@ -180,7 +180,7 @@ pub fn sandbox_report(
     let words: Vec<String> =
         request.command.iter().map(|w| w.to_string_lossy().into_owned()).collect();
     let document = json!({
-        "schema_version": crate::exec_cmd::JSON_SCHEMA_VERSION,
+        "schema_version": crate::output::JSON_SCHEMA_VERSION,
         "dry_run": true,
         "command": words,
         "sandbox": plan,

@@ -14,10 +14,6 @@ use crate::settings::{
 };
 use crate::terminal::Exposure;
 
-/// The version of the JSON documents `cordon exec --json`, `--dry-run --json` and `policy
-/// check` print: raised when a field changes meaning or goes away (new fields do not raise it).
-pub const JSON_SCHEMA_VERSION: u32 = 1;
-
 pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let bypass = if args.yolo { Bypass::ApprovalsAndSandbox } else { Bypass::No };
     if args.dry_run {
@@ -34,7 +30,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         let mut document = serde_json::to_value(&outcome)?;
         if let Some(map) = document.as_object_mut() {
-            map.insert("schema_version".into(), JSON_SCHEMA_VERSION.into());
+            map.insert("schema_version".into(), crate::output::JSON_SCHEMA_VERSION.into());
             // Whether the attempt that gave the result ran in a sandbox (`--yolo`, an
             // approved retry or escalation did not).
             let last = outcome.attempts.last();
@@ -85,10 +81,12 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
                 "the sandbox blocked this command ({sandbox}, {}); {why}",
                 mode.as_str()
             ));
-            for blocked in outcome.attempts.last().map(|a| a.blocked.as_slice()).unwrap_or(&[]) {
+            let blocked = outcome.attempts.last().map(|a| a.blocked.as_slice()).unwrap_or(&[]);
+            for blocked in blocked {
                 said.push(format!("blocked (judged from the output): {}", blocked.advice()));
             }
-            if mode == SandboxMode::ReadOnly {
+            // Each blocked path's advice already names the mode when there is one.
+            if mode == SandboxMode::ReadOnly && blocked.is_empty() {
                 said.push(
                     "the sandbox is read-only: -s workspace-write lets the command write its \
                      workspace"
@@ -273,7 +271,7 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let report = serde_json::json!({
-        "schema_version": JSON_SCHEMA_VERSION,
+        "schema_version": crate::output::JSON_SCHEMA_VERSION,
         "command": args.command,
         "approval_policy": settings.approval.as_str(),
         "sandbox_policy": settings.sandbox.policy.mode().as_str(),

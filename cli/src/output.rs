@@ -13,3 +13,8 @@ pub fn write_stdout(text: &str) -> anyhow::Result<()> {
 pub fn exit_code(status: i32) -> std::process::ExitCode {
     std::process::ExitCode::from(u8::try_from(status).unwrap_or(1))
 }
+
+/// The version of the JSON documents cordon prints (`exec --json`, `--dry-run --json`,
+/// `sandbox --json`, `policy check`, `config show --json`): raised when a field changes meaning
+/// or goes away (new fields do not raise it).
+pub const JSON_SCHEMA_VERSION: u32 = 1;

@@ -149,7 +149,7 @@ fn run_as_parent(
     if stay.json {
         let mut document = serde_json::to_value(&attempt)?;
         if let Some(map) = document.as_object_mut() {
-            map.insert("schema_version".into(), crate::exec_cmd::JSON_SCHEMA_VERSION.into());
+            map.insert("schema_version".into(), crate::output::JSON_SCHEMA_VERSION.into());
             map.insert("sandboxed".into(), (attempt.sandbox != SandboxKind::None).into());
         }
         crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;

@@ -86,6 +86,8 @@ pub struct DenialContext {
     pub own_dirs: Vec<PathBuf>,
     /// How a write the sandbox refuses outside the roots fails.
     pub write_refusal: WriteRefusal,
+    /// The read-only policy: nothing is writable, and `--add-dir` does not apply.
+    pub read_only: bool,
 }
 
 /// How the sandbox refuses a write outside the writable roots, so that a failed *read* (a
@@ -112,7 +114,11 @@ pub struct Finished<'a> {
 
 /// Messages that a blocked write or syscall produces.
 const DENIAL_MARKERS: &[&str] =
-    &["operation not permitted", "permission denied", "read-only file system"];
+    &["operation not permitted", "permission denied", "read-only file system", "erofs"];
+
+/// What replacing or renaming a mount point gives: a protected or hidden path is one inside
+/// the sandbox (`git config` renaming over `.git/config`).
+const BUSY_MARKER: &str = "device or resource busy";
 
 /// Messages that a blocked network produces (with the network off, sockets fail with EPERM and
 /// name resolution cannot reach a server).
@@ -227,6 +233,9 @@ pub fn is_denial_evidence(line: &str, context: &DenialContext) -> bool {
 pub enum Allow {
     /// `--add-dir DIR`.
     AddDir { dir: PathBuf },
+    /// The policy is read-only: `-s workspace-write` (with `--add-dir DIR` when `dir` is not
+    /// the workspace).
+    WorkspaceWrite { dir: PathBuf },
     /// The path lies in the git dir of the repository at `root`: run from the repository root
     /// (`-C ROOT`), whose git files other than config and hooks are then writable.
     RepositoryRoot { root: PathBuf },
@@ -249,6 +258,11 @@ fn allow_for(path: &Path, context: &DenialContext) -> Allow {
     };
     if let Some(why) = never_a_root(&dir, context) {
         return Allow::OutsideTheSandbox { why: why.to_owned() };
+    }
+    if context.read_only {
+        // The workspace becomes writable with the mode; another directory needs naming too.
+        let dir = if dir.starts_with(&context.cwd) { PathBuf::new() } else { dir };
+        return Allow::WorkspaceWrite { dir };
     }
     match repository {
         Some(root) => Allow::RepositoryRoot { root },
@@ -324,6 +338,10 @@ pub enum Blocked {
     Hidden { path: PathBuf },
     /// The network, which the policy turns off.
     Network,
+    /// A write refused as "Read-only file system" to a relative path that, taken from where
+    /// the command started, lies inside a writable root: the command had moved (a `cd` inside
+    /// a script), so where it wrote cannot be told.
+    Unlocated { path: PathBuf },
 }
 
 impl Blocked {
@@ -345,6 +363,16 @@ impl Blocked {
                     path.display(),
                     root.display(),
                     root.display()
+                ),
+                Allow::WorkspaceWrite { dir } => format!(
+                    "{} lies outside what the sandbox lets the command write: the sandbox is \
+                     read-only; -s workspace-write lets the command write its workspace{}",
+                    path.display(),
+                    if context_free_is_cwd(dir) {
+                        String::new()
+                    } else {
+                        format!(" (and --add-dir {} for this directory)", dir.display())
+                    }
                 ),
                 Allow::OutsideTheSandbox { why } => format!(
                     "{} lies outside the writable roots, in {why}: not a directory to open to \
@@ -368,22 +396,41 @@ impl Blocked {
             Blocked::Network => "the network is off in the sandbox: allow it with --network \
                                  (config sandbox_workspace_write.network_access = true)"
                 .to_owned(),
+            Blocked::Unlocated { path } => format!(
+                "{} was refused as a read-only file system, but cordon cannot tell where it is \
+                 (a relative path after the command changed directory): it lies outside the \
+                 writable roots; name the directory with --add-dir DIR, or run it outside the \
+                 sandbox with -a on-failure and answer the retry question",
+                path.display()
+            ),
         }
     }
 }
 
+/// Whether an advice's directory is the workspace itself (an empty path stands for it).
+fn context_free_is_cwd(dir: &Path) -> bool {
+    dir.as_os_str().is_empty()
+}
+
 /// Everything the output says the sandbox blocked (at most five, no repeats). Beyond single
-/// lines: with the network off, "Operation not permitted" anywhere in output that also talks
-/// about sockets or connections (a Python traceback puts them on different lines).
+/// lines: a denial line that names no path is matched with the paths of the three lines
+/// before it (tools that print the path and the error apart: cargo's "Caused by:", npm's
+/// `path` line); with the network off, "Operation not permitted" anywhere in output that also
+/// talks about sockets or connections (a Python traceback puts them on different lines).
 pub fn explain_output(stdout: &str, stderr: &str, context: &DenialContext) -> Vec<Blocked> {
     let mut blocked = Vec::new();
-    let lines = || stderr.lines().chain(stdout.lines());
-    for what in lines().filter_map(|line| explain(line, context)) {
-        if !blocked.contains(&what) && blocked.len() < 5 {
-            blocked.push(what);
+    for text in [stderr, stdout] {
+        let lines: Vec<&str> = text.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            let before = &lines[at.saturating_sub(3)..at];
+            let Some(what) = explain_with(line, before, context) else { continue };
+            if !blocked.contains(&what) && blocked.len() < 5 {
+                blocked.push(what);
+            }
         }
     }
     if !context.network && !blocked.contains(&Blocked::Network) {
+        let lines = || stderr.lines().chain(stdout.lines());
         let lower = |line: &str| line.to_lowercase();
         let eperm = lines().any(|l| lower(l).contains("operation not permitted"));
         let talks_network = lines().any(|l| {
@@ -399,6 +446,11 @@ pub fn explain_output(stdout: &str, stderr: &str, context: &DenialContext) -> Ve
 
 /// What one output line says the sandbox blocked, when it fits the policy.
 pub fn explain(line: &str, context: &DenialContext) -> Option<Blocked> {
+    explain_with(line, &[], context)
+}
+
+/// [`explain`], taking the paths of the lines `before` when `line` names none.
+fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<Blocked> {
     let lower = line.to_lowercase();
     if !context.network
         && NETWORK_MARKERS.iter().any(|m| lower.contains(m))
@@ -406,38 +458,115 @@ pub fn explain(line: &str, context: &DenialContext) -> Option<Blocked> {
     {
         return Some(Blocked::Network);
     }
-    if !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
+    let busy = lower.contains(BUSY_MARKER);
+    if !busy && !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
         return None;
     }
-    mentioned_paths(line, &context.cwd).into_iter().find_map(|path| {
-        if path == Path::new("/dev/null") {
-            None
-        } else if context.hidden.iter().any(|p| path.starts_with(p)) {
-            Some(Blocked::Hidden { path })
-        } else if !context.writable_roots.iter().any(|root| path.starts_with(root)) {
-            let only_access_denied = !lower.contains("read-only file system")
-                && !lower.contains("operation not permitted");
-            if context.write_refusal == WriteRefusal::ReadOnlyMounts && only_access_denied {
-                return None;
+    let mut candidates = mentioned_paths(line, &context.cwd);
+    if candidates.is_empty() {
+        candidates = before.iter().rev().flat_map(|l| mentioned_paths(l, &context.cwd)).collect();
+    }
+    let read_only_fs = lower.contains("read-only file system") || lower.contains("erofs");
+    let found: Vec<Blocked> = candidates
+        .into_iter()
+        .filter_map(|Mentioned { path, relative }| {
+            if path == Path::new("/dev/null") {
+                None
+            } else if context.hidden.iter().any(|p| path.starts_with(p)) {
+                Some(Blocked::Hidden { path })
+            } else if busy {
+                // Only a mount point the sandbox made is evidence; a busy device is not.
+                let protected = context.protected.iter().any(|p| path.starts_with(p));
+                protected.then_some(Blocked::Protected { path })
+            } else if !context.writable_roots.iter().any(|root| path.starts_with(root)) {
+                let only_access_denied =
+                    !read_only_fs && !lower.contains("operation not permitted");
+                if context.write_refusal == WriteRefusal::ReadOnlyMounts && only_access_denied {
+                    return None;
+                }
+                let allow = allow_for(&path, context);
+                Some(Blocked::OutsideRoots { path, allow })
+            } else if context.protected.iter().any(|p| path.starts_with(p)) {
+                Some(Blocked::Protected { path })
+            } else if relative.is_some() && read_only_fs {
+                // Inside a writable root nothing is a read-only file system but the protected
+                // paths: the command wrote from somewhere else than where it started.
+                relative.map(|path| Blocked::Unlocated { path })
+            } else {
+                None
             }
-            let allow = allow_for(&path, context);
-            Some(Blocked::OutsideRoots { path, allow })
-        } else if context.protected.iter().any(|p| path.starts_with(p)) {
-            Some(Blocked::Protected { path })
-        } else {
-            None
-        }
-    })
+        })
+        .collect();
+    // A path that can be placed wins over one that cannot (`mv 'x' to '/elsewhere/x'`).
+    let placed = found.iter().find(|b| !matches!(b, Blocked::Unlocated { .. })).cloned();
+    placed.or_else(|| found.into_iter().next())
 }
 
-/// Words of a message that look like paths (`/etc/x`, `'./a/b'`, `src/x:`), made absolute
-/// against `cwd`. Bare words (`x`) are not taken: too many messages use plain words.
-fn mentioned_paths(line: &str, cwd: &Path) -> Vec<PathBuf> {
-    line.split(|c: char| c.is_whitespace())
-        .map(|word| word.trim_matches(|c: char| "'\"`‘’“”:,;()[]{}<>".contains(c)))
-        .filter(|word| word.contains('/') && !word.contains("://"))
-        .map(|word| cordon_policies::lexically_normal(&cwd.join(word)))
+/// A path a message names, made absolute; `relative` keeps how it was written when it was
+/// not absolute.
+struct Mentioned {
+    path: PathBuf,
+    relative: Option<PathBuf>,
+}
+
+/// Words of a message that look like paths, made absolute against `cwd`: words with a `/`
+/// (`/etc/x`, `./a/b`, `src/x:`), and quoted words (`'out.txt'`, `"Cargo.lock"`) — bare
+/// unquoted words are not taken, too many messages use plain words. The first field of a
+/// `program: …: message` line is the program that speaks, never the path it failed on
+/// (`/bin/sh: 1: cannot create /x/out: Read-only file system`).
+fn mentioned_paths(line: &str, cwd: &Path) -> Vec<Mentioned> {
+    let fields: Vec<&str> = line.split(": ").collect();
+    let body = if fields.len() >= 3 && !fields[0].contains(' ') {
+        &line[fields[0].len() + 2..]
+    } else {
+        line
+    };
+    let mut words: Vec<&str> = quoted(body);
+    words.extend(
+        body.split(|c: char| c.is_whitespace())
+            .map(|word| word.trim_matches(|c: char| "'\"`‘’“”:,;()[]{}<>".contains(c)))
+            .filter(|word| word.contains('/') && !word.contains("://")),
+    );
+    let mut seen = Vec::new();
+    words
+        .into_iter()
+        .filter(|word| {
+            !word.is_empty() && !word.contains("://") && !word.contains(char::is_whitespace)
+        })
+        .filter_map(|word| {
+            let written = Path::new(word);
+            let mentioned = Mentioned {
+                path: cordon_policies::lexically_normal(&cwd.join(written)),
+                relative: (!written.is_absolute()).then(|| written.to_path_buf()),
+            };
+            (!seen.contains(&mentioned.path)).then(|| {
+                seen.push(mentioned.path.clone());
+                mentioned
+            })
+        })
         .collect()
+}
+
+/// The text between matching quotes (`'…'`, `"…"`, `` `…' ``, `‘…’`, `“…”`).
+fn quoted(text: &str) -> Vec<&str> {
+    const PAIRS: [(char, char); 5] =
+        [('\'', '\''), ('"', '"'), ('`', '\''), ('‘', '’'), ('“', '”')];
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some((at, open)) =
+        rest.char_indices().find(|(_, c)| PAIRS.iter().any(|(o, _)| o == c))
+    {
+        let close = PAIRS.iter().find(|(o, _)| *o == open).map_or(open, |(_, c)| *c);
+        let after = &rest[at + open.len_utf8()..];
+        match after.find(close) {
+            Some(end) => {
+                found.push(&after[..end]);
+                rest = &after[end + close.len_utf8()..];
+            }
+            None => break,
+        }
+    }
+    found
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ fn context(network: bool) -> DenialContext {
         home: Some(PathBuf::from("/home/u")),
         own_dirs: vec![PathBuf::from("/home/u/.cargo/bin")],
         write_refusal: WriteRefusal::AnyDenial,
+        read_only: false,
     }
 }
 
@@ -279,4 +280,71 @@ fn a_denial_names_what_was_blocked_and_the_knob() {
         assert!(blocked.advice().contains(knob), "{}", blocked.advice());
     }
     assert_eq!(explain("cannot create /w/ok: Permission denied", &context), None);
+}
+
+fn blocked(stderr: &str, context: &DenialContext) -> Vec<Blocked> {
+    explain_output("", stderr, context)
+}
+
+#[test]
+fn the_program_that_speaks_is_never_the_blocked_path() {
+    let found =
+        blocked("/bin/sh: 1: cannot create /srv/out.txt: Read-only file system", &context(false));
+    assert_eq!(
+        found,
+        [Blocked::OutsideRoots {
+            path: PathBuf::from("/srv/out.txt"),
+            allow: Allow::AddDir { dir: PathBuf::from("/srv") }
+        }]
+    );
+}
+
+#[test]
+fn quoted_bare_names_are_paths_and_read_only_mode_never_advises_add_dir() {
+    let read_only = DenialContext { writable_roots: Vec::new(), read_only: true, ..context(false) };
+    let found = blocked("touch: cannot touch 'out.txt': Read-only file system", &read_only);
+    assert_eq!(
+        found,
+        [Blocked::OutsideRoots {
+            path: PathBuf::from("/w/out.txt"),
+            allow: Allow::WorkspaceWrite { dir: PathBuf::new() }
+        }]
+    );
+    assert!(found[0].advice().contains("-s workspace-write"), "{}", found[0].advice());
+    assert!(!found[0].advice().contains("--add-dir"), "{}", found[0].advice());
+    let elsewhere = blocked("sh: 1: cannot create /srv/x: Read-only file system", &read_only);
+    assert!(elsewhere[0].advice().contains("--add-dir /srv"), "{}", elsewhere[0].advice());
+}
+
+#[test]
+fn a_relative_path_refused_inside_a_root_is_reported_as_unlocated() {
+    let found = blocked("touch: cannot touch 'rel.txt': Read-only file system", &context(false));
+    assert_eq!(found, [Blocked::Unlocated { path: PathBuf::from("rel.txt") }]);
+    // Permission denied inside a root is no evidence of where the command was.
+    assert_eq!(blocked("touch: cannot touch 'rel.txt': Permission denied", &context(false)), []);
+}
+
+#[test]
+fn a_busy_protected_path_is_named_and_a_busy_device_is_not_evidence() {
+    let found = blocked(
+        "error: could not write config file /w/.cordon/x: Device or resource busy",
+        &context(false),
+    );
+    assert_eq!(found, [Blocked::Protected { path: PathBuf::from("/w/.cordon/x") }]);
+    assert_eq!(
+        blocked("umount: /srv: target is busy; Device or resource busy", &context(false)),
+        []
+    );
+}
+
+#[test]
+fn a_denial_without_a_path_takes_the_path_of_the_lines_before_it() {
+    let cargo = "error: failed to write /srv/Cargo.lock\n\nCaused by:\n  Read-only file system (os error 30)";
+    assert_eq!(
+        blocked(cargo, &context(false)),
+        [Blocked::OutsideRoots {
+            path: PathBuf::from("/srv/Cargo.lock"),
+            allow: Allow::AddDir { dir: PathBuf::from("/srv") }
+        }]
+    );
 }

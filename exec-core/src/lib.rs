@@ -90,7 +90,7 @@ pub use network_proxy::{
     ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings, denied_hosts,
 };
 pub use orchestrator::{
-    ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, Attempt,
+    ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, AskCause, Attempt,
     Authorization, ExecRequest, Orchestrator, OrchestratorError, Outcome, OutcomeResult,
 };
 pub use platform::{

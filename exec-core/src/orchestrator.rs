@@ -67,6 +67,25 @@ pub struct ApprovalRequest {
     /// The machine the command runs on when it is not this one (`[user@]host[:port]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// What made cordon ask, for advice when nobody can answer.
+    #[serde(skip)]
+    pub cause: AskCause,
+}
+
+/// What made cordon ask.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AskCause {
+    /// A `prompt` rule (or any rule that might apply to a command cordon cannot read): asked
+    /// under every approval policy, refused under `never`.
+    Rule,
+    /// The command asks to run outside the sandbox.
+    Escalation,
+    /// `untrusted`, and the command is not known-safe (or its read-only sandbox could not be
+    /// set up).
+    #[default]
+    Untrusted,
+    /// The sandbox likely blocked the command: run it again without?
+    Retry,
 }
 
 /// The answers to an approval question: yes once, yes for this session (the same argv, cwd,
@@ -182,6 +201,7 @@ pub(crate) struct SessionDenial<'a> {
 /// One question for [`Orchestrator::approve`].
 struct Question {
     reason: String,
+    cause: AskCause,
     stage: ApprovalStage,
     sandboxed: Sandboxed,
     evidence: Vec<String>,
@@ -204,7 +224,7 @@ impl Orchestrator {
         command: &[String],
         approval: AskForApproval,
         escalation: &Escalation,
-        lookup: &ProgramLookup,
+        lookup: &ProgramLookup<'_>,
     ) -> Assessment {
         let rules = self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let trusted_program = |program: &str| lookup.trusts(program);
@@ -218,10 +238,11 @@ impl Orchestrator {
     }
 
     /// Where `request`'s programs are found, and what its sandbox lets it write.
-    pub fn program_lookup(&self, request: &ExecRequest) -> ProgramLookup {
+    pub fn program_lookup<'a>(&'a self, request: &'a ExecRequest) -> ProgramLookup<'a> {
         let path = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
-        let writable_roots = denial_context(request, &self.helper.user_view).writable_roots;
-        ProgramLookup { path, cwd: request.cwd.clone(), writable_roots }
+        ProgramLookup::new(path, request.cwd.clone(), move || {
+            denial_context(request, &self.helper.user_view).writable_roots
+        })
     }
 
     /// Runs `request` through the whole flow on this machine.
@@ -293,6 +314,7 @@ impl Orchestrator {
                      run in unasked could not be set up here ({why}); run it in the policy's \
                      sandbox?"
                 ),
+                cause: AskCause::Untrusted,
                 stage: ApprovalStage::BeforeRun,
                 sandboxed: Sandboxed::Yes,
                 evidence: Vec::new(),
@@ -331,6 +353,7 @@ impl Orchestrator {
                 };
                 let question = Question {
                     reason,
+                    cause: AskCause::Retry,
                     stage: ApprovalStage::RetryWithoutSandbox,
                     sandboxed: Sandboxed::No,
                     evidence: denial_evidence(outcome.attempts.last(), &context),
@@ -379,8 +402,19 @@ impl Orchestrator {
                 Authorization::Run { assessment, sandboxed: Sandboxed::from(sandbox) }
             }
             PreRunDecision::Ask { reason, sandbox } => {
+                let by_rule = assessment.unreadable.is_some()
+                    || assessment
+                        .matched_rule
+                        .as_ref()
+                        .is_some_and(|rule| rule.decision != cordon_policies::RuleDecision::Allow);
+                let cause = match (&request.escalation, by_rule) {
+                    (_, true) => AskCause::Rule,
+                    (Escalation::RequireEscalated { .. }, false) => AskCause::Escalation,
+                    (Escalation::UseDefault, false) => AskCause::Untrusted,
+                };
                 let question = Question {
                     reason,
+                    cause,
                     stage: ApprovalStage::BeforeRun,
                     sandboxed: Sandboxed::from(sandbox),
                     evidence: Vec::new(),
@@ -419,6 +453,7 @@ impl Orchestrator {
         let evidence = evidence_lines(&[output], |line| is_denial_evidence(line, &context));
         let question = Question {
             reason: retry_reason(sandbox, code),
+            cause: AskCause::Retry,
             stage: ApprovalStage::RetryWithoutSandbox,
             sandboxed: Sandboxed::No,
             evidence,
@@ -454,7 +489,7 @@ impl Orchestrator {
         approver: &impl Approver,
         approvals: &mut Vec<ApprovalRecord>,
     ) -> bool {
-        let Question { reason, stage, sandboxed, evidence } = question;
+        let Question { reason, cause, stage, sandboxed, evidence } = question;
         let key = SessionKey {
             command: request.command.clone(),
             cwd: request.cwd.clone(),
@@ -498,6 +533,7 @@ impl Orchestrator {
             evidence,
             prefix,
             host: None,
+            cause,
         };
         tracing::debug!(?stage, ?sandbox_mode, "asking for approval");
         let answer = approver.ask(&question).await;
@@ -630,6 +666,10 @@ fn denial_context(
             .iter()
             .filter_map(|exe| exe.parent().map(Path::to_path_buf))
             .collect(),
+        read_only: matches!(
+            request.sandbox.policy,
+            cordon_policies::SandboxPolicy::ReadOnly { .. }
+        ),
         write_refusal: match (
             SandboxKind::for_policy(&request.sandbox.policy),
             request.sandbox.mount_view,

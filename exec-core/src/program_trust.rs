@@ -7,17 +7,48 @@ use std::path::{Path, PathBuf};
 
 /// Where a command looks its programs up, and what it (or an earlier sandboxed command) could
 /// have written.
-#[derive(Debug, Clone)]
-pub struct ProgramLookup {
+pub struct ProgramLookup<'a> {
     /// The command's `PATH`; `None` searches `execvp`'s default (`/bin:/usr/bin`).
     pub path: Option<OsString>,
     /// Where the command starts: a relative program or `PATH` entry is taken from here.
     pub cwd: PathBuf,
-    /// Canonical writable roots of the request's policy.
-    pub writable_roots: Vec<PathBuf>,
+    /// Canonical writable roots of the request's policy, resolved on first use: only a
+    /// known-safe command's programs are looked up, and resolving the policy canonicalizes
+    /// every root.
+    writable_roots: std::cell::OnceCell<Vec<PathBuf>>,
+    resolve_roots: Box<dyn Fn() -> Vec<PathBuf> + 'a>,
 }
 
-impl ProgramLookup {
+impl std::fmt::Debug for ProgramLookup<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgramLookup")
+            .field("path", &self.path)
+            .field("cwd", &self.cwd)
+            .field("writable_roots", &self.writable_roots.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ProgramLookup<'a> {
+    /// A lookup in `path` from `cwd`; `resolve_roots` gives the canonical writable roots when
+    /// first needed.
+    pub fn new(
+        path: Option<OsString>,
+        cwd: PathBuf,
+        resolve_roots: impl Fn() -> Vec<PathBuf> + 'a,
+    ) -> ProgramLookup<'a> {
+        ProgramLookup {
+            path,
+            cwd,
+            writable_roots: std::cell::OnceCell::new(),
+            resolve_roots: Box::new(resolve_roots),
+        }
+    }
+
+    fn writable_roots(&self) -> &[PathBuf] {
+        self.writable_roots.get_or_init(|| (self.resolve_roots)())
+    }
+
     /// Whether `program` is found as `execvp` finds it in a file owned by root that neither
     /// the user's group nor others may change, in a directory of the same kind, outside every
     /// writable root — and every `PATH` directory searched before it is of that kind too (so a
@@ -61,7 +92,7 @@ impl ProgramLookup {
             }
         }
         let Ok(canonical) = std::fs::canonicalize(&existing) else { return false };
-        if self.writable_roots.iter().any(|root| canonical.starts_with(root)) {
+        if self.writable_roots().iter().any(|root| canonical.starts_with(root)) {
             return false;
         }
         canonical.ancestors().all(is_locked_down)
@@ -84,12 +115,9 @@ fn is_executable_file(path: &Path) -> bool {
 mod tests {
     use super::*;
 
-    fn lookup(path: &str, roots: &[&Path]) -> ProgramLookup {
-        ProgramLookup {
-            path: Some(path.into()),
-            cwd: PathBuf::from("/"),
-            writable_roots: roots.iter().map(|r| r.to_path_buf()).collect(),
-        }
+    fn lookup(path: &str, roots: &[&Path]) -> ProgramLookup<'static> {
+        let roots: Vec<PathBuf> = roots.iter().map(|r| r.to_path_buf()).collect();
+        ProgramLookup::new(Some(path.into()), PathBuf::from("/"), move || roots.clone())
     }
 
     #[test]

@@ -312,8 +312,8 @@ fn host_processes_cannot_be_given_limits_or_reniced_but_the_command_itself_can()
             dir.path(),
             &format!(
                 "prlimit --pid {pid} --nofile=10:10; echo host-prlimit=$?; renice -n 7 -p {pid}; echo host-renice=$?; \
-                 ulimit -n 64; echo own-limit=$(ulimit -n); echo own-nice=$(nice -n 5 nice); \
-                 sleep 5 & renice -n 3 -p $! >/dev/null; echo child-renice=$?; kill $!"
+                 ulimit -n 64; echo own-limit=$(ulimit -n); echo own-nice=$(( $(nice -n 5 nice) - $(nice) )); \
+                 sleep 5 & renice -n $(( $(nice) + 3 )) -p $! >/dev/null; echo child-renice=$?; kill $!"
             ),
         );
         run.assert_ok();
@@ -321,6 +321,7 @@ fn host_processes_cannot_be_given_limits_or_reniced_but_the_command_itself_can()
         assert!(!run.stdout.contains("host-renice=0"), "{user:?}: {}", run.stdout);
         assert_eq!(host.nofile(), nofile, "{user:?}: the host process's limit changed");
         assert_eq!(host.nice(), nice, "{user:?}: the host process was reniced");
+        // Relative to where it started: the suite may itself run under `nice`.
         for ok in ["own-limit=64", "own-nice=5", "child-renice=0"] {
             assert!(run.stdout.contains(ok), "{user:?} {ok}: {}{}", run.stdout, run.stderr);
         }

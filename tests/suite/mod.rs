@@ -15,6 +15,8 @@ mod cli;
 mod code_runs_later;
 #[cfg(target_os = "linux")]
 mod containment;
+#[cfg(target_os = "linux")]
+mod everyday;
 mod exec;
 mod executor;
 mod exit_codes;

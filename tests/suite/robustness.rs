@@ -73,8 +73,10 @@ fn sigterm_leaves_no_process_and_no_temporary_directory() {
         let work = scratch();
         let home = scratch();
         let marker = format!("{}.{signal}", 60_000 + std::process::id() % 10_000);
-        let mut child = Command::new(CORDON)
-            .args(["executor", "-C", work.path().to_str().unwrap()])
+        // With SIGHUP as the executor's own default even when the suite runs under `nohup`
+        // (an ignored signal stays ignored across exec).
+        let mut child = Command::new("env")
+            .args(["--default-signal=HUP", CORDON, "executor", "-C", work.path().to_str().unwrap()])
             .env("CORDON_HOME", home.path())
             .env("TMPDIR", tmp.path())
             .stdin(Stdio::piped())

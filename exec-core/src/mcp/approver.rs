@@ -140,6 +140,7 @@ mod tests {
             evidence: Vec::new(),
             prefix: None,
             host: None,
+            cause: crate::AskCause::Escalation,
         }
     }
 
