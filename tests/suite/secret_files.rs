@@ -374,6 +374,13 @@ fn doctor_lists_the_secrets_this_user_has_and_the_variables_it_would_remove() {
     let entry = listed(&pgpass).unwrap_or_else(|| panic!("{pgpass:?} not in {hidden:#?}"));
     assert_eq!(entry["tool"], "PostgreSQL");
     assert_eq!(entry["entry"], "~/.pgpass");
+    // What hides it here: the mechanisms this kernel has.
+    #[cfg(target_os = "linux")]
+    {
+        let by = entry["hidden_by"].as_array().unwrap();
+        assert_eq!(by.contains(&json!("landlock")), features().landlock_abi >= 1, "{by:?}");
+        assert_eq!(by.contains(&json!("mount view")), features().mount_view, "{by:?}");
+    }
     assert_eq!(listed(&home.path().join(".config/gh")).unwrap()["tool"], "GitHub CLI");
     assert!(listed(&home.path().join(".gitconfig")).is_none());
     let catalogue = document["hidden_catalogue"].as_array().unwrap();
@@ -389,6 +396,10 @@ fn doctor_lists_the_secrets_this_user_has_and_the_variables_it_would_remove() {
 
     let text = doctor(false).stdout;
     assert!(text.contains("PostgreSQL: passwords"), "{text}");
+    #[cfg(target_os = "linux")]
+    if features().landlock_abi >= 1 {
+        assert!(text.contains("Landlock (no read right"), "{text}");
+    }
     assert!(text.contains("DB_PW (secret_name)"), "{text}");
     assert!(!text.contains("hunter2-value"), "{text}");
 }
