@@ -2,6 +2,7 @@
 # Follows the README's "Install" and "First run" blocks literally, as a new user would, in a
 # throwaway $HOME (so ~/.cargo, ~/.cordon and ~/demo are fresh): `cargo install --locked --path
 # cli` into it, the completions and man page, `cordon doctor`, then the two first-run commands,
+# then `npm pack` through `--preset npm` (skipped, saying why, without npm or the registry),
 # and checks what a user would see. Crates come from this machine's cargo cache (no download);
 # the release build goes to target/ so later runs and the benchmarks reuse it.
 #
@@ -93,4 +94,22 @@ out=$(run_as_user "cd ~/demo && cordon exec --dry-run -- sh -c 'echo x > dry-run
 grep -q "^writable: .*$home/demo" <<<"$out" || { echo "$out" >&2; fail "--dry-run does not show the workspace as writable"; }
 [ ! -e "$home/demo/dry-run-marker" ] || fail "--dry-run ran the command"
 run_as_user 'cordon config show' | grep -q '^sandbox_mode' || fail "cordon config show"
-echo "install: ok (install block, completions, man pages, doctor, first run: hello, then a denial that never offers the home directory; --dry-run, config show)"
+
+echo "install: a package manager through its preset (docs/presets.md)"
+# npm downloads one tiny package from the real registry; where npm or the registry is missing
+# the step says so and is skipped (the network's, not the sandbox's).
+preset_note="preset: skipped"
+if ! run_as_user 'command -v npm' >/dev/null 2>&1; then
+  echo "install: SKIPPED the preset step: npm is not installed"
+elif ! run_as_user "cd /var/tmp && npm view is-number@7.0.0 version --cache $tmp/probe-cache" >/dev/null 2>&1; then
+  echo "install: SKIPPED the preset step: npm cannot reach registry.npmjs.org from here"
+else
+  run_as_user 'cordon doctor' | grep -q "^  npm .*registry.npmjs.org" || fail "cordon doctor does not list the npm preset"
+  out=$(run_as_user "mkdir -p ~/pkg && cd ~/pkg && cordon exec --preset npm -- npm pack is-number@7.0.0" 2>&1) \
+    || { echo "$out" >&2; fail "npm pack through --preset npm"; }
+  [ -f "$home/pkg/is-number-7.0.0.tgz" ] || { echo "$out" >&2; fail "npm pack wrote no package"; }
+  [ ! -e "$home/.npm" ] || fail "the sandboxed npm wrote the user's own cache ~/.npm"
+  [ -d "$home/.cordon/cache/npm/_cacache" ] || fail "the preset's cache ~/.cordon/cache/npm was not used"
+  preset_note="npm pack through --preset npm, into ~/.cordon/cache/npm only"
+fi
+echo "install: ok (install block, completions, man pages, doctor, first run: hello, then a denial that never offers the home directory; --dry-run, config show; $preset_note)"

@@ -44,4 +44,11 @@ fi
 if ! .ci/venv/bin/python3 -c 'import mcp.client.stdio, jsonschema' 2>/dev/null; then
   .ci/venv/bin/python3 -m pip install -q 'mcp>=2,<3' jsonschema
 fi
+# node + npm (also the npm preset's test), and the official TypeScript MCP SDK pinned by tests/helpers/mcp-ts/package-lock.json:
+# the mcp-server test driven by the TypeScript client (tests/suite/mcp_ts.rs) and the Node client
+# of the loopback-forwarding tests (tests/suite/proxy/loopback.rs).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  as_root apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+(cd tests/helpers/mcp-ts && npm ci --no-audit --no-fund --silent)
 echo "tests/setup.sh: done (the suite finds the MCP client in .ci/venv by itself)"

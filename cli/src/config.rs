@@ -44,6 +44,9 @@ pub struct Config {
     pub allow_home_root: bool,
     /// The helper executable (defaults to this binary).
     pub linux_sandbox_exe: Option<PathBuf>,
+    /// Package-manager presets every run gets (`--preset` adds to them; docs/presets.md).
+    #[serde(default)]
+    pub presets: Vec<String>,
 }
 
 /// The `network` key.

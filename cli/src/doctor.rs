@@ -29,10 +29,12 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         item.hidden_by = hiding.hidden_by();
     }
     let advice = git_advice();
+    let presets = presets_report(&config);
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
             map.insert("config_errors".into(), json!(broken));
+            map.insert("presets".into(), presets);
             map.insert("hidden_here".into(), json!(hidden_here));
             map.insert("hidden_catalogue".into(), json!(SECRET_FILES));
             map.insert("environment".into(), environment);
@@ -53,6 +55,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         let _ = writeln!(text, "  {}", hiding.describe());
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
+        crate::presets::render_doctor(&mut text, &presets);
         for line in &advice {
             let _ = writeln!(text, "advice: {line}");
         }
@@ -424,6 +427,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         "hidden_here": hidden_here,
         "hidden_catalogue": SECRET_FILES,
         "environment": environment_report(&config),
+        "presets": presets_report(&config),
     });
     if args.json {
         return write_stdout(&format!("{report}\n"));
@@ -432,5 +436,12 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         format!("platform {}: Seatbelt via /usr/bin/sandbox-exec\n", std::env::consts::OS);
     render_hidden_here(&mut text, &hidden_here);
     render_environment(&mut text, &report["environment"]);
+    crate::presets::render_doctor(&mut text, &report["presets"]);
     write_stdout(&text)
+}
+
+/// The presets and what each allows with this user's configuration.
+fn presets_report(config: &anyhow::Result<Config>) -> serde_json::Value {
+    let in_config = config.as_ref().map(|c| c.presets.as_slice()).unwrap_or_default();
+    crate::presets::doctor_report(in_config)
 }

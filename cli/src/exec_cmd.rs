@@ -55,9 +55,15 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let denied = denied_hosts(&outcome);
     if outcome.exit_status() != 0 && !denied.is_empty() {
         said.push(format!(
-            "the network allow-list refused {}: allow a host with --allow-domain HOST \
-             (config network.allow; docs/network.md)",
-            denied.join(", ")
+            "the network allow-list refused {}: {} (config network.allow; docs/network.md)",
+            denied.join(", "),
+            cordon_exec_core::refusal_advice(
+                outcome
+                    .attempts
+                    .iter()
+                    .filter_map(|a| a.network.as_ref())
+                    .flat_map(|l| &l.connections)
+            )
         ));
     }
     for why in outcome.approvals.iter().filter_map(|a| a.rule_not_saved.as_ref()) {
@@ -118,6 +124,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
 
 /// `--dry-run`: the decision and the sandbox, on stdout; nothing runs.
 fn dry_run(args: &ExecArgs, bypass: Bypass) -> anyhow::Result<ExitCode> {
+    crate::presets::look_only();
     let settings =
         Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, bypass)?;
     settings.refuse_home_root()?;
@@ -243,6 +250,7 @@ async fn run_there(
 }
 
 pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
+    crate::presets::look_only();
     let settings =
         Settings::load(&args.sandbox, &args.policy, SandboxMode::WorkspaceWrite, Bypass::No)?;
     let orchestrator = settings.orchestrator()?;

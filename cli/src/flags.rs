@@ -151,9 +151,18 @@ pub struct SandboxFlags {
     /// Network by domain: the command gets its own network namespace and reaches only these
     /// destinations, through cordon's HTTP/HTTPS proxy (HTTP_PROXY etc. are set for it).
     /// `host`, `*.suffix` or either with `:port`; repeatable; added to config `network.allow`.
+    /// A loopback target with its port (`127.0.0.1:8080`, `localhost:8080`) is forwarded:
+    /// the host's server on that port is reached at the same address inside.
     /// Linux only; see docs/network.md.
     #[arg(long = "allow-domain", value_name = "DOMAIN")]
     pub allow_domains: Vec<String>,
+    /// A package manager's preset (repeatable; added to config `presets`): npm, pip or cargo.
+    /// The command may reach the registry hosts your own configuration of that client names
+    /// (~/.npmrc, pip.conf, ~/.cargo/config.toml; never a workspace file), and the client gets
+    /// a cache under $CORDON_HOME/cache/ that only sandboxed runs write. Needs workspace-write.
+    /// See docs/presets.md; `cordon doctor` lists what each allows here.
+    #[arg(long = "preset", value_name = "NAME")]
+    pub presets: Vec<String>,
     /// Let the command connect to this UNIX socket although it is hidden or lies in a hidden
     /// directory (an ssh agent, a Docker socket); the rest stays hidden. Repeatable; added to
     /// config `allow_unix_sockets`. Needs --network or --allow-domain (workspace-write); with

@@ -18,6 +18,7 @@ mod logging;
 mod man;
 mod mcp_cmd;
 mod output;
+mod presets;
 mod sandbox_cmd;
 mod settings;
 mod state_files;
@@ -69,6 +70,11 @@ fn main() -> ExitCode {
     };
     let code = match result {
         Ok(code) => code,
+        // An unknown `--preset` is a usage error like clap's own.
+        Err(error) if error.is::<presets::UnknownPreset>() => {
+            terminal::say(&[format!("{error:#}")]);
+            ExitCode::from(EXIT_USAGE)
+        }
         Err(error) => {
             // One line, whatever the error carries (a far end's message, a path with control
             // characters): what a terminal would obey is shown escaped.

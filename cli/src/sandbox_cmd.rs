@@ -34,6 +34,9 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if args.dry_run {
+        crate::presets::look_only();
+    }
     let policy_flags = PolicyFlags { approval: None, overrides: args.overrides.clone() };
     let settings = Settings::load(&args.sandbox, &policy_flags, SandboxMode::ReadOnly, Bypass::No)?;
     settings.refuse_home_root()?;
@@ -157,9 +160,9 @@ fn run_as_parent(
     let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();
     if !denied.is_empty() {
         crate::terminal::say(&[format!(
-            "the network allow-list refused {}: allow a host with --allow-domain HOST (config \
-             network.allow; docs/network.md)",
-            denied.join(", ")
+            "the network allow-list refused {}: {} (config network.allow; docs/network.md)",
+            denied.join(", "),
+            cordon_exec_core::refusal_advice(attempt.network.iter().flat_map(|l| &l.connections))
         )]);
     }
     Ok(crate::output::exit_code(attempt.exit.shell_status()))

@@ -120,6 +120,19 @@ impl Settings {
                 policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
             ),
         };
+        let mut presets = crate::presets::requested(&flags.presets, &config.presets)?;
+        if matches!(workspace, Workspace::Remote { .. }) {
+            if presets.on_command_line == crate::presets::OnCommandLine::Yes {
+                bail!(
+                    "--preset is not available on another machine yet: its caches and its proxy \
+                     would have to be there"
+                );
+            }
+            // The config's presets are this machine's default.
+            presets.presets.clear();
+        }
+        let mut sandbox_policy = sandbox_policy;
+        let sandboxed_env = crate::presets::apply(&presets, &mut sandbox_policy, &cwd, &user_view)?;
         let allow_home_root = flags.allow_home_root || config.allow_home_root;
         let own = PinnedExe::own().context("cannot open the cordon executable")?;
         let (exe, launch) = helper_exe(&config, &own)?;
@@ -146,6 +159,7 @@ impl Settings {
             launch,
             user_view,
             proxy_test_resolve: cordon_exec_core::test_hook_proxy_resolve()?,
+            sandboxed_env,
         };
         Ok(Settings {
             config,
@@ -358,36 +372,7 @@ fn network_domains(
     };
     rules.allow.extend(flags.allow_domains.iter().cloned());
     cordon_policies::DomainMatcher::new(&rules)?;
-    #[cfg(target_os = "linux")]
-    for pattern in &rules.allow {
-        warn_loopback(pattern);
-    }
     Ok(Some(rules))
-}
-
-/// One line when an allow pattern names loopback: the command's loopback is its own network
-/// namespace's, and clients send loopback requests there directly (`NO_PROXY`, or always for
-/// Go, Node and Chromium), never to the proxy, so the host's port is reached only by asking
-/// the proxy explicitly; a name resolving to loopback the proxy refuses.
-#[cfg(target_os = "linux")]
-fn warn_loopback(pattern: &str) {
-    use cordon_policies::{DomainPattern, LoopbackPattern};
-    let Ok(parsed) = DomainPattern::parse(pattern) else { return };
-    let Some(kind) = parsed.loopback() else { return };
-    let by_name = match kind {
-        LoopbackPattern::Address => "",
-        LoopbackPattern::Name => {
-            "; and the proxy refuses a name that resolves to loopback: allow the address \
-             (127.0.0.1:PORT)"
-        }
-    };
-    let line = format!(
-        "--allow-domain {pattern}: the command's loopback is its own (it runs in a network \
-         namespace), and clients go to loopback directly, not through the proxy: the host's \
-         port is reached only through the proxy explicitly (curl --noproxy '' -x \"$HTTP_PROXY\" \
-         URL); forwarding host loopback ports into the namespace is not available{by_name}"
-    );
-    crate::terminal::say(&[format!("warning: {line}")]);
 }
 
 /// The config's list (or the defaults) plus `--protect`. `None` keeps the helper's defaults.

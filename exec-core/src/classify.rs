@@ -242,10 +242,20 @@ pub enum Allow {
     /// Only outside the sandbox (`-a on-failure` and the retry question); `why` completes
     /// "it is".
     OutsideTheSandbox { why: String },
+    /// The path is a package manager's own cache (`~/.npm`, `~/.cache/pip`,
+    /// `~/.cargo/registry`): `--preset NAME` gives the client a cache of its own that only
+    /// sandboxed runs write. The user's cache is never offered as a root: it is code that runs
+    /// later outside the sandbox.
+    Preset { preset: String },
 }
 
 /// What would allow a write to `path`, outside every root (see [`Allow`]).
 fn allow_for(path: &Path, context: &DenialContext) -> Allow {
+    if let Some(preset) =
+        context.home.as_deref().and_then(|home| cordon_policies::preset_for_cache_path(path, home))
+    {
+        return Allow::Preset { preset: preset.name().to_owned() };
+    }
     let components: Vec<_> = path.components().collect();
     let repository = components
         .iter()
@@ -373,6 +383,12 @@ impl Blocked {
                     } else {
                         format!(" (and --add-dir {} for this directory)", dir.display())
                     }
+                ),
+                Allow::Preset { preset } => format!(
+                    "{} is in {preset}'s own cache, outside the writable roots: run with \
+                     --preset {preset} (in workspace-write), which gives {preset} a cache only \
+                     sandboxed runs write and allows its registry (docs/presets.md)",
+                    path.display()
                 ),
                 Allow::OutsideTheSandbox { why } => format!(
                     "{} lies outside the writable roots, in {why}: not a directory to open to \

@@ -239,6 +239,23 @@ fn a_denial_names_what_was_blocked_and_the_knob() {
         ),
         ("curl: (6) Could not resolve host: example.org", Blocked::Network, "--network"),
         (
+            "warning: failed to write cache, path: /home/u/.cargo/registry/index/ix-1/.cache/cf/\
+             g-/cfg-if, error: Read-only file system (os error 30)",
+            Blocked::OutsideRoots {
+                path: "/home/u/.cargo/registry/index/ix-1/.cache/cf/g-/cfg-if".into(),
+                allow: Allow::Preset { preset: "cargo".into() },
+            },
+            "--preset cargo",
+        ),
+        (
+            "touch: cannot touch '/home/u/.npm/_cacache/tmp/x': Read-only file system",
+            Blocked::OutsideRoots {
+                path: "/home/u/.npm/_cacache/tmp/x".into(),
+                allow: Allow::Preset { preset: "npm".into() },
+            },
+            "--preset npm",
+        ),
+        (
             "touch: cannot touch '/srv/data/x': Read-only file system",
             Blocked::OutsideRoots {
                 path: "/srv/data/x".into(),

@@ -273,6 +273,11 @@ pub struct HelperSettings {
     /// TEST ONLY (`CORDON_TEST_RESOLVE`): names the network proxy resolves to these
     /// addresses instead of asking DNS (see `network_proxy`).
     pub proxy_test_resolve: Vec<(String, std::net::SocketAddr)>,
+    /// Variables a *sandboxed* command gets on top of its environment: a package-manager
+    /// preset's cache and registry settings. A run without the sandbox never gets them: the
+    /// caches they point at are written by sandboxed runs, and what a sandbox wrote must not
+    /// become code that runs outside one.
+    pub sandboxed_env: Vec<(OsString, OsString)>,
 }
 
 /// How the Linux helper is started.
@@ -392,6 +397,18 @@ pub enum SandboxSetupError {
     EmptyCommand,
 }
 
+/// `env` with the helper settings' sandbox-only variables set on top (replacing any of the
+/// same name).
+fn with_sandboxed_env(
+    env: &[(OsString, OsString)],
+    helper: &HelperSettings,
+) -> Vec<(OsString, OsString)> {
+    let mut full = env.to_vec();
+    full.retain(|(name, _)| !helper.sandboxed_env.iter().any(|(set, _)| set == name));
+    full.extend(helper.sandboxed_env.iter().cloned());
+    full
+}
+
 /// Plans `launch` under its sandbox kind: the command itself, the Linux helper through the
 /// arg0 trick, or `/usr/bin/sandbox-exec` with a profile generated from the policy.
 pub fn plan_launch(
@@ -436,7 +453,7 @@ pub fn plan_launch(
                 program: helper.exe.exec_path(),
                 arg0: Some(cordon_sandbox_linux::HELPER_ARG0.into()),
                 args: cordon_sandbox_linux::helper_argv(&args),
-                env: env.to_vec(),
+                env: with_sandboxed_env(env, helper),
                 cwd: cwd.to_path_buf(),
                 cwd_pin: cwd_pin.cloned(),
                 in_process: match helper.launch {
@@ -470,7 +487,7 @@ pub fn plan_launch(
             }
             let resolved = cordon_sandbox_macos::with_real_paths(&resolved);
             let mut profile = cordon_sandbox_macos::seatbelt_profile(&resolved);
-            let mut full_env = env.to_vec();
+            let mut full_env = with_sandboxed_env(env, helper);
             if let Some(port) = proxy_port {
                 cordon_sandbox_macos::allow_proxy_port(&mut profile, port);
                 let proxy_env = cordon_policies::proxy_env(port);
@@ -510,7 +527,39 @@ mod tests {
             launch: HelperLaunch::Exec,
             user_view: EnvSnapshot::default(),
             proxy_test_resolve: Vec::new(),
+            sandboxed_env: Vec::new(),
         }
+    }
+
+    /// A preset's cache variables reach a sandboxed command only: an unsandboxed run (a
+    /// retry, an escalation, `danger-full-access`) keeps the user's own caches.
+    #[test]
+    fn sandbox_only_variables_reach_sandboxed_plans_only() {
+        let helper = HelperSettings {
+            sandboxed_env: vec![("npm_config_cache".into(), "/c/npm".into())],
+            ..helper()
+        };
+        let cwd = std::env::temp_dir();
+        let env = [("npm_config_cache".into(), "/home/u/.npm".into()), ("A".into(), "1".into())];
+        let sandbox =
+            SandboxRequest::new(SandboxPolicy::ReadOnly { hidden_paths: None }, cwd.clone());
+        let plan_for = |kind| {
+            let launch = Launch {
+                kind,
+                command: vec!["npm".into()],
+                cwd: &cwd,
+                cwd_pin: None,
+                sandbox: &sandbox,
+                env: &env,
+                parent_death: ParentDeath::Ignore,
+                proxy: None,
+            };
+            plan_launch(&launch, &helper).unwrap().env
+        };
+        let sandboxed = plan_for(SandboxKind::Linux);
+        assert!(sandboxed.contains(&("npm_config_cache".into(), "/c/npm".into())), "{sandboxed:?}");
+        assert_eq!(sandboxed.iter().filter(|(k, _)| k == "npm_config_cache").count(), 1);
+        assert_eq!(plan_for(SandboxKind::None), env.to_vec());
     }
 
     /// The Seatbelt plan for a domain allow-list, with or without a proxy on the loopback.

@@ -88,6 +88,7 @@ pub use launch::{
 pub use mcp::serve_stdio as serve_mcp;
 pub use network_proxy::{
     ConnectionRecord, NetworkLog, NetworkProxy, ProxyError, ProxySettings, denied_hosts,
+    refusal_advice,
 };
 pub use orchestrator::{
     ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, AskCause, Attempt,

@@ -323,6 +323,16 @@ pub fn spawn_namespace_init(
     }
 }
 
+/// Registers a descriptor (a socket) with the runtime, to learn when it becomes readable.
+pub fn watch_readable(
+    fd: std::os::fd::OwnedFd,
+) -> std::io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    // SAFETY: an `OwnedFd` reports the descriptor it owns, which stays open, on the same
+    // file, until the `AsyncFd` drops it.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(std::io::Error::from)
+}
+
 /// Registers an [`InitChild`]'s pidfd with the runtime, to learn when it becomes readable
 /// (the child exited).
 #[cfg(target_os = "linux")]

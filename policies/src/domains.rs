@@ -37,13 +37,57 @@ enum HostPattern {
     Address(IpAddr),
 }
 
-/// How a pattern names loopback.
+/// The name that means the host's loopback in an allow pattern.
+pub const LOOPBACK_NAME: &str = "localhost";
+
+/// What an allow pattern says about loopback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoopbackPattern {
-    /// `127.0.0.1`, `[::1]`: the proxy reaches it (it names the address).
-    Address,
-    /// `localhost`: a name resolving to loopback, which the proxy refuses (DNS rebinding).
-    Name,
+pub enum LoopbackTarget {
+    /// A loopback address (`127.0.0.1`, `127.0.0.5`, `[::1]`), with the pattern's port.
+    Address(IpAddr, Option<u16>),
+    /// `localhost`, with the pattern's port.
+    Name(Option<u16>),
+}
+
+impl LoopbackTarget {
+    pub fn port(self) -> Option<u16> {
+        match self {
+            LoopbackTarget::Address(_, port) | LoopbackTarget::Name(port) => port,
+        }
+    }
+}
+
+/// Refuses an allow pattern that names loopback without a port — or an address that reaches
+/// the host's loopback under another spelling (`0.0.0.0`, `[::]`, `[::ffff:127.0.0.1]`), which
+/// is not forwarded but would open every loopback port through the proxy.
+pub(crate) fn check_allow_pattern(pattern: &DomainPattern) -> Result<(), DomainPatternError> {
+    let other_spelling = match pattern.host {
+        HostPattern::Address(addr) => {
+            let mapped = match addr {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4),
+                IpAddr::V4(_) => None,
+            };
+            addr.is_unspecified()
+                || mapped.is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+        HostPattern::Exact(_) | HostPattern::Below(_) => false,
+    };
+    if other_spelling && pattern.port.is_none() {
+        return Err(DomainPatternError {
+            pattern: pattern.text.clone(),
+            why: "this address reaches the host's loopback: name the port (e.g. \
+                  127.0.0.1:8080), never all of them",
+        });
+    }
+    match pattern.loopback() {
+        Some(target) if target.port().is_none() => Err(DomainPatternError {
+            pattern: pattern.text.clone(),
+            why: "a loopback target needs a port (e.g. 127.0.0.1:8080 or localhost:8080): \
+                  cordon forwards each allowed loopback port into the command's network \
+                  namespace, never all of them",
+        }),
+        Some(_) | None => Ok(()),
+    }
 }
 
 /// A pattern that cannot be read.
@@ -128,19 +172,20 @@ impl DomainPattern {
         }
     }
 
-    /// Whether the pattern names this very address (an IP literal pattern) and port.
-    /// What a pattern naming loopback names: the host's loopback, which a command behind the
-    /// proxy reaches only by asking the proxy (its own loopback is its network namespace's).
-    pub fn loopback(&self) -> Option<LoopbackPattern> {
+    /// The host's loopback target this pattern names, if any (see [`crate::loopback_forwards`]).
+    pub fn loopback(&self) -> Option<LoopbackTarget> {
         match &self.host {
-            HostPattern::Address(addr) if addr.is_loopback() => Some(LoopbackPattern::Address),
-            HostPattern::Exact(name) if name == "localhost" || name.ends_with(".localhost") => {
-                Some(LoopbackPattern::Name)
+            HostPattern::Address(addr) if addr.is_loopback() => {
+                Some(LoopbackTarget::Address(*addr, self.port))
+            }
+            HostPattern::Exact(name) if name == LOOPBACK_NAME => {
+                Some(LoopbackTarget::Name(self.port))
             }
             HostPattern::Address(_) | HostPattern::Exact(_) | HostPattern::Below(_) => None,
         }
     }
 
+    /// Whether the pattern names this very address (an IP literal pattern) and port.
     pub fn names_address(&self, addr: IpAddr, port: u16) -> bool {
         self.port.is_none_or(|p| p == port)
             && matches!(self.host, HostPattern::Address(a) if a == addr)
@@ -174,10 +219,13 @@ impl DomainMatcher {
         let parse = |list: &[String]| {
             list.iter().map(|p| DomainPattern::parse(p)).collect::<Result<Vec<_>, _>>()
         };
-        Ok(DomainMatcher { allow: parse(&rules.allow)?, deny: parse(&rules.deny)? })
+        let allow = parse(&rules.allow)?;
+        allow.iter().try_for_each(check_allow_pattern)?;
+        Ok(DomainMatcher { allow, deny: parse(&rules.deny)? })
     }
 
-    /// Deny wins; then the first allow pattern that matches; else not allowed.
+    /// Deny wins; then the first allow pattern that matches; else not allowed. An allow
+    /// pattern naming loopback always has a port ([`crate::loopback_forwards`]).
     pub fn decide(&self, host: &str, port: u16) -> DomainDecision {
         let host = normalize_host(host);
         if let Some(rule) = self.deny.iter().find(|p| p.matches(&host, port)) {
@@ -231,7 +279,8 @@ pub fn is_internal_address(addr: IpAddr) -> bool {
 /// spellings: curl reads lower case `http_proxy` only, many tools read upper case). HTTP and
 /// HTTPS go through the HTTP proxy; `ALL_PROXY`, for every other protocol, through SOCKS5 on the
 /// same port (`socks5h`: the client sends host names and the proxy resolves them). Loopback
-/// stays direct: the command's own servers.
+/// stays direct: the command's own servers, and the allowed host loopback ports, which are
+/// forwarded into its namespace.
 pub fn proxy_env(port: u16) -> Vec<(&'static str, String)> {
     let url = format!("http://127.0.0.1:{port}");
     let socks = format!("socks5h://127.0.0.1:{port}");
@@ -288,10 +337,11 @@ mod tests {
 
     #[test]
     fn address_patterns_are_the_only_way_to_internal_addresses() {
-        let m = matcher(&["127.0.0.1:8080", "[::1]"], &[]);
+        let m = matcher(&["127.0.0.1:8080", "[::1]:1"], &[]);
         assert!(m.explicitly_allows_address("127.0.0.1".parse().unwrap(), 8080));
         assert!(!m.explicitly_allows_address("127.0.0.1".parse().unwrap(), 8081));
-        assert!(m.explicitly_allows_address("::1".parse().unwrap(), 22));
+        assert!(m.explicitly_allows_address("::1".parse().unwrap(), 1));
+        assert!(!m.explicitly_allows_address("::1".parse().unwrap(), 22));
         assert!(!m.explicitly_allows_address("127.0.0.2".parse().unwrap(), 8080));
         assert!(matches!(m.decide("127.0.0.1", 8080), DomainDecision::Allowed { .. }));
         assert!(matches!(m.decide("[::1]", 1), DomainDecision::Allowed { .. }));

@@ -26,7 +26,12 @@
 //! - [`render_argv`], [`render_text`], [`abbreviate`]: commands and text as an approval prompt
 //!   shows them, with every character a terminal would hide or obey escaped.
 //! - [`DomainRules`], [`DomainMatcher`]: the network allow/deny list the proxy checks each
-//!   destination against, and [`is_internal_address`] for the addresses a name may not resolve to.
+//!   destination against, and [`is_internal_address`] for the addresses a name may not resolve to;
+//!   [`loopback_forwards`]: the host loopback ports such a list forwards into the command's
+//!   network namespace.
+//! - [`Preset`], [`plan_preset`]: package-manager presets — the registry hosts a client is
+//!   configured for (from the user's own configuration, handed in as text) and its
+//!   sandbox-only cache and variables.
 //! - [`read_start_file`], [`read_kernel_file`]: reading a file a sandboxed command may have
 //!   planted (no symlink, no FIFO, regular file, size cap).
 //!
@@ -50,9 +55,12 @@ mod git_config;
 mod git_reading;
 mod hidden_paths;
 mod judge;
+mod loopback;
 mod normalize;
 mod paths;
 mod plain_words;
+mod preset_configs;
+mod presets;
 mod reading;
 mod rules;
 mod safe_commands;
@@ -80,17 +88,24 @@ pub use display::{
     Abbreviated, DISPLAY_LIMIT, Rendered, abbreviate, render_argv, render_bytes, render_text,
 };
 pub use domains::{
-    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules, LoopbackPattern,
-    is_internal_address, normalize_host, proxy_env,
+    DomainDecision, DomainMatcher, DomainPattern, DomainPatternError, DomainRules, LOOPBACK_NAME,
+    LoopbackTarget, is_internal_address, normalize_host, proxy_env,
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::git_config_may_run_code;
 pub use hidden_paths::{Relocations, expand_hidden_path};
+pub use loopback::{
+    MAX_LOOPBACK_FORWARDS, allow_domain_advice, loopback_advice, loopback_forwards,
+};
 pub use normalize::runs_arbitrary_code;
 pub use paths::{
     DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
     home_start_up_paths, lexically_normal, session_bus_socket,
+};
+pub use preset_configs::RegistryUrl;
+pub use presets::{
+    ClientConfigs, ConfigFile, Preset, PresetError, PresetPlan, plan_preset, preset_for_cache_path,
 };
 pub use reading::read_command;
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};

@@ -49,6 +49,10 @@ pub enum HelperError {
     MountView { what: String, source: std::io::Error },
     #[error("network namespace: {what}: {source}")]
     NetworkNamespace { what: &'static str, source: std::io::Error },
+    #[error("network allow-list: {0}")]
+    DomainList(#[source] cordon_policies::DomainPatternError),
+    #[error("network namespace: listening on {address} to forward the host's port: {source}")]
+    LoopbackForward { address: std::net::SocketAddr, source: std::io::Error },
     #[error("cannot create CORDON_HOME {} to keep it read-only: {source}", .path.display())]
     CordonHome { path: std::path::PathBuf, source: std::io::Error },
     #[error("sandbox not enforced: {0}; pass --best-effort to run without it")]
@@ -79,6 +83,8 @@ impl HelperError {
             | HelperError::ParentDeathSignal(_)
             | HelperError::MountView { .. }
             | HelperError::NetworkNamespace { .. }
+            | HelperError::DomainList(_)
+            | HelperError::LoopbackForward { .. }
             | HelperError::Containment { .. }
             | HelperError::CordonHome { .. }
             | HelperError::CommandCwd { .. }

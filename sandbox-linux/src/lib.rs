@@ -80,6 +80,8 @@ pub mod probe;
 mod proc_view;
 #[cfg(target_os = "linux")]
 mod proxy_listener;
+#[cfg(target_os = "linux")]
+mod refusal_watch;
 pub mod report;
 #[cfg(target_os = "linux")]
 mod repositories;

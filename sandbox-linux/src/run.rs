@@ -357,7 +357,11 @@ unsafe fn run(
                  view ({reason})"
             )));
         }
-        (Some(_), Ok(()), Some(channel)) => Some(proxy_listener::start(channel)?),
+        (Some(rules), Ok(()), Some(channel)) => {
+            let forwards =
+                cordon_policies::loopback_forwards(rules).map_err(HelperError::DomainList)?;
+            Some(proxy_listener::start(channel, &forwards)?)
+        }
         // No proxy to reach: the namespace has loopback only, which is network off.
         (Some(_), Ok(()), None) => None,
     };

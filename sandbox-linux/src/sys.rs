@@ -745,3 +745,30 @@ extern "C" fn command_child(arg: *mut libc::c_void) -> libc::c_int {
         libc::_exit(crate::error::exec_exit_code(&io::Error::from_raw_os_error(errno)))
     }
 }
+
+/// `SO_ATTACH_FILTER` (26 on every architecture cordon builds for; the libc crate does not
+/// export it for glibc targets).
+const SO_ATTACH_FILTER: libc::c_int = 26;
+
+/// Attaches the classic BPF program `filter` to `socket` (`SO_ATTACH_FILTER`): the kernel
+/// queues only the packets it keeps.
+pub fn attach_socket_filter(
+    socket: &impl std::os::fd::AsRawFd,
+    filter: &[libc::sock_filter],
+) -> io::Result<()> {
+    let len =
+        u16::try_from(filter.len()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let program = libc::sock_fprog { len, filter: filter.as_ptr().cast_mut() };
+    // SAFETY: `program` points at `filter`, `len` instructions long, both alive for the call;
+    // the kernel copies the program and does not keep the pointer.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_ATTACH_FILTER,
+            std::ptr::from_ref(&program).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}

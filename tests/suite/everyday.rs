@@ -145,15 +145,27 @@ fn dry_run_shows_the_decision_and_the_sandbox_and_runs_and_creates_nothing() {
     let run = cordon_in(
         &home,
         e.work.path(),
-        &["exec", "--dry-run", "--allow-domain", "pypi.org", "--", "sh", "-c", &script],
+        &[
+            "exec",
+            "--dry-run",
+            "--allow-domain",
+            "pypi.org",
+            "--preset",
+            "npm",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
     );
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(!marker.exists(), "the command ran");
-    assert!(!home.exists(), "a dry run created CORDON_HOME");
+    assert!(!home.exists(), "a dry run created CORDON_HOME (or a preset's cache in it)");
+    assert!(run.stdout.contains("registry.npmjs.org"), "{}", run.stdout);
     for expected in [
         "decision:",
         "writable:",
-        "network:      only pypi.org",
+        "network:      only pypi.org, registry.npmjs.org",
         "protected:",
         "hidden:",
         "environment:",

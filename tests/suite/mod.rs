@@ -31,6 +31,7 @@ mod launch_paths;
 #[cfg(target_os = "macos")]
 mod macos;
 mod mcp;
+mod mcp_ts;
 mod messages;
 #[cfg(target_os = "linux")]
 mod mount_view;
@@ -38,6 +39,8 @@ mod mount_view;
 mod namespace_init;
 #[cfg(target_os = "linux")]
 mod network;
+#[cfg(target_os = "linux")]
+mod presets;
 mod process;
 mod proxy;
 #[cfg(target_os = "linux")]

@@ -223,15 +223,18 @@ fn udp_out_fails() {
 }
 
 #[test]
-fn an_allowed_name_resolving_to_loopback_is_refused_unless_mapped_for_tests() {
+fn a_loopback_target_allowed_for_another_port_is_refused_with_its_port_in_the_advice() {
     require_network_namespace!();
     let server = Server::start();
     let root = scratch();
-    // `localhost` is allowed by name but resolves (through /etc/hosts) to 127.0.0.1: refused,
-    // even though `127.0.0.1:PORT+1` names that address (another port).
-    let refused =
-        format!("curl -sS --noproxy '' -x \"$HTTP_PROXY\" http://localhost:{}/rebind", server.port);
-    let localhost = format!("localhost:{}", server.port);
+    // `localhost` and `127.0.0.1` are allowed, for another port: refused through the proxy,
+    // with the pattern that would allow this one (port included).
+    let refused = format!(
+        "curl -sS --noproxy '' -x \"$HTTP_PROXY\" http://localhost:{0}/name; \
+         curl -sS --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{0}/address; exit 1",
+        server.port
+    );
+    let localhost = format!("localhost:{}", server.port + 1);
     let other_port = format!("127.0.0.1:{}", server.port + 1);
     let run = exec_sh(
         &server,
@@ -239,20 +242,16 @@ fn an_allowed_name_resolving_to_loopback_is_refused_unless_mapped_for_tests() {
         root.path(),
         &refused,
     );
-    run.assert_ok();
-    assert!(
-        run.stdout
-            .contains("localhost resolves to 127.0.0.1, a loopback/private/link-local address"),
-        "{}",
-        run.stdout
-    );
-    // Said before the run: clients skip the proxy for loopback, and a name is refused.
-    let warning =
-        format!("warning: --allow-domain localhost:{}: the command's loopback", server.port);
-    assert!(run.stderr.contains(&warning), "{}", run.stderr);
-    assert!(run.stderr.contains("allow the address (127.0.0.1:PORT)"), "{}", run.stderr);
+    let advice = |pattern: String| format!("allow it with --allow-domain {pattern} ");
+    assert!(run.stdout.contains(&advice(format!("localhost:{}", server.port))), "{}", run.stdout);
+    assert!(run.stdout.contains(&advice(format!("127.0.0.1:{}", server.port))), "{}", run.stdout);
+    // The summary line names the pattern with its port too.
+    let summary =
+        format!("a loopback target with its port (--allow-domain localhost:{})", server.port);
+    assert!(run.stderr.contains(&summary), "{}", run.stderr);
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
     assert!(server.requests().is_empty(), "{:?}", server.requests());
-    // `127.0.0.1:PORT` names the address and port itself: allowed.
+    // `127.0.0.1:PORT` names the address and port itself: allowed, through the proxy too.
     let named = format!("127.0.0.1:{}", server.port);
     let script = format!(
         "curl -sS --fail --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{}/named",
@@ -553,3 +552,5 @@ fn the_helper_without_a_proxy_descriptor_leaves_only_loopback() {
 mod forwarded;
 #[cfg(target_os = "linux")]
 mod handover;
+#[cfg(target_os = "linux")]
+mod loopback;

@@ -2,9 +2,11 @@
 //! own name resolution with its refusal of internal addresses, the upstream connection; and
 //! the refusal of a tunnel whose first bytes named another server.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use cordon_policies::{DomainDecision, is_internal_address};
+use cordon_policies::{
+    DomainDecision, LOOPBACK_NAME, is_internal_address, loopback_advice, normalize_host,
+};
 use hyper::StatusCode;
 use tokio::net::TcpStream;
 
@@ -66,44 +68,7 @@ impl State {
 
     /// The list, then the resolved addresses, then the connection.
     async fn admit(&self, host: &str, port: u16) -> Result<(TcpStream, String), Refusal> {
-        let rule = match self.matcher.decide(host, port) {
-            DomainDecision::Allowed { rule } => rule,
-            DomainDecision::DeniedByRule { rule } => {
-                return Err(Refusal {
-                    status: StatusCode::FORBIDDEN,
-                    reason: format!(
-                        "denied by the rule \"{rule}\" in the network deny list (config \
-                         `network.deny`); deny wins over allow"
-                    ),
-                    rule: Some(rule),
-                });
-            }
-            DomainDecision::NotAllowed => {
-                return Err(Refusal {
-                    status: StatusCode::FORBIDDEN,
-                    reason: format!(
-                        "no rule of the network allow-list matches {host}:{port}; allow it with \
-                         --allow-domain {host} (config `network = {{ allow = [\"{host}\"] }}`)"
-                    ),
-                    rule: None,
-                });
-            }
-        };
-        if let Some(narrow) = &self.narrowed_by {
-            match narrow.decide(host, port) {
-                DomainDecision::Allowed { .. } => {}
-                DomainDecision::DeniedByRule { .. } | DomainDecision::NotAllowed => {
-                    return Err(Refusal {
-                        status: StatusCode::FORBIDDEN,
-                        reason: format!(
-                            "{host}:{port} is not among this call's allowed_domains (the \
-                             executor's list allows it by \"{rule}\")"
-                        ),
-                        rule: None,
-                    });
-                }
-            }
-        }
+        let rule = self.check_lists(host, port)?;
         let addresses = self.resolve(host, port, &rule).await?;
         let connect = async {
             let mut last_error = None;
@@ -130,11 +95,81 @@ impl State {
         }
     }
 
+    /// The allow/deny list, then a call's narrower list: the allowing rule, or the refusal.
+    pub(super) fn check_lists(&self, host: &str, port: u16) -> Result<String, Refusal> {
+        let rule = match self.matcher.decide(host, port) {
+            DomainDecision::Allowed { rule } => rule,
+            DomainDecision::DeniedByRule { rule } => {
+                return Err(Refusal {
+                    status: StatusCode::FORBIDDEN,
+                    reason: format!(
+                        "denied by the rule \"{rule}\" in the network deny list (config \
+                         `network.deny`); deny wins over allow"
+                    ),
+                    rule: Some(rule),
+                });
+            }
+            DomainDecision::NotAllowed => {
+                return Err(Refusal {
+                    status: StatusCode::FORBIDDEN,
+                    reason: {
+                        // A loopback target is allowed with its port, never without.
+                        let pattern =
+                            loopback_advice(host, port).unwrap_or_else(|| host.to_owned());
+                        format!(
+                            "no rule of the network allow-list matches {host}:{port}; allow it \
+                             with --allow-domain {pattern} (config `network = {{ allow = \
+                             [\"{pattern}\"] }}`)"
+                        )
+                    },
+                    rule: None,
+                });
+            }
+        };
+        if let Some(narrow) = &self.narrowed_by {
+            match narrow.decide(host, port) {
+                DomainDecision::Allowed { .. } => {}
+                DomainDecision::DeniedByRule { .. } | DomainDecision::NotAllowed => {
+                    return Err(Refusal {
+                        status: StatusCode::FORBIDDEN,
+                        reason: format!(
+                            "{host}:{port} is not among this call's allowed_domains (the \
+                             executor's list allows it by \"{rule}\")"
+                        ),
+                        rule: None,
+                    });
+                }
+            }
+        }
+        Ok(rule)
+    }
+
+    /// Whether the lists refuse `ip:port` by a deny rule (of either list).
+    fn denied_by_rule(&self, ip: IpAddr, port: u16) -> bool {
+        let host = ip.to_string();
+        let denied = |m: &cordon_policies::DomainMatcher| {
+            matches!(m.decide(&host, port), DomainDecision::DeniedByRule { .. })
+        };
+        denied(&self.matcher) || self.narrowed_by.as_ref().is_some_and(denied)
+    }
+
     async fn resolve(&self, host: &str, port: u16, rule: &str) -> Result<Vec<SocketAddr>, Refusal> {
         #[cfg(any(test, feature = "test-hooks"))]
         if let Some((_, address)) = self.test_resolve.iter().find(|(name, _)| name == host) {
             // The suite's mapping: the one way past the internal-address check by name.
             return Ok(vec![*address]);
+        }
+        if normalize_host(host) == LOOPBACK_NAME {
+            // Allowed by name: a `localhost:PORT` pattern (a pattern naming loopback always has
+            // its port), which means the host's own loopback, both families; an address the
+            // deny list names stays out.
+            let addresses: Vec<SocketAddr> =
+                [IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)]
+                    .into_iter()
+                    .filter(|ip| !self.denied_by_rule(*ip, port))
+                    .map(|ip| SocketAddr::new(ip, port))
+                    .collect();
+            return Ok(addresses);
         }
         let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {
             Ok(ip) => vec![SocketAddr::new(ip, port)],

@@ -202,7 +202,7 @@ async fn tunnel(
     // tunnel whose first bytes cannot be checked, so it is not relayed.
     let Ok(parts) = upgraded.downcast::<TokioIo<TcpStream>>() else { return };
     let client = parts.io.into_inner();
-    let first = FirstBytes { carried: parts.read_buf.to_vec(), host: &host };
+    let first = FirstBytes { carried: parts.read_buf.to_vec(), host: Some(&host) };
     if let Some(refused) = relay_tcp(client, upstream, first).await {
         state.refuse_first_bytes(&refused, Destination { host: &host, port, method: "CONNECT" });
     }

@@ -18,6 +18,11 @@
 //! 3. answers a refusal with `403` and a body naming the rule and the knob, and records every
 //!    allowed and denied connection ([`NetworkLog`]).
 //!
+//! Each loopback target the list allows (`127.0.0.1:8080`, `localhost:8080`) is forwarded
+//! ([`forward`]): the helper hands over a listener on that address and port inside the
+//! namespace too, and the proxy relays its connections to the host's, admitted and recorded
+//! like the rest (method `FORWARD`), so clients that go to loopback directly reach it.
+//!
 //! What it forwards must name what it admitted: a plain-HTTP request's one Host header is its
 //! URL's host ([`http`]), and a tunnel's first bytes, when they are a TLS ClientHello, name the
 //! host the tunnel was opened for ([`sni`], [`relay`]).
@@ -27,8 +32,10 @@
 //! and is dropped.
 
 mod admission;
+mod forward;
 mod handover;
 mod http;
+mod refusals;
 mod relay;
 mod sni;
 mod socks;
@@ -106,6 +113,15 @@ pub fn denied_hosts<'a>(records: impl IntoIterator<Item = &'a ConnectionRecord>)
     hosts
 }
 
+/// How to allow what `records` show refused: `--allow-domain HOST`, and for a loopback target
+/// no rule matched, the pattern with its port. A target a rule allowed but that could not be
+/// reached, or that a deny rule refused, gets no pattern: allowing it again would change
+/// nothing.
+pub fn refusal_advice<'a>(records: impl IntoIterator<Item = &'a ConnectionRecord>) -> String {
+    let unlisted = denied_hosts(records.into_iter().filter(|record| record.rule.is_none()));
+    cordon_policies::allow_domain_advice(&unlisted)
+}
+
 /// Why the proxy could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
@@ -124,6 +140,8 @@ pub struct NetworkProxy {
 }
 
 struct State {
+    /// The list as written (the loopback targets it forwards are derived from it).
+    rules: DomainRules,
     matcher: DomainMatcher,
     narrowed_by: Option<DomainMatcher>,
     #[cfg(any(test, feature = "test-hooks"))]
@@ -214,7 +232,8 @@ impl NetworkProxy {
         listener.set_nonblocking(true).map_err(io("binding its port"))?;
         let listener = TcpListener::from_std(listener).map_err(io("binding its port"))?;
         let (state, log) = State::new(matcher, settings)?;
-        let task = tokio::spawn(serve_clients(listener, state));
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let task = tokio::spawn(serve_clients(listener, state, slots));
         tracing::debug!(port, "network proxy listens on loopback");
         Ok(NetworkProxy { endpoint: Endpoint::Loopback(port), log, task })
     }
@@ -311,9 +330,13 @@ const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// The first byte of a SOCKS5 greeting; an HTTP request starts with a method's letter.
 const SOCKS5_VERSION: u8 = 5;
 
-/// Serves the command's connections from `listener`, at most [`MAX_CONNECTIONS`] at once.
-async fn serve_clients(listener: TcpListener, state: Arc<State>) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+/// Serves the command's connections from `listener`, at most as many at once as `slots` holds
+/// ([`MAX_CONNECTIONS`], shared with the forwarded loopback targets).
+async fn serve_clients(
+    listener: TcpListener,
+    state: Arc<State>,
+    slots: Arc<tokio::sync::Semaphore>,
+) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
@@ -358,6 +381,7 @@ impl State {
         let log = Arc::new(Mutex::new(NetworkLog::default()));
         let narrowed_by = settings.narrowed_by.as_ref().map(DomainMatcher::new).transpose()?;
         let state = Arc::new(State {
+            rules: settings.rules.clone(),
             matcher,
             narrowed_by,
             #[cfg(any(test, feature = "test-hooks"))]

@@ -31,8 +31,9 @@ const ACCESS_DENIED_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 49];
 pub(super) struct FirstBytes<'a> {
     /// What the client sent after its request and the proxy already read (hyper's buffer).
     pub carried: Vec<u8>,
-    /// The host the tunnel was admitted for, normalized.
-    pub host: &'a str,
+    /// The host the tunnel was admitted for, normalized, which a ClientHello must name; `None`
+    /// for a forwarded loopback port, whose destination no name chose (nothing to check).
+    pub host: Option<&'a str>,
 }
 
 /// Why a tunnel's first bytes went nowhere.
@@ -91,6 +92,7 @@ pub(super) async fn relay_tcp(
 /// [`HANDSHAKE_TIMEOUT`] of its first byte; before any byte, the tunnel's idle limit applies.
 async fn first_flight(client: &TcpStream, first: FirstBytes<'_>) -> Result<Vec<u8>, Stop> {
     let FirstBytes { carried: mut bytes, host } = first;
+    let Some(host) = host else { return Ok(bytes) };
     let mut chunk = vec![0u8; 4 * 1024];
     let mut deadline = None;
     loop {

@@ -51,7 +51,7 @@ pub(super) async fn serve(stream: TcpStream, state: Arc<State>) {
             let bound =
                 upstream.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
             if let Ok(client) = protocol.reply_success(bound).await {
-                let first = FirstBytes { carried: Vec::new(), host: &host };
+                let first = FirstBytes { carried: Vec::new(), host: Some(&host) };
                 if let Some(refused) = relay_tcp(client, upstream, first).await {
                     state.refuse_first_bytes(&refused, destination);
                 }

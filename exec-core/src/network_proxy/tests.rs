@@ -74,7 +74,7 @@ async fn a_tunnel_carries_every_byte_both_ways_and_passes_on_each_half_close() {
     let (mut client, client_end) = socket_pair().await;
     let (mut upstream, upstream_end) = socket_pair().await;
     let relay = tokio::spawn(async move {
-        let first = super::relay::FirstBytes { carried: Vec::new(), host: "upstream.test" };
+        let first = super::relay::FirstBytes { carried: Vec::new(), host: Some("upstream.test") };
         super::relay::relay_tcp(client_end, upstream_end, first).await
     });
     // More than the pipes and socket buffers hold, so the relay has to wait for the reader.

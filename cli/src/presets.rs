@@ -1,0 +1,393 @@
+//! `--preset NAME` and config `presets = [...]`: the I/O around the package-manager presets
+//! (`cordon_policies::plan_preset` decides). Reads the user's own client configuration from
+//! outside every writable root, creates the sandbox-only caches under `$CORDON_HOME/cache/`,
+//! writes cargo's carried configuration into its cache, and adds the caches, the registry
+//! hosts and the clients' variables to a workspace-write policy.
+//!
+//! The caches are writable roots inside `$CORDON_HOME`, whose other entries stay read-only:
+//! nothing makes `$CORDON_HOME` itself writable, and the helper only binds it read-only when it
+//! lies inside a writable root — which is refused here, since a cache below a read-only bind
+//! could not be written.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use cordon_policies::{
+    ClientConfigs, ConfigFile, DomainMatcher, DomainRules, EnvSnapshot, Preset, PresetPlan,
+    SandboxPolicy, plan_preset,
+};
+
+/// A `--preset` name cordon does not know: a usage error (exit 2), like any bad flag.
+#[derive(Debug)]
+pub struct UnknownPreset {
+    name: String,
+}
+
+impl std::fmt::Display for UnknownPreset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown preset {:?} for --preset: known presets are {} (docs/presets.md)",
+            self.name,
+            known()
+        )
+    }
+}
+
+impl std::error::Error for UnknownPreset {}
+
+fn known() -> String {
+    Preset::ALL.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// The presets of a run and where they were asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Requested {
+    pub presets: Vec<Preset>,
+    /// Whether any was named with `--preset`: a config's presets are a default for every run
+    /// and do not apply where nothing can be written (read-only), a flag's must.
+    pub on_command_line: OnCommandLine,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnCommandLine {
+    Yes,
+    #[default]
+    No,
+}
+
+/// The presets asked for: `--preset` (a usage error when unknown) and config `presets`.
+pub fn requested(flags: &[String], config: &[String]) -> anyhow::Result<Requested> {
+    let mut presets = Vec::new();
+    for name in flags {
+        presets.push(Preset::from_name(name).ok_or_else(|| UnknownPreset { name: name.clone() })?);
+    }
+    for name in config {
+        presets.push(Preset::from_name(name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "config presets: unknown preset {name:?}: known presets are {} \
+                 (docs/presets.md)",
+                known()
+            )
+        })?);
+    }
+    presets.sort();
+    presets.dedup();
+    let on_command_line = if flags.is_empty() { OnCommandLine::No } else { OnCommandLine::Yes };
+    Ok(Requested { presets, on_command_line })
+}
+
+/// Set by commands that only look (`--dry-run`, `policy check`): the caches are planned and
+/// shown, never created. One process runs one command, so a flag for the process will do.
+static LOOK_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, [`apply`] creates and writes nothing.
+pub fn look_only() {
+    LOOK_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Adds `presets` to `policy` (a workspace-write policy resolved against `cwd`): each cache as
+/// a writable root, created now; the registry hosts to the domain allow-list unless the
+/// network is on anyway. Returns the variables only a sandboxed command gets.
+pub fn apply(
+    requested: &Requested,
+    policy: &mut SandboxPolicy,
+    cwd: &Path,
+    user_view: &EnvSnapshot,
+) -> anyhow::Result<Vec<(OsString, OsString)>> {
+    let presets = &requested.presets;
+    if presets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let roots = match &*policy {
+        // No sandbox: the command uses the user's own caches and configuration, as it would
+        // without cordon.
+        SandboxPolicy::DangerFullAccess {} => return Ok(Vec::new()),
+        SandboxPolicy::ReadOnly { .. } if requested.on_command_line == OnCommandLine::No => {
+            return Ok(Vec::new());
+        }
+        SandboxPolicy::ReadOnly { .. } => bail!(
+            "--preset (config presets) needs -s workspace-write: the client must write its \
+             cache and reach its registry"
+        ),
+        SandboxPolicy::WorkspaceWrite(_) => {
+            policy.resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p))?.writable_roots
+        }
+    };
+    let Some(cordon_home) = user_view.cordon_home.clone().filter(|h| h.is_absolute()) else {
+        bail!("--preset keeps its caches in $CORDON_HOME, which is not set (set HOME)");
+    };
+    let home_canonical = canonical_even_if_missing(&cordon_home);
+    if let Some(root) = roots.iter().find(|root| home_canonical.starts_with(root)) {
+        bail!(
+            "--preset keeps its caches in $CORDON_HOME ({}), which lies inside the writable \
+             root {}, where cordon keeps it read-only; set CORDON_HOME outside the writable \
+             roots",
+            cordon_home.display(),
+            root.display()
+        );
+    }
+    let configs = read_client_configs(user_view, &roots)?;
+    let cache_root = cordon_home.join("cache");
+    let mut plans = Vec::new();
+    for preset in presets {
+        let plan = plan_preset(*preset, &configs, &cache_root)?;
+        for note in &plan.notes {
+            crate::terminal::say(std::slice::from_ref(note));
+        }
+        plans.push(plan);
+    }
+    if !LOOK_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        prepare_caches(&cordon_home, &plans)?;
+    }
+    let SandboxPolicy::WorkspaceWrite(ww) = policy else { return Ok(Vec::new()) };
+    ww.writable_roots.extend(plans.iter().map(|plan| plan.cache.clone()));
+    if !(ww.network_access && ww.network_domains.is_none()) {
+        let rules = ww.network_domains.get_or_insert_with(DomainRules::default);
+        for host in plans.iter().flat_map(|plan| &plan.hosts) {
+            if !rules.allow.contains(host) {
+                rules.allow.push(host.clone());
+            }
+        }
+        DomainMatcher::new(rules)?;
+    }
+    let env = plans.iter().flat_map(|plan| &plan.env);
+    Ok(env.map(|(k, v)| (OsString::from(k), OsString::from(v))).collect())
+}
+
+/// The user-level configuration of the clients, each file read only when it lies outside every
+/// writable root (where a sandboxed command could have written it), with one warning line
+/// for a file left out.
+fn read_client_configs(view: &EnvSnapshot, roots: &[PathBuf]) -> anyhow::Result<ClientConfigs> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, v)| k.eq_ignore_ascii_case(name) && !v.is_empty())
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let home = view.home.clone().filter(|h| h.is_absolute());
+    let in_home = |rest: &str| home.as_ref().map(|h| h.join(rest));
+    let npmrc = var("NPM_CONFIG_USERCONFIG").or_else(|| in_home(".npmrc"));
+    let config_home = env
+        .get("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| in_home(".config"));
+    let pip_files = [
+        Some(PathBuf::from("/etc/xdg/pip/pip.conf")),
+        Some(PathBuf::from("/etc/pip.conf")),
+        in_home(".pip/pip.conf"),
+        config_home.map(|dir| dir.join("pip/pip.conf")),
+        env.get("PIP_CONFIG_FILE").map(PathBuf::from),
+    ];
+    let cargo_home = env
+        .get("CARGO_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| in_home(".cargo"));
+    let mut configs = ClientConfigs { env: env.clone(), ..ClientConfigs::default() };
+    if let Some(path) = npmrc {
+        configs.npmrc = read_outside(&path, roots)?;
+    }
+    for path in pip_files.into_iter().flatten() {
+        configs.pip_confs.extend(read_outside(&path, roots)?);
+    }
+    if let Some(dir) = cargo_home {
+        configs.cargo_config = match read_outside(&dir.join("config.toml"), roots)? {
+            Some(file) => Some(file),
+            None => read_outside(&dir.join("config"), roots)?,
+        };
+    }
+    Ok(configs)
+}
+
+/// `path`'s text when it exists and neither it nor what it links to lies inside a root.
+fn read_outside(path: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<ConfigFile>> {
+    if !path.is_absolute() {
+        return Ok(None);
+    }
+    let target = match std::fs::canonicalize(path) {
+        Ok(target) => target,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
+    };
+    // Where the name itself lies (a link there could be changed), and where it leads.
+    let place = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => canonical_even_if_missing(parent).join(name),
+        _ => target.clone(),
+    };
+    if let Some(root) =
+        roots.iter().find(|root| place.starts_with(root) || target.starts_with(root))
+    {
+        crate::terminal::say(&[format!(
+            "--preset ignores {}: it lies inside the writable root {}, where a sandboxed \
+             command could have written it",
+            path.display(),
+            root.display()
+        )]);
+        return Ok(None);
+    }
+    Ok(crate::state_files::read(&target)?.map(|text| ConfigFile { path: path.to_path_buf(), text }))
+}
+
+/// Creates `$CORDON_HOME/cache/<tool>` (0700, owned by this user, never through a link),
+/// marks it as a cache, and writes cargo's carried configuration. Every cache is writable by
+/// sandboxed commands, so nothing in it is trusted: files are replaced by rename (which
+/// replaces a planted link, never follows it), never opened for writing in place.
+fn prepare_caches(cordon_home: &Path, plans: &[PresetPlan]) -> anyhow::Result<()> {
+    // `$CORDON_HOME` itself is the user's (a link to elsewhere is theirs to make): created
+    // private when missing, otherwise left as it is.
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(cordon_home)
+        .with_context(|| format!("cannot create {}", cordon_home.display()))?;
+    let cache_root = cordon_home.join("cache");
+    private_dir(&cache_root)?;
+    for plan in plans {
+        private_dir(&plan.cache)?;
+        // Keeps the sandbox's search for repositories, and backup tools, out of the cache.
+        replace_file(&plan.cache, "CACHEDIR.TAG", CACHEDIR_TAG)?;
+        if let Some(config) = &plan.carried_config {
+            replace_file(&plan.cache, "config.toml", config)?;
+            // The older name wins over `config.toml` in cargo: one a sandboxed run left there
+            // would hide the user's configuration.
+            match std::fs::remove_file(plan.cache.join("config")) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(error).with_context(|| {
+                        format!("cannot remove {}", plan.cache.join("config").display())
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
+# A package cache that cordon's --preset gives sandboxed commands (docs/presets.md).\n";
+
+/// `dir` as a directory of this user's, created 0700 when missing; a link, another file type
+/// or another owner is an error.
+fn private_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => {
+            return Err(error).with_context(|| format!("cannot create {}", dir.display()));
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    if !meta.is_dir() {
+        bail!("{} is not a directory (a preset keeps its cache there)", dir.display());
+    }
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        bail!("{} belongs to another user (a preset keeps its cache there)", dir.display());
+    }
+    // A sandboxed command may change the mode of the cache it writes (the root of its own
+    // writable directory): back to private, so no other user plants code for the next run.
+    if meta.mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Writes `text` as `dir/name` through a new file renamed over it.
+fn replace_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let partial = dir.join(format!(".{name}.cordon-{}-{stamp}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&partial)?;
+        file.write_all(text.as_bytes())?;
+        std::fs::rename(&partial, dir.join(name))
+    };
+    write().map_err(|error| {
+        let _ = std::fs::remove_file(&partial);
+        anyhow::anyhow!("cannot write {}: {error}", dir.join(name).display())
+    })
+}
+
+/// `path` with its nearest existing ancestor canonicalized and the missing rest appended.
+fn canonical_even_if_missing(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = cordon_policies::lexically_normal(path);
+    loop {
+        if let Ok(canonical) = std::fs::canonicalize(&existing) {
+            return missing.iter().rev().fold(canonical, |out: PathBuf, name| out.join(name));
+        }
+        match (existing.file_name().map(ToOwned::to_owned), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return existing,
+        }
+    }
+}
+
+/// What `cordon doctor` says about the presets here: for each, the hosts it would allow (from
+/// this user's configuration as it reads now), its variable and its cache.
+pub fn doctor_report(config_presets: &[String]) -> serde_json::Value {
+    let view = crate::config::user_view().unwrap_or_default();
+    let configs = read_client_configs(&view, &[]);
+    let cache_root = view.cordon_home.unwrap_or_default().join("cache");
+    let presets: Vec<serde_json::Value> = Preset::ALL
+        .iter()
+        .map(|preset| {
+            let plan = configs
+                .as_ref()
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|c| plan_preset(*preset, c, &cache_root).map_err(|e| e.to_string()));
+            serde_json::json!({
+                "name": preset.name(),
+                "in_config": config_presets.iter().any(|n| n == preset.name()),
+                "hosts": plan.as_ref().map(|p| p.hosts.clone()).unwrap_or_default(),
+                "variable": preset.cache_variable(),
+                "cache": cache_root.join(preset.name()),
+                "error": plan.err(),
+            })
+        })
+        .collect();
+    serde_json::json!(presets)
+}
+
+/// The text form of [`doctor_report`].
+pub fn render_doctor(out: &mut String, report: &serde_json::Value) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "\npresets (--preset NAME: the registry hosts below, a cache only sandboxed runs \
+         write; docs/presets.md):"
+    );
+    for preset in report.as_array().into_iter().flatten() {
+        let hosts: Vec<&str> =
+            preset["hosts"].as_array().into_iter().flatten().filter_map(|h| h.as_str()).collect();
+        let config = if preset["in_config"] == true { " (on in the config)" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {:<6} {}{config}\n         {}={}",
+            preset["name"].as_str().unwrap_or_default(),
+            hosts.join(", "),
+            preset["variable"].as_str().unwrap_or_default(),
+            preset["cache"].as_str().unwrap_or_default(),
+        );
+        if let Some(error) = preset["error"].as_str() {
+            let _ = writeln!(out, "         error: {error}");
+        }
+    }
+}
