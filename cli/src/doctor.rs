@@ -23,7 +23,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let config = crate::config::load(crate::config::cordon_home().as_deref(), &[]);
     let broken = broken_state_files(&config);
     let environment = environment_report(&config);
-    let hidden_here = hidden_here(&config);
+    let mut hidden_here = hidden_here(&config);
+    let hiding = Hiding::of(&report);
+    for item in &mut hidden_here {
+        item.hidden_by = hiding.hidden_by();
+    }
     let advice = git_advice();
     let presets = presets_report(&config);
     let limits = cordon_exec_core::limits_report();
@@ -50,6 +54,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         text.push_str(&render_text(&report));
         render_hidden_here(&mut text, &hidden_here);
+        let _ = writeln!(text, "  {}", hiding.describe());
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
         crate::presets::render_doctor(&mut text, &presets);
@@ -252,6 +257,57 @@ fn render_deny_list(out: &mut String, report: &DoctorReport) {
     }
 }
 
+/// What hides a hidden path on this kernel, for every entry of "hidden here".
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy)]
+struct Hiding {
+    mount_view: bool,
+    landlock: bool,
+}
+
+#[cfg(target_os = "linux")]
+impl Hiding {
+    fn of(report: &DoctorReport) -> Hiding {
+        Hiding {
+            mount_view: matches!(report.kernel.mount_view, MountViewStatus::Available(_)),
+            landlock: report.kernel.landlock_abi >= 1,
+        }
+    }
+
+    fn hidden_by(self) -> Vec<&'static str> {
+        let mut by = Vec::new();
+        if self.mount_view {
+            by.push("mount view");
+        }
+        if self.landlock {
+            by.push("landlock");
+        }
+        by
+    }
+
+    /// One line on how the entries above are hidden here, and where each mechanism stops.
+    fn describe(self) -> &'static str {
+        match (self.mount_view, self.landlock) {
+            (true, true) => {
+                "hidden by the mount view (an empty stand-in) and by Landlock (no read right: \
+                 also when a program outside replaces one or creates it during a run); inside \
+                 a writable root (/tmp, $TMPDIR, the workspace) the mount view alone hides"
+            }
+            (false, true) => {
+                "no mount view here: Landlock hides them (no read right, the names stay \
+                 visible); one inside a writable root (/tmp, $TMPDIR, the workspace) is \
+                 readable"
+            }
+            (true, false) => {
+                "no Landlock here: the mount view alone hides them (runs refuse, exit 125, \
+                 unless --best-effort); a file a program outside replaces during a run is \
+                 readable to that run"
+            }
+            (false, false) => "neither the mount view nor Landlock is available: nothing is hidden",
+        }
+    }
+}
+
 /// One hidden path that exists for this user.
 #[derive(Debug, serde::Serialize)]
 struct HiddenHere {
@@ -262,6 +318,8 @@ struct HiddenHere {
     /// The catalogue's tool and why; none for an entry of the user's own list.
     tool: Option<&'static str>,
     why: Option<&'static str>,
+    /// What hides it on this system (`mount view`, `landlock`; `seatbelt` on macOS).
+    hidden_by: Vec<&'static str>,
 }
 
 /// The hidden paths in force (the config's list or the catalogue) that exist for this user: what
@@ -286,6 +344,7 @@ fn hidden_here(config: &anyhow::Result<Config>) -> Vec<HiddenHere> {
                 entry: entry.clone(),
                 tool: known.map(|k| k.tool),
                 why: known.map(|k| k.why),
+                hidden_by: if cfg!(target_os = "macos") { vec!["seatbelt"] } else { Vec::new() },
             });
         }
     }

@@ -188,8 +188,9 @@ pub struct SandboxFlags {
     /// Refuse to run (exit 125) when the mount view cannot be built.
     #[arg(long, conflicts_with = "no_mount_view")]
     pub require_mount_view: bool,
-    /// Do not build the mount view (Landlock + seccomp only): hidden paths (~/.ssh, …) are then
-    /// readable and protected paths writable, without a warning.
+    /// Do not build the mount view (Landlock + seccomp only): protected paths are then writable
+    /// and hidden paths inside the writable roots readable, without a warning; Landlock keeps
+    /// the other hidden paths (~/.ssh, …) unreadable, their names visible.
     #[arg(long)]
     pub no_mount_view: bool,
     /// Allow a writable root that is your home directory or contains it (refused otherwise,

@@ -142,6 +142,12 @@ impl DoctorReport {
                         _ => "writes only under the writable roots (and /dev/null)",
                     };
                     enforced.push(format!("Landlock ABI {}: {what}", predicted.landlock_abi));
+                    enforced.push(
+                        "Landlock: no read right on hidden paths outside the writable roots, also \
+                         when a program outside replaces or creates one during a run (read is \
+                         granted entry by entry around them)"
+                            .to_owned(),
+                    );
                 }
                 if predicted.mount_view.is_ok() {
                     enforced.push(

@@ -1,7 +1,9 @@
 //! The Landlock ruleset: built as a value from the resolved policy, installed in one call.
 //!
-//! Read and execute everywhere; full write access under each writable root except making block
-//! or character devices; write (with truncate) on `/dev/null`; read, write and device ioctls on
+//! Read and execute everywhere but on hidden paths ([`crate::hidden_reads`]: granted by
+//! omission, entry by entry along the way to each, so that a hidden file replaced or created on
+//! the host during the run stays unreadable); full write access under each writable root except
+//! making block or character devices; write (with truncate) on `/dev/null`; read, write and device ioctls on
 //! the terminal devices so `tcgetattr`/`tcsetattr`/window-size ioctls and new PTYs keep working.
 //! Rights are requested at the newest ABI this crate knows and negotiated down (best effort):
 //! the kernel ABI decides which of them took effect, and [`crate::report`] decides whether that
@@ -17,6 +19,7 @@ use landlock::{
 };
 
 use crate::error::HelperError;
+use crate::hidden_reads::ReadPlan;
 
 /// The newest Landlock ABI whose rights cordon requests.
 const REQUESTED_ABI: ABI = ABI::V9;
@@ -27,15 +30,26 @@ const TERMINAL_DEVICES: &[&str] = &["/dev/tty", "/dev/ptmx", "/dev/pts"];
 /// A ruleset as a value: what is handled and which paths get which rights.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LandlockPlan {
-    /// `(path, rights beneath it)`, in order.
-    pub rules: Vec<(PathBuf, BitFlags<AccessFs>)>,
+    /// `(path, rights beneath it, how its last component is opened)`, in order.
+    pub rules: Vec<(PathBuf, BitFlags<AccessFs>, LastLink)>,
     /// Whether TCP bind/connect are handled (and so denied): network off.
     pub deny_tcp: bool,
 }
 
+/// Whether a rule's path may end in a symbolic link that is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastLink {
+    /// Followed (`/proc/self/fd/1` is one).
+    Followed,
+    /// Not followed, and then the rule grants nothing: a directory entry granted by omission
+    /// that became a link since it was listed would grant wherever it leads.
+    Refused,
+}
+
 /// Builds the ruleset for `policy`; `extra_writable` are directories the mount view made
-/// private to the sandbox (e.g. a fresh `/dev/shm`).
-pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan {
+/// private to the sandbox (e.g. a fresh `/dev/shm`); `reads` says where read is granted by
+/// omission (empty: on `/` as a whole).
+pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf], reads: &ReadPlan) -> LandlockPlan {
     let read = AccessFs::from_read(REQUESTED_ABI);
     let mut everywhere = read;
     let mut root_rights =
@@ -54,21 +68,40 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan
     }
     let file_write = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
 
-    let mut rules = vec![(PathBuf::from("/"), everywhere)];
+    use LastLink::{Followed, Refused};
+    let mut rules = Vec::new();
+    if reads.is_empty() {
+        rules.push((PathBuf::from("/"), everywhere, Followed));
+    } else {
+        // Listing along the way (a directory's own entries are not read through it), and what
+        // `/` would have granted on every other entry; the hidden places get nothing.
+        rules.extend(
+            reads.ancestors.iter().map(|dir| (dir.clone(), AccessFs::ReadDir.into(), Refused)),
+        );
+        rules.extend(reads.siblings.iter().map(|entry| (entry.clone(), everywhere, Refused)));
+    }
     rules.extend(
-        policy.writable_roots.iter().chain(extra_writable).map(|root| (root.clone(), root_rights)),
+        policy
+            .writable_roots
+            .iter()
+            .chain(extra_writable)
+            .map(|root| (root.clone(), root_rights, Followed)),
     );
-    if domain_list {
+    if policy.network_access {
+        // With a domain list, only these can be connected to; with the network on, these also
+        // when they sit in a hidden directory, which grants nothing by omission.
         rules.extend(
             policy
                 .allowed_sockets
                 .iter()
-                .map(|socket| (socket.clone(), AccessFs::ResolveUnix.into())),
+                .map(|socket| (socket.clone(), AccessFs::ResolveUnix.into(), Followed)),
         );
     }
-    rules.push((PathBuf::from("/dev/null"), file_write));
+    rules.push((PathBuf::from("/dev/null"), file_write, Followed));
     rules.extend(
-        TERMINAL_DEVICES.iter().map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev)),
+        TERMINAL_DEVICES
+            .iter()
+            .map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev, Followed)),
     );
     // Reopening stdout or stderr by name (`echo x > /dev/stderr`, `tee /dev/stdout`) goes
     // through /proc/self/fd to the file the caller redirected it to, which may lie outside every
@@ -78,7 +111,7 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf]) -> LandlockPlan
     let stdio = [("/proc/self/fd/1", stdout.as_fd()), ("/proc/self/fd/2", stderr.as_fd())];
     for (link, fd) in stdio {
         if writable_descriptor(fd) && std::fs::metadata(link).is_ok_and(|m| m.is_file()) {
-            rules.push((PathBuf::from(link), file_write));
+            rules.push((PathBuf::from(link), file_write, Followed));
         }
     }
     LandlockPlan { rules, deny_tcp: !policy.network_access }
@@ -105,12 +138,15 @@ pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> 
         ruleset = ruleset.handle_access(AccessNet::from_all(REQUESTED_ABI))?;
     }
     let mut created = ruleset.create()?;
-    for (path, rights) in &plan.rules {
+    for (path, rights, last_link) in &plan.rules {
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
-        let Ok(fd) = open_path(path) else { continue };
-        let rights =
-            if is_directory(&fd) { *rights } else { *rights & AccessFs::from_file(REQUESTED_ABI) };
+        let Ok(fd) = open_path(path, *last_link) else { continue };
+        let rights = match file_type(&fd) {
+            Some(libc::S_IFDIR) => *rights,
+            Some(libc::S_IFLNK) | None => continue,
+            Some(_) => *rights & AccessFs::from_file(REQUESTED_ABI),
+        };
         created = created.add_rule(PathBeneath::new(fd, rights))?;
     }
     let status = created.restrict_self()?;
@@ -135,13 +171,18 @@ fn writable_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> bool {
 /// resolves without a controlling terminal. Not `landlock::PathFd`: it asks for `O_PATH`
 /// through `std::fs::OpenOptions::custom_flags`, which on musl strips it (musl counts
 /// `O_PATH` in `O_ACCMODE`), so a static musl build would open every path for reading.
-fn open_path(path: &Path) -> nix::Result<OwnedFd> {
+fn open_path(path: &Path, last_link: LastLink) -> nix::Result<OwnedFd> {
     use nix::fcntl::OFlag;
-    nix::fcntl::open(path, OFlag::O_PATH | OFlag::O_CLOEXEC, nix::sys::stat::Mode::empty())
+    let flags = match last_link {
+        LastLink::Followed => OFlag::O_PATH | OFlag::O_CLOEXEC,
+        LastLink::Refused => OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+    };
+    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())
 }
 
-fn is_directory(fd: &OwnedFd) -> bool {
-    nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+/// The `S_IFMT` bits of what `fd` refers to.
+fn file_type(fd: &OwnedFd) -> Option<libc::mode_t> {
+    nix::sys::stat::fstat(fd).ok().map(|st| st.st_mode & libc::S_IFMT)
 }
 
 #[cfg(test)]
@@ -162,9 +203,9 @@ mod tests {
 
     #[test]
     fn read_only_grants_no_write_outside_dev_null_and_terminals() {
-        let plan = plan(&policy(&[], false), &[]);
+        let plan = plan(&policy(&[], false), &[], &ReadPlan::default());
         assert!(plan.deny_tcp);
-        for (path, rights) in &plan.rules {
+        for (path, rights, _) in &plan.rules {
             let writes = *rights & AccessFs::from_write(REQUESTED_ABI);
             if path == Path::new("/") {
                 assert_eq!(writes, BitFlags::EMPTY);
@@ -182,9 +223,9 @@ mod tests {
 
     #[test]
     fn writable_roots_never_grant_device_nodes() {
-        let plan = plan(&policy(&["/w"], true), &[]);
+        let plan = plan(&policy(&["/w"], true), &[], &ReadPlan::default());
         assert!(!plan.deny_tcp);
-        let (_, rights) = plan.rules.iter().find(|(p, _)| p == Path::new("/w")).unwrap();
+        let (_, rights, _) = plan.rules.iter().find(|(p, _, _)| p == Path::new("/w")).unwrap();
         assert!(rights.contains(AccessFs::WriteFile | AccessFs::Refer | AccessFs::Truncate));
         assert!(!rights.intersects(AccessFs::MakeBlock | AccessFs::MakeChar));
     }
@@ -192,14 +233,14 @@ mod tests {
     #[test]
     fn a_domain_list_lets_only_the_allowed_socket_files_be_connected_to() {
         let rights_of = |plan: &LandlockPlan, path: &str| {
-            plan.rules.iter().find(|(p, _)| p == Path::new(path)).map(|(_, r)| *r)
+            plan.rules.iter().find(|(p, _, _)| p == Path::new(path)).map(|(_, r, _)| *r)
         };
-        let open = plan(&policy(&["/w"], true), &[]);
+        let open = plan(&policy(&["/w"], true), &[], &ReadPlan::default());
         assert!(rights_of(&open, "/").unwrap().contains(AccessFs::ResolveUnix));
         let mut listed = policy(&["/w"], true);
         listed.network_domains = Some(cordon_policies::DomainRules::default());
         listed.allowed_sockets = vec!["/run/agent.sock".into()];
-        let plan = plan(&listed, &[]);
+        let plan = plan(&listed, &[], &ReadPlan::default());
         assert!(!rights_of(&plan, "/").unwrap().contains(AccessFs::ResolveUnix));
         assert!(!rights_of(&plan, "/w").unwrap().contains(AccessFs::ResolveUnix));
         assert_eq!(rights_of(&plan, "/run/agent.sock"), Some(AccessFs::ResolveUnix.into()));

@@ -56,6 +56,8 @@ mod git_dirs;
 #[cfg(target_os = "linux")]
 mod hidden;
 #[cfg(target_os = "linux")]
+mod hidden_reads;
+#[cfg(target_os = "linux")]
 mod landlock_rules;
 // The helper's user interface: every line it prints (on other systems, the one that says
 // there is no helper there).

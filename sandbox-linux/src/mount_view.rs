@@ -279,9 +279,12 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     protected.dedup();
 
     let mut hidden = crate::hidden::plan(&policy.hidden_paths, &policy.allowed_sockets);
-    hidden.files.extend(raw_disk_devices());
-    if Path::new("/dev/bsg").is_dir() {
-        hidden.dirs.push(PathBuf::from("/dev/bsg"));
+    for device in hidden_devices() {
+        if device.is_dir() {
+            hidden.dirs.push(device);
+        } else {
+            hidden.files.push(device);
+        }
     }
     let crate::hidden::HiddenPlan { dirs: hidden_dirs, files: hidden_files, exposed_sockets } =
         hidden;
@@ -328,6 +331,16 @@ fn terminal_on_stdio() -> bool {
     std::io::stdin().is_terminal()
         || std::io::stdout().is_terminal()
         || std::io::stderr().is_terminal()
+}
+
+/// What is hidden besides the policy's paths: the raw disk devices this caller can read, and
+/// `/dev/bsg` (SCSI commands to any disk).
+pub(crate) fn hidden_devices() -> Vec<PathBuf> {
+    let mut devices = raw_disk_devices();
+    if Path::new("/dev/bsg").is_dir() {
+        devices.push(PathBuf::from("/dev/bsg"));
+    }
+    devices
 }
 
 /// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and

@@ -172,9 +172,10 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
         }
         gaps.push(gap(
             format!(
-                "the mount view ({reason}): chmod/chown/utimes/xattr outside the writable roots, \
-                 protected paths (.git/hooks, .git/config, ...) and hidden paths (~/.ssh, ...) are \
-                 not enforced"
+                "the mount view ({reason}): chmod/chown/utimes/xattr outside the writable roots \
+                 and protected paths (.git/hooks, .git/config, ...) are not enforced, and hidden \
+                 paths inside the writable roots are readable (Landlock keeps the others \
+                 unreadable, their names visible)"
             ),
             e.mount_view_required,
         ));

@@ -13,6 +13,7 @@ use crate::caps::{self, CapabilityDrop};
 use crate::command::PreparedCommand;
 use crate::containment::{self, Containment, NamespaceInit, PidNamespaceRequest};
 use crate::error::HelperError;
+use crate::hidden_reads;
 use crate::landlock_rules::{self, LandlockEnforcement};
 use crate::mount_view::{self, MountView};
 use crate::proc_view::{self, ProcView};
@@ -369,8 +370,20 @@ unsafe fn run(
         (Some(_), Ok(()), None) => None,
     };
 
-    // 3. Landlock (also sets no_new_privs).
-    let landlock_plan = landlock_rules::plan(&policy, &extra_writable);
+    // 3. Landlock (also sets no_new_privs). Read is granted by omission around the hidden
+    // paths, planned now that the view is built: a stand-in is a mount, and a mount's own
+    // rights are not those of what it covers.
+    let reads = if sys::landlock_version().is_ok_and(|abi| abi >= 1) {
+        let roots: Vec<PathBuf> =
+            policy.writable_roots.iter().chain(&extra_writable).cloned().collect();
+        // The raw disks too: without the mount view, a root caller would read them whole.
+        let mut hidden = policy.hidden_paths.clone();
+        hidden.extend(mount_view::hidden_devices());
+        hidden_reads::plan(&hidden, &roots, &hidden_reads::HostFileSystem)
+    } else {
+        hidden_reads::ReadPlan::default()
+    };
+    let landlock_plan = landlock_rules::plan(&policy, &extra_writable, &reads);
     let landlock_enforced = match landlock_rules::install(&landlock_plan) {
         Ok(LandlockEnforcement::Enforced) => true,
         Ok(LandlockEnforcement::NotEnforced) => false,
@@ -417,7 +430,8 @@ unsafe fn run(
         // Said once per command, so no one mistakes Landlock alone for the whole sandbox.
         crate::messages::warning(format_args!(
             "no mount view ({reason}): .git/hooks, .cordon and the other protected paths inside \
-             the writable roots are writable and hidden paths readable; run as root or allow \
+             the writable roots are writable and hidden paths inside them readable (elsewhere \
+             Landlock keeps hidden paths unreadable, their names visible); run as root or allow \
              unprivileged user namespaces"
         ));
     }

@@ -25,6 +25,8 @@ mod filesystem;
 #[cfg(target_os = "linux")]
 mod hardening;
 #[cfg(target_os = "linux")]
+mod hidden_replaced;
+#[cfg(target_os = "linux")]
 mod launch_paths;
 #[cfg(target_os = "linux")]
 mod limits;

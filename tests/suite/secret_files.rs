@@ -220,6 +220,35 @@ fn every_catalogue_file_planted_in_a_throwaway_home_stays_unreadable() {
     }
 }
 
+/// Without the mount view Landlock is what hides: read is granted entry by entry around every
+/// catalogue path, never on the path itself, so each planted secret is refused while the
+/// control next to them reads.
+#[cfg(target_os = "linux")]
+#[test]
+fn with_the_mount_view_turned_off_every_catalogue_file_stays_unreadable() {
+    require_sandbox!(1);
+    for user in USERS {
+        let planted = Planted::new();
+        let work = scratch();
+        let control = planted.home.path().join("notes");
+        std::fs::write(&control, "CONTROL\n").unwrap();
+        chown_nobody(&control);
+        let mut argv = vec![python(), "-c", READ_ALL, control.to_str().unwrap()];
+        argv.extend(planted.files.iter().map(|p| p.to_str().unwrap()));
+        let run = planted.exec(user, work.path(), &["--no-mount-view"], &argv);
+        assert!(run.stdout.contains("CONTROL"), "{user:?}: {}{}", run.stdout, run.stderr);
+        let read: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
+        assert!(read.is_empty(), "{user:?}: read {read:#?}");
+        assert_eq!(run.stdout.lines().count(), planted.files.len() + 1, "{}", run.stderr);
+        assert_eq!(
+            run.stdout.matches("unreadable: Permission denied").count(),
+            planted.files.len(),
+            "{user:?}: {}",
+            run.stdout
+        );
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn no_catalogue_socket_answers_a_sandboxed_command_with_the_network_on() {
@@ -345,6 +374,13 @@ fn doctor_lists_the_secrets_this_user_has_and_the_variables_it_would_remove() {
     let entry = listed(&pgpass).unwrap_or_else(|| panic!("{pgpass:?} not in {hidden:#?}"));
     assert_eq!(entry["tool"], "PostgreSQL");
     assert_eq!(entry["entry"], "~/.pgpass");
+    // What hides it here: the mechanisms this kernel has.
+    #[cfg(target_os = "linux")]
+    {
+        let by = entry["hidden_by"].as_array().unwrap();
+        assert_eq!(by.contains(&json!("landlock")), features().landlock_abi >= 1, "{by:?}");
+        assert_eq!(by.contains(&json!("mount view")), features().mount_view, "{by:?}");
+    }
     assert_eq!(listed(&home.path().join(".config/gh")).unwrap()["tool"], "GitHub CLI");
     assert!(listed(&home.path().join(".gitconfig")).is_none());
     let catalogue = document["hidden_catalogue"].as_array().unwrap();
@@ -360,6 +396,10 @@ fn doctor_lists_the_secrets_this_user_has_and_the_variables_it_would_remove() {
 
     let text = doctor(false).stdout;
     assert!(text.contains("PostgreSQL: passwords"), "{text}");
+    #[cfg(target_os = "linux")]
+    if features().landlock_abi >= 1 {
+        assert!(text.contains("Landlock (no read right"), "{text}");
+    }
     assert!(text.contains("DB_PW (secret_name)"), "{text}");
     assert!(!text.contains("hunter2-value"), "{text}");
 }

@@ -1,0 +1,243 @@
+//! Read rights by omission: Landlock's side of hiding.
+//!
+//! The mount view hides a path with a stand-in mounted on its directory entry. A mount does not
+//! survive that entry being replaced — a program outside the sandbox that renames a new file
+//! over a hidden one (`docker login`, `npm login`, a shell saving its history) detaches the
+//! stand-in in every namespace — nor does it cover a secret created after the view was built.
+//! Landlock's read rights hold in both cases: they are granted to directory hierarchies, and
+//! an inode that no granted hierarchy contains cannot be opened for reading, whatever name it
+//! arrives under.
+//!
+//! So instead of read on `/` as a whole, every directory on the way to a hidden place (its
+//! *ancestors*) is granted listing only, and each of its other entries (its *siblings*) is
+//! granted read as a whole. The hidden place itself, and anything renamed or created next to
+//! it later, gets nothing. Without the mount view this is what hides; with it, it keeps hidden
+//! what the view loses during a run.
+//!
+//! Decided by place, symbolic links resolved: a hidden path's directory is taken where it
+//! really is, a hidden path that is itself a link is hidden both as the name and where it
+//! leads, and a symbolic link among the siblings is never granted (it would grant its
+//! target). A hidden path that does not exist yet makes its nearest existing ancestor one of
+//! the ancestors, so that what appears there during the run is not readable either.
+//!
+//! What this cannot do without breaking the command:
+//! - inside a writable root, read stays granted with write, as a whole: files the command
+//!   creates there must stay readable to it. A hidden place inside a writable root is hidden
+//!   by the mount view alone ([`ReadPlan::mount_view_only`]). A root holding `$HOME` is sealed
+//!   (its entries granted one by one, none of the dot entries), so the usual secrets are not
+//!   inside one;
+//! - a directory with more than [`MAX_ENTRIES`] entries is granted as a whole, rather than
+//!   with a rule per entry, and what is hidden inside it is left to the mount view too;
+//! - names stay visible: listing is granted beneath every ancestor, so a hidden directory the
+//!   view does not cover (created during the run, or without the view) can be listed, not read.
+//!
+//! Pure: the caller hands in how to resolve a path and how to list a directory.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// More entries than this in one ancestor: the directory is granted read as a whole.
+pub(crate) const MAX_ENTRIES: usize = 10_000;
+
+/// What a path is, as far as the plan cares (`lstat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PathKind {
+    Missing,
+    Link,
+    Other,
+}
+
+/// One entry of a directory: its full path, and whether it is a symbolic link.
+pub(crate) type Entry = (PathBuf, bool);
+
+/// How the plan looks at the file system.
+pub(crate) trait FileSystem {
+    /// The path with every symbolic link resolved, when it exists.
+    fn canonical(&self, path: &Path) -> Option<PathBuf>;
+    /// What is at `path` itself (a final symbolic link not followed).
+    fn kind(&self, path: &Path) -> PathKind;
+    /// The entries of `dir`, `None` when it cannot be read; stops after `limit` + 1 entries.
+    fn list(&self, dir: &Path, limit: usize) -> Option<Vec<Entry>>;
+}
+
+/// Read rights by omission, as a value.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ReadPlan {
+    /// Directories on the way to a hidden place: granted listing only.
+    pub ancestors: Vec<PathBuf>,
+    /// Their other entries (never a symbolic link): granted read as a whole.
+    pub siblings: Vec<PathBuf>,
+    /// Hidden places Landlock keeps unreadable.
+    pub unreadable: Vec<PathBuf>,
+    /// Hidden places inside a writable root or a directory too large to go through: the mount
+    /// view alone hides them.
+    pub mount_view_only: Vec<PathBuf>,
+}
+
+impl ReadPlan {
+    /// Whether anything is granted by omission (otherwise read is granted on `/` as a whole).
+    pub fn is_empty(&self) -> bool {
+        self.ancestors.is_empty()
+    }
+}
+
+/// Plans read rights for `hidden` (absolute paths), given the canonical `writable_roots`.
+pub(crate) fn plan(
+    hidden: &[PathBuf],
+    writable_roots: &[PathBuf],
+    fs: &impl FileSystem,
+) -> ReadPlan {
+    let in_root = |path: &Path| writable_roots.iter().any(|root| path.starts_with(root));
+    let mut places: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut resolved = Resolved { fs, known: HashMap::new() };
+    for path in hidden {
+        places.extend(hidden_places(path, &mut resolved));
+    }
+    let (mut mount_view_only, mut kept): (Vec<PathBuf>, Vec<PathBuf>) =
+        places.iter().cloned().partition(|place| in_root(place));
+    // Hidden itself or inside a hidden place: nothing there is granted.
+    let hidden_at = |dir: &Path| dir.ancestors().any(|up| places.contains(up));
+    // Every directory between `/` and a hidden place, unless it is hidden, inside a hidden
+    // place or inside a writable root.
+    let mut ancestors: BTreeSet<PathBuf> = BTreeSet::new();
+    for place in &kept {
+        for dir in place.ancestors().skip(1) {
+            // Its own ancestors were added with it.
+            if ancestors.contains(dir) {
+                break;
+            }
+            if !hidden_at(dir) && !in_root(dir) {
+                ancestors.insert(dir.to_path_buf());
+            }
+        }
+    }
+    let mut by_depth: Vec<PathBuf> = ancestors.iter().cloned().collect();
+    by_depth.sort_by_key(|dir| dir.components().count());
+    let mut whole: Vec<PathBuf> = Vec::new();
+    let mut listed: Vec<(PathBuf, Option<Vec<Entry>>)> = Vec::new();
+    for dir in by_depth {
+        if whole.iter().any(|big| dir.starts_with(big)) {
+            continue;
+        }
+        let entries = fs.list(&dir, MAX_ENTRIES);
+        if entries.as_ref().is_some_and(|entries| entries.len() > MAX_ENTRIES) {
+            whole.push(dir);
+            continue;
+        }
+        listed.push((dir, entries));
+    }
+    let is_whole = |path: &Path| whole.iter().any(|big| path.starts_with(big));
+    let mut plan = ReadPlan::default();
+    for (dir, entries) in listed {
+        for (entry, link) in entries.into_iter().flatten() {
+            let granted_alone = ancestors.contains(&entry) && !is_whole(&entry);
+            if link || places.contains(&entry) || granted_alone {
+                continue;
+            }
+            plan.siblings.push(entry);
+        }
+        plan.ancestors.push(dir);
+    }
+    kept.retain(|place| {
+        let covered = is_whole(place);
+        if covered {
+            mount_view_only.push(place.clone());
+        }
+        !covered
+    });
+    plan.unreadable = kept;
+    plan.mount_view_only = mount_view_only;
+    plan
+}
+
+/// Directories resolved once: hidden paths share most of theirs (`~`, `~/.config`), and a
+/// missing one is looked up again for every hidden path below it.
+struct Resolved<'a, F> {
+    fs: &'a F,
+    known: HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl<F: FileSystem> Resolved<'_, F> {
+    fn canonical(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.known.get(path) {
+            return known.clone();
+        }
+        let real = self.fs.canonical(path);
+        self.known.insert(path.to_path_buf(), real.clone());
+        real
+    }
+}
+
+/// Where `path` puts something hidden: its name in its real directory; where it leads, when it
+/// is a link; for a path that does not exist, the first missing name under its nearest existing
+/// ancestor (so that the ancestor is planned as one).
+fn hidden_places<F: FileSystem>(path: &Path, resolved: &mut Resolved<'_, F>) -> Vec<PathBuf> {
+    let fs = resolved.fs;
+    let mut places = Vec::new();
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return places;
+    };
+    let kind = fs.kind(path);
+    match kind {
+        PathKind::Other | PathKind::Link => {
+            if let Some(dir) = resolved.canonical(parent) {
+                places.push(dir.join(name));
+            }
+            if kind == PathKind::Link {
+                places.extend(fs.canonical(path));
+            }
+        }
+        PathKind::Missing => {
+            let mut child = path;
+            for dir in path.ancestors().skip(1) {
+                if let Some(real) = resolved.canonical(dir) {
+                    if let Some(name) = child.file_name() {
+                        places.push(real.join(name));
+                    }
+                    break;
+                }
+                child = dir;
+            }
+        }
+    }
+    places.retain(|place| place.parent().is_some());
+    places
+}
+
+/// The real file system.
+pub(crate) struct HostFileSystem;
+
+impl FileSystem for HostFileSystem {
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(path).ok()
+    }
+
+    fn kind(&self, path: &Path) -> PathKind {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => PathKind::Link,
+            Ok(_) => PathKind::Other,
+            // Cannot be looked at (a directory on the way not searchable): as good as missing,
+            // its nearest reachable ancestor is planned instead.
+            Err(_) => PathKind::Missing,
+        }
+    }
+
+    fn list(&self, dir: &Path, limit: usize) -> Option<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(dir).ok()? {
+            let entry = entry.ok()?;
+            // The kind comes from the directory itself (no `lstat` per entry); when the file
+            // system does not say, it is asked.
+            let link = !matches!(entry.file_type(), Ok(kind) if !kind.is_symlink());
+            entries.push((entry.path(), link));
+            if entries.len() > limit {
+                break;
+            }
+        }
+        Some(entries)
+    }
+}
+
+#[cfg(test)]
+#[path = "hidden_reads_tests.rs"]
+mod tests;

@@ -1,0 +1,206 @@
+//! Hidden paths hold while the host changes them: a hidden file that a program outside the
+//! sandbox renames a new file over during a run (`docker login`, `npm login`, a shell saving
+//! its history), or creates during it, stays unreadable to the command — with the mount view
+//! and without it, with a workspace of its own and with `$HOME` as the workspace — while its
+//! ordinary neighbours and the workspace stay readable. Checked from outside: the command waits
+//! for the test to change the files, then prints what it can read.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::util::*;
+
+/// The secrets the host writes during the run, relative to the home directory: renamed over an
+/// existing hidden file, over one in a directory that is not hidden, created where nothing was.
+const CHANGED: &[(&str, Change)] = &[
+    (".git-credentials", Change::RenamedOver),
+    (".docker/config.json", Change::RenamedOver),
+    (".bash_history", Change::RenamedOver),
+    (".netrc", Change::Created),
+    (".config/gh/hosts.yml", Change::Created),
+];
+
+#[derive(Clone, Copy)]
+enum Change {
+    RenamedOver,
+    Created,
+}
+
+/// Where the command runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Workspace {
+    /// A directory of its own, outside `$HOME`.
+    Own,
+    /// `$HOME` itself (`--allow-home-root`): sealed, its plain entries writable.
+    Home,
+}
+
+struct Setup {
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+    cordon_home: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(user: User) -> Setup {
+        let setup = Setup { home: scratch(), work: scratch(), cordon_home: scratch() };
+        let home = setup.home.path();
+        std::fs::create_dir_all(home.join(".docker")).unwrap();
+        std::fs::create_dir_all(home.join("project")).unwrap();
+        for (path, change) in CHANGED {
+            if let Change::RenamedOver = change {
+                std::fs::write(home.join(path), "SECRET before the run\n").unwrap();
+            }
+        }
+        std::fs::write(home.join("notes"), "CONTROL notes\n").unwrap();
+        std::fs::write(home.join(".docker/daemon.json"), "CONTROL daemon\n").unwrap();
+        if user == User::Nobody {
+            for dir in [&setup.home, &setup.work, &setup.cordon_home] {
+                chown_nobody(dir.path());
+            }
+        }
+        setup
+    }
+
+    /// Where the command and the test signal each other: writable to the command.
+    fn signals(&self, workspace: Workspace) -> PathBuf {
+        match workspace {
+            Workspace::Own => self.work.path().to_path_buf(),
+            Workspace::Home => self.home.path().join("project"),
+        }
+    }
+
+    /// What the host does during the run: every secret of [`CHANGED`], and a new file next to
+    /// the workspace's own in an ordinary directory.
+    fn change_on_the_host(&self) {
+        let home = self.home.path();
+        for (path, change) in CHANGED {
+            let path = home.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let text = format!("SECRET written during the run at {}\n", path.display());
+            match change {
+                Change::RenamedOver => {
+                    let temporary = path.with_extension("cordon-test-new");
+                    std::fs::write(&temporary, text).unwrap();
+                    std::fs::rename(&temporary, &path).unwrap();
+                }
+                Change::Created => std::fs::write(&path, text).unwrap(),
+            }
+        }
+        std::fs::write(home.join("project/new"), "CONTROL new\n").unwrap();
+    }
+
+    /// Runs the command, changes the files once it is waiting, and returns what it printed.
+    fn run(&self, user: User, workspace: Workspace, view: &[&str]) -> Run {
+        let home = self.home.path();
+        let signals = self.signals(workspace);
+        let (ready, go) = (signals.join("ready"), signals.join("go"));
+        let mut reads: Vec<String> =
+            CHANGED.iter().map(|(path, _)| home.join(path).display().to_string()).collect();
+        for control in ["notes", ".docker/daemon.json", "project/new"] {
+            reads.push(home.join(control).display().to_string());
+        }
+        let script = format!(
+            "touch {ready}; i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; \
+             i=$((i+1)); done; for f in {reads}; do echo \"$f: $(cat \"$f\" 2>&1)\"; done; \
+             echo CONTROL mine > {mine} && echo \"$(cat {mine})\"",
+            ready = ready.display(),
+            go = go.display(),
+            reads = reads.join(" "),
+            mine = signals.join("mine").display(),
+        );
+        let cwd = match workspace {
+            Workspace::Own => self.work.path(),
+            Workspace::Home => home,
+        };
+        let mut args = vec!["exec", "-a", "never", "-C", cwd.to_str().unwrap()];
+        if workspace == Workspace::Home {
+            args.push("--allow-home-root");
+        }
+        args.extend_from_slice(view);
+        args.extend_from_slice(&["--", "sh", "-c", &script]);
+        let child = cordon_command(user, &args)
+            .env("HOME", home)
+            .env("CORDON_HOME", self.cordon_home.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
+        while !ready.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(ready.exists(), "the command never got ready");
+        self.change_on_the_host();
+        std::fs::write(&go, "").unwrap();
+        child.wait_with_output().unwrap().into()
+    }
+}
+
+fn views() -> Vec<&'static [&'static str]> {
+    if features().mount_view { vec![&[], &["--no-mount-view"]] } else { vec![&["--no-mount-view"]] }
+}
+
+fn check(user: User, workspace: Workspace) {
+    for view in views() {
+        let setup = Setup::new(user);
+        let run = setup.run(user, workspace, view);
+        let what = format!("{user:?} {workspace:?} {view:?}:\n{}{}", run.stdout, run.stderr);
+        assert_eq!(run.code, Some(0), "{what}");
+        for control in ["CONTROL notes", "CONTROL daemon", "CONTROL new", "CONTROL mine"] {
+            assert!(run.stdout.contains(control), "{control}: {what}");
+        }
+        assert!(!run.stdout.contains("SECRET"), "{what}");
+        // The same files read from outside, as the same user: the sandbox is what refused.
+        let home = setup.home.path();
+        for (path, _) in CHANGED {
+            let outside = command_as(user, "cat").arg(home.join(path)).output().unwrap();
+            let text = String::from_utf8_lossy(&outside.stdout);
+            let error = String::from_utf8_lossy(&outside.stderr);
+            assert!(text.contains("SECRET written during the run"), "{path}: {text}{error}");
+        }
+    }
+}
+
+#[test]
+fn a_hidden_file_replaced_or_created_on_the_host_during_a_run_stays_unreadable() {
+    require_sandbox!(1);
+    for user in USERS {
+        check(user, Workspace::Own);
+    }
+}
+
+#[test]
+fn with_home_as_the_workspace_a_hidden_file_replaced_on_the_host_stays_unreadable() {
+    require_sandbox!(1);
+    for user in USERS {
+        check(user, Workspace::Home);
+    }
+}
+
+/// A symbolic link in the workspace to a hidden file, reached directly and through
+/// `/proc/self/root`: it reads nothing once the host has replaced the file.
+#[test]
+fn a_link_in_the_workspace_to_a_replaced_hidden_file_reads_nothing() {
+    require_sandbox!(1);
+    let setup = Setup::new(User::Root);
+    let (home, work) = (setup.home.path(), setup.work.path());
+    let link = work.join("credentials");
+    std::os::unix::fs::symlink(home.join(".git-credentials"), &link).unwrap();
+    setup.change_on_the_host();
+    let script = format!("cat {0} /proc/self/root{0}; echo ran", link.display());
+    for view in views() {
+        let mut args = vec!["exec", "-a", "never", "-C", work.to_str().unwrap()];
+        args.extend_from_slice(view);
+        args.extend_from_slice(&["--", "sh", "-c", &script]);
+        let run: Run = cordon_command(User::Root, &args)
+            .env("HOME", home)
+            .env("CORDON_HOME", setup.cordon_home.path())
+            .output()
+            .unwrap()
+            .into();
+        assert!(run.stdout.contains("ran"), "{view:?}: {}{}", run.stdout, run.stderr);
+        assert!(!run.stdout.contains("SECRET"), "{view:?}: {}", run.stdout);
+    }
+}
