@@ -100,7 +100,9 @@ def main():
             sys.exit(f"ab.py: {build!r} is not LABEL=PATH of an executable")
         builds.append((label, os.path.abspath(path)))
 
-    scratch = tempfile.mkdtemp(prefix="cordon-ab-")
+    # Outside /tmp (a writable root): the helper links live here, and a helper inside a
+    # writable root refuses to run without the mount view that would protect it.
+    scratch = tempfile.mkdtemp(prefix="cordon-ab-", dir="/var/tmp")
     # CORDON_HOME must not lie inside a writable root (and /tmp is one).
     home = tempfile.mkdtemp(prefix="cordon-ab-home-", dir="/var/tmp")
     work = os.path.join(scratch, "work")
