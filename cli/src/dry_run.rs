@@ -41,6 +41,12 @@ pub struct SandboxPlan {
     pub environment_removed: Vec<RemovedVar>,
     /// Resource limits, `key=value` (docs/limits.md).
     pub limits: Vec<String>,
+    /// Writable roots that do not exist yet (a preset's cache, made by the first real run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub roots_created_on_first_run: Vec<PathBuf>,
+    /// Variables only a sandboxed run gets (a preset's cache and registry), names only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_variables: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -113,6 +119,25 @@ pub fn plan(
         mount_view: enum_text(&request.sandbox.mount_view),
         strictness: enum_text(&request.sandbox.strictness),
         environment_removed,
+        roots_created_on_first_run: match (policy, sandbox_runs) {
+            (SandboxPolicy::WorkspaceWrite(ww), true) => ww
+                .writable_roots
+                .iter()
+                .filter(|root| root.is_absolute() && std::fs::symlink_metadata(root).is_err())
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        },
+        sandbox_variables: if sandbox_runs {
+            settings
+                .helper
+                .sandboxed_env
+                .iter()
+                .map(|(name, _)| name.to_string_lossy().into_owned())
+                .collect()
+        } else {
+            Vec::new()
+        },
         limits: request
             .sandbox
             .limits
@@ -210,6 +235,14 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
         let roots: Vec<String> = plan.writable_roots.iter().map(show).collect();
         let roots = if roots.is_empty() { "nothing".to_owned() } else { roots.join(", ") };
         let _ = writeln!(text, "writable:     {roots}");
+        if !plan.roots_created_on_first_run.is_empty() {
+            let later: Vec<String> = plan.roots_created_on_first_run.iter().map(show).collect();
+            let _ =
+                writeln!(text, "              and, created by the first run: {}", later.join(", "));
+        }
+        if !plan.sandbox_variables.is_empty() {
+            let _ = writeln!(text, "sets:         {}", plan.sandbox_variables.join(", "));
+        }
         let network = match plan.network {
             "domains" => {
                 let mut line =

@@ -85,11 +85,32 @@ fn write_every_page(command: &clap::Command, dir: &Path) -> anyhow::Result<Vec<P
     let mut written = Vec::new();
     for (page, top) in pages(command) {
         let path = dir.join(format!("{}.1", page_name(page)));
-        std::fs::write(&path, render(page, top)?)
+        write_replacing(&path, &render(page, top)?)
             .with_context(|| format!("writing {}", path.display()))?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Writes `text` to a new file beside `path` and renames it over `path`: a link planted at the
+/// name (the directory may be one a sandboxed command could write) is replaced, never followed.
+fn write_replacing(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let partial = path.with_file_name(format!(".{name}.cordon-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&partial)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .and_then(|()| std::fs::rename(&partial, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
 }
 
 /// `command` and every subcommand below it that has a page, with whether it is the top one.
@@ -177,11 +198,17 @@ mod tests {
     #[test]
     fn pages_are_written_to_a_directory_one_per_command() {
         let dir = tempfile::tempdir().unwrap();
+        // A link planted at a page's name is replaced, its target left alone.
+        let target = dir.path().join("target");
+        std::fs::write(&target, "untouched").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("cordon-exec.1")).unwrap();
         let written = write_every_page(&built(), dir.path()).unwrap();
         assert!(written.len() >= 8, "{written:?}");
         let exec = std::fs::read_to_string(dir.path().join("cordon-exec.1")).unwrap();
         assert!(exec.contains(".TH cordon-exec 1"), "{}", &exec[..200.min(exec.len())]);
         let top = std::fs::read_to_string(dir.path().join("cordon.1")).unwrap();
         assert!(top.contains("EXIT STATUS") && top.contains("CORDON_HOME"));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+        assert!(!std::fs::symlink_metadata(dir.path().join("cordon-exec.1")).unwrap().is_symlink());
     }
 }

@@ -256,14 +256,9 @@ fn prepare_caches(cordon_home: &Path, plans: &[PresetPlan]) -> anyhow::Result<()
             replace_file(&plan.cache, "config.toml", config)?;
             // The older name wins over `config.toml` in cargo: one a sandboxed run left there
             // would hide the user's configuration.
-            match std::fs::remove_file(plan.cache.join("config")) {
-                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(error).with_context(|| {
-                        format!("cannot remove {}", plan.cache.join("config").display())
-                    });
-                }
-                _ => {}
-            }
+            let planted = plan.cache.join("config");
+            remove_planted(&planted)
+                .with_context(|| format!("cannot remove {}", planted.display()))?;
         }
     }
     Ok(())
@@ -299,8 +294,29 @@ fn private_dir(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `text` as `dir/name` through a new file renamed over it.
+/// Removes whatever a sandboxed run left at `path` — a file, a link (not followed), a
+/// directory with its contents — so that a name cordon writes cannot be blocked for good.
+fn remove_planted(path: &Path) -> std::io::Result<()> {
+    let removed = match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error),
+        // `remove_dir_all` does not follow links inside the directory.
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+    };
+    match removed {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// Writes `text` as `dir/name` through a new file renamed over it (a directory planted at the
+/// name is removed first: a rename cannot replace one).
 fn replace_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(dir.join(name)).is_ok_and(|meta| meta.is_dir()) {
+        remove_planted(&dir.join(name))
+            .with_context(|| format!("cannot remove {}", dir.join(name).display()))?;
+    }
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())

@@ -123,7 +123,7 @@ pub struct Finished<'a> {
 
 /// Messages that a blocked write or syscall produces.
 const DENIAL_MARKERS: &[&str] =
-    &["operation not permitted", "permission denied", "read-only file system", "erofs"];
+    &["operation not permitted", "permission denied", "read-only file system"];
 
 /// What replacing or renaming a mount point gives: a protected or hidden path is one inside
 /// the sandbox (`git config` renaming over `.git/config`).
@@ -485,14 +485,17 @@ fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<
         return Some(Blocked::Network);
     }
     let busy = lower.contains(BUSY_MARKER);
-    if !busy && !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
+    // Node's and libuv's spelling (`EROFS: read-only file system, open '…'`) as a word of its
+    // own: inside a name (`numberOfSamples`) it is no error at all.
+    let erofs = line.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| word == "EROFS");
+    if !busy && !erofs && !DENIAL_MARKERS.iter().any(|m| lower.contains(m)) {
         return None;
     }
     let mut candidates = mentioned_paths(line, &context.cwd);
     if candidates.is_empty() {
         candidates = before.iter().rev().flat_map(|l| mentioned_paths(l, &context.cwd)).collect();
     }
-    let read_only_fs = lower.contains("read-only file system") || lower.contains("erofs");
+    let read_only_fs = lower.contains("read-only file system") || erofs;
     let found: Vec<Blocked> = candidates
         .into_iter()
         .filter_map(|Mentioned { path, relative }| {

@@ -365,3 +365,20 @@ fn a_denial_without_a_path_takes_the_path_of_the_lines_before_it() {
         }]
     );
 }
+
+#[test]
+fn erofs_inside_a_name_is_no_evidence() {
+    let tsc =
+        "src/app.ts(3,7): error TS2339: Property 'numberOfSamples' does not exist on type 'Stats'.";
+    assert_eq!(blocked(tsc, &context(false)), []);
+    let note = "note: numberOfSamples declared in /usr/include/stats.h line 12";
+    assert_eq!(blocked(note, &context(false)), []);
+    let node = "Error: EROFS: read-only file system, open '/srv/x'";
+    assert_eq!(
+        blocked(node, &context(false)),
+        [Blocked::OutsideRoots {
+            path: PathBuf::from("/srv/x"),
+            allow: Allow::AddDir { dir: PathBuf::from("/srv") }
+        }]
+    );
+}

@@ -71,18 +71,21 @@ pub fn loopback_advice(host: &str, port: u16) -> Option<String> {
 }
 
 /// How to allow what a list refused, given the refused `host:port`s: `--allow-domain HOST`,
-/// and for a refused loopback target the pattern with its port.
+/// and for a refused loopback target the form with a port. The port is never filled in: the
+/// command chose what it tried, and a loopback port is one of this machine's own services (a
+/// container engine's API, a database), so cordon does not recommend opening a particular one.
 pub fn allow_domain_advice(refused: &[String]) -> String {
-    let loopback = refused.iter().find_map(|target| {
-        let (host, port) = target.rsplit_once(':')?;
-        loopback_advice(host, port.parse().ok()?)
+    let loopback = refused.iter().any(|target| {
+        target.rsplit_once(':').is_some_and(|(host, port)| {
+            port.parse().is_ok_and(|port| loopback_advice(host, port).is_some())
+        })
     });
-    match loopback {
-        Some(pattern) => format!(
-            "allow a host with --allow-domain HOST, a loopback target with its port \
-             (--allow-domain {pattern})"
-        ),
-        None => "allow a host with --allow-domain HOST".to_owned(),
+    if loopback {
+        "allow a host with --allow-domain HOST; a service on this machine's loopback only with \
+         its port (--allow-domain 127.0.0.1:PORT), and only one you mean the command to reach"
+            .to_owned()
+    } else {
+        "allow a host with --allow-domain HOST".to_owned()
     }
 }
 
@@ -150,9 +153,10 @@ mod tests {
         assert_eq!(loopback_advice("example.com", 9), None);
         assert_eq!(loopback_advice("10.0.0.1", 9), None);
         assert_eq!(
-            allow_domain_advice(&["a.test:443".into(), "::1:9".into()]),
-            "allow a host with --allow-domain HOST, a loopback target with its port \
-             (--allow-domain [::1]:9)"
+            allow_domain_advice(&["a.test:443".into(), "::1:2375".into()]),
+            "allow a host with --allow-domain HOST; a service on this machine's loopback only \
+             with its port (--allow-domain 127.0.0.1:PORT), and only one you mean the command \
+             to reach"
         );
         assert_eq!(
             allow_domain_advice(&["a.test:443".into()]),

@@ -323,7 +323,11 @@ fn shown_url(plan: &mut PresetPlan, url: &RegistryUrl) -> Option<String> {
             url.host
         ));
     }
-    match classify_value(&url.without_credentials) {
+    let verdict = match classify_value(&url.without_credentials) {
+        ValueVerdict::Clean if holds_a_token(&url.without_credentials) => ValueVerdict::Secret,
+        verdict => verdict,
+    };
+    match verdict {
         ValueVerdict::Clean => Some(url.without_credentials.clone()),
         ValueVerdict::Secret | ValueVerdict::Redacted(_) => {
             plan.notes.push(format!(
@@ -334,6 +338,31 @@ fn shown_url(plan: &mut PresetPlan, url: &RegistryUrl) -> Option<String> {
             None
         }
     }
+}
+
+/// Whether a registry URL carries a token where hosted registries put one — a path segment
+/// or a query value that reads as random (Gemfury's `/TOKEN/acme/`, Cloudsmith's
+/// `dl.cloudsmith.io/TOKEN/…`, `/t/TOKEN/simple/`), or a query key that names a secret —
+/// which no vendor prefix would catch. Registry paths are words (`simple`, `npm-remote`,
+/// `_packaging`); a run of twelve or more letters and digits, both present, with no
+/// separator, is not one.
+fn holds_a_token(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let random = |word: &str| {
+        word.len() >= 12
+            && word.chars().all(|c| c.is_ascii_alphanumeric())
+            && word.chars().any(|c| c.is_ascii_digit())
+            && word.chars().any(|c| c.is_ascii_alphabetic())
+    };
+    const SECRET_KEYS: [&str; 7] =
+        ["key", "token", "auth", "secret", "password", "pass", "access_token"];
+    let query_secret = query.split('&').any(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        SECRET_KEYS.iter().any(|k| key.eq_ignore_ascii_case(k)) || random(value)
+    });
+    // The host is the first segment: a name, never a token place.
+    path.split('/').skip(1).any(random) || query_secret
 }
 
 #[cfg(test)]

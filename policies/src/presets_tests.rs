@@ -171,3 +171,27 @@ fn registry_urls_are_read_strictly() {
         assert_eq!(RegistryUrl::parse(bad), None, "{bad}");
     }
 }
+
+/// Hosted registries put the token in the path or the query, where no vendor prefix marks it.
+#[test]
+fn a_token_in_a_registry_urls_path_or_query_is_never_passed_on() {
+    for url in [
+        "https://pypi.fury.io/xK3v9Qp2LmN7rT5wYz8aBc/acme/",
+        "https://dl.cloudsmith.io/AbCdEf1234567890/acme/repo/python/simple/",
+        "https://host.example/t/8f14e45fceea167a5a36dedd4b0f8a1f/simple/",
+        "https://h.example/simple/?key=hunter2hunter2",
+        "https://npm-proxy.fury.io/xK3v9Qp2LmN7rT5w/acme/",
+    ] {
+        assert!(super::holds_a_token(url), "{url}");
+    }
+    for url in [
+        "https://pypi.org/simple/",
+        "https://registry.npmjs.org/",
+        "https://artifactory.corp.example/api/npm/npm-remote-2023/",
+        "https://pkgs.dev.azure.com/org/_packaging/feed/pypi/simple/",
+        "https://index.crates.io/",
+        "https://registry.example:8443/",
+    ] {
+        assert!(!super::holds_a_token(url), "{url}");
+    }
+}

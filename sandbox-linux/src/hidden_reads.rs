@@ -58,7 +58,14 @@ pub(crate) trait FileSystem {
     fn kind(&self, path: &Path) -> PathKind;
     /// The entries of `dir`, `None` when it cannot be read; stops after `limit` + 1 entries.
     fn list(&self, dir: &Path, limit: usize) -> Option<Vec<Entry>>;
+    /// What the symbolic link at `path` says (as written: relative to its directory, or
+    /// absolute), when `path` is one.
+    fn read_link(&self, path: &Path) -> Option<PathBuf>;
 }
+
+/// How many links in a row a hidden path is followed through while its target does not exist
+/// (the kernel's own limit for a path walk is 40).
+const MAX_DANGLING_HOPS: usize = 40;
 
 /// Read rights by omission, as a value.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -91,7 +98,7 @@ pub(crate) fn plan(
     let mut places: BTreeSet<PathBuf> = BTreeSet::new();
     let mut resolved = Resolved { fs, known: HashMap::new() };
     for path in hidden {
-        places.extend(hidden_places(path, &mut resolved));
+        places.extend(hidden_places(path, &mut resolved, MAX_DANGLING_HOPS));
     }
     let (mut mount_view_only, mut kept): (Vec<PathBuf>, Vec<PathBuf>) =
         places.iter().cloned().partition(|place| in_root(place));
@@ -170,8 +177,15 @@ impl<F: FileSystem> Resolved<'_, F> {
 
 /// Where `path` puts something hidden: its name in its real directory; where it leads, when it
 /// is a link; for a path that does not exist, the first missing name under its nearest existing
-/// ancestor (so that the ancestor is planned as one).
-fn hidden_places<F: FileSystem>(path: &Path, resolved: &mut Resolved<'_, F>) -> Vec<PathBuf> {
+/// ancestor (so that the ancestor is planned as one). A link on the way that leads nowhere yet
+/// (a dotfile manager's link to a secret not written yet, one left after a logout) is followed
+/// as written, up to `hops` links: a program outside that writes through it creates the secret
+/// where the link points, and that place must be as unreadable as the name.
+fn hidden_places<F: FileSystem>(
+    path: &Path,
+    resolved: &mut Resolved<'_, F>,
+    hops: usize,
+) -> Vec<PathBuf> {
     let fs = resolved.fs;
     let mut places = Vec::new();
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
@@ -184,7 +198,10 @@ fn hidden_places<F: FileSystem>(path: &Path, resolved: &mut Resolved<'_, F>) -> 
                 places.push(dir.join(name));
             }
             if kind == PathKind::Link {
-                places.extend(fs.canonical(path));
+                match fs.canonical(path) {
+                    Some(target) => places.push(target),
+                    None => places.extend(dangling(path, Path::new(""), resolved, hops)),
+                }
             }
         }
         PathKind::Missing => {
@@ -198,10 +215,35 @@ fn hidden_places<F: FileSystem>(path: &Path, resolved: &mut Resolved<'_, F>) -> 
                 }
                 child = dir;
             }
+            // A link on the way that leads nowhere: where the rest would be created.
+            for dir in path.ancestors().skip(1) {
+                if fs.kind(dir) == PathKind::Link && resolved.canonical(dir).is_none() {
+                    let rest = path.strip_prefix(dir).unwrap_or(Path::new(""));
+                    places.extend(dangling(dir, rest, resolved, hops));
+                    break;
+                }
+            }
         }
     }
     places.retain(|place| place.parent().is_some());
     places
+}
+
+/// The hidden places of `rest` under where the dangling link `link` points.
+fn dangling<F: FileSystem>(
+    link: &Path,
+    rest: &Path,
+    resolved: &mut Resolved<'_, F>,
+    hops: usize,
+) -> Vec<PathBuf> {
+    let Some(hops) = hops.checked_sub(1) else { return Vec::new() };
+    let Some(target) = resolved.fs.read_link(link) else { return Vec::new() };
+    let Some(dir) = link.parent() else { return Vec::new() };
+    // A relative target is taken from the link's real directory, as the kernel takes it.
+    let dir = resolved.canonical(dir).unwrap_or_else(|| dir.to_path_buf());
+    let lead = if target.is_absolute() { target } else { dir.join(target) };
+    let lead = cordon_policies::lexically_normal(&lead.join(rest));
+    hidden_places(&lead, resolved, hops)
 }
 
 /// The real file system.
@@ -220,6 +262,10 @@ impl FileSystem for HostFileSystem {
             // its nearest reachable ancestor is planned instead.
             Err(_) => PathKind::Missing,
         }
+    }
+
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::read_link(path).ok()
     }
 
     fn list(&self, dir: &Path, limit: usize) -> Option<Vec<Entry>> {

@@ -60,6 +60,14 @@ impl FileSystem for Fake {
         }
     }
 
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        let dir = path.parent().and_then(|p| self.canonical(p))?;
+        match path.file_name().and_then(|name| self.entries.get(&dir.join(name))) {
+            Some(Node::Link(target)) => Some(target.clone()),
+            _ => None,
+        }
+    }
+
     fn list(&self, dir: &Path, limit: usize) -> Option<Vec<Entry>> {
         if matches!(self.entries.get(dir), Some(Node::Closed)) {
             return None;
@@ -240,4 +248,26 @@ fn an_unreadable_directory_on_the_way_is_listed_only_and_a_huge_one_is_granted_w
 #[test]
 fn no_hidden_path_grants_read_on_the_root_as_a_whole() {
     assert!(plan(&[], &[], &home()).is_empty());
+}
+
+/// A hidden path that is a link to nothing yet, or lies under one: where the link points is
+/// hidden too, so a secret written through it later is not readable.
+#[test]
+fn a_dangling_link_hides_where_it_points() {
+    let fake = Fake::new(&[
+        ("/h", Node::Dir),
+        ("/h/vault", Node::Dir),
+        ("/h/notes", Node::File),
+        ("/h/.pypirc", Node::Link(PathBuf::from("/h/vault/pypirc"))),
+        ("/h/.config", Node::Dir),
+        ("/h/.config/gh", Node::Link(PathBuf::from("/h/vault/gh"))),
+    ]);
+    let hidden = [PathBuf::from("/h/.pypirc"), PathBuf::from("/h/.config/gh/hosts.yml")];
+    let plan = plan(&hidden, &[], &fake);
+    assert!(plan.unreadable.contains(&PathBuf::from("/h/vault/pypirc")), "{plan:?}");
+    assert!(plan.unreadable.contains(&PathBuf::from("/h/vault/gh")), "{plan:?}");
+    // The vault is listed, not granted as a whole; the rest of the home still reads.
+    assert!(plan.ancestors.contains(&PathBuf::from("/h/vault")), "{plan:?}");
+    assert!(!plan.siblings.contains(&PathBuf::from("/h/vault")), "{plan:?}");
+    assert!(plan.siblings.contains(&PathBuf::from("/h/notes")), "{plan:?}");
 }

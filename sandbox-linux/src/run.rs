@@ -379,7 +379,34 @@ unsafe fn run(
         // The raw disks too: without the mount view, a root caller would read them whole.
         let mut hidden = policy.hidden_paths.clone();
         hidden.extend(mount_view::hidden_devices());
-        hidden_reads::plan(&hidden, &roots, &hidden_reads::HostFileSystem)
+        let reads = hidden_reads::plan(&hidden, &roots, &hidden_reads::HostFileSystem);
+        // Outside the writable roots, a hidden path Landlock leaves to the mount view lies in
+        // a directory too large to grant entry by entry: without the view nothing hides it.
+        let unhidden: Vec<String> = reads
+            .mount_view_only
+            .iter()
+            .filter(|place| !roots.iter().any(|root| place.starts_with(root)))
+            .map(|place| place.display().to_string())
+            .collect();
+        if let (Err(reason), Some(first)) = (&mount_view, unhidden.first()) {
+            let what = format!(
+                "hiding {first}{} needs the mount view ({reason}): a directory on the way holds \
+                 more than {} entries, too many to keep it unreadable entry by entry",
+                if unhidden.len() > 1 {
+                    format!(" and {} more", unhidden.len() - 1)
+                } else {
+                    String::new()
+                },
+                hidden_reads::MAX_ENTRIES
+            );
+            if !best_effort {
+                return Err(HelperError::NotEnforced(format!(
+                    "{what}; pass --best-effort to run with it readable"
+                )));
+            }
+            crate::messages::warning(format_args!("not enforced: {what}"));
+        }
+        reads
     } else {
         hidden_reads::ReadPlan::default()
     };

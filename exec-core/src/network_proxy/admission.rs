@@ -113,14 +113,22 @@ impl State {
                 return Err(Refusal {
                     status: StatusCode::FORBIDDEN,
                     reason: {
-                        // A loopback target is allowed with its port, never without.
-                        let pattern =
-                            loopback_advice(host, port).unwrap_or_else(|| host.to_owned());
-                        format!(
-                            "no rule of the network allow-list matches {host}:{port}; allow it \
-                             with --allow-domain {pattern} (config `network = {{ allow = \
-                             [\"{pattern}\"] }}`)"
-                        )
+                        // A loopback target is allowed with its port, never without, and
+                        // never recommended by number: the command chose it, and it is one
+                        // of this machine's own services.
+                        match loopback_advice(host, port) {
+                            Some(_) => format!(
+                                "no rule of the network allow-list matches {host}:{port}, a \
+                                 service on this machine's loopback; it is reached only when \
+                                 allowed with its port (--allow-domain 127.0.0.1:PORT), for a \
+                                 service you mean the command to reach"
+                            ),
+                            None => format!(
+                                "no rule of the network allow-list matches {host}:{port}; \
+                                 allow it with --allow-domain {host} (config `network = {{ \
+                                 allow = [\"{host}\"] }}`)"
+                            ),
+                        }
                     },
                     rule: None,
                 });

@@ -70,7 +70,6 @@ fn refused_target(packet: &[u8], from: Option<&SockaddrStorage>) -> Option<Socke
 fn record(state: &State, target: SocketAddr) {
     let host = target.ip().to_string();
     let port = target.port();
-    let pattern = loopback_advice(&host, port).unwrap_or_else(|| format!("{host}:{port}"));
     state.record(ConnectionRecord {
         host,
         port,
@@ -80,7 +79,8 @@ fn record(state: &State, target: SocketAddr) {
         reason: Some(format!(
             "nothing listens on {target} in the command's network namespace, whose loopback is \
              its own: the connection was refused there; a server on this machine's loopback is \
-             reached with --allow-domain {pattern}"
+             reached only when allowed with its port (--allow-domain 127.0.0.1:PORT), for a \
+             service you mean the command to reach"
         )),
     });
 }
