@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
-use cordon_policies::{loopback_advice, loopback_forwards};
+use cordon_policies::loopback_forwards;
 use nix::sys::socket::{SockaddrStorage, recvfrom};
 
 use super::{ConnectionRecord, State};
