@@ -423,6 +423,31 @@ fn preset_variables_reach_only_sandboxed_runs_and_carry_no_token() {
     assert!(!unsandboxed.stdout.contains(".cordon/cache"), "{}", unsandboxed.stdout);
 }
 
+/// Hosted registries keep the token in the URL's path or query (Gemfury, Cloudsmith): such a
+/// URL from the user's hidden configuration is not handed to the command.
+#[test]
+fn a_registry_url_with_a_token_in_its_path_never_reaches_the_command() {
+    require_domain_list!();
+    let u = user();
+    std::fs::create_dir_all(u.home.join(".config/pip")).unwrap();
+    std::fs::write(
+        u.home.join(".config/pip/pip.conf"),
+        "[global]\nindex-url = https://pypi.fury.io/xK3v9Qp2LmN7rT5wYz8aBc/acme/\n",
+    )
+    .unwrap();
+    std::fs::write(
+        u.home.join(".npmrc"),
+        "registry=https://npm-proxy.fury.io/AbCdEf1234567890/acme/\n",
+    )
+    .unwrap();
+    let script = "env; cat ~/.config/pip/pip.conf ~/.npmrc";
+    let out = run(u.cordon(&["--preset", "pip", "--preset", "npm", "--", "sh", "-c", script]));
+    for token in ["xK3v9Qp2LmN7rT5wYz8aBc", "AbCdEf1234567890"] {
+        assert!(!out.stdout.contains(token), "{token}: {}", out.stdout);
+    }
+    assert!(out.stderr.contains("looks like it holds a token"), "{}", out.stderr);
+}
+
 #[test]
 fn an_unknown_preset_is_one_line_and_exit_2() {
     let u = user();
