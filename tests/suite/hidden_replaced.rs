@@ -174,7 +174,8 @@ impl Setup {
 }
 
 fn views() -> Vec<&'static [&'static str]> {
-    if features().mount_view { vec![&[], &["--no-mount-view"]] } else { vec![&["--no-mount-view"]] }
+    let without = features().no_mount_view();
+    if features().mount_view { vec![&[], without] } else { vec![without] }
 }
 
 fn check(user: User, workspace: Workspace) {
@@ -255,7 +256,8 @@ fn without_the_mount_view_a_secret_in_a_huge_directory_refuses_the_run() {
     let work = setup.work.path().to_str().unwrap();
     let netrc = home.join(".netrc");
     let run_with = |extra: &[&str]| -> Run {
-        let mut args = vec!["exec", "-a", "never", "--no-mount-view", "-C", work];
+        let mut args = vec!["exec", "-a", "never", "-C", work];
+        args.extend_from_slice(features().no_mount_view());
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "cat", netrc.to_str().unwrap()]);
         cordon_command(User::Root, &args)

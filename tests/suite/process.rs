@@ -313,8 +313,9 @@ if sys.argv[1:] == ["by-path"] and os.path.isdir("/dev/pts"):  # Linux
             format!("{cordon} exec -a never -- {probe_cmd} by-path < /dev/null"),
             format!("echo | {cordon} exec -a never -- {probe_cmd} by-path"),
             format!("{cordon} exec -a never -s danger-full-access -- {probe_cmd} < /dev/null"),
-            // End of input shuts the executor down: keep it open while the call runs.
-            format!("(echo '{request}'; sleep 2) | {cordon} executor"),
+            // End of input shuts the executor down: keep it open while the call runs (longer
+            // on a slow machine: an emulated kernel takes seconds to start python).
+            format!("(echo '{request}'; sleep {}) | {cordon} executor", 2 * time_scale()),
         ];
         for run in runs {
             let transcript = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());

@@ -541,11 +541,20 @@ fn far_end(messages: &[Value]) -> Vec<Value> {
     for message in messages {
         writeln!(stdin, "{message}").unwrap();
     }
+    // End of input shuts the far end down, ending what still runs: it stays open until every
+    // message has its answer (a slow machine takes a while to run a sandboxed command).
+    let mut waiting: Vec<Value> = messages.iter().map(|m| m["requestId"].clone()).collect();
+    let mut stdin = Some(stdin);
+    let mut lines: Vec<Value> = Vec::new();
+    for line in std::io::BufReader::new(far.stdout.take().unwrap()).lines() {
+        let value: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        waiting.retain(|id| *id != value["requestId"]);
+        lines.push(value);
+        if waiting.is_empty() {
+            drop(stdin.take());
+        }
+    }
     drop(stdin);
-    let lines = std::io::BufReader::new(far.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
     assert_eq!(far.wait().unwrap().code(), Some(0));
     lines
 }

@@ -235,7 +235,7 @@ fn with_the_mount_view_turned_off_every_catalogue_file_stays_unreadable() {
         chown_nobody(&control);
         let mut argv = vec![python(), "-c", READ_ALL, control.to_str().unwrap()];
         argv.extend(planted.files.iter().map(|p| p.to_str().unwrap()));
-        let run = planted.exec(user, work.path(), &["--no-mount-view"], &argv);
+        let run = planted.exec(user, work.path(), features().no_mount_view(), &argv);
         assert!(run.stdout.contains("CONTROL"), "{user:?}: {}{}", run.stdout, run.stderr);
         let read: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
         assert!(read.is_empty(), "{user:?}: read {read:#?}");

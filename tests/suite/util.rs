@@ -55,6 +55,17 @@ impl Features {
         cfg!(target_os = "macos") || self.mount_view
     }
 
+    /// The flags of a run without the mount view: `--no-mount-view`, and below Landlock ABI 3
+    /// (which cannot refuse truncating files outside the roots; the mount view would)
+    /// `--best-effort` to accept that one gap — what Landlock hides stays enforced.
+    pub fn no_mount_view(&self) -> &'static [&'static str] {
+        if self.landlock_abi >= 3 {
+            &["--no-mount-view"]
+        } else {
+            &["--no-mount-view", "--best-effort"]
+        }
+    }
+
     /// Why [`Features::sandbox_at`] is false.
     pub fn missing(&self, abi: i64) -> String {
         if cfg!(target_os = "macos") {
