@@ -74,7 +74,6 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
 
 /// What keeps every run from starting: the config file (or `$CORDON_HOME/rules.toml`) that
 /// cordon will not read, one line each.
-#[cfg(target_os = "linux")]
 fn broken_state_files(config: &anyhow::Result<Config>) -> Vec<String> {
     let mut broken = Vec::new();
     if let Err(error) = config {
@@ -428,18 +427,21 @@ fn render_environment(out: &mut String, env: &serde_json::Value) {
     let _ = writeln!(out, "  note: {}", env["note"].as_str().unwrap_or_default());
 }
 
+/// Writes the report; exit 1 when the config is broken (every run would refuse to start).
 #[cfg(not(target_os = "linux"))]
-fn write_stdout(text: &str) -> anyhow::Result<ExitCode> {
+fn write_stdout(text: &str, broken: &[String]) -> anyhow::Result<ExitCode> {
     crate::output::write_stdout(text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if broken.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 #[cfg(not(target_os = "linux"))]
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let config = crate::config::load(crate::config::cordon_home().as_deref(), &[]);
+    let broken = broken_state_files(&config);
     let hidden_here = hidden_here(&config);
     let modes: Vec<&str> = SandboxMode::ALL.iter().map(|m| m.as_str()).collect();
     let report = json!({
+        "config_errors": broken,
         "platform": std::env::consts::OS,
         "sandbox": "seatbelt (/usr/bin/sandbox-exec)",
         "modes": modes,
@@ -451,14 +453,17 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         "presets": presets_report(&config),
     });
     if args.json {
-        return write_stdout(&format!("{report}\n"));
+        return write_stdout(&format!("{report}\n"), &broken);
     }
-    let mut text =
-        format!("platform {}: Seatbelt via /usr/bin/sandbox-exec\n", std::env::consts::OS);
+    let mut text: String = broken.iter().map(|error| format!("CONFIG BROKEN: {error}\n")).collect();
+    text.push_str(&format!(
+        "platform {}: Seatbelt via /usr/bin/sandbox-exec\n",
+        std::env::consts::OS
+    ));
     render_hidden_here(&mut text, &hidden_here);
     render_environment(&mut text, &report["environment"]);
     crate::presets::render_doctor(&mut text, &report["presets"]);
-    write_stdout(&text)
+    write_stdout(&text, &broken)
 }
 
 /// The presets and what each allows with this user's configuration.

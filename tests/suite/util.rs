@@ -58,6 +58,7 @@ impl Features {
     /// The flags of a run without the mount view: `--no-mount-view`, and below Landlock ABI 3
     /// (which cannot refuse truncating files outside the roots; the mount view would)
     /// `--best-effort` to accept that one gap — what Landlock hides stays enforced.
+    #[cfg(target_os = "linux")]
     pub fn no_mount_view(&self) -> &'static [&'static str] {
         if self.landlock_abi >= 3 {
             &["--no-mount-view"]
