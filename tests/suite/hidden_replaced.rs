@@ -256,8 +256,7 @@ fn without_the_mount_view_a_secret_in_a_huge_directory_refuses_the_run() {
     let work = setup.work.path().to_str().unwrap();
     let netrc = home.join(".netrc");
     let run_with = |extra: &[&str]| -> Run {
-        let mut args = vec!["exec", "-a", "never", "-C", work];
-        args.extend_from_slice(features().no_mount_view());
+        let mut args = vec!["exec", "-a", "never", "--no-mount-view", "-C", work];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "cat", netrc.to_str().unwrap()]);
         cordon_command(User::Root, &args)
@@ -267,10 +266,14 @@ fn without_the_mount_view_a_secret_in_a_huge_directory_refuses_the_run() {
             .unwrap()
             .into()
     };
-    let refused = run_with(&[]);
-    assert_eq!(refused.code, Some(125), "{}{}", refused.stdout, refused.stderr);
-    assert!(!refused.stdout.contains("SECRET"), "{}", refused.stdout);
-    assert!(refused.stderr.contains("more than 10000 entries"), "{}", refused.stderr);
+    // Below Landlock ABI 3 a run without the mount view needs best effort anyway (truncate),
+    // so only the warning can be seen there.
+    if features().landlock_abi >= 3 {
+        let refused = run_with(&[]);
+        assert_eq!(refused.code, Some(125), "{}{}", refused.stdout, refused.stderr);
+        assert!(!refused.stdout.contains("SECRET"), "{}", refused.stdout);
+        assert!(refused.stderr.contains("more than 10000 entries"), "{}", refused.stderr);
+    }
     let weaker = run_with(&["--best-effort"]);
     assert!(weaker.stderr.contains("not enforced: hiding"), "{}", weaker.stderr);
 }
