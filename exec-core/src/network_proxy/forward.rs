@@ -11,7 +11,6 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 use cordon_policies::{LOOPBACK_NAME, loopback_forwards};
 use tokio::net::{TcpListener, TcpStream};
@@ -37,24 +36,11 @@ pub(super) fn is_allowed_forward(state: &State, listener: &std::net::TcpListener
 pub(super) async fn serve(listener: TcpListener, state: Arc<State>, slots: Arc<Semaphore>) {
     let Ok(inside) = listener.local_addr() else { return };
     tracing::debug!(%inside, "network proxy forwards a loopback target");
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else { continue };
-                let state = Arc::clone(&state);
-                connections.spawn(async move {
-                    let _slot = slot;
-                    forward(stream, inside, &state).await;
-                });
-            }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
+    super::accept_each(listener, slots, move |stream| {
+        let state = Arc::clone(&state);
+        async move { forward(stream, inside, &state).await }
+    })
+    .await;
 }
 
 /// One connection to `inside`: admitted, recorded, relayed; refused, reset.

@@ -337,6 +337,16 @@ async fn serve_clients(
     state: Arc<State>,
     slots: Arc<tokio::sync::Semaphore>,
 ) {
+    accept_each(listener, slots, move |stream| serve_connection(stream, Arc::clone(&state))).await;
+}
+
+/// Accepts connections from `listener` for as long as the proxy runs and hands each to
+/// `handle`, at most as many at once as `slots` holds; one over that is dropped.
+async fn accept_each<F, Fut>(listener: TcpListener, slots: Arc<tokio::sync::Semaphore>, handle: F)
+where
+    F: Fn(tokio::net::TcpStream) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
@@ -348,10 +358,10 @@ async fn serve_clients(
                     continue;
                 };
                 let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else { continue };
-                let state = Arc::clone(&state);
+                let work = handle(stream);
                 connections.spawn(async move {
                     let _slot = slot;
-                    serve_connection(stream, state).await;
+                    work.await;
                 });
             }
             // Reap finished connections so the set does not grow for ever.
