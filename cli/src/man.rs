@@ -85,32 +85,13 @@ fn write_every_page(command: &clap::Command, dir: &Path) -> anyhow::Result<Vec<P
     let mut written = Vec::new();
     for (page, top) in pages(command) {
         let path = dir.join(format!("{}.1", page_name(page)));
-        write_replacing(&path, &render(page, top)?)
+        // The directory may be one a sandboxed command could write: a planted link at a page's
+        // name is replaced, never followed.
+        crate::state_files::write_replacing(&path, &render(page, top)?, 0o644)
             .with_context(|| format!("writing {}", path.display()))?;
         written.push(path);
     }
     Ok(written)
-}
-
-/// Writes `text` to a new file beside `path` and renames it over `path`: a link planted at the
-/// name (the directory may be one a sandboxed command could write) is replaced, never followed.
-fn write_replacing(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let partial = path.with_file_name(format!(".{name}.cordon-{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&partial)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-        .and_then(|()| std::fs::rename(&partial, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    written
 }
 
 /// `command` and every subcommand below it that has a page, with whether it is the top one.

@@ -11,8 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -317,25 +316,9 @@ fn replace_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
         remove_planted(&dir.join(name))
             .with_context(|| format!("cannot remove {}", dir.join(name).display()))?;
     }
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    let partial = dir.join(format!(".{name}.cordon-{}-{stamp}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&partial)?;
-        file.write_all(text.as_bytes())?;
-        std::fs::rename(&partial, dir.join(name))
-    };
-    write().map_err(|error| {
-        let _ = std::fs::remove_file(&partial);
-        anyhow::anyhow!("cannot write {}: {error}", dir.join(name).display())
-    })
+    let path = dir.join(name);
+    crate::state_files::write_replacing(&path, text, 0o600)
+        .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", path.display()))
 }
 
 /// `path` with its nearest existing ancestor canonicalized and the missing rest appended.

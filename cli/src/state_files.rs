@@ -7,7 +7,8 @@
 //! cannot grow it to gigabytes), must be a regular file of at most [`MAX_BYTES`]
 //! ([`cordon_policies::read_start_file`], the reader the sandbox helper uses for git's pointer
 //! files too), and must be UTF-8. Anything else is one error line naming the file (and the
-//! line, where there is one).
+//! line, where there is one). Files cordon writes where a sandboxed command may have
+//! planted a link ([`write_replacing`]) are written beside and renamed over the name.
 
 use std::path::Path;
 
@@ -47,6 +48,31 @@ pub fn read(path: &Path) -> anyhow::Result<Option<String>> {
             bail!("{}: line {line}: not valid UTF-8", path.display())
         }
     }
+}
+
+/// Writes `text` as `path` through a new file (`mode`, never following a link) renamed over
+/// it: a link planted at the name is replaced, never followed.
+pub fn write_replacing(path: &Path, text: &str, mode: u32) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let partial = path.with_file_name(format!(".{name}.cordon-{}-{stamp}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&partial)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .and_then(|()| std::fs::rename(&partial, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
 }
 
 #[cfg(test)]
