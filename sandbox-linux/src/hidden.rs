@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::listings::Listings;
+
 /// The hidden paths to cover, decided before anything is mounted.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct HiddenPlan {
@@ -28,9 +30,17 @@ struct Found {
 }
 
 /// Plans the stand-ins for `paths` (absolute), keeping `allowed_sockets` reachable.
-pub(crate) fn plan(paths: &[PathBuf], allowed_sockets: &[PathBuf]) -> HiddenPlan {
+pub(crate) fn plan(
+    paths: &[PathBuf],
+    allowed_sockets: &[PathBuf],
+    listings: &Listings,
+) -> HiddenPlan {
     let mut found: Vec<Found> = Vec::new();
     for path in paths {
+        // Most of the catalogue is not there: its directory's listing says so.
+        if !listings.exists(path) {
+            continue;
+        }
         let Ok(meta) = std::fs::metadata(path) else {
             // A dangling or missing path has nothing to hide.
             continue;
@@ -111,13 +121,13 @@ mod tests {
             root.join("missing"),
             a.join("missing"),
         ];
-        let planned = plan(&hidden, &[]);
+        let planned = plan(&hidden, &[], &Listings::new());
         assert_eq!(
             planned,
             HiddenPlan { dirs: vec![a.clone()], files: vec![b.join("x")], exposed_sockets: vec![] }
         );
         // A directory inside another hidden one is covered with it too.
-        let nested = plan(&[a.join("link"), a.clone(), b.clone()], &[]);
+        let nested = plan(&[a.join("link"), a.clone(), b.clone()], &[], &Listings::new());
         assert_eq!(nested.dirs, vec![b, a]);
         assert!(nested.files.is_empty());
     }
@@ -130,7 +140,11 @@ mod tests {
         std::fs::create_dir_all(dir.join("engine")).unwrap();
         let socket = dir.join("engine/engine.sock");
         let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-        let planned = plan(&[dir.clone(), dir.join("engine")], std::slice::from_ref(&socket));
+        let planned = plan(
+            &[dir.clone(), dir.join("engine")],
+            std::slice::from_ref(&socket),
+            &Listings::new(),
+        );
         assert_eq!(
             planned,
             HiddenPlan { dirs: vec![dir], files: vec![], exposed_sockets: vec![socket] }

@@ -31,9 +31,10 @@
 //! - names stay visible: listing is granted beneath every ancestor, so a hidden directory the
 //!   view does not cover (created during the run, or without the view) can be listed, not read.
 //!
-//! Pure: the caller hands in how to resolve a path and how to list a directory.
+//! Pure: the caller hands in how to resolve a path and how to list a directory
+//! ([`crate::listings::Listings`] on the real file system).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// More entries than this in one ancestor: the directory is granted read as a whole.
@@ -96,14 +97,16 @@ pub(crate) fn plan(
 ) -> ReadPlan {
     let in_root = |path: &Path| writable_roots.iter().any(|root| path.starts_with(root));
     let mut places: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut resolved = Resolved { fs, known: HashMap::new() };
+    let mut resolved = Resolved { fs, known: HashMap::new(), kinds: HashMap::new() };
     for path in hidden {
         places.extend(hidden_places(path, &mut resolved, MAX_DANGLING_HOPS));
     }
     let (mut mount_view_only, mut kept): (Vec<PathBuf>, Vec<PathBuf>) =
         places.iter().cloned().partition(|place| in_root(place));
+    // Looked up once per entry of every directory on the way: hashed, not compared in order.
+    let place_set: HashSet<&Path> = places.iter().map(PathBuf::as_path).collect();
     // Hidden itself or inside a hidden place: nothing there is granted.
-    let hidden_at = |dir: &Path| dir.ancestors().any(|up| places.contains(up));
+    let hidden_at = |dir: &Path| dir.ancestors().any(|up| place_set.contains(up));
     // Every directory between `/` and a hidden place, unless it is hidden, inside a hidden
     // place or inside a writable root.
     let mut ancestors: BTreeSet<PathBuf> = BTreeSet::new();
@@ -134,11 +137,12 @@ pub(crate) fn plan(
         listed.push((dir, entries));
     }
     let is_whole = |path: &Path| whole.iter().any(|big| path.starts_with(big));
+    let ancestor_set: HashSet<&Path> = ancestors.iter().map(PathBuf::as_path).collect();
     let mut plan = ReadPlan::default();
     for (dir, entries) in listed {
         for (entry, link) in entries.into_iter().flatten() {
-            let granted_alone = ancestors.contains(&entry) && !is_whole(&entry);
-            if link || places.contains(&entry) || granted_alone {
+            let granted_alone = ancestor_set.contains(entry.as_path()) && !is_whole(&entry);
+            if link || place_set.contains(entry.as_path()) || granted_alone {
                 continue;
             }
             plan.siblings.push(entry);
@@ -162,6 +166,7 @@ pub(crate) fn plan(
 struct Resolved<'a, F> {
     fs: &'a F,
     known: HashMap<PathBuf, Option<PathBuf>>,
+    kinds: HashMap<PathBuf, PathKind>,
 }
 
 impl<F: FileSystem> Resolved<'_, F> {
@@ -172,6 +177,16 @@ impl<F: FileSystem> Resolved<'_, F> {
         let real = self.fs.canonical(path);
         self.known.insert(path.to_path_buf(), real.clone());
         real
+    }
+
+    /// What is at a directory on the way: many hidden paths share a missing one (`~/Library`).
+    fn kind(&mut self, dir: &Path) -> PathKind {
+        if let Some(kind) = self.kinds.get(dir) {
+            return *kind;
+        }
+        let kind = self.fs.kind(dir);
+        self.kinds.insert(dir.to_path_buf(), kind);
+        kind
     }
 }
 
@@ -206,6 +221,9 @@ fn hidden_places<F: FileSystem>(
         }
         PathKind::Missing => {
             let mut child = path;
+            // The directories between the path and its nearest existing ancestor: none of
+            // them resolves, so a link that leads nowhere can only be among them.
+            let mut unresolved = Vec::new();
             for dir in path.ancestors().skip(1) {
                 if let Some(real) = resolved.canonical(dir) {
                     if let Some(name) = child.file_name() {
@@ -213,11 +231,12 @@ fn hidden_places<F: FileSystem>(
                     }
                     break;
                 }
+                unresolved.push(dir);
                 child = dir;
             }
             // A link on the way that leads nowhere: where the rest would be created.
-            for dir in path.ancestors().skip(1) {
-                if fs.kind(dir) == PathKind::Link && resolved.canonical(dir).is_none() {
+            for dir in unresolved {
+                if resolved.kind(dir) == PathKind::Link {
                     let rest = path.strip_prefix(dir).unwrap_or(Path::new(""));
                     places.extend(dangling(dir, rest, resolved, hops));
                     break;
@@ -244,44 +263,6 @@ fn dangling<F: FileSystem>(
     let lead = if target.is_absolute() { target } else { dir.join(target) };
     let lead = cordon_policies::lexically_normal(&lead.join(rest));
     hidden_places(&lead, resolved, hops)
-}
-
-/// The real file system.
-pub(crate) struct HostFileSystem;
-
-impl FileSystem for HostFileSystem {
-    fn canonical(&self, path: &Path) -> Option<PathBuf> {
-        std::fs::canonicalize(path).ok()
-    }
-
-    fn kind(&self, path: &Path) -> PathKind {
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_symlink() => PathKind::Link,
-            Ok(_) => PathKind::Other,
-            // Cannot be looked at (a directory on the way not searchable): as good as missing,
-            // its nearest reachable ancestor is planned instead.
-            Err(_) => PathKind::Missing,
-        }
-    }
-
-    fn read_link(&self, path: &Path) -> Option<PathBuf> {
-        std::fs::read_link(path).ok()
-    }
-
-    fn list(&self, dir: &Path, limit: usize) -> Option<Vec<Entry>> {
-        let mut entries = Vec::new();
-        for entry in std::fs::read_dir(dir).ok()? {
-            let entry = entry.ok()?;
-            // The kind comes from the directory itself (no `lstat` per entry); when the file
-            // system does not say, it is asked.
-            let link = !matches!(entry.file_type(), Ok(kind) if !kind.is_symlink());
-            entries.push((entry.path(), link));
-            if entries.len() > limit {
-                break;
-            }
-        }
-        Some(entries)
-    }
 }
 
 #[cfg(test)]

@@ -142,12 +142,11 @@ pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> 
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
         let Ok(fd) = open_path(path, *last_link) else { continue };
-        let rights = match file_type(&fd) {
-            Some(libc::S_IFDIR) => *rights,
-            Some(libc::S_IFLNK) | None => continue,
-            Some(_) => *rights & AccessFs::from_file(REQUESTED_ABI),
-        };
-        created = created.add_rule(PathBeneath::new(fd, rights))?;
+        // Rights beneath a file are narrowed to a file's by the crate, which looks at what
+        // the descriptor is. A symbolic link (an entry replaced since it was listed, opened
+        // without following) is a file to it: the rule then covers the link's own inode, and
+        // whatever is opened through the link is judged where it leads.
+        created = created.add_rule(PathBeneath::new(fd, *rights))?;
     }
     let status = created.restrict_self()?;
     Ok(match status.ruleset {
@@ -178,11 +177,6 @@ fn open_path(path: &Path, last_link: LastLink) -> nix::Result<OwnedFd> {
         LastLink::Refused => OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
     };
     nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())
-}
-
-/// The `S_IFMT` bits of what `fd` refers to.
-fn file_type(fd: &OwnedFd) -> Option<libc::mode_t> {
-    nix::sys::stat::fstat(fd).ok().map(|st| st.st_mode & libc::S_IFMT)
 }
 
 #[cfg(test)]

@@ -59,6 +59,8 @@ mod hidden;
 mod hidden_reads;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
+#[cfg(target_os = "linux")]
+mod listings;
 // The helper's user interface: every line it prints (on other systems, the one that says
 // there is no helper there).
 #[cfg(target_os = "linux")]

@@ -20,6 +20,7 @@ use nix::sched::{CloneFlags, unshare};
 
 use crate::error::HelperError;
 use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};
+use crate::listings::Listings;
 pub use crate::report::NoMountView;
 use crate::repositories::{WalkBudget, find_repositories, git_dir_entries};
 use crate::sys::{self, Recursion};
@@ -162,7 +163,11 @@ fn pin_between(root: &Path, path: &Path, pinned: &mut Vec<PathBuf>) {
 }
 
 /// Builds the plan for `policy` from the current mount table.
-pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
+pub(crate) fn plan(
+    policy: &ResolvedPolicy,
+    mounts: &[MountInfo],
+    listings: &Listings,
+) -> MountPlan {
     let roots = &policy.writable_roots;
     let writable_submounts = mounts
         .iter()
@@ -278,7 +283,7 @@ pub fn plan(policy: &ResolvedPolicy, mounts: &[MountInfo]) -> MountPlan {
     protected.sort();
     protected.dedup();
 
-    let mut hidden = crate::hidden::plan(&policy.hidden_paths, &policy.allowed_sockets);
+    let mut hidden = crate::hidden::plan(&policy.hidden_paths, &policy.allowed_sockets, listings);
     for device in hidden_devices() {
         if device.is_dir() {
             hidden.dirs.push(device);

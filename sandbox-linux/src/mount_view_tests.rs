@@ -31,7 +31,10 @@ fn only_writable_submounts_strictly_inside_roots_are_reopened() {
         hidden_paths: Vec::new(),
         allowed_sockets: Vec::new(),
     };
-    assert_eq!(plan(&policy, &mounts).writable_submounts, vec![PathBuf::from("/w/cache")]);
+    assert_eq!(
+        plan(&policy, &mounts, &crate::listings::Listings::new()).writable_submounts,
+        vec![PathBuf::from("/w/cache")]
+    );
     let nested = ResolvedPolicy {
         writable_roots: vec![
             PathBuf::from("/tmp"),
@@ -41,7 +44,7 @@ fn only_writable_submounts_strictly_inside_roots_are_reopened() {
         ..policy
     };
     assert_eq!(
-        plan(&nested, &mounts).writable_roots,
+        plan(&nested, &mounts, &crate::listings::Listings::new()).writable_roots,
         vec![PathBuf::from("/tmp"), PathBuf::from("/w")]
     );
 }

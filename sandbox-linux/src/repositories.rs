@@ -76,31 +76,58 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
             break;
         }
         budget.directories -= 1;
-        if is_git_dir(&dir) {
-            budget.repositories = budget.repositories.saturating_sub(1);
-            found.bare.push(dir);
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        let mut children = Vec::new();
-        let mut cache = false;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if name == ".git" {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            // Searchable but not readable (a mode the command may have set on a repository it
+            // can write): git still works there, so it is looked at name by name.
+            if is_git_dir(&dir) {
+                budget.repositories = budget.repositories.saturating_sub(1);
+                found.bare.push(dir);
+            } else if std::fs::symlink_metadata(dir.join(".git")).is_ok() {
                 budget.repositories = budget.repositories.saturating_sub(1);
                 if dir != root {
                     found.worktrees.push(dir.clone());
                 }
+            } else if owned_by_caller(&dir) {
+                // What lies deeper cannot be listed, but the caller's git can still reach it.
+                found.unsearched.push(dir);
+            }
+            continue;
+        };
+        let mut children = Vec::new();
+        let mut cache = false;
+        let mut has_dot_git = false;
+        // What makes a git dir, as git checks it: `HEAD` beside `objects/` and `refs/`. The
+        // kinds come from the listing (no lookup per directory).
+        let (mut head, mut objects, mut refs) = (false, false, false);
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            // The entry's own type: a symbolic link is never followed.
+            let kind = entry.file_type().ok();
+            let is_dir = kind.is_some_and(|t| t.is_dir());
+            if name == ".git" {
+                has_dot_git = true;
                 continue;
             }
-            if name == "CACHEDIR.TAG" {
-                cache = true;
+            match name.as_encoded_bytes() {
+                b"HEAD" => head = kind.is_some_and(|t| t.is_file() || t.is_symlink()),
+                b"objects" => objects = is_dir,
+                b"refs" => refs = is_dir,
+                b"CACHEDIR.TAG" => cache = true,
+                _ => {}
             }
-            // The entry's own type: a symbolic link is never followed.
-            if entry.file_type().is_ok_and(|t| t.is_dir())
-                && !SKIPPED.iter().any(|skipped| name == *skipped)
-            {
+            if is_dir && !SKIPPED.iter().any(|skipped| name == *skipped) {
                 children.push(entry.path());
+            }
+        }
+        if head && objects && refs {
+            budget.repositories = budget.repositories.saturating_sub(1);
+            found.bare.push(dir);
+            continue;
+        }
+        if has_dot_git {
+            budget.repositories = budget.repositories.saturating_sub(1);
+            if dir != root {
+                found.worktrees.push(dir.clone());
             }
         }
         if !cache && depth < MAX_DEPTH {
@@ -109,6 +136,21 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
         }
     }
     found
+}
+
+/// Whether the caller owns `dir` (and so could have made it unreadable, and can still work
+/// beneath it).
+fn owned_by_caller(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.uid() == nix::unistd::geteuid().as_raw())
+}
+
+/// Whether `dir` is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks.
+fn is_git_dir(dir: &Path) -> bool {
+    let kind = |name: &str| std::fs::symlink_metadata(dir.join(name)).ok().map(|m| m.file_type());
+    kind("HEAD").is_some_and(|t| t.is_file() || t.is_symlink())
+        && kind("objects").is_some_and(|t| t.is_dir())
+        && kind("refs").is_some_and(|t| t.is_dir())
 }
 
 /// The git dirs of every repository in `roots` (each checkout's `.git`, or what its pointer
@@ -125,14 +167,6 @@ pub fn git_dirs_in(roots: &[PathBuf]) -> Vec<PathBuf> {
     dirs.sort();
     dirs.dedup();
     dirs
-}
-
-/// Whether `dir` is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks.
-fn is_git_dir(dir: &Path) -> bool {
-    let kind = |name: &str| std::fs::symlink_metadata(dir.join(name)).ok().map(|m| m.file_type());
-    kind("HEAD").is_some_and(|t| t.is_file() || t.is_symlink())
-        && kind("objects").is_some_and(|t| t.is_dir())
-        && kind("refs").is_some_and(|t| t.is_dir())
 }
 
 /// What git reads code or redirections from in the git dir `git_dir`, as far as it exists:

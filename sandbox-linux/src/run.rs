@@ -15,6 +15,7 @@ use crate::containment::{self, Containment, NamespaceInit, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::hidden_reads;
 use crate::landlock_rules::{self, LandlockEnforcement};
+use crate::listings::Listings;
 use crate::mount_view::{self, MountView};
 use crate::proc_view::{self, ProcView};
 use crate::proxy_listener;
@@ -286,6 +287,10 @@ unsafe fn run(
         crate::cordon_home::protect_executables(&executables, &mut policy);
     let best_effort = args.request.strictness == Strictness::BestEffort;
 
+    // The directories on the way to the hidden paths, each read once for the mount view and
+    // the read rights. The view adds no names to them, so what is read now holds inside it.
+    let listings = Listings::new();
+
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
     let mut proc_covers = Vec::new();
@@ -301,7 +306,8 @@ unsafe fn run(
             if let (Some(roots), true) = (&unsealed_roots, landlock) {
                 view_policy.writable_roots = roots.clone();
             }
-            let plan = mount_view::plan(&view_policy, &mount_view::parse_mountinfo(&mountinfo));
+            let plan =
+                mount_view::plan(&view_policy, &mount_view::parse_mountinfo(&mountinfo), &listings);
             warn_unusable_git_files(&plan.unusable_git_files);
             warn_unsearched(&plan.unsearched);
             match mount_view::enter(&plan)? {
@@ -379,7 +385,7 @@ unsafe fn run(
         // The raw disks too: without the mount view, a root caller would read them whole.
         let mut hidden = policy.hidden_paths.clone();
         hidden.extend(mount_view::hidden_devices());
-        let reads = hidden_reads::plan(&hidden, &roots, &hidden_reads::HostFileSystem);
+        let reads = hidden_reads::plan(&hidden, &roots, &listings);
         // Outside the writable roots, a hidden path Landlock leaves to the mount view lies in
         // a directory too large to grant entry by entry: without the view nothing hides it.
         let unhidden: Vec<String> = reads

@@ -1,0 +1,215 @@
+//! The file system as directory listings, each read once per launch.
+//!
+//! The hidden paths are a catalogue of a few hundred places, almost all of which do not exist
+//! on a given machine, and most of which share a handful of directories (`~`, `~/.config`,
+//! `~/.local/share`). Asking the file system about each place costs a path walk per place, and
+//! the mount view and the read rights ask again. Reading each directory on the way once
+//! answers every question about its entries: what is there and what kind it is (the directory
+//! says, without an `lstat` per entry), and a place under a missing directory costs nothing.
+//!
+//! Only where a directory cannot be listed (search permission without read permission, or
+//! one larger than the listing keeps) is the entry looked up on its own.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::hidden_reads::{Entry, FileSystem, MAX_ENTRIES, PathKind};
+
+/// An entry's kind as its directory reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    Link,
+    Other,
+}
+
+/// One directory's entries, in the order they were read.
+#[derive(Debug)]
+struct Listing {
+    entries: Vec<(OsString, Kind)>,
+    by_name: HashMap<OsString, Kind>,
+    /// Every entry was read (not cut off at the limit).
+    complete: bool,
+}
+
+/// Directory listings, read on first use and kept for the launch. Single-threaded: the helper
+/// plans on its one thread.
+#[derive(Debug, Default)]
+pub(crate) struct Listings {
+    dirs: RefCell<HashMap<PathBuf, Option<std::rc::Rc<Listing>>>>,
+}
+
+impl Listings {
+    pub(crate) fn new() -> Self {
+        Listings::default()
+    }
+
+    /// The listing of `dir`, read at most once; `None` when it cannot be read.
+    fn listing(&self, dir: &Path) -> Option<std::rc::Rc<Listing>> {
+        if let Some(known) = self.dirs.borrow().get(dir) {
+            return known.clone();
+        }
+        let listing = read_listing(dir).map(std::rc::Rc::new);
+        self.dirs.borrow_mut().insert(dir.to_path_buf(), listing.clone());
+        listing
+    }
+
+    /// What is at `path` itself, a final symbolic link not followed, as `lstat` would say.
+    fn entry_kind(&self, path: &Path) -> PathKind {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            // `/` itself.
+            return PathKind::Other;
+        };
+        if self.entry_kind(parent) == PathKind::Missing {
+            return PathKind::Missing;
+        }
+        match self.listing(parent) {
+            Some(listing) => match listing.by_name.get(name) {
+                Some(Kind::Link) => PathKind::Link,
+                Some(Kind::Dir | Kind::Other) => PathKind::Other,
+                None if listing.complete => PathKind::Missing,
+                None => lstat_kind(path),
+            },
+            // Searchable but not readable, or not a directory (then nothing is below it).
+            None => lstat_kind(path),
+        }
+    }
+
+    /// Whether `path` exists (a final link is followed) — without a lookup of its own when its
+    /// directory says it is not there.
+    pub(crate) fn exists(&self, path: &Path) -> bool {
+        match self.entry_kind(path) {
+            PathKind::Missing => false,
+            PathKind::Link => std::fs::metadata(path).is_ok(),
+            PathKind::Other => true,
+        }
+    }
+
+    /// Whether a directory on the way to `path`, or `path` itself, is a symbolic link.
+    fn any_link_on_the_way(&self, path: &Path) -> bool {
+        path.ancestors().any(|step| self.entry_kind(step) == PathKind::Link)
+    }
+}
+
+impl FileSystem for Listings {
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        if !path.is_absolute() || self.entry_kind(path) == PathKind::Missing {
+            return None;
+        }
+        let plain = path.components().all(|c| {
+            matches!(c, std::path::Component::Normal(_)) || c == std::path::Component::RootDir
+        });
+        if plain && !self.any_link_on_the_way(path) {
+            return Some(path.to_path_buf());
+        }
+        std::fs::canonicalize(path).ok()
+    }
+
+    fn kind(&self, path: &Path) -> PathKind {
+        self.entry_kind(path)
+    }
+
+    fn list(&self, dir: &Path, limit: usize) -> Option<Vec<Entry>> {
+        let listing = self.listing(dir)?;
+        let mut entries: Vec<Entry> = listing
+            .entries
+            .iter()
+            .take(limit.saturating_add(1))
+            .map(|(name, kind)| (dir.join(name), *kind == Kind::Link))
+            .collect();
+        if !listing.complete && entries.len() <= limit {
+            // Cut off below what the caller asked for: read again, whole up to its limit.
+            entries = read_listing_up_to(dir, limit)?
+                .into_iter()
+                .map(|(name, kind)| (dir.join(name), kind == Kind::Link))
+                .collect();
+        }
+        Some(entries)
+    }
+
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::read_link(path).ok()
+    }
+}
+
+fn read_listing(dir: &Path) -> Option<Listing> {
+    let entries = read_listing_up_to(dir, MAX_ENTRIES)?;
+    let complete = entries.len() <= MAX_ENTRIES;
+    let by_name = entries.iter().cloned().collect();
+    Some(Listing { entries, by_name, complete })
+}
+
+/// The entries of `dir`, stopping after `limit` + 1.
+fn read_listing_up_to(dir: &Path, limit: usize) -> Option<Vec<(OsString, Kind)>> {
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        // The kind comes from the directory itself; when the file system does not say, std
+        // asks with an `lstat`. A kind that cannot be had is taken as a link: never granted,
+        // never walked through.
+        let kind = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => Kind::Dir,
+            Ok(kind) if !kind.is_symlink() => Kind::Other,
+            _ => Kind::Link,
+        };
+        entries.push((entry.file_name(), kind));
+        if entries.len() > limit {
+            break;
+        }
+    }
+    Some(entries)
+}
+
+fn lstat_kind(path: &Path) -> PathKind {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => PathKind::Link,
+        Ok(_) => PathKind::Other,
+        // Cannot be looked at (a directory on the way not searchable): as good as missing.
+        Err(_) => PathKind::Missing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn listings_answer_as_lstat_and_realpath_would() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/file"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+        let listings = Listings::new();
+        let cases = [
+            root.join("a"),
+            root.join("a/b"),
+            root.join("a/file"),
+            root.join("a/missing"),
+            root.join("a/missing/deeper"),
+            root.join("a/file/below"),
+            root.join("link"),
+            root.join("link/b"),
+            root.join("link/missing"),
+            root.join("dangling"),
+            root.join("dangling/x"),
+        ];
+        for path in &cases {
+            assert_eq!(listings.kind(path), lstat_kind(path), "kind of {path:?}");
+            assert_eq!(
+                listings.canonical(path),
+                std::fs::canonicalize(path).ok(),
+                "canonical {path:?}"
+            );
+            assert_eq!(listings.exists(path), path.exists(), "exists {path:?}");
+        }
+        let mut listed = listings.list(&root.join("a"), 10).unwrap();
+        listed.sort();
+        assert_eq!(listed, vec![(root.join("a/b"), false), (root.join("a/file"), false)]);
+        assert!(listings.list(&root.join("a/missing"), 10).is_none());
+    }
+}
