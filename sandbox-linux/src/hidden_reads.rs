@@ -34,7 +34,7 @@
 //! Pure: the caller hands in how to resolve a path and how to list a directory
 //! ([`crate::listings::Listings`] on the real file system).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// More entries than this in one ancestor: the directory is granted read as a whole.
@@ -96,20 +96,20 @@ pub(crate) fn plan(
     fs: &impl FileSystem,
 ) -> ReadPlan {
     let in_root = |path: &Path| writable_roots.iter().any(|root| path.starts_with(root));
-    let mut places: BTreeSet<PathBuf> = BTreeSet::new();
+    // Sets are hashed and lists put in byte order: a few hundred paths are looked up and
+    // sorted on every launch, and comparing paths component by component is the dearer way.
+    let mut places: HashSet<PathBuf> = HashSet::new();
     let mut resolved = Resolved { fs, known: HashMap::new(), kinds: HashMap::new() };
     for path in hidden {
         places.extend(hidden_places(path, &mut resolved, MAX_DANGLING_HOPS));
     }
     let (mut mount_view_only, mut kept): (Vec<PathBuf>, Vec<PathBuf>) =
-        places.iter().cloned().partition(|place| in_root(place));
-    // Looked up once per entry of every directory on the way: hashed, not compared in order.
-    let place_set: HashSet<&Path> = places.iter().map(PathBuf::as_path).collect();
+        in_byte_order(places.iter().cloned()).into_iter().partition(|place| in_root(place));
     // Hidden itself or inside a hidden place: nothing there is granted.
-    let hidden_at = |dir: &Path| dir.ancestors().any(|up| place_set.contains(up));
+    let hidden_at = |dir: &Path| dir.ancestors().any(|up| places.contains(up));
     // Every directory between `/` and a hidden place, unless it is hidden, inside a hidden
     // place or inside a writable root.
-    let mut ancestors: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut ancestors: HashSet<PathBuf> = HashSet::new();
     for place in &kept {
         for dir in place.ancestors().skip(1) {
             // Its own ancestors were added with it.
@@ -121,7 +121,7 @@ pub(crate) fn plan(
             }
         }
     }
-    let mut by_depth: Vec<PathBuf> = ancestors.iter().cloned().collect();
+    let mut by_depth: Vec<PathBuf> = in_byte_order(ancestors.iter().cloned());
     by_depth.sort_by_key(|dir| dir.components().count());
     let mut whole: Vec<PathBuf> = Vec::new();
     let mut listed: Vec<(PathBuf, Option<Vec<Entry>>)> = Vec::new();
@@ -137,12 +137,11 @@ pub(crate) fn plan(
         listed.push((dir, entries));
     }
     let is_whole = |path: &Path| whole.iter().any(|big| path.starts_with(big));
-    let ancestor_set: HashSet<&Path> = ancestors.iter().map(PathBuf::as_path).collect();
     let mut plan = ReadPlan::default();
     for (dir, entries) in listed {
         for (entry, link) in entries.into_iter().flatten() {
-            let granted_alone = ancestor_set.contains(entry.as_path()) && !is_whole(&entry);
-            if link || place_set.contains(entry.as_path()) || granted_alone {
+            let granted_alone = ancestors.contains(&entry) && !is_whole(&entry);
+            if link || places.contains(&entry) || granted_alone {
                 continue;
             }
             plan.siblings.push(entry);
@@ -159,6 +158,15 @@ pub(crate) fn plan(
     plan.unreadable = kept;
     plan.mount_view_only = mount_view_only;
     plan
+}
+
+/// `paths` sorted by their bytes (a stable order for the plan, cheaper than by components).
+fn in_byte_order(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = paths.collect();
+    paths.sort_unstable_by(|a, b| {
+        a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes())
+    });
+    paths
 }
 
 /// Directories resolved once: hidden paths share most of theirs (`~`, `~/.config`), and a

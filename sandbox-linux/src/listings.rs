@@ -39,6 +39,16 @@ struct Listing {
 #[derive(Debug, Default)]
 pub(crate) struct Listings {
     dirs: RefCell<HashMap<PathBuf, Option<std::rc::Rc<Listing>>>>,
+    /// What was found at each path asked about, and whether a link lies on its way: hidden
+    /// paths share their directories, so each is worked out once.
+    paths: RefCell<HashMap<PathBuf, Found>>,
+}
+
+/// What is at a path, and whether it or a directory on its way is a symbolic link.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    kind: PathKind,
+    link_on_the_way: bool,
 }
 
 impl Listings {
@@ -58,14 +68,28 @@ impl Listings {
 
     /// What is at `path` itself, a final symbolic link not followed, as `lstat` would say.
     fn entry_kind(&self, path: &Path) -> PathKind {
+        self.found(path).kind
+    }
+
+    fn found(&self, path: &Path) -> Found {
+        if let Some(found) = self.paths.borrow().get(path) {
+            return *found;
+        }
+        let found = self.look(path);
+        self.paths.borrow_mut().insert(path.to_path_buf(), found);
+        found
+    }
+
+    fn look(&self, path: &Path) -> Found {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             // `/` itself.
-            return PathKind::Other;
+            return Found { kind: PathKind::Other, link_on_the_way: false };
         };
-        if self.entry_kind(parent) == PathKind::Missing {
-            return PathKind::Missing;
+        let up = self.found(parent);
+        if up.kind == PathKind::Missing {
+            return Found { kind: PathKind::Missing, link_on_the_way: up.link_on_the_way };
         }
-        match self.listing(parent) {
+        let kind = match self.listing(parent) {
             Some(listing) => match listing.by_name.get(name) {
                 Some(Kind::Link) => PathKind::Link,
                 Some(Kind::Dir | Kind::Other) => PathKind::Other,
@@ -74,7 +98,10 @@ impl Listings {
             },
             // Searchable but not readable, or not a directory (then nothing is below it).
             None => lstat_kind(path),
-        }
+        };
+        let link_on_the_way =
+            up.kind == PathKind::Link || up.link_on_the_way || kind == PathKind::Link;
+        Found { kind, link_on_the_way }
     }
 
     /// Whether `path` exists (a final link is followed) — without a lookup of its own when its
@@ -86,22 +113,21 @@ impl Listings {
             PathKind::Other => true,
         }
     }
-
-    /// Whether a directory on the way to `path`, or `path` itself, is a symbolic link.
-    fn any_link_on_the_way(&self, path: &Path) -> bool {
-        path.ancestors().any(|step| self.entry_kind(step) == PathKind::Link)
-    }
 }
 
 impl FileSystem for Listings {
     fn canonical(&self, path: &Path) -> Option<PathBuf> {
-        if !path.is_absolute() || self.entry_kind(path) == PathKind::Missing {
+        if !path.is_absolute() {
+            return None;
+        }
+        let found = self.found(path);
+        if found.kind == PathKind::Missing {
             return None;
         }
         let plain = path.components().all(|c| {
             matches!(c, std::path::Component::Normal(_)) || c == std::path::Component::RootDir
         });
-        if plain && !self.any_link_on_the_way(path) {
+        if plain && !found.link_on_the_way {
             return Some(path.to_path_buf());
         }
         std::fs::canonicalize(path).ok()
