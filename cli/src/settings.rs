@@ -477,11 +477,13 @@ fn refuse_home_root(
     let Some(home) = home else {
         return Ok(());
     };
-    let Ok(resolved) = policy.resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p)) else {
+    let Ok(writable_roots) =
+        policy.writable_roots(cwd, &user_view.view(), |p| std::fs::canonicalize(p))
+    else {
         // The helper reports an unresolvable policy itself.
         return Ok(());
     };
-    if let Some(root) = resolved.writable_roots.iter().find(|root| home.starts_with(root)) {
+    if let Some(root) = writable_roots.iter().find(|root| home.starts_with(root)) {
         // A temporary directory every workspace-write run gets (HOME under /tmp in a
         // container or CI): no -C helps, the way out is another place for temporary files.
         let temporary = [Some(PathBuf::from("/tmp")), user_view.tmpdir.clone()]

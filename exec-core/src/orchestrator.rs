@@ -286,7 +286,7 @@ impl Orchestrator {
         }
 
         // 2-4. Pick the sandbox, spawn, classify.
-        let context = denial_context(request, &self.helper.user_view);
+        let context = DenialContextOnce::new(request, &self.helper.user_view);
         let approval = if outcome.approvals.is_empty() {
             ApprovalState::NotNeeded
         } else {
@@ -343,7 +343,7 @@ impl Orchestrator {
             RetryDecision::AskToRetryUnsandboxed => {
                 tracing::debug!("likely denied by the sandbox; asking to retry without it");
                 let reason = retry_reason(sandbox, exit.shell_status());
-                let reason = match program_inside_roots(request, &context.writable_roots) {
+                let reason = match program_inside_roots(request, &context.get().writable_roots) {
                     Some(program) => format!(
                         "{reason} Note: the program {} lies inside a writable root, so the \
                          sandboxed attempt may have changed it.",
@@ -356,7 +356,7 @@ impl Orchestrator {
                     cause: AskCause::Retry,
                     stage: ApprovalStage::RetryWithoutSandbox,
                     sandboxed: Sandboxed::No,
-                    evidence: denial_evidence(outcome.attempts.last(), &context),
+                    evidence: denial_evidence(outcome.attempts.last(), context.get()),
                 };
                 if self.approve(request, question, approver, &mut outcome.approvals).await {
                     let run = AttemptRun {
@@ -468,7 +468,7 @@ impl Orchestrator {
         request: &ExecRequest,
         kind: SandboxKind,
     ) -> Result<Attempt, OrchestratorError> {
-        let context = denial_context(request, &self.helper.user_view);
+        let context = DenialContextOnce::new(request, &self.helper.user_view);
         let run = AttemptRun { request, sandbox: kind, approval: ApprovalState::NotNeeded };
         self.attempt(&LocalRunner { helper: &self.helper }, run, &context).await
     }
@@ -579,7 +579,7 @@ impl Orchestrator {
         &self,
         runner: &R,
         run: AttemptRun<'_>,
-        context: &DenialContext,
+        context: &DenialContextOnce<'_>,
     ) -> Result<Attempt, R::Error> {
         let sandbox = run.sandbox;
         tracing::debug!(sandbox = sandbox.as_str(), "attempt starts");
@@ -587,9 +587,13 @@ impl Orchestrator {
         let (stdout, stderr) = (result.stdout.text(), result.stderr.text());
         let exit = command_exit(sandbox, result.exit, &stderr);
         let finished = Finished { sandbox, exit, stdout: &stdout, stderr: &stderr };
-        let verdict = classify(finished, context);
+        let verdict = match exit {
+            // A command that succeeded is not read for denials: no context is worked out.
+            ExitKind::Code(0) => Verdict::Success,
+            _ => classify(finished, context.get()),
+        };
         let blocked = match verdict {
-            Verdict::LikelySandboxDenied => explain_output(&stdout, &stderr, context),
+            Verdict::LikelySandboxDenied => explain_output(&stdout, &stderr, context.get()),
             _ => Vec::new(),
         };
         tracing::debug!(
@@ -628,6 +632,24 @@ fn program_inside_roots(request: &ExecRequest, roots: &[PathBuf]) -> Option<Path
     }?;
     let canonical = std::fs::canonicalize(&found).ok()?;
     roots.iter().any(|root| canonical.starts_with(root)).then_some(found)
+}
+
+/// [`denial_context`], worked out when first needed: a command that succeeds needs none, and
+/// resolving the policy expands the whole hidden-path catalogue.
+struct DenialContextOnce<'a> {
+    request: &'a ExecRequest,
+    user_view: &'a cordon_policies::EnvSnapshot,
+    context: std::cell::OnceCell<DenialContext>,
+}
+
+impl<'a> DenialContextOnce<'a> {
+    fn new(request: &'a ExecRequest, user_view: &'a cordon_policies::EnvSnapshot) -> Self {
+        DenialContextOnce { request, user_view, context: std::cell::OnceCell::new() }
+    }
+
+    fn get(&self) -> &DenialContext {
+        self.context.get_or_init(|| denial_context(self.request, self.user_view))
+    }
 }
 
 /// What the request's sandbox lets the command write, for judging denial messages. A policy

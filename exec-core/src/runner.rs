@@ -75,11 +75,12 @@ pub(crate) fn watch_git_dirs(
 ) -> Option<GitWatch> {
     #[cfg(target_os = "linux")]
     if sandbox == SandboxKind::Linux {
-        let resolved = request
+        let roots = &request
             .policy
-            .resolve(&request.policy_cwd, &helper.user_view.view(), |p| std::fs::canonicalize(p))
+            .writable_roots(&request.policy_cwd, &helper.user_view.view(), |p| {
+                std::fs::canonicalize(p)
+            })
             .ok()?;
-        let roots = &resolved.writable_roots;
         // Only git dirs the command can write: one a pointer names outside the roots (the
         // main repository of a linked worktree, or wherever a planted pointer leads) is left to
         // its owner, whose own changes there during the run must never be moved.

@@ -218,29 +218,14 @@ impl SandboxPolicy {
         env: &PolicyEnv<'_>,
         canonicalize: impl Fn(&Path) -> io::Result<PathBuf>,
     ) -> Result<ResolvedPolicy, PolicyError> {
-        if !cwd.is_absolute() {
-            return Err(PolicyError::RelativeCwd(cwd.to_path_buf()));
-        }
-        let mut writable_roots: Vec<PathBuf> = self
-            .candidate_writable_roots(cwd, env.tmpdir)
-            .iter()
-            .filter_map(|root| canonicalize(root).ok())
-            .collect();
-        writable_roots.sort_by(|a, b| {
-            a.components().count().cmp(&b.components().count()).then_with(|| a.cmp(b))
-        });
-        writable_roots.dedup();
-
+        let writable_roots = self.writable_roots(cwd, env, canonicalize)?;
         let allowed_sockets = self.allowed_sockets(env)?;
-        let (protected, hidden) = match self {
-            SandboxPolicy::DangerFullAccess {} => (Some(Vec::new()), Some(Vec::new())),
-            SandboxPolicy::ReadOnly { hidden_paths } => (Some(Vec::new()), hidden_paths.clone()),
-            SandboxPolicy::WorkspaceWrite(ww) => {
-                (ww.protected_paths.clone(), ww.hidden_paths.clone())
-            }
+        let hidden = match self {
+            SandboxPolicy::DangerFullAccess {} => Some(Vec::new()),
+            SandboxPolicy::ReadOnly { hidden_paths } => hidden_paths.clone(),
+            SandboxPolicy::WorkspaceWrite(ww) => ww.hidden_paths.clone(),
         };
-        let protected_paths = protected
-            .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect());
+        let protected_paths = self.protected_paths();
         let hidden_paths = match hidden {
             Some(list) => {
                 let mut paths = Vec::new();
@@ -265,6 +250,39 @@ impl SandboxPolicy {
             hidden_paths: distinct_hidden(hidden_paths, &allowed_sockets),
             allowed_sockets,
         })
+    }
+
+    /// The writable roots [`SandboxPolicy::resolve`] gives, alone: for callers that need only
+    /// them, without expanding the hidden paths (a catalogue of hundreds) each time.
+    pub fn writable_roots(
+        &self,
+        cwd: &Path,
+        env: &PolicyEnv<'_>,
+        canonicalize: impl Fn(&Path) -> io::Result<PathBuf>,
+    ) -> Result<Vec<PathBuf>, PolicyError> {
+        if !cwd.is_absolute() {
+            return Err(PolicyError::RelativeCwd(cwd.to_path_buf()));
+        }
+        let mut writable_roots: Vec<PathBuf> = self
+            .candidate_writable_roots(cwd, env.tmpdir)
+            .iter()
+            .filter_map(|root| canonicalize(root).ok())
+            .collect();
+        writable_roots.sort_by(|a, b| {
+            a.components().count().cmp(&b.components().count()).then_with(|| a.cmp(b))
+        });
+        writable_roots.dedup();
+        Ok(writable_roots)
+    }
+
+    /// The protected paths [`SandboxPolicy::resolve`] gives: the policy's, else the defaults.
+    pub fn protected_paths(&self) -> Vec<String> {
+        let protected = match self {
+            SandboxPolicy::DangerFullAccess {} | SandboxPolicy::ReadOnly { .. } => Some(Vec::new()),
+            SandboxPolicy::WorkspaceWrite(ww) => ww.protected_paths.clone(),
+        };
+        protected
+            .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect())
     }
 
     /// The expanded `allow_unix_sockets`, checked against the network setting (the front-end
