@@ -80,6 +80,9 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         parent_death: ParentDeath::Ignore,
         // Nothing else needs cordon to stay (`run_as_parent`): the plan is exec'd.
         proxy: None,
+        // No watch: cordon does not stay to look after the run.
+        #[cfg(target_os = "linux")]
+        walked: None,
     };
     let plan = plan_launch(&launch, &settings.helper)?;
     let error = plan.exec();

@@ -311,6 +311,10 @@ pub struct Launch<'a> {
     /// cordon's network proxy, for a policy with a domain allow-list. Without it such a
     /// command has no network.
     pub proxy: Option<ProxyEndpoint<'a>>,
+    /// The writable roots' repositories, found for the watch a moment before: a helper run in
+    /// cordon's forked child takes them instead of walking the roots again.
+    #[cfg(target_os = "linux")]
+    pub walked: Option<std::sync::Arc<cordon_sandbox_linux::RepositoryWalk>>,
 }
 
 /// How a sandboxed command reaches cordon's network proxy.
@@ -429,7 +433,18 @@ pub fn plan_launch(
     launch: &Launch<'_>,
     helper: &HelperSettings,
 ) -> Result<LaunchPlan, SandboxSetupError> {
-    let Launch { kind, ref command, cwd, cwd_pin, sandbox, env, parent_death, proxy } = *launch;
+    let Launch {
+        kind,
+        ref command,
+        cwd,
+        cwd_pin,
+        sandbox,
+        env,
+        parent_death,
+        proxy,
+        #[cfg(target_os = "linux")]
+        ref walked,
+    } = *launch;
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv = command.clone();
     let limits = crate::limits::plan_limits(sandbox)?;
@@ -468,6 +483,8 @@ pub fn plan_launch(
                 caller: cordon_sandbox_linux::Caller::Cordon,
                 tree_limits: limits.tree,
                 command: argv,
+                #[cfg(target_os = "linux")]
+                walked: walked.clone(),
             };
             LaunchPlan {
                 sandbox: kind,
@@ -584,6 +601,8 @@ mod tests {
                 env: &env,
                 parent_death: ParentDeath::Ignore,
                 proxy: None,
+                #[cfg(target_os = "linux")]
+                walked: None,
             };
             plan_launch(&launch, &helper).unwrap().env
         };
@@ -612,6 +631,8 @@ mod tests {
             env: &[],
             parent_death: ParentDeath::Kill,
             proxy,
+            #[cfg(target_os = "linux")]
+            walked: None,
         };
         let plan = plan_launch(&launch, &helper()).unwrap();
         assert_eq!(plan.program, PathBuf::from("/usr/bin/sandbox-exec"));

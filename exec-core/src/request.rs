@@ -70,6 +70,8 @@ impl ExecRequest {
             env: &self.env,
             parent_death: ParentDeath::Kill,
             proxy: None,
+            #[cfg(target_os = "linux")]
+            walked: None,
         }
     }
 }

@@ -84,7 +84,8 @@ pub(crate) fn watch_git_dirs(
         // Only git dirs the command can write: one a pointer names outside the roots (the
         // main repository of a linked worktree, or wherever a planted pointer leads) is left to
         // its owner, whose own changes there during the run must never be moved.
-        let mut git_dirs = cordon_sandbox_linux::git_dirs_in(roots);
+        let walked = std::sync::Arc::new(cordon_sandbox_linux::RepositoryWalk::of(roots));
+        let mut git_dirs = walked.git_dirs();
         git_dirs.retain(|dir| {
             std::fs::canonicalize(dir)
                 .is_ok_and(|dir| roots.iter().any(|root| dir.starts_with(root)))
@@ -97,7 +98,8 @@ pub(crate) fn watch_git_dirs(
             .flat_map(|home| cordon_policies::home_start_up_paths(home))
             .filter(|path| roots.iter().any(|root| path.starts_with(root)))
             .collect();
-        return Some(GitWatch(cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up)));
+        let watch = cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up);
+        return Some(GitWatch { watch, walked });
     }
     let _ = (request, sandbox, helper);
     None
@@ -105,14 +107,26 @@ pub(crate) fn watch_git_dirs(
 
 /// What a sandboxed command could plant in the git dirs of its writable roots, as it was before.
 #[derive(Debug)]
-pub(crate) struct GitWatch(#[cfg(target_os = "linux")] cordon_sandbox_linux::Watch);
+pub(crate) struct GitWatch {
+    #[cfg(target_os = "linux")]
+    watch: cordon_sandbox_linux::Watch,
+    /// The walk that found the git dirs, for the helper's mount view.
+    #[cfg(target_os = "linux")]
+    walked: std::sync::Arc<cordon_sandbox_linux::RepositoryWalk>,
+}
 
 impl GitWatch {
+    /// The repositories the watch found, for the launch of the same attempt.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn walked(&self) -> std::sync::Arc<cordon_sandbox_linux::RepositoryWalk> {
+        std::sync::Arc::clone(&self.walked)
+    }
+
     /// Moves aside what was planted since [`watch_git_dirs`].
     pub(crate) fn move_aside(&self) -> Vec<MovedAside> {
         #[cfg(target_os = "linux")]
         return self
-            .0
+            .watch
             .move_aside()
             .into_iter()
             .map(|planted| MovedAside { path: planted.path, to: planted.moved_to })
@@ -149,13 +163,17 @@ impl Runner for LocalRunner<'_> {
             None,
             &self.helper.proxy_test_resolve,
         )?;
+        let watch = watch_git_dirs(&request.sandbox, sandbox, self.helper);
         let mut launch = request.launch(sandbox);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
+        #[cfg(target_os = "linux")]
+        {
+            launch.walked = watch.as_ref().map(GitWatch::walked);
+        }
         let spec = plan_launch(&launch, self.helper)?;
         log_plan(&spec, self.helper, proxy.is_some());
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
-        let watch = watch_git_dirs(&request.sandbox, sandbox, self.helper);
         let result = run_process(&spec, &options).await;
         let moved_aside = watch.as_ref().map(GitWatch::move_aside).unwrap_or_default();
         if !moved_aside.is_empty() {

@@ -139,6 +139,11 @@ pub struct HelperArgs {
     pub tree_limits: TreeLimits,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
+    /// Not a flag: the repositories of the writable roots, found by a caller that runs the
+    /// helper in its own forked child and walked them a moment before (for its watch of what
+    /// the command plants). Without it the helper walks them itself.
+    #[cfg(target_os = "linux")]
+    pub walked: Option<std::sync::Arc<crate::repositories::RepositoryWalk>>,
 }
 
 /// The helper's `--help`.
@@ -363,6 +368,8 @@ pub fn parse_helper_args(
         caller,
         tree_limits,
         command,
+        #[cfg(target_os = "linux")]
+        walked: None,
     })
 }
 

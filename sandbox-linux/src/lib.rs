@@ -122,7 +122,7 @@ pub use sys::set_process_limits;
 #[cfg(target_os = "linux")]
 pub use planted::{Planted, Watch};
 #[cfg(target_os = "linux")]
-pub use repositories::{WalkBudget, find_repositories, git_dirs_in};
+pub use repositories::{RepositoryWalk, WalkBudget, find_repositories, git_dirs_in};
 
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]

@@ -22,7 +22,7 @@ use crate::error::HelperError;
 use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};
 use crate::listings::Listings;
 pub use crate::report::NoMountView;
-use crate::repositories::{WalkBudget, find_repositories, git_dir_entries};
+use crate::repositories::{RepositoryWalk, WalkBudget, find_repositories, git_dir_entries};
 use crate::sys::{self, Recursion};
 
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
@@ -162,12 +162,21 @@ fn pin_between(root: &Path, path: &Path, pinned: &mut Vec<PathBuf>) {
     }
 }
 
+/// What the plan reads of the host besides the mount table.
+pub(crate) struct Surveyed<'a> {
+    /// The directories on the way to the hidden paths.
+    pub listings: &'a Listings,
+    /// The writable roots' repositories, when the caller found them already.
+    pub walked: Option<&'a RepositoryWalk>,
+}
+
 /// Builds the plan for `policy` from the current mount table.
 pub(crate) fn plan(
     policy: &ResolvedPolicy,
     mounts: &[MountInfo],
-    listings: &Listings,
+    host: &Surveyed<'_>,
 ) -> MountPlan {
+    let listings = host.listings;
     let roots = &policy.writable_roots;
     let writable_submounts = mounts
         .iter()
@@ -184,7 +193,10 @@ pub(crate) fn plan(
         // Every repository in the root: the root's own, nested ones (vendored, cloned,
         // fixtures), and git dirs lying there as plain directories. An allowance per root, so
         // one filled with directories (`/tmp`) cannot spend the workspace's.
-        let repositories = find_repositories(root, &mut WalkBudget::default());
+        let repositories = match host.walked {
+            Some(walk) => walk.repositories(root),
+            None => find_repositories(root, &mut WalkBudget::default()),
+        };
         unsearched.extend(repositories.unsearched);
         for git_dir in &repositories.bare {
             for entry in git_dir_entries(git_dir) {

@@ -32,7 +32,12 @@ fn only_writable_submounts_strictly_inside_roots_are_reopened() {
         allowed_sockets: Vec::new(),
     };
     assert_eq!(
-        plan(&policy, &mounts, &crate::listings::Listings::new()).writable_submounts,
+        plan(
+            &policy,
+            &mounts,
+            &Surveyed { listings: &crate::listings::Listings::new(), walked: None }
+        )
+        .writable_submounts,
         vec![PathBuf::from("/w/cache")]
     );
     let nested = ResolvedPolicy {
@@ -44,7 +49,12 @@ fn only_writable_submounts_strictly_inside_roots_are_reopened() {
         ..policy
     };
     assert_eq!(
-        plan(&nested, &mounts, &crate::listings::Listings::new()).writable_roots,
+        plan(
+            &nested,
+            &mounts,
+            &Surveyed { listings: &crate::listings::Listings::new(), walked: None }
+        )
+        .writable_roots,
         vec![PathBuf::from("/tmp"), PathBuf::from("/w")]
     );
 }

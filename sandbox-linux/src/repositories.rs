@@ -156,17 +156,50 @@ fn is_git_dir(dir: &Path) -> bool {
 /// The git dirs of every repository in `roots` (each checkout's `.git`, or what its pointer
 /// file names, and the git dirs lying there as plain directories), for a [`GitWatch`].
 pub fn git_dirs_in(roots: &[PathBuf]) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    for root in roots {
-        let found = find_repositories(root, &mut WalkBudget::default());
-        dirs.extend(found.bare);
-        for top in &found.worktrees {
-            dirs.extend(crate::git_dirs::git_dirs(top).dirs);
+    RepositoryWalk::of(roots).git_dirs()
+}
+
+/// The repositories of a set of writable roots, found once: a caller that watches the roots'
+/// git dirs and then runs the helper in its own forked child hands the walk over, and the
+/// helper's mount view protects what the watch watches, without a second walk of the same
+/// directories at the same moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepositoryWalk {
+    roots: Vec<(PathBuf, Repositories)>,
+}
+
+impl RepositoryWalk {
+    /// Walks each of `roots` with an allowance of its own.
+    pub fn of(roots: &[PathBuf]) -> Self {
+        let roots = roots
+            .iter()
+            .map(|root| (root.clone(), find_repositories(root, &mut WalkBudget::default())))
+            .collect();
+        RepositoryWalk { roots }
+    }
+
+    /// What the walk found in `root`, or a walk of it now when it was not one of the roots.
+    #[cfg_attr(not(target_os = "linux"), expect(dead_code, reason = "the mount view's"))]
+    pub(crate) fn repositories(&self, root: &Path) -> Repositories {
+        match self.roots.iter().find(|(walked, _)| walked == root) {
+            Some((_, found)) => found.clone(),
+            None => find_repositories(root, &mut WalkBudget::default()),
         }
     }
-    dirs.sort();
-    dirs.dedup();
-    dirs
+
+    /// The git dirs of every repository found (see [`git_dirs_in`]).
+    pub fn git_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        for (_, found) in &self.roots {
+            dirs.extend(found.bare.iter().cloned());
+            for top in &found.worktrees {
+                dirs.extend(crate::git_dirs::git_dirs(top).dirs);
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
 }
 
 /// What git reads code or redirections from in the git dir `git_dir`, as far as it exists:

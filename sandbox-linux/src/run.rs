@@ -306,8 +306,11 @@ unsafe fn run(
             if let (Some(roots), true) = (&unsealed_roots, landlock) {
                 view_policy.writable_roots = roots.clone();
             }
-            let plan =
-                mount_view::plan(&view_policy, &mount_view::parse_mountinfo(&mountinfo), &listings);
+            let plan = mount_view::plan(
+                &view_policy,
+                &mount_view::parse_mountinfo(&mountinfo),
+                &mount_view::Surveyed { listings: &listings, walked: args.walked.as_deref() },
+            );
             warn_unusable_git_files(&plan.unusable_git_files);
             warn_unsearched(&plan.unsearched);
             match mount_view::enter(&plan)? {

@@ -207,12 +207,16 @@ impl SessionManager {
         let test_resolve = &self.orchestrator.helper().proxy_test_resolve;
         let proxy =
             NetworkProxy::start_for(kind, &request.sandbox.policy, narrowed_by, test_resolve)?;
-        let mut launch = request.launch(kind);
-        launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
-        let spec = plan_launch(&launch, self.orchestrator.helper())?;
-        crate::runner::log_plan(&spec, self.orchestrator.helper(), proxy.is_some());
         let git_watch =
             crate::runner::watch_git_dirs(&request.sandbox, kind, self.orchestrator.helper());
+        let mut launch = request.launch(kind);
+        launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
+        #[cfg(target_os = "linux")]
+        {
+            launch.walked = git_watch.as_ref().map(crate::runner::GitWatch::walked);
+        }
+        let spec = plan_launch(&launch, self.orchestrator.helper())?;
+        crate::runner::log_plan(&spec, self.orchestrator.helper(), proxy.is_some());
         let start = Start {
             started,
             cmd: args.cmd.clone(),

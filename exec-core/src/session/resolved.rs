@@ -53,6 +53,8 @@ impl SessionManager {
             env: &env,
             parent_death: ParentDeath::Kill,
             proxy: None,
+            #[cfg(target_os = "linux")]
+            walked: None,
         };
         let spec = plan_launch(&launch, helper)?;
         let git_watch = crate::runner::watch_git_dirs(&sandbox, kind, helper);
