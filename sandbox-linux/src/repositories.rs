@@ -14,6 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rustix::fs::FileType;
+
 /// How far the walk goes for all roots of one run together.
 const MAX_DIRECTORIES: usize = 20_000;
 const MAX_DEPTH: usize = 24;
@@ -76,7 +78,7 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
             break;
         }
         budget.directories -= 1;
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Some(entries) = list(&dir) else {
             // Searchable but not readable (a mode the command may have set on a repository it
             // can write): git still works there, so it is looked at name by name.
             if is_git_dir(&dir) {
@@ -99,24 +101,24 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
         // What makes a git dir, as git checks it: `HEAD` beside `objects/` and `refs/`. The
         // kinds come from the listing (no lookup per directory).
         let (mut head, mut objects, mut refs) = (false, false, false);
-        for entry in entries.flatten() {
-            let name = entry.file_name();
+        for (name, kind) in entries {
             // The entry's own type: a symbolic link is never followed.
-            let kind = entry.file_type().ok();
-            let is_dir = kind.is_some_and(|t| t.is_dir());
+            let is_dir = kind == Some(FileType::Directory);
             if name == ".git" {
                 has_dot_git = true;
                 continue;
             }
             match name.as_encoded_bytes() {
-                b"HEAD" => head = kind.is_some_and(|t| t.is_file() || t.is_symlink()),
+                b"HEAD" => {
+                    head = matches!(kind, Some(FileType::RegularFile | FileType::Symlink));
+                }
                 b"objects" => objects = is_dir,
                 b"refs" => refs = is_dir,
                 b"CACHEDIR.TAG" => cache = true,
                 _ => {}
             }
             if is_dir && !SKIPPED.iter().any(|skipped| name == *skipped) {
-                children.push(entry.path());
+                children.push(dir.join(name));
             }
         }
         if head && objects && refs {
@@ -136,6 +138,37 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
         }
     }
     found
+}
+
+/// The entries of `dir` with their kinds as the directory gives them (an `lstat` only where
+/// the file system does not say); `None` when it cannot be read. Opened without following a
+/// final link (a directory swapped for one since its parent was read is not entered), and read
+/// with `getdents64` alone: the libc's `opendir` adds an `fstat` to every directory of the walk.
+fn list(dir: &Path) -> Option<Vec<(std::ffi::OsString, Option<FileType>)>> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    use std::os::unix::ffi::OsStrExt;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
+    // Owned by the reader, which reads through it as it is (no second open).
+    let mut reader = rustix::fs::Dir::new(fd).ok()?;
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.read() {
+        let entry = entry.ok()?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::Unknown => reader.fd().ok().and_then(|fd| {
+                rustix::fs::statat(fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .ok()
+                    .map(|st| FileType::from_raw_mode(st.st_mode))
+            }),
+            kind => Some(kind),
+        };
+        entries.push((std::ffi::OsStr::from_bytes(name).to_os_string(), kind));
+    }
+    Some(entries)
 }
 
 /// Whether the caller owns `dir` (and so could have made it unreadable, and can still work
