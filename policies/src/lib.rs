@@ -51,6 +51,7 @@ mod display;
 mod domains;
 mod env_policy;
 mod env_secrets;
+mod evaluated_names;
 mod git_config;
 mod git_reading;
 mod hidden_paths;

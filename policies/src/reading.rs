@@ -212,7 +212,11 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
     // A subscript or arithmetic operand with an expansion is evaluated, command substitutions
     // included (`test -v 'a[$(cmd)]'`, `declare -i`, `printf -v 'a[$(cmd)]'`).
     if NAME_BUILTINS.contains(&program.as_str())
-        && rest.iter().any(|a| a.contains(['$', '`']) || a == "-v" || a.starts_with("-i"))
+        && rest.iter().any(|a| {
+            // In a script, a word the shell computes stands as COMPUTED_WORD: its value is
+            // the name (`read "$v"`, `wait -p "$v"`).
+            a.contains(['$', '`']) || a.contains(COMPUTED_WORD) || a == "-v" || a.starts_with("-i")
+        })
     {
         return Err(Unreadable::Builtin { name: program });
     }

@@ -10,6 +10,7 @@
 
 use tree_sitter::{Node, Parser};
 
+use crate::evaluated_names::evaluated_name;
 use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable, is_code_variable};
 
 /// What tree-sitter-bash reads in one script.
@@ -54,13 +55,22 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
             reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
         }
     }
-    if subscript_with_expansion(&source) {
-        reading.unreadable.get_or_insert(Unreadable::Builtin { name: "a[…]".to_owned() });
+    if let Some(name) = evaluated_name(&source) {
+        reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
     }
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
         match node.kind() {
             "command" => read_command_node(node, &source, &mut reading),
+            // `[ -v NAME ]` evaluates NAME's subscript; `unset`, `export`, `declare` … with a
+            // computed word take its value as a name, subscript included.
+            "test_command" | "unset_command" | "declaration_command"
+                if names_from_values(node, &source) =>
+            {
+                let name = source.get(node.byte_range()).unwrap_or_default();
+                let name: String = name.split_whitespace().next().unwrap_or_default().into();
+                reading.unreadable.get_or_insert(Unreadable::Builtin { name });
+            }
             "variable_assignment" => {
                 if let Some(name) = assigned_name(node, &source).filter(|n| is_code_variable(n)) {
                     reading.unreadable.get_or_insert(Unreadable::CodeVariable { name });
@@ -74,15 +84,20 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
     reading
 }
 
-/// Whether `source` has a subscript holding an expansion (`a[$i]`, `${a[$i]}`): evaluated as
-/// arithmetic, where a variable's value can hold a command substitution.
-fn subscript_with_expansion(source: &str) -> bool {
-    let bytes = source.as_bytes();
-    bytes.iter().enumerate().any(|(at, &b)| {
-        b == b'['
-            && at > 0
-            && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_')
-            && bytes[at + 1..].iter().take_while(|&&c| c != b']').any(|&c| c == b'$' || c == b'`')
+/// Whether a test, `unset` or declaration takes a name from a value: `-v`/`-R` in a test, or
+/// an operand the shell computes.
+fn names_from_values(node: Node<'_>, source: &str) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+    children.iter().any(|child| {
+        let text = source.get(child.byte_range()).unwrap_or_default();
+        match child.kind() {
+            "variable_assignment" | "variable_name" | "comment" => false,
+            _ if node.kind() == "test_command" => {
+                text.contains("-v") || text.contains("-R") || names_from_values(*child, source)
+            }
+            _ => literal(*child, source).is_none(),
+        }
     })
 }
 

@@ -168,6 +168,46 @@ fn forbidden_and_prompt_rules_hold_for_spellings_that_hide_the_program() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
 
+/// bash evaluates a variable's value as arithmetic or as a name in many places, and a value
+/// holding a subscript with a command substitution (`b[$(rm …)]`) then runs the command. The
+/// script below builds that value from pieces that name no program, so only the place of the
+/// evaluation shows that the script may run anything.
+#[test]
+fn forbidden_rules_hold_where_bash_evaluates_a_value_the_script_built() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    let victim = e.work.path().join("victim");
+    let build = r#"o=$'\x5b'; c=$'\x5d'; a=r; b=m; y="\$($a$b -f victim)"; v=b$o$y$c; "#;
+    for evaluation in [
+        "RANDOM=v",
+        "read OPTIND <<< v",
+        "echo ${v:v}",
+        "z=(1); echo ${z[v]}",
+        "echo ${!v}",
+        "echo $[v]",
+        "z=([v]=1)",
+        "declare -i n; n=v",
+        "declare -n r=\"$v\"; r=1",
+        "read \"$v\" <<< 1",
+        "[ -v \"$v\" ]",
+        "unset \"$v\"",
+    ] {
+        let script = format!("{build}{evaluation}");
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let run =
+                exec(e.home.path(), e.work.path(), &["-a", approval, "--", "bash", "-c", &script]);
+            assert!(victim.exists(), "{evaluation:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{evaluation:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
 #[test]
 fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_only_run() {
     require_sandbox!(1);
