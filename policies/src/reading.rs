@@ -54,13 +54,18 @@ const RUNS_WITH_OPTION: &[(&str, &[&str])] = &[
     ),
     ("zip", &["-TT", "--unzip-command"]),
     ("rsync", &["-e", "--rsh", "--rsync-path"]),
-    ("scp", &["-S"]),
+    ("ssh", &["-o", "-F"]),
+    ("scp", &["-S", "-o", "-F"]),
+    ("sftp", &["-S", "-D", "-o", "-F"]),
+    ("man", &["-P", "--pager", "-H", "--html"]),
     ("vim", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e"]),
     ("vi", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e"]),
     ("nvim", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e", "--headless"]),
     ("ex", &["-c", "--cmd", "-S", "-s"]),
     ("emacs", &["--eval", "-l", "--load", "--batch", "-batch", "--script", "-f", "--funcall"]),
-    ("less", &["+!", "-+"]),
+    // Any initial command (`+CMD`) may be `!` or `|` after others; a lesskey file binds keys
+    // to shell commands.
+    ("less", &["+", "-+", "--lesskey-src", "--lesskey-file"]),
 ];
 
 /// An awk program that runs commands: `system(…)`, a pipe to or from a command (`print | "sh"`,
@@ -244,13 +249,14 @@ fn inline_code(program: &str, args: &[String]) -> Option<String> {
         return sed_runs_commands(args).then(|| program.to_owned());
     }
     if let Some((_, options)) = RUNS_WITH_OPTION.iter().find(|(name, _)| *name == stem) {
-        let given = args.iter().any(|arg| {
-            options.iter().any(|o| {
-                arg == o
-                    || arg.starts_with(&format!("{o}="))
-                    || (o.len() == 2 && arg.starts_with(o))
-            })
-        });
+        // tar's old style: a first word without a dash is a cluster of options.
+        let old_style = (stem == "tar")
+            .then(|| args.first().filter(|a| !a.starts_with('-')).map(|a| format!("-{a}")))
+            .flatten();
+        let given = args
+            .iter()
+            .chain(old_style.as_ref())
+            .any(|arg| options.iter().any(|o| option_given(arg, o)));
         return given.then(|| program.to_owned());
     }
     let (_, options) = INLINE_CODE.iter().find(|(name, _)| *name == stem)?;
@@ -264,6 +270,25 @@ fn inline_code(program: &str, args: &[String]) -> Option<String> {
         })
     });
     given.then(|| program.to_owned())
+}
+
+/// Whether `arg` may give the option `option`: a long option or any abbreviation of it
+/// (getopt_long takes `--to-com=…` for `--to-command=…`), a short option anywhere in a cluster
+/// (`-avze CMD`, `-cvIrm`: the letter may also be another option's value, which only costs a
+/// question), any other spelling as a prefix (`-TT…`, `+…`).
+fn option_given(arg: &str, option: &str) -> bool {
+    if let Some(name) = option.strip_prefix("--") {
+        let Some(given) = arg.strip_prefix("--") else { return false };
+        let given = given.split_once('=').map_or(given, |(key, _)| key);
+        return !given.is_empty() && name.starts_with(given);
+    }
+    let mut letters = option.chars();
+    if let (Some('-'), Some(letter), None) = (letters.next(), letters.next(), letters.next())
+        && letter.is_ascii_alphabetic()
+    {
+        return arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(letter);
+    }
+    arg.starts_with(option)
 }
 
 /// Whether a shell with these arguments reads its script from standard input: no inline

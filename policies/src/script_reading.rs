@@ -55,6 +55,10 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
             reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
         }
     }
+    // `read GIT_SSH_COMMAND; export GIT_SSH_COMMAND` sets one without an assignment.
+    if let Some(name) = named_code_variable(&source) {
+        reading.unreadable.get_or_insert(Unreadable::CodeVariable { name });
+    }
     if let Some(name) = evaluated_name(&source) {
         reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
     }
@@ -82,6 +86,28 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
         stack.extend(node.children(&mut cursor));
     }
     reading
+}
+
+/// The first variable in `source` that loads code or names a program
+/// ([`is_code_variable`]), other than where its value is read (`$EDITOR`, `${PAGER}`).
+fn named_code_variable(source: &str) -> Option<String> {
+    let mut at = 0;
+    let bytes = source.as_bytes();
+    while at < bytes.len() {
+        let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        if !is_name(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let end = (at..bytes.len()).find(|&i| !is_name(bytes[i])).unwrap_or(bytes.len());
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i)).copied();
+        let name = source.get(at..end).unwrap_or_default();
+        if !matches!(before, Some(b'$' | b'{' | b'#' | b'!')) && is_code_variable(name) {
+            return Some(name.to_owned());
+        }
+        at = end;
+    }
+    None
 }
 
 /// Whether a test, `unset` or declaration takes a name from a value: `-v`/`-R` in a test, or

@@ -277,11 +277,69 @@ const UNMODELLED: &[&str] = &[
     "ts",
     "rlwrap",
     "expect",
+    "runcon",
+    "coreutils",
+    "perf",
+    "screen",
+    "tmux",
+    "pee",
+    "ifne",
+    "chronic",
+    "at",
+    "batch",
+    "run0",
+    "ksu",
+    "fakechroot",
+    "minijail0",
+    "nsjail",
+    "systemd-nspawn",
+    "schroot",
+    "flatpak-spawn",
+    "cpulimit",
+    "trickle",
+    "hyperfine",
+    "watchexec",
+    "rr",
+    "heaptrack",
+    "uftrace",
+    "xterm",
+    "x-terminal-emulator",
+    "gnome-terminal",
+    "konsole",
+    "tini",
+    "dumb-init",
+    "catatonit",
+    "daemonize",
+    "start-stop-daemon",
+    "dtach",
+    "abduco",
+    "setuidgid",
+    "softlimit",
+    "envdir",
+    "envuidgid",
+    "timelimit",
+    "lckdo",
+    "mispipe",
+    "nq",
+    "sem",
+    "gamemoderun",
+    "prime-run",
+    "optirun",
+    "primusrun",
 ];
+
+/// The dynamic loader (`/lib64/ld-linux-x86-64.so.2 /bin/rm …` runs `rm`) and user-mode
+/// emulators (`qemu-x86_64 /bin/rm`): programs given another program's file to run.
+fn is_loader(name: &str) -> bool {
+    name == "ld.so"
+        || (name.starts_with("ld-") && name.contains(".so"))
+        || name.starts_with("qemu-")
+}
 
 /// Whether `name` is a program that runs another program named in its arguments.
 pub(crate) fn is_wrapper(name: &str) -> bool {
     UNMODELLED.contains(&name)
+        || is_loader(name)
         || matches!(
             name,
             "env"
@@ -309,8 +367,12 @@ pub(crate) fn is_wrapper(name: &str) -> bool {
 /// What `name rest…` runs, `name` being a program's file name.
 pub(crate) fn unwrap<'a>(name: &str, rest: &'a [String]) -> Unwrapped<'a> {
     let unreadable = |detail: String| Unwrapped::Unreadable(Unreadable::Wrapper { detail });
-    if UNMODELLED.contains(&name) {
+    if UNMODELLED.contains(&name) || is_loader(name) {
         return unreadable(format!("`{name}` runs what cordon does not read"));
+    }
+    // `ip netns exec NS CMD`, `ip vrf exec VRF CMD`.
+    if name == "ip" && rest.iter().any(|word| word == "exec") {
+        return unreadable("`ip … exec` runs what cordon does not read".to_owned());
     }
     let grammar = match name {
         "env" => &ENV,

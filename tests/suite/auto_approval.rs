@@ -208,6 +208,53 @@ fn forbidden_rules_hold_where_bash_evaluates_a_value_the_script_built() {
     }
 }
 
+/// Programs that run another program without being a wrapper cordon unwrapped: the dynamic
+/// loader, a program named in a variable git reads (set by `env` or by a script's `read`), and
+/// options of programs that run commands in the spellings getopt also takes (`-oProxyCommand`,
+/// an abbreviated `--to-command`).
+#[test]
+fn forbidden_rules_hold_for_loaders_program_variables_and_option_spellings() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    let victim = e.work.path().join("victim");
+    std::fs::write(e.work.path().join("a"), "a").unwrap();
+    let tar = Command::new("tar").args(["-cf", "a.tar", "a"]).current_dir(e.work.path()).status();
+    assert!(tar.unwrap().success());
+    let loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .into_iter()
+        .find(|path| Path::new(path).exists());
+    let mut spellings = vec![
+        vec!["env", "GIT_SSH_COMMAND=rm -f victim", "git", "ls-remote", "ssh://h/r"],
+        vec![
+            "bash",
+            "-c",
+            "a=r; b=m; read GIT_SSH_COMMAND <<< \"$a$b -f victim\"; export GIT_SSH_COMMAND; \
+             git ls-remote ssh://h/r",
+        ],
+        vec!["ssh", "-oProxyCommand=rm -f victim", "h"],
+        vec!["tar", "-xf", "a.tar", "--to-comm=rm -f victim"],
+    ];
+    match loader {
+        Some(loader) => spellings.push(vec![loader, "/bin/rm", "-f", "victim"]),
+        None => eprintln!("no dynamic loader at a known path: its case is not tried"),
+    }
+    for spelling in spellings {
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(&spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
 #[test]
 fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_only_run() {
     require_sandbox!(1);
