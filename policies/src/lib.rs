@@ -74,6 +74,7 @@ mod sealing;
 mod secret_files;
 mod shell_script;
 mod start_files;
+mod stream_editors;
 mod unreadable;
 mod wrappers;
 

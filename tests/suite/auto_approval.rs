@@ -255,6 +255,44 @@ fn forbidden_rules_hold_for_loaders_program_variables_and_option_spellings() {
     }
 }
 
+/// sed and awk run commands in spellings a simple reading misses (`;` inside a regex, a
+/// clustered or abbreviated option, an address flag), and a shell or awk runs a script cordon
+/// never sees when it comes from standard input under a file's name, a process substitution or
+/// a computed word.
+#[test]
+fn forbidden_rules_hold_for_sed_awk_spellings_and_scripts_from_streams() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    std::fs::write(e.work.path().join("in.txt"), "x;y\n").unwrap();
+    let victim = e.work.path().join("victim");
+    for spelling in [
+        &["sed", "-n", "s/x;y/rm -f victim/ep", "in.txt"][..],
+        &["sed", "--expr=s/^.*$/rm -f victim/e", "in.txt"],
+        &["sed", "/x/Ie rm -f victim", "in.txt"],
+        &["bash", "-c", "a=r; b=m; bash /dev/stdin <<< \"$a$b -f victim\""],
+        &["bash", "-c", "a=r; b=m; bash <(echo \"$a$b -f victim\")"],
+        &["bash", "-c", "a=r; b=m; awk \"BEGIN{system(\\\"$a$b -f victim\\\")}\""],
+    ] {
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+    // A sed that only prints is still known-safe.
+    let run =
+        exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "sed", "-n", "1p", "in.txt"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
 #[test]
 fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_only_run() {
     require_sandbox!(1);
