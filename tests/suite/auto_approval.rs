@@ -293,6 +293,56 @@ fn forbidden_rules_hold_for_sed_awk_spellings_and_scripts_from_streams() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
 
+/// git runs a command given in an abbreviated option (`git rebase --ex=CMD`: git's option
+/// parser takes any unambiguous prefix) and in an `ext::` URL (allowed here by the
+/// repository's own configuration, which a sandboxed command can write).
+#[test]
+fn forbidden_rules_hold_for_git_option_abbreviations_and_ext_urls() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.email=a@b", "-c", "user.name=a"])
+            .args(args)
+            .current_dir(e.work.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "two"]);
+    git(&["config", "protocol.ext.allow", "always"]);
+    let victim = e.work.path().join("victim");
+    for spelling in [
+        &[
+            "git",
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "rebase",
+            "--ex=rm -f victim",
+            "HEAD~1",
+        ][..],
+        &["git", "ls-remote", "ext::rm -f victim"],
+    ] {
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
 #[test]
 fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_only_run() {
     require_sandbox!(1);
