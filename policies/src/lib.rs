@@ -75,6 +75,7 @@ mod secret_files;
 mod shell_script;
 mod start_files;
 mod stream_editors;
+mod unmodelled_wrappers;
 mod unreadable;
 mod wrappers;
 

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 
+use crate::unmodelled_wrappers::{UNMODELLED, is_loader};
 use crate::unreadable::{COMPUTED_WORD, Unreadable, is_code_variable};
 
 /// What a wrapper call runs.
@@ -215,126 +216,6 @@ const CHRT: Grammar = Grammar {
 
 const EXEC: Grammar = Grammar { short_with_value: "a", short_flags: "cl", ..NO_GRAMMAR };
 const COMMAND: Grammar = Grammar { short_flags: "pvV", ..NO_GRAMMAR };
-
-/// Wrappers that run a command but whose grammar is not modelled, or that compute what runs
-/// (`watch` and `su -c` hand a string to a shell, `parallel` builds commands from its input,
-/// `find -exec` and `flock -c` take command templates).
-const UNMODELLED: &[&str] = &[
-    "su",
-    "runuser",
-    "setpriv",
-    "unshare",
-    "nsenter",
-    "chroot",
-    "flock",
-    "watch",
-    "strace",
-    "ltrace",
-    "gdb",
-    "valgrind",
-    "script",
-    "parallel",
-    "codex-linux-sandbox",
-    "cordon",
-    "firejail",
-    "bwrap",
-    "systemd-run",
-    "run-parts",
-    "pkexec",
-    "fakeroot",
-    "faketime",
-    "proot",
-    "catchsegv",
-    "sg",
-    "newgrp",
-    "dbus-launch",
-    "xvfb-run",
-    "sshpass",
-    "entr",
-    "inotifywait",
-    "setarch",
-    "linux32",
-    "linux64",
-    "i386",
-    "x86_64",
-    "prlimit",
-    "ssh-agent",
-    "dbus-run-session",
-    "capsh",
-    "chpst",
-    "numactl",
-    "cgexec",
-    "systemd-inhibit",
-    "unbuffer",
-    "torsocks",
-    "proxychains",
-    "proxychains4",
-    "eatmydata",
-    "nocache",
-    "caffeinate",
-    "sandbox-exec",
-    "arch",
-    "ts",
-    "rlwrap",
-    "expect",
-    "runcon",
-    "coreutils",
-    "perf",
-    "screen",
-    "tmux",
-    "pee",
-    "ifne",
-    "chronic",
-    "at",
-    "batch",
-    "run0",
-    "ksu",
-    "fakechroot",
-    "minijail0",
-    "nsjail",
-    "systemd-nspawn",
-    "schroot",
-    "flatpak-spawn",
-    "cpulimit",
-    "trickle",
-    "hyperfine",
-    "watchexec",
-    "rr",
-    "heaptrack",
-    "uftrace",
-    "xterm",
-    "x-terminal-emulator",
-    "gnome-terminal",
-    "konsole",
-    "tini",
-    "dumb-init",
-    "catatonit",
-    "daemonize",
-    "start-stop-daemon",
-    "dtach",
-    "abduco",
-    "setuidgid",
-    "softlimit",
-    "envdir",
-    "envuidgid",
-    "timelimit",
-    "lckdo",
-    "mispipe",
-    "nq",
-    "sem",
-    "gamemoderun",
-    "prime-run",
-    "optirun",
-    "primusrun",
-];
-
-/// The dynamic loader (`/lib64/ld-linux-x86-64.so.2 /bin/rm …` runs `rm`) and user-mode
-/// emulators (`qemu-x86_64 /bin/rm`): programs given another program's file to run.
-fn is_loader(name: &str) -> bool {
-    name == "ld.so"
-        || (name.starts_with("ld-") && name.contains(".so"))
-        || name.starts_with("qemu-")
-}
 
 /// Whether `name` is a program that runs another program named in its arguments.
 pub(crate) fn is_wrapper(name: &str) -> bool {
