@@ -46,6 +46,7 @@
 
 mod allow_prefix;
 mod approval;
+mod command_interpreters;
 mod decide;
 mod display;
 mod domains;

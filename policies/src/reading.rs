@@ -136,6 +136,9 @@ fn inline_code(program: &str, args: &[String]) -> Option<String> {
     if stem == "sed" {
         return sed_runs_commands(args).then(|| program.to_owned());
     }
+    if crate::command_interpreters::runs_given_code(stem, args) {
+        return Some(program.to_owned());
+    }
     if let Some((_, options)) = RUNS_WITH_OPTION.iter().find(|(name, _)| *name == stem) {
         // tar's old style: a first word without a dash is a cluster of options.
         let old_style = (stem == "tar")

@@ -343,6 +343,47 @@ fn forbidden_rules_hold_for_git_option_abbreviations_and_ext_urls() {
     }
 }
 
+/// Programs that run a shell command given on their command line or standard input in their
+/// own language: node's `data:` import, sqlite3's `.shell`, vim's `+!cmd`, tclsh reading its
+/// script from a pipe. Each is tried where the program is installed.
+#[test]
+fn forbidden_rules_hold_for_commands_given_to_other_interpreters() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    std::fs::write(e.work.path().join("a.js"), "").unwrap();
+    let victim = e.work.path().join("victim");
+    let import =
+        r#"data:text/javascript,import cp from "node:child_process"; cp.execSync("rm -f victim")"#;
+    let cases: [&[&str]; 4] = [
+        &["node", "--import", import, "a.js"],
+        &["sqlite3", ":memory:", ".shell rm -f victim"],
+        &["vim", "-N", "-u", "NONE", "-i", "NONE", "+silent !rm -f victim", "+qa!"],
+        &["bash", "-c", "echo 'exec rm -f victim' | tclsh"],
+    ];
+    for spelling in cases {
+        let program = if spelling[0] == "bash" { "tclsh" } else { spelling[0] };
+        let installed = std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()));
+        if !installed {
+            eprintln!("{program} is not installed: {spelling:?} is not tried");
+            continue;
+        }
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
 #[test]
 fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_only_run() {
     require_sandbox!(1);
