@@ -42,25 +42,26 @@ pub(crate) fn evaluated_name(source: &str) -> Option<&'static str> {
     None
 }
 
-/// The inside of every `${…}` in `source` (nested ones too, each on its own), braces balanced.
+/// The inside of every `${…}` in `source` (nested ones too, each on its own), braces matched
+/// in one pass (an unclosed one runs to the end): linear in the length of the script.
 fn expansions(source: &str) -> impl Iterator<Item = &str> {
-    source.match_indices("${").filter_map(|(at, _)| {
-        let inner = source.get(at + 2..)?;
-        let mut depth = 1usize;
-        for (index, c) in inner.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return inner.get(..index);
-                    }
+    let bytes = source.as_bytes();
+    let mut open = Vec::new();
+    let mut found = Vec::new();
+    for (at, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'{' if at > 0 && bytes[at - 1] == b'$' => open.push(Some(at + 1)),
+            b'{' => open.push(None),
+            b'}' => {
+                if let Some(Some(start)) = open.pop() {
+                    found.push((start, at));
                 }
-                _ => {}
             }
+            _ => {}
         }
-        Some(inner) // unbalanced: to the end, as far as anyone can tell
-    })
+    }
+    found.extend(open.into_iter().flatten().map(|start| (start, bytes.len())));
+    found.into_iter().filter_map(move |(start, end)| source.get(start..end))
 }
 
 /// What in one `${…}` (its inside) bash evaluates: an indirection, a subscript or a substring
@@ -106,28 +107,30 @@ fn is_number_or_all(text: &str) -> bool {
 
 /// Whether `source` has a subscript that holds a name or an expansion: after a name
 /// (`a[v]=1`, `unset 'a[v]'`, `read 'a[v]'`) or as an array literal's key (`([v]=1)`).
+/// Linear: the next `]` and the count of name characters before each byte are computed once.
 fn subscript_with_name(source: &str) -> bool {
     let bytes = source.as_bytes();
+    let is_name = |c: u8| c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c == b'`';
+    let mut names_before = Vec::with_capacity(bytes.len() + 1);
+    names_before.push(0usize);
+    for &byte in bytes {
+        let last = names_before.last().copied().unwrap_or(0);
+        names_before.push(last + usize::from(is_name(byte)));
+    }
+    let mut next_close = vec![bytes.len(); bytes.len() + 1];
+    for at in (0..bytes.len()).rev() {
+        next_close[at] = if bytes[at] == b']' { at } else { next_close[at + 1] };
+    }
     bytes.iter().enumerate().any(|(at, &b)| {
         if b != b'[' {
             return false;
         }
-        let inside: Vec<u8> = bytes
-            .get(at + 1..)
-            .unwrap_or_default()
-            .iter()
-            .copied()
-            .take_while(|&c| c != b']')
-            .collect();
-        let closed_at = at + 1 + inside.len();
+        let close = next_close[at + 1];
         let after_name =
             at > 0 && bytes.get(at - 1).is_some_and(|&p| p.is_ascii_alphanumeric() || p == b'_');
-        let key = bytes.get(closed_at + 1) == Some(&b'=')
-            || bytes.get(closed_at + 1..closed_at + 3) == Some(b"+=".as_slice());
-        (after_name || key)
-            && inside
-                .iter()
-                .any(|&c| c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c == b'`')
+        let key = bytes.get(close + 1) == Some(&b'=')
+            || bytes.get(close + 1..close + 3) == Some(b"+=".as_slice());
+        (after_name || key) && names_before[close] > names_before[at + 1]
     })
 }
 
@@ -138,11 +141,22 @@ fn declares_attribute(source: &str) -> bool {
         source.split(|c: char| c.is_whitespace() || ";&|()".contains(c)).collect();
     words.iter().enumerate().any(|(at, word)| {
         let name = word.trim_start_matches('\\').trim_matches(['\'', '"']);
-        DECLARATION_BUILTINS.contains(&name)
-            && words.iter().skip(at + 1).take_while(|w| !w.is_empty()).any(|option| {
-                option.strip_prefix(['-', '+']).is_some_and(|letters| letters.contains(['i', 'n']))
-                    || option.starts_with(['$', '`', '"', '\''])
-            })
+        if !DECLARATION_BUILTINS.contains(&name) {
+            return false;
+        }
+        // Options come first; the first other word ends them (one pass over each run of
+        // options, so the whole check stays linear).
+        for option in words.iter().skip(at + 1).filter(|w| !w.is_empty()) {
+            if option.starts_with(['$', '`', '"', '\'']) {
+                return true;
+            }
+            match option.strip_prefix(['-', '+']) {
+                Some(letters) if letters.contains(['i', 'n']) => return true,
+                Some(_) => {}
+                None => return false,
+            }
+        }
+        false
     })
 }
 
@@ -192,6 +206,7 @@ mod tests {
             "declare -n r=v",
             "export -n x",
             "declare \"$o\" x",
+            "declare   -i\tx=v",
             "RANDOM=v",
             "SRANDOM=v",
             "export RANDOM=v",

@@ -33,12 +33,7 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
         .map(|c| if c == '\t' || c == '\n' || (' '..='~').contains(&c) { c } else { 'x' })
         .collect();
     let mut reading = ScriptReading::default();
-    let mut parser = Parser::new();
-    let tree = parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .ok()
-        .and_then(|()| parser.parse(&source, None));
-    let Some(tree) = tree else {
+    let Some(tree) = parse_within_budget(&source) else {
         reading.unreadable = Some(Unreadable::Unparsed);
         return reading;
     };
@@ -86,6 +81,24 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
         stack.extend(node.children(&mut cursor));
     }
     reading
+}
+
+/// How long tree-sitter may take over one script. Its error recovery on unbalanced input is
+/// quadratic within single steps (`${` fifty thousand times took over a minute), so no count
+/// of steps bounds it; a script given up is unparsed, so unreadable, which decides nothing in
+/// its favour. Ordinary scripts of a megabyte parse in a fraction of this.
+const PARSE_TIME_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `source` parsed by tree-sitter-bash, or `None` when that fails or exceeds the budget.
+fn parse_within_budget(source: &str) -> Option<tree_sitter::Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
+    let bytes = source.as_bytes();
+    let mut read = |offset: usize, _: tree_sitter::Point| bytes.get(offset..).unwrap_or_default();
+    let deadline = std::time::Instant::now() + PARSE_TIME_BUDGET;
+    let mut give_up = |_: &tree_sitter::ParseState| std::time::Instant::now() > deadline;
+    let options = tree_sitter::ParseOptions::new().progress_callback(&mut give_up);
+    parser.parse_with_options(&mut read, None, Some(options))
 }
 
 /// The first variable in `source` that loads code or names a program
