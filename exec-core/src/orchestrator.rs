@@ -509,21 +509,24 @@ impl Orchestrator {
         // Rules are text: an argv that is not UTF-8 gets no "always allow" (its rule would
         // stand for other bytes too); yes for this session covers the exact bytes.
         let text = request.command.iter().all(|word| word.to_str().is_some());
-        // A program inside a writable root may be rewritten by any sandboxed command, so a rule
-        // naming it would allow whatever is written there next.
-        let prefix = if sandboxed == Sandboxed::Yes && text {
-            always_allow_prefix(&request.words()).filter(|_| {
-                let roots = denial_context(request, &self.helper.user_view).writable_roots;
-                program_inside_roots(request, &roots).is_none()
-            })
-        } else {
-            None
-        };
         let sandbox_mode = match sandboxed {
             Sandboxed::Yes => request.sandbox.policy.mode(),
             Sandboxed::ReadOnly => SandboxMode::ReadOnly,
             Sandboxed::No => SandboxMode::DangerFullAccess,
         };
+        // A program inside a writable root may be rewritten by any sandboxed command, so a rule
+        // naming it would allow whatever is written there next. Under danger-full-access the
+        // policy's "sandbox" is none: a rule would run the command unsandboxed unasked.
+        let prefix =
+            if sandboxed == Sandboxed::Yes && sandbox_mode != SandboxMode::DangerFullAccess && text
+            {
+                always_allow_prefix(&request.words()).filter(|_| {
+                    let roots = denial_context(request, &self.helper.user_view).writable_roots;
+                    program_inside_roots(request, &roots).is_none()
+                })
+            } else {
+                None
+            };
         let question = ApprovalRequest {
             command: request.command.clone(),
             cwd: request.cwd.clone(),

@@ -306,8 +306,22 @@ pub(crate) fn read_git(args: &[String]) -> Result<Vec<String>, Unreadable> {
 /// what that command does is not in git's words.
 fn runs_commands(rest: &[String]) -> Option<String> {
     let (subcommand, args) = rest.split_first()?;
-    let has =
-        |option: &str| args.iter().any(|a| a == option || a.starts_with(&format!("{option}=")));
+    // git's option parser takes any unambiguous abbreviation (`git rebase --ex=CMD`); a word
+    // that may abbreviate the option counts.
+    let has = |option: &str| {
+        let name = option.trim_start_matches('-');
+        args.iter().any(|a| {
+            a.strip_prefix("--").is_some_and(|given| {
+                let given = given.split_once('=').map_or(given, |(key, _)| key);
+                !given.is_empty() && name.starts_with(given)
+            })
+        })
+    };
+    // The `ext::` transport runs the command in the URL (where configuration allows it, and
+    // a workspace's repository configuration can).
+    if args.iter().any(|a| a.starts_with("ext::")) {
+        return Some(subcommand.clone());
+    }
     let short = |letter: char| {
         args.iter().any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(letter))
     };

@@ -46,11 +46,13 @@
 
 mod allow_prefix;
 mod approval;
+mod command_interpreters;
 mod decide;
 mod display;
 mod domains;
 mod env_policy;
 mod env_secrets;
+mod evaluated_names;
 mod git_config;
 mod git_reading;
 mod hidden_paths;
@@ -73,6 +75,8 @@ mod sealing;
 mod secret_files;
 mod shell_script;
 mod start_files;
+mod stream_editors;
+mod unmodelled_wrappers;
 mod unreadable;
 mod wrappers;
 

@@ -9,6 +9,7 @@
 
 use crate::normalize::basename;
 use crate::script_words::is_shell_name;
+use crate::stream_editors::{awk_runs_commands, sed_runs_commands};
 use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, NAME_BUILTINS, Unreadable};
 use crate::wrappers::{Unwrapped, unwrap};
 
@@ -54,127 +55,19 @@ const RUNS_WITH_OPTION: &[(&str, &[&str])] = &[
     ),
     ("zip", &["-TT", "--unzip-command"]),
     ("rsync", &["-e", "--rsh", "--rsync-path"]),
-    ("scp", &["-S"]),
+    ("ssh", &["-o", "-F"]),
+    ("scp", &["-S", "-o", "-F"]),
+    ("sftp", &["-S", "-D", "-o", "-F"]),
+    ("man", &["-P", "--pager", "-H", "--html"]),
     ("vim", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e"]),
     ("vi", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e"]),
     ("nvim", &["-c", "--cmd", "-S", "-s", "-es", "-Es", "-e", "--headless"]),
     ("ex", &["-c", "--cmd", "-S", "-s"]),
     ("emacs", &["--eval", "-l", "--load", "--batch", "-batch", "--script", "-f", "--funcall"]),
-    ("less", &["+!", "-+"]),
+    // Any initial command (`+CMD`) may be `!` or `|` after others; a lesskey file binds keys
+    // to shell commands.
+    ("less", &["+", "-+", "--lesskey-src", "--lesskey-file"]),
 ];
-
-/// An awk program that runs commands: `system(…)`, a pipe to or from a command (`print | "sh"`,
-/// `"cmd" | getline`). Only the program text counts (`-F'|'` is a field separator).
-fn awk_runs_commands(args: &[String]) -> bool {
-    let mut programs = Vec::new();
-    let mut index = 0;
-    let mut given_by_option = false;
-    while let Some(arg) = args.get(index) {
-        index += 1;
-        match arg.as_str() {
-            "-f" | "--file" | "-i" | "--include" | "-l" | "--load" => return true,
-            "-e" | "--source" => {
-                given_by_option = true;
-                programs.extend(args.get(index).cloned());
-                index += 1;
-            }
-            "-F" | "-v" | "--assign" | "--field-separator" => index += 1,
-            "--" => {
-                if !given_by_option {
-                    programs.extend(args.get(index).cloned());
-                }
-                break;
-            }
-            _ if arg.starts_with('-') => {}
-            _ => {
-                if !given_by_option {
-                    programs.push(arg.clone());
-                }
-                break;
-            }
-        }
-    }
-    programs.iter().any(|program| {
-        let compact: String = program.chars().filter(|c| !c.is_whitespace()).collect();
-        compact.contains("system(")
-            || compact.contains("|\"")
-            || compact.contains("|getline")
-            || compact.contains("|&")
-    })
-}
-
-/// A sed script that runs commands (GNU `e`, or the `e` flag of `s///`), or comes from a file
-/// (`-f`): `--sandbox` turns both off.
-fn sed_runs_commands(args: &[String]) -> bool {
-    if args.iter().any(|a| a == "--sandbox") {
-        return false;
-    }
-    let mut scripts = Vec::new();
-    let mut index = 0;
-    let mut given_by_option = false;
-    while let Some(arg) = args.get(index) {
-        index += 1;
-        if arg == "-f" || arg.starts_with("--file") || (arg.starts_with("-f") && arg.len() > 2) {
-            return true;
-        }
-        if arg == "-e" || arg == "--expression" {
-            given_by_option = true;
-            scripts.extend(args.get(index).cloned());
-            index += 1;
-        } else if let Some(script) = arg.strip_prefix("--expression=") {
-            given_by_option = true;
-            scripts.push(script.to_owned());
-        } else if arg.starts_with("-e") && arg.len() > 2 && !arg.starts_with("--") {
-            given_by_option = true;
-            scripts.push(arg[2..].to_owned());
-        } else if arg == "-l" || arg == "--line-length" {
-            index += 1;
-        } else if !arg.starts_with('-') && !given_by_option {
-            scripts.push(arg.clone());
-            break;
-        }
-    }
-    scripts.iter().any(|script| sed_script_runs(script))
-}
-
-/// Whether one sed script has an `e` command or an `s` command with the `e` flag.
-fn sed_script_runs(script: &str) -> bool {
-    for command in script.split([';', '\n']) {
-        let command = command.trim_start();
-        // Skip an address: numbers, `$`, `/re/`, `\cREc`, ranges, `!`, `~`, spaces.
-        let mut chars = command.chars().peekable();
-        let mut rest = String::new();
-        while let Some(&c) = chars.peek() {
-            if c.is_ascii_digit() || matches!(c, '$' | ',' | '!' | '~' | ' ' | '+') {
-                chars.next();
-            } else if c == '/' {
-                chars.next();
-                for inner in chars.by_ref() {
-                    if inner == '/' {
-                        break;
-                    }
-                }
-            } else {
-                break;
-            }
-        }
-        rest.extend(chars);
-        match rest.chars().next() {
-            Some('e') => return true,
-            Some('s') => {
-                let mut parts = rest.chars().skip(1);
-                let Some(delimiter) = parts.next() else { continue };
-                let body: String = parts.collect();
-                let pieces: Vec<&str> = body.split(delimiter).collect();
-                if pieces.len() >= 3 && pieces[2].contains('e') {
-                    return true;
-                }
-            }
-            _ => {}
-        }
-    }
-    false
-}
 
 /// The command as rules see it: the program by its file name, wrappers unwrapped, git's
 /// global options skipped — or why that cannot be read.
@@ -212,7 +105,11 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
     // A subscript or arithmetic operand with an expansion is evaluated, command substitutions
     // included (`test -v 'a[$(cmd)]'`, `declare -i`, `printf -v 'a[$(cmd)]'`).
     if NAME_BUILTINS.contains(&program.as_str())
-        && rest.iter().any(|a| a.contains(['$', '`']) || a == "-v" || a.starts_with("-i"))
+        && rest.iter().any(|a| {
+            // In a script, a word the shell computes stands as COMPUTED_WORD: its value is
+            // the name (`read "$v"`, `wait -p "$v"`).
+            a.contains(['$', '`']) || a.contains(COMPUTED_WORD) || a == "-v" || a.starts_with("-i")
+        })
     {
         return Err(Unreadable::Builtin { name: program });
     }
@@ -239,14 +136,18 @@ fn inline_code(program: &str, args: &[String]) -> Option<String> {
     if stem == "sed" {
         return sed_runs_commands(args).then(|| program.to_owned());
     }
+    if crate::command_interpreters::runs_given_code(stem, args) {
+        return Some(program.to_owned());
+    }
     if let Some((_, options)) = RUNS_WITH_OPTION.iter().find(|(name, _)| *name == stem) {
-        let given = args.iter().any(|arg| {
-            options.iter().any(|o| {
-                arg == o
-                    || arg.starts_with(&format!("{o}="))
-                    || (o.len() == 2 && arg.starts_with(o))
-            })
-        });
+        // tar's old style: a first word without a dash is a cluster of options.
+        let old_style = (stem == "tar")
+            .then(|| args.first().filter(|a| !a.starts_with('-')).map(|a| format!("-{a}")))
+            .flatten();
+        let given = args
+            .iter()
+            .chain(old_style.as_ref())
+            .any(|arg| options.iter().any(|o| option_given(arg, o)));
         return given.then(|| program.to_owned());
     }
     let (_, options) = INLINE_CODE.iter().find(|(name, _)| *name == stem)?;
@@ -260,6 +161,25 @@ fn inline_code(program: &str, args: &[String]) -> Option<String> {
         })
     });
     given.then(|| program.to_owned())
+}
+
+/// Whether `arg` may give the option `option`: a long option or any abbreviation of it
+/// (getopt_long takes `--to-com=…` for `--to-command=…`), a short option anywhere in a cluster
+/// (`-avze CMD`, `-cvIrm`: the letter may also be another option's value, which only costs a
+/// question), any other spelling as a prefix (`-TT…`, `+…`).
+fn option_given(arg: &str, option: &str) -> bool {
+    if let Some(name) = option.strip_prefix("--") {
+        let Some(given) = arg.strip_prefix("--") else { return false };
+        let given = given.split_once('=').map_or(given, |(key, _)| key);
+        return !given.is_empty() && name.starts_with(given);
+    }
+    let mut letters = option.chars();
+    if let (Some('-'), Some(letter), None) = (letters.next(), letters.next(), letters.next())
+        && letter.is_ascii_alphabetic()
+    {
+        return arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(letter);
+    }
+    arg.starts_with(option)
 }
 
 /// Whether a shell with these arguments reads its script from standard input: no inline
@@ -292,9 +212,18 @@ fn reads_stdin(args: &[String]) -> bool {
             }
             continue;
         }
-        return false; // a script file
+        // A script file, unless it is standard input or a pipe under another name
+        // (`bash /dev/stdin <<< …`, `bash <(…)`, `bash /proc/self/fd/0`).
+        return is_stream_file(arg);
     }
     true
+}
+
+/// Whether a script operand names a stream rather than a file the command line shows:
+/// `/dev/stdin`, `/dev/fd/N`, `/proc/…/fd/N`, any other device, or a word the shell computes
+/// (a process substitution `<(…)` among them).
+fn is_stream_file(operand: &str) -> bool {
+    operand.contains(COMPUTED_WORD) || operand.starts_with("/dev/") || operand.starts_with("/proc/")
 }
 
 /// An interpreter with no script operand (or `-`): it reads its program from standard input,
@@ -315,5 +244,5 @@ fn reads_code_from_stdin(program: &str, args: &[String]) -> bool {
             || a == "-h"
     });
     let operand = args.iter().find(|a| !a.starts_with('-') || a.as_str() == "-");
-    !module_or_info && operand.is_none_or(|a| a == "-")
+    !module_or_info && operand.is_none_or(|a| a == "-" || is_stream_file(a))
 }

@@ -10,6 +10,7 @@
 
 use tree_sitter::{Node, Parser};
 
+use crate::evaluated_names::evaluated_name;
 use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable, is_code_variable};
 
 /// What tree-sitter-bash reads in one script.
@@ -32,12 +33,7 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
         .map(|c| if c == '\t' || c == '\n' || (' '..='~').contains(&c) { c } else { 'x' })
         .collect();
     let mut reading = ScriptReading::default();
-    let mut parser = Parser::new();
-    let tree = parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .ok()
-        .and_then(|()| parser.parse(&source, None));
-    let Some(tree) = tree else {
+    let Some(tree) = parse_within_budget(&source) else {
         reading.unreadable = Some(Unreadable::Unparsed);
         return reading;
     };
@@ -54,13 +50,26 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
             reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
         }
     }
-    if subscript_with_expansion(&source) {
-        reading.unreadable.get_or_insert(Unreadable::Builtin { name: "a[…]".to_owned() });
+    // `read GIT_SSH_COMMAND; export GIT_SSH_COMMAND` sets one without an assignment.
+    if let Some(name) = named_code_variable(&source) {
+        reading.unreadable.get_or_insert(Unreadable::CodeVariable { name });
+    }
+    if let Some(name) = evaluated_name(&source) {
+        reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
     }
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
         match node.kind() {
             "command" => read_command_node(node, &source, &mut reading),
+            // `[ -v NAME ]` evaluates NAME's subscript; `unset`, `export`, `declare` … with a
+            // computed word take its value as a name, subscript included.
+            "test_command" | "unset_command" | "declaration_command"
+                if names_from_values(node, &source) =>
+            {
+                let name = source.get(node.byte_range()).unwrap_or_default();
+                let name: String = name.split_whitespace().next().unwrap_or_default().into();
+                reading.unreadable.get_or_insert(Unreadable::Builtin { name });
+            }
             "variable_assignment" => {
                 if let Some(name) = assigned_name(node, &source).filter(|n| is_code_variable(n)) {
                     reading.unreadable.get_or_insert(Unreadable::CodeVariable { name });
@@ -74,15 +83,60 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
     reading
 }
 
-/// Whether `source` has a subscript holding an expansion (`a[$i]`, `${a[$i]}`): evaluated as
-/// arithmetic, where a variable's value can hold a command substitution.
-fn subscript_with_expansion(source: &str) -> bool {
+/// How long tree-sitter may take over one script. Its error recovery on unbalanced input is
+/// quadratic within single steps (`${` fifty thousand times took over a minute), so no count
+/// of steps bounds it; a script given up is unparsed, so unreadable, which decides nothing in
+/// its favour. Ordinary scripts of a megabyte parse in a fraction of this.
+const PARSE_TIME_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `source` parsed by tree-sitter-bash, or `None` when that fails or exceeds the budget.
+fn parse_within_budget(source: &str) -> Option<tree_sitter::Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
     let bytes = source.as_bytes();
-    bytes.iter().enumerate().any(|(at, &b)| {
-        b == b'['
-            && at > 0
-            && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_')
-            && bytes[at + 1..].iter().take_while(|&&c| c != b']').any(|&c| c == b'$' || c == b'`')
+    let mut read = |offset: usize, _: tree_sitter::Point| bytes.get(offset..).unwrap_or_default();
+    let deadline = std::time::Instant::now() + PARSE_TIME_BUDGET;
+    let mut give_up = |_: &tree_sitter::ParseState| std::time::Instant::now() > deadline;
+    let options = tree_sitter::ParseOptions::new().progress_callback(&mut give_up);
+    parser.parse_with_options(&mut read, None, Some(options))
+}
+
+/// The first variable in `source` that loads code or names a program
+/// ([`is_code_variable`]), other than where its value is read (`$EDITOR`, `${PAGER}`).
+fn named_code_variable(source: &str) -> Option<String> {
+    let mut at = 0;
+    let bytes = source.as_bytes();
+    while at < bytes.len() {
+        let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        if !is_name(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let end = (at..bytes.len()).find(|&i| !is_name(bytes[i])).unwrap_or(bytes.len());
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i)).copied();
+        let name = source.get(at..end).unwrap_or_default();
+        if !matches!(before, Some(b'$' | b'{' | b'#' | b'!')) && is_code_variable(name) {
+            return Some(name.to_owned());
+        }
+        at = end;
+    }
+    None
+}
+
+/// Whether a test, `unset` or declaration takes a name from a value: `-v`/`-R` in a test, or
+/// an operand the shell computes.
+fn names_from_values(node: Node<'_>, source: &str) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+    children.iter().any(|child| {
+        let text = source.get(child.byte_range()).unwrap_or_default();
+        match child.kind() {
+            "variable_assignment" | "variable_name" | "comment" => false,
+            _ if node.kind() == "test_command" => {
+                text.contains("-v") || text.contains("-R") || names_from_values(*child, source)
+            }
+            _ => literal(*child, source).is_none(),
+        }
     })
 }
 

@@ -21,7 +21,8 @@ pub enum Unreadable {
     /// A git command whose meaning comes from configuration (aliases, `-c core.*`, a
     /// non-builtin subcommand).
     Git { detail: String },
-    /// A variable that makes a program load code from a file (`BASH_ENV`, `LD_PRELOAD`).
+    /// A variable that makes a program load code from a file or run a program it names
+    /// (`BASH_ENV`, `LD_PRELOAD`, `GIT_SSH_COMMAND`).
     CodeVariable { name: String },
     /// A script tree-sitter-bash does not parse cleanly.
     Unparsed,
@@ -44,7 +45,7 @@ impl fmt::Display for Unreadable {
             }
             Unreadable::Git { detail } => write!(f, "{detail}"),
             Unreadable::CodeVariable { name } => {
-                write!(f, "`{name}` makes a program load code from a file")
+                write!(f, "`{name}` makes a program load code or run a program it names")
             }
             Unreadable::Unparsed => write!(f, "cordon cannot parse the script"),
         }
@@ -114,9 +115,57 @@ const CODE_VARIABLES: &[&str] = &[
     "RUBYOPT",
 ];
 
-/// Whether assigning `name` makes a later program load code from a file.
+/// Variables that name a program another program runs (git's ssh, pager, editor, external
+/// diff, askpass and proxy; `less`'s input preprocessor; `man`'s pager; the compiler wrappers)
+/// or options that do (`TAR_OPTIONS=--to-command=…`): the words of their values never reach
+/// the rules as a command.
+const PROGRAM_VARIABLES: &[&str] = &[
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_PAGER",
+    "PAGER",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "GIT_TEMPLATE_DIR",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "LESS",
+    "LESSKEYIN",
+    "MANPAGER",
+    "MANOPT",
+    "TAR_OPTIONS",
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTDOC",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "GCONV_PATH",
+    "PERL5LIB",
+    "PERL5DB",
+    "RUBYLIB",
+    "PYTHONHOME",
+    "BROWSER",
+    "SHELL",
+];
+
+/// Whether assigning `name` makes a later program load code from a file or run a program the
+/// value names.
 pub(crate) fn is_code_variable(name: &str) -> bool {
     CODE_VARIABLES.contains(&name)
+        || PROGRAM_VARIABLES.contains(&name)
         || name.starts_with("GIT_CONFIG_")
         || name.starts_with("BASH_FUNC_")
+        || name.starts_with("LD_")
+        || ["_COMMAND", "_EDITOR", "_PAGER", "_ASKPASS", "_WRAPPER", "_RUNNER"]
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
 }

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 
+use crate::unmodelled_wrappers::{UNMODELLED, is_loader};
 use crate::unreadable::{COMPUTED_WORD, Unreadable, is_code_variable};
 
 /// What a wrapper call runs.
@@ -216,72 +217,10 @@ const CHRT: Grammar = Grammar {
 const EXEC: Grammar = Grammar { short_with_value: "a", short_flags: "cl", ..NO_GRAMMAR };
 const COMMAND: Grammar = Grammar { short_flags: "pvV", ..NO_GRAMMAR };
 
-/// Wrappers that run a command but whose grammar is not modelled, or that compute what runs
-/// (`watch` and `su -c` hand a string to a shell, `parallel` builds commands from its input,
-/// `find -exec` and `flock -c` take command templates).
-const UNMODELLED: &[&str] = &[
-    "su",
-    "runuser",
-    "setpriv",
-    "unshare",
-    "nsenter",
-    "chroot",
-    "flock",
-    "watch",
-    "strace",
-    "ltrace",
-    "gdb",
-    "valgrind",
-    "script",
-    "parallel",
-    "codex-linux-sandbox",
-    "cordon",
-    "firejail",
-    "bwrap",
-    "systemd-run",
-    "run-parts",
-    "pkexec",
-    "fakeroot",
-    "faketime",
-    "proot",
-    "catchsegv",
-    "sg",
-    "newgrp",
-    "dbus-launch",
-    "xvfb-run",
-    "sshpass",
-    "entr",
-    "inotifywait",
-    "setarch",
-    "linux32",
-    "linux64",
-    "i386",
-    "x86_64",
-    "prlimit",
-    "ssh-agent",
-    "dbus-run-session",
-    "capsh",
-    "chpst",
-    "numactl",
-    "cgexec",
-    "systemd-inhibit",
-    "unbuffer",
-    "torsocks",
-    "proxychains",
-    "proxychains4",
-    "eatmydata",
-    "nocache",
-    "caffeinate",
-    "sandbox-exec",
-    "arch",
-    "ts",
-    "rlwrap",
-    "expect",
-];
-
 /// Whether `name` is a program that runs another program named in its arguments.
 pub(crate) fn is_wrapper(name: &str) -> bool {
     UNMODELLED.contains(&name)
+        || is_loader(name)
         || matches!(
             name,
             "env"
@@ -309,8 +248,12 @@ pub(crate) fn is_wrapper(name: &str) -> bool {
 /// What `name rest…` runs, `name` being a program's file name.
 pub(crate) fn unwrap<'a>(name: &str, rest: &'a [String]) -> Unwrapped<'a> {
     let unreadable = |detail: String| Unwrapped::Unreadable(Unreadable::Wrapper { detail });
-    if UNMODELLED.contains(&name) {
+    if UNMODELLED.contains(&name) || is_loader(name) {
         return unreadable(format!("`{name}` runs what cordon does not read"));
+    }
+    // `ip netns exec NS CMD`, `ip vrf exec VRF CMD`.
+    if name == "ip" && rest.iter().any(|word| word == "exec") {
+        return unreadable("`ip … exec` runs what cordon does not read".to_owned());
     }
     let grammar = match name {
         "env" => &ENV,

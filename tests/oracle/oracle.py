@@ -29,6 +29,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
 import grammar  # noqa: E402
 import sandbox  # noqa: E402
+import wrappers as wrappers_module  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,7 +49,8 @@ decision = "prompt"
 POLICIES = ["untrusted", "on-request", "on-failure", "never"]
 
 # The program each wrapper family needs on this machine.
-PROGRAMS = {"env-split": "env", "find": "find"}
+PROGRAMS = {"env-split": "env", "find": "find", "program-variable": "git",
+            "loader": next((p for p in wrappers_module.LOADERS if os.path.exists(p)), "ld.so")}
 
 
 def parse_args():

@@ -297,6 +297,22 @@ def st_compound(rng, text, bash, docs):
     ])
 
 
+def st_evaluated(rng, text, bash, docs):
+    """A value built at run time, from pieces that name no program, holding a subscript with a
+    command substitution (`b[$(eval "$y")]`), then evaluated by bash as arithmetic or as a
+    name: the substitution runs the statement."""
+    hidden = "".join("\\x%02x" % b for b in text.encode())
+    build = ("y=$(printf '%%b' '%s')\no=$(printf '\\x5b'); c=$(printf '\\x5d'); d='$'\n"
+             "v=\"b${o}${d}(eval \\\"\\$y\\\")${c}\"" % hidden)
+    evaluation = rng.choice([
+        "RANDOM=v", "read OPTIND <<< v", "echo ${v:v}", "z=(1); echo ${z[v]}", "echo ${!v}",
+        "echo $[v]", "z=([v]=1)", "declare -i n; n=v", "declare -n r=\"$v\"; r=1",
+        "read \"$v\" <<< 1", "[ -v \"$v\" ]", "unset \"$v\"", "x=(1); echo ${#x[v]}",
+        "echo ${v:0:v}", "local_f() { local -i n=v; }; local_f",
+    ])
+    return "%s\n%s >/dev/null" % (build, evaluation), True
+
+
 def _same_shell(form):
     def apply(rng, s, docs):
         text, bash = form(rng, s.statement, s.bash, docs)
@@ -318,7 +334,7 @@ STATEMENTS = {
     "function": _same_shell(st_function), "source": _taking_lines(st_source),
     "stdin-shell": _taking_lines(st_stdin_shell), "nested-shell": _taking_lines(st_nested_shell),
     "list": _same_shell(st_list), "subshell": _same_shell(st_subshell),
-    "compound": _same_shell(st_compound),
+    "compound": _same_shell(st_compound), "evaluated": _taking_lines(st_evaluated),
 }
 
 

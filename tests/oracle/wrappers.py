@@ -237,7 +237,32 @@ def busybox(rng, argv):
     return Wrapped(["busybox", runner, *argv])
 
 
+LOADERS = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+
+
+def loader(rng, argv):
+    """The dynamic loader given the program's file: `ld-linux-x86-64.so.2 /usr/bin/rm …`."""
+    import os
+    import shutil
+
+    found = [path for path in LOADERS if os.path.exists(path)]
+    program = shutil.which(argv[0]) if found else None
+    if not program:
+        return Wrapped(argv)
+    return Wrapped([found[0], *rng.choice([[], ["--"]]), program, *argv[1:]])
+
+
+def program_variable(rng, argv):
+    """A program git runs, named in a variable: git runs `CMD host git-upload-pack '/r'`
+    through a shell, so the command's extra words are more files for rm or touch."""
+    variable = rng.choice(["GIT_SSH_COMMAND", "GIT_SSH_COMMAND", "GIT_PROXY_COMMAND"])
+    url = "ssh://h/r" if variable == "GIT_SSH_COMMAND" else "git://h/r"
+    return Wrapped(["env", "%s=%s" % (variable, shlex.join(argv)), "git", "ls-remote", url])
+
+
 WRAPPERS = {
+    "loader": loader,
+    "program-variable": program_variable,
     "env": _prefix("env", ENV_OPTIONS),
     "env-split": env_split,
     "nice": _prefix("nice", NICE_OPTIONS),

@@ -268,3 +268,20 @@ fn exec_json_keeps_the_raw_argv_and_adds_its_display() {
     assert_eq!(v["command"], json!(["true", "a\rb", ""]));
     assert_eq!(v["command_display"], r"true $'a\rb' ''");
 }
+
+/// A question to run a command WITHOUT the sandbox (untrusted under danger-full-access) offers
+/// no "always allow": the rule would run it unsandboxed from then on without a question.
+#[test]
+fn no_always_allow_on_a_question_to_run_without_the_sandbox() {
+    let home = scratch();
+    let work = scratch();
+    let args = ["-a", "untrusted", "-s", "danger-full-access", "--", "git", "commit", "--dry-run"];
+    let (transcript, _) = super::exec::exec_on_terminal(home.path(), work.path(), &args, &["a"]);
+    assert!(transcript.contains("WITHOUT the sandbox"), "{transcript}");
+    assert!(!transcript.contains("always allow"), "{transcript}");
+    assert!(!home.path().join("rules.toml").exists(), "an allow rule was written: {transcript}");
+    // The same command in the sandbox may be allowed always.
+    let args = ["-a", "untrusted", "--", "git", "commit", "--dry-run"];
+    let (transcript, _) = super::exec::exec_on_terminal(home.path(), work.path(), &args, &["n"]);
+    assert!(transcript.contains("always allow `git commit`"), "{transcript}");
+}

@@ -168,6 +168,222 @@ fn forbidden_and_prompt_rules_hold_for_spellings_that_hide_the_program() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
 
+/// bash evaluates a variable's value as arithmetic or as a name in many places, and a value
+/// holding a subscript with a command substitution (`b[$(rm …)]`) then runs the command. The
+/// script below builds that value from pieces that name no program, so only the place of the
+/// evaluation shows that the script may run anything.
+#[test]
+fn forbidden_rules_hold_where_bash_evaluates_a_value_the_script_built() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    let victim = e.work.path().join("victim");
+    let build = r#"o=$'\x5b'; c=$'\x5d'; a=r; b=m; y="\$($a$b -f victim)"; v=b$o$y$c; "#;
+    for evaluation in [
+        "RANDOM=v",
+        "read OPTIND <<< v",
+        "echo ${v:v}",
+        "z=(1); echo ${z[v]}",
+        "echo ${!v}",
+        "echo $[v]",
+        "z=([v]=1)",
+        "declare -i n; n=v",
+        "declare -n r=\"$v\"; r=1",
+        "read \"$v\" <<< 1",
+        "[ -v \"$v\" ]",
+        "unset \"$v\"",
+    ] {
+        let script = format!("{build}{evaluation}");
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let run =
+                exec(e.home.path(), e.work.path(), &["-a", approval, "--", "bash", "-c", &script]);
+            assert!(victim.exists(), "{evaluation:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{evaluation:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
+/// Programs that run another program without being a wrapper cordon unwrapped: the dynamic
+/// loader, a program named in a variable git reads (set by `env` or by a script's `read`), and
+/// options of programs that run commands in the spellings getopt also takes (`-oProxyCommand`,
+/// an abbreviated `--to-command`).
+#[test]
+fn forbidden_rules_hold_for_loaders_program_variables_and_option_spellings() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    let victim = e.work.path().join("victim");
+    std::fs::write(e.work.path().join("a"), "a").unwrap();
+    let tar = Command::new("tar").args(["-cf", "a.tar", "a"]).current_dir(e.work.path()).status();
+    assert!(tar.unwrap().success());
+    let loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .into_iter()
+        .find(|path| Path::new(path).exists());
+    let mut spellings = vec![
+        vec!["env", "GIT_SSH_COMMAND=rm -f victim", "git", "ls-remote", "ssh://h/r"],
+        vec![
+            "bash",
+            "-c",
+            "a=r; b=m; read GIT_SSH_COMMAND <<< \"$a$b -f victim\"; export GIT_SSH_COMMAND; \
+             git ls-remote ssh://h/r",
+        ],
+        vec!["ssh", "-oProxyCommand=rm -f victim", "h"],
+        vec!["tar", "-xf", "a.tar", "--to-comm=rm -f victim"],
+    ];
+    match loader {
+        Some(loader) => spellings.push(vec![loader, "/bin/rm", "-f", "victim"]),
+        None => eprintln!("no dynamic loader at a known path: its case is not tried"),
+    }
+    for spelling in spellings {
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(&spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
+/// sed and awk run commands in spellings a simple reading misses (`;` inside a regex, a
+/// clustered or abbreviated option, an address flag), and a shell or awk runs a script cordon
+/// never sees when it comes from standard input under a file's name, a process substitution or
+/// a computed word.
+#[test]
+fn forbidden_rules_hold_for_sed_awk_spellings_and_scripts_from_streams() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    std::fs::write(e.work.path().join("in.txt"), "x;y\n").unwrap();
+    let victim = e.work.path().join("victim");
+    for spelling in [
+        &["sed", "-n", "s/x;y/rm -f victim/ep", "in.txt"][..],
+        &["sed", "--expr=s/^.*$/rm -f victim/e", "in.txt"],
+        &["sed", "/x/Ie rm -f victim", "in.txt"],
+        &["bash", "-c", "a=r; b=m; bash /dev/stdin <<< \"$a$b -f victim\""],
+        &["bash", "-c", "a=r; b=m; bash <(echo \"$a$b -f victim\")"],
+        &["bash", "-c", "a=r; b=m; awk \"BEGIN{system(\\\"$a$b -f victim\\\")}\""],
+    ] {
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+    // A sed that only prints is still known-safe.
+    let run =
+        exec(e.home.path(), e.work.path(), &["-a", "untrusted", "--", "sed", "-n", "1p", "in.txt"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
+/// git runs a command given in an abbreviated option (`git rebase --ex=CMD`: git's option
+/// parser takes any unambiguous prefix) and in an `ext::` URL (allowed here by the
+/// repository's own configuration, which a sandboxed command can write).
+#[test]
+fn forbidden_rules_hold_for_git_option_abbreviations_and_ext_urls() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.email=a@b", "-c", "user.name=a"])
+            .args(args)
+            .current_dir(e.work.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "two"]);
+    git(&["config", "protocol.ext.allow", "always"]);
+    let victim = e.work.path().join("victim");
+    for spelling in [
+        &[
+            "git",
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "rebase",
+            "--ex=rm -f victim",
+            "HEAD~1",
+        ][..],
+        &["git", "ls-remote", "ext::rm -f victim"],
+    ] {
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
+/// Programs that run a shell command given on their command line or standard input in their
+/// own language: node's `data:` import, sqlite3's `.shell`, vim's `+!cmd`, tclsh reading its
+/// script from a pipe. Each is tried where the program is installed.
+#[test]
+fn forbidden_rules_hold_for_commands_given_to_other_interpreters() {
+    require_sandbox!(1);
+    let e = env();
+    std::fs::write(
+        e.home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    std::fs::write(e.work.path().join("a.js"), "").unwrap();
+    let victim = e.work.path().join("victim");
+    let import =
+        r#"data:text/javascript,import cp from "node:child_process"; cp.execSync("rm -f victim")"#;
+    let cases: [&[&str]; 4] = [
+        &["node", "--import", import, "a.js"],
+        &["sqlite3", ":memory:", ".shell rm -f victim"],
+        &["vim", "-N", "-u", "NONE", "-i", "NONE", "+silent !rm -f victim", "+qa!"],
+        &["bash", "-c", "echo 'exec rm -f victim' | tclsh"],
+    ];
+    for spelling in cases {
+        let program = if spelling[0] == "bash" { "tclsh" } else { spelling[0] };
+        let installed = std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()));
+        if !installed {
+            eprintln!("{program} is not installed: {spelling:?} is not tried");
+            continue;
+        }
+        for approval in ["on-request", "on-failure", "never"] {
+            std::fs::write(&victim, "x").unwrap();
+            let mut args = vec!["-a", approval, "--"];
+            args.extend_from_slice(spelling);
+            let run = exec(e.home.path(), e.work.path(), &args);
+            assert!(victim.exists(), "{spelling:?} under {approval} deleted the file");
+            assert_eq!(run.code, Some(125), "{spelling:?} under {approval}: {}", run.stderr);
+        }
+    }
+}
+
 #[test]
 fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_only_run() {
     require_sandbox!(1);

@@ -212,3 +212,39 @@ fn an_unsandboxed_command_leaves_no_process_behind_either() {
         "a process outlived its command"
     );
 }
+
+/// A script whose shape makes tree-sitter's error recovery quadratic (`${` fifty thousand
+/// times: over a minute on main) is given up within seconds and read as unreadable, so a
+/// forbidding rule still refuses it.
+#[test]
+fn a_script_the_parser_cannot_read_quickly_is_unreadable_within_seconds() {
+    let home = scratch();
+    let work = scratch();
+    std::fs::write(
+        home.path().join("rules.toml"),
+        "[[rule]]\nprefix = [\"rm\"]\ndecision = \"forbidden\"\n",
+    )
+    .unwrap();
+    let script = format!("echo {}", "${".repeat(50_000));
+    let child = Command::new(CORDON)
+        .args(["policy", "check", "-a", "on-request", "--", "bash", "-c", &script])
+        .current_dir(work.path())
+        .env("CORDON_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The answer quotes the script (over 64 KiB): it is read while cordon writes it.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sender.send(child.wait_with_output()));
+    let limit = Duration::from_secs(20 * u64::from(time_scale()));
+    let Ok(out) = receiver.recv_timeout(limit) else {
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        panic!("cordon policy check still reading the script after {limit:?}");
+    };
+    let out = out.unwrap();
+    let decision: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(decision["decision"]["kind"], "ask", "{decision}");
+    assert!(decision["unreadable"].as_str().is_some_and(|u| u.contains("parse")), "{decision}");
+}
