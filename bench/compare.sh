@@ -14,6 +14,13 @@
 #   bash bench/compare.sh                     # 300 runs each, in 6 rounds (10 warm-up runs each)
 #   RUNS=1000 bash bench/compare.sh --json results.json
 #   SKIP_BUILD=1 bash bench/compare.sh        # the builds in target/ as they are
+#   PRIVATE_TMP=1 bash bench/compare.sh       # with an empty /tmp (root; a private mount
+#                                             # namespace with a fresh tmpfs there)
+#
+# /tmp is a writable root of the default policy, and cordon searches every writable root for
+# git repositories before a run (their configs and hooks are kept read-only): each directory
+# there costs a few microseconds per launch. The header says how many /tmp holds; a long-used
+# machine's /tmp is the "at scale" case, PRIVATE_TMP=1 a fresh machine's.
 #
 # Installs hyperfine, bubblewrap, firejail and GNU time from Debian when they are missing (needs root).
 set -euo pipefail
@@ -27,6 +34,11 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--json FILE]" >&2; exit 2 ;;
   esac
 done
+if [ -n "${PRIVATE_TMP:-}" ] && [ -z "${CORDON_BENCH_PRIVATE_TMP_ENTERED:-}" ]; then
+  export CORDON_BENCH_PRIVATE_TMP_ENTERED=1
+  exec unshare -m --propagation private \
+    sh -c 'mount -t tmpfs cordon-bench-tmp /tmp && exec bash "$0" "$@"' "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 
 missing=()
@@ -229,6 +241,14 @@ def peak_rss_kib(command):
             samples.append(int(out.read().split()[-1]))
     return statistics.median(samples)
 
+def tmp_directories():
+    # What the search for repositories in /tmp walks: it skips .git and node_modules.
+    count = 0
+    for _, dirs, _ in os.walk("/tmp"):
+        dirs[:] = [d for d in dirs if d not in (".git", "node_modules")]
+        count += 1
+    return count
+
 def cpu_model():
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -240,6 +260,7 @@ machine = {
     "cpu": cpu_model(),
     "kernel": platform.release(),
     "load": open("/proc/loadavg").read().split()[:3],
+    "tmp_directories": tmp_directories(),
 }
 base = results[0]["median"]
 # The C reference the goals are stated against, measured in the same rounds.
@@ -258,7 +279,8 @@ for r in results:
         "peak_rss_kib": peak_rss_kib(commands[r["command"]]),
     })
 print(f"machine: {machine['nproc']} x {machine['cpu']}, Linux {machine['kernel']}, "
-      f"load {' '.join(machine['load'])} (before the RSS runs)")
+      f"load {' '.join(machine['load'])} (before the RSS runs); "
+      f"/tmp holds {machine['tmp_directories']} directories")
 print(f"{'variant':<62} {'median':>9} {'mean':>9} {'x bare':>7} {'x bwrap':>8} {'peak RSS':>9}")
 for row in rows:
     x_bwrap = f"{row['x_bwrap']:>8.2f}" if row["x_bwrap"] else f"{'-':>8}"
