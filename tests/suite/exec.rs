@@ -111,6 +111,32 @@ fn on_failure_retries_without_the_sandbox_only_when_the_terminal_says_yes() {
 }
 
 #[test]
+fn a_read_the_policy_allows_that_fails_is_a_plain_failure_not_a_denial() {
+    require_sandbox!(1);
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to give the file to another user");
+        return;
+    }
+    let e = env();
+    // Readable by its owner only, and the sandboxed command has no capability to read past
+    // that: the file system refuses the read, not the sandbox.
+    let secret = e.outside.path().join("theirs");
+    std::fs::write(&secret, "x").unwrap();
+    std::os::unix::fs::chown(&secret, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o400)).unwrap();
+    let file = secret.display().to_string();
+    let run = exec(e.home.path(), e.work.path(), &["-a", "never", "--json", "--", "cat", &file]);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let attempts = v["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{v}");
+    assert_eq!(attempts[0]["verdict"], "failure", "{v}");
+    let run = exec(e.home.path(), e.work.path(), &["-a", "on-failure", "--", "cat", &file]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(!run.stderr.contains("the sandbox blocked"), "{}", run.stderr);
+    assert!(!run.stderr.contains("WITHOUT the sandbox"), "{}", run.stderr);
+}
+
+#[test]
 fn untrusted_runs_known_safe_commands_and_asks_for_the_rest() {
     require_sandbox!(1);
     let e = env();
