@@ -60,3 +60,5 @@ mod self_protection;
 mod stalled_start;
 mod terminal;
 mod trust_boundary;
+#[cfg(target_os = "linux")]
+mod unsandboxed_containment;
