@@ -30,6 +30,8 @@ mod hidden_replaced;
 mod launch_paths;
 #[cfg(target_os = "linux")]
 mod limits;
+#[cfg(target_os = "linux")]
+mod limits_named;
 #[cfg(target_os = "macos")]
 mod macos;
 mod mcp;

@@ -111,13 +111,13 @@ fn an_unsandboxed_exec_leaves_no_process_when_cordon_is_killed() {
 }
 
 /// `cordon executor` as `user` in `dir`, with its protocol on pipes.
-struct Executor {
-    child: Child,
+pub(super) struct Executor {
+    pub(super) child: Child,
     lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
 impl Executor {
-    fn start(user: User, dir: &Path, flags: &[&str]) -> Executor {
+    pub(super) fn start(user: User, dir: &Path, flags: &[&str]) -> Executor {
         let mut args = vec!["executor", "-C", dir.to_str().unwrap()];
         args.extend_from_slice(flags);
         let mut child = cordon_command(user, &args)
@@ -131,10 +131,32 @@ impl Executor {
         Executor { child, lines }
     }
 
-    fn send(&mut self, message: &serde_json::Value) {
+    pub(super) fn send(&mut self, message: &serde_json::Value) {
         let stdin = self.child.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// The next message of type `kind` or `other`, and every message before it.
+    pub(super) fn next_after_either(
+        &mut self,
+        kind: &str,
+        other: &str,
+    ) -> (serde_json::Value, Vec<serde_json::Value>) {
+        let mut before = Vec::new();
+        for line in self.lines.by_ref() {
+            let value: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if value["type"] == kind || value["type"] == other {
+                return (value, before);
+            }
+            before.push(value);
+        }
+        panic!("the executor ended before a {kind} message; got {before:?}");
+    }
+
+    /// The next message of `kind`, and every message before it.
+    pub(super) fn next_after(&mut self, kind: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+        self.next_after_either(kind, kind)
     }
 
     /// The next message of `kind`.
