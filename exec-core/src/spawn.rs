@@ -162,7 +162,7 @@ pub async fn run_process(
     let held = cgroup.as_deref();
     #[cfg(not(target_os = "linux"))]
     let held = None;
-    let exit = crate::limits::limit_reached(&spec.limits, exit, held)
+    let exit = crate::classify::limit_reached(&spec.limits, exit, held)
         .map_or(exit, ExitKind::LimitExceeded);
     let duration = started.elapsed();
     if stdin == StdinMode::Terminal {

@@ -66,35 +66,6 @@ pub(crate) type Held = CommandCgroup;
 #[cfg(not(target_os = "linux"))]
 pub(crate) type Held = std::convert::Infallible;
 
-/// The limit the kernel says stopped a command that did not succeed: the cgroup's evidence
-/// (an OOM kill, a refused fork, the CPU watch), else the signal of a per-process limit
-/// (SIGXCPU, SIGXFSZ), also as 128 + N, the status a shell or the helper reports for a child
-/// that such a signal ended. `limits` are those the command was given.
-pub(crate) fn limit_reached(
-    limits: &cordon_policies::Limits,
-    exit: crate::classify::ExitKind,
-    cgroup: Option<&Held>,
-) -> Option<LimitKey> {
-    use crate::classify::ExitKind;
-    let signal = match exit {
-        ExitKind::Code(0) | ExitKind::TimedOut | ExitKind::LimitExceeded(_) => return None,
-        ExitKind::Signal(signal) => Some(signal),
-        // A shell, and the helper, report a child's signal so.
-        ExitKind::Code(code) => code.checked_sub(128),
-    };
-    #[cfg(target_os = "linux")]
-    if let Some(key) = cgroup.and_then(CommandCgroup::exceeded) {
-        return Some(key);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cgroup;
-    match signal {
-        Some(libc::SIGXCPU) if limits.cpu.is_some() => Some(LimitKey::Cpu),
-        Some(libc::SIGXFSZ) if limits.file_size.is_some() => Some(LimitKey::FileSize),
-        Some(_) | None => None,
-    }
-}
-
 /// How one limit is held on this machine (for `cordon doctor`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LimitSupport {

@@ -334,7 +334,7 @@ impl SessionProcess {
         let held = self.limits.as_ref().map(|l| &*l.cgroup);
         #[cfg(not(target_os = "linux"))]
         let held = None;
-        let key = crate::limits::limit_reached(&self.asked, exit, held)?;
+        let key = crate::classify::limit_reached(&self.asked, exit, held)?;
         Some((key, self.asked.get(key)?))
     }
 
