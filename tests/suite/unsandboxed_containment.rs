@@ -34,13 +34,13 @@ fn writable_dir(user: User) -> tempfile::TempDir {
     dir
 }
 
-/// The pids in `file` once it holds two, within a deadline.
-fn two_pids(file: &Path, what: &str) -> Vec<i32> {
+/// The pids in `file` once it holds two that both run the marked sleep, within a deadline.
+fn two_pids(file: &Path, marker: &str, what: &str) -> Vec<i32> {
     let deadline = Instant::now() + scaled(Duration::from_secs(20));
     loop {
         let text = std::fs::read_to_string(file).unwrap_or_default();
         let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-        if pids.len() >= 2 {
+        if pids.len() >= 2 && pids.iter().all(|p| alive(*p, marker)) {
             return pids;
         }
         assert!(Instant::now() < deadline, "{what}: the children never started ({text:?})");
@@ -48,10 +48,11 @@ fn two_pids(file: &Path, what: &str) -> Vec<i32> {
     }
 }
 
-/// Whether `pid` is still one of the marked sleeps (not a reused pid).
+/// Whether `pid` is still one of the marked sleeps (not a reused pid, not the shell before its
+/// exec).
 fn alive(pid: i32, marker: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&format!("sleep\0{marker}.")))
 }
 
 /// Kills `caller` with SIGKILL and says which of `pids` is still left after a deadline (then
@@ -103,7 +104,7 @@ fn an_unsandboxed_exec_leaves_no_process_when_cordon_is_killed() {
                 .spawn()
                 .unwrap();
             let what = format!("{user:?} {mode:?}");
-            let found = two_pids(&pids, &what);
+            let found = two_pids(&pids, &marker, &what);
             failures.extend(kill_and_find_survivors(&mut cordon, &found, &marker, &what));
         }
     }
@@ -211,7 +212,7 @@ fn an_executors_unsandboxed_session_leaves_no_process_when_it_is_killed() {
                 ex.send(&json!({"type": "approval_response", "requestId": request["requestId"],
                     "decision": "approved"}));
             }
-            let found = two_pids(&pids, &what);
+            let found = two_pids(&pids, &marker, &what);
             failures.extend(kill_and_find_survivors(&mut ex.child, &found, &marker, &what));
         }
     }
