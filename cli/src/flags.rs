@@ -257,7 +257,8 @@ pub struct PolicyFlags {
 pub struct ExecArgs {
     #[command(flatten)]
     pub policy: PolicyFlags,
-    /// No sandbox and no approvals (`-s danger-full-access -a never`).
+    /// No sandbox and no approvals (`-s danger-full-access -a never`). What the command
+    /// starts still ends with it, or with cordon (see docs/limits.md).
     #[arg(
         long = "dangerously-bypass-approvals-and-sandbox",
         visible_alias = "yolo",

@@ -29,6 +29,36 @@ pub enum ExitKind {
     LimitExceeded(cordon_policies::LimitKey),
 }
 
+/// The limit the kernel says stopped a command that did not succeed: the cgroup's evidence
+/// (an OOM kill, a refused fork, the CPU watch), else the signal of a per-process limit
+/// (SIGXCPU, SIGXFSZ), also as 128 + N, the status a shell or the helper reports for a child
+/// that such a signal ended. `limits` are those the command was given.
+pub(crate) fn limit_reached(
+    limits: &cordon_policies::Limits,
+    exit: ExitKind,
+    cgroup: Option<&crate::limits::Held>,
+) -> Option<cordon_policies::LimitKey> {
+    let signal = match exit {
+        ExitKind::Code(0) | ExitKind::TimedOut | ExitKind::LimitExceeded(_) => return None,
+        ExitKind::Signal(signal) => Some(signal),
+        // A shell, and the helper, report a child's signal so.
+        ExitKind::Code(code) => code.checked_sub(128),
+    };
+    #[cfg(target_os = "linux")]
+    if let Some(key) = cgroup.and_then(crate::limits::CommandCgroup::exceeded) {
+        return Some(key);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cgroup;
+    match signal {
+        Some(libc::SIGXCPU) if limits.cpu.is_some() => Some(cordon_policies::LimitKey::Cpu),
+        Some(libc::SIGXFSZ) if limits.file_size.is_some() => {
+            Some(cordon_policies::LimitKey::FileSize)
+        }
+        Some(_) | None => None,
+    }
+}
+
 /// The status `cordon exec` exits with when the command exceeded a resource limit.
 pub const EXIT_LIMIT_EXCEEDED: i32 = 122;
 

@@ -216,6 +216,9 @@ pub enum Note {
     /// approved running it again without the sandbox, and this result is that run's. The
     /// sandboxed attempt's output is kept here.
     RetriedWithoutSandbox { first_exit: i32, first_output: String },
+    /// The kernel stopped the command at this resource limit (its value as the command was
+    /// given it): never a sandbox denial, never retried.
+    LimitExceeded { key: cordon_policies::LimitKey, limit: u64 },
 }
 
 /// What a remote executor tells the orchestrator in its `hello_response`.
@@ -309,5 +312,22 @@ mod tests {
         ] {
             assert!(serde_json::from_value::<WireBytes>(bad.clone()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_limit_note_reads_as_documented() {
+        let documented =
+            serde_json::json!({"kind": "limit_exceeded", "key": "memory", "limit": 134217728});
+        let note: Note = serde_json::from_value(documented.clone()).unwrap();
+        assert_eq!(
+            note,
+            Note::LimitExceeded { key: cordon_policies::LimitKey::Memory, limit: 128 << 20 }
+        );
+        assert_eq!(serde_json::to_value(&note).unwrap(), documented);
+        assert_eq!(
+            note.to_string(),
+            "Limit: the command exceeded its memory limit (128 MiB) and was stopped; it was not \
+             blocked by the sandbox"
+        );
     }
 }

@@ -158,7 +158,12 @@ pub async fn run_process(
     if let Some(watch) = cpu_watch {
         watch.abort();
     }
-    let exit = limit_exceeded(spec, exit, cgroup.as_ref()).map_or(exit, ExitKind::LimitExceeded);
+    #[cfg(target_os = "linux")]
+    let held = cgroup.as_deref();
+    #[cfg(not(target_os = "linux"))]
+    let held = None;
+    let exit = crate::classify::limit_reached(&spec.limits, exit, held)
+        .map_or(exit, ExitKind::LimitExceeded);
     let duration = started.elapsed();
     if stdin == StdinMode::Terminal {
         crate::sys::reclaim_terminal();
@@ -283,35 +288,6 @@ fn start(
             let stderr: Stream = child.stderr.take().map(|s| Box::new(s) as _);
             Ok((Child::Spawned(child), stdout, stderr))
         }
-    }
-}
-
-/// The limit the kernel says stopped a command that did not succeed: the cgroup's evidence
-/// (an OOM kill, a refused fork, the CPU watch), else the signal of a per-process limit
-/// (SIGXCPU, SIGXFSZ), also as 128 + N, the status a shell or the helper reports for a child
-/// that such a signal ended.
-fn limit_exceeded(
-    spec: &LaunchPlan,
-    exit: ExitKind,
-    cgroup: Option<&crate::spawner::ChildCgroup>,
-) -> Option<cordon_policies::LimitKey> {
-    use cordon_policies::LimitKey;
-    let signal = match exit {
-        ExitKind::Code(0) | ExitKind::TimedOut | ExitKind::LimitExceeded(_) => return None,
-        ExitKind::Signal(signal) => Some(signal),
-        // A shell, and the helper, report a child's signal so.
-        ExitKind::Code(code) => code.checked_sub(128),
-    };
-    #[cfg(target_os = "linux")]
-    if let Some(key) = cgroup.and_then(|c| c.exceeded()) {
-        return Some(key);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cgroup;
-    match signal {
-        Some(libc::SIGXCPU) if spec.limits.cpu.is_some() => Some(LimitKey::Cpu),
-        Some(libc::SIGXFSZ) if spec.limits.file_size.is_some() => Some(LimitKey::FileSize),
-        Some(_) | None => None,
     }
 }
 

@@ -134,6 +134,16 @@ impl LaunchPlan {
         };
         crate::sys::prepare_child(&mut command, terminal);
         self.pass_descriptors(&mut command);
+        // Last, so that every step above applies to the keeper and is inherited: an unsandboxed
+        // command has no helper whose PID namespace ends it, so a keeper holds its tree.
+        #[cfg(target_os = "linux")]
+        if self.sandbox == crate::launch::SandboxKind::None {
+            let group = match terminal {
+                Terminal::Controlling => crate::sys::CommandGroup::OwnForeground,
+                Terminal::Foreground | Terminal::Detach => crate::sys::CommandGroup::Keeper,
+            };
+            crate::sys::keep_unsandboxed(&mut command, group);
+        }
         // SAFETY: only `start` and `start_in_terminal` call this, and they hand the command
         // straight to their `spawn`: the crate's spawn functions (std's and tokio's `spawn`)
         // fork before starting any thread, so none starts between this and the fork.

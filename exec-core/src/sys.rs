@@ -4,6 +4,11 @@
 //! descriptor nobody else owns) is an `unsafe fn` whose `# Safety` section says what the caller
 //! must make true.
 
+#[cfg(target_os = "linux")]
+mod keeper;
+#[cfg(target_os = "linux")]
+pub use keeper::{CommandGroup, keep_unsandboxed};
+
 /// Prepares the child between fork and exec:
 /// - `PR_SET_PDEATHSIG`: it gets SIGKILL when the thread that spawned it dies, so killing
 ///   cordon (even with SIGKILL) kills the command too. The kernel delivers the signal when the

@@ -30,6 +30,8 @@ mod hidden_replaced;
 mod launch_paths;
 #[cfg(target_os = "linux")]
 mod limits;
+#[cfg(target_os = "linux")]
+mod limits_named;
 #[cfg(target_os = "macos")]
 mod macos;
 mod mcp;
@@ -60,3 +62,5 @@ mod self_protection;
 mod stalled_start;
 mod terminal;
 mod trust_boundary;
+#[cfg(target_os = "linux")]
+mod unsandboxed_containment;

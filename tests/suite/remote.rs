@@ -849,3 +849,50 @@ fn a_signal_over_ssh_stays_a_signal_and_is_not_retried() {
     assert_eq!(document["attempts"][0]["exit"], json!({"kind": "signal", "value": 15}));
     assert_eq!(document["approvals"], json!([]), "{document}");
 }
+
+/// A command the far end stopped at a resource limit is named here as a local one is: `cordon
+/// exec --host` exits 122 with the line and `--json` names the key; the executor with
+/// `--connect` shows the `Limit:` line. The same command under a generous limit succeeds.
+#[test]
+fn a_remote_command_stopped_at_a_limit_is_named_here() {
+    require_sshd!();
+    require_sandbox!(1);
+    for login in [Login::Root, Login::Unprivileged] {
+        let sshd = Sshd::start(login);
+        let work = scratch();
+        let big = work.path().join("big");
+        let write = format!("head -c 5M /dev/zero > {}", big.display());
+        let w = work.path().to_str().unwrap();
+        let args = |limit: &'static str, json: bool| {
+            let mut args = vec!["--limit", limit, "-s", "workspace-write", "-C", w];
+            if json {
+                args.push("--json");
+            }
+            args.extend(["--", "sh", "-c", write.as_str()]);
+            args
+        };
+        let run = sshd.exec(&sshd.cordon(), &args("file-size=1M", false));
+        assert_eq!(run.code, Some(122), "{login:?}: {}{}", run.stdout, run.stderr);
+        let line = "cordon: the command exceeded its file-size limit (1 MiB)";
+        assert!(run.stderr.contains(line), "{login:?}: {}", run.stderr);
+        assert_eq!(std::fs::metadata(&big).unwrap().len(), 1 << 20, "{login:?}");
+        let run = sshd.exec(&sshd.cordon(), &args("file-size=1M", true));
+        let document: Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{login:?}: not JSON ({e}): {}{}", run.stdout, run.stderr));
+        assert_eq!(document["result"]["exit"]["kind"], "limit_exceeded", "{login:?}: {document}");
+        assert_eq!(document["result"]["exit"]["value"], "file-size", "{login:?}: {document}");
+        let run = sshd.exec(&sshd.cordon(), &args("file-size=10M", false));
+        assert_eq!(run.code, Some(0), "{login:?}: {}{}", run.stdout, run.stderr);
+        assert_eq!(std::fs::metadata(&big).unwrap().len(), 5 << 20, "{login:?}");
+
+        let mut ex = sshd.executor(&["--limit", "file-size=1M", "-s", "workspace-write"]);
+        // In the executor's own workspace (its writable root).
+        let write = format!("head -c 5M /dev/zero > {}", ex.work.path().join("big").display());
+        let text =
+            ex.text("exec_command", json!({"cmd": write, "login": false, "yield_time_ms": 10000}));
+        assert!(
+            text.contains("Limit: the command exceeded its file-size limit (1 MiB)"),
+            "{login:?}: {text}"
+        );
+    }
+}

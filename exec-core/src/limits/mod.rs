@@ -59,6 +59,13 @@ fn tree_holder(limits: &cordon_policies::Limits) -> (TreeLimits, String) {
     (TreeLimits::None, "only Linux cgroups can hold a process tree's limits".to_owned())
 }
 
+/// The command's cgroup, where there are cgroups.
+#[cfg(target_os = "linux")]
+pub(crate) type Held = CommandCgroup;
+/// No cgroups elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub(crate) type Held = std::convert::Infallible;
+
 /// How one limit is held on this machine (for `cordon doctor`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LimitSupport {

@@ -9,7 +9,7 @@ use crate::capture::HeadTail;
 use crate::classify::ExitKind;
 use crate::orchestrator::{Approver, Orchestrator, Outcome};
 use crate::request::ExecRequest;
-use crate::resolved::{ResolvedExec, WireBytes};
+use crate::resolved::{Note, ResolvedExec, WireBytes};
 use crate::runner::{AttemptRun, RawAttempt, Runner};
 use crate::spawn::{CAPTURE_BYTES, OutputMode};
 use crate::terminal_filter::{self, EscapeFilter};
@@ -113,7 +113,14 @@ impl Runner for RemoteRunner<'_> {
                         message: format!("an exit no process can have: {exit:?}"),
                     });
                 }
-                return Ok(finished(ExitKind::from_remote(exit), stdout));
+                // The far end names a limit it stopped the command at; only one asked for
+                // here counts (a peer's other claims are no reason to exit 122).
+                let limit = result.notes.iter().find_map(|note| {
+                    let Note::LimitExceeded { key, .. } = note else { return None };
+                    request.sandbox.limits.get(*key).is_some().then_some(*key)
+                });
+                let exit = limit.map_or(ExitKind::from_remote(exit), ExitKind::LimitExceeded);
+                return Ok(finished(exit, stdout));
             }
             let Some(session_id) = result.session_id else {
                 return Err(RemoteError::Protocol {

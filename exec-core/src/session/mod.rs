@@ -233,6 +233,10 @@ impl SessionManager {
         let SessionState::Exited { exit: ProcessExit::Code { code } } = first.state else {
             return Ok(first);
         };
+        // A command a resource limit stopped was not blocked by the sandbox.
+        if first.notes.iter().any(|note| matches!(note, Note::LimitExceeded { .. })) {
+            return Ok(first);
+        }
         let denied =
             SessionDenial { request: &request, sandbox: kind, code, output: &first.output };
         if !self.orchestrator.approve_retry_after_session(denied, approver).await {
@@ -354,9 +358,13 @@ impl SessionManager {
         let (output, original_bytes) = session.take_output();
         let notes: Vec<Note> =
             [self.new_refusals(id), self.moved_aside(id)].into_iter().flatten().collect();
+        let mut notes = notes;
         let state = match session.exit() {
             Some(exit) if session.exit_settled(EXIT_DRAIN) => {
                 tracing::debug!(session = id, ?exit, "session exited");
+                if let Some((key, limit)) = session.limit_reached() {
+                    notes.push(Note::LimitExceeded { key, limit });
+                }
                 self.table().sessions.remove(&id);
                 SessionState::Exited { exit }
             }

@@ -51,6 +51,8 @@ pub struct SessionProcess {
     /// The cgroup holding the session's tree limits, and the watch on its CPU time; the
     /// cgroup's processes are killed and it is removed when the session is dropped.
     limits: Option<SessionCgroup>,
+    /// Every limit the command was given (what a result names when one was reached).
+    asked: cordon_policies::Limits,
 }
 
 struct SessionCgroup {
@@ -182,6 +184,7 @@ impl SessionProcess {
             io: Io::Pty { master: Mutex::new(pair.master), writer: Arc::new(Mutex::new(writer)) },
             shared,
             limits: hold(cgroup),
+            asked: spec.limits,
         })
     }
 
@@ -206,6 +209,7 @@ impl SessionProcess {
             Started::Init(init) => {
                 let mut process = Self::watch_init(init)?;
                 process.limits = hold(cgroup);
+                process.asked = spec.limits;
                 return Ok(process);
             }
             Started::Spawned(child) => child,
@@ -230,6 +234,7 @@ impl SessionProcess {
         };
         let mut process = Self::watch_pipes(pid, streams, exit);
         process.limits = hold(cgroup);
+        process.asked = spec.limits;
         Ok(process)
     }
 
@@ -278,7 +283,13 @@ impl SessionProcess {
             let exit = exit.await;
             to_waiter.set_exit(exit);
         });
-        SessionProcess { pid, io: Io::Pipes, shared, limits: None }
+        SessionProcess {
+            pid,
+            io: Io::Pipes,
+            shared,
+            limits: None,
+            asked: cordon_policies::Limits::default(),
+        }
     }
 
     pub fn is_pty(&self) -> bool {
@@ -313,6 +324,18 @@ impl SessionProcess {
     /// How the process ended, once it did.
     pub fn exit(&self) -> Option<ProcessExit> {
         self.shared.state().exit.map(|(exit, _)| exit)
+    }
+
+    /// The resource limit the kernel stopped the process at, once it exited, with the value it
+    /// was given.
+    pub fn limit_reached(&self) -> Option<(cordon_policies::LimitKey, u64)> {
+        let exit = crate::classify::ExitKind::from_remote(self.exit()?);
+        #[cfg(target_os = "linux")]
+        let held = self.limits.as_ref().map(|l| &*l.cgroup);
+        #[cfg(not(target_os = "linux"))]
+        let held = None;
+        let key = crate::classify::limit_reached(&self.asked, exit, held)?;
+        Some((key, self.asked.get(key)?))
     }
 
     /// The exit status once the process exited (128+N for signal N).

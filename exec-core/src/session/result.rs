@@ -100,6 +100,12 @@ impl fmt::Display for Note {
                  it ran again WITHOUT the sandbox, as approved. The sandboxed attempt's output:\n{}",
                 cordon_policies::render_text(first_output).text
             ),
+            Note::LimitExceeded { key, limit } => write!(
+                f,
+                "Limit: the command exceeded its {key} limit ({}) and was stopped; it was not \
+                 blocked by the sandbox",
+                key.describe(*limit)
+            ),
             Note::ClosedToMakeRoom { session_ids } => {
                 let ids: Vec<String> = session_ids.iter().map(u32::to_string).collect();
                 write!(
