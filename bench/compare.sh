@@ -61,7 +61,10 @@ fi
 dyn=$PWD/target/release/cordon
 static=$PWD/target/$host/release/cordon
 
-tmp=$(mktemp -d)
+# Outside /tmp, a writable root of the policy measured: without the mount view the helper
+# refuses to run from inside one (nothing else would keep its own executable from being
+# replaced), and the rows would measure the scratch files' walk as well.
+tmp=$(mktemp -d -p /var/tmp cordon-bench.XXXXXX)
 # CORDON_HOME must not lie inside a writable root (and /tmp is one).
 home=$(mktemp -d -p /var/tmp cordon-bench-home.XXXXXX)
 trap 'rm -rf "$tmp" "$home"' EXIT
