@@ -114,7 +114,9 @@ fn an_unsandboxed_exec_leaves_no_process_when_cordon_is_killed() {
 /// `cordon executor` as `user` in `dir`, with its protocol on pipes.
 pub(super) struct Executor {
     pub(super) child: Child,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    /// Its output lines, read on a thread of their own so that a wait has a deadline: a
+    /// message that never comes fails the test instead of hanging it.
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Executor {
@@ -128,8 +130,27 @@ impl Executor {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         Executor { child, lines }
+    }
+
+    /// The next line, within a deadline; `None` once the executor has ended.
+    fn next_line(&mut self) -> Option<String> {
+        match self.lines.recv_timeout(scaled(Duration::from_secs(60))) {
+            Ok(line) => Some(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("the executor sent nothing for a minute")
+            }
+        }
     }
 
     pub(super) fn send(&mut self, message: &serde_json::Value) {
@@ -145,8 +166,8 @@ impl Executor {
         other: &str,
     ) -> (serde_json::Value, Vec<serde_json::Value>) {
         let mut before = Vec::new();
-        for line in self.lines.by_ref() {
-            let value: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        while let Some(line) = self.next_line() {
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap();
             if value["type"] == kind || value["type"] == other {
                 return (value, before);
             }
@@ -162,8 +183,8 @@ impl Executor {
 
     /// The next message of `kind`.
     fn next(&mut self, kind: &str) -> serde_json::Value {
-        for line in self.lines.by_ref() {
-            let value: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        while let Some(line) = self.next_line() {
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap();
             if value["type"] == kind {
                 return value;
             }
@@ -204,8 +225,14 @@ fn an_executors_unsandboxed_session_leaves_no_process_when_it_is_killed() {
             let _ = std::fs::remove_file(&pids);
             let what = format!("{user:?} {case}");
             let mut ex = Executor::start(user, dir.path(), flags);
+            // The retry is offered for a command that ended within its first call: that call
+            // waits long enough for a slow machine's sandboxed attempt to end.
+            let yield_ms = match case {
+                "approved retry" => scaled(Duration::from_secs(10)).as_millis(),
+                _ => 500,
+            };
             ex.send(&json!({"type": "call_tool", "requestId": "r1", "toolName": "exec_command",
-                "arguments": {"cmd": cmd, "tty": tty, "yield_time_ms": 500}}));
+                "arguments": {"cmd": cmd, "tty": tty, "login": false, "yield_time_ms": yield_ms}}));
             if case == "approved retry" {
                 let request = ex.next("approval_request");
                 assert_eq!(request["stage"], "retry_without_sandbox", "{what}: {request}");
