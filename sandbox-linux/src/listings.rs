@@ -30,6 +30,10 @@ enum Kind {
 struct Listing {
     entries: Vec<(OsString, Kind)>,
     by_name: HashMap<OsString, Kind>,
+    /// The names in ASCII lower case: on a case-insensitive directory (ext4 or tmpfs with
+    /// casefold, vfat) `~/.SSH` is found under the catalogue's `~/.ssh`, which the listing
+    /// spells otherwise.
+    folded: std::collections::HashSet<Vec<u8>>,
     /// Every entry was read (not cut off at the limit).
     complete: bool,
 }
@@ -93,7 +97,8 @@ impl Listings {
             Some(listing) => match listing.by_name.get(name) {
                 Some(Kind::Link) => PathKind::Link,
                 Some(Kind::Dir | Kind::Other) => PathKind::Other,
-                None if listing.complete => PathKind::Missing,
+                None if listing.complete && !listing.has_folded(name) => PathKind::Missing,
+                // Another spelling of the name, or a listing cut short: asked by name.
                 None => lstat_kind(path),
             },
             // Searchable but not readable, or not a directory (then nothing is below it).
@@ -164,7 +169,16 @@ fn read_listing(dir: &Path) -> Option<Listing> {
     let entries = read_listing_up_to(dir, MAX_ENTRIES)?;
     let complete = entries.len() <= MAX_ENTRIES;
     let by_name = entries.iter().cloned().collect();
-    Some(Listing { entries, by_name, complete })
+    let folded =
+        entries.iter().map(|(name, _)| name.as_encoded_bytes().to_ascii_lowercase()).collect();
+    Some(Listing { entries, by_name, complete, folded })
+}
+
+impl Listing {
+    /// Whether a name differing from `name` in ASCII case only is listed.
+    fn has_folded(&self, name: &std::ffi::OsStr) -> bool {
+        self.folded.contains(&name.as_encoded_bytes().to_ascii_lowercase())
+    }
 }
 
 /// The entries of `dir`, stopping after `limit` + 1.
@@ -237,5 +251,18 @@ mod tests {
         listed.sort();
         assert_eq!(listed, vec![(root.join("a/b"), false), (root.join("a/file"), false)]);
         assert!(listings.list(&root.join("a/missing"), 10).is_none());
+    }
+
+    #[test]
+    fn a_name_listed_in_another_case_is_asked_for_by_name() {
+        // On a case-insensitive directory `.SSH` is what `.ssh` opens: the listing must not
+        // call `.ssh` missing there. (On this case-sensitive one, the lookup says so itself.)
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join(".SSH")).unwrap();
+        let listing = read_listing(tmp.path()).unwrap();
+        assert!(listing.has_folded(std::ffi::OsStr::new(".ssh")));
+        assert!(!listing.has_folded(std::ffi::OsStr::new(".aws")));
+        let listings = Listings::new();
+        assert_eq!(listings.kind(&tmp.path().join(".ssh")), lstat_kind(&tmp.path().join(".ssh")));
     }
 }
