@@ -5,7 +5,8 @@
 //! answers well-formed JSON of the wrong shape with an error that has no id.
 //!
 //! Reading is cancel-safe (the service loop polls `receive` inside a `select!`): the partial
-//! line lives in the transport, never in a future. Writing is rmcp's (`AsyncRwTransport`).
+//! line lives in the transport, never in a future, and the answers `receive` gives itself are
+//! written by tasks of their own. Writing is rmcp's (`AsyncRwTransport`).
 
 use rmcp::model::{CallToolResult, ContentBlock, ErrorCode, ErrorData, RequestId, ServerResult};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
@@ -28,6 +29,10 @@ pub(super) struct GuardedLines<R, W: AsyncWrite + Send + Unpin + 'static> {
     line: Vec<u8>,
     too_long: bool,
     output: AsyncRwTransport<RoleServer, tokio::io::Empty, W>,
+    /// Answers to lines rmcp never sees, being written. Each is a task of its own: `receive`
+    /// is polled inside rmcp's `select!` and may be dropped at any await, and an answer
+    /// awaited there would be lost with it (the line it answers is consumed already).
+    answers: Vec<tokio::task::JoinHandle<Result<(), std::io::Error>>>,
 }
 
 impl<R: AsyncBufRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> GuardedLines<R, W> {
@@ -38,7 +43,14 @@ impl<R: AsyncBufRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> Gua
             line: Vec::new(),
             too_long: false,
             output: AsyncRwTransport::new_server(tokio::io::empty(), output),
+            answers: Vec::new(),
         }
+    }
+
+    /// Writes `message` whatever becomes of the `receive` that decided it.
+    fn send_answer(&mut self, message: TxJsonRpcMessage<RoleServer>) {
+        self.answers.retain(|answer| !answer.is_finished());
+        self.answers.push(tokio::spawn(self.output.send(message)));
     }
 
     /// The next whole line (without its newline), `Err(())` for one that was too long, `None`
@@ -74,9 +86,9 @@ impl<R: AsyncBufRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> Gua
         }
     }
 
-    async fn answer(&mut self, id: Option<RequestId>, code: ErrorCode, message: String) {
+    fn answer(&mut self, id: Option<RequestId>, code: ErrorCode, message: String) {
         let error = TxJsonRpcMessage::<RoleServer>::error(ErrorData::new(code, message, None), id);
-        let _ = self.output.send(error).await;
+        self.send_answer(error);
     }
 }
 
@@ -97,6 +109,10 @@ where
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             let Some(line) = self.next_line().await else {
+                // The answers to the last lines are written before the server winds down.
+                for answer in std::mem::take(&mut self.answers) {
+                    let _ = answer.await;
+                }
                 self.eof.notify_one();
                 return None;
             };
@@ -104,7 +120,7 @@ where
                 Ok(line) => line,
                 Err(()) => {
                     let message = format!("message longer than {MAX_LINE_BYTES} bytes; ignored");
-                    self.answer(None, ErrorCode::INVALID_REQUEST, message).await;
+                    self.answer(None, ErrorCode::INVALID_REQUEST, message);
                     continue;
                 }
             };
@@ -115,13 +131,10 @@ where
             match judge(line) {
                 Verdict::Message(message) => return Some(*message),
                 Verdict::Ignore => continue,
-                Verdict::Answer { id, code, message } => self.answer(id, code, message).await,
+                Verdict::Answer { id, code, message } => self.answer(id, code, message),
                 Verdict::Respond { id, result } => {
                     let result = ServerResult::CallToolResult(*result);
-                    let _ = self
-                        .output
-                        .send(TxJsonRpcMessage::<RoleServer>::response(result, id))
-                        .await;
+                    self.send_answer(TxJsonRpcMessage::<RoleServer>::response(result, id));
                 }
             }
         }
