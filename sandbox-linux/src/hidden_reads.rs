@@ -99,7 +99,7 @@ pub(crate) fn plan(
     // Sets are hashed and lists put in byte order: a few hundred paths are looked up and
     // sorted on every launch, and comparing paths component by component is the dearer way.
     let mut places: HashSet<PathBuf> = HashSet::new();
-    let mut resolved = Resolved { fs, known: HashMap::new(), kinds: HashMap::new() };
+    let mut resolved = Resolved { fs, known: HashMap::new() };
     for path in hidden {
         places.extend(hidden_places(path, &mut resolved, MAX_DANGLING_HOPS));
     }
@@ -174,7 +174,6 @@ fn in_byte_order(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
 struct Resolved<'a, F> {
     fs: &'a F,
     known: HashMap<PathBuf, Option<PathBuf>>,
-    kinds: HashMap<PathBuf, PathKind>,
 }
 
 impl<F: FileSystem> Resolved<'_, F> {
@@ -185,16 +184,6 @@ impl<F: FileSystem> Resolved<'_, F> {
         let real = self.fs.canonical(path);
         self.known.insert(path.to_path_buf(), real.clone());
         real
-    }
-
-    /// What is at a directory on the way: many hidden paths share a missing one (`~/Library`).
-    fn kind(&mut self, dir: &Path) -> PathKind {
-        if let Some(kind) = self.kinds.get(dir) {
-            return *kind;
-        }
-        let kind = self.fs.kind(dir);
-        self.kinds.insert(dir.to_path_buf(), kind);
-        kind
     }
 }
 
@@ -244,7 +233,8 @@ fn hidden_places<F: FileSystem>(
             }
             // A link on the way that leads nowhere: where the rest would be created.
             for dir in unresolved {
-                if resolved.kind(dir) == PathKind::Link {
+                // The file system answers each directory once (the listings remember).
+                if fs.kind(dir) == PathKind::Link {
                     let rest = path.strip_prefix(dir).unwrap_or(Path::new(""));
                     places.extend(dangling(dir, rest, resolved, hops));
                     break;

@@ -78,34 +78,61 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
             break;
         }
         budget.directories -= 1;
-        let Some(entries) = list(&dir) else {
-            // Searchable but not readable (a mode the command may have set on a repository it
-            // can write): git still works there, so it is looked at name by name.
-            if is_git_dir(&dir) {
-                budget.repositories = budget.repositories.saturating_sub(1);
-                found.bare.push(dir);
-            } else if std::fs::symlink_metadata(dir.join(".git")).is_ok() {
-                budget.repositories = budget.repositories.saturating_sub(1);
-                if dir != root {
-                    found.worktrees.push(dir.clone());
+        let looked = match list(&dir) {
+            Some(entries) => Looked::from_listing(&dir, entries),
+            None => {
+                // Searchable but not readable (a mode the command may have set on a repository
+                // it can write): git still works there, so it is looked at name by name.
+                let looked = Looked::by_name(&dir);
+                if !looked.bare && !looked.dot_git && owned_by_caller(&dir) {
+                    // What lies deeper cannot be listed, but the caller's git can still reach it.
+                    found.unsearched.push(dir.clone());
                 }
-            } else if owned_by_caller(&dir) {
-                // What lies deeper cannot be listed, but the caller's git can still reach it.
-                found.unsearched.push(dir);
+                looked
             }
-            continue;
         };
-        let mut children = Vec::new();
-        let mut cache = false;
-        let mut has_dot_git = false;
-        // What makes a git dir, as git checks it: `HEAD` beside `objects/` and `refs/`. The
-        // kinds come from the listing (no lookup per directory).
+        if looked.bare {
+            budget.repositories = budget.repositories.saturating_sub(1);
+            found.bare.push(dir);
+            continue;
+        }
+        if looked.dot_git {
+            budget.repositories = budget.repositories.saturating_sub(1);
+            if dir != root {
+                found.worktrees.push(dir.clone());
+            }
+        }
+        let Looked { mut children, cache, .. } = looked;
+        if !cache && depth < MAX_DEPTH {
+            children.sort();
+            queue.extend(children.into_iter().map(|child| (child, depth + 1)));
+        }
+    }
+    found
+}
+
+/// What one directory of the walk holds, as far as the walk cares.
+struct Looked {
+    /// It is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks it.
+    bare: bool,
+    /// It holds a `.git` (a directory, a pointer file or a link).
+    dot_git: bool,
+    /// Its subdirectories to search (not links, not the skipped names).
+    children: Vec<PathBuf>,
+    /// It is marked as a cache (`CACHEDIR.TAG`): not searched deeper.
+    cache: bool,
+}
+
+impl Looked {
+    /// From the directory's listing: the kinds come with it, no lookup per name.
+    fn from_listing(dir: &Path, entries: Vec<(std::ffi::OsString, Option<FileType>)>) -> Self {
+        let mut looked = Looked { bare: false, dot_git: false, children: Vec::new(), cache: false };
         let (mut head, mut objects, mut refs) = (false, false, false);
         for (name, kind) in entries {
             // The entry's own type: a symbolic link is never followed.
             let is_dir = kind == Some(FileType::Directory);
             if name == ".git" {
-                has_dot_git = true;
+                looked.dot_git = true;
                 continue;
             }
             match name.as_encoded_bytes() {
@@ -114,30 +141,23 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
                 }
                 b"objects" => objects = is_dir,
                 b"refs" => refs = is_dir,
-                b"CACHEDIR.TAG" => cache = true,
+                b"CACHEDIR.TAG" => looked.cache = true,
                 _ => {}
             }
             if is_dir && !SKIPPED.iter().any(|skipped| name == *skipped) {
-                children.push(dir.join(name));
+                looked.children.push(dir.join(name));
             }
         }
-        if head && objects && refs {
-            budget.repositories = budget.repositories.saturating_sub(1);
-            found.bare.push(dir);
-            continue;
-        }
-        if has_dot_git {
-            budget.repositories = budget.repositories.saturating_sub(1);
-            if dir != root {
-                found.worktrees.push(dir.clone());
-            }
-        }
-        if !cache && depth < MAX_DEPTH {
-            children.sort();
-            queue.extend(children.into_iter().map(|child| (child, depth + 1)));
-        }
+        looked.bare = head && objects && refs;
+        looked
     }
-    found
+
+    /// From lookups of the names that matter, for a directory that cannot be listed.
+    fn by_name(dir: &Path) -> Self {
+        let bare = is_git_dir(dir);
+        let dot_git = !bare && std::fs::symlink_metadata(dir.join(".git")).is_ok();
+        Looked { bare, dot_git, children: Vec::new(), cache: false }
+    }
 }
 
 /// The entries of `dir` with their kinds as the directory gives them (an `lstat` only where
@@ -212,7 +232,6 @@ impl RepositoryWalk {
     }
 
     /// What the walk found in `root`, or a walk of it now when it was not one of the roots.
-    #[cfg_attr(not(target_os = "linux"), expect(dead_code, reason = "the mount view's"))]
     pub(crate) fn repositories(&self, root: &Path) -> Repositories {
         match self.roots.iter().find(|(walked, _)| walked == root) {
             Some((_, found)) => found.clone(),
