@@ -241,7 +241,7 @@ impl Orchestrator {
     pub fn program_lookup<'a>(&'a self, request: &'a ExecRequest) -> ProgramLookup<'a> {
         let path = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
         ProgramLookup::new(path, request.cwd.clone(), move || {
-            denial_context(request, &self.helper.user_view).writable_roots
+            writable_roots(request, &self.helper.user_view)
         })
     }
 
@@ -521,7 +521,7 @@ impl Orchestrator {
             if sandboxed == Sandboxed::Yes && sandbox_mode != SandboxMode::DangerFullAccess && text
             {
                 always_allow_prefix(&request.words()).filter(|_| {
-                    let roots = denial_context(request, &self.helper.user_view).writable_roots;
+                    let roots = writable_roots(request, &self.helper.user_view);
                     program_inside_roots(request, &roots).is_none()
                 })
             } else {
@@ -635,6 +635,16 @@ fn program_inside_roots(request: &ExecRequest, roots: &[PathBuf]) -> Option<Path
     }?;
     let canonical = std::fs::canonicalize(&found).ok()?;
     roots.iter().any(|root| canonical.starts_with(root)).then_some(found)
+}
+
+/// What the request's sandbox lets the command write, alone (no hidden-path catalogue); none
+/// when the policy cannot be resolved.
+fn writable_roots(request: &ExecRequest, user_view: &cordon_policies::EnvSnapshot) -> Vec<PathBuf> {
+    let sandbox = &request.sandbox;
+    sandbox
+        .policy
+        .writable_roots(&sandbox.policy_cwd, &user_view.view(), |p| std::fs::canonicalize(p))
+        .unwrap_or_default()
 }
 
 /// [`denial_context`], worked out when first needed: a command that succeeds needs none, and
