@@ -240,12 +240,12 @@ fn shape_regex(index: usize) -> Option<&'static Regex> {
     SHAPE_REGEXES.get(index)?.get_or_init(|| compile(shape.pattern)).as_ref()
 }
 
-/// A pattern as these rules read it: ASCII classes and case (`\s`, `(?i)`), matched on the
-/// value's bytes, with no lazy DFA. Compiled on a launch whose environment carries a hint, so
-/// what compilation costs is paid by every such launch: Unicode classes and a DFA cache make
-/// it several times dearer, for values a few hundred bytes long. Every shape is ASCII.
+/// A pattern matched on the value's bytes, with Unicode classes and case (`\s` is any
+/// whitespace: a secret after a no-break space is still one), and no lazy DFA: compiled on a
+/// launch whose environment carries a hint, so what compilation costs is paid by every such
+/// launch, and a DFA cache is dearer to build than it saves on values a few hundred bytes long.
 fn compile(pattern: &str) -> Option<Regex> {
-    RegexBuilder::new(pattern).unicode(false).dfa_size_limit(0).build().ok()
+    RegexBuilder::new(pattern).dfa_size_limit(0).build().ok()
 }
 
 /// What the value rules make of one value.
@@ -370,5 +370,22 @@ mod tests {
             ValueVerdict::Redacted("https://example.com/x".into())
         );
         assert_eq!(classify_value("/usr/local/bin:/usr/bin"), ValueVerdict::Clean);
+    }
+
+    /// Whitespace is any whitespace, not only ASCII's: a secret behind a no-break space, an
+    /// em or ideographic space, NEL or a line separator is still one.
+    #[test]
+    fn secrets_beside_unicode_whitespace_are_caught() {
+        for value in [
+            "Bearer\u{2003}abcdefghijklmnop123456",
+            "api_key\u{3000}=\u{3000}hunter2hunter2",
+            "Authorization: Bearer\u{a0}abcdefghijklmnop123456",
+            "a\u{85}password=hunter2hunter2",
+            "x\u{2028}password=hunter2hunter2",
+            "secret\u{a0}=\u{a0}hunter2hunter2",
+            "Bearer\u{a0}abcdefghijklmnop123456",
+        ] {
+            assert_eq!(classify_value(value), ValueVerdict::Secret, "{value:?}");
+        }
     }
 }

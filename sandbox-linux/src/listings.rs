@@ -34,6 +34,9 @@ struct Listing {
     /// casefold, vfat) `~/.SSH` is found under the catalogue's `~/.ssh`, which the listing
     /// spells otherwise.
     folded: std::collections::HashSet<Vec<u8>>,
+    /// A name holds a byte past ASCII: Unicode case folding could make it another spelling of
+    /// an ASCII name (`.ſsh` folds to `.ssh`), so no name is called missing from the listing.
+    non_ascii: bool,
     /// Every entry was read (not cut off at the limit).
     complete: bool,
 }
@@ -171,13 +174,14 @@ fn read_listing(dir: &Path) -> Option<Listing> {
     let by_name = entries.iter().cloned().collect();
     let folded =
         entries.iter().map(|(name, _)| name.as_encoded_bytes().to_ascii_lowercase()).collect();
-    Some(Listing { entries, by_name, complete, folded })
+    let non_ascii = entries.iter().any(|(name, _)| !name.as_encoded_bytes().is_ascii());
+    Some(Listing { entries, by_name, complete, folded, non_ascii })
 }
 
 impl Listing {
-    /// Whether a name differing from `name` in ASCII case only is listed.
+    /// Whether a name that a case-insensitive directory could take for `name` is listed.
     fn has_folded(&self, name: &std::ffi::OsStr) -> bool {
-        self.folded.contains(&name.as_encoded_bytes().to_ascii_lowercase())
+        self.non_ascii || self.folded.contains(&name.as_encoded_bytes().to_ascii_lowercase())
     }
 }
 

@@ -231,11 +231,14 @@ impl RepositoryWalk {
         RepositoryWalk { roots }
     }
 
-    /// What the walk found in `root`, or a walk of it now when it was not one of the roots.
+    /// What the walk found in `root`, or a walk of it now when it was not one of the roots or
+    /// left directories unsearched there: the caller may have walked with less than the helper
+    /// can read (an unprivileged caller cannot list a directory of its own made `0311`, which
+    /// the helper can in its user namespace), and what it could not search is searched again.
     pub(crate) fn repositories(&self, root: &Path) -> Repositories {
         match self.roots.iter().find(|(walked, _)| walked == root) {
-            Some((_, found)) => found.clone(),
-            None => find_repositories(root, &mut WalkBudget::default()),
+            Some((_, found)) if found.unsearched.is_empty() => found.clone(),
+            _ => find_repositories(root, &mut WalkBudget::default()),
         }
     }
 
