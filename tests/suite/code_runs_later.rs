@@ -93,6 +93,33 @@ fn a_nested_repository_keeps_its_config_and_hooks_read_only_and_commits_still_wo
     }
 }
 
+/// A nested repository under a directory of the caller's own that it cannot list (mode
+/// `0311`: searchable, not readable) keeps its config and hooks read-only too: cordon's own
+/// search cannot list it as an unprivileged caller, and the helper, which can, searches again.
+#[test]
+fn a_nested_repository_under_an_unreadable_directory_of_the_callers_keeps_its_hooks_read_only() {
+    require_mount_view!();
+    skip_unless!(is_root(), "needs root to give the workspace to uid 65534");
+    let ws = scratch();
+    let home = scratch();
+    repository(&ws.path().join("e/sub/repo"));
+    chown_nobody(ws.path());
+    chown_nobody(home.path());
+    std::fs::set_permissions(
+        ws.path().join("e"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o311),
+    )
+    .unwrap();
+    let attack = "printf '#!/bin/sh\\ntrue\\n' > e/sub/repo/.git/hooks/pre-commit; echo hook=$?; \
+                  echo '[core]' >> e/sub/repo/.git/config; echo config=$?";
+    let run = sandboxed(User::Nobody, ws.path(), home.path(), attack);
+    for step in ["hook=0", "config=0"] {
+        assert!(!run.stdout.contains(step), "{step}\n{}\n{}", run.stdout, run.stderr);
+    }
+    assert!(run.stdout.contains("hook="), "{}\n{}", run.stdout, run.stderr);
+    assert!(!ws.path().join("e/sub/repo/.git/hooks/pre-commit").exists());
+}
+
 /// Names git honours that do not exist yet — a `commondir` pointing at a planted config, a
 /// `hooks/` directory in a repository made without one, a linked worktree's `commondir`, an
 /// `exec` line added to a paused rebase — are moved aside when the command ends, and said so.
