@@ -66,6 +66,16 @@ struct Shape {
     hints: &'static [&'static str],
 }
 
+/// One whitespace character of any script, as the bytes of its UTF-8 encoding (the patterns
+/// are matched byte by byte): ASCII's, NEL, no-break space, Ogham space mark, the spaces
+/// U+2000..U+200A, line and paragraph separators, narrow no-break space, medium mathematical
+/// space and ideographic space — Unicode's `White_Space`.
+macro_rules! ws {
+    () => {
+        r"(?:[\t-\r ]|\xC2[\x85\xA0]|\xE1\x9A\x80|\xE2\x80[\x80-\x8A\xA8\xA9\xAF]|\xE2\x81\x9F|\xE3\x80\x80)"
+    };
+}
+
 /// Token shapes dropped whatever the variable is called. Each starts at a word boundary so a
 /// prefix inside a longer word (`desk-…`, `mask-…`) does not count.
 const SHAPES: &[Shape] = &[
@@ -143,25 +153,41 @@ const SHAPES: &[Shape] = &[
     },
     Shape {
         what: "HTTP bearer credential (Bearer …)",
-        pattern: r"(?i)(?:^|[^a-z0-9_])bearer\s+[A-Za-z0-9._~+/=-]{16,}",
+        pattern: concat!(r"(?i)(?:^|[^a-z0-9_])bearer", ws!(), "+", r"[A-Za-z0-9._~+/=-]{16,}"),
         hints: &["bearer"],
         mixed_case_and_digits: false,
     },
     Shape {
         what: "HTTP Authorization header (Authorization: Basic|Bearer|Token|Digest …)",
-        pattern: r"(?i)authorization\s*:\s*(?:basic|bearer|token|digest)\s+\S{8,}",
+        pattern: concat!(
+            "(?i)authorization",
+            ws!(),
+            "*:",
+            ws!(),
+            "*(?:basic|bearer|token|digest)",
+            ws!(),
+            r"+[^\t-\r ]{8,}"
+        ),
         hints: &["authorization"],
         mixed_case_and_digits: false,
     },
     Shape {
         what: "HTTP basic credential (Basic base64)",
-        pattern: r"(?:^|[^A-Za-z0-9_])Basic\s+[A-Za-z0-9+/]{12,}={0,2}",
+        pattern: concat!(r"(?:^|[^A-Za-z0-9_])Basic", ws!(), r"+[A-Za-z0-9+/]{12,}={0,2}"),
         hints: &["basic"],
         mixed_case_and_digits: true,
     },
     Shape {
         what: "a secret in a key=value setting (AccountKey=, aws_secret_access_key =, password=, …)",
-        pattern: r#"(?i)(?:^|[;,&?"'\s-])(?:accountkey|sharedaccesskey|aws_secret_access_key|password|passwd|pass|pwd|secret|secret[_-]?key|client[_-]secret|api[_-]?key|access[_-]token|token)"?\s*[=:]\s*"?[^;,&"'\s]{6,}"#,
+        pattern: concat!(
+            r#"(?i)(?:^|[;,&?"'-]|"#,
+            ws!(),
+            r#")(?:accountkey|sharedaccesskey|aws_secret_access_key|password|passwd|pass|pwd|secret|secret[_-]?key|client[_-]secret|api[_-]?key|access[_-]token|token)"?"#,
+            ws!(),
+            "*[=:]",
+            ws!(),
+            r#"*"?[^;,&"'\t-\r ]{6,}"#
+        ),
         hints: &[
             "accountkey",
             "sharedaccesskey",
@@ -212,7 +238,7 @@ const SHAPES: &[Shape] = &[
 /// `scheme://userinfo@`: the authority ends at the first `/`, `?`, `#` or blank, and the
 /// greedy match takes the userinfo up to its last `@` (an unencoded `@` in a password stays
 /// inside what is removed).
-const URL_USERINFO: &str = r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)@";
+const URL_USERINFO: &str = r"([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\t-\r ]*)@";
 
 /// Descriptions of the value rules, for `cordon doctor`.
 pub fn value_rules() -> Vec<String> {
@@ -240,12 +266,15 @@ fn shape_regex(index: usize) -> Option<&'static Regex> {
     SHAPE_REGEXES.get(index)?.get_or_init(|| compile(shape.pattern)).as_ref()
 }
 
-/// A pattern matched on the value's bytes, with Unicode classes and case (`\s` is any
-/// whitespace: a secret after a no-break space is still one), and no lazy DFA: compiled on a
-/// launch whose environment carries a hint, so what compilation costs is paid by every such
-/// launch, and a DFA cache is dearer to build than it saves on values a few hundred bytes long.
+/// A pattern matched on the value's bytes, byte by byte (ASCII classes and case), with no lazy
+/// DFA: compiled on a launch whose environment carries a hint, so what compilation costs is
+/// paid by every such launch. Unicode classes repeated (`\S{8,}`) compile to several times the
+/// automaton, and a DFA cache is dearer to build than it saves on values a few hundred bytes
+/// long. Whitespace around a secret is still any whitespace ([`ws!`]); a run of token
+/// characters excludes ASCII whitespace only, so a non-ASCII byte counts as part of a token:
+/// that can only find more secrets, never fewer.
 fn compile(pattern: &str) -> Option<Regex> {
-    RegexBuilder::new(pattern).dfa_size_limit(0).build().ok()
+    RegexBuilder::new(pattern).unicode(false).dfa_size_limit(0).build().ok()
 }
 
 /// What the value rules make of one value.
@@ -370,6 +399,24 @@ mod tests {
             ValueVerdict::Redacted("https://example.com/x".into())
         );
         assert_eq!(classify_value("/usr/local/bin:/usr/bin"), ValueVerdict::Clean);
+    }
+
+    /// The whitespace the patterns spell out byte by byte is exactly Unicode's.
+    #[test]
+    fn the_spelled_out_whitespace_is_unicodes() {
+        let whole = compile(concat!("^", ws!(), "$")).unwrap();
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            let mut bytes = [0; 4];
+            let encoded = c.encode_utf8(&mut bytes).as_bytes();
+            assert_eq!(whole.is_match(encoded), c.is_whitespace(), "{c:?}");
+        }
+    }
+
+    /// A token is cut at whitespace only, not at other non-ASCII text.
+    #[test]
+    fn a_token_with_non_ascii_letters_is_still_one() {
+        assert_eq!(classify_value("password=h\u{e9}llo-w\u{f6}rld"), ValueVerdict::Secret);
+        assert_eq!(classify_value("password\u{a0}h\u{e9}"), ValueVerdict::Clean);
     }
 
     /// Whitespace is any whitespace, not only ASCII's: a secret behind a no-break space, an
