@@ -45,10 +45,12 @@ struct Listing {
 /// plans on its one thread.
 #[derive(Debug, Default)]
 pub(crate) struct Listings {
-    dirs: RefCell<HashMap<PathBuf, Option<std::rc::Rc<Listing>>>>,
+    /// Keyed by the path's bytes, not its components: `Path`'s own hash splits the path into
+    /// components on every lookup. Another spelling of a path is only looked at again.
+    dirs: RefCell<HashMap<OsString, Option<std::rc::Rc<Listing>>>>,
     /// What was found at each path asked about, and whether a link lies on its way: hidden
-    /// paths share their directories, so each is worked out once.
-    paths: RefCell<HashMap<PathBuf, Found>>,
+    /// paths share their directories, so each is worked out once. Keyed as `dirs`.
+    paths: RefCell<HashMap<OsString, Found>>,
 }
 
 /// What is at a path, and whether it or a directory on its way is a symbolic link.
@@ -65,11 +67,11 @@ impl Listings {
 
     /// The listing of `dir`, read at most once; `None` when it cannot be read.
     fn listing(&self, dir: &Path) -> Option<std::rc::Rc<Listing>> {
-        if let Some(known) = self.dirs.borrow().get(dir) {
+        if let Some(known) = self.dirs.borrow().get(dir.as_os_str()) {
             return known.clone();
         }
         let listing = read_listing(dir).map(std::rc::Rc::new);
-        self.dirs.borrow_mut().insert(dir.to_path_buf(), listing.clone());
+        self.dirs.borrow_mut().insert(dir.as_os_str().to_owned(), listing.clone());
         listing
     }
 
@@ -79,11 +81,11 @@ impl Listings {
     }
 
     fn found(&self, path: &Path) -> Found {
-        if let Some(found) = self.paths.borrow().get(path) {
+        if let Some(found) = self.paths.borrow().get(path.as_os_str()) {
             return *found;
         }
         let found = self.look(path);
-        self.paths.borrow_mut().insert(path.to_path_buf(), found);
+        self.paths.borrow_mut().insert(path.as_os_str().to_owned(), found);
         found
     }
 
