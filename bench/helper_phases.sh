@@ -36,7 +36,7 @@ steps = [
     ("warn_unusable_git_files(&plan", "mount table read, view planned"),
     ("let pid_namespace = match", "view entered"),
     ("let proxy_port = match", "PID namespace, /proc mounted"),
-    ("hidden.extend(mount_view::hidden_devices", "Landlock ABI probed"),
+    ("hidden.extend(devices", "Landlock ABI probed"),
     ("let reads = hidden_reads::plan", "raw disks found"),
     ("let landlock_plan = landlock_rules::plan", "read rights planned"),
     ("let landlock_enforced = match", "Landlock rules planned"),

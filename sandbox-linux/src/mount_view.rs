@@ -168,6 +168,8 @@ pub(crate) struct Surveyed<'a> {
     pub listings: &'a Listings,
     /// The writable roots' repositories, when the caller found them already.
     pub walked: Option<&'a RepositoryWalk>,
+    /// The devices hidden besides the policy's paths ([`hidden_devices`]).
+    pub devices: &'a [PathBuf],
 }
 
 /// Builds the plan for `policy` from the current mount table.
@@ -296,11 +298,11 @@ pub(crate) fn plan(
     protected.dedup();
 
     let mut hidden = crate::hidden::plan(&policy.hidden_paths, &policy.allowed_sockets, listings);
-    for device in hidden_devices() {
+    for device in host.devices {
         if device.is_dir() {
-            hidden.dirs.push(device);
+            hidden.dirs.push(device.clone());
         } else {
-            hidden.files.push(device);
+            hidden.files.push(device.clone());
         }
     }
     let crate::hidden::HiddenPlan { dirs: hidden_dirs, files: hidden_files, exposed_sockets } =

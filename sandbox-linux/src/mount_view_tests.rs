@@ -35,7 +35,7 @@ fn only_writable_submounts_strictly_inside_roots_are_reopened() {
         plan(
             &policy,
             &mounts,
-            &Surveyed { listings: &crate::listings::Listings::new(), walked: None }
+            &Surveyed { listings: &crate::listings::Listings::new(), walked: None, devices: &[] }
         )
         .writable_submounts,
         vec![PathBuf::from("/w/cache")]
@@ -52,7 +52,7 @@ fn only_writable_submounts_strictly_inside_roots_are_reopened() {
         plan(
             &nested,
             &mounts,
-            &Surveyed { listings: &crate::listings::Listings::new(), walked: None }
+            &Surveyed { listings: &crate::listings::Listings::new(), walked: None, devices: &[] }
         )
         .writable_roots,
         vec![PathBuf::from("/tmp"), PathBuf::from("/w")]

@@ -290,6 +290,8 @@ unsafe fn run(
     // The directories on the way to the hidden paths, each read once for the mount view and
     // the read rights. The view adds no names to them, so what is read now holds inside it.
     let listings = Listings::new();
+    // Hidden besides the policy's paths, by the view and by the read rights alike.
+    let devices = mount_view::hidden_devices();
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
@@ -309,7 +311,11 @@ unsafe fn run(
             let plan = mount_view::plan(
                 &view_policy,
                 &mount_view::parse_mountinfo(&mountinfo),
-                &mount_view::Surveyed { listings: &listings, walked: args.walked.as_deref() },
+                &mount_view::Surveyed {
+                    listings: &listings,
+                    walked: args.walked.as_deref(),
+                    devices: &devices,
+                },
             );
             warn_unusable_git_files(&plan.unusable_git_files);
             warn_unsearched(&plan.unsearched);
@@ -387,7 +393,7 @@ unsafe fn run(
             policy.writable_roots.iter().chain(&extra_writable).cloned().collect();
         // The raw disks too: without the mount view, a root caller would read them whole.
         let mut hidden = policy.hidden_paths.clone();
-        hidden.extend(mount_view::hidden_devices());
+        hidden.extend(devices.iter().cloned());
         let reads = hidden_reads::plan(&hidden, &roots, &listings);
         // Outside the writable roots, a hidden path Landlock leaves to the mount view lies in
         // a directory too large to grant entry by entry: without the view nothing hides it.
