@@ -4,7 +4,7 @@
 
 use std::sync::{LazyLock, OnceLock};
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex_lite::Regex;
 
 /// Names dropped unless `ignore_default_excludes`: case-insensitive globs over the whole name.
 /// They are substring rules on purpose: credentials come under every spelling (`MYSQL_PWD`,
@@ -66,13 +66,13 @@ struct Shape {
     hints: &'static [&'static str],
 }
 
-/// One whitespace character of any script, as the bytes of its UTF-8 encoding (the patterns
-/// are matched byte by byte): ASCII's, NEL, no-break space, Ogham space mark, the spaces
-/// U+2000..U+200A, line and paragraph separators, narrow no-break space, medium mathematical
-/// space and ideographic space — Unicode's `White_Space`.
+/// One whitespace character of any script, spelled out (the pattern engine knows ASCII's
+/// only): ASCII's, NEL, no-break space, Ogham space mark, the spaces U+2000..U+200A, line and
+/// paragraph separators, narrow no-break space, medium mathematical space and ideographic
+/// space — Unicode's `White_Space`.
 macro_rules! ws {
     () => {
-        r"(?:[\t-\r ]|\xC2[\x85\xA0]|\xE1\x9A\x80|\xE2\x80[\x80-\x8A\xA8\xA9\xAF]|\xE2\x81\x9F|\xE3\x80\x80)"
+        r"[\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
     };
 }
 
@@ -266,15 +266,15 @@ fn shape_regex(index: usize) -> Option<&'static Regex> {
     SHAPE_REGEXES.get(index)?.get_or_init(|| compile(shape.pattern)).as_ref()
 }
 
-/// A pattern matched on the value's bytes, byte by byte (ASCII classes and case), with no lazy
-/// DFA: compiled on a launch whose environment carries a hint, so what compilation costs is
-/// paid by every such launch. Unicode classes repeated (`\S{8,}`) compile to several times the
-/// automaton, and a DFA cache is dearer to build than it saves on values a few hundred bytes
-/// long. Whitespace around a secret is still any whitespace ([`ws!`]); a run of token
-/// characters excludes ASCII whitespace only, so a non-ASCII byte counts as part of a token:
-/// that can only find more secrets, never fewer.
+/// A pattern as these rules write it, compiled by `regex-lite`: a pattern is compiled on a
+/// launch whose environment carries one of its hints, so what compilation costs is paid by
+/// every such launch, and the full engine's optimizations cost several times this engine's
+/// whole compilation for values a few hundred bytes long. Its classes and case are ASCII's:
+/// whitespace around a secret is still any whitespace ([`ws!`]); a run of token characters
+/// excludes ASCII whitespace only, so a non-ASCII character counts as part of a token, which
+/// can only find more secrets, never fewer.
 fn compile(pattern: &str) -> Option<Regex> {
-    RegexBuilder::new(pattern).unicode(false).dfa_size_limit(0).build().ok()
+    Regex::new(pattern).ok()
 }
 
 /// What the value rules make of one value.
@@ -303,9 +303,9 @@ pub fn classify_value(value: &str) -> ValueVerdict {
         let Some(regex) = shape_regex(index) else {
             return ValueVerdict::Secret;
         };
-        let hit = regex.find_iter(value.as_bytes()).any(|m| {
+        let hit = regex.find_iter(value).any(|m| {
             !shape.mixed_case_and_digits || {
-                let text = m.as_bytes();
+                let text = m.as_str().as_bytes();
                 text.iter().any(|b| b.is_ascii_uppercase())
                     && text.iter().any(|b| b.is_ascii_lowercase())
                     && text.iter().any(|b| b.is_ascii_digit())
@@ -322,24 +322,20 @@ pub fn classify_value(value: &str) -> ValueVerdict {
         return ValueVerdict::Secret;
     };
     let mut redacted = false;
-    let cleaned = url.replace_all(value.as_bytes(), |caps: &regex::bytes::Captures<'_>| {
+    let cleaned = url.replace_all(value, |caps: &regex_lite::Captures<'_>| {
         let (scheme, userinfo) = (&caps[1], &caps[2]);
-        if userinfo.contains(&b':') {
+        if userinfo.contains(':') {
             redacted = true;
-            scheme.to_vec()
+            scheme.to_owned()
         } else {
             // `ssh://git@host`: a user name alone is an address, not a credential.
-            [scheme, userinfo, b"@"].concat()
+            format!("{scheme}{userinfo}@")
         }
     });
     if !redacted {
         return ValueVerdict::Clean;
     }
-    // A match starts at a letter and ends at `@`: what is cut out never splits a character.
-    match String::from_utf8(cleaned.into_owned()) {
-        Ok(cleaned) => ValueVerdict::Redacted(cleaned),
-        Err(_) => ValueVerdict::Secret,
-    }
+    ValueVerdict::Redacted(cleaned.into_owned())
 }
 
 #[cfg(test)]
@@ -392,7 +388,7 @@ mod tests {
         for (shape, sample) in SHAPES.iter().zip(samples) {
             assert_eq!(classify_value(sample), ValueVerdict::Secret, "{}", shape.what);
             let regex = compile(shape.pattern).unwrap();
-            assert!(regex.is_match(sample.as_bytes()), "{}: the sample does not match", shape.what);
+            assert!(regex.is_match(sample), "{}: the sample does not match", shape.what);
         }
         assert_eq!(
             classify_value("https://user:pw@example.com/x"),
@@ -401,14 +397,13 @@ mod tests {
         assert_eq!(classify_value("/usr/local/bin:/usr/bin"), ValueVerdict::Clean);
     }
 
-    /// The whitespace the patterns spell out byte by byte is exactly Unicode's.
+    /// The whitespace the patterns spell out is exactly Unicode's.
     #[test]
     fn the_spelled_out_whitespace_is_unicodes() {
         let whole = compile(concat!("^", ws!(), "$")).unwrap();
         for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
             let mut bytes = [0; 4];
-            let encoded = c.encode_utf8(&mut bytes).as_bytes();
-            assert_eq!(whole.is_match(encoded), c.is_whitespace(), "{c:?}");
+            assert_eq!(whole.is_match(c.encode_utf8(&mut bytes)), c.is_whitespace(), "{c:?}");
         }
     }
 
