@@ -388,24 +388,31 @@ fn raw_disk_devices() -> Vec<PathBuf> {
 /// Whether the namespace could be entered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MountView {
-    /// The view is in place.
-    Built,
+    /// This process is in a mount namespace of its own, where [`build`] makes the view.
+    Entered,
     /// The kernel refused a mount namespace (no user namespaces for this user, a container
     /// without CAP_SYS_ADMIN, AppArmor's restriction): the reason.
     Unavailable(NoMountView),
 }
 
-/// Enters a private mount namespace and applies `plan`. Returns [`MountView::Unavailable`]
-/// without changing anything when the namespace cannot be created; a failure after that is an
-/// error, since the process is then in a half-built view.
-pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
-    let network = match plan.network {
+/// Enters a private mount namespace (in a user namespace of its own where the caller has no
+/// `CAP_SYS_ADMIN`), and a network namespace of its own for `network` private. Returns
+/// [`MountView::Unavailable`] without changing anything when the kernel refuses; nothing is
+/// mounted yet: [`build`] applies the plan, which may be made in the namespace.
+pub fn enter(network: NetworkNamespace) -> MountView {
+    let extra = match network {
         NetworkNamespace::Shared => CloneFlags::empty(),
         NetworkNamespace::Private => CloneFlags::CLONE_NEWNET,
     };
-    if let Err(reason) = enter_namespace(network) {
-        return Ok(MountView::Unavailable(reason));
+    match enter_namespace(extra) {
+        Ok(()) => MountView::Entered,
+        Err(reason) => MountView::Unavailable(reason),
     }
+}
+
+/// Applies `plan` in the namespace [`enter`] entered. A failure is an error: the process is
+/// then in a half-built view.
+pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
     if plan.network == NetworkNamespace::Private {
         sys::loopback_up().map_err(|source| HelperError::NetworkNamespace {
             what: "bringing up loopback",
@@ -470,7 +477,7 @@ pub fn enter(plan: &MountPlan) -> Result<MountView, HelperError> {
             Some("newinstance,ptmxmode=0666,mode=0620"),
         );
     }
-    Ok(MountView::Built)
+    Ok(())
 }
 
 /// Covers `dir` with an empty tmpfs in which only `sockets` (inside `dir`) appear: each is

@@ -68,16 +68,14 @@ fn config_runs_code(dir: &OwnedFd, name: &OsStr) -> bool {
 }
 
 /// The entries of a hooks directory that git would run: everything but `*.sample`. Listed
-/// through the descriptor (its `/proc/self/fd` entry), never by path again.
+/// through the descriptor, never by path again, and as its owner when the command made it
+/// unreadable ([`crate::owner_read`]): git runs a hook by name from a directory it cannot list.
 fn live_hooks(hooks: &OwnedFd) -> Vec<std::ffi::OsString> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
-    let Ok(listing) = std::fs::read_dir(format!("/proc/self/fd/{}", hooks.as_raw_fd())) else {
-        return Vec::new();
-    };
-    listing
-        .filter_map(Result::ok)
-        .map(|entry| entry.file_name())
+    crate::owner_read::entries_as_owner(hooks)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, _)| name)
         .filter(|name| !name.as_bytes().ends_with(b".sample"))
         .collect()
 }

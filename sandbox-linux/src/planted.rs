@@ -57,6 +57,9 @@ pub struct Watch {
     known: Vec<PathBuf>,
 }
 
+/// The most linked worktrees of one git dir looked at.
+const LINKED_WORKTREES: usize = 512;
+
 const GIT_NAMES: [&str; 4] = ["commondir", "config.worktree", "hooks", "config"];
 const REBASE_DIRS: [&str; 2] = ["rebase-merge", "rebase-apply"];
 const REBASE_NAMES: [&str; 2] = ["strategy", "strategy_opts"];
@@ -252,10 +255,19 @@ fn stamp_of(st: &nix::sys::stat::FileStat) -> Stamp {
 }
 
 /// The names of the linked worktrees in `git_dir/worktrees`.
+/// The linked worktrees a git dir's `worktrees/` holds (directories, not links to them), as
+/// its owner when the command made it unreadable ([`crate::owner_read`]). The same listing
+/// before and after a run, so that one unreadable before is not taken as all new after.
 fn linked_worktrees(git_dir: &Path) -> Vec<OsString> {
-    crate::repositories::subdirectories(&git_dir.join("worktrees"))
+    let Some(worktrees) = open_dir(None, git_dir.join("worktrees").as_os_str()) else {
+        return Vec::new();
+    };
+    crate::owner_read::entries_as_owner(&worktrees)
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|dir| dir.file_name().map(OsStr::to_owned))
+        .filter(|(_, kind)| *kind == Some(rustix::fs::FileType::Directory))
+        .map(|(name, _)| name)
+        .take(LINKED_WORKTREES)
         .collect()
 }
 

@@ -46,14 +46,19 @@ pub fn probe() -> KernelProbe {
         std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti").ok().map(|v| v.trim() == "1");
     let unprivileged_user_namespaces =
         matches!(sys::in_forked_child(|| sys::unshare_probe(libc::CLONE_NEWUSER)), Ok(0));
-    let mount_view = sys::in_forked_child(|| match mount_view::enter(&MountPlan::default()) {
-        // What the helper does next (containment::split): PID + IPC namespaces.
-        Ok(MountView::Built) => match sys::unshare_probe(libc::CLONE_NEWPID | libc::CLONE_NEWIPC) {
-            0 => 0,
-            _ => 3,
-        },
-        Ok(MountView::Unavailable(_)) => 1,
-        Err(_) => 2,
+    let mount_view = sys::in_forked_child(|| {
+        let plan = MountPlan::default();
+        match mount_view::enter(plan.network) {
+            MountView::Entered => match mount_view::build(&plan) {
+                // What the helper does next (containment::split): PID + IPC namespaces.
+                Ok(()) => match sys::unshare_probe(libc::CLONE_NEWPID | libc::CLONE_NEWIPC) {
+                    0 => 0,
+                    _ => 3,
+                },
+                Err(_) => 2,
+            },
+            MountView::Unavailable(_) => 1,
+        }
     });
     let containment = match mount_view {
         Ok(0) => Containment::PidNamespace,

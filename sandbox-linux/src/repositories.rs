@@ -164,38 +164,32 @@ impl Looked {
 /// the file system does not say); `None` when it cannot be read. Opened without following a
 /// final link (a directory swapped for one since its parent was read is not entered), and read
 /// with `getdents64` alone: the libc's `opendir` adds an `fstat` to every directory of the walk.
-fn list(dir: &Path) -> Option<Vec<(std::ffi::OsString, Option<FileType>)>> {
-    use rustix::fs::{AtFlags, Mode, OFlags};
-    use std::os::unix::ffi::OsStrExt;
+/// A directory the caller owns but made unreadable is listed as its owner
+/// ([`crate::owner_read`]): git still finds a repository in it by name.
+fn list(dir: &Path) -> Option<Vec<crate::owner_read::Entry>> {
+    use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
-    // Owned by the reader, which reads through it as it is (no second open).
-    let mut reader = rustix::fs::Dir::new(fd).ok()?;
-    let mut entries = Vec::new();
-    while let Some(entry) = reader.read() {
-        let entry = entry.ok()?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
+    match rustix::fs::open(dir, flags, Mode::empty()) {
+        Ok(fd) => crate::owner_read::read_open(fd),
+        Err(rustix::io::Errno::ACCESS) => {
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
+            crate::owner_read::entries_as_owner(fd)
         }
-        let kind = match entry.file_type() {
-            FileType::Unknown => reader.fd().ok().and_then(|fd| {
-                rustix::fs::statat(fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-                    .ok()
-                    .map(|st| FileType::from_raw_mode(st.st_mode))
-            }),
-            kind => Some(kind),
-        };
-        entries.push((std::ffi::OsStr::from_bytes(name).to_os_string(), kind));
+        Err(_) => None,
     }
-    Some(entries)
 }
 
-/// Whether the caller owns `dir` (and so could have made it unreadable, and can still work
-/// beneath it).
+/// Whether the caller owns `dir`, which it could not list (and so could have made it
+/// unreadable, and can still work beneath it). Never with `CAP_DAC_READ_SEARCH` (root, or the
+/// helper in its user namespace): that lists every directory the caller owns, and in a user
+/// namespace an owner it does not map shows as the overflow uid, which may be the caller's own
+/// (`nobody`).
 fn owned_by_caller(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.uid() == nix::unistd::geteuid().as_raw())
+    !crate::sys::can_read_search_own_files()
+        && std::fs::symlink_metadata(dir)
+            .is_ok_and(|meta| meta.uid() == nix::unistd::geteuid().as_raw())
 }
 
 /// Whether `dir` is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks.

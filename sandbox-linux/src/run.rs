@@ -299,28 +299,28 @@ unsafe fn run(
     let mount_view = match args.request.mount_view {
         MountViewRequirement::Disabled => Err(mount_view::NoMountView::TurnedOff),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
-            let mountinfo = mount_view::read_mountinfo()?;
-            // The view binds a sealed root whole, once: Landlock, which is always in place when
-            // the view is (else the helper exits 125 unless best effort), keeps new entries out
-            // of it, where a bind per entry would cost a mount per entry.
-            let mut view_policy = policy.clone();
-            let landlock = crate::sys::landlock_version().is_ok_and(|abi| abi >= 1);
-            if let (Some(roots), true) = (&unsealed_roots, landlock) {
-                view_policy.writable_roots = roots.clone();
-            }
-            let plan = mount_view::plan(
-                &view_policy,
-                &mount_view::parse_mountinfo(&mountinfo),
-                &mount_view::Surveyed {
-                    listings: &listings,
-                    walked: args.walked.as_deref(),
-                    devices: &devices,
-                },
-            );
-            warn_unusable_git_files(&plan.unusable_git_files);
-            warn_unsearched(&plan.unsearched);
-            match mount_view::enter(&plan)? {
-                MountView::Built => {
+            let network = match policy.network_domains {
+                Some(_) => mount_view::NetworkNamespace::Private,
+                None => mount_view::NetworkNamespace::Shared,
+            };
+            // The view is planned inside its namespace: in the user namespace an unprivileged
+            // caller gets there, it can list its own directories that deny it reading (a
+            // `0311` directory a sandboxed command made to hide a repository from the search
+            // for nested repositories), as git can still reach what lies in them.
+            match mount_view::enter(network) {
+                MountView::Entered => {
+                    let plan = plan_mount_view(
+                        &policy,
+                        unsealed_roots.as_deref(),
+                        &mount_view::Surveyed {
+                            listings: &listings,
+                            walked: args.walked.as_deref(),
+                            devices: &devices,
+                        },
+                    )?;
+                    warn_unusable_git_files(&plan.unusable_git_files);
+                    warn_unsearched(&plan.unsearched);
+                    mount_view::build(&plan)?;
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
                     }
@@ -515,6 +515,24 @@ unsafe fn run(
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     supervisor.run(&prepare_exec(args, command_env, &env)?)
+}
+
+/// The mount view's plan from the current mount table. The view binds a sealed root whole,
+/// once (`unsealed` gives the roots before sealing): Landlock, which is always in place when
+/// the view is (else the helper exits 125 unless best effort), keeps new entries out of it,
+/// where a bind per entry would cost a mount per entry.
+fn plan_mount_view(
+    policy: &cordon_policies::ResolvedPolicy,
+    unsealed: Option<&[PathBuf]>,
+    host: &mount_view::Surveyed<'_>,
+) -> Result<mount_view::MountPlan, HelperError> {
+    let mountinfo = mount_view::read_mountinfo()?;
+    let mut view_policy = policy.clone();
+    let landlock = crate::sys::landlock_version().is_ok_and(|abi| abi >= 1);
+    if let (Some(roots), true) = (unsealed, landlock) {
+        view_policy.writable_roots = roots.to_vec();
+    }
+    Ok(mount_view::plan(&view_policy, &mount_view::parse_mountinfo(&mountinfo), host))
 }
 
 /// One line for every git file the plan could not use: the user's own git commands would hang

@@ -73,23 +73,39 @@ pub fn clear_ambient_set() -> io::Result<()> {
     .map(drop)
 }
 
+#[repr(C)]
+struct CapabilityHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct CapabilityData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// Whether `CAP_DAC_READ_SEARCH` is in this thread's effective set (in its own user
+/// namespace): then it can list any directory whose owner its namespace maps.
+pub fn can_read_search_own_files() -> bool {
+    let mut header = CapabilityHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapabilityData::default(); 2];
+    // SAFETY: header and data are valid, correctly laid out (version 3 takes two data
+    // elements) and live for the duration of the call; the kernel writes only data.
+    let ret = unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) };
+    // <linux/capability.h>
+    const CAP_DAC_READ_SEARCH: u32 = 2;
+    ret == 0 && data[0].effective & (1 << CAP_DAC_READ_SEARCH) != 0
+}
+
 /// Empties the effective, permitted and inheritable sets (`capset` with all zero).
 pub fn clear_capability_sets() -> io::Result<()> {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: libc::c_int,
-    }
-    #[repr(C)]
-    #[derive(Default, Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-    let mut header = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let data = [Data::default(); 2];
+    let mut header = CapabilityHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let data = [CapabilityData::default(); 2];
     // SAFETY: header and data are valid, correctly laid out (version 3 takes two data
     // elements) and live for the duration of the call; the kernel only reads data.
     check(unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) }).map(drop)

@@ -112,12 +112,75 @@ fn a_nested_repository_under_an_unreadable_directory_of_the_callers_keeps_its_ho
     .unwrap();
     let attack = "printf '#!/bin/sh\\ntrue\\n' > e/sub/repo/.git/hooks/pre-commit; echo hook=$?; \
                   echo '[core]' >> e/sub/repo/.git/config; echo config=$?";
-    let run = sandboxed(User::Nobody, ws.path(), home.path(), attack);
-    for step in ["hook=0", "config=0"] {
-        assert!(!run.stdout.contains(step), "{step}\n{}\n{}", run.stdout, run.stderr);
+    // Through cordon exec (a walk handed to the helper), and through `cordon sandbox`, where
+    // the helper searches alone: as in its user namespace, which lists the caller's own.
+    let through_sandbox = |script: &str| -> Run {
+        cordon_command(User::Nobody, &["sandbox", "linux", "--full-auto", "--", "sh", "-c", script])
+            .current_dir(ws.path())
+            .env("HOME", home.path())
+            .env("CORDON_HOME", home.path().join(".cordon"))
+            .output()
+            .unwrap()
+            .into()
+    };
+    for run in [sandboxed(User::Nobody, ws.path(), home.path(), attack), through_sandbox(attack)] {
+        for step in ["hook=0", "config=0"] {
+            assert!(!run.stdout.contains(step), "{step}\n{}\n{}", run.stdout, run.stderr);
+        }
+        assert!(run.stdout.contains("hook="), "{}\n{}", run.stdout, run.stderr);
+        assert!(!ws.path().join("e/sub/repo/.git/hooks/pre-commit").exists());
     }
-    assert!(run.stdout.contains("hook="), "{}\n{}", run.stdout, run.stderr);
-    assert!(!ws.path().join("e/sub/repo/.git/hooks/pre-commit").exists());
+}
+
+/// A repository the command hides from the search after the run — made inside a directory it
+/// then makes unreadable (`0311`: git still enters it by name), or with a hooks directory made
+/// unreadable (git still runs a hook by name) — has what it planted moved aside all the same,
+/// and the directories keep the mode the command gave them.
+#[test]
+fn a_repository_hidden_in_an_unreadable_directory_is_still_cleaned_after_the_run() {
+    require_mount_view!();
+    skip_unless!(is_root(), "needs root to give the workspace to uid 65534");
+    let ws = scratch();
+    let home = scratch();
+    let outside = scratch();
+    let mark = outside.path().join("marker");
+    chown_nobody(ws.path());
+    chown_nobody(home.path());
+    chown_nobody(outside.path());
+    let attack = format!(
+        "plant() {{ git init -q \"$1\" && printf '#!/bin/sh\\ntouch {m}\\n' > \"$1/.git/hooks/pre-commit\" \
+           && chmod +x \"$1/.git/hooks/pre-commit\"; }}; \
+         mkdir -p hid/repo && plant hid/repo && \
+         printf '[core]\\n\\tfsmonitor = \"touch {m}; false\"\\n' >> hid/repo/.git/config && \
+         chmod 0311 hid; echo dir=$?; \
+         mkdir lone && plant lone && chmod 0311 lone/.git/hooks; echo hooks=$?",
+        m = mark.display()
+    );
+    let run = sandboxed(User::Nobody, ws.path(), home.path(), &attack);
+    for step in ["dir=0", "hooks=0"] {
+        assert!(
+            run.stdout.contains(step),
+            "could not even try {step}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    assert!(run.stderr.contains("moved aside"), "{}", run.stderr);
+    let mode = |path: &str| {
+        std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(ws.path().join(path)).unwrap().permissions(),
+        ) & 0o7777
+    };
+    assert_eq!((mode("hid"), mode("lone/.git/hooks")), (0o311, 0o311));
+    for repo in ["hid/repo", "lone"] {
+        let dir = ws.path().join(repo);
+        assert!(!dir.join(".git/hooks/pre-commit").exists(), "{repo}: {}", run.stderr);
+        std::fs::write(dir.join("f"), "1\n").unwrap();
+        git(&dir, &["add", "f"]);
+        git(&dir, &["status"]);
+        git(&dir, &["commit", "-qm", "one"]);
+    }
+    assert!(!mark.exists(), "planted code ran outside the sandbox: {}", run.stderr);
 }
 
 /// Names git honours that do not exist yet — a `commondir` pointing at a planted config, a
