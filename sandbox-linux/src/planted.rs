@@ -55,8 +55,6 @@ pub struct Watch {
     roots: Vec<(Arc<OwnedFd>, PathBuf)>,
     /// The git dirs that existed before the run.
     known: Vec<PathBuf>,
-    /// When the watch began (before the run).
-    started: Option<std::time::SystemTime>,
 }
 
 /// The most linked worktrees of one git dir looked at.
@@ -81,7 +79,6 @@ impl Watch {
             // The caller's walk of the same roots (the git dirs it passes are those inside
             // them): a git dir found after the run and not among these is new.
             known: git_dirs.to_vec(),
-            started: Some(std::time::SystemTime::now()),
             ..Watch::default()
         };
         for git_dir in git_dirs {
@@ -184,8 +181,7 @@ impl Watch {
         // A repository the command created: what would run code in it later.
         if !self.roots.is_empty() {
             let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
-            let started = self.started.unwrap_or(std::time::UNIX_EPOCH);
-            for git_dir in crate::repositories::git_dirs_after(&roots, started) {
+            for git_dir in crate::repositories::git_dirs_in(&roots) {
                 if self.known.contains(&git_dir) {
                     continue;
                 }

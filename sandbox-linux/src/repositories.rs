@@ -9,11 +9,10 @@
 //!
 //! The walk is bounded (directories, depth and time); what it could not search is reported.
 //! It never follows a symbolic link, never enters a git dir, and skips directories git's users
-//! do not work in (`node_modules`, and caches marked with `CACHEDIR.TAG` — after a run, only
-//! those marked before it: a command must not hide what it made behind a mark of its own).
+//! do not work in (`node_modules`, and caches marked with `CACHEDIR.TAG`).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use rustix::fs::FileType;
 
@@ -65,20 +64,6 @@ pub struct Repositories {
 
 /// Finds the repositories inside `root` (see [`Repositories`]).
 pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
-    walk(root, budget, Caches::Skipped)
-}
-
-/// Which directories marked as caches (`CACHEDIR.TAG`) the walk skips.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Caches {
-    /// Every one.
-    Skipped,
-    /// Those marked before this time: a mark the command just made (in the directory where it
-    /// then made a repository) does not hide what it made.
-    MarkedBefore(SystemTime),
-}
-
-fn walk(root: &Path, budget: &mut WalkBudget, caches: Caches) -> Repositories {
     let mut found = Repositories::default();
     // The root's own repository whatever the allowance: a command that fills another root
     // with directories must not be able to spend it.
@@ -118,12 +103,7 @@ fn walk(root: &Path, budget: &mut WalkBudget, caches: Caches) -> Repositories {
             }
         }
         let Looked { mut children, cache, .. } = looked;
-        let skipped = cache
-            && match caches {
-                Caches::Skipped => true,
-                Caches::MarkedBefore(time) => marked_before(&dir, time),
-            };
-        if !skipped && depth < MAX_DEPTH {
+        if !cache && depth < MAX_DEPTH {
             children.sort();
             queue.extend(children.into_iter().map(|child| (child, depth + 1)));
         }
@@ -212,17 +192,6 @@ fn owned_by_caller(dir: &Path) -> bool {
             .is_ok_and(|meta| meta.uid() == nix::unistd::geteuid().as_raw())
 }
 
-/// Whether the cache mark in `dir` last changed before `time` (its change time, which no call
-/// can set back).
-fn marked_before(dir: &Path, time: SystemTime) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::symlink_metadata(dir.join("CACHEDIR.TAG")) else { return false };
-    let changed = std::time::UNIX_EPOCH
-        + Duration::from_secs(u64::try_from(meta.ctime()).unwrap_or(0))
-        + Duration::from_nanos(u64::try_from(meta.ctime_nsec()).unwrap_or(0));
-    changed < time
-}
-
 /// Whether `dir` is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks.
 fn is_git_dir(dir: &Path) -> bool {
     let kind = |name: &str| std::fs::symlink_metadata(dir.join(name)).ok().map(|m| m.file_type());
@@ -236,24 +205,6 @@ fn is_git_dir(dir: &Path) -> bool {
 pub fn git_dirs_in(roots: &[PathBuf]) -> Vec<PathBuf> {
     RepositoryWalk::of(roots).git_dirs()
 }
-
-/// [`git_dirs_in`] after a command that started at `started`: a directory it marked as a
-/// cache is searched all the same.
-pub(crate) fn git_dirs_after(roots: &[PathBuf], started: SystemTime) -> Vec<PathBuf> {
-    // File times come from a coarse clock, which may lag the one read at the start.
-    let before = started.checked_sub(MARK_CLOCK_SLACK).unwrap_or(std::time::UNIX_EPOCH);
-    let roots = roots
-        .iter()
-        .map(|root| {
-            let found = walk(root, &mut WalkBudget::default(), Caches::MarkedBefore(before));
-            (root.clone(), found)
-        })
-        .collect();
-    RepositoryWalk { roots }.git_dirs()
-}
-
-/// How far before a run's start a cache mark counts as made during it.
-const MARK_CLOCK_SLACK: Duration = Duration::from_secs(2);
 
 /// The repositories of a set of writable roots, found once: a caller that watches the roots'
 /// git dirs and then runs the helper in its own forked child hands the walk over, and the
