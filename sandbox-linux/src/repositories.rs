@@ -9,7 +9,8 @@
 //!
 //! The walk is bounded (directories, depth and time); what it could not search is reported.
 //! It never follows a symbolic link, never enters a git dir, and skips directories git's users
-//! do not work in (`node_modules`, and caches marked with `CACHEDIR.TAG`).
+//! do not work in (`node_modules`, and caches marked with `CACHEDIR.TAG` that are a root or a
+//! build's `target/`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -103,7 +104,7 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
             }
         }
         let Looked { mut children, cache, .. } = looked;
-        if !cache && depth < MAX_DEPTH {
+        if !(cache && cache_skipped(root, &dir)) && depth < MAX_DEPTH {
             children.sort();
             queue.extend(children.into_iter().map(|child| (child, depth + 1)));
         }
@@ -119,7 +120,7 @@ struct Looked {
     dot_git: bool,
     /// Its subdirectories to search (not links, not the skipped names).
     children: Vec<PathBuf>,
-    /// It is marked as a cache (`CACHEDIR.TAG`): not searched deeper.
+    /// It is marked as a cache (`CACHEDIR.TAG`).
     cache: bool,
 }
 
@@ -158,6 +159,14 @@ impl Looked {
         let dot_git = !bare && std::fs::symlink_metadata(dir.join(".git")).is_ok();
         Looked { bare, dot_git, children: Vec::new(), cache: false }
     }
+}
+
+/// Whether the walk of `root` skips `dir`, marked as a cache: only where the mark cannot be a
+/// command's — the root itself (a cache given as a writable root, a preset's) or a build's
+/// `target/` — or a command would mark the directory the user works in (`src/`) and hide a
+/// repository it made there from every later search. Other caches are small, and searched.
+fn cache_skipped(root: &Path, dir: &Path) -> bool {
+    dir == root || dir.file_name().is_some_and(|name| name == "target")
 }
 
 /// The entries of `dir` with their kinds as the directory gives them (an `lstat` only where
@@ -305,6 +314,13 @@ mod tests {
             "Signature: 8a477f597d28d172789f06886806bc55",
         )
         .unwrap();
+        // A mark elsewhere than in a root or a `target/` is not taken for a cache.
+        git_init(&root.join("src/app"));
+        std::fs::write(
+            root.join("src/CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
         std::fs::create_dir_all(root.join("bare.git/objects")).unwrap();
         std::fs::create_dir_all(root.join("bare.git/refs")).unwrap();
         std::fs::write(root.join("bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
@@ -314,7 +330,12 @@ mod tests {
         let found = find_repositories(root, &mut WalkBudget::default());
         assert_eq!(
             found.worktrees,
-            vec![root.to_path_buf(), root.join("vendor/lib"), root.join("vendor/lib/deeper")]
+            vec![
+                root.to_path_buf(),
+                root.join("src/app"),
+                root.join("vendor/lib"),
+                root.join("vendor/lib/deeper")
+            ]
         );
         assert_eq!(found.bare, vec![root.join("bare.git")]);
         assert!(found.unsearched.is_empty());

@@ -183,6 +183,42 @@ fn a_repository_hidden_in_an_unreadable_directory_is_still_cleaned_after_the_run
     assert!(!mark.exists(), "planted code ran outside the sandbox: {}", run.stderr);
 }
 
+/// A directory the command marks as a cache (`CACHEDIR.TAG`, which the search for repositories
+/// skips in a build's `target/`) does not hide a repository from the search: not in the run
+/// that marks it, nor in a later one, when the repository made earlier gets a hook.
+#[test]
+fn a_cache_mark_does_not_hide_a_repository_from_the_search() {
+    require_mount_view!();
+    for user in USERS {
+        let ws = scratch();
+        let home = scratch();
+        let outside = scratch();
+        let mark = outside.path().join("marker");
+        if user == User::Nobody {
+            chown_nobody(ws.path());
+            chown_nobody(home.path());
+            chown_nobody(outside.path());
+        }
+        let hook = format!("printf '#!/bin/sh\\ntouch {}\\n'", mark.display());
+        let first = format!(
+            "mkdir -p src/app && echo 'Signature: 8a477f597d28d172789f06886806bc55' > src/CACHEDIR.TAG \
+             && git init -q src/app && {hook} > src/app/.git/hooks/pre-commit \
+             && chmod +x src/app/.git/hooks/pre-commit; echo first=$?"
+        );
+        let run = sandboxed(user, ws.path(), home.path(), &first);
+        assert!(run.stdout.contains("first=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("moved aside"), "{user:?}: {}", run.stderr);
+        let second = format!("{hook} > src/app/.git/hooks/post-commit; echo second=$?");
+        let run = sandboxed(user, ws.path(), home.path(), &second);
+        assert!(!run.stdout.contains("second=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        let app = ws.path().join("src/app");
+        std::fs::write(app.join("f"), "1\n").unwrap();
+        git(&app, &["add", "f"]);
+        git(&app, &["commit", "-qm", "one"]);
+        assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox");
+    }
+}
+
 /// Names git honours that do not exist yet — a `commondir` pointing at a planted config, a
 /// `hooks/` directory in a repository made without one, a linked worktree's `commondir`, an
 /// `exec` line added to a paused rebase — are moved aside when the command ends, and said so.
