@@ -12,7 +12,8 @@ same rounds.
 
 For each build: the helper (through a `codex-linux-sandbox` link) with the mount view and the
 PID + IPC namespaces, with `--no-mount-view`; `cordon sandbox linux --full-auto`; `cordon exec -a
-never -s workspace-write`, bare and with resource limits (per-process ones; as root also those of
+never -s workspace-write`, bare, with an environment value the secret filter must look at
+with a pattern, and with resource limits (per-process ones; as root also those of
 the whole tree, which cost a cgroup per command) — all running `/bin/true` in a scratch workspace, with CORDON_HOME
 outside it — and one live `cordon executor` per build answering `exec_command {"cmd": "true",
 "login": false}` (a JSON line in, the response line out), beside `bash -c true` spawned here,
@@ -60,6 +61,11 @@ class Executor:
         self.proc.wait()
 
 
+# An environment value the secret filter has to look at with a pattern (it holds `pass`),
+# and that is no secret.
+HINT_ENV = {"CORDON_AB_TOX": "testenv.passenv+=OPENBLAS_*"}
+
+
 def variants(label, cordon, links, work):
     link = os.path.join(links, label, "codex-linux-sandbox")
     os.makedirs(os.path.dirname(link), exist_ok=True)
@@ -72,6 +78,11 @@ def variants(label, cordon, links, work):
          [cordon, "sandbox", "linux", "--full-auto", "-C", work, "--", "/bin/true"]),
         (f"{label}: cordon exec -a never -s workspace-write",
          [cordon, "exec", "-a", "never", "-s", "workspace-write", "-C", work, "--", "/bin/true"]),
+        # The same with a value in the environment that holds one of the literals the secret
+        # filter looks for (`pass`, as tox's settings do), so that its pattern is compiled.
+        (f"{label}: cordon exec ... (a secret-filter hint in the env)",
+         [cordon, "exec", "-a", "never", "-s", "workspace-write", "-C", work, "--", "/bin/true"],
+         HINT_ENV),
         # Per-process limits only (rlimits set before the exec), then the limits of the whole
         # tree, which make, watch and remove a cgroup per command (root only).
         (f"{label}: cordon exec ... --limit open-files,file-size",
@@ -111,10 +122,12 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     actions = [(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)]
 
-    def spawn(argv):
+    def spawn(argv, extra_env=None):
+        spawn_env = dict(env, **(extra_env or {}))
+
         def run():
             start = time.perf_counter()
-            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
+            pid = os.posix_spawn(argv[0], argv, spawn_env, file_actions=actions)
             _, status = os.waitpid(pid, 0)
             elapsed = time.perf_counter() - start
             if status != 0:
@@ -127,8 +140,8 @@ def main():
             ("bash -c true", ["/bin/bash", "-c", "true"], spawn(["/bin/bash", "-c", "true"]))]
     executors = []
     for label, cordon in builds:
-        for name, argv in variants(label, cordon, os.path.join(scratch, "links"), work):
-            rows.append((name, argv, spawn(argv)))
+        for name, argv, *extra_env in variants(label, cordon, os.path.join(scratch, "links"), work):
+            rows.append((name, argv, spawn(argv, *extra_env)))
         executors.append(Executor(cordon, work, env))
         rows.append((f"{label}: executor exec_command true (vs bash -c true)",
                      [cordon, "executor"], executors[-1]))
