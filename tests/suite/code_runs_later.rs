@@ -569,10 +569,14 @@ fn a_session_shut_down_without_a_last_result_still_has_its_planting_moved_aside(
     git(&work, &["init", "-q"]).assert_ok();
     let text = ex.text(
         "exec_command",
-        serde_json::json!({"cmd": "sleep 0.5; echo x > .git/commondir; sleep 30", "yield_time_ms": 250}),
+        serde_json::json!({"cmd": "sleep 0.5; echo x > .git/commondir; sleep 300", "yield_time_ms": 250}),
     );
     assert!(text.contains("Process running"), "{text}");
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // The command plants half a second after it starts (later on a slow machine).
+    let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(10));
+    while !work.join(".git/commondir").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert!(work.join(".git/commondir").exists(), "the command did not plant");
     ex.send(&serde_json::json!({"type": "shutdown", "requestId": "end"}));
     ex.wait_for(std::time::Duration::from_secs(10), |v| v["type"] == "shutdown_response");
