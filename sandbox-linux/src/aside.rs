@@ -17,8 +17,17 @@ pub struct Planted {
 }
 
 /// Renames `name` in `dir` to an unguessable name beside it; a file that cannot be renamed is
-/// removed. Reports where it went (`None`: it is still in place).
+/// removed. Reports where it went (`None`: it is still in place). A directory the caller owns
+/// but the command made unwritable (`chmod 0555 .git/hooks`: git still runs the hooks in it)
+/// gets write permission back for the move, and its mode restored after it.
 pub(crate) fn move_away(dir: &OwnedFd, name: &OsStr, path: &Path) -> Planted {
+    let moved_to = rename_aside(dir, name, path)
+        .or_else(|| crate::owner_read::as_writing_owner(dir, || rename_aside(dir, name, path)));
+    Planted { path: path.to_path_buf(), moved_to }
+}
+
+/// [`move_away`]'s rename (or removal) with the permissions `dir` has now.
+fn rename_aside(dir: &OwnedFd, name: &OsStr, path: &Path) -> Option<PathBuf> {
     use std::hash::{BuildHasher, Hasher};
     for _ in 0..4 {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -34,17 +43,12 @@ pub(crate) fn move_away(dir: &OwnedFd, name: &OsStr, path: &Path) -> Planted {
             continue;
         }
         if nix::fcntl::renameat(dir, name, dir, aside.as_os_str()).is_ok() {
-            return Planted {
-                path: path.to_path_buf(),
-                moved_to: Some(path.with_file_name(aside)),
-            };
+            return Some(path.with_file_name(aside));
         }
     }
-    let removed = nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir);
-    Planted {
-        path: path.to_path_buf(),
-        moved_to: removed.ok().map(|()| PathBuf::from("(removed)")),
-    }
+    nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+        .ok()
+        .map(|()| PathBuf::from("(removed)"))
 }
 
 /// Opens the directory `name` (relative to `dir`, or a path) without following a final link.

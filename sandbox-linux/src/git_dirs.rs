@@ -84,13 +84,14 @@ pub fn git_dirs(root: &Path) -> GitDirs {
 }
 
 /// The git dir a `.git` pointer file (`gitdir: PATH`) names, relative to the file's directory.
-/// A `.git` that is a symlink is followed as git follows it: to a directory it names nothing
-/// here, to a regular file that file is read.
+/// A `.git` that is a symbolic link is followed as git follows it: a directory it leads to is
+/// the git dir (where it lies, which may be a place the search for repositories skips, such as
+/// `node_modules/`), a regular file it leads to is read.
 fn pointer_target(pointer: &Path, unusable: &mut Vec<UnusableGitFile>) -> Option<PathBuf> {
     let text = match read_start_file(pointer, MAX_POINTER_BYTES) {
         Ok(text) => text?,
         Err(StartFileError::SymbolicLink) => match std::fs::metadata(pointer) {
-            Ok(meta) if meta.is_dir() => return None,
+            Ok(meta) if meta.is_dir() => return std::fs::canonicalize(pointer).ok(),
             Ok(meta) if meta.is_file() && meta.len() <= MAX_POINTER_BYTES => {
                 let target = std::fs::canonicalize(pointer).ok()?;
                 read_start_file(&target, MAX_POINTER_BYTES).ok()??

@@ -230,7 +230,11 @@ pub(crate) fn plan(
             // would make the user's next git command in this checkout read a planted config.
             // Read-only, and so are the pointer files of the submodule checkouts git recurses
             // into (above).
-            if !pointed_git_dirs.is_empty() {
+            // A `.git` link to the git dir is not a pointer file: bound, it would make the git
+            // dir it leads to read-only whole. A new target it is turned to is a git dir the
+            // search after the run has not seen before, and looks at.
+            let linked_dir = std::fs::metadata(top.join(".git")).is_ok_and(|m| m.is_dir());
+            if !pointed_git_dirs.is_empty() && !linked_dir {
                 pin_between(root, &top.join(".git"), &mut pinned);
                 protected.push(top.join(".git"));
             }

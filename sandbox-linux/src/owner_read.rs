@@ -75,6 +75,25 @@ pub(crate) fn entries_as_owner(dir: impl AsFd) -> Option<Vec<Entry>> {
     entries
 }
 
+/// Runs `change` (a rename or removal in the directory `dir`) with write and search permission
+/// given back to the directory's owner, this process's user, when the command took them away,
+/// and the directory's mode restored after it; `None` when the caller does not own `dir`, or
+/// already had both permissions (then taking them back is not what failed).
+pub(crate) fn as_writing_owner<T>(dir: impl AsFd, change: impl FnOnce() -> Option<T>) -> Option<T> {
+    let st = rustix::fs::fstat(&dir).ok()?;
+    let mode = st.st_mode & 0o7777;
+    let own = st.st_uid == nix::unistd::geteuid().as_raw();
+    if FileType::from_raw_mode(st.st_mode) != FileType::Directory || !own || mode & 0o300 == 0o300 {
+        return None;
+    }
+    let by_descriptor = format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd());
+    rustix::fs::chmod(by_descriptor.as_str(), Mode::from_raw_mode(mode | 0o300)).ok()?;
+    let changed = change();
+    // Should the mode not come back, the owner keeps the permissions it may give itself.
+    let _ = rustix::fs::chmod(by_descriptor.as_str(), Mode::from_raw_mode(mode));
+    changed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

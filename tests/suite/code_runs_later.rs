@@ -183,6 +183,105 @@ fn a_repository_hidden_in_an_unreadable_directory_is_still_cleaned_after_the_run
     assert!(!mark.exists(), "planted code ran outside the sandbox: {}", run.stderr);
 }
 
+/// What a command planted in a directory it then made unwritable (`chmod 0555 .git/hooks`, or
+/// the git dir itself around a planted config; git still runs and reads them) is moved aside
+/// all the same, and the directories keep the mode the command gave them.
+#[test]
+fn what_is_planted_in_a_directory_made_unwritable_is_still_moved_aside() {
+    require_mount_view!();
+    skip_unless!(is_root(), "needs root to give the workspace to uid 65534");
+    let ws = scratch();
+    let home = scratch();
+    let outside = scratch();
+    let mark = outside.path().join("marker");
+    chown_nobody(ws.path());
+    chown_nobody(home.path());
+    chown_nobody(outside.path());
+    let attack = format!(
+        "git init -q h && printf '#!/bin/sh\\ntouch {m}\\n' > h/.git/hooks/pre-commit \
+           && chmod +x h/.git/hooks/pre-commit && chmod 0555 h/.git/hooks; echo hooks=$?; \
+         git init -q x && printf '#!/bin/sh\\ntouch {m}\\n' > x/.git/hooks/pre-commit \
+           && chmod +x x/.git/hooks/pre-commit && chmod 0100 x/.git/hooks; echo search=$?; \
+         git init -q c && printf '[core]\\n\\tfsmonitor = \"touch {m}; false\"\\n' >> c/.git/config \
+           && chmod 0555 c/.git; echo config=$?",
+        m = mark.display()
+    );
+    let run = sandboxed(User::Nobody, ws.path(), home.path(), &attack);
+    for step in ["hooks=0", "search=0", "config=0"] {
+        assert!(
+            run.stdout.contains(step),
+            "could not even try {step}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    assert!(!run.stderr.contains("could not be moved"), "{}", run.stderr);
+    let mode = |path: &str| {
+        std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(ws.path().join(path)).unwrap().permissions(),
+        ) & 0o7777
+    };
+    assert_eq!((mode("h/.git/hooks"), mode("x/.git/hooks"), mode("c/.git")), (0o555, 0o100, 0o555));
+    for repo in ["h", "x", "c"] {
+        let dir = ws.path().join(repo);
+        std::fs::write(dir.join("f"), "1\n").unwrap();
+        git(&dir, &["add", "f"]);
+        git(&dir, &["status"]);
+        git(&dir, &["commit", "-qm", "one"]);
+    }
+    assert!(!mark.exists(), "planted code ran outside the sandbox: {}", run.stderr);
+}
+
+/// A checkout whose `.git` is a symbolic link to a git dir in a place the search for
+/// repositories skips (`node_modules/`, a marked `target/`) has what was planted there moved
+/// aside after the run, and its hooks and config read-only in a later run, where commits in it
+/// still work: git follows the link from a directory the user works in.
+#[test]
+fn a_dot_git_link_into_a_skipped_directory_does_not_hide_its_hooks() {
+    require_mount_view!();
+    for user in USERS {
+        let ws = scratch();
+        let home = scratch();
+        let outside = scratch();
+        let mark = outside.path().join("marker");
+        if user == User::Nobody {
+            chown_nobody(ws.path());
+            chown_nobody(home.path());
+            chown_nobody(outside.path());
+        }
+        let hook = format!("printf '#!/bin/sh\\ntouch {}\\n'", mark.display());
+        let first = format!(
+            "plant() {{ git init -q --bare \"$1\" && {hook} > \"$1/hooks/pre-commit\" \
+               && chmod +x \"$1/hooks/pre-commit\" && mkdir \"$2\" && ln -s \"../$1\" \"$2/.git\" \
+               && git -C \"$2\" config core.bare false; }}; \
+             mkdir -p node_modules/x target && plant node_modules/x/e.git b && \
+             echo 'Signature: 8a477f597d28d172789f06886806bc55' > target/CACHEDIR.TAG && \
+             plant target/e.git c; echo first=$?"
+        );
+        let run = sandboxed(user, ws.path(), home.path(), &first);
+        assert!(run.stdout.contains("first=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        for checkout in ["b", "c"] {
+            let dir = ws.path().join(checkout);
+            std::fs::write(dir.join("g"), "1\n").unwrap();
+            git(&dir, &["add", "g"]);
+            git(&dir, &["commit", "-qm", "outside"]);
+        }
+        assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox: {}", run.stderr);
+        if user == User::Nobody {
+            // The commits above were root's.
+            chown_nobody(ws.path());
+        }
+        let second = format!(
+            "{hook} > b/.git/hooks/post-commit; echo hook=$?; \
+             cd b && echo 1 > f && git add f && git -c user.name=t -c user.email=t@t commit -qm one; \
+             echo commit=$?"
+        );
+        let run = sandboxed(user, ws.path(), home.path(), &second);
+        assert!(!run.stdout.contains("hook=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("commit=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+    }
+}
+
 /// A directory the command marks as a cache (`CACHEDIR.TAG`, which the search for repositories
 /// skips in a build's `target/`) does not hide a repository from the search: not in the run
 /// that marks it, nor in a later one, when the repository made earlier gets a hook.
