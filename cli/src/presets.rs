@@ -247,6 +247,9 @@ fn prepare_caches(cordon_home: &Path, plans: &[PresetPlan]) -> anyhow::Result<()
         .with_context(|| format!("cannot create {}", cordon_home.display()))?;
     let cache_root = cordon_home.join("cache");
     private_dir(&cache_root)?;
+    // Marked too: the search for repositories skips a cache that is a writable root only when
+    // its parent, which no sandboxed command can write, says it holds caches.
+    replace_file(&cache_root, "CACHEDIR.TAG", CACHEDIR_TAG)?;
     for plan in plans {
         private_dir(&plan.cache)?;
         // Keeps the sandbox's search for repositories, and backup tools, out of the cache.

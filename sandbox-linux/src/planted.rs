@@ -57,9 +57,6 @@ pub struct Watch {
     known: Vec<PathBuf>,
 }
 
-/// The most linked worktrees of one git dir looked at.
-const LINKED_WORKTREES: usize = 512;
-
 const GIT_NAMES: [&str; 4] = ["commondir", "config.worktree", "hooks", "config"];
 const REBASE_DIRS: [&str; 2] = ["rebase-merge", "rebase-apply"];
 const REBASE_NAMES: [&str; 2] = ["strategy", "strategy_opts"];
@@ -267,7 +264,6 @@ fn linked_worktrees(git_dir: &Path) -> Vec<OsString> {
         .into_iter()
         .filter(|(_, kind)| *kind == Some(rustix::fs::FileType::Directory))
         .map(|(name, _)| name)
-        .take(LINKED_WORKTREES)
         .collect()
 }
 

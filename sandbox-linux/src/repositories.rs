@@ -72,6 +72,8 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
         found.worktrees.push(root.to_path_buf());
     }
     let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), 0usize)]);
+    // Directories queued through a link, each once (links may lead in circles).
+    let mut linked = std::collections::HashSet::new();
     while let Some((dir, depth)) = queue.pop_front() {
         if budget.spent() {
             found.unsearched.push(dir);
@@ -103,13 +105,34 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
                 found.worktrees.push(dir.clone());
             }
         }
-        let Looked { mut children, cache, .. } = looked;
+        let Looked { mut children, cache, links, .. } = looked;
         if !(cache && cache_skipped(root, &dir)) && depth < MAX_DEPTH {
             children.sort();
             queue.extend(children.into_iter().map(|child| (child, depth + 1)));
+            // A link from where the user works into what the walk skips (`src/lib ->
+            // ../node_modules/x`) takes git, run in it, to a repository there: that directory
+            // is searched too, once.
+            for link in links {
+                let Ok(target) = std::fs::canonicalize(&link) else { continue };
+                if target.starts_with(root)
+                    && target.is_dir()
+                    && inside_skipped(root, &target)
+                    && linked.insert(target.clone())
+                {
+                    queue.push_back((target, depth + 1));
+                }
+            }
         }
     }
     found
+}
+
+/// Whether `dir`, inside `root`, lies in what the walk skips: under a `node_modules` or a
+/// `target` (marked or not: it is searched once more at most).
+fn inside_skipped(root: &Path, dir: &Path) -> bool {
+    dir.strip_prefix(root).is_ok_and(|rest| {
+        rest.components().any(|c| c.as_os_str() == "node_modules" || c.as_os_str() == "target")
+    })
 }
 
 /// What one directory of the walk holds, as far as the walk cares.
@@ -122,12 +145,20 @@ struct Looked {
     children: Vec<PathBuf>,
     /// It is marked as a cache (`CACHEDIR.TAG`).
     cache: bool,
+    /// Its symbolic links (never followed by the walk itself).
+    links: Vec<PathBuf>,
 }
 
 impl Looked {
     /// From the directory's listing: the kinds come with it, no lookup per name.
     fn from_listing(dir: &Path, entries: Vec<(std::ffi::OsString, Option<FileType>)>) -> Self {
-        let mut looked = Looked { bare: false, dot_git: false, children: Vec::new(), cache: false };
+        let mut looked = Looked {
+            bare: false,
+            dot_git: false,
+            children: Vec::new(),
+            cache: false,
+            links: Vec::new(),
+        };
         let (mut head, mut objects, mut refs) = (false, false, false);
         for (name, kind) in entries {
             // The entry's own type: a symbolic link is never followed.
@@ -147,6 +178,8 @@ impl Looked {
             }
             if is_dir && !SKIPPED.iter().any(|skipped| name == *skipped) {
                 looked.children.push(dir.join(name));
+            } else if kind == Some(FileType::Symlink) {
+                looked.links.push(dir.join(name));
             }
         }
         looked.bare = head && objects && refs;
@@ -157,16 +190,24 @@ impl Looked {
     fn by_name(dir: &Path) -> Self {
         let bare = is_git_dir(dir);
         let dot_git = !bare && std::fs::symlink_metadata(dir.join(".git")).is_ok();
-        Looked { bare, dot_git, children: Vec::new(), cache: false }
+        Looked { bare, dot_git, children: Vec::new(), cache: false, links: Vec::new() }
     }
 }
 
-/// Whether the walk of `root` skips `dir`, marked as a cache: only where the mark cannot be a
-/// command's — the root itself (a cache given as a writable root, a preset's) or a build's
-/// `target/` — or a command would mark the directory the user works in (`src/`) and hide a
-/// repository it made there from every later search. Other caches are small, and searched.
+/// Whether the walk of `root` skips `dir`, marked as a cache. A command can write a mark
+/// anywhere in a writable root, so a mark alone would let it hide a repository it made from
+/// every later search (in the directory the user works in, or at the root itself). Skipped:
+/// - a build's `target/` (cargo's, thousands of directories; git is not run there);
+/// - a root whose parent directory is marked too: a command cannot write there unless the
+///   parent lies in another writable root, whose own walk then searches this one (cordon
+///   marks `$CORDON_HOME/cache/`, which holds the presets' caches, each a root).
 fn cache_skipped(root: &Path, dir: &Path) -> bool {
-    dir == root || dir.file_name().is_some_and(|name| name == "target")
+    if dir == root {
+        return root.parent().is_some_and(|parent| {
+            std::fs::symlink_metadata(parent.join("CACHEDIR.TAG")).is_ok_and(|m| m.is_file())
+        });
+    }
+    dir.file_name().is_some_and(|name| name == "target")
 }
 
 /// The entries of `dir` with their kinds as the directory gives them (an `lstat` only where
@@ -339,6 +380,31 @@ mod tests {
         );
         assert_eq!(found.bare, vec![root.join("bare.git")]);
         assert!(found.unsearched.is_empty());
+    }
+
+    #[test]
+    fn a_mark_at_the_root_or_a_link_into_what_is_skipped_hides_no_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let mark = "Signature: 8a477f597d28d172789f06886806bc55";
+        git_init(&root.join("src/app"));
+        std::fs::write(root.join("CACHEDIR.TAG"), mark).unwrap();
+        git_init(&root.join("node_modules/x"));
+        git_init(&root.join("target/y"));
+        std::fs::write(root.join("target/CACHEDIR.TAG"), mark).unwrap();
+        std::os::unix::fs::symlink("../node_modules/x", root.join("src/lib")).unwrap();
+        std::os::unix::fs::symlink("../target/y", root.join("src/out")).unwrap();
+        let found = find_repositories(&root, &mut WalkBudget::default());
+        let mut worktrees = found.worktrees;
+        worktrees.sort();
+        assert_eq!(
+            worktrees,
+            vec![root.join("node_modules/x"), root.join("src/app"), root.join("target/y")]
+        );
+        // A root whose parent is marked as holding caches is skipped (the presets' caches).
+        std::fs::write(dir.path().join("CACHEDIR.TAG"), mark).unwrap();
+        let found = find_repositories(&root, &mut WalkBudget::default());
+        assert_eq!(found.worktrees, Vec::<PathBuf>::new());
     }
 
     #[test]

@@ -283,8 +283,9 @@ fn a_dot_git_link_into_a_skipped_directory_does_not_hide_its_hooks() {
 }
 
 /// A directory the command marks as a cache (`CACHEDIR.TAG`, which the search for repositories
-/// skips in a build's `target/`) does not hide a repository from the search: not in the run
-/// that marks it, nor in a later one, when the repository made earlier gets a hook.
+/// skips in a build's `target/`), the workspace's root marked so, or a link from the workspace
+/// into `node_modules/` (which the search skips) hides no repository from the search: not in
+/// the run that makes it, nor in a later one, when the repository made earlier gets a hook.
 #[test]
 fn a_cache_mark_does_not_hide_a_repository_from_the_search() {
     require_mount_view!();
@@ -299,22 +300,37 @@ fn a_cache_mark_does_not_hide_a_repository_from_the_search() {
             chown_nobody(outside.path());
         }
         let hook = format!("printf '#!/bin/sh\\ntouch {}\\n'", mark.display());
+        // Marks in src/ and at the root itself; a repository in node_modules (which the search
+        // skips) reached from src/lib through a link.
         let first = format!(
-            "mkdir -p src/app && echo 'Signature: 8a477f597d28d172789f06886806bc55' > src/CACHEDIR.TAG \
+            "tag='Signature: 8a477f597d28d172789f06886806bc55'; mkdir -p src/app node_modules/x \
+             && echo \"$tag\" > src/CACHEDIR.TAG && echo \"$tag\" > CACHEDIR.TAG \
              && git init -q src/app && {hook} > src/app/.git/hooks/pre-commit \
-             && chmod +x src/app/.git/hooks/pre-commit; echo first=$?"
+             && chmod +x src/app/.git/hooks/pre-commit && git init -q node_modules/x \
+             && {hook} > node_modules/x/.git/hooks/pre-commit \
+             && chmod +x node_modules/x/.git/hooks/pre-commit && ln -s ../node_modules/x src/lib; \
+             echo first=$?"
         );
         let run = sandboxed(user, ws.path(), home.path(), &first);
         assert!(run.stdout.contains("first=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
         assert!(run.stderr.contains("moved aside"), "{user:?}: {}", run.stderr);
-        let second = format!("{hook} > src/app/.git/hooks/post-commit; echo second=$?");
-        let run = sandboxed(user, ws.path(), home.path(), &second);
-        assert!(!run.stdout.contains("second=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
-        let app = ws.path().join("src/app");
-        std::fs::write(app.join("f"), "1\n").unwrap();
-        git(&app, &["add", "f"]);
-        git(&app, &["commit", "-qm", "one"]);
-        assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox");
+        for dir in ["src/app", "src/lib"] {
+            let second = format!("{hook} > {dir}/.git/hooks/post-commit; echo second=$?");
+            let run = sandboxed(user, ws.path(), home.path(), &second);
+            assert!(
+                !run.stdout.contains("second=0"),
+                "{user:?} {dir}: {}\n{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+        for dir in ["src/app", "src/lib"] {
+            let repo = ws.path().join(dir);
+            std::fs::write(repo.join("f"), "1\n").unwrap();
+            git(&repo, &["add", "f"]);
+            git(&repo, &["commit", "-qm", "one"]);
+            assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox from {dir}");
+        }
     }
 }
 
