@@ -1,7 +1,8 @@
 //! Resource limits for an unprivileged cordon in a cgroup v2 subtree delegated to it, checked
-//! from outside: set up as root the way systemd's `Delegate=yes` does (a group whose
-//! `cgroup.procs`, `cgroup.subtree_control` and `cgroup.threads` belong to uid 65534, and a
-//! group inside it where the process starts), then cordon run as uid 65534 in there.
+//! from outside: set up as root the way systemd does for `systemd-run --user --scope -p
+//! Delegate=yes` (a group whose `cgroup.procs`, `cgroup.subtree_control` and `cgroup.threads`
+//! belong to uid 65534 — the user's manager — and in it a fresh delegated group, the scope,
+//! for each cordon started), then cordon run as uid 65534 in its scope.
 //!
 //! The delegation needs a cgroup v2 hierarchy with the memory and pids controllers; a host
 //! whose v2 hierarchy has none (a hybrid host: they are bound to cgroup v1) skips with a
@@ -17,11 +18,15 @@ use super::util::*;
 
 const NOBODY: u32 = 65534;
 
-/// A group delegated to uid 65534 and the group in it where cordon starts; everything in it
-/// is killed and removed when dropped.
+/// A group delegated to uid 65534, where each cordon starts in a scope of its own; everything
+/// in it is killed and removed when dropped.
 struct Delegation {
     top: PathBuf,
-    start: PathBuf,
+}
+
+/// One delegated group inside the delegation, where a cordon starts.
+struct Scope {
+    dir: PathBuf,
 }
 
 /// Skips a test when this host cannot delegate a cgroup v2 subtree with memory and pids.
@@ -86,22 +91,32 @@ impl Delegation {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let top = root.join(format!("e2e-delegated-{}-{n}", std::process::id()));
         std::fs::create_dir(&top).map_err(|e| format!("cannot create {}: {e}", top.display()))?;
-        let delegation = Delegation { start: top.join("start"), top };
+        let delegation = Delegation { top };
         // What systemd writes for a delegated unit, so that its groups have the controllers.
         write(&delegation.top.join("cgroup.subtree_control"), "+memory +pids").unwrap();
         delegate(&delegation.top);
-        std::fs::create_dir(&delegation.start).unwrap();
-        delegate(&delegation.start);
         Ok(delegation)
     }
 
+    /// A fresh delegated group for one cordon (a scope of the user's manager): a group
+    /// where cordon ran has its leaf and the controllers enabled, and takes no process again.
+    fn scope(&self) -> Scope {
+        static SCOPES: AtomicU32 = AtomicU32::new(0);
+        let dir = self.top.join(format!("run-{}.scope", SCOPES.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir(&dir).unwrap();
+        delegate(&dir);
+        Scope { dir }
+    }
+}
+
+impl Scope {
     /// `cordon <args>` as uid 65534, started in the delegated group.
     fn cordon(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(r#"echo 0 > "$1/cgroup.procs" && shift && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@""#)
             .arg("sh")
-            .arg(&self.start)
+            .arg(&self.dir)
             .arg(nobody_binary())
             .args(args)
             .stdin(Stdio::null())
@@ -120,9 +135,9 @@ impl Delegation {
         (child.wait_with_output().unwrap().into(), pid)
     }
 
-    /// The names in the start group (cordon's group), sorted.
+    /// The groups in this scope (cordon's group), sorted.
     fn entries(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.start)
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
             .unwrap()
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -133,7 +148,7 @@ impl Delegation {
     }
 
     fn subtree_control(&self) -> String {
-        std::fs::read_to_string(self.start.join("cgroup.subtree_control")).unwrap()
+        std::fs::read_to_string(self.dir.join("cgroup.subtree_control")).unwrap()
     }
 }
 
@@ -183,19 +198,21 @@ fn delegated_a_memory_hog_is_stopped_and_named_and_only_cordons_own_leaf_stays()
     let delegation = require_delegation!();
     let dir = workspace();
     let hog = "dd if=/dev/zero of=/dev/null bs=256M count=1 2>/dev/null && echo done";
-    let (run, first) = delegation.exec_sh(&["--limit", "memory=32M"], dir.path(), hog);
+    let scope = delegation.scope();
+    let (run, first) = scope.exec_sh(&["--limit", "memory=32M"], dir.path(), hog);
     assert_exceeded(&run, "memory", "32 MiB");
     assert!(!run.stdout.contains("done"), "{}", run.stdout);
     // Left behind: cordon's own leaf, empty (it was in it until it exited), nothing else.
     let own = format!("cordon-{first}");
-    assert_eq!(delegation.entries(), vec![own.clone()]);
-    let procs = std::fs::read_to_string(delegation.start.join(&own).join("cgroup.procs")).unwrap();
+    assert_eq!(scope.entries(), vec![own.clone()]);
+    let procs = std::fs::read_to_string(scope.dir.join(&own).join("cgroup.procs")).unwrap();
     assert_eq!(procs.trim(), "", "a process stayed in cordon's leaf");
-    // The same command under a generous limit; the next cordon sweeps the first one's leaf.
-    let (run, second) = delegation.exec_sh(&["--limit", "memory=1G"], dir.path(), hog);
+    // The same command under a generous limit.
+    let scope = delegation.scope();
+    let (run, second) = scope.exec_sh(&["--limit", "memory=1G"], dir.path(), hog);
     run.assert_ok();
     assert!(run.stdout.contains("done"), "{}", run.stdout);
-    assert_eq!(delegation.entries(), vec![format!("cordon-{second}")]);
+    assert_eq!(scope.entries(), vec![format!("cordon-{second}")]);
 }
 
 #[test]
@@ -205,21 +222,23 @@ fn delegated_a_fork_bomb_is_held_at_pids_and_the_process_count_returns() {
     let dir = workspace();
     let before = processes_matching("^sleep 38$");
     let bomb = "i=0; while [ $i -lt 200 ]; do sleep 38 & i=$((i+1)); done; wait";
-    let (run, _) = delegation.exec_sh(&["--limit", "pids=20"], dir.path(), bomb);
+    let (run, _) = delegation.scope().exec_sh(&["--limit", "pids=20"], dir.path(), bomb);
     assert_exceeded(&run, "pids", "20 processes");
     eventually_matching("^sleep 38$", before);
     assert!(processes_matching("^sleep 38$") <= before, "sleeps outlived the run");
     let fine = "i=0; while [ $i -lt 30 ]; do sleep 0.1 & i=$((i+1)); done; wait; echo done";
-    let (run, pid) = delegation.exec_sh(&["--limit", "pids=200"], dir.path(), fine);
+    let scope = delegation.scope();
+    let (run, pid) = scope.exec_sh(&["--limit", "pids=200"], dir.path(), fine);
     run.assert_ok();
     assert!(run.stdout.contains("done"));
-    assert_eq!(delegation.entries(), vec![format!("cordon-{pid}")]);
+    assert_eq!(scope.entries(), vec![format!("cordon-{pid}")]);
 }
 
 #[test]
 fn delegated_doctor_says_cgroup_and_changes_nothing() {
     let delegation = require_delegation!();
-    let run: Run = delegation.cordon(&["doctor", "--json"]).output().unwrap().into();
+    let scope = delegation.scope();
+    let run: Run = scope.cordon(&["doctor", "--json"]).output().unwrap().into();
     let doctor: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let limits = &doctor["limits"];
     for key in ["memory", "pids", "cpu"] {
@@ -228,16 +247,16 @@ fn delegated_doctor_says_cgroup_and_changes_nothing() {
     }
     let cgroup = limits["cgroup"].as_str().unwrap();
     assert!(cgroup.contains("delegated"), "{cgroup}");
-    assert!(cgroup.contains(delegation.start.to_str().unwrap()), "{cgroup}");
-    let run: Run = delegation.cordon(&["doctor"]).output().unwrap().into();
+    assert!(cgroup.contains(scope.dir.to_str().unwrap()), "{cgroup}");
+    let run: Run = scope.cordon(&["doctor"]).output().unwrap().into();
     assert!(
         run.stdout.contains("a cgroup per command: cgroup v2, the subtree delegated"),
         "{}",
         run.stdout
     );
     // Doctor only looks: no leaf made, no controller enabled.
-    assert_eq!(delegation.entries(), Vec::<String>::new());
-    assert_eq!(delegation.subtree_control().trim(), "");
+    assert_eq!(scope.entries(), Vec::<String>::new());
+    assert_eq!(scope.subtree_control().trim(), "");
 }
 
 #[test]
@@ -245,24 +264,24 @@ fn delegated_a_group_shared_with_other_processes_is_refused_with_the_way_out() {
     require_sandbox!(1);
     let delegation = require_delegation!();
     let dir = workspace();
+    let scope = delegation.scope();
     // A process of the user's already in cordon's group, like the shell of a login scope.
     let mut neighbour = Command::new("sh")
         .arg("-c")
         .arg(r#"echo 0 > "$1/cgroup.procs" && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- sleep 300"#)
         .arg("sh")
-        .arg(&delegation.start)
+        .arg(&scope.dir)
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(5));
-    while std::fs::read_to_string(delegation.start.join("cgroup.procs")).unwrap().trim().is_empty()
-    {
+    while std::fs::read_to_string(scope.dir.join("cgroup.procs")).unwrap().trim().is_empty() {
         assert!(std::time::Instant::now() < deadline, "the neighbour never joined");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let marker = dir.path().join("ran");
     let script = format!("touch {}", marker.display());
     for limit in ["memory=64M", "pids=64"] {
-        let (run, _) = delegation.exec_sh(&["--limit", limit], dir.path(), &script);
+        let (run, _) = scope.exec_sh(&["--limit", limit], dir.path(), &script);
         assert_eq!(run.code, Some(125), "{limit}: {}", run.stderr);
         assert!(run.stderr.contains("other processes share cordon's cgroup"), "{}", run.stderr);
         assert!(
@@ -272,18 +291,17 @@ fn delegated_a_group_shared_with_other_processes_is_refused_with_the_way_out() {
         );
         assert!(!marker.exists(), "{limit}: the command ran");
     }
-    let run: Run = delegation.cordon(&["doctor", "--json"]).output().unwrap().into();
+    let run: Run = scope.cordon(&["doctor", "--json"]).output().unwrap().into();
     let doctor: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let why = doctor["limits"]["no_cgroup"].as_str().unwrap_or_default();
     assert!(why.contains("other processes share cordon's cgroup"), "{}", doctor["limits"]);
     // With best effort it runs, on rlimits.
-    let (run, _) =
-        delegation.exec_sh(&["--best-effort", "--limit", "memory=256M"], dir.path(), &script);
+    let (run, _) = scope.exec_sh(&["--best-effort", "--limit", "memory=256M"], dir.path(), &script);
     run.assert_ok();
     assert!(marker.exists());
     // The group is as it was: no leaf, no controller, the neighbour still there.
-    assert_eq!(delegation.entries(), Vec::<String>::new());
-    assert_eq!(delegation.subtree_control().trim(), "");
+    assert_eq!(scope.entries(), Vec::<String>::new());
+    assert_eq!(scope.subtree_control().trim(), "");
     let _ = neighbour.kill();
     let _ = neighbour.wait();
 }
@@ -296,7 +314,6 @@ fn delegated_a_sandboxed_command_cannot_raise_its_limits_or_leave_its_cgroup() {
     // The command's cgroup files belong to uid 65534, as the command does: only the sandbox
     // stands between it and them. It tries to raise its limits, to move into cordon's own
     // leaf and into a group of its own, then allocates past the limit.
-    let escape = delegation.start.join("escape");
     let script = format!(
         r#"leaf=$(sed -n 's/^0:://p' /proc/self/cgroup); cg={root}$leaf; group=$(dirname "$cg")
         echo max > "$cg/memory.max" && echo raised memory
@@ -304,20 +321,21 @@ fn delegated_a_sandboxed_command_cannot_raise_its_limits_or_leave_its_cgroup() {
         echo max > "$cg/pids.max" && echo raised pids
         echo 0 > "$cg/memory.oom.group" && echo oom group off
         for own in "$group"/cordon-*; do [ "$own" = "$cg" ] || {{ echo 0 > "$own/cgroup.procs" && echo left for "$own"; }}; done
-        mkdir {escape} && echo 0 > {escape}/cgroup.procs && echo left for escape
+        mkdir "$group/escape" && echo 0 > "$group/escape/cgroup.procs" && echo left for escape
         echo 0 > "$group/cgroup.procs" && echo left for the group
         dd if=/dev/zero of=/dev/null bs=256M count=1 2>/dev/null && echo done"#,
         root = v2_root().unwrap().display(),
-        escape = escape.display(),
     );
     for flags in [&["-s", "workspace-write"][..], &["-s", "read-only"][..]] {
         let mut all = flags.to_vec();
         all.extend_from_slice(&["--limit", "memory=32M", "--limit", "pids=64"]);
-        let (run, _) = delegation.exec_sh(&all, dir.path(), &script);
+        let scope = delegation.scope();
+        let (run, _) = scope.exec_sh(&all, dir.path(), &script);
         assert_exceeded(&run, "memory", "32 MiB");
         for said in ["raised", "oom group off", "left for", "done"] {
             assert!(!run.stdout.contains(said), "{flags:?} {said}: {}", run.stdout);
         }
-        assert!(!escape.exists(), "{flags:?}: the command made a cgroup of its own");
+        let entries = scope.entries();
+        assert_eq!(entries.len(), 1, "{flags:?}: the command made a cgroup: {entries:?}");
     }
 }

@@ -5,9 +5,11 @@
 //! Finding one reads only (`cordon doctor` uses it). Using one changes the tree once per
 //! process, at the first command that needs a cgroup: the no-internal-processes rule lets a
 //! group hand controllers to its children only when no process sits in it, so cordon first
-//! moves itself into a leaf of its own, `cordon-PID` (the name the stale sweep knows: an
-//! empty leaf left by a cordon that exited is removed by the next one), then enables the
+//! moves itself into a leaf of its own, `cordon-PID` (a name the stale sweep knows: it spares
+//! a leaf whose cordon lives, and removes one whose cordon is gone), then enables the
 //! controllers for the group's children, where the command leaves `cordon-PID-N` are made.
+//! The leaf stays when cordon exits, empty: the group, which now gives its children
+//! controllers, takes no process again, and goes with the scope that made it.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,8 +33,8 @@ pub fn find(own: &str, mount_point: &Path, mount_root: &str) -> Result<PathBuf, 
     let has = |name: &str| controllers.split_whitespace().any(|c| c == name);
     if !has("memory") || !has("pids") {
         return Err(format!(
-            "cordon's cgroup {} has no memory and pids controllers (the cgroup v2 hierarchy \
-             does not offer them here)",
+            "cordon runs unprivileged: only root may create cgroups outside a delegated \
+             cgroup v2 subtree, and cordon's cgroup {} has no memory and pids controllers",
             group.display()
         ));
     }
