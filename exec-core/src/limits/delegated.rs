@@ -161,7 +161,7 @@ fn move_and_enable(group: &Path) -> Result<(), Why> {
             if back.is_ok() {
                 let _ = std::fs::remove_dir(&leaf);
             }
-            if e.raw_os_error() == Some(nix::libc::EBUSY) {
+            if e.kind() == io::ErrorKind::ResourceBusy {
                 Err(shared_reason(group, "the kernel refused the controllers: busy"))
             } else {
                 Err(format!("cannot use the delegated cgroup {}: {e}", group.display()))
