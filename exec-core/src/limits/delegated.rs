@@ -99,7 +99,10 @@ fn own_group(own: &str, mount_point: &Path, mount_root: &str) -> Result<PathBuf,
             .filter(|rest| rest.is_empty() || rest.starts_with('/'))
             .ok_or_else(unreachable)?
     };
-    let group = mount_point.join(inside.trim_start_matches('/'));
+    let group = match inside.trim_start_matches('/') {
+        "" => mount_point.to_path_buf(),
+        relative => mount_point.join(relative),
+    };
     if group.is_dir() { Ok(group) } else { Err(unreachable()) }
 }
 
