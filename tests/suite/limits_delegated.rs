@@ -347,3 +347,59 @@ fn delegated_a_sandboxed_command_cannot_raise_its_limits_or_leave_its_cgroup() {
         assert_eq!(entries.len(), 1, "{flags:?}: the command made a cgroup: {entries:?}");
     }
 }
+
+/// One `exec_command` call to a live executor; the response line.
+fn call(
+    stdin: &mut std::process::ChildStdin,
+    stdout: &mut impl std::io::BufRead,
+    id: u32,
+    cmd: &str,
+) -> String {
+    use std::io::Write;
+    let request = serde_json::json!({"type": "call_tool", "requestId": id.to_string(),
+        "toolName": "exec_command", "arguments": {"cmd": cmd, "login": false}});
+    writeln!(stdin, "{request}").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    line
+}
+
+#[test]
+fn delegated_a_long_lived_executor_moves_every_thread_and_keeps_its_own_leaf() {
+    require_sandbox!(1);
+    let delegation = require_delegation!();
+    let dir = workspace();
+    let scope = delegation.scope();
+    let mut executor = scope
+        .cordon(&["executor", "-C", dir.path().to_str().unwrap(), "--limit", "memory=32M"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = executor.id();
+    let mut stdin = executor.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(executor.stdout.take().unwrap());
+    let hog = "dd if=/dev/zero of=/dev/null bs=256M count=1 2>/dev/null && echo done";
+    // Each call makes a command cgroup beside the executor's own leaf, whose sweep of stale
+    // groups must spare that leaf: the executor lives.
+    for id in 1..=3 {
+        let answer = call(&mut stdin, &mut stdout, id, hog);
+        assert!(answer.contains("exceeded its memory limit (32 MiB)"), "call {id}: {answer}");
+        assert!(!answer.contains("done"), "call {id}: {answer}");
+        let leaf = format!("cordon-{pid}");
+        assert_eq!(scope.entries(), vec![leaf.clone()], "call {id}");
+        // Every thread of the executor is in its leaf, none left in the group.
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+        for thread in threads.flatten() {
+            let cgroup = std::fs::read_to_string(thread.path().join("cgroup")).unwrap();
+            assert!(cgroup.trim_end().ends_with(&format!("/{leaf}")), "{cgroup}");
+        }
+        let procs = std::fs::read_to_string(scope.dir.join("cgroup.procs")).unwrap();
+        assert_eq!(procs.trim(), "", "a process stayed in the group");
+    }
+    let answer = call(&mut stdin, &mut stdout, 9, "echo fine");
+    assert!(answer.contains("fine"), "{answer}");
+    drop(stdin);
+    executor.wait().unwrap();
+}
