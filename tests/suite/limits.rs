@@ -3,9 +3,9 @@
 //!
 //! The limits of a whole tree (memory, pids, cpu) need a cgroup that cordon may create: root
 //! gets one wherever a cgroup v2 hierarchy has the memory and pids controllers or cgroup v1's
-//! memory and pids hierarchies are mounted read-write; an unprivileged cordon gets none (it
-//! uses no delegated subtree), and must then refuse, or fall back to rlimits with
-//! `--best-effort`. A host where even root has none (a container with a read-only cgroupfs) is
+//! memory and pids hierarchies are mounted read-write; an unprivileged cordon gets none unless
+//! its cgroup v2 group is delegated to it (`limits_delegated`), and must then refuse, or fall
+//! back to rlimits with `--best-effort`. A host where even root has none (a container with a read-only cgroupfs) is
 //! a matter of the host's configuration, not of the kernel: those tests skip there with a
 //! reason that names it, and the skip is fatal only under `CORDON_TEST_REQUIRE_CGROUP=1`
 //! (which the kernel matrix sets: its VMs mount cgroup2 with every controller).

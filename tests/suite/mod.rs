@@ -30,6 +30,7 @@ mod hidden_replaced;
 mod launch_paths;
 #[cfg(target_os = "linux")]
 mod limits;
+mod limits_delegated;
 #[cfg(target_os = "linux")]
 mod limits_named;
 #[cfg(target_os = "macos")]

@@ -3,7 +3,8 @@
 //! evidence when the command ends, then emptied and removed.
 //!
 //! cgroup v2 where its memory and pids controllers are available to cordon (root, at the
-//! hierarchy's top: `cordon-PID-N` beside the other top-level groups); else cgroup v1's memory,
+//! hierarchy's top: `cordon-PID-N` beside the other top-level groups; unprivileged, in a
+//! subtree delegated to it: beside cordon's own leaf in its group); else cgroup v1's memory,
 //! pids and cpuacct hierarchies, with a leaf under cordon's own group in each. Anything else
 //! is no cgroup: the caller refuses or falls back to rlimits.
 
@@ -21,6 +22,9 @@ use cordon_policies::{LimitKey, Limits};
 pub enum Hierarchy {
     /// The cgroup v2 hierarchy mounted here, with memory and pids enabled for its children.
     V2 { root: PathBuf },
+    /// cordon's own cgroup v2 group, delegated to the user it runs as: command cgroups are
+    /// made in it once cordon has moved itself into a leaf of its own there.
+    Delegated { group: PathBuf },
     /// cordon's own group in each v1 hierarchy that has the controller.
     V1 { memory: Option<PathBuf>, pids: Option<PathBuf>, cpuacct: Option<PathBuf> },
 }
@@ -29,7 +33,10 @@ impl Hierarchy {
     /// What this hierarchy can hold of the tree limits.
     pub fn holds(&self, key: LimitKey) -> bool {
         match (self, key) {
-            (Hierarchy::V2 { .. }, LimitKey::Memory | LimitKey::Pids | LimitKey::Cpu) => true,
+            (
+                Hierarchy::V2 { .. } | Hierarchy::Delegated { .. },
+                LimitKey::Memory | LimitKey::Pids | LimitKey::Cpu,
+            ) => true,
             (Hierarchy::V1 { memory, .. }, LimitKey::Memory) => memory.is_some(),
             (Hierarchy::V1 { pids, .. }, LimitKey::Pids) => pids.is_some(),
             (Hierarchy::V1 { cpuacct, .. }, LimitKey::Cpu) => cpuacct.is_some(),
@@ -37,9 +44,23 @@ impl Hierarchy {
         }
     }
 
+    /// Makes the hierarchy ready for command cgroups (a delegated subtree, once per process:
+    /// see `delegated`); nothing to do elsewhere.
+    pub fn prepare(&self) -> Result<(), NoCgroup> {
+        match self {
+            Hierarchy::Delegated { group } => {
+                super::delegated::prepare(group).clone().map_err(NoCgroup)
+            }
+            Hierarchy::V2 { .. } | Hierarchy::V1 { .. } => Ok(()),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Hierarchy::V2 { root } => format!("cgroup v2 ({})", root.display()),
+            Hierarchy::Delegated { group } => {
+                format!("cgroup v2, the subtree delegated to this user ({})", group.display())
+            }
             Hierarchy::V1 { .. } => "cgroup v1 (memory, pids and cpuacct hierarchies)".to_owned(),
         }
     }
@@ -73,6 +94,14 @@ fn probe() -> Result<Hierarchy, NoCgroup> {
         match right.first() {
             Some(&"cgroup2") => {
                 let dir = PathBuf::from(mount_point);
+                if !root {
+                    let mount_root = fields.get(3).copied().unwrap_or("/");
+                    match super::delegated::find(&own, &dir, mount_root) {
+                        Ok(group) => return Ok(Hierarchy::Delegated { group }),
+                        Err(why) => v2_why = Some(why),
+                    }
+                    continue;
+                }
                 let controllers =
                     std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
                 let has = |name: &str| controllers.split_whitespace().any(|c| c == name);
@@ -84,10 +113,6 @@ fn probe() -> Result<Hierarchy, NoCgroup> {
                     )
                 } else if read_only {
                     format!("the cgroup v2 hierarchy at {} is mounted read-only", dir.display())
-                } else if !root {
-                    "only root may create cgroups at the top of the hierarchy, and cordon does \
-                     not use delegated subtrees"
-                        .to_owned()
                 } else {
                     return Ok(Hierarchy::V2 { root: dir });
                 });
@@ -108,11 +133,11 @@ fn probe() -> Result<Hierarchy, NoCgroup> {
         }
     }
     match v1 {
-        (None, None, _) if !root => Err(NoCgroup(
-            "cordon runs unprivileged: only root may create \
-             cgroups here (cordon does not use delegated subtrees)"
-                .to_owned(),
-        )),
+        (None, None, _) if !root => Err(NoCgroup(v2_why.unwrap_or_else(|| {
+            "cordon runs unprivileged and no cgroup v2 hierarchy is mounted: only root may \
+             create cgroups here"
+                .to_owned()
+        }))),
         (None, None, _) => Err(NoCgroup(v2_why.unwrap_or_else(|| {
             "no cgroup hierarchy with memory and pids controllers is mounted".to_owned()
         }))),
@@ -133,7 +158,7 @@ fn own_v1_group(own: &str, controller: &str, mount_point: &Path) -> Option<PathB
 }
 
 /// The name every command cgroup starts with, then cordon's pid and a counter.
-const PREFIX: &str = "cordon-";
+pub(super) const PREFIX: &str = "cordon-";
 
 /// One command's cgroup. Dropping it kills what is left in it and removes it.
 #[derive(Debug)]
@@ -163,6 +188,10 @@ impl CommandCgroup {
             format!("{PREFIX}{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
         let (version, parents): (Version, Vec<(&Path, LimitKey)>) = match hierarchy {
             Hierarchy::V2 { root } => (Version::V2, vec![(root.as_path(), LimitKey::Memory)]),
+            Hierarchy::Delegated { group } => {
+                hierarchy.prepare().map_err(io::Error::other)?;
+                (Version::V2, vec![(group.as_path(), LimitKey::Memory)])
+            }
             Hierarchy::V1 { memory, pids, cpuacct } => (
                 Version::V1,
                 [(memory, LimitKey::Memory), (pids, LimitKey::Pids), (cpuacct, LimitKey::Cpu)]
@@ -374,7 +403,7 @@ impl Drop for CommandCgroup {
 
 /// Turns on the memory, pids and cpu controllers for `parent`'s children (cpu only where the
 /// kernel offers it: its `cpu.stat` usage is there without it).
-fn enable_controllers(parent: &Path) -> io::Result<()> {
+pub(super) fn enable_controllers(parent: &Path) -> io::Result<()> {
     let file = parent.join("cgroup.subtree_control");
     let enabled = std::fs::read_to_string(&file).unwrap_or_default();
     for controller in ["memory", "pids"] {
@@ -424,7 +453,7 @@ fn field(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-fn write_file(path: &Path, value: &str) -> io::Result<()> {
+pub(super) fn write_file(path: &Path, value: &str) -> io::Result<()> {
     let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
     file.write_all(value.as_bytes())
 }

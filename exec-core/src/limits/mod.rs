@@ -6,6 +6,8 @@
 
 #[cfg(target_os = "linux")]
 mod cgroup;
+#[cfg(target_os = "linux")]
+mod delegated;
 
 #[cfg(target_os = "linux")]
 pub use cgroup::CommandCgroup;
@@ -47,7 +49,13 @@ fn tree_holder(limits: &cordon_policies::Limits) -> (TreeLimits, String) {
                 .into_iter()
                 .find(|key| limits.get(*key).is_some() && !hierarchy.holds(*key));
             match missing {
-                None => (TreeLimits::Cgroup, String::new()),
+                // A delegated subtree is made ready here, before the plan is settled: when it
+                // cannot be (other processes share cordon's group), the run is refused, or
+                // falls back, like one with no cgroup at all.
+                None => match hierarchy.prepare() {
+                    Ok(()) => (TreeLimits::Cgroup, String::new()),
+                    Err(why) => (TreeLimits::None, why.to_string()),
+                },
                 Some(key) => {
                     (TreeLimits::None, format!("{} has no {key} controller", hierarchy.describe()))
                 }
