@@ -138,11 +138,10 @@ pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> 
         ruleset = ruleset.handle_access(AccessNet::from_all(REQUESTED_ABI))?;
     }
     let mut created = ruleset.create()?;
-    let mut parents = ParentDirectory::default();
     for (path, rights, last_link) in &plan.rules {
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
-        let Ok(fd) = parents.open(path, *last_link) else { continue };
+        let Ok(fd) = open_path(path, *last_link) else { continue };
         // Rights beneath a file are narrowed to a file's by the crate, which looks at what
         // the descriptor is. A symbolic link (an entry replaced since it was listed, opened
         // without following) is a file to it: the rule then covers the link's own inode, and
@@ -166,63 +165,18 @@ fn writable_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     })
 }
 
-/// The directory of the rules being opened, kept open once two in a row share it: the rules
-/// granted by omission come a directory's entries in a row, and an entry opened by its name in
-/// the open directory skips the walk from `/` that a full path costs every time.
-#[derive(Default)]
-struct ParentDirectory {
-    /// The directory of the rule before, and its descriptor once opened.
-    last: Option<(PathBuf, Option<OwnedFd>)>,
-}
-
-impl ParentDirectory {
-    /// Opens `path` as [`open_path`] does. The directory part is resolved as a full path's
-    /// would be (links followed), and only the last component as `last_link` says.
-    fn open(&mut self, path: &Path, last_link: LastLink) -> nix::Result<OwnedFd> {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            self.last = None;
-            return open_path(path, last_link);
-        };
-        match &mut self.last {
-            Some((last, dir)) if last == parent => {
-                if dir.is_none() {
-                    use nix::fcntl::OFlag;
-                    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-                    *dir = nix::fcntl::open(parent, flags, nix::sys::stat::Mode::empty()).ok();
-                }
-                match dir {
-                    Some(dir) => open_path_at(dir, Path::new(name), last_link),
-                    None => open_path(path, last_link),
-                }
-            }
-            _ => {
-                self.last = Some((parent.to_path_buf(), None));
-                open_path(path, last_link)
-            }
-        }
-    }
-}
-
-/// [`open_path`] of `name` in the directory `dir`.
-fn open_path_at(dir: &OwnedFd, name: &Path, last_link: LastLink) -> nix::Result<OwnedFd> {
-    nix::fcntl::openat(dir, name, open_flags(last_link), nix::sys::stat::Mode::empty())
-}
-
-fn open_flags(last_link: LastLink) -> nix::fcntl::OFlag {
-    use nix::fcntl::OFlag;
-    match last_link {
-        LastLink::Followed => OFlag::O_PATH | OFlag::O_CLOEXEC,
-        LastLink::Refused => OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
-    }
-}
-
 /// Opens `path` with `O_PATH`, as the rule needs: nothing is opened for real, so a FIFO does
 /// not block, a device is not started (`/dev/ptmx` would allocate a terminal) and `/dev/tty`
 /// resolves without a controlling terminal. Not `landlock::PathFd`: it asks for `O_PATH`
 /// through `std::fs::OpenOptions::custom_flags`, which on musl strips it (musl counts
 /// `O_PATH` in `O_ACCMODE`), so a static musl build would open every path for reading.
 fn open_path(path: &Path, last_link: LastLink) -> nix::Result<OwnedFd> {
-    nix::fcntl::open(path, open_flags(last_link), nix::sys::stat::Mode::empty())
+    use nix::fcntl::OFlag;
+    let flags = match last_link {
+        LastLink::Followed => OFlag::O_PATH | OFlag::O_CLOEXEC,
+        LastLink::Refused => OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+    };
+    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())
 }
 
 #[cfg(test)]
