@@ -74,6 +74,7 @@ mod messages;
 mod mount_view;
 #[cfg(target_os = "linux")]
 mod new_repositories;
+#[cfg(target_os = "linux")]
 mod owner_read;
 #[cfg(target_os = "linux")]
 mod planted;
