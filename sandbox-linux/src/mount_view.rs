@@ -22,7 +22,7 @@ use crate::error::HelperError;
 use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};
 use crate::listings::Listings;
 pub use crate::report::NoMountView;
-use crate::repositories::{RepositoryWalk, WalkBudget, find_repositories, git_dir_entries};
+use crate::repositories::{RepositoryWalk, git_dir_entries, repositories_of};
 use crate::sys::{self, Recursion};
 
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
@@ -196,8 +196,8 @@ pub(crate) fn plan(
         // fixtures), and git dirs lying there as plain directories. An allowance per root, so
         // one filled with directories (`/tmp`) cannot spend the workspace's.
         let repositories = match host.walked {
-            Some(walk) => walk.repositories(root),
-            None => find_repositories(root, &mut WalkBudget::default()),
+            Some(walk) => walk.repositories(root, roots),
+            None => repositories_of(root, roots),
         };
         unsearched.extend(repositories.unsearched);
         for git_dir in &repositories.bare {

@@ -196,18 +196,30 @@ impl Looked {
 
 /// Whether the walk of `root` skips `dir`, marked as a cache. A command can write a mark
 /// anywhere in a writable root, so a mark alone would let it hide a repository it made from
-/// every later search (in the directory the user works in, or at the root itself). Skipped:
-/// - a build's `target/` (cargo's, thousands of directories; git is not run there);
-/// - a root whose parent directory is marked too: a command cannot write there unless the
-///   parent lies in another writable root, whose own walk then searches this one (cordon
-///   marks `$CORDON_HOME/cache/`, which holds the presets' caches, each a root).
+/// every later search (in the directory the user works in, or at the root itself): only a
+/// build's `target/` below the root is skipped (cargo's, thousands of directories; git is not
+/// run there). Whole roots that are caches: [`presets_cache`].
 fn cache_skipped(root: &Path, dir: &Path) -> bool {
-    if dir == root {
-        return root.parent().is_some_and(|parent| {
-            std::fs::symlink_metadata(parent.join("CACHEDIR.TAG")).is_ok_and(|m| m.is_file())
-        });
+    dir != root && dir.file_name().is_some_and(|name| name == "target")
+}
+
+/// Whether `root`, one of `roots`, is a cache cordon made: its parent is marked as holding
+/// caches (cordon marks `$CORDON_HOME/cache/`, which holds the presets' caches, each a root),
+/// and that parent lies in no writable root, so no sandboxed command wrote the mark. Such a
+/// root is not searched: nobody runs git there.
+fn presets_cache(root: &Path, roots: &[PathBuf]) -> bool {
+    root.parent().is_some_and(|parent| {
+        !roots.iter().any(|other| parent.starts_with(other))
+            && std::fs::symlink_metadata(parent.join("CACHEDIR.TAG")).is_ok_and(|m| m.is_file())
+    })
+}
+
+/// The repositories of `root`, one of `roots` (none in a cache cordon made).
+pub(crate) fn repositories_of(root: &Path, roots: &[PathBuf]) -> Repositories {
+    if presets_cache(root, roots) {
+        return Repositories::default();
     }
-    dir.file_name().is_some_and(|name| name == "target")
+    find_repositories(root, &mut WalkBudget::default())
 }
 
 /// The entries of `dir` with their kinds as the directory gives them (an `lstat` only where
@@ -268,10 +280,7 @@ pub struct RepositoryWalk {
 impl RepositoryWalk {
     /// Walks each of `roots` with an allowance of its own.
     pub fn of(roots: &[PathBuf]) -> Self {
-        let roots = roots
-            .iter()
-            .map(|root| (root.clone(), find_repositories(root, &mut WalkBudget::default())))
-            .collect();
+        let roots = roots.iter().map(|root| (root.clone(), repositories_of(root, roots))).collect();
         RepositoryWalk { roots }
     }
 
@@ -279,10 +288,10 @@ impl RepositoryWalk {
     /// left directories unsearched there: the caller may have walked with less than the helper
     /// can read (an unprivileged caller cannot list a directory of its own made `0311`, which
     /// the helper can in its user namespace), and what it could not search is searched again.
-    pub(crate) fn repositories(&self, root: &Path) -> Repositories {
+    pub(crate) fn repositories(&self, root: &Path, roots: &[PathBuf]) -> Repositories {
         match self.roots.iter().find(|(walked, _)| walked == root) {
             Some((_, found)) if found.unsearched.is_empty() => found.clone(),
-            _ => find_repositories(root, &mut WalkBudget::default()),
+            _ => repositories_of(root, roots),
         }
     }
 
@@ -401,10 +410,16 @@ mod tests {
             worktrees,
             vec![root.join("node_modules/x"), root.join("src/app"), root.join("target/y")]
         );
-        // A root whose parent is marked as holding caches is skipped (the presets' caches).
+        // A root whose parent is marked as holding caches is skipped (the presets' caches),
+        // unless that parent lies in another root, where a command could have marked it.
         std::fs::write(dir.path().join("CACHEDIR.TAG"), mark).unwrap();
-        let found = find_repositories(&root, &mut WalkBudget::default());
-        assert_eq!(found.worktrees, Vec::<PathBuf>::new());
+        assert_eq!(
+            RepositoryWalk::of(std::slice::from_ref(&root)).git_dirs(),
+            Vec::<PathBuf>::new()
+        );
+        let outer = dir.path().to_path_buf();
+        let walk = RepositoryWalk::of(&[root.clone(), outer]);
+        assert_eq!(walk.repositories(&root, std::slice::from_ref(&root)).worktrees.len(), 3);
     }
 
     #[test]
