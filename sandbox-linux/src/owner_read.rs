@@ -56,23 +56,7 @@ pub(crate) fn read_open(fd: OwnedFd) -> Option<Vec<Entry>> {
 /// owner, this process's user, took read permission away, with that permission given back for
 /// the listing and the directory's mode restored after it.
 pub(crate) fn entries_as_owner(dir: impl AsFd) -> Option<Vec<Entry>> {
-    if let Some(entries) = read_entries(&dir) {
-        return Some(entries);
-    }
-    let st = rustix::fs::fstat(&dir).ok()?;
-    let mode = st.st_mode & 0o7777;
-    let own = st.st_uid == nix::unistd::geteuid().as_raw();
-    if FileType::from_raw_mode(st.st_mode) != FileType::Directory || !own || mode & 0o400 != 0 {
-        return None;
-    }
-    // The descriptor names the inode itself: a name swapped since it was opened changes
-    // nothing here. Its /proc entry is how chmod reaches a descriptor opened with O_PATH.
-    let by_descriptor = format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd());
-    rustix::fs::chmod(by_descriptor.as_str(), Mode::from_raw_mode(mode | 0o400)).ok()?;
-    let entries = read_entries(&dir);
-    // Should the mode not come back, the owner keeps the read permission it may give itself.
-    let _ = rustix::fs::chmod(by_descriptor.as_str(), Mode::from_raw_mode(mode));
-    entries
+    read_entries(&dir).or_else(|| as_owner(&dir, 0o400, || read_entries(&dir)))
 }
 
 /// Runs `change` (a rename or removal in the directory `dir`) with write and search permission
@@ -80,18 +64,28 @@ pub(crate) fn entries_as_owner(dir: impl AsFd) -> Option<Vec<Entry>> {
 /// and the directory's mode restored after it; `None` when the caller does not own `dir`, or
 /// already had both permissions (then taking them back is not what failed).
 pub(crate) fn as_writing_owner<T>(dir: impl AsFd, change: impl FnOnce() -> Option<T>) -> Option<T> {
+    as_owner(dir, 0o300, change)
+}
+
+/// Runs `action` with the owner permission bits `wanted` added to the directory `dir`'s mode,
+/// when this process's user owns it and lacks one of them; the mode is restored after it.
+/// `None` without running it otherwise.
+fn as_owner<T>(dir: impl AsFd, wanted: u32, action: impl FnOnce() -> Option<T>) -> Option<T> {
     let st = rustix::fs::fstat(&dir).ok()?;
     let mode = st.st_mode & 0o7777;
     let own = st.st_uid == nix::unistd::geteuid().as_raw();
-    if FileType::from_raw_mode(st.st_mode) != FileType::Directory || !own || mode & 0o300 == 0o300 {
+    if FileType::from_raw_mode(st.st_mode) != FileType::Directory || !own || mode & wanted == wanted
+    {
         return None;
     }
+    // The descriptor names the inode itself: a name swapped since it was opened changes
+    // nothing here. Its /proc entry is how chmod reaches a descriptor opened with O_PATH.
     let by_descriptor = format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd());
-    rustix::fs::chmod(by_descriptor.as_str(), Mode::from_raw_mode(mode | 0o300)).ok()?;
-    let changed = change();
+    rustix::fs::chmod(by_descriptor.as_str(), Mode::from_raw_mode(mode | wanted)).ok()?;
+    let done = action();
     // Should the mode not come back, the owner keeps the permissions it may give itself.
     let _ = rustix::fs::chmod(by_descriptor.as_str(), Mode::from_raw_mode(mode));
-    changed
+    done
 }
 
 #[cfg(test)]
