@@ -42,6 +42,28 @@ fn repository(dir: &Path) {
     git(dir, &["commit", "-qm", "one"]).assert_ok();
 }
 
+/// A workspace, a HOME and a directory outside both for the marker planted code would leave,
+/// given to uid 65534 when that is the user.
+struct Scene {
+    ws: tempfile::TempDir,
+    home: tempfile::TempDir,
+    outside: tempfile::TempDir,
+    mark: std::path::PathBuf,
+}
+
+impl Scene {
+    fn for_user(user: User) -> Scene {
+        let (ws, home, outside) = (scratch(), scratch(), scratch());
+        let mark = outside.path().join("marker");
+        if user == User::Nobody {
+            chown_nobody(ws.path());
+            chown_nobody(home.path());
+            chown_nobody(outside.path());
+        }
+        Scene { ws, home, outside, mark }
+    }
+}
+
 /// `cordon exec -a never -C ws -- sh -c SCRIPT` as `user`, with `home` as HOME.
 fn sandboxed(user: User, ws: &Path, home: &Path, script: &str) -> Run {
     cordon_command(
@@ -140,13 +162,7 @@ fn a_nested_repository_under_an_unreadable_directory_of_the_callers_keeps_its_ho
 fn a_repository_hidden_in_an_unreadable_directory_is_still_cleaned_after_the_run() {
     require_mount_view!();
     skip_unless!(is_root(), "needs root to give the workspace to uid 65534");
-    let ws = scratch();
-    let home = scratch();
-    let outside = scratch();
-    let mark = outside.path().join("marker");
-    chown_nobody(ws.path());
-    chown_nobody(home.path());
-    chown_nobody(outside.path());
+    let Scene { ws, home, outside: _outside, mark } = Scene::for_user(User::Nobody);
     let attack = format!(
         "plant() {{ git init -q \"$1\" && printf '#!/bin/sh\\ntouch {m}\\n' > \"$1/.git/hooks/pre-commit\" \
            && chmod +x \"$1/.git/hooks/pre-commit\"; }}; \
@@ -190,13 +206,7 @@ fn a_repository_hidden_in_an_unreadable_directory_is_still_cleaned_after_the_run
 fn what_is_planted_in_a_directory_made_unwritable_is_still_moved_aside() {
     require_mount_view!();
     skip_unless!(is_root(), "needs root to give the workspace to uid 65534");
-    let ws = scratch();
-    let home = scratch();
-    let outside = scratch();
-    let mark = outside.path().join("marker");
-    chown_nobody(ws.path());
-    chown_nobody(home.path());
-    chown_nobody(outside.path());
+    let Scene { ws, home, outside: _outside, mark } = Scene::for_user(User::Nobody);
     let attack = format!(
         "git init -q h && printf '#!/bin/sh\\ntouch {m}\\n' > h/.git/hooks/pre-commit \
            && chmod +x h/.git/hooks/pre-commit && chmod 0555 h/.git/hooks; echo hooks=$?; \
@@ -240,15 +250,7 @@ fn what_is_planted_in_a_directory_made_unwritable_is_still_moved_aside() {
 fn a_dot_git_link_into_a_skipped_directory_does_not_hide_its_hooks() {
     require_mount_view!();
     for user in USERS {
-        let ws = scratch();
-        let home = scratch();
-        let outside = scratch();
-        let mark = outside.path().join("marker");
-        if user == User::Nobody {
-            chown_nobody(ws.path());
-            chown_nobody(home.path());
-            chown_nobody(outside.path());
-        }
+        let Scene { ws, home, outside: _outside, mark } = Scene::for_user(user);
         let hook = format!("printf '#!/bin/sh\\ntouch {}\\n'", mark.display());
         let first = format!(
             "plant() {{ git init -q --bare \"$1\" && {hook} > \"$1/hooks/pre-commit\" \
@@ -290,15 +292,7 @@ fn a_dot_git_link_into_a_skipped_directory_does_not_hide_its_hooks() {
 fn a_cache_mark_does_not_hide_a_repository_from_the_search() {
     require_mount_view!();
     for user in USERS {
-        let ws = scratch();
-        let home = scratch();
-        let outside = scratch();
-        let mark = outside.path().join("marker");
-        if user == User::Nobody {
-            chown_nobody(ws.path());
-            chown_nobody(home.path());
-            chown_nobody(outside.path());
-        }
+        let Scene { ws, home, outside: _outside, mark } = Scene::for_user(user);
         let hook = format!("printf '#!/bin/sh\\ntouch {}\\n'", mark.display());
         // Marks in src/ and at the root itself; a repository in node_modules (which the search
         // skips) reached from src/lib through a link.
