@@ -8,6 +8,7 @@
 #   sudo bash bench/mounts.sh                 # 120 runs per variant and size, in 4 rounds
 #   RUNS=300 COUNTS="0 1000" sudo bash bench/mounts.sh --json results.json
 #   SKIP_BUILD=1 sudo bash bench/mounts.sh    # the static release build in target/ as it is
+#   CORDON=path/to/cordon SKIP_BUILD=1 sudo bash bench/mounts.sh   # another build
 #
 # The goal it checks: the helper's growth over its own base launch stays within 0.2 x that base
 # plus the kernel's growth (the unshare floor's) at the same size — cordon's own work per host
@@ -38,7 +39,7 @@ fi
 host=$(rustc -vV | sed -n 's/^host: //p')
 [ -n "${SKIP_BUILD:-}" ] ||
   RUSTFLAGS='-C target-feature=+crt-static' cargo build --release -q -p cordon --target "$host"
-static=$PWD/target/$host/release/cordon
+static=$(realpath "${CORDON:-$PWD/target/$host/release/cordon}")
 
 tmp=$(mktemp -d -p /var/tmp cordon-bench-mounts.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -54,6 +55,10 @@ for count in $COUNTS; do
   unshare -m --propagation private bash -s "$count" "$tmp" "$work" "$policy" "$RUNS" "$ROUNDS" "$WARMUP" <<'SH'
 set -euo pipefail
 count=$1 tmp=$2 work=$3 policy=$4 runs=$5 rounds=$6 warmup=$7
+# An empty /tmp, as on a fresh machine: /tmp is a writable root of the policy, and what earlier
+# runs left there would be searched for repositories at every launch (bench/compare.sh's
+# PRIVATE_TMP=1 does the same).
+mount -t tmpfs cordon-bench-tmp /tmp
 for i in $(seq 1 "$count"); do
   mkdir -p "$tmp/mnt/$i"
   mount -t tmpfs -o size=4k "m$i" "$tmp/mnt/$i"

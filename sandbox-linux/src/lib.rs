@@ -71,6 +71,7 @@ mod aside;
 )]
 mod messages;
 #[cfg(target_os = "linux")]
+mod mount_table;
 mod mount_view;
 #[cfg(target_os = "linux")]
 mod new_repositories;

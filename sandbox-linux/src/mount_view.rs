@@ -5,18 +5,21 @@
 //! This is what stops what Landlock cannot decide: `chmod`/`chown`/`utimes`/xattr changes
 //! outside the roots, writes to `.git/hooks` inside them, reads of `~/.ssh`.
 //!
-//! The plan ([`MountPlan`]) is a value built from the policy and `/proc/self/mountinfo`; the
-//! namespace is entered and the plan applied in [`enter`]. Nothing is ever created on the host:
+//! The plan ([`MountPlan`]) is a value built from the policy and the mounts under `/proc`; the
+//! namespace is entered in [`enter`] and the plan applied in [`build`]. Nothing is ever created on the host:
 //! every mount point already exists, and propagation is made private before the first mount,
 //! so no mount leaks back. A protected path that does not exist therefore stays creatable.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use cordon_policies::ResolvedPolicy;
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
+use rustix::fs::CWD;
+use rustix::mount::{MoveMountFlags, OpenTreeFlags, move_mount, open_tree};
+use std::os::fd::OwnedFd;
 
 use crate::error::HelperError;
 use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};
@@ -30,10 +33,9 @@ const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
 /// What to mount, decided before anything is changed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MountPlan {
-    /// Writable roots, each bound onto itself and made writable again.
+    /// Writable roots: each put back on top of the read-only tree as a copy of its mounts
+    /// taken before, so each mount in it keeps the writability it had.
     pub writable_roots: Vec<PathBuf>,
-    /// Mount points strictly inside a writable root that were writable: writable again.
-    pub writable_submounts: Vec<PathBuf>,
     /// Directories (and `.git` pointer files) inside writable roots that lead to protected
     /// paths: bound onto themselves, still writable, so that they are mount points and cannot
     /// be renamed or removed. Otherwise `mv .git .git2; cp -r .git2 .git` would leave a fresh,
@@ -61,8 +63,7 @@ pub struct MountPlan {
     /// Whether the command also gets a network namespace of its own (a domain allow-list).
     pub network: NetworkNamespace,
     /// Mount points strictly under `/proc` (a container's masks, a read-only `/proc/sys`, hidden
-    /// paths there): put back on top of a fresh proc, so nothing hidden before shows. Taken
-    /// from the table the plan was made from, which saves reading it a second time.
+    /// paths there): put back on top of a fresh proc, so nothing hidden before shows.
     pub proc_covers: Vec<PathBuf>,
     /// Git files in the writable roots that neither the helper nor git can use (a FIFO, a
     /// device, oversized): each is in `protected` when it is inside a root, and the helper
@@ -82,72 +83,6 @@ pub enum NetworkNamespace {
     /// A new network namespace with only loopback up: the outside is reached through cordon's
     /// proxy alone.
     Private,
-}
-
-/// One line of `/proc/self/mountinfo`: mount point and whether it is read-only.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountInfo {
-    pub mount_point: PathBuf,
-    pub read_only: bool,
-}
-
-/// The most of `/proc/self/mountinfo` that is read: far more than a host with tens of thousands
-/// of mounts has, and a bound on what a mount table grown on purpose can cost.
-const MAX_MOUNTINFO_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Reads `/proc/self/mountinfo`, non-blocking and to at most [`MAX_MOUNTINFO_BYTES`]. Empty when
-/// it cannot be opened or read (then no mount counts as a writable submount or a proc cover);
-/// a table past the cap is an error, since the covers of a container's `/proc` masks come from
-/// it.
-pub fn read_mountinfo() -> Result<String, HelperError> {
-    let path = Path::new("/proc/self/mountinfo");
-    match cordon_policies::read_kernel_file(path, MAX_MOUNTINFO_BYTES) {
-        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(error @ cordon_policies::StartFileError::TooLarge { .. }) => {
-            Err(HelperError::MountView {
-                what: format!("reading {}", path.display()),
-                source: std::io::Error::new(std::io::ErrorKind::FileTooLarge, error),
-            })
-        }
-        Err(_) => Ok(String::new()),
-    }
-}
-
-/// Parses `/proc/self/mountinfo` (mount point is field 5, per-mount options field 6; octal
-/// escapes such as `\040` for a space are decoded).
-pub fn parse_mountinfo(text: &str) -> Vec<MountInfo> {
-    text.lines()
-        .filter_map(|line| {
-            let mut fields = line.split(' ');
-            let mount_point = fields.nth(4)?;
-            let options = fields.next()?;
-            Some(MountInfo {
-                mount_point: PathBuf::from(OsStr::from_bytes(&unescape(mount_point))),
-                read_only: options.split(',').any(|o| o == "ro"),
-            })
-        })
-        .collect()
-}
-
-fn unescape(field: &str) -> Vec<u8> {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
-        {
-            let value =
-                bytes[i + 1..i + 4].iter().fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
-            out.push(u8::try_from(value).unwrap_or(b'?'));
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 /// Adds every directory from `root` (exclusive) down to `path`'s parent (inclusive) to
@@ -175,17 +110,11 @@ pub(crate) struct Surveyed<'a> {
 /// Builds the plan for `policy` from the current mount table.
 pub(crate) fn plan(
     policy: &ResolvedPolicy,
-    mounts: &[MountInfo],
+    proc_mounts: &[PathBuf],
     host: &Surveyed<'_>,
 ) -> MountPlan {
     let listings = host.listings;
     let roots = &policy.writable_roots;
-    let writable_submounts = mounts
-        .iter()
-        .filter(|m| !m.read_only)
-        .filter(|m| roots.iter().any(|r| m.mount_point.starts_with(r) && m.mount_point != *r))
-        .map(|m| m.mount_point.clone())
-        .collect();
 
     let mut protected = Vec::new();
     let mut pinned = Vec::new();
@@ -318,9 +247,8 @@ pub(crate) fn plan(
         .cloned()
         .collect();
     let proc_root = Path::new("/proc");
-    let mut proc_covers: Vec<PathBuf> = mounts
+    let mut proc_covers: Vec<PathBuf> = proc_mounts
         .iter()
-        .map(|m| &m.mount_point)
         .chain(&hidden_dirs)
         .chain(&hidden_files)
         .filter(|p| p.starts_with(proc_root) && *p != proc_root)
@@ -333,7 +261,6 @@ pub(crate) fn plan(
         unusable_git_files,
         unsearched,
         writable_roots: outermost,
-        writable_submounts,
         pinned,
         protected,
         hidden_dirs,
@@ -428,19 +355,38 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
     // First of all, so that nothing below propagates to the host's mount table.
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(fail("making mounts private".into()))?;
-    for root in &plan.writable_roots {
-        bind(root).map_err(fail(format!("binding {}", root.display())))?;
-    }
-    set_read_only(Path::new("/"), Recursion::Recursive, ReadOnly::Yes)?;
-    for path in plan.writable_roots.iter().chain(&plan.writable_submounts) {
-        set_read_only(path, Recursion::Single, ReadOnly::No)?;
+    // Each writable root's mounts are copied before the tree turns read-only and put back on
+    // top of it after: a mount inside a root keeps the writability it had, and nothing here
+    // depends on how many mounts the host has elsewhere.
+    let copies: Vec<(&PathBuf, OwnedFd)> = plan
+        .writable_roots
+        .iter()
+        .map(|root| {
+            let flags = OpenTreeFlags::OPEN_TREE_CLONE
+                | OpenTreeFlags::AT_RECURSIVE
+                | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+            open_tree(CWD, root.as_path(), flags).map(|copy| (root, copy)).map_err(|e| {
+                HelperError::MountView {
+                    what: format!("copying {}", root.display()),
+                    source: e.into(),
+                }
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    set_read_only(Path::new("/"), Recursion::Recursive)?;
+    for (root, copy) in &copies {
+        move_mount(copy, "", CWD, root.as_path(), MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
+            .map_err(|e| HelperError::MountView {
+                what: format!("binding {}", root.display()),
+                source: e.into(),
+            })?;
     }
     for path in &plan.pinned {
         bind(path).map_err(fail(format!("pinning {}", path.display())))?;
     }
     for path in &plan.protected {
         bind(path).map_err(fail(format!("binding {}", path.display())))?;
-        set_read_only(path, Recursion::Recursive, ReadOnly::Yes)?;
+        set_read_only(path, Recursion::Recursive)?;
     }
     let stand_in = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     for dir in &plan.hidden_dirs {
@@ -513,7 +459,7 @@ fn hide_dir_but_sockets(dir: &Path, sockets: &[&PathBuf]) -> Result<(), HelperEr
         bind_held(fd, socket, MsFlags::MS_BIND)
             .map_err(fail(format!("exposing the allowed socket {}", socket.display())))?;
     }
-    set_read_only(dir, Recursion::Single, ReadOnly::Yes)
+    set_read_only(dir, Recursion::Single)
 }
 
 /// Opens `path` (`O_PATH`, a final symlink not followed) to bind it after something covers it.
@@ -564,34 +510,18 @@ pub(crate) fn map_own_ids(
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReadOnly {
-    Yes,
-    No,
-}
-
 fn bind(path: &Path) -> nix::Result<()> {
     mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
 }
 
-fn set_read_only(
-    path: &Path,
-    recursion: Recursion,
-    read_only: ReadOnly,
-) -> Result<(), HelperError> {
-    let what = || match read_only {
-        ReadOnly::Yes => format!("making {} read-only", path.display()),
-        ReadOnly::No => format!("making {} writable", path.display()),
-    };
+/// Makes the mount at `path` read-only (with `Recursive`, every mount under it too).
+fn set_read_only(path: &Path, recursion: Recursion) -> Result<(), HelperError> {
+    let what = || format!("making {} read-only", path.display());
     let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|e| HelperError::MountView {
         what: what(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
     })?;
-    let (set, clear) = match read_only {
-        ReadOnly::Yes => (MOUNT_ATTR_RDONLY, 0),
-        ReadOnly::No => (0, MOUNT_ATTR_RDONLY),
-    };
-    sys::mount_setattr(&c_path, recursion, set, clear)
+    sys::mount_setattr(&c_path, recursion, MOUNT_ATTR_RDONLY, 0)
         .map_err(|source| HelperError::MountView { what: what(), source })
 }
 

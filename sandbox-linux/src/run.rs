@@ -517,7 +517,7 @@ unsafe fn run(
     supervisor.run(&prepare_exec(args, command_env, &env)?)
 }
 
-/// The mount view's plan from the current mount table. The view binds a sealed root whole,
+/// The mount view's plan, made in the view's namespace. The view binds a sealed root whole,
 /// once (`unsealed` gives the roots before sealing): Landlock, which is always in place when
 /// the view is (else the helper exits 125 unless best effort), keeps new entries out of it,
 /// where a bind per entry would cost a mount per entry.
@@ -526,13 +526,13 @@ fn plan_mount_view(
     unsealed: Option<&[PathBuf]>,
     host: &mount_view::Surveyed<'_>,
 ) -> Result<mount_view::MountPlan, HelperError> {
-    let mountinfo = mount_view::read_mountinfo()?;
+    let proc_mounts = crate::mount_table::mounts_under_proc()?;
     let mut view_policy = policy.clone();
     let landlock = crate::sys::landlock_version().is_ok_and(|abi| abi >= 1);
     if let (Some(roots), true) = (unsealed, landlock) {
         view_policy.writable_roots = roots.to_vec();
     }
-    Ok(mount_view::plan(&view_policy, &mount_view::parse_mountinfo(&mountinfo), host))
+    Ok(mount_view::plan(&view_policy, &proc_mounts, host))
 }
 
 /// One line for every git file the plan could not use: the user's own git commands would hang

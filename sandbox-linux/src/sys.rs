@@ -277,6 +277,95 @@ pub fn mount_setattr(
     .map(drop)
 }
 
+/// The kernel's calls that enumerate mounts by id (Linux 6.8): the same numbers on x86_64 and
+/// aarch64, the two architectures the helper supports.
+const SYS_STATMOUNT: libc::c_long = 457;
+const SYS_LISTMOUNT: libc::c_long = 458;
+
+/// `struct mnt_id_req` of the first version: which mount, and a mask or a cursor.
+#[repr(C)]
+struct MountIdRequest {
+    size: u32,
+    spare: u32,
+    mnt_id: u64,
+    param: u64,
+}
+
+/// The unique ids of the mounts beneath `mount_id` (a unique id, as `statx` gives with
+/// `STATX_MNT_ID_UNIQUE`), in this process's mount namespace. `ENOSYS` on kernels before 6.8.
+pub fn listmount(mount_id: u64) -> io::Result<Vec<u64>> {
+    const BATCH: usize = 512;
+    let mut ids = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let request = MountIdRequest {
+            size: std::mem::size_of::<MountIdRequest>() as u32,
+            spare: 0,
+            mnt_id: mount_id,
+            param: cursor,
+        };
+        let mut batch = [0u64; BATCH];
+        // SAFETY: `request` is a valid first-version `struct mnt_id_req` whose size it carries;
+        // `batch` has room for the BATCH ids passed as its length; both outlive the call, the
+        // kernel reads the first and writes at most BATCH ids into the second.
+        let count = check(unsafe {
+            libc::syscall(SYS_LISTMOUNT, &raw const request, batch.as_mut_ptr(), BATCH, 0)
+        })? as usize;
+        ids.extend_from_slice(&batch[..count.min(BATCH)]);
+        match batch[..count.min(BATCH)].last() {
+            Some(&last) if count == BATCH => cursor = last,
+            _ => return Ok(ids),
+        }
+    }
+}
+
+/// Where the mount `mount_id` (a unique id) is mounted, relative to this process's root.
+/// `ENOSYS` on kernels before 6.8.
+pub fn statmount_point(mount_id: u64) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    const STATMOUNT_MNT_POINT: u64 = 0x10;
+    // `struct statmount`: 512 bytes of fixed fields, then the strings.
+    const FIXED: usize = 512;
+    const MASK_AT: usize = 8;
+    const MNT_POINT_AT: usize = 108;
+    let request = MountIdRequest {
+        size: std::mem::size_of::<MountIdRequest>() as u32,
+        spare: 0,
+        mnt_id: mount_id,
+        param: STATMOUNT_MNT_POINT,
+    };
+    let mut size = FIXED + 4096;
+    loop {
+        // u64 words: the kernel writes the fixed part's u64 fields aligned.
+        let mut buf = vec![0u64; size / 8];
+        // SAFETY: `request` is a valid `struct mnt_id_req` whose size it carries; `buf` is
+        // `size` bytes, 8-aligned, and passed with that length; the kernel writes at most that.
+        let ret =
+            unsafe { libc::syscall(SYS_STATMOUNT, &raw const request, buf.as_mut_ptr(), size, 0) };
+        match check(ret) {
+            Err(e) if e.raw_os_error() == Some(libc::EOVERFLOW) && size < (1 << 20) => {
+                size *= 4;
+                continue;
+            }
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+        let bytes: Vec<u8> = buf.iter().flat_map(|word| word.to_ne_bytes()).collect();
+        let mut mask = [0u8; 8];
+        mask.copy_from_slice(&bytes[MASK_AT..MASK_AT + 8]);
+        let mut mnt_point = [0u8; 4];
+        mnt_point.copy_from_slice(&bytes[MNT_POINT_AT..MNT_POINT_AT + 4]);
+        let (mask, mnt_point) = (u64::from_ne_bytes(mask), u32::from_ne_bytes(mnt_point));
+        let invalid = || io::Error::from_raw_os_error(libc::EINVAL);
+        if mask & STATMOUNT_MNT_POINT == 0 {
+            return Err(invalid());
+        }
+        let rest = bytes.get(FIXED + mnt_point as usize..).ok_or_else(invalid)?;
+        let end = rest.iter().position(|&b| b == 0).ok_or_else(invalid)?;
+        return Ok(std::ffi::OsStr::from_bytes(&rest[..end]).into());
+    }
+}
+
 /// Whether a mount-tree operation applies to submounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recursion {

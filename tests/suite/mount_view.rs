@@ -314,3 +314,50 @@ fn without_namespaces_a_run_is_refused_unless_best_effort_and_the_gap_is_reporte
     assert!(!run.stdout.contains("ran"));
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+#[test]
+fn mounts_inside_a_root_keep_their_writability_and_mounts_over_proc_stay_on_top() {
+    require_mount_view!();
+    skip_unless!(is_root(), "making the mounts of this test needs root");
+    skip_unless!(Path::new("/proc/fs").is_dir(), "no /proc/fs to cover on this kernel");
+    for user in USERS {
+        let work = scratch();
+        let outside = scratch();
+        chown_nobody(work.path());
+        let (w, o) = (work.path().display(), outside.path().display());
+        let cordon = cordon_for(user).display().to_string();
+        let run_as = match user {
+            User::Root => String::new(),
+            User::Nobody => "setpriv --reuid=65534 --regid=65534 --clear-groups --".to_owned(),
+        };
+        // Everything happens in a mount namespace of the test's own, which the host never sees;
+        // what the command could write is listed there after cordon has exited.
+        let script = format!(
+            "set -e; mkdir {w}/rw {w}/ro
+             mount -t tmpfs rw {w}/rw; mount -t tmpfs -o ro ro {w}/ro; mount -t tmpfs out {o}
+             mount -t tmpfs cover /proc/fs; echo covered > /proc/fs/marker
+             {run_as} {cordon} sandbox linux --full-auto -C {w} -- sh -c \
+               'for d in {w} {w}/rw {w}/ro {o}; do touch $d/new 2>/dev/null || true; done; ls /proc/fs'
+             for d in {w} {w}/rw {w}/ro {o}; do [ -e $d/new ] && echo \"written $d\" || echo \"kept $d\"; done"
+        );
+        let out = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        run.assert_ok();
+        let stdout: Vec<&str> = run.stdout.lines().collect();
+        assert_eq!(
+            stdout,
+            vec![
+                "marker".to_owned(),
+                format!("written {w}"),
+                format!("written {w}/rw"),
+                format!("kept {w}/ro"),
+                format!("kept {o}"),
+            ],
+            "{user:?}: {}",
+            run.stderr
+        );
+    }
+}
