@@ -34,7 +34,9 @@
 //! Pure: the caller hands in how to resolve a path and how to list a directory
 //! ([`crate::listings::Listings`] on the real file system).
 
-use std::collections::{HashMap, HashSet};
+// Hashed with foldhash: its maps are built afresh on every launch, from a few hundred short
+// paths, where SipHash's cost showed.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::path::{Path, PathBuf};
 
 /// More entries than this in one ancestor: the directory is granted read as a whole.

@@ -10,8 +10,8 @@
 //! Only where a directory cannot be listed (search permission without read permission, or
 //! one larger than the listing keeps) is the entry looked up on its own.
 
+use foldhash::{HashMap, HashSet};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -33,7 +33,7 @@ struct Listing {
     /// The names in ASCII lower case: on a case-insensitive directory (ext4 or tmpfs with
     /// casefold, vfat) `~/.SSH` is found under the catalogue's `~/.ssh`, which the listing
     /// spells otherwise.
-    folded: std::collections::HashSet<Vec<u8>>,
+    folded: HashSet<Vec<u8>>,
     /// A name holds a byte past ASCII: Unicode case folding could make it another spelling of
     /// an ASCII name (`.ſsh` folds to `.ssh`), so no name is called missing from the listing.
     non_ascii: bool,
