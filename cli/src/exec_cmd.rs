@@ -80,6 +80,11 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
             moved.join("; ")
         ));
     }
+    let not_searched: Vec<&std::path::Path> =
+        outcome.attempts.iter().flat_map(|a| &a.not_searched).map(|d| d.as_path()).collect();
+    if !not_searched.is_empty() {
+        said.push(cordon_exec_core::not_searched_warning(&not_searched));
+    }
     match &outcome.result {
         OutcomeResult::Rejected { reason } => said.push(format!("refused: {reason}")),
         OutcomeResult::Completed { blocked: Some(why), .. } => {

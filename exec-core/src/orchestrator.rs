@@ -135,6 +135,10 @@ pub struct Attempt {
     /// What the command planted where git would run code from later, moved aside after it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moved_aside: Vec<MovedAside>,
+    /// Directories the search after the run for repositories the command created did not
+    /// reach: a repository made there kept whatever the command gave it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_searched: Vec<PathBuf>,
 }
 
 /// How the request ended.
@@ -616,6 +620,7 @@ impl Orchestrator {
             stderr: result.stderr.captured(),
             network: result.network,
             moved_aside: result.moved_aside,
+            not_searched: result.not_searched,
         })
     }
 }

@@ -210,6 +210,9 @@ pub enum Note {
     /// The command created what git or a shell would later run code from, outside any sandbox; each
     /// entry is `PATH (now ASIDE)` or says it could not be moved.
     MovedAside { entries: Vec<String> },
+    /// The search after the run for repositories the command created had no allowance left for
+    /// these directories (too many, or too deep): a repository made there was not looked at.
+    NotSearched { dirs: Vec<String> },
     /// Sessions closed to make room for this one (the oldest idle ones).
     ClosedToMakeRoom { session_ids: Vec<u32> },
     /// The sandboxed attempt ended with `first_exit`, likely blocked by the sandbox; the client

@@ -44,6 +44,8 @@ pub(crate) struct RawAttempt {
     pub network: Option<NetworkLog>,
     /// What the command planted where git would run code from later, moved aside.
     pub moved_aside: Vec<MovedAside>,
+    /// Directories the search after the run for repositories the command created did not reach.
+    pub not_searched: Vec<PathBuf>,
 }
 
 /// A file or directory a sandboxed command created where git would later read code or a
@@ -123,17 +125,48 @@ impl GitWatch {
     }
 
     /// Moves aside what was planted since [`watch_git_dirs`].
-    pub(crate) fn move_aside(&self) -> Vec<MovedAside> {
-        #[cfg(target_os = "linux")]
-        return self
-            .watch
-            .move_aside()
-            .into_iter()
-            .map(|planted| MovedAside { path: planted.path, to: planted.moved_to })
-            .collect();
-        #[cfg(not(target_os = "linux"))]
-        Vec::new()
+    #[cfg(target_os = "linux")]
+    pub(crate) fn move_aside(&self) -> AfterRun {
+        let after = self.watch.move_aside();
+        AfterRun {
+            moved_aside: after
+                .planted
+                .into_iter()
+                .map(|planted| MovedAside { path: planted.path, to: planted.moved_to })
+                .collect(),
+            not_searched: after.unsearched,
+        }
     }
+
+    /// Nothing to move aside: only the Linux sandbox is watched.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn move_aside(&self) -> AfterRun {
+        AfterRun::default()
+    }
+}
+
+/// What the check after a sandboxed run did.
+#[derive(Debug, Default)]
+pub(crate) struct AfterRun {
+    pub moved_aside: Vec<MovedAside>,
+    /// Directories the search for repositories the command created did not reach.
+    pub not_searched: Vec<PathBuf>,
+}
+
+/// The warning for directories the search after a run did not reach (paths as given; the
+/// caller escapes what reaches a terminal).
+pub fn not_searched_warning(dirs: &[impl AsRef<std::ffi::OsStr>]) -> String {
+    let first = dirs.first().map(|dir| std::path::Path::new(dir.as_ref()).display().to_string());
+    let more = match dirs.len() {
+        0 | 1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    format!(
+        "not searched after the run for repositories the command created (too many directories, \
+         or too deep): {}{more}; git run there later may obey a config or hooks the command \
+         wrote: look before using git there, or narrow the writable roots",
+        first.unwrap_or_default()
+    )
 }
 
 /// Runs attempts somewhere: on this machine ([`LocalRunner`]) or over a link to another
@@ -175,7 +208,8 @@ impl Runner for LocalRunner<'_> {
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
         let result = run_process(&spec, &options).await;
-        let moved_aside = watch.as_ref().map(GitWatch::move_aside).unwrap_or_default();
+        let AfterRun { moved_aside, not_searched } =
+            watch.as_ref().map(GitWatch::move_aside).unwrap_or_default();
         if !moved_aside.is_empty() {
             tracing::debug!(count = moved_aside.len(), "moved aside what the command planted");
         }
@@ -188,6 +222,7 @@ impl Runner for LocalRunner<'_> {
             stderr: result.stderr,
             network: proxy.map(NetworkProxy::finish),
             moved_aside,
+            not_searched,
         })
     }
 }

@@ -72,6 +72,7 @@ mod aside;
 mod messages;
 #[cfg(target_os = "linux")]
 mod mount_table;
+#[cfg(target_os = "linux")]
 mod mount_view;
 #[cfg(target_os = "linux")]
 mod new_repositories;
@@ -123,7 +124,7 @@ pub use sys::set_process_limits;
 
 /// The repositories of the writable roots, and what a command planted in them.
 #[cfg(target_os = "linux")]
-pub use planted::{Planted, Watch};
+pub use planted::{AfterRun, Planted, Watch};
 #[cfg(target_os = "linux")]
 pub use repositories::{RepositoryWalk, WalkBudget, find_repositories, git_dirs_in};
 

@@ -45,6 +45,16 @@ struct Watched {
     check: Check,
 }
 
+/// What [`Watch::move_aside`] did after a run.
+#[derive(Debug, Default)]
+pub struct AfterRun {
+    /// What was moved aside (or could not be).
+    pub planted: Vec<Planted>,
+    /// Directories of the writable roots the search for repositories the command created had
+    /// no allowance left for: one made there keeps whatever it was given.
+    pub unsearched: Vec<PathBuf>,
+}
+
 /// The state of the watched names before a run.
 #[derive(Debug, Default)]
 pub struct Watch {
@@ -146,8 +156,10 @@ impl Watch {
     }
 
     /// Moves aside (renames to `NAME.cordon-planted-RANDOM` in its own directory; removes it
-    /// when that fails) every watched name the command created or replaced, and returns them.
-    pub fn move_aside(&self) -> Vec<Planted> {
+    /// when that fails) every watched name the command created or replaced, and what it
+    /// planted in repositories it created; returns them, with the directories the search for
+    /// new repositories had no allowance left for.
+    pub fn move_aside(&self) -> AfterRun {
         let mut planted = Vec::new();
         for watched in &self.watched {
             if let Some(found) = watched.planted() {
@@ -176,9 +188,12 @@ impl Watch {
             }
         }
         // A repository the command created: what would run code in it later.
+        let mut unsearched = Vec::new();
         if !self.roots.is_empty() {
             let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
-            for git_dir in crate::repositories::git_dirs_in(&roots) {
+            let walk = crate::repositories::RepositoryWalk::of(&roots);
+            unsearched = walk.unsearched();
+            for git_dir in walk.git_dirs() {
                 if self.known.contains(&git_dir) {
                     continue;
                 }
@@ -186,7 +201,7 @@ impl Watch {
                 planted.extend(crate::new_repositories::planted(&dir, &git_dir));
             }
         }
-        planted
+        AfterRun { planted, unsearched }
     }
 
     /// `path`, a directory inside one of the roots, opened one component at a time from the

@@ -106,7 +106,12 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
             }
         }
         let Looked { mut children, cache, links, .. } = looked;
-        if !(cache && cache_skipped(root, &dir)) && depth < MAX_DEPTH {
+        if depth >= MAX_DEPTH && !children.is_empty() {
+            // Too deep to go on: what lies below is not searched, and the caller says so.
+            found.unsearched.push(dir);
+            continue;
+        }
+        if !(cache && cache_skipped(root, &dir)) {
             children.sort();
             queue.extend(children.into_iter().map(|child| (child, depth + 1)));
             // A link from where the user works into what the walk skips (`src/lib ->
@@ -293,6 +298,12 @@ impl RepositoryWalk {
             Some((_, found)) if found.unsearched.is_empty() => found.clone(),
             _ => repositories_of(root, roots),
         }
+    }
+
+    /// The directories of every root the walk had no allowance left for (too many, too
+    /// deep, or not listable by the caller).
+    pub fn unsearched(&self) -> Vec<PathBuf> {
+        self.roots.iter().flat_map(|(_, found)| found.unsearched.iter().cloned()).collect()
     }
 
     /// The git dirs of every repository found (see [`git_dirs_in`]).

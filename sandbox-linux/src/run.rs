@@ -566,7 +566,7 @@ fn warn_unsearched(dirs: &[PathBuf]) {
         n => format!(" and {} more", n - 1),
     };
     crate::messages::warning(format_args!(
-        "not searched for git repositories (too many directories): {first:?}{more}; a \
+        "not searched for git repositories (too many directories, or too deep): {first:?}{more}; a \
          repository there keeps a writable config and hooks: narrow the writable roots"
     ));
 }

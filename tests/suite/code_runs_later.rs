@@ -397,6 +397,49 @@ fn an_executor_session_reports_what_it_moved_aside() {
     assert!(!work.join(".git/commondir").exists());
 }
 
+/// A repository the command creates deeper than the search after the run goes is not looked
+/// at; cordon says so, in `cordon exec`'s words and `--json` and in an executor session's
+/// result, instead of letting the user believe there was nothing to move aside.
+#[test]
+fn a_repository_made_beyond_the_search_after_the_run_is_reported() {
+    require_mount_view!();
+    let deep: String = (0..30).map(|i| format!("d{i}/")).collect();
+    let plant = format!(
+        "mkdir -p {deep}r && git init -q {deep}r && printf '#!/bin/sh\\ntrue\\n' > \
+         {deep}r/.git/hooks/pre-commit && echo planted"
+    );
+    let ws = scratch();
+    let home = scratch();
+    let run = sandboxed(User::Root, ws.path(), home.path(), &plant);
+    assert!(run.stdout.contains("planted"), "{}", run.stderr);
+    let said: Vec<&str> =
+        run.stderr.lines().filter(|line| line.contains("not searched after the run")).collect();
+    assert_eq!(said.len(), 1, "{}", run.stderr);
+    assert!(said[0].contains("/d0/d1/"), "{}", said[0]);
+    // The same for --json.
+    let ws = scratch();
+    let json: Run = cordon_command(
+        User::Root,
+        &["exec", "--json", "-a", "never", "-C", ws.path().to_str().unwrap(), "--", "sh", "-c"],
+    )
+    .arg(&plant)
+    .env("HOME", home.path())
+    .env("CORDON_HOME", home.path().join(".cordon"))
+    .output()
+    .unwrap()
+    .into();
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let dirs = doc["attempts"][0]["not_searched"].as_array().cloned().unwrap_or_default();
+    assert!(!dirs.is_empty(), "{}", json.stdout);
+    // A shallow run says nothing of the kind.
+    let quiet = sandboxed(User::Root, scratch().path(), home.path(), "git init -q shallow");
+    assert!(!quiet.stderr.contains("not searched"), "{}", quiet.stderr);
+    // An executor session.
+    let mut ex = super::executor::Executor::start(&[]);
+    let text = ex.text("exec_command", serde_json::json!({"cmd": plant}));
+    assert!(text.contains("Warning: not searched after the run"), "{text}");
+}
+
 /// A writable root that is `$HOME` (or contains it) is refused unless the user allows it; a
 /// root inside `$HOME` keeps the start-up files under it read-only, judged by their place in
 /// `$HOME` (`--add-dir ~/.config` does not open `~/.config/git/config`).

@@ -84,6 +84,7 @@ impl Runner for RemoteRunner<'_> {
             network: None,
             // The far end's sandbox is the far end's to watch.
             moved_aside: Vec::new(),
+            not_searched: Vec::new(),
         };
         // The run's timeout holds whatever the link does: a far end gone silent (a frozen
         // connection) times out here like a command that runs too long.

@@ -356,9 +356,8 @@ impl SessionManager {
             let _ = tokio::time::timeout(poll, changed).await;
         }
         let (output, original_bytes) = session.take_output();
-        let notes: Vec<Note> =
-            [self.new_refusals(id), self.moved_aside(id)].into_iter().flatten().collect();
-        let mut notes = notes;
+        let mut notes: Vec<Note> = self.new_refusals(id).into_iter().collect();
+        notes.extend(self.moved_aside(id));
         let state = match session.exit() {
             Some(exit) if session.exit_settled(EXIT_DRAIN) => {
                 tracing::debug!(session = id, ?exit, "session exited");
@@ -408,11 +407,19 @@ impl SessionManager {
         id
     }
 
-    /// What the session's command planted where git runs code from, moved aside now.
-    fn moved_aside(&self, id: u32) -> Option<Note> {
-        let watch = self.table().sessions.get(&id).and_then(|e| e.git_watch.clone())?;
-        let entries: Vec<String> = watch.move_aside().iter().map(ToString::to_string).collect();
-        (!entries.is_empty()).then_some(Note::MovedAside { entries })
+    /// What the session's command planted where git runs code from, moved aside now, and
+    /// where the search for it did not reach.
+    fn moved_aside(&self, id: u32) -> Vec<Note> {
+        let Some(watch) = self.table().sessions.get(&id).and_then(|e| e.git_watch.clone()) else {
+            return Vec::new();
+        };
+        let after = watch.move_aside();
+        let entries: Vec<String> = after.moved_aside.iter().map(ToString::to_string).collect();
+        let dirs: Vec<String> =
+            after.not_searched.iter().map(|dir| dir.display().to_string()).collect();
+        let moved = (!entries.is_empty()).then_some(Note::MovedAside { entries });
+        let unsearched = (!dirs.is_empty()).then_some(Note::NotSearched { dirs });
+        moved.into_iter().chain(unsearched).collect()
     }
 
     /// The proxy's refusals not reported yet.

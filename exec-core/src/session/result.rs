@@ -94,6 +94,11 @@ impl fmt::Display for Note {
                  sandbox; moved aside: {}",
                 cordon_policies::render_text(&entries.join("; ")).text
             ),
+            Note::NotSearched { dirs } => write!(
+                f,
+                "Warning: {}",
+                cordon_policies::render_text(&crate::runner::not_searched_warning(dirs)).text
+            ),
             Note::RetriedWithoutSandbox { first_exit, first_output } => write!(
                 f,
                 "Note: the sandboxed attempt exited {first_exit}, likely blocked by the sandbox; \
