@@ -137,7 +137,7 @@ pub struct Attempt {
     pub moved_aside: Vec<MovedAside>,
     /// Directories the search after the run for repositories the command created did not
     /// reach: a repository made there kept whatever the command gave it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "crate::runner::lossy_paths")]
     pub not_searched: Vec<PathBuf>,
 }
 

@@ -53,9 +53,37 @@ pub(crate) struct RawAttempt {
 /// rebase), and where cordon moved it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MovedAside {
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     /// `None` when it could not be moved (it is still in place).
+    #[serde(serialize_with = "lossy_optional_path")]
     pub to: Option<PathBuf>,
+}
+
+// Paths a command chose, in a JSON report: as text, a byte that is not UTF-8 becoming U+FFFD,
+// so that a name made to be unprintable cannot make the whole report fail.
+fn lossy_path<S: serde::Serializer>(
+    path: &std::path::Path,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
+}
+
+fn lossy_optional_path<S: serde::Serializer>(
+    path: &Option<PathBuf>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(path) => lossy_path(path, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
+pub(crate) fn lossy_paths<S: serde::Serializer>(
+    paths: &[PathBuf],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(paths.iter().map(|path| path.to_string_lossy()))
 }
 
 /// One entry of the line that reports what was moved: `PATH (now ASIDE)`.
@@ -162,8 +190,8 @@ pub fn not_searched_warning(dirs: &[impl AsRef<std::ffi::OsStr>]) -> String {
         n => format!(" and {} more", n - 1),
     };
     format!(
-        "not searched after the run for repositories the command created (too many directories, \
-         or too deep): {}{more}; git run there later may obey a config or hooks the command \
+        "not searched after the run for repositories the command created (too many directories \
+         or repositories, or too deep): {}{more}; git run there later may obey a config or hooks the command \
          wrote: look before using git there, or narrow the writable roots",
         first.unwrap_or_default()
     )

@@ -65,6 +65,9 @@ pub struct Watch {
     roots: Vec<(Arc<OwnedFd>, PathBuf)>,
     /// The git dirs that existed before the run.
     known: Vec<PathBuf>,
+    /// Git dirs with no `modules/` before the run: a submodule git dir the command adds there
+    /// is a repository it created (an existing `modules/` is read-only in the sandbox).
+    without_modules: Vec<PathBuf>,
 }
 
 const GIT_NAMES: [&str; 4] = ["commondir", "config.worktree", "hooks", "config"];
@@ -117,6 +120,9 @@ impl Watch {
                     }
                 }
                 add(&under(&["sequencer", "opts"]), Check::Name);
+            }
+            if std::fs::symlink_metadata(git_dir.join("modules")).is_err() {
+                watch.without_modules.push(git_dir.clone());
             }
             watch.worktrees.push((anchor, git_dir.clone(), existing));
         }
@@ -199,6 +205,22 @@ impl Watch {
                 }
                 let Some(dir) = self.open_inside_root(&git_dir) else { continue };
                 planted.extend(crate::new_repositories::planted(&dir, &git_dir));
+            }
+        }
+        // Submodule git dirs the command added under `modules/` (its checkout, which would
+        // lead the search above to one, may be gone: the user's next `git submodule update`
+        // reuses the git dir all the same).
+        for git_dir in &self.without_modules {
+            let modules = git_dir.join("modules");
+            if !std::fs::symlink_metadata(&modules).is_ok_and(|meta| meta.is_dir()) {
+                continue;
+            }
+            let walk = crate::repositories::RepositoryWalk::of(std::slice::from_ref(&modules));
+            unsearched.extend(walk.unsearched());
+            for module in walk.git_dirs() {
+                let Some(dir) = self.open_inside_root(&module) else { continue };
+                // Reached through a checkout's pointer too, it was cleaned above: nothing is left.
+                planted.extend(crate::new_repositories::planted(&dir, &module));
             }
         }
         AfterRun { planted, unsearched }

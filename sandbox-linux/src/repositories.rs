@@ -95,11 +95,12 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
             }
         };
         if looked.bare {
+            // Searched below as well: `HEAD`, `objects/` and `refs/` are three entries any
+            // command can make, and git run in a checkout beneath uses that checkout's own
+            // repository — so a directory shaped like a git dir hides nothing under it.
             budget.repositories = budget.repositories.saturating_sub(1);
-            found.bare.push(dir);
-            continue;
-        }
-        if looked.dot_git {
+            found.bare.push(dir.clone());
+        } else if looked.dot_git {
             budget.repositories = budget.repositories.saturating_sub(1);
             if dir != root {
                 found.worktrees.push(dir.clone());

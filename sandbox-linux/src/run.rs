@@ -566,8 +566,9 @@ fn warn_unsearched(dirs: &[PathBuf]) {
         n => format!(" and {} more", n - 1),
     };
     crate::messages::warning(format_args!(
-        "not searched for git repositories (too many directories, or too deep): {first:?}{more}; a \
-         repository there keeps a writable config and hooks: narrow the writable roots"
+        "not searched for git repositories (too many directories or repositories, or too \
+         deep): {first:?}{more}; a repository there keeps a writable config and hooks: narrow \
+         the writable roots"
     ));
 }
 

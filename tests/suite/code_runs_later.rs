@@ -416,18 +416,20 @@ fn a_repository_made_beyond_the_search_after_the_run_is_reported() {
         run.stderr.lines().filter(|line| line.contains("not searched after the run")).collect();
     assert_eq!(said.len(), 1, "{}", run.stderr);
     assert!(said[0].contains("/d0/d1/"), "{}", said[0]);
-    // The same for --json.
+    // The same for --json, with a name that is not UTF-8 on the way (JSON carries it as text).
     let ws = scratch();
+    let unprintable = format!("d=$(printf 'a\\377b') && mkdir -p \"$d/{deep}r\" && echo planted");
     let json: Run = cordon_command(
         User::Root,
         &["exec", "--json", "-a", "never", "-C", ws.path().to_str().unwrap(), "--", "sh", "-c"],
     )
-    .arg(&plant)
+    .arg(&unprintable)
     .env("HOME", home.path())
     .env("CORDON_HOME", home.path().join(".cordon"))
     .output()
     .unwrap()
     .into();
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let dirs = doc["attempts"][0]["not_searched"].as_array().cloned().unwrap_or_default();
     assert!(!dirs.is_empty(), "{}", json.stdout);
@@ -438,6 +440,95 @@ fn a_repository_made_beyond_the_search_after_the_run_is_reported() {
     let mut ex = super::executor::Executor::start(&[]);
     let text = ex.text("exec_command", serde_json::json!({"cmd": plant}));
     assert!(text.contains("Warning: not searched after the run"), "{text}");
+}
+
+/// `HEAD`, `objects/` and `refs/` make any directory look like a git dir; the search goes on
+/// below one all the same: neither a repository the command makes beneath it nor the user's
+/// own nested repository there leaves the search (at the workspace's top or deeper).
+#[test]
+fn a_directory_shaped_like_a_git_dir_hides_no_repository_below_it() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        repository(ws);
+        repository(&ws.join("vendor/lib"));
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        let hook = |at: &str| {
+            format!(
+                "printf '#!/bin/sh\\ntouch {}\\n' > {at}/.git/hooks/pre-commit; chmod +x {at}/.git/hooks/pre-commit",
+                scene.mark.display()
+            )
+        };
+        // The top shaped like a git dir, and a new repository below it with a hook.
+        let shape = |dir: &str| {
+            format!("mkdir -p {dir}/objects {dir}/refs && echo 'ref: refs/heads/main' > {dir}/HEAD")
+        };
+        let first = format!(
+            "{}; {}; mkdir -p src/app && git init -q src/app && {} && echo planted",
+            shape("."),
+            shape("vendor"),
+            hook("src/app")
+        );
+        let run = sandboxed(user, ws, scene.home.path(), &first);
+        assert!(run.stdout.contains("planted"), "{user:?}: {}", run.stderr);
+        // The next run: the user's own nested repository keeps its hooks read-only.
+        let second = format!("{} 2>/dev/null; echo done", hook("vendor/lib"));
+        let run = sandboxed(user, ws, scene.home.path(), &second);
+        assert!(run.stdout.contains("done"), "{user:?}: {}", run.stderr);
+        for checkout in ["src/app", "vendor/lib"] {
+            git(&ws.join(checkout), &["commit", "--allow-empty", "-qm", "x"]);
+            assert!(!scene.mark.exists(), "{user:?}: a hook planted in {checkout} ran outside");
+        }
+    }
+}
+
+/// A submodule git dir the command adds under `.git/modules/` is a repository it created,
+/// even when it removed the checkout that would lead the search there: the user's next `git
+/// submodule update` reuses the git dir, and a hook planted in it is moved aside.
+#[test]
+fn a_submodule_git_dir_the_command_adds_is_cleaned_without_its_checkout() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        repository(ws);
+        let source = scene.outside.path().join("source");
+        repository(&source);
+        if user == User::Nobody {
+            chown_nobody(ws);
+            chown_nobody(scene.outside.path());
+        }
+        // The module's git dir made as `git submodule add` makes it, its checkout then removed;
+        // .gitmodules names it for the user's `git submodule update`.
+        let plant = format!(
+            "mkdir -p .git/modules && git -c safe.directory='*' clone -q --separate-git-dir .git/modules/evil {src} evil && \
+             printf '#!/bin/sh\\ntouch {mark}\\n' > .git/modules/evil/hooks/post-checkout && \
+             chmod +x .git/modules/evil/hooks/post-checkout && rm -rf evil && \
+             printf '[submodule \"evil\"]\\n\\tpath = evil\\n\\turl = {src}\\n' > .gitmodules && \
+             echo planted",
+            src = source.display(),
+            mark = scene.mark.display()
+        );
+        let run = sandboxed(user, ws, scene.home.path(), &plant);
+        assert!(run.stdout.contains("planted"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("moved aside"), "{user:?}: {}", run.stderr);
+        // Outside, afterwards: the user's own submodule update.
+        git(ws, &["add", ".gitmodules"]);
+        git(
+            ws,
+            &["update-index", "--add", "--cacheinfo", &format!("160000,{},evil", head(&source))],
+        );
+        git(ws, &["-c", "protocol.file.allow=always", "submodule", "update", "--init", "evil"]);
+        assert!(!scene.mark.exists(), "{user:?}: a hook planted in a new submodule ran outside");
+    }
+}
+
+/// The commit `dir`'s HEAD names.
+fn head(dir: &Path) -> String {
+    git(dir, &["rev-parse", "HEAD"]).stdout.trim().to_owned()
 }
 
 /// A writable root that is `$HOME` (or contains it) is refused unless the user allows it; a
