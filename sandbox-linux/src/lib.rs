@@ -75,6 +75,8 @@ mod mount_table;
 #[cfg(target_os = "linux")]
 mod mount_view;
 #[cfg(target_os = "linux")]
+mod new_modules;
+#[cfg(target_os = "linux")]
 mod new_repositories;
 #[cfg(target_os = "linux")]
 mod owner_read;

@@ -65,8 +65,8 @@ pub struct Watch {
     roots: Vec<(Arc<OwnedFd>, PathBuf)>,
     /// The git dirs that existed before the run.
     known: Vec<PathBuf>,
-    /// Git dirs with no `modules/` before the run: a submodule git dir the command adds there
-    /// is a repository it created (an existing `modules/` is read-only in the sandbox).
+    /// Git dirs (and linked worktrees' own) with no `modules/` before the run: one the command
+    /// adds holds repositories it created (an existing `modules/` is read-only in the sandbox).
     without_modules: Vec<PathBuf>,
 }
 
@@ -121,8 +121,13 @@ impl Watch {
                 }
                 add(&under(&["sequencer", "opts"]), Check::Name);
             }
-            if std::fs::symlink_metadata(git_dir.join("modules")).is_err() {
-                watch.without_modules.push(git_dir.clone());
+            // Its own `modules/` and each linked worktree's.
+            let own = std::iter::once(git_dir.clone());
+            let linked = existing.iter().map(|worktree| git_dir.join("worktrees").join(worktree));
+            for dir in own.chain(linked) {
+                if std::fs::symlink_metadata(dir.join("modules")).is_err() {
+                    watch.without_modules.push(dir);
+                }
             }
             watch.worktrees.push((anchor, git_dir.clone(), existing));
         }
@@ -167,6 +172,7 @@ impl Watch {
     /// new repositories had no allowance left for.
     pub fn move_aside(&self) -> AfterRun {
         let mut planted = Vec::new();
+        let mut unsearched = Vec::new();
         for watched in &self.watched {
             if let Some(found) = watched.planted() {
                 if !planted.iter().any(|p: &Planted| p.path == found.path) {
@@ -184,6 +190,8 @@ impl Watch {
                     continue;
                 }
                 let Some(worktree) = open_dir(Some(&worktrees), &name) else { continue };
+                let at = path.join("worktrees").join(&name);
+                planted.extend(crate::new_modules::planted(&worktree, &at, &mut unsearched));
                 let commondir = OsStr::new("commondir");
                 if nix::sys::stat::fstatat(&worktree, commondir, AtFlags::AT_SYMLINK_NOFOLLOW)
                     .is_ok()
@@ -194,7 +202,6 @@ impl Watch {
             }
         }
         // A repository the command created: what would run code in it later.
-        let mut unsearched = Vec::new();
         if !self.roots.is_empty() {
             let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
             let walk = crate::repositories::RepositoryWalk::of(&roots);
@@ -205,23 +212,29 @@ impl Watch {
                 }
                 let Some(dir) = self.open_inside_root(&git_dir) else { continue };
                 planted.extend(crate::new_repositories::planted(&dir, &git_dir));
+                planted.extend(crate::new_modules::planted(&dir, &git_dir, &mut unsearched));
+                // Its linked worktrees' own git dirs, made by the command as well.
+                let Some(worktrees) = open_dir(Some(&dir), OsStr::new("worktrees")) else {
+                    continue;
+                };
+                for (name, kind) in
+                    crate::owner_read::entries_as_owner(&worktrees).unwrap_or_default()
+                {
+                    let at = git_dir.join("worktrees").join(&name);
+                    if kind != Some(rustix::fs::FileType::Directory) {
+                        continue;
+                    }
+                    let Some(worktree) = open_dir(Some(&worktrees), &name) else { continue };
+                    planted.extend(crate::new_repositories::planted(&worktree, &at));
+                    planted.extend(crate::new_modules::planted(&worktree, &at, &mut unsearched));
+                }
             }
         }
-        // Submodule git dirs the command added under `modules/` (its checkout, which would
-        // lead the search above to one, may be gone: the user's next `git submodule update`
-        // reuses the git dir all the same).
-        for git_dir in &self.without_modules {
-            let modules = git_dir.join("modules");
-            if !std::fs::symlink_metadata(&modules).is_ok_and(|meta| meta.is_dir()) {
-                continue;
-            }
-            let walk = crate::repositories::RepositoryWalk::of(std::slice::from_ref(&modules));
-            unsearched.extend(walk.unsearched());
-            for module in walk.git_dirs() {
-                let Some(dir) = self.open_inside_root(&module) else { continue };
-                // Reached through a checkout's pointer too, it was cleaned above: nothing is left.
-                planted.extend(crate::new_repositories::planted(&dir, &module));
-            }
+        // A `modules/` the command added to a git dir or a linked worktree's: submodule git
+        // dirs there are reused by the user's next `git submodule update`, checkout or not.
+        for path in &self.without_modules {
+            let Some(dir) = self.open_inside_root(path) else { continue };
+            planted.extend(crate::new_modules::planted(&dir, path, &mut unsearched));
         }
         AfterRun { planted, unsearched }
     }

@@ -165,7 +165,9 @@ impl Looked {
             cache: false,
             links: Vec::new(),
         };
-        let (mut head, mut objects, mut refs) = (false, false, false);
+        // Shaped as git takes a git dir, or looser: `objects` and `refs` may be links (git
+        // follows them), or come from a `commondir`.
+        let (mut head, mut objects, mut refs, mut commondir) = (false, false, false, false);
         for (name, kind) in entries {
             // The entry's own type: a symbolic link is never followed.
             let is_dir = kind == Some(FileType::Directory);
@@ -174,11 +176,10 @@ impl Looked {
                 continue;
             }
             match name.as_encoded_bytes() {
-                b"HEAD" => {
-                    head = matches!(kind, Some(FileType::RegularFile | FileType::Symlink));
-                }
-                b"objects" => objects = is_dir,
-                b"refs" => refs = is_dir,
+                b"HEAD" => head = true,
+                b"objects" => objects = true,
+                b"refs" => refs = true,
+                b"commondir" => commondir = true,
                 b"CACHEDIR.TAG" => looked.cache = true,
                 _ => {}
             }
@@ -188,7 +189,7 @@ impl Looked {
                 looked.links.push(dir.join(name));
             }
         }
-        looked.bare = head && objects && refs;
+        looked.bare = head && ((objects && refs) || commondir);
         looked
     }
 
@@ -260,12 +261,11 @@ fn owned_by_caller(dir: &Path) -> bool {
             .is_ok_and(|meta| meta.uid() == nix::unistd::geteuid().as_raw())
 }
 
-/// Whether `dir` is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks.
+/// Whether `dir` may be a git dir itself: `HEAD` beside `objects` and `refs`, or beside a
+/// `commondir` — looser than git, which follows links there and takes both from a `commondir`.
 fn is_git_dir(dir: &Path) -> bool {
-    let kind = |name: &str| std::fs::symlink_metadata(dir.join(name)).ok().map(|m| m.file_type());
-    kind("HEAD").is_some_and(|t| t.is_file() || t.is_symlink())
-        && kind("objects").is_some_and(|t| t.is_dir())
-        && kind("refs").is_some_and(|t| t.is_dir())
+    let exists = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
+    exists("HEAD") && ((exists("objects") && exists("refs")) || exists("commondir"))
 }
 
 /// The git dirs of every repository in `roots` (each checkout's `.git`, or what its pointer

@@ -482,47 +482,144 @@ fn a_directory_shaped_like_a_git_dir_hides_no_repository_below_it() {
             git(&ws.join(checkout), &["commit", "--allow-empty", "-qm", "x"]);
             assert!(!scene.mark.exists(), "{user:?}: a hook planted in {checkout} ran outside");
         }
+        // A bare repository whose `objects` is a link (git follows it) is one all the same.
+        let bare = format!(
+            "git init -q --bare m.git && printf '#!/bin/sh\ntouch {}\n' > m.git/hooks/reference-transaction && \
+             chmod +x m.git/hooks/reference-transaction && mv m.git/objects m.git/o && \
+             ln -s o m.git/objects && echo made",
+            scene.mark.display()
+        );
+        let run = sandboxed(user, ws, scene.home.path(), &bare);
+        assert!(run.stdout.contains("made"), "{user:?}: {}", run.stderr);
+        let fetched = ws.join("vendor/lib").display().to_string();
+        git(&ws.join("m.git"), &["fetch", "-q", &fetched, "HEAD:refs/heads/x"]);
+        assert!(
+            !scene.mark.exists(),
+            "{user:?}: a hook planted in a linked-objects repository ran"
+        );
     }
 }
 
-/// A submodule git dir the command adds under `.git/modules/` is a repository it created,
+/// A submodule git dir the command adds under a new `.git/modules/` is a repository it created,
 /// even when it removed the checkout that would lead the search there: the user's next `git
-/// submodule update` reuses the git dir, and a hook planted in it is moved aside.
+/// submodule update` reuses the git dir, and a hook planted in it is moved aside — whatever the
+/// module is named (`node_modules/…`, under a marked `target/`), whatever marks the git dir,
+/// with `modules` a link, `objects` a link, or in a repository the command made itself.
 #[test]
 fn a_submodule_git_dir_the_command_adds_is_cleaned_without_its_checkout() {
+    require_mount_view!();
+    const MARK: &str = "Signature: 8a477f597d28d172789f06886806bc55";
+    // (name of the module, made before, made after the hook, directory of the repository)
+    let variants = [
+        ("evil", String::new(), "", "."),
+        ("evil", format!("printf '{MARK}' > .git/CACHEDIR.TAG"), "", "."),
+        ("node_modules/evil", "mkdir -p .git/modules/node_modules".to_owned(), "", "."),
+        (
+            "x/target/evil",
+            format!(
+                "mkdir -p .git/modules/x/target && printf '{MARK}' > .git/modules/x/target/CACHEDIR.TAG"
+            ),
+            "",
+            ".",
+        ),
+        (
+            "evil",
+            "mkdir -p node_modules/.m && ln -s ../node_modules/.m .git/modules".to_owned(),
+            "",
+            ".",
+        ),
+        (
+            "evil",
+            String::new(),
+            "mv .git/modules/evil/objects .git/modules/evil/o && ln -s o .git/modules/evil/objects &&",
+            ".",
+        ),
+        ("evil", "mkdir sub && cd sub && git init -q .".to_owned(), "", "sub"),
+    ];
+    for user in USERS {
+        for (name, pre, post, repo) in &variants {
+            let scene = Scene::for_user(user);
+            let ws = scene.ws.path();
+            repository(ws);
+            let source = scene.outside.path().join("source");
+            repository(&source);
+            if user == User::Nobody {
+                chown_nobody(ws);
+                chown_nobody(scene.outside.path());
+            }
+            // The module's git dir made as `git submodule add` makes it, its checkout then
+            // removed; .gitmodules names it for the user's `git submodule update`.
+            let plant = format!(
+                "{pre}
+                 mkdir -p .git/modules && \
+                 git -c safe.directory='*' clone -q --separate-git-dir .git/modules/{name} {src} evil && \
+                 printf '#!/bin/sh\\ntouch {mark}\\n' > .git/modules/{name}/hooks/post-checkout && \
+                 chmod +x .git/modules/{name}/hooks/post-checkout && {post} rm -rf evil && \
+                 printf '[submodule \"{name}\"]\\n\\tpath = evil\\n\\turl = {src}\\n' > .gitmodules && \
+                 echo planted",
+                src = source.display(),
+                mark = scene.mark.display()
+            );
+            let run = sandboxed(user, ws, scene.home.path(), &plant);
+            let case = format!("{user:?} {name} / {pre} / {post}");
+            assert!(run.stdout.contains("planted"), "{case}: {}\n{}", run.stdout, run.stderr);
+            assert!(run.stderr.contains("moved aside"), "{case}: {}", run.stderr);
+            // Outside, afterwards: the user's own submodule update.
+            let top = ws.join(repo);
+            git(&top, &["add", ".gitmodules"]);
+            let entry = format!("160000,{},evil", head(&source));
+            git(&top, &["update-index", "--add", "--cacheinfo", &entry]);
+            git(
+                &top,
+                &["-c", "protocol.file.allow=always", "submodule", "update", "--init", "evil"],
+            );
+            assert!(!scene.mark.exists(), "{case}: a hook planted in a new submodule ran outside");
+        }
+    }
+}
+
+/// The same for a linked worktree whose checkout lies outside the writable roots: its own git
+/// dir (`.git/worktrees/NAME`) is in the workspace, and a `modules/` the command adds there is
+/// what the user's `git submodule update` in that checkout reuses.
+#[test]
+fn a_linked_worktrees_new_modules_are_cleaned_when_its_checkout_is_elsewhere() {
     require_mount_view!();
     for user in USERS {
         let scene = Scene::for_user(user);
         let ws = scene.ws.path();
-        repository(ws);
         let source = scene.outside.path().join("source");
         repository(&source);
+        repository(ws);
+        std::fs::write(
+            ws.join(".gitmodules"),
+            format!("[submodule \"evil\"]\n\tpath = evil\n\turl = {}\n", source.display()),
+        )
+        .unwrap();
+        git(ws, &["add", ".gitmodules"]).assert_ok();
+        let entry = format!("160000,{},evil", head(&source));
+        git(ws, &["update-index", "--add", "--cacheinfo", &entry]).assert_ok();
+        git(ws, &["commit", "-qm", "submodule"]).assert_ok();
+        let checkout = scene.outside.path().join("wt");
+        git(ws, &["worktree", "add", "-q", checkout.to_str().unwrap()]).assert_ok();
         if user == User::Nobody {
             chown_nobody(ws);
             chown_nobody(scene.outside.path());
         }
-        // The module's git dir made as `git submodule add` makes it, its checkout then removed;
-        // .gitmodules names it for the user's `git submodule update`.
         let plant = format!(
-            "mkdir -p .git/modules && git -c safe.directory='*' clone -q --separate-git-dir .git/modules/evil {src} evil && \
-             printf '#!/bin/sh\\ntouch {mark}\\n' > .git/modules/evil/hooks/post-checkout && \
-             chmod +x .git/modules/evil/hooks/post-checkout && rm -rf evil && \
-             printf '[submodule \"evil\"]\\n\\tpath = evil\\n\\turl = {src}\\n' > .gitmodules && \
-             echo planted",
+            "mkdir -p .git/worktrees/wt/modules && git -c safe.directory='*' clone -q --separate-git-dir .git/worktrees/wt/modules/evil {src} \
+             /tmp/evil-$$ && rm -rf /tmp/evil-$$ && \
+             printf '#!/bin/sh\\ntouch {mark}\\n' > .git/worktrees/wt/modules/evil/hooks/post-checkout && \
+             chmod +x .git/worktrees/wt/modules/evil/hooks/post-checkout && echo planted",
             src = source.display(),
             mark = scene.mark.display()
         );
         let run = sandboxed(user, ws, scene.home.path(), &plant);
         assert!(run.stdout.contains("planted"), "{user:?}: {}\n{}", run.stdout, run.stderr);
-        assert!(run.stderr.contains("moved aside"), "{user:?}: {}", run.stderr);
-        // Outside, afterwards: the user's own submodule update.
-        git(ws, &["add", ".gitmodules"]);
         git(
-            ws,
-            &["update-index", "--add", "--cacheinfo", &format!("160000,{},evil", head(&source))],
+            &checkout,
+            &["-c", "protocol.file.allow=always", "submodule", "update", "--init", "evil"],
         );
-        git(ws, &["-c", "protocol.file.allow=always", "submodule", "update", "--init", "evil"]);
-        assert!(!scene.mark.exists(), "{user:?}: a hook planted in a new submodule ran outside");
+        assert!(!scene.mark.exists(), "{user:?}: a hook planted for the linked worktree ran");
     }
 }
 
