@@ -182,21 +182,29 @@ fn a_repository_hidden_in_an_unreadable_directory_is_still_cleaned_after_the_run
         );
     }
     assert!(run.stderr.contains("moved aside"), "{}", run.stderr);
-    let mode = |path: &str| {
-        std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(ws.path().join(path)).unwrap().permissions(),
-        ) & 0o7777
-    };
+    let mode = |path: &str| mode_of(&ws.path().join(path));
     assert_eq!((mode("hid"), mode("lone/.git/hooks")), (0o311, 0o311));
     for repo in ["hid/repo", "lone"] {
         let dir = ws.path().join(repo);
         assert!(!dir.join(".git/hooks/pre-commit").exists(), "{repo}: {}", run.stderr);
-        std::fs::write(dir.join("f"), "1\n").unwrap();
-        git(&dir, &["add", "f"]);
-        git(&dir, &["status"]);
-        git(&dir, &["commit", "-qm", "one"]);
+        commit_a_file(&dir);
     }
     assert!(!mark.exists(), "planted code ran outside the sandbox: {}", run.stderr);
+}
+
+/// The permission bits of `path`.
+fn mode_of(path: &Path) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions())
+        & 0o7777
+}
+
+/// What a user does next in a checkout, outside the sandbox: adds a file, asks for the status
+/// and commits — each a moment git runs hooks or obeys its config.
+fn commit_a_file(dir: &Path) {
+    std::fs::write(dir.join("f"), "1\n").unwrap();
+    git(dir, &["add", "f"]);
+    git(dir, &["status"]);
+    git(dir, &["commit", "-qm", "one"]);
 }
 
 /// What a command planted in a directory it then made unwritable (`chmod 0555 .git/hooks`, or
@@ -226,18 +234,10 @@ fn what_is_planted_in_a_directory_made_unwritable_is_still_moved_aside() {
         );
     }
     assert!(!run.stderr.contains("could not be moved"), "{}", run.stderr);
-    let mode = |path: &str| {
-        std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(ws.path().join(path)).unwrap().permissions(),
-        ) & 0o7777
-    };
+    let mode = |path: &str| mode_of(&ws.path().join(path));
     assert_eq!((mode("h/.git/hooks"), mode("x/.git/hooks"), mode("c/.git")), (0o555, 0o100, 0o555));
     for repo in ["h", "x", "c"] {
-        let dir = ws.path().join(repo);
-        std::fs::write(dir.join("f"), "1\n").unwrap();
-        git(&dir, &["add", "f"]);
-        git(&dir, &["status"]);
-        git(&dir, &["commit", "-qm", "one"]);
+        commit_a_file(&ws.path().join(repo));
     }
     assert!(!mark.exists(), "planted code ran outside the sandbox: {}", run.stderr);
 }
