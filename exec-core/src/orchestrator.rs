@@ -50,7 +50,7 @@ pub enum ApprovalStage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApprovalRequest {
     /// The exact argv that runs if approved (render it with `render_argv`).
-    #[serde(serialize_with = "lossy_words")]
+    #[serde(serialize_with = "crate::runner::lossy_texts")]
     pub command: Vec<OsString>,
     pub cwd: PathBuf,
     pub reason: String,
@@ -137,7 +137,7 @@ pub struct Attempt {
     pub moved_aside: Vec<MovedAside>,
     /// Directories the search after the run for repositories the command created did not
     /// reach: a repository made there kept whatever the command gave it.
-    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "crate::runner::lossy_paths")]
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "crate::runner::lossy_texts")]
     pub not_searched: Vec<PathBuf>,
 }
 
@@ -154,7 +154,7 @@ pub enum OutcomeResult {
 /// Everything that happened for one request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
-    #[serde(serialize_with = "lossy_words")]
+    #[serde(serialize_with = "crate::runner::lossy_texts")]
     pub command: Vec<OsString>,
     pub cwd: PathBuf,
     pub assessment: Assessment,
@@ -722,11 +722,6 @@ fn denial_context(
             | (SandboxKind::Seatbelt | SandboxKind::None, _) => WriteRefusal::AnyDenial,
         },
     }
-}
-
-/// An argv in a JSON report, as text (a byte that is not UTF-8 becomes U+FFFD).
-fn lossy_words<S: serde::Serializer>(words: &[OsString], serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(words.iter().map(|word| word.to_string_lossy()))
 }
 
 /// An "always allow" rule that could not be written to the user's rules file.

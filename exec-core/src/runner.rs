@@ -79,11 +79,13 @@ fn lossy_optional_path<S: serde::Serializer>(
     }
 }
 
-pub(crate) fn lossy_paths<S: serde::Serializer>(
-    paths: &[PathBuf],
+/// A list of words or paths in a JSON report, each as text (a byte that is not UTF-8 becomes
+/// U+FFFD).
+pub(crate) fn lossy_texts<S: serde::Serializer>(
+    items: &[impl AsRef<std::ffi::OsStr>],
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(paths.iter().map(|path| path.to_string_lossy()))
+    serializer.collect_seq(items.iter().map(|item| item.as_ref().to_string_lossy()))
 }
 
 /// One entry of the line that reports what was moved: `PATH (now ASIDE)`.

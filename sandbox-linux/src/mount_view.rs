@@ -6,11 +6,12 @@
 //! outside the roots, writes to `.git/hooks` inside them, reads of `~/.ssh`.
 //!
 //! The plan ([`MountPlan`]) is a value built from the policy and the mounts under `/proc`; the
-//! namespace is entered in [`enter`] and the plan applied in [`build`]. Nothing is ever created on the host:
-//! every mount point already exists, and propagation is made private before the first mount,
-//! so no mount leaks back. A protected path that does not exist therefore stays creatable.
+//! namespace is entered in [`enter`] and the plan applied in [`build`]. Nothing is ever created
+//! on the host: every mount point already exists, and propagation is made private before the
+//! first mount, so no mount leaks back. A protected path that does not exist therefore stays creatable.
 
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,6 @@ use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 use rustix::fs::CWD;
 use rustix::mount::{MoveMountFlags, OpenTreeFlags, move_mount, open_tree};
-use std::os::fd::OwnedFd;
 
 use crate::error::HelperError;
 use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};

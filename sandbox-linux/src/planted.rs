@@ -217,13 +217,8 @@ impl Watch {
                 let Some(worktrees) = open_dir(Some(&dir), OsStr::new("worktrees")) else {
                     continue;
                 };
-                for (name, kind) in
-                    crate::owner_read::entries_as_owner(&worktrees).unwrap_or_default()
-                {
+                for name in worktrees_in(&worktrees) {
                     let at = git_dir.join("worktrees").join(&name);
-                    if kind != Some(rustix::fs::FileType::Directory) {
-                        continue;
-                    }
                     let Some(worktree) = open_dir(Some(&worktrees), &name) else { continue };
                     planted.extend(crate::new_repositories::planted(&worktree, &at));
                     planted.extend(crate::new_modules::planted(&worktree, &at, &mut unsearched));
@@ -301,15 +296,19 @@ fn stamp_of(st: &nix::sys::stat::FileStat) -> Stamp {
     (u64::from(st.st_ino), st.st_ctime, st.st_ctime_nsec)
 }
 
-/// The names of the linked worktrees in `git_dir/worktrees`.
 /// The linked worktrees a git dir's `worktrees/` holds (directories, not links to them), as
 /// its owner when the command made it unreadable ([`crate::owner_read`]). The same listing
 /// before and after a run, so that one unreadable before is not taken as all new after.
 fn linked_worktrees(git_dir: &Path) -> Vec<OsString> {
-    let Some(worktrees) = open_dir(None, git_dir.join("worktrees").as_os_str()) else {
-        return Vec::new();
-    };
-    crate::owner_read::entries_as_owner(&worktrees)
+    open_dir(None, git_dir.join("worktrees").as_os_str())
+        .map(|worktrees| worktrees_in(&worktrees))
+        .unwrap_or_default()
+}
+
+/// The directories in `worktrees`, an opened `worktrees/` of a git dir (see
+/// [`linked_worktrees`]).
+fn worktrees_in(worktrees: &OwnedFd) -> Vec<OsString> {
+    crate::owner_read::entries_as_owner(worktrees)
         .unwrap_or_default()
         .into_iter()
         .filter(|(_, kind)| *kind == Some(rustix::fs::FileType::Directory))

@@ -143,7 +143,8 @@ fn inside_skipped(root: &Path, dir: &Path) -> bool {
 
 /// What one directory of the walk holds, as far as the walk cares.
 struct Looked {
-    /// It is a git dir itself: `HEAD` beside `objects/` and `refs/`, as git checks it.
+    /// It may be a git dir itself: `HEAD` beside `objects` and `refs`, or beside a `commondir`
+    /// (looser than git's own check).
     bare: bool,
     /// It holds a `.git` (a directory, a pointer file or a link).
     dot_git: bool,
