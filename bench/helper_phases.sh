@@ -39,7 +39,7 @@ steps = [
     ("let proxy_port = match", "PID namespace, /proc mounted"),
     ("let reads = hidden_reads::plan", "Landlock ABI probed"),
     ("let landlock_plan = landlock_rules::plan", "read rights planned"),
-    ("let landlock_enforced = match", "Landlock rules planned"),
+    ("let (landlock_enforced, rule_targets) = match", "Landlock rules planned"),
     ("let capabilities = caps::drop_all", "Landlock installed"),
     ("let installed = seccomp::build_program", "capabilities dropped"),
     ("supervisor.run(&prepare_exec", "seccomp installed, the rest"),

@@ -126,8 +126,18 @@ pub enum LandlockEnforcement {
     NotEnforced,
 }
 
-/// Installs `plan` on the calling thread (and sets `no_new_privs`, which Landlock needs).
-pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> {
+/// The descriptors of the rules' paths, still open after [`install`]: keep them until the
+/// command has started, then drop them.
+///
+/// Closing a few hundred descriptors costs a system call and the release of a file each.
+/// Kept open, the command's `execve` only lets go of its copies (the files stay held here), and
+/// the release happens here while the command runs, not before it starts.
+#[derive(Debug, Default)]
+pub struct RuleTargets(Vec<OwnedFd>);
+
+/// Installs `plan` on the calling thread (and sets `no_new_privs`, which Landlock needs);
+/// returns what was enforced and the rule paths' descriptors ([`RuleTargets`]).
+pub fn install(plan: &LandlockPlan) -> Result<(LandlockEnforcement, RuleTargets), HelperError> {
     let handled = AccessFs::from_all(REQUESTED_ABI);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
@@ -138,23 +148,70 @@ pub fn install(plan: &LandlockPlan) -> Result<LandlockEnforcement, HelperError> 
         ruleset = ruleset.handle_access(AccessNet::from_all(REQUESTED_ABI))?;
     }
     let mut created = ruleset.create()?;
+    let mut kept = RuleTargets(Vec::new());
+    let room = keepable_descriptors();
+    let mut directory = OpenDirectory::default();
     for (path, rights, last_link) in &plan.rules {
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
-        let Ok(fd) = open_path(path, *last_link) else { continue };
+        let Ok(fd) = directory.open(path, *last_link) else { continue };
         // Rights beneath a file are narrowed to a file's by the crate, which looks at what
         // the descriptor is. A symbolic link (an entry replaced since it was listed, opened
         // without following) is a file to it: the rule then covers the link's own inode, and
         // whatever is opened through the link is judged where it leads.
-        created = created.add_rule(PathBeneath::new(fd, *rights))?;
+        created = created.add_rule(PathBeneath::new(&fd, *rights))?;
+        if kept.0.len() < room {
+            kept.0.push(fd);
+        }
     }
     let status = created.restrict_self()?;
-    Ok(match status.ruleset {
+    let enforcement = match status.ruleset {
         RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => {
             LandlockEnforcement::Enforced
         }
         RulesetStatus::NotEnforced => LandlockEnforcement::NotEnforced,
-    })
+    };
+    Ok((enforcement, kept))
+}
+
+/// How many rule descriptors may stay open: half of what this process may open, so that a low
+/// `RLIMIT_NOFILE` costs the early release, never a rule.
+fn keepable_descriptors() -> usize {
+    use nix::sys::resource::{Resource, getrlimit};
+    getrlimit(Resource::RLIMIT_NOFILE)
+        .map_or(0, |(soft, _)| usize::try_from(soft / 2).unwrap_or(usize::MAX))
+}
+
+/// The directory of the entry opened last. Entries granted by omission come directory by
+/// directory, and opening each by its name in a directory already open walks one name instead
+/// of the whole path.
+#[derive(Default)]
+struct OpenDirectory {
+    open: Option<(PathBuf, OwnedFd)>,
+}
+
+impl OpenDirectory {
+    fn open(&mut self, path: &Path, last_link: LastLink) -> nix::Result<OwnedFd> {
+        use nix::fcntl::OFlag;
+        let (LastLink::Refused, Some(dir), Some(name)) =
+            (last_link, path.parent(), path.file_name())
+        else {
+            return open_path(path, last_link);
+        };
+        if self.open.as_ref().is_none_or(|(open, _)| open != dir) {
+            // The directory is taken as the whole path would take it, links on the way followed.
+            self.open = open_path(dir, LastLink::Followed).ok().map(|fd| (dir.to_path_buf(), fd));
+        }
+        match &self.open {
+            Some((_, fd)) => nix::fcntl::openat(
+                fd,
+                name,
+                OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+                nix::sys::stat::Mode::empty(),
+            ),
+            None => open_path(path, last_link),
+        }
+    }
 }
 
 fn writable_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> bool {

@@ -14,7 +14,7 @@ use crate::command::PreparedCommand;
 use crate::containment::{self, Containment, NamespaceInit, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::hidden_reads;
-use crate::landlock_rules::{self, LandlockEnforcement};
+use crate::landlock_rules::{self, LandlockEnforcement, RuleTargets};
 use crate::listings::Listings;
 use crate::mount_view::{self, MountView};
 use crate::proc_view::{self, ProcView};
@@ -426,10 +426,10 @@ unsafe fn run(
         hidden_reads::ReadPlan::default()
     };
     let landlock_plan = landlock_rules::plan(&policy, &extra_writable, &reads);
-    let landlock_enforced = match landlock_rules::install(&landlock_plan) {
-        Ok(LandlockEnforcement::Enforced) => true,
-        Ok(LandlockEnforcement::NotEnforced) => false,
-        Err(_) if best_effort => false,
+    let (landlock_enforced, rule_targets) = match landlock_rules::install(&landlock_plan) {
+        Ok((LandlockEnforcement::Enforced, targets)) => (true, targets),
+        Ok((LandlockEnforcement::NotEnforced, targets)) => (false, targets),
+        Err(_) if best_effort => (false, RuleTargets::default()),
         Err(error) => return Err(error),
     };
 
@@ -514,7 +514,7 @@ unsafe fn run(
         env.extend(cordon_policies::proxy_env(port));
     }
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    supervisor.run(&prepare_exec(args, command_env, &env)?)
+    supervisor.run(&prepare_exec(args, command_env, &env)?, rule_targets)
 }
 
 /// The mount view's plan, made in the view's namespace. The view binds a sealed root whole,

@@ -10,6 +10,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use super::{Containment, Report, SI_KERNEL, Supervisor, TAKE_TERMINAL, Terminal, watched};
 use crate::command::PreparedCommand;
 use crate::error::HelperError;
+use crate::landlock_rules::RuleTargets;
 use crate::sys::{self, CommandGroup, ParentDeathSignal, Spawned, Wait};
 
 /// What the supervisor knows while the command runs.
@@ -120,8 +121,9 @@ impl Watch {
 
 impl Supervisor {
     /// Starts the command and supervises it until it exits; then kills what is left, reports
-    /// the command's status to the helper and exits.
-    pub fn run(self, command: &PreparedCommand) -> ! {
+    /// the command's status to the helper and exits. `rule_targets` are dropped once the
+    /// command has started.
+    pub fn run(self, command: &PreparedCommand, rule_targets: RuleTargets) -> ! {
         // The command gets a process group of its own, and the terminal's foreground when the
         // helper had it: a terminal's signals (Ctrl-C, Ctrl-Z, window size) then go to the
         // command alone, and the group leader the executor watches for an idle prompt is the
@@ -159,6 +161,7 @@ impl Supervisor {
         if let Some(spawner) = &self.spawner_report {
             let _ = nix::unistd::write(spawner, &Report::Started.encode());
         }
+        drop(rule_targets);
         let mut watch = Watch {
             command: pid,
             containment: self.containment,
