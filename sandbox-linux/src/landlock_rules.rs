@@ -150,11 +150,10 @@ pub fn install(plan: &LandlockPlan) -> Result<(LandlockEnforcement, RuleTargets)
     let mut created = ruleset.create()?;
     let mut kept = RuleTargets(Vec::new());
     let room = keepable_descriptors();
-    let mut directory = OpenDirectory::default();
     for (path, rights, last_link) in &plan.rules {
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
-        let Ok(fd) = directory.open(path, *last_link) else { continue };
+        let Ok(fd) = open_path(path, *last_link) else { continue };
         // Rights beneath a file are narrowed to a file's by the crate, which looks at what
         // the descriptor is. A symbolic link (an entry replaced since it was listed, opened
         // without following) is a file to it: the rule then covers the link's own inode, and
@@ -180,38 +179,6 @@ fn keepable_descriptors() -> usize {
     use nix::sys::resource::{Resource, getrlimit};
     getrlimit(Resource::RLIMIT_NOFILE)
         .map_or(0, |(soft, _)| usize::try_from(soft / 2).unwrap_or(usize::MAX))
-}
-
-/// The directory of the entry opened last. Entries granted by omission come directory by
-/// directory, and opening each by its name in a directory already open walks one name instead
-/// of the whole path.
-#[derive(Default)]
-struct OpenDirectory {
-    open: Option<(PathBuf, OwnedFd)>,
-}
-
-impl OpenDirectory {
-    fn open(&mut self, path: &Path, last_link: LastLink) -> nix::Result<OwnedFd> {
-        use nix::fcntl::OFlag;
-        let (LastLink::Refused, Some(dir), Some(name)) =
-            (last_link, path.parent(), path.file_name())
-        else {
-            return open_path(path, last_link);
-        };
-        if self.open.as_ref().is_none_or(|(open, _)| open != dir) {
-            // The directory is taken as the whole path would take it, links on the way followed.
-            self.open = open_path(dir, LastLink::Followed).ok().map(|fd| (dir.to_path_buf(), fd));
-        }
-        match &self.open {
-            Some((_, fd)) => nix::fcntl::openat(
-                fd,
-                name,
-                OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
-                nix::sys::stat::Mode::empty(),
-            ),
-            None => open_path(path, last_link),
-        }
-    }
 }
 
 fn writable_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> bool {
