@@ -74,11 +74,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let moved: Vec<String> =
         outcome.attempts.iter().flat_map(|a| &a.moved_aside).map(ToString::to_string).collect();
     if !moved.is_empty() {
-        said.push(format!(
-            "the command created what git or a shell would later run code from, outside any \
-             sandbox; moved aside: {}",
-            moved.join("; ")
-        ));
+        said.push(cordon_exec_core::moved_aside_warning(&moved));
     }
     let not_searched: Vec<&std::path::Path> =
         outcome.attempts.iter().flat_map(|a| &a.not_searched).map(|d| d.as_path()).collect();

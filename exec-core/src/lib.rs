@@ -104,7 +104,7 @@ pub use remote::{
     HELLO_TIMEOUT, LinkEvent, LinkEvents, RemoteError, RemoteExec, RemoteLink, RemoteSessions,
     RemoteTarget, run_remote,
 };
-pub use runner::{MovedAside, not_searched_warning};
+pub use runner::{MovedAside, moved_aside_warning, not_searched_warning};
 pub use session::{SessionDefaults, SessionManager, Sessions};
 pub use spawn::{OutputMode, StdinMode};
 pub use stdio::{stdin as protocol_stdin, stdout as protocol_stdout};

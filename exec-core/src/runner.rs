@@ -130,6 +130,14 @@ pub(crate) fn watch_git_dirs(
             .flat_map(|home| cordon_policies::home_start_up_paths(home))
             .filter(|path| roots.iter().any(|root| path.starts_with(root)))
             .collect();
+        // The watch holds each git dir open for the run: where that is a good part of what
+        // this process may open, it may open more.
+        let held = git_dirs.len() + roots.len();
+        if nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .is_ok_and(|(soft, _)| u64::try_from(held.saturating_mul(4)).unwrap_or(u64::MAX) > soft)
+        {
+            crate::limits::raise_open_file_limit();
+        }
         let watch = cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up);
         return Some(GitWatch { watch, walked });
     }
@@ -183,10 +191,39 @@ pub(crate) struct AfterRun {
     pub not_searched: Vec<PathBuf>,
 }
 
+/// How many characters of a path a warning shows.
+const PATH_SHOWN: usize = 200;
+
+/// How many moved-aside paths a warning names (the JSON report has them all).
+const MOVED_SHOWN: usize = 20;
+
+/// The warning for what was moved aside after a run (`entries` as [`MovedAside`] shows them;
+/// the caller escapes what reaches a terminal): the first few, each cut to a line's worth,
+/// and how many more — a command decides how many there are and how long their paths.
+pub fn moved_aside_warning(entries: &[impl AsRef<str>]) -> String {
+    let mut shown: Vec<String> = entries
+        .iter()
+        .take(MOVED_SHOWN)
+        .map(|entry| cordon_policies::abbreviate(entry.as_ref(), 2 * PATH_SHOWN).text)
+        .collect();
+    if entries.len() > MOVED_SHOWN {
+        shown.push(format!("and {} more", entries.len() - MOVED_SHOWN));
+    }
+    format!(
+        "the command created what git or a shell would later run code from, outside any \
+         sandbox; moved aside: {}",
+        shown.join("; ")
+    )
+}
+
 /// The warning for directories the search after a run did not reach (paths as given; the
 /// caller escapes what reaches a terminal).
 pub fn not_searched_warning(dirs: &[impl AsRef<std::ffi::OsStr>]) -> String {
-    let first = dirs.first().map(|dir| std::path::Path::new(dir.as_ref()).display().to_string());
+    // A path is as long as the command makes it: its middle is not shown past a line's worth.
+    let first = dirs.first().map(|dir| {
+        let path = std::path::Path::new(dir.as_ref()).display().to_string();
+        cordon_policies::abbreviate(&path, PATH_SHOWN).text
+    });
     let more = match dirs.len() {
         0 | 1 => String::new(),
         n => format!(" and {} more", n - 1),

@@ -1,7 +1,8 @@
 //! A repository a sandboxed command created (`git init`, `git clone`, a copied `.git`): git,
 //! run later outside the sandbox in that directory, obeys its `config` and runs its hooks. What
 //! `git init` and `git clone` write stays; a config with anything else, a hook that is not one
-//! of git's inert samples, and a redirection (`commondir`, `config.worktree`) are moved aside.
+//! of git's inert samples, a redirection (`commondir`, `config.worktree`) and a FIFO, socket or
+//! device among its files are moved aside.
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
@@ -26,6 +27,23 @@ pub(crate) fn planted(dir: &OwnedFd, path: &Path) -> Vec<Planted> {
         let name = OsStr::new(name);
         if nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
             planted.push(move_away(dir, name, &path.join(name)));
+        }
+    }
+    // A FIFO, socket or device where git reads a file (`HEAD`, `index`, `packed-refs`) hangs
+    // the user's next git command there, or feeds it what a device gives: git makes none.
+    for (name, kind) in crate::owner_read::entries_as_owner(dir).unwrap_or_default() {
+        use rustix::fs::FileType;
+        if matches!(
+            kind,
+            Some(
+                FileType::Fifo
+                    | FileType::Socket
+                    | FileType::CharacterDevice
+                    | FileType::BlockDevice
+            )
+        ) {
+            let at = path.join(&name);
+            planted.push(move_away(dir, &name, &at));
         }
     }
     let hooks = OsStr::new("hooks");

@@ -67,6 +67,13 @@ pub(crate) fn as_writing_owner<T>(dir: impl AsFd, change: impl FnOnce() -> Optio
     as_owner(dir, 0o300, change)
 }
 
+/// Runs `open` (of an entry of the directory `dir`) with search permission given back to the
+/// directory's owner, this process's user, when the command took it away, and the mode
+/// restored after it; `None` when the caller does not own `dir` or could search it already.
+pub(crate) fn searching_as_owner<T>(dir: impl AsFd, open: impl FnOnce() -> Option<T>) -> Option<T> {
+    as_owner(dir, 0o100, open)
+}
+
 /// Runs `action` with the owner permission bits `wanted` added to the directory `dir`'s mode,
 /// when this process's user owns it and lacks one of them; the mode is restored after it.
 /// `None` without running it otherwise.

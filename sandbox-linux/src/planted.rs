@@ -23,6 +23,9 @@ use crate::aside::{move_away, open_dir};
 /// What identifies a file's state: inode and change time (which no call can set back).
 type Stamp = (u64, i64, i64);
 
+/// What identifies a directory wherever it is: device and inode.
+type Identity = (u64, u64);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Check {
     /// Planted when it appears. A name that existed is bound read-only in the sandbox, so a
@@ -63,8 +66,9 @@ pub struct Watch {
     worktrees: Vec<(Arc<OwnedFd>, PathBuf, Vec<OsString>)>,
     /// The writable roots, opened, for the repositories a command creates in them.
     roots: Vec<(Arc<OwnedFd>, PathBuf)>,
-    /// The git dirs that existed before the run.
-    known: Vec<PathBuf>,
+    /// The git dirs that existed before the run, and what they were (when they could be
+    /// opened): a directory the command put in one's place under its name is new.
+    known: Vec<(PathBuf, Option<Identity>)>,
     /// Git dirs (and linked worktrees' own) with no `modules/` before the run: one the command
     /// adds holds repositories it created (an existing `modules/` is read-only in the sandbox).
     without_modules: Vec<PathBuf>,
@@ -86,13 +90,14 @@ impl Watch {
                     Some((Arc::new(open_dir(None, root.as_os_str())?), root.clone()))
                 })
                 .collect(),
-            // The caller's walk of the same roots (the git dirs it passes are those inside
-            // them): a git dir found after the run and not among these is new.
-            known: git_dirs.to_vec(),
             ..Watch::default()
         };
         for git_dir in git_dirs {
-            let Some(anchor) = open_dir(None, git_dir.as_os_str()).map(Arc::new) else { continue };
+            // The caller's walk of the same roots (the git dirs it passes are those inside
+            // them): a git dir found after the run and not among these is new.
+            let anchor = open_dir(None, git_dir.as_os_str()).map(Arc::new);
+            watch.known.push((git_dir.clone(), anchor.as_deref().and_then(identity)));
+            let Some(anchor) = anchor else { continue };
             let mut add = |rel: &[&OsStr], check: Check| {
                 watch.add(&anchor, git_dir, rel, check);
             };
@@ -205,12 +210,12 @@ impl Watch {
         if !self.roots.is_empty() {
             let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
             let walk = crate::repositories::RepositoryWalk::of(&roots);
-            unsearched = walk.unsearched();
+            unsearched.extend(walk.unsearched());
             for git_dir in walk.git_dirs() {
-                if self.known.contains(&git_dir) {
+                let Some(dir) = self.open_inside_root(&git_dir) else { continue };
+                if self.was_known(&git_dir, &dir) {
                     continue;
                 }
-                let Some(dir) = self.open_inside_root(&git_dir) else { continue };
                 planted.extend(crate::new_repositories::planted(&dir, &git_dir));
                 planted.extend(crate::new_modules::planted(&dir, &git_dir, &mut unsearched));
                 // Its linked worktrees' own git dirs, made by the command as well.
@@ -232,6 +237,19 @@ impl Watch {
             planted.extend(crate::new_modules::planted(&dir, path, &mut unsearched));
         }
         AfterRun { planted, unsearched }
+    }
+
+    /// Whether the git dir `dir` (opened, at `path`) existed before the run: the same
+    /// directory, wherever the command moved it (its watched names are looked at through the
+    /// descriptor opened then). Another directory under a known name is new: the command can
+    /// rename away a git dir whose files are not bound read-only (one still empty) and make
+    /// its own in its place. By name only for one that could not be opened before.
+    fn was_known(&self, path: &Path, dir: &OwnedFd) -> bool {
+        let now = identity(dir);
+        self.known.iter().any(|(known, before)| match before {
+            Some(before) => now == Some(*before),
+            None => known == path,
+        })
     }
 
     /// `path`, a directory inside one of the roots, opened one component at a time from the
@@ -285,6 +303,11 @@ impl Watched {
         }
         None
     }
+}
+
+fn identity(dir: &OwnedFd) -> Option<Identity> {
+    #[allow(clippy::useless_conversion)]
+    nix::sys::stat::fstat(dir).ok().map(|st| (u64::from(st.st_dev), u64::from(st.st_ino)))
 }
 
 fn stamp(path: &Path) -> Option<Stamp> {

@@ -324,16 +324,20 @@ impl RepositoryWalk {
 }
 
 /// What git reads code or redirections from in the git dir `git_dir`, as far as it exists:
-/// its config files, hooks, `commondir`/`gitdir` and those of its linked worktrees. Submodule
-/// git dirs (`modules/`) are handled by the caller's protected list.
+/// its config files, hooks, `commondir`/`gitdir`, submodule git dirs (`modules/`) and those of
+/// its linked worktrees — a linked worktree's own `modules/` too, whose checkout may lie where
+/// no walk finds it (outside the roots), and whose submodule git dirs git reuses there.
 pub fn git_dir_entries(git_dir: &Path) -> Vec<PathBuf> {
-    let mut entries: Vec<PathBuf> = ["config", "config.worktree", "hooks", "commondir", "gitdir"]
-        .iter()
-        .map(|name| git_dir.join(name))
-        .collect();
+    let mut entries: Vec<PathBuf> =
+        ["config", "config.worktree", "hooks", "commondir", "gitdir", "modules"]
+            .iter()
+            .map(|name| git_dir.join(name))
+            .collect();
     for worktree in subdirectories(&git_dir.join("worktrees")) {
         entries.extend(
-            ["commondir", "gitdir", "config.worktree", "config"].iter().map(|n| worktree.join(n)),
+            ["commondir", "gitdir", "config.worktree", "config", "modules"]
+                .iter()
+                .map(|n| worktree.join(n)),
         );
     }
     entries.retain(|path| std::fs::symlink_metadata(path).is_ok());

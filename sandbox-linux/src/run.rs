@@ -565,9 +565,12 @@ fn warn_unsearched(dirs: &[PathBuf]) {
         1 => String::new(),
         n => format!(" and {} more", n - 1),
     };
+    // Quoted (no byte of a planted name reaches the terminal raw), and its middle not shown
+    // past a line's worth: a path is as long as the command makes it.
+    let first = cordon_policies::abbreviate(&format!("{first:?}"), 200).text;
     crate::messages::warning(format_args!(
         "not searched for git repositories (too many directories or repositories, or too \
-         deep): {first:?}{more}; a repository there keeps a writable config and hooks: narrow \
+         deep): {first}{more}; a repository there keeps a writable config and hooks: narrow \
          the writable roots"
     ));
 }

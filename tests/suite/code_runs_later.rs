@@ -16,7 +16,7 @@ macro_rules! require_mount_view {
 }
 
 /// `git` with a fixed identity and no global or system config (the test's own, outside).
-fn git(dir: &Path, args: &[&str]) -> Run {
+pub(super) fn git(dir: &Path, args: &[&str]) -> Run {
     Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -34,7 +34,7 @@ fn git(dir: &Path, args: &[&str]) -> Run {
 }
 
 /// A repository at `dir` with one commit.
-fn repository(dir: &Path) {
+pub(super) fn repository(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     git(dir, &["init", "-q"]).assert_ok();
     std::fs::write(dir.join("f"), "1\n").unwrap();
@@ -44,15 +44,15 @@ fn repository(dir: &Path) {
 
 /// A workspace, a HOME and a directory outside both for the marker planted code would leave,
 /// given to uid 65534 when that is the user.
-struct Scene {
-    ws: tempfile::TempDir,
-    home: tempfile::TempDir,
-    outside: tempfile::TempDir,
-    mark: std::path::PathBuf,
+pub(super) struct Scene {
+    pub(super) ws: tempfile::TempDir,
+    pub(super) home: tempfile::TempDir,
+    pub(super) outside: tempfile::TempDir,
+    pub(super) mark: std::path::PathBuf,
 }
 
 impl Scene {
-    fn for_user(user: User) -> Scene {
+    pub(super) fn for_user(user: User) -> Scene {
         let (ws, home, outside) = (scratch(), scratch(), scratch());
         let mark = outside.path().join("marker");
         if user == User::Nobody {
@@ -65,7 +65,7 @@ impl Scene {
 }
 
 /// `cordon exec -a never -C ws -- sh -c SCRIPT` as `user`, with `home` as HOME.
-fn sandboxed(user: User, ws: &Path, home: &Path, script: &str) -> Run {
+pub(super) fn sandboxed(user: User, ws: &Path, home: &Path, script: &str) -> Run {
     cordon_command(
         user,
         &["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", script],
@@ -624,7 +624,7 @@ fn a_linked_worktrees_new_modules_are_cleaned_when_its_checkout_is_elsewhere() {
 }
 
 /// The commit `dir`'s HEAD names.
-fn head(dir: &Path) -> String {
+pub(super) fn head(dir: &Path) -> String {
     git(dir, &["rev-parse", "HEAD"]).stdout.trim().to_owned()
 }
 

@@ -23,6 +23,8 @@ mod exit_codes;
 #[cfg(target_os = "linux")]
 mod filesystem;
 #[cfg(target_os = "linux")]
+mod git_dirs_later;
+#[cfg(target_os = "linux")]
 mod hardening;
 #[cfg(target_os = "linux")]
 mod hidden_replaced;

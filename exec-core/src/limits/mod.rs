@@ -17,6 +17,21 @@ use cordon_policies::{
 };
 use serde::Serialize;
 
+/// Raises this process's soft limit of open files to its hard limit, as Go programs and many
+/// services do, for what holds a descriptor per item a command decides the number of: the
+/// proxy's client connections (two each), the git dirs of the writable roots watched during a
+/// run (one each). The usual soft limit of 1024 would otherwise stop the proxy near 500
+/// connections and refuse every run in a workspace with a thousand repositories. The processes
+/// cordon starts afterwards inherit the higher soft limit.
+pub(crate) fn raise_open_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
+}
+
 /// What a launch does about its limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitPlan {

@@ -199,7 +199,7 @@ impl NetworkProxy {
     /// nothing is created on disk.
     pub fn start(settings: &ProxySettings) -> Result<NetworkProxy, ProxyError> {
         let matcher = DomainMatcher::new(&settings.rules)?;
-        raise_open_file_limit();
+        crate::limits::raise_open_file_limit();
         let io = |what| move |source| ProxyError::Io { what, source };
         let (own_end, helper_end) =
             socketpair(AddressFamily::Unix, SockType::Stream, None, PAIR_FLAGS)
@@ -224,7 +224,7 @@ impl NetworkProxy {
     /// local process could connect to it; it reaches only what the allow-list allows.
     pub fn start_on_loopback(settings: &ProxySettings) -> Result<NetworkProxy, ProxyError> {
         let matcher = DomainMatcher::new(&settings.rules)?;
-        raise_open_file_limit();
+        crate::limits::raise_open_file_limit();
         let io = |what| move |source| ProxyError::Io { what, source };
         let listener =
             std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(io("binding its port"))?;
@@ -302,18 +302,6 @@ const PAIR_FLAGS: SockFlag = SockFlag::empty();
 /// The lowest number the helper's end may have: above stdio and the status report that
 /// `sys::spawn_namespace_init` moves onto descriptor 3 in its child.
 const LOWEST_HELPER_FD: std::os::fd::RawFd = 4;
-
-/// Each client connection holds two descriptors (its socket and the upstream's): the usual
-/// soft limit of 1024 would stop the proxy near 500 connections. Raised to the hard limit, as
-/// Go programs and many services do; the processes cordon starts inherit the higher soft limit.
-fn raise_open_file_limit() {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-        }
-    }
-}
 
 /// At most this many client connections at once (each holds two sockets and, tunnelling, two
 /// pipes — or two 64 KiB relay buffers where it copies); a connection beyond that is closed at

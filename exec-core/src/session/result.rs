@@ -90,9 +90,8 @@ impl fmt::Display for Note {
             ),
             Note::MovedAside { entries } => write!(
                 f,
-                "Warning: the command created what git or a shell would later run code from, outside any \
-                 sandbox; moved aside: {}",
-                cordon_policies::render_text(&entries.join("; ")).text
+                "Warning: {}",
+                cordon_policies::render_text(&crate::runner::moved_aside_warning(entries)).text
             ),
             Note::NotSearched { dirs } => write!(
                 f,

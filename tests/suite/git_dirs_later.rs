@@ -1,0 +1,243 @@
+//! Git dirs a command reshapes across runs or past what one search holds: a git dir renamed
+//! away and made again under its name, a linked worktree's `modules/` made empty in one run and
+//! filled in the next, a new `modules/` wider than this process may hold descriptors for or
+//! deeper than its search, a FIFO where git reads `HEAD`. Each plants, then runs git outside
+//! the sandbox and looks for the marker, or looks at the disk.
+
+use std::process::Command;
+
+use super::code_runs_later::{Scene, git, head, repository, sandboxed};
+use super::util::*;
+
+macro_rules! require_mount_view {
+    () => {
+        require_sandbox!(1);
+        skip_unless!(features().mount_view, "this kernel refuses the mount view to the test user");
+    };
+}
+
+/// A git dir whose files are not bound read-only (an empty one a `.git` pointer names) can be
+/// renamed away by the command and a new one made under its name: the new one is cleaned as a
+/// repository the command created, though its path was known before the run.
+#[test]
+fn a_git_dir_renamed_away_and_made_again_under_its_name_is_cleaned() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        repository(ws);
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        let first = sandboxed(
+            user,
+            ws,
+            scene.home.path(),
+            "mkdir -p foo b.gitdir && printf 'gitdir: %s/b.gitdir\\n' \"$PWD\" > foo/.git && echo made",
+        );
+        assert!(first.stdout.contains("made"), "{user:?}: {}\n{}", first.stdout, first.stderr);
+        let plant = format!(
+            "mv b.gitdir b.old && mkdir b.gitdir && cd b.gitdir && git init -q --bare . && \
+             printf '[core]\\n\\tfsmonitor = \"touch {mark}; false\"\\n\\tbare = false\\n\\tworktree = ../foo\\n' >> config && \
+             echo planted",
+            mark = scene.mark.display()
+        );
+        let second = sandboxed(user, ws, scene.home.path(), &plant);
+        assert!(
+            second.stdout.contains("planted"),
+            "{user:?}: {}\n{}",
+            second.stdout,
+            second.stderr
+        );
+        assert!(second.stderr.contains("moved aside"), "{user:?}: {}", second.stderr);
+        // Outside, afterwards: the user's own git in the checkout that points there.
+        git(&ws.join("foo"), &["status"]);
+        assert!(!scene.mark.exists(), "{user:?}: a config made in a swapped git dir ran outside");
+    }
+}
+
+/// A linked worktree whose checkout lies outside the writable roots: a `modules/` made empty in
+/// its git dir in one run is read-only in the next, like the main git dir's, so neither a new
+/// submodule git dir nor a change to an existing one's config can be made there.
+#[test]
+fn a_linked_worktrees_modules_made_in_one_run_is_read_only_in_the_next() {
+    require_mount_view!();
+    for user in USERS {
+        for initialised in [false, true] {
+            let scene = Scene::for_user(user);
+            let ws = scene.ws.path();
+            let source = scene.outside.path().join("source");
+            repository(&source);
+            repository(ws);
+            std::fs::write(
+                ws.join(".gitmodules"),
+                format!("[submodule \"evil\"]\n\tpath = evil\n\turl = {}\n", source.display()),
+            )
+            .unwrap();
+            git(ws, &["add", ".gitmodules"]).assert_ok();
+            let entry = format!("160000,{},evil", head(&source));
+            git(ws, &["update-index", "--add", "--cacheinfo", &entry]).assert_ok();
+            git(ws, &["commit", "-qm", "submodule"]).assert_ok();
+            let checkout = scene.outside.path().join("wt");
+            git(ws, &["worktree", "add", "-q", checkout.to_str().unwrap()]).assert_ok();
+            let update = ["-c", "protocol.file.allow=always", "submodule", "update", "--init"];
+            if initialised {
+                git(&checkout, &update).assert_ok();
+            }
+            if user == User::Nobody {
+                chown_nobody(ws);
+                chown_nobody(scene.outside.path());
+            }
+            let case = format!("{user:?}, submodule initialised: {initialised}");
+            let first = sandboxed(
+                user,
+                ws,
+                scene.home.path(),
+                "mkdir -p .git/worktrees/wt/modules && echo made",
+            );
+            assert!(first.stdout.contains("made"), "{case}: {}\n{}", first.stdout, first.stderr);
+            let plant = if initialised {
+                format!(
+                    "printf '[core]\\n\\tfsmonitor = \"touch {mark}; false\"\\n' >> .git/worktrees/wt/modules/evil/config",
+                    mark = scene.mark.display()
+                )
+            } else {
+                format!(
+                    "git -c safe.directory='*' clone -q --bare {src} .git/worktrees/wt/modules/evil && \
+                     git --git-dir=.git/worktrees/wt/modules/evil config core.bare false && \
+                     printf '#!/bin/sh\\ntouch {mark}\\n' > .git/worktrees/wt/modules/evil/hooks/post-checkout && \
+                     chmod +x .git/worktrees/wt/modules/evil/hooks/post-checkout",
+                    src = source.display(),
+                    mark = scene.mark.display()
+                )
+            };
+            sandboxed(user, ws, scene.home.path(), &plant);
+            // Outside, afterwards: the user's own submodule update and status in that checkout.
+            git(&checkout, &update);
+            git(&checkout, &["status"]);
+            assert!(!scene.mark.exists(), "{case}: what was planted for the linked worktree ran");
+        }
+    }
+}
+
+/// `cordon exec` as `user` in `ws`, with a soft limit of open files of `soft` (hard 4096).
+fn exec_with_open_files(
+    user: User,
+    soft: u32,
+    ws: &std::path::Path,
+    home: &std::path::Path,
+    args: &[&str],
+) -> Run {
+    Command::new("prlimit")
+        .arg(format!("--nofile={soft}:4096"))
+        .arg("--")
+        .args(match user {
+            User::Root => Vec::new(),
+            User::Nobody => {
+                vec!["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+            }
+        })
+        .arg(cordon_for(user))
+        .args(["exec", "-a", "never", "-C", ws.to_str().unwrap()])
+        .args(args)
+        .env("HOME", home)
+        .env("CORDON_HOME", home.join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+        .into()
+}
+
+/// A workspace the command filled with repositories (a few hundred directories shaped like
+/// git dirs), each of which cordon watches during a run: every later run still starts, under
+/// a soft limit of open files below their number.
+#[test]
+fn a_workspace_of_many_repositories_still_runs_under_a_low_open_file_limit() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        for i in 0..300 {
+            let dir = ws.join(format!("r{i}"));
+            for sub in ["objects", "refs"] {
+                std::fs::create_dir_all(dir.join(sub)).unwrap();
+            }
+            std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        }
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        let run = exec_with_open_files(user, 256, ws, scene.home.path(), &["--", "echo", "ran"]);
+        assert_eq!(run.code, Some(0), "{user:?}: {}", run.stderr);
+        assert!(run.stdout.contains("ran"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+    }
+}
+
+/// A new `modules/` holding more directories than cordon may keep open at once: each is still
+/// searched, and the planted hooks moved aside, with the warning naming a few and counting the
+/// rest. And a chain of directories too deep to search, under a new linked worktree's
+/// `modules/`, is reported as not searched.
+#[test]
+fn a_wide_or_deep_new_modules_tree_is_searched_or_reported() {
+    require_mount_view!();
+    const WIDE: usize = 1500;
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        repository(ws);
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        // Each a git dir as far as git's HEAD goes, with a hook; and one whose HEAD is a FIFO
+        // (git would hang on it).
+        let plant = format!(
+            "cd .git && mkdir modules && cd modules && i=0 && while [ $i -lt {WIDE} ]; do \
+             mkdir -p m$i/hooks && echo 'ref: refs/heads/main' > m$i/HEAD && \
+             printf '#!/bin/sh\\ntouch {mark}\\n' > m$i/hooks/post-checkout && \
+             chmod +x m$i/hooks/post-checkout && i=$((i+1)); done && \
+             mkdir fifo && mkfifo fifo/HEAD && echo planted",
+            mark = scene.mark.display()
+        );
+        // Fewer descriptors than directories: the search must not hold one per directory.
+        let run =
+            exec_with_open_files(user, 512, ws, scene.home.path(), &["--", "sh", "-c", &plant]);
+        assert!(run.stdout.contains("planted"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        let left: Vec<String> = (0..WIDE)
+            .map(|i| ws.join(format!(".git/modules/m{i}/hooks/post-checkout")))
+            .filter(|hook| hook.exists())
+            .map(|hook| hook.display().to_string())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{user:?}: {} hooks left in place, e.g. {:?}",
+            left.len(),
+            left[0]
+        );
+        let head = std::fs::symlink_metadata(ws.join(".git/modules/fifo/HEAD"));
+        assert!(head.is_err(), "{user:?}: a FIFO where git reads HEAD was left in place");
+        assert!(run.stderr.contains("more"), "{user:?}: {}", run.stderr);
+        let longest = run.stderr.lines().map(str::len).max().unwrap_or(0);
+        assert!(longest < 8192, "{user:?}: a warning line of {longest} bytes");
+
+        // Deeper than the search goes, under a linked worktree's git dir the command made.
+        let deep = "mkdir -p .git/worktrees/x/modules && cd .git/worktrees/x/modules && \
+                    i=0 && while [ $i -lt 300 ]; do mkdir d && cd d && i=$((i+1)); done && echo planted";
+        let run = cordon_command(
+            user,
+            &["exec", "--json", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", deep],
+        )
+        .env("HOME", scene.home.path())
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .output()
+        .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        let not_searched = &report["attempts"][0]["not_searched"];
+        assert!(
+            not_searched.as_array().is_some_and(|dirs| dirs
+                .iter()
+                .any(|dir| dir.as_str().is_some_and(|d| d.contains("worktrees/x/modules")))),
+            "{user:?}: {report}"
+        );
+    }
+}
