@@ -87,6 +87,47 @@ pub fn git_config_may_run_code(text: &str) -> bool {
     false
 }
 
+/// Whether `after`, a config that replaced `before` (the same git dir's, read before a run),
+/// gained a line that may run code: each line of `after` not in `before` under the same
+/// section header is judged with [`git_config_may_run_code`], its header with it. Lines git
+/// itself adds while the user works (`git push -u`, `git remote add`, `git config user.email`)
+/// pass; a hook program, a pager, an include or any line this cannot read for certain does not.
+pub fn git_config_gained_code(before: &str, after: &str) -> bool {
+    let known = sectioned_lines(before);
+    let mut added = String::new();
+    for (header, line) in sectioned_lines(after) {
+        if known.contains(&(header, line)) {
+            continue;
+        }
+        if let Some(header) = header {
+            added.push_str(header);
+            added.push('\n');
+        }
+        added.push_str(line);
+        added.push('\n');
+    }
+    git_config_may_run_code(&added)
+}
+
+/// Each line of `text` that is not a header, blank or a comment, trimmed, with the trimmed
+/// header of its section (`None` before the first).
+fn sectioned_lines(text: &str) -> Vec<(Option<&str>, &str)> {
+    let mut header = None;
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if line.starts_with('[') {
+            header = Some(line);
+            continue;
+        }
+        lines.push((header, line));
+    }
+    lines
+}
+
 /// `section]` or `section "name"]`, nothing after it: the section (lowercase) and whether it
 /// has a name. `None` for any other form (`[section.name]`, a key after the bracket, escapes).
 fn parse_header(header: &str) -> Option<(String, bool)> {
@@ -113,6 +154,25 @@ fn parse_header(header: &str) -> Option<(String, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replaced_config_gains_code_only_with_a_line_that_may_run_it() {
+        let before = "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = ../o\n";
+        let upstream =
+            format!("{before}[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n");
+        assert!(!git_config_gained_code(before, before));
+        assert!(!git_config_gained_code(before, &upstream));
+        assert!(!git_config_gained_code(before, "[core]\n\tbare = false\n"));
+        for gained in [
+            "[core]\n\tbare = false\n\tfsmonitor = touch x\n[remote \"origin\"]\n\turl = ../o\n",
+            "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = ../o\n[include]\n\tpath = /x\n",
+            "fsmonitor = x\n[core]\n\tbare = false\n",
+            // The same line under another header is another key.
+            "[core]\n\tbare = false\n[alias]\n\turl = ../o\n",
+        ] {
+            assert!(git_config_gained_code(before, gained), "{gained}");
+        }
+    }
 
     #[test]
     fn what_init_and_clone_write_is_plain_data() {

@@ -130,7 +130,7 @@ pub(crate) fn plan(
         };
         unsearched.extend(repositories.unsearched);
         for git_dir in &repositories.bare {
-            for entry in git_dir_entries(git_dir) {
+            for entry in git_dir_entries(git_dir, &mut unsearched) {
                 pin_between(root, &entry, &mut pinned);
                 protected.push(entry);
             }
@@ -148,7 +148,7 @@ pub(crate) fn plan(
                     pin_between(root, &hooks, &mut pinned);
                     protected.push(hooks);
                 }
-                for entry in git_dir_entries(git_dir) {
+                for entry in git_dir_entries(git_dir, &mut unsearched) {
                     pin_between(root, &entry, &mut pinned);
                     protected.push(entry);
                 }

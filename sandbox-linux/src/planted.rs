@@ -28,9 +28,19 @@ type Identity = (u64, u64);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Check {
-    /// Planted when it appears. A name that existed is bound read-only in the sandbox, so a
-    /// change to it comes from outside (the user's own `git config`): never moved.
+    /// Planted when it appears; one that existed is never moved.
     Name,
+    /// A name the sandbox binds read-only where it exists: planted when it appears, or when it
+    /// was replaced during the run (another inode). A bind does not survive its name being
+    /// renamed over outside the sandbox — by another run moving aside what it planted, or by
+    /// the user's own git, which writes its files by renaming a new one over them — and the
+    /// command may then write the name anew.
+    Bound,
+    /// A git dir's `config`, bound as [`Check::Bound`], with its text before the run (`None`:
+    /// there was none, or it could not be read): replaced during the run, it is planted when it
+    /// gained a line that may run code ([`cordon_policies::git_config_gained_code`]), so the
+    /// lines git writes while the user works (`git push -u`) leave it in place.
+    Config(Option<String>),
     /// A rebase todo list, with the commands (`exec` lines) it held before the run (`None`:
     /// there was none): planted when it holds a command it did not hold, or cannot be read as
     /// git would read it (a link, a non-regular or oversized file).
@@ -96,18 +106,23 @@ impl Watch {
             // The caller's walk of the same roots (the git dirs it passes are those inside
             // them): a git dir found after the run and not among these is new.
             let anchor = open_dir(None, git_dir.as_os_str()).map(Arc::new);
-            watch.known.push((git_dir.clone(), anchor.as_deref().and_then(identity)));
+            let real = std::fs::canonicalize(git_dir).unwrap_or_else(|_| git_dir.clone());
+            watch.known.push((real, anchor.as_deref().and_then(identity)));
             let Some(anchor) = anchor else { continue };
             let mut add = |rel: &[&OsStr], check: Check| {
                 watch.add(&anchor, git_dir, rel, check);
             };
             for name in GIT_NAMES {
-                add(&[name.as_ref()], Check::Name);
+                let check = match name {
+                    "config" => Check::Config(config_text(&git_dir.join(name)).ok().flatten()),
+                    _ => Check::Bound,
+                };
+                add(&[name.as_ref()], check);
             }
             let existing = linked_worktrees(git_dir);
             for worktree in &existing {
                 for name in ["commondir", "config.worktree"] {
-                    add(&["worktrees".as_ref(), worktree, name.as_ref()], Check::Name);
+                    add(&["worktrees".as_ref(), worktree, name.as_ref()], Check::Bound);
                 }
             }
             // The state of a paused rebase, cherry-pick or revert, in the git dir and in each
@@ -211,8 +226,18 @@ impl Watch {
             let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
             let walk = crate::repositories::RepositoryWalk::of(&roots);
             unsearched.extend(walk.unsearched());
-            for git_dir in walk.git_dirs() {
-                let Some(dir) = self.open_inside_root(&git_dir) else { continue };
+            for named in walk.git_dirs() {
+                // Where it really is: a `.git` pointer may name it through a link, `..` or
+                // /proc/self/cwd, and the place is what the command could have written.
+                let Ok(git_dir) = std::fs::canonicalize(&named) else { continue };
+                if !roots.iter().any(|root| git_dir.starts_with(root)) {
+                    continue;
+                }
+                let Some(dir) = self.open_inside_root(&git_dir) else {
+                    // Inside a root but not reachable without a link: not looked at.
+                    unsearched.push(git_dir);
+                    continue;
+                };
                 if self.was_known(&git_dir, &dir) {
                     continue;
                 }
@@ -239,17 +264,18 @@ impl Watch {
         AfterRun { planted, unsearched }
     }
 
-    /// Whether the git dir `dir` (opened, at `path`) existed before the run: the same
-    /// directory, wherever the command moved it (its watched names are looked at through the
-    /// descriptor opened then). Another directory under a known name is new: the command can
-    /// rename away a git dir whose files are not bound read-only (one still empty) and make
-    /// its own in its place. By name only for one that could not be opened before.
+    /// Whether the git dir `dir` (opened, at its real place `path`) existed there before the
+    /// run: the same directory under the same name. Another directory under a known name is
+    /// new: the command can rename away a git dir whose files are not bound read-only (one
+    /// still empty) and make its own in its place. So is a known one moved elsewhere: only one
+    /// with nothing bound in it can be moved, and at its new place (a new checkout's `.git`)
+    /// whatever it holds was put there by the command. By name only for one that could not be
+    /// opened before.
     fn was_known(&self, path: &Path, dir: &OwnedFd) -> bool {
         let now = identity(dir);
-        self.known.iter().any(|(known, before)| match before {
-            Some(before) => now == Some(*before),
-            None => known == path,
-        })
+        self.known
+            .iter()
+            .any(|(known, before)| known == path && before.is_none_or(|before| now == Some(before)))
     }
 
     /// `path`, a directory inside one of the roots, opened one component at a time from the
@@ -280,8 +306,15 @@ impl Watched {
             let now = stamp_of(&st);
             let changed = before.is_none_or(|before| before != now);
             if i == last {
+                let replaced = before.is_some_and(|before| before.0 != now.0);
                 let planted = match &self.check {
                     Check::Name => before.is_none(),
+                    Check::Bound => before.is_none() || replaced,
+                    // Changed at all (its inode reused, or written in place from outside):
+                    // judged by what it gained.
+                    Check::Config(text) => {
+                        before.is_none() || (changed && config_gained_code(text, &dir, name))
+                    }
                     Check::Commands(before) => match exec_commands(&path) {
                         Err(()) => true,
                         Ok(None) => false,
@@ -338,6 +371,39 @@ fn worktrees_in(worktrees: &OwnedFd) -> Vec<OsString> {
         .map(|(name, _)| name)
         .collect()
 }
+
+/// The text of the config at `path` (`Ok(None)`: there is none); `Err` when it is there but
+/// not as a small regular file, which git would still read.
+fn config_text(path: &Path) -> Result<Option<String>, ()> {
+    let text = cordon_policies::read_start_file(path, MAX_CONFIG.unsigned_abs()).map_err(|_| ())?;
+    Ok(text.map(|text| String::from_utf8_lossy(&text).into_owned()))
+}
+
+/// Whether the config `name` in `dir` gained, over `before`, a line that may run code; one that
+/// is there but cannot be read as a small regular file counts. Read through the directory
+/// opened, never by path again.
+fn config_gained_code(before: &Option<String>, dir: &OwnedFd, name: &OsStr) -> bool {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let fd = match nix::fcntl::openat(dir, name, flags, nix::sys::stat::Mode::empty()) {
+        Ok(fd) => fd,
+        Err(nix::errno::Errno::ENOENT) => return false,
+        Err(_) => return true,
+    };
+    let Ok(st) = nix::sys::stat::fstat(&fd) else { return true };
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_CONFIG {
+        return true;
+    }
+    let mut now = Vec::new();
+    if std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut now).is_err() {
+        return true;
+    }
+    let before = before.as_deref().unwrap_or_default();
+    cordon_policies::git_config_gained_code(before, &String::from_utf8_lossy(&now))
+}
+
+/// The largest config read.
+const MAX_CONFIG: i64 = 1024 * 1024;
 
 /// `prefix`, then `names`: the components from a git dir to one of its files.
 fn joined<'a>(prefix: &[&'a OsStr], names: &[&'static str]) -> Vec<&'a OsStr> {

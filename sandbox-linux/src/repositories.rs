@@ -327,13 +327,21 @@ impl RepositoryWalk {
 /// its config files, hooks, `commondir`/`gitdir`, submodule git dirs (`modules/`) and those of
 /// its linked worktrees — a linked worktree's own `modules/` too, whose checkout may lie where
 /// no walk finds it (outside the roots), and whose submodule git dirs git reuses there.
-pub fn git_dir_entries(git_dir: &Path) -> Vec<PathBuf> {
+///
+/// A `worktrees/` with more linked worktrees than [`MAX_WORKTREES`] goes to `unsearched`: those
+/// past it are not bound, and their names stay writable.
+pub fn git_dir_entries(git_dir: &Path, unsearched: &mut Vec<PathBuf>) -> Vec<PathBuf> {
     let mut entries: Vec<PathBuf> =
         ["config", "config.worktree", "hooks", "commondir", "gitdir", "modules"]
             .iter()
             .map(|name| git_dir.join(name))
             .collect();
-    for worktree in subdirectories(&git_dir.join("worktrees")) {
+    let worktrees = git_dir.join("worktrees");
+    let linked = subdirectories(&worktrees, MAX_WORKTREES);
+    if linked.len() > MAX_WORKTREES {
+        unsearched.push(worktrees);
+    }
+    for worktree in linked.into_iter().take(MAX_WORKTREES) {
         entries.extend(
             ["commondir", "gitdir", "config.worktree", "config", "modules"]
                 .iter()
@@ -344,14 +352,17 @@ pub fn git_dir_entries(git_dir: &Path) -> Vec<PathBuf> {
     entries
 }
 
-/// The directories in `dir` (not links to them), at most [`MAX_REPOSITORIES`].
-pub(crate) fn subdirectories(dir: &Path) -> Vec<PathBuf> {
+/// How many linked worktrees of one git dir have their names bound read-only.
+const MAX_WORKTREES: usize = 20_000;
+
+/// The directories in `dir` (not links to them), at most `limit` + 1 (more than `limit`: cut).
+fn subdirectories(dir: &Path, limit: usize) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .take(MAX_REPOSITORIES)
+        .take(limit.saturating_add(1))
         .collect()
 }
 

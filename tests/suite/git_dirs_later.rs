@@ -241,3 +241,152 @@ fn a_wide_or_deep_new_modules_tree_is_searched_or_reported() {
         );
     }
 }
+
+/// A known git dir with nothing bound in it, moved by the command to be a new checkout's
+/// `.git`, or a new checkout whose `.git` names a git dir through a link or a path that
+/// leaves the workspace and comes back: what the command planted there is cleaned as in any
+/// repository it created.
+#[test]
+fn a_git_dir_moved_or_named_the_long_way_round_is_cleaned() {
+    require_mount_view!();
+    for user in USERS {
+        let variants = [
+            (
+                "mkdir -p parked/objects parked/refs && echo 'ref: refs/heads/main' > parked/HEAD",
+                "mkdir X && mv parked X/.git && cd X/.git && mkdir -p modules/sub/hooks && \
+                 echo 'ref: refs/heads/main' > modules/sub/HEAD && \
+                 printf '#!/bin/sh\\ntouch x\\n' > modules/sub/hooks/post-checkout && \
+                 chmod +x modules/sub/hooks/post-checkout",
+            ),
+            (
+                "true",
+                "mkdir -p .git/evil/objects .git/evil/refs && echo 'ref: refs/heads/main' > .git/evil/HEAD && \
+                 ln -s .git/evil lnk && mkdir X && echo 'gitdir: ../lnk' > X/.git && cd .git/evil",
+            ),
+            (
+                "true",
+                "mkdir -p .git/evil/objects .git/evil/refs && echo 'ref: refs/heads/main' > .git/evil/HEAD && \
+                 mkdir X && printf 'gitdir: %s/../%s/.git/evil\\n' \"$PWD\" \"${PWD##*/}\" > X/.git && cd .git/evil",
+            ),
+        ];
+        for (first, second) in variants {
+            let scene = Scene::for_user(user);
+            let ws = scene.ws.path();
+            repository(ws);
+            if user == User::Nobody {
+                chown_nobody(ws);
+            }
+            let run = sandboxed(user, ws, scene.home.path(), &format!("{first} && echo made"));
+            assert!(run.stdout.contains("made"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+            let plant = format!(
+                "{second} && printf '[core]\\n\\tfsmonitor = \"touch {mark}; false\"\\n\\tbare = false\\n' > config && \
+                 echo planted",
+                mark = scene.mark.display()
+            );
+            let run = sandboxed(user, ws, scene.home.path(), &plant);
+            let case = format!("{user:?}: {second}");
+            assert!(run.stdout.contains("planted"), "{case}: {}\n{}", run.stdout, run.stderr);
+            git(&ws.join("X"), &["status"]);
+            assert!(!scene.mark.exists(), "{case}: a config planted there ran outside");
+            let hook = ws.join("X/.git/modules/sub/hooks/post-checkout");
+            assert!(!hook.exists(), "{case}: a submodule's hook was left in the moved git dir");
+        }
+    }
+}
+
+/// Two runs in one workspace at once: the first moves aside the config it planted in a new
+/// repository, which drops the second run's read-only bind on it; what the second then writes
+/// there is judged by what the config gained, and moved aside.
+#[test]
+fn a_config_rewritten_after_another_run_dropped_its_bind_is_moved_aside() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        repository(ws);
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        let first = sandboxed_child(
+            user,
+            ws,
+            scene.home.path(),
+            "git init -q N && git -C N config core.editor vi && sleep 3",
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let second = sandboxed_child(
+            user,
+            ws,
+            scene.home.path(),
+            &format!(
+                "sleep 4; git -C N config core.fsmonitor 'touch {}; false'; echo second=$?",
+                scene.mark.display()
+            ),
+        );
+        let first: Run = first.wait_with_output().unwrap().into();
+        let second: Run = second.wait_with_output().unwrap().into();
+        assert!(first.stderr.contains("moved aside"), "{user:?}: {}", first.stderr);
+        git(&ws.join("N"), &["status"]);
+        assert!(
+            !scene.mark.exists(),
+            "{user:?}: the second run's config ran outside: {}\n{}",
+            second.stdout,
+            second.stderr
+        );
+    }
+}
+
+/// [`sandboxed`], started and not waited for.
+fn sandboxed_child(
+    user: User,
+    ws: &std::path::Path,
+    home: &std::path::Path,
+    script: &str,
+) -> std::process::Child {
+    cordon_command(
+        user,
+        &["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", script],
+    )
+    .env("HOME", home)
+    .env("CORDON_HOME", home.join(".cordon"))
+    .env("GIT_CONFIG_NOSYSTEM", "1")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap()
+}
+
+/// A git dir with thousands of directories in `worktrees/`: a real linked worktree among them,
+/// whose checkout lies outside the workspace, keeps its `commondir` read-only.
+#[test]
+fn a_linked_worktree_among_thousands_keeps_its_redirection_read_only() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        repository(ws);
+        let checkout = scene.outside.path().join("wt-zz");
+        git(ws, &["worktree", "add", "-q", checkout.to_str().unwrap()]).assert_ok();
+        if user == User::Nobody {
+            chown_nobody(ws);
+            chown_nobody(scene.outside.path());
+        }
+        let first = sandboxed(
+            user,
+            ws,
+            scene.home.path(),
+            "cd .git/worktrees && i=0 && while [ $i -lt 3000 ]; do mkdir d$i; i=$((i+1)); done && echo made",
+        );
+        assert!(first.stdout.contains("made"), "{user:?}: {}\n{}", first.stdout, first.stderr);
+        let plant = format!(
+            "mkdir -p .git/evilc && cp -a .git/objects .git/refs .git/HEAD .git/evilc/ && \
+             printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {mark}; false\"\\n' > .git/evilc/config; \
+             echo ../../evilc > .git/worktrees/wt-zz/commondir; echo wrote=$?",
+            mark = scene.mark.display()
+        );
+        let run = sandboxed(user, ws, scene.home.path(), &plant);
+        assert!(!run.stdout.contains("wrote=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        git(&checkout, &["status"]);
+        assert!(!scene.mark.exists(), "{user:?}: the linked worktree's redirection was rewritten");
+    }
+}
