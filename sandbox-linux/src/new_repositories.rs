@@ -65,24 +65,30 @@ pub(crate) fn planted(dir: &OwnedFd, path: &Path) -> Vec<Planted> {
 /// Whether `name` in `dir` is a config that may run code: anything but a small regular file
 /// of the keys `git init`/`git clone` write.
 fn config_runs_code(dir: &OwnedFd, name: &OsStr) -> bool {
+    match config_at(dir, name) {
+        Ok(Some(text)) => cordon_policies::git_config_may_run_code(&text),
+        Ok(None) => false,
+        Err(()) => true,
+    }
+}
+
+/// The config `name` in `dir`, read through the directory (never by path): `Ok(None)` when
+/// there is none, `Err` when it is there but not a small regular file of text, which git
+/// would read all the same.
+pub(crate) fn config_at(dir: &OwnedFd, name: &OsStr) -> Result<Option<String>, ()> {
     let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
     let fd = match nix::fcntl::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => fd,
-        Err(nix::errno::Errno::ENOENT) => return false,
-        Err(_) => return true,
+        Err(nix::errno::Errno::ENOENT) => return Ok(None),
+        Err(_) => return Err(()),
     };
-    let Ok(st) = nix::sys::stat::fstat(&fd) else { return true };
+    let st = nix::sys::stat::fstat(&fd).map_err(|_| ())?;
     if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_CONFIG {
-        return true;
+        return Err(());
     }
     let mut text = Vec::new();
-    if std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut text).is_err() {
-        return true;
-    }
-    match std::str::from_utf8(&text) {
-        Ok(text) => cordon_policies::git_config_may_run_code(text),
-        Err(_) => true,
-    }
+    std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut text).map_err(|_| ())?;
+    String::from_utf8(text).map(Some).map_err(|_| ())
 }
 
 /// The entries of a hooks directory that git would run: everything but `*.sample`. Listed

@@ -114,7 +114,11 @@ impl Watch {
             };
             for name in GIT_NAMES {
                 let check = match name {
-                    "config" => Check::Config(config_text(&git_dir.join(name)).ok().flatten()),
+                    "config" => Check::Config(
+                        crate::new_repositories::config_at(&anchor, OsStr::new(name))
+                            .ok()
+                            .flatten(),
+                    ),
                     _ => Check::Bound,
                 };
                 add(&[name.as_ref()], check);
@@ -372,38 +376,17 @@ fn worktrees_in(worktrees: &OwnedFd) -> Vec<OsString> {
         .collect()
 }
 
-/// The text of the config at `path` (`Ok(None)`: there is none); `Err` when it is there but
-/// not as a small regular file, which git would still read.
-fn config_text(path: &Path) -> Result<Option<String>, ()> {
-    let text = cordon_policies::read_start_file(path, MAX_CONFIG.unsigned_abs()).map_err(|_| ())?;
-    Ok(text.map(|text| String::from_utf8_lossy(&text).into_owned()))
-}
-
 /// Whether the config `name` in `dir` gained, over `before`, a line that may run code; one that
-/// is there but cannot be read as a small regular file counts. Read through the directory
-/// opened, never by path again.
+/// is there but cannot be read as a small regular file of text counts.
 fn config_gained_code(before: &Option<String>, dir: &OwnedFd, name: &OsStr) -> bool {
-    use nix::fcntl::OFlag;
-    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    let fd = match nix::fcntl::openat(dir, name, flags, nix::sys::stat::Mode::empty()) {
-        Ok(fd) => fd,
-        Err(nix::errno::Errno::ENOENT) => return false,
-        Err(_) => return true,
-    };
-    let Ok(st) = nix::sys::stat::fstat(&fd) else { return true };
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_CONFIG {
-        return true;
+    match crate::new_repositories::config_at(dir, name) {
+        Ok(Some(now)) => {
+            cordon_policies::git_config_gained_code(before.as_deref().unwrap_or_default(), &now)
+        }
+        Ok(None) => false,
+        Err(()) => true,
     }
-    let mut now = Vec::new();
-    if std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut now).is_err() {
-        return true;
-    }
-    let before = before.as_deref().unwrap_or_default();
-    cordon_policies::git_config_gained_code(before, &String::from_utf8_lossy(&now))
 }
-
-/// The largest config read.
-const MAX_CONFIG: i64 = 1024 * 1024;
 
 /// `prefix`, then `names`: the components from a git dir to one of its files.
 fn joined<'a>(prefix: &[&'a OsStr], names: &[&'static str]) -> Vec<&'a OsStr> {

@@ -66,16 +66,20 @@ impl Scene {
 
 /// `cordon exec -a never -C ws -- sh -c SCRIPT` as `user`, with `home` as HOME.
 pub(super) fn sandboxed(user: User, ws: &Path, home: &Path, script: &str) -> Run {
-    cordon_command(
+    sandboxed_command(user, ws, home, script).output().unwrap().into()
+}
+
+/// The command [`sandboxed`] runs.
+pub(super) fn sandboxed_command(user: User, ws: &Path, home: &Path, script: &str) -> Command {
+    let mut command = cordon_command(
         user,
         &["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", script],
-    )
-    .env("HOME", home)
-    .env("CORDON_HOME", home.join(".cordon"))
-    .env("GIT_CONFIG_NOSYSTEM", "1")
-    .output()
-    .unwrap()
-    .into()
+    );
+    command
+        .env("HOME", home)
+        .env("CORDON_HOME", home.join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    command
 }
 
 /// A nested repository's config and hooks are as read-only as the root's, as root and as an
@@ -587,20 +591,7 @@ fn a_linked_worktrees_new_modules_are_cleaned_when_its_checkout_is_elsewhere() {
     for user in USERS {
         let scene = Scene::for_user(user);
         let ws = scene.ws.path();
-        let source = scene.outside.path().join("source");
-        repository(&source);
-        repository(ws);
-        std::fs::write(
-            ws.join(".gitmodules"),
-            format!("[submodule \"evil\"]\n\tpath = evil\n\turl = {}\n", source.display()),
-        )
-        .unwrap();
-        git(ws, &["add", ".gitmodules"]).assert_ok();
-        let entry = format!("160000,{},evil", head(&source));
-        git(ws, &["update-index", "--add", "--cacheinfo", &entry]).assert_ok();
-        git(ws, &["commit", "-qm", "submodule"]).assert_ok();
-        let checkout = scene.outside.path().join("wt");
-        git(ws, &["worktree", "add", "-q", checkout.to_str().unwrap()]).assert_ok();
+        let (source, checkout) = with_submodule_and_outside_worktree(&scene);
         if user == User::Nobody {
             chown_nobody(ws);
             chown_nobody(scene.outside.path());
@@ -621,6 +612,29 @@ fn a_linked_worktrees_new_modules_are_cleaned_when_its_checkout_is_elsewhere() {
         );
         assert!(!scene.mark.exists(), "{user:?}: a hook planted for the linked worktree ran");
     }
+}
+
+/// The scene's workspace as a repository with a submodule `evil` (from `source`, outside, not
+/// checked out) and a linked worktree `wt` whose checkout lies outside; returns both paths.
+pub(super) fn with_submodule_and_outside_worktree(
+    scene: &Scene,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let ws = scene.ws.path();
+    let source = scene.outside.path().join("source");
+    repository(&source);
+    repository(ws);
+    std::fs::write(
+        ws.join(".gitmodules"),
+        format!("[submodule \"evil\"]\n\tpath = evil\n\turl = {}\n", source.display()),
+    )
+    .unwrap();
+    git(ws, &["add", ".gitmodules"]).assert_ok();
+    let entry = format!("160000,{},evil", head(&source));
+    git(ws, &["update-index", "--add", "--cacheinfo", &entry]).assert_ok();
+    git(ws, &["commit", "-qm", "submodule"]).assert_ok();
+    let checkout = scene.outside.path().join("wt");
+    git(ws, &["worktree", "add", "-q", checkout.to_str().unwrap()]).assert_ok();
+    (source, checkout)
 }
 
 /// The commit `dir`'s HEAD names.

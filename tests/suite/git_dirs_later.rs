@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use super::code_runs_later::{Scene, git, head, repository, sandboxed};
+use super::code_runs_later::{
+    Scene, git, repository, sandboxed, sandboxed_command, with_submodule_and_outside_worktree,
+};
 use super::util::*;
 
 macro_rules! require_mount_view {
@@ -16,6 +18,16 @@ macro_rules! require_mount_view {
     };
 }
 
+/// A scene whose workspace is a repository with one commit, `user`'s.
+fn repository_scene(user: User) -> Scene {
+    let scene = Scene::for_user(user);
+    repository(scene.ws.path());
+    if user == User::Nobody {
+        chown_nobody(scene.ws.path());
+    }
+    scene
+}
+
 /// A git dir whose files are not bound read-only (an empty one a `.git` pointer names) can be
 /// renamed away by the command and a new one made under its name: the new one is cleaned as a
 /// repository the command created, though its path was known before the run.
@@ -23,12 +35,8 @@ macro_rules! require_mount_view {
 fn a_git_dir_renamed_away_and_made_again_under_its_name_is_cleaned() {
     require_mount_view!();
     for user in USERS {
-        let scene = Scene::for_user(user);
+        let scene = repository_scene(user);
         let ws = scene.ws.path();
-        repository(ws);
-        if user == User::Nobody {
-            chown_nobody(ws);
-        }
         let first = sandboxed(
             user,
             ws,
@@ -66,20 +74,7 @@ fn a_linked_worktrees_modules_made_in_one_run_is_read_only_in_the_next() {
         for initialised in [false, true] {
             let scene = Scene::for_user(user);
             let ws = scene.ws.path();
-            let source = scene.outside.path().join("source");
-            repository(&source);
-            repository(ws);
-            std::fs::write(
-                ws.join(".gitmodules"),
-                format!("[submodule \"evil\"]\n\tpath = evil\n\turl = {}\n", source.display()),
-            )
-            .unwrap();
-            git(ws, &["add", ".gitmodules"]).assert_ok();
-            let entry = format!("160000,{},evil", head(&source));
-            git(ws, &["update-index", "--add", "--cacheinfo", &entry]).assert_ok();
-            git(ws, &["commit", "-qm", "submodule"]).assert_ok();
-            let checkout = scene.outside.path().join("wt");
-            git(ws, &["worktree", "add", "-q", checkout.to_str().unwrap()]).assert_ok();
+            let (source, checkout) = with_submodule_and_outside_worktree(&scene);
             let update = ["-c", "protocol.file.allow=always", "submodule", "update", "--init"];
             if initialised {
                 git(&checkout, &update).assert_ok();
@@ -183,12 +178,8 @@ fn a_wide_or_deep_new_modules_tree_is_searched_or_reported() {
     require_mount_view!();
     const WIDE: usize = 1500;
     for user in USERS {
-        let scene = Scene::for_user(user);
+        let scene = repository_scene(user);
         let ws = scene.ws.path();
-        repository(ws);
-        if user == User::Nobody {
-            chown_nobody(ws);
-        }
         // Each a git dir as far as git's HEAD goes, with a hook; and one whose HEAD is a FIFO
         // (git would hang on it).
         let plant = format!(
@@ -270,12 +261,8 @@ fn a_git_dir_moved_or_named_the_long_way_round_is_cleaned() {
             ),
         ];
         for (first, second) in variants {
-            let scene = Scene::for_user(user);
+            let scene = repository_scene(user);
             let ws = scene.ws.path();
-            repository(ws);
-            if user == User::Nobody {
-                chown_nobody(ws);
-            }
             let run = sandboxed(user, ws, scene.home.path(), &format!("{first} && echo made"));
             assert!(run.stdout.contains("made"), "{user:?}: {}\n{}", run.stdout, run.stderr);
             let plant = format!(
@@ -301,12 +288,8 @@ fn a_git_dir_moved_or_named_the_long_way_round_is_cleaned() {
 fn a_config_rewritten_after_another_run_dropped_its_bind_is_moved_aside() {
     require_mount_view!();
     for user in USERS {
-        let scene = Scene::for_user(user);
+        let scene = repository_scene(user);
         let ws = scene.ws.path();
-        repository(ws);
-        if user == User::Nobody {
-            chown_nobody(ws);
-        }
         let first = sandboxed_child(
             user,
             ws,
@@ -343,17 +326,11 @@ fn sandboxed_child(
     home: &std::path::Path,
     script: &str,
 ) -> std::process::Child {
-    cordon_command(
-        user,
-        &["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", script],
-    )
-    .env("HOME", home)
-    .env("CORDON_HOME", home.join(".cordon"))
-    .env("GIT_CONFIG_NOSYSTEM", "1")
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap()
+    sandboxed_command(user, ws, home, script)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// A git dir with thousands of directories in `worktrees/`: a real linked worktree among them,
