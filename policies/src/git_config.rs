@@ -99,7 +99,9 @@ pub fn git_config_gained_code(before: &str, after: &str) -> bool {
         if known.contains(&(header, line)) {
             continue;
         }
-        if let Some(header) = header {
+        // A header is judged as a line of its own too: git takes a key on a header's line
+        // (`[core] fsmonitor = …`), which the header's parser refuses.
+        if let Some(header) = header.filter(|header| *header != line) {
             added.push_str(header);
             added.push('\n');
         }
@@ -109,8 +111,8 @@ pub fn git_config_gained_code(before: &str, after: &str) -> bool {
     git_config_may_run_code(&added)
 }
 
-/// Each line of `text` that is not a header, blank or a comment, trimmed, with the trimmed
-/// header of its section (`None` before the first).
+/// Each line of `text` that is not blank or a comment, trimmed, with the trimmed header of its
+/// section (`None` before the first); a header is listed under itself.
 fn sectioned_lines(text: &str) -> Vec<(Option<&str>, &str)> {
     let mut header = None;
     let mut lines = Vec::new();
@@ -121,7 +123,6 @@ fn sectioned_lines(text: &str) -> Vec<(Option<&str>, &str)> {
         }
         if line.starts_with('[') {
             header = Some(line);
-            continue;
         }
         lines.push((header, line));
     }
@@ -169,6 +170,10 @@ mod tests {
             "fsmonitor = x\n[core]\n\tbare = false\n",
             // The same line under another header is another key.
             "[core]\n\tbare = false\n[alias]\n\turl = ../o\n",
+            // A key on a header's line, last or before another header.
+            "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = ../o\n[core] fsmonitor = x\n",
+            "[core] fsmonitor = x\n[core]\n\tbare = false\n[remote \"origin\"]\n\turl = ../o\n",
+            "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = ../o\n[include] path = /x\n",
         ] {
             assert!(git_config_gained_code(before, gained), "{gained}");
         }

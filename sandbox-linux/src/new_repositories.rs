@@ -1,8 +1,9 @@
 //! A repository a sandboxed command created (`git init`, `git clone`, a copied `.git`): git,
 //! run later outside the sandbox in that directory, obeys its `config` and runs its hooks. What
 //! `git init` and `git clone` write stays; a config with anything else, a hook that is not one
-//! of git's inert samples, a redirection (`commondir`, `config.worktree`) and a FIFO, socket or
-//! device among its files are moved aside.
+//! of git's inert samples, a redirection (`commondir`, `config.worktree`), a paused rebase or
+//! cherry-pick, a config with a second name and a FIFO, socket or device among its files are
+//! moved aside.
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
@@ -23,7 +24,9 @@ pub(crate) fn planted(dir: &OwnedFd, path: &Path) -> Vec<Planted> {
     if config_runs_code(dir, config) {
         planted.push(move_away(dir, config, &path.join("config")));
     }
-    for name in ["commondir", "config.worktree"] {
+    // Redirections, and a paused rebase, cherry-pick or revert (its todo's `exec` lines run at
+    // the user's `git rebase --continue`): git init and clone make none of them.
+    for name in ["commondir", "config.worktree", "rebase-merge", "rebase-apply", "sequencer"] {
         let name = OsStr::new(name);
         if nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
             planted.push(move_away(dir, name, &path.join(name)));
@@ -73,8 +76,8 @@ fn config_runs_code(dir: &OwnedFd, name: &OsStr) -> bool {
 }
 
 /// The config `name` in `dir`, read through the directory (never by path): `Ok(None)` when
-/// there is none, `Err` when it is there but not a small regular file of text, which git
-/// would read all the same.
+/// there is none, `Err` when it is there but not a small regular file of text with no other
+/// name, which git would read all the same.
 pub(crate) fn config_at(dir: &OwnedFd, name: &OsStr) -> Result<Option<String>, ()> {
     let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
     let fd = match nix::fcntl::openat(dir, name, flags, Mode::empty()) {
@@ -83,7 +86,9 @@ pub(crate) fn config_at(dir: &OwnedFd, name: &OsStr) -> Result<Option<String>, (
         Err(_) => return Err(()),
     };
     let st = nix::sys::stat::fstat(&fd).map_err(|_| ())?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_CONFIG {
+    // A second name for it (a hard link elsewhere in a writable root) stays writable where
+    // the sandbox binds this one read-only.
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > MAX_CONFIG || st.st_nlink > 1 {
         return Err(());
     }
     let mut text = Vec::new();

@@ -31,15 +31,16 @@ enum Check {
     /// Planted when it appears; one that existed is never moved.
     Name,
     /// A name the sandbox binds read-only where it exists: planted when it appears, or when it
-    /// was replaced during the run (another inode). A bind does not survive its name being
-    /// renamed over outside the sandbox — by another run moving aside what it planted, or by
-    /// the user's own git, which writes its files by renaming a new one over them — and the
-    /// command may then write the name anew.
+    /// was replaced during the run (another inode; a file changed at all). A bind does not
+    /// survive its name being renamed over outside the sandbox — by another run moving aside
+    /// what it planted, or by the user's own git, which writes its files by renaming a new one
+    /// over them — and the command may then write the name anew.
     Bound,
     /// A git dir's `config`, bound as [`Check::Bound`], with its text before the run (`None`:
-    /// there was none, or it could not be read): replaced during the run, it is planted when it
-    /// gained a line that may run code ([`cordon_policies::git_config_gained_code`]), so the
-    /// lines git writes while the user works (`git push -u`) leave it in place.
+    /// there was none, or it could not be read): changed during the run, it is planted when it
+    /// gained a line that may run code ([`cordon_policies::git_config_gained_code`]) or has a
+    /// second name (a hard link, which would stay writable where the bind covers this one), so
+    /// the lines git writes while the user works (`git push -u`) leave it in place.
     Config(Option<String>),
     /// A rebase todo list, with the commands (`exec` lines) it held before the run (`None`:
     /// there was none): planted when it holds a command it did not hold, or cannot be read as
@@ -311,9 +312,13 @@ impl Watched {
             let changed = before.is_none_or(|before| before != now);
             if i == last {
                 let replaced = before.is_some_and(|before| before.0 != now.0);
+                let file = st.st_mode & libc::S_IFMT == libc::S_IFREG;
                 let planted = match &self.check {
                     Check::Name => before.is_none(),
-                    Check::Bound => before.is_none() || replaced,
+                    // A file written in place (its change time: a write, or a second name
+                    // given to it, which would stay writable where the bind covers this one)
+                    // when no bind kept it, too.
+                    Check::Bound => before.is_none() || if file { changed } else { replaced },
                     // Changed at all (its inode reused, or written in place from outside):
                     // judged by what it gained.
                     Check::Config(text) => {

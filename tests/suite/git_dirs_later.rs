@@ -287,35 +287,40 @@ fn a_git_dir_moved_or_named_the_long_way_round_is_cleaned() {
 #[test]
 fn a_config_rewritten_after_another_run_dropped_its_bind_is_moved_aside() {
     require_mount_view!();
+    // What the second run writes: git's own form, and a key on a header's line.
+    let writes = [
+        "git -C N config core.fsmonitor 'touch MARK; false'",
+        "printf '[core] fsmonitor = \"touch MARK; false\"\\n' >> N/.git/config",
+    ];
     for user in USERS {
-        let scene = repository_scene(user);
-        let ws = scene.ws.path();
-        let first = sandboxed_child(
-            user,
-            ws,
-            scene.home.path(),
-            "git init -q N && git -C N config core.editor vi && sleep 3",
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        let second = sandboxed_child(
-            user,
-            ws,
-            scene.home.path(),
-            &format!(
-                "sleep 4; git -C N config core.fsmonitor 'touch {}; false'; echo second=$?",
-                scene.mark.display()
-            ),
-        );
-        let first: Run = first.wait_with_output().unwrap().into();
-        let second: Run = second.wait_with_output().unwrap().into();
-        assert!(first.stderr.contains("moved aside"), "{user:?}: {}", first.stderr);
-        git(&ws.join("N"), &["status"]);
-        assert!(
-            !scene.mark.exists(),
-            "{user:?}: the second run's config ran outside: {}\n{}",
-            second.stdout,
-            second.stderr
-        );
+        for write in writes {
+            let scene = repository_scene(user);
+            let ws = scene.ws.path();
+            let first = sandboxed_child(
+                user,
+                ws,
+                scene.home.path(),
+                "git init -q N && git -C N config core.editor vi && sleep 3",
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            let write = write.replace("MARK", &scene.mark.display().to_string());
+            let second = sandboxed_child(
+                user,
+                ws,
+                scene.home.path(),
+                &format!("sleep 4; {write}; echo second=$?"),
+            );
+            let first: Run = first.wait_with_output().unwrap().into();
+            let second: Run = second.wait_with_output().unwrap().into();
+            assert!(first.stderr.contains("moved aside"), "{user:?}: {}", first.stderr);
+            git(&ws.join("N"), &["status"]);
+            assert!(
+                !scene.mark.exists(),
+                "{user:?} {write}: the second run's config ran outside: {}\n{}",
+                second.stdout,
+                second.stderr
+            );
+        }
     }
 }
 
@@ -365,5 +370,51 @@ fn a_linked_worktree_among_thousands_keeps_its_redirection_read_only() {
         assert!(!run.stdout.contains("wrote=0"), "{user:?}: {}\n{}", run.stdout, run.stderr);
         git(&checkout, &["status"]);
         assert!(!scene.mark.exists(), "{user:?}: the linked worktree's redirection was rewritten");
+    }
+}
+
+/// A repository the command creates with a second name for its config (a hard link elsewhere
+/// in the workspace, writable where the bind covers only the first in later runs), or left in
+/// a paused rebase whose todo runs a command at the user's `git rebase --continue`: both are
+/// moved aside after the run.
+#[test]
+fn a_new_repositorys_aliased_config_and_paused_rebase_are_moved_aside() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path();
+        let run = sandboxed(
+            user,
+            ws,
+            scene.home.path(),
+            "git init -q N && ln N/.git/config cfg-alias && echo made",
+        );
+        assert!(run.stdout.contains("made"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        // Already after the run that made it: a user's git while a later run writes through
+        // the second name would obey it.
+        let config = std::fs::symlink_metadata(ws.join("N/.git/config"));
+        let links = config.map(|meta| std::os::unix::fs::MetadataExt::nlink(&meta)).unwrap_or(0);
+        assert!(links < 2, "{user:?}: the new config kept its second name: {}", run.stderr);
+        let plant = format!(
+            "printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' >> cfg-alias; echo planted",
+            scene.mark.display()
+        );
+        let run = sandboxed(user, ws, scene.home.path(), &plant);
+        assert!(run.stdout.contains("planted"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        git(&ws.join("N"), &["status"]);
+        assert!(!scene.mark.exists(), "{user:?}: a config written through its second name ran");
+
+        let paused = format!(
+            "git init -q R && cd R && echo a > a && git add a && \
+             git -c user.name=t -c user.email=t@t commit -qm a && echo b > b && git add b && \
+             git -c user.name=t -c user.email=t@t commit -qm b && \
+             GIT_SEQUENCE_EDITOR='sed -i \"1i break\"' git -c user.name=t -c user.email=t@t \
+             rebase -q -i --exec 'touch {}' HEAD~1; echo paused",
+            scene.mark.display()
+        );
+        let run = sandboxed(user, ws, scene.home.path(), &paused);
+        assert!(run.stdout.contains("paused"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        git(&ws.join("R"), &["rebase", "--continue"]);
+        assert!(!scene.mark.exists(), "{user:?}: a paused rebase's exec line ran outside");
     }
 }
