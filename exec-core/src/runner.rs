@@ -24,6 +24,13 @@ pub enum OrchestratorError {
     Proxy(#[from] ProxyError),
     #[error("cannot start {program}: {source}")]
     Spawn { program: PathBuf, source: std::io::Error },
+    /// Out of descriptors with the git dirs of the writable roots held open for the run.
+    #[error(
+        "cannot start {program}: too many open files: cordon holds one for each of the \
+         {repositories} repositories in the writable roots while the command runs; raise the \
+         hard limit of open files (ulimit -Hn) or narrow the writable roots"
+    )]
+    OpenFiles { program: PathBuf, repositories: usize },
 }
 
 /// One attempt to run: the request, the sandbox it runs under, and whether a person approved it.
@@ -162,6 +169,14 @@ impl GitWatch {
         std::sync::Arc::clone(&self.walked)
     }
 
+    /// How many git dirs the watch holds open.
+    pub(crate) fn repositories(&self) -> usize {
+        #[cfg(target_os = "linux")]
+        return self.watch.repositories();
+        #[cfg(not(target_os = "linux"))]
+        0
+    }
+
     /// Moves aside what was planted since [`watch_git_dirs`].
     #[cfg(target_os = "linux")]
     pub(crate) fn move_aside(&self) -> AfterRun {
@@ -280,8 +295,16 @@ impl Runner for LocalRunner<'_> {
         if !moved_aside.is_empty() {
             tracing::debug!(count = moved_aside.len(), "moved aside what the command planted");
         }
-        let result = result
-            .map_err(|source| OrchestratorError::Spawn { program: spec.program.clone(), source })?;
+        let watched = watch.as_ref().map_or(0, GitWatch::repositories);
+        let result = result.map_err(|source| {
+            let program = spec.program.clone();
+            match source.raw_os_error() {
+                Some(libc::EMFILE) if watched > 0 => {
+                    OrchestratorError::OpenFiles { program, repositories: watched }
+                }
+                _ => OrchestratorError::Spawn { program, source },
+            }
+        })?;
         Ok(RawAttempt {
             exit: result.exit,
             duration: result.duration,

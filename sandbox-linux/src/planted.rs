@@ -176,6 +176,11 @@ impl Watch {
         watch
     }
 
+    /// How many git dirs are watched (each held open until [`Watch::move_aside`]).
+    pub fn repositories(&self) -> usize {
+        self.known.len()
+    }
+
     fn add(&mut self, anchor: &Arc<OwnedFd>, anchor_path: &Path, rel: &[&OsStr], check: Check) {
         let mut stamps = Vec::new();
         let mut path = anchor_path.to_path_buf();

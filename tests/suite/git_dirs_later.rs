@@ -115,16 +115,16 @@ fn a_linked_worktrees_modules_made_in_one_run_is_read_only_in_the_next() {
     }
 }
 
-/// `cordon exec` as `user` in `ws`, with a soft limit of open files of `soft` (hard 4096).
+/// `cordon exec` as `user` in `ws`, with the limits of open files `(soft, hard)`.
 fn exec_with_open_files(
     user: User,
-    soft: u32,
+    (soft, hard): (u32, u32),
     ws: &std::path::Path,
     home: &std::path::Path,
     args: &[&str],
 ) -> Run {
     Command::new("prlimit")
-        .arg(format!("--nofile={soft}:4096"))
+        .arg(format!("--nofile={soft}:{hard}"))
         .arg("--")
         .args(match user {
             User::Root => Vec::new(),
@@ -163,9 +163,14 @@ fn a_workspace_of_many_repositories_still_runs_under_a_low_open_file_limit() {
         if user == User::Nobody {
             chown_nobody(ws);
         }
-        let run = exec_with_open_files(user, 256, ws, scene.home.path(), &["--", "echo", "ran"]);
+        let run =
+            exec_with_open_files(user, (256, 4096), ws, scene.home.path(), &["--", "echo", "ran"]);
         assert_eq!(run.code, Some(0), "{user:?}: {}", run.stderr);
         assert!(run.stdout.contains("ran"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        // Where even the hard limit is too low: refused, saying why.
+        let run = exec_with_open_files(user, (200, 200), ws, scene.home.path(), &["--", "true"]);
+        assert_eq!(run.code, Some(125), "{user:?}: {}", run.stderr);
+        assert!(run.stderr.contains("300 repositories"), "{user:?}: {}", run.stderr);
     }
 }
 
@@ -191,8 +196,13 @@ fn a_wide_or_deep_new_modules_tree_is_searched_or_reported() {
             mark = scene.mark.display()
         );
         // Fewer descriptors than directories: the search must not hold one per directory.
-        let run =
-            exec_with_open_files(user, 512, ws, scene.home.path(), &["--", "sh", "-c", &plant]);
+        let run = exec_with_open_files(
+            user,
+            (512, 4096),
+            ws,
+            scene.home.path(),
+            &["--", "sh", "-c", &plant],
+        );
         assert!(run.stdout.contains("planted"), "{user:?}: {}\n{}", run.stdout, run.stderr);
         let left: Vec<String> = (0..WIDE)
             .map(|i| ws.join(format!(".git/modules/m{i}/hooks/post-checkout")))
