@@ -245,7 +245,7 @@ pub fn not_searched_warning(dirs: &[impl AsRef<std::ffi::OsStr>]) -> String {
     };
     format!(
         "not searched after the run for repositories the command created (too many directories \
-         or repositories, or too deep): {}{more}; git run there later may obey a config or hooks the command \
+         or repositories, too deep, or not readable): {}{more}; git run there later may obey a config or hooks the command \
          wrote: look before using git there, or narrow the writable roots",
         first.unwrap_or_default()
     )

@@ -569,8 +569,8 @@ fn warn_unsearched(dirs: &[PathBuf]) {
     // past a line's worth: a path is as long as the command makes it.
     let first = cordon_policies::abbreviate(&format!("{first:?}"), 200).text;
     crate::messages::warning(format_args!(
-        "not searched for git repositories (too many directories or repositories, or too \
-         deep): {first}{more}; a repository there keeps a writable config and hooks: narrow \
+        "not searched for git repositories (too many directories or repositories, too \
+         deep, or not readable): {first}{more}; a repository there keeps a writable config and hooks: narrow \
          the writable roots"
     ));
 }
