@@ -76,10 +76,9 @@ pub(crate) fn planted(
             match kind_of(&level.dir, &name) {
                 // Turned into a link since it was listed: moved aside like any other.
                 Ok(FileType::Symlink) => planted.push(move_away(&level.dir, &name, &at)),
+                Ok(FileType::Directory) => unsearched.push(at),
+                Err(errno) if errno != nix::errno::Errno::ENOENT => unsearched.push(at),
                 // Gone, or not a directory (a file whose kind the listing did not give).
-                Ok(FileType::Directory) | Err(_) if !gone(&level.dir, &name) => {
-                    unsearched.push(at);
-                }
                 Ok(_) | Err(_) => {}
             }
             continue;
@@ -135,9 +134,4 @@ fn open_searching(dir: &OwnedFd, name: &OsStr) -> Option<OwnedFd> {
 fn kind_of(dir: &OwnedFd, name: &OsStr) -> nix::Result<FileType> {
     nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)
         .map(|st| FileType::from_raw_mode(st.st_mode))
-}
-
-/// Whether `name` is no longer in `dir`.
-fn gone(dir: &OwnedFd, name: &OsStr) -> bool {
-    kind_of(dir, name) == Err(nix::errno::Errno::ENOENT)
 }

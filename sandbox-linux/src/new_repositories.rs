@@ -11,6 +11,7 @@ use std::path::Path;
 
 use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::Mode;
+use rustix::fs::FileType;
 
 use crate::aside::{Planted, move_away, open_dir};
 
@@ -35,7 +36,6 @@ pub(crate) fn planted(dir: &OwnedFd, path: &Path) -> Vec<Planted> {
     // A FIFO, socket or device where git reads a file (`HEAD`, `index`, `packed-refs`) hangs
     // the user's next git command there, or feeds it what a device gives: git makes none.
     for (name, kind) in crate::owner_read::entries_as_owner(dir).unwrap_or_default() {
-        use rustix::fs::FileType;
         if matches!(
             kind,
             Some(
