@@ -4,8 +4,6 @@
 //! deeper than its search, a FIFO where git reads `HEAD`. Each plants, then runs git outside
 //! the sandbox and looks for the marker, or looks at the disk.
 
-use std::process::Command;
-
 use super::code_runs_later::{
     Scene, git, repository, sandboxed, sandboxed_command, with_submodule_and_outside_worktree,
 };
@@ -123,15 +121,10 @@ fn exec_with_open_files(
     home: &std::path::Path,
     args: &[&str],
 ) -> Run {
-    Command::new("prlimit")
+    // prlimit itself runs as the user: lowering its own limits needs no privilege.
+    command_as(user, "prlimit")
         .arg(format!("--nofile={soft}:{hard}"))
         .arg("--")
-        .args(match user {
-            User::Root => Vec::new(),
-            User::Nobody => {
-                vec!["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-            }
-        })
         .arg(cordon_for(user))
         .args(["exec", "-a", "never", "-C", ws.to_str().unwrap()])
         .args(args)
