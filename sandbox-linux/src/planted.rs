@@ -210,25 +210,22 @@ impl Watch {
                 }
             }
         }
-        // A linked worktree added during the run: only its redirection is moved.
+        // A linked worktree added during the run: its own git dir is one the command made.
+        // Its redirection goes (git then takes the directory for a repository of its own), and
+        // so does whatever it holds that a repository the command created may not: a config, a
+        // hook, a paused rebase — whether or not the walk finds its checkout.
         for (git_dir, path, existing) in &self.worktrees {
             let Some(worktrees) = open_dir(Some(git_dir), OsStr::new("worktrees")) else {
                 continue;
             };
-            for name in linked_worktrees(path) {
+            for name in worktrees_in(&worktrees) {
                 if existing.contains(&name) {
                     continue;
                 }
                 let Some(worktree) = open_dir(Some(&worktrees), &name) else { continue };
                 let at = path.join("worktrees").join(&name);
+                planted.extend(crate::new_repositories::planted(&worktree, &at));
                 planted.extend(crate::new_modules::planted(&worktree, &at, &mut unsearched));
-                let commondir = OsStr::new("commondir");
-                if nix::sys::stat::fstatat(&worktree, commondir, AtFlags::AT_SYMLINK_NOFOLLOW)
-                    .is_ok()
-                {
-                    let at = path.join("worktrees").join(&name).join(commondir);
-                    planted.push(move_away(&worktree, commondir, &at));
-                }
             }
         }
         // A repository the command created: what would run code in it later.

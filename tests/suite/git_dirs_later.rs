@@ -421,3 +421,26 @@ fn a_new_repositorys_aliased_config_and_paused_rebase_are_moved_aside() {
         assert!(!scene.mark.exists(), "{user:?}: a paused rebase's exec line ran outside");
     }
 }
+
+/// A linked worktree the command adds, with its checkout where the walk does not look
+/// (`node_modules/`): once its redirection is moved aside git takes its git dir for a
+/// repository of its own, so a config the command gave it is moved aside too.
+#[test]
+fn a_linked_worktree_made_during_the_run_is_cleaned_as_a_git_dir() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path();
+        let plant = format!(
+            "git worktree add -q node_modules/wt && g=.git/worktrees/wt && \
+             mkdir -p $g/objects $g/refs && cp -r .git/objects/. $g/objects/ && \
+             cp -r .git/refs/. $g/refs/ && \
+             printf '[core]\\n\\tfsmonitor = \"touch {}; false\"\\n' > $g/config && echo planted",
+            scene.mark.display()
+        );
+        let run = sandboxed(user, ws, scene.home.path(), &plant);
+        assert!(run.stdout.contains("planted"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        git(&ws.join("node_modules/wt"), &["status"]);
+        assert!(!scene.mark.exists(), "{user:?}: a config given to a new worktree's git dir ran");
+    }
+}
