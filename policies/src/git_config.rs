@@ -1,53 +1,10 @@
 //! Whether a git config file could make git run something or read something else: judged
-//! against an allow-list of the keys `git init`, `git clone` and `git submodule` write, and
-//! refused as soon as a line is not in the plain form those write (a value continued on the
+//! against the allow-list of keys known to be plain data (the same one `git -c` is read with), and
+//! refused as soon as a line is not in the plain form git itself writes (a value continued on the
 //! next line, a key on a section's line, an `include`): git's own parser is more lenient than
 //! this one, so whatever this one cannot read for certain counts as running code.
 
-/// Keys (`section.key`, or `section.*.key` for a section with a name, lowercase) that
-/// neither run a program nor pull in other configuration.
-const ALLOWED: &[&str] = &[
-    "core.repositoryformatversion",
-    "core.filemode",
-    "core.bare",
-    "core.logallrefupdates",
-    "core.ignorecase",
-    "core.precomposeunicode",
-    "core.symlinks",
-    "core.autocrlf",
-    "core.eol",
-    "core.safecrlf",
-    "core.quotepath",
-    "core.sharedrepository",
-    "core.compression",
-    "core.bigfilethreshold",
-    "core.sparsecheckout",
-    "core.sparsecheckoutcone",
-    "extensions.objectformat",
-    "extensions.worktreeconfig",
-    "extensions.preciousobjects",
-    "extensions.refstorage",
-    "extensions.partialclone",
-    "remote.*.url",
-    "remote.*.fetch",
-    "remote.*.tagopt",
-    "remote.*.mirror",
-    "remote.*.promisor",
-    "remote.*.partialclonefilter",
-    "remote.*.prune",
-    "branch.*.remote",
-    "branch.*.merge",
-    "branch.*.rebase",
-    "submodule.*.url",
-    "submodule.*.active",
-    "user.name",
-    "user.email",
-    "init.defaultbranch",
-    "pull.rebase",
-    "pull.ff",
-    "fetch.prune",
-    "gc.auto",
-];
+use crate::git_keys::{GitKey, git_key};
 
 /// Whether `text`, a git dir's `config`, holds anything but the allowed keys in their plain
 /// form.
@@ -79,8 +36,8 @@ pub fn git_config_may_run_code(text: &str) -> bool {
         if !plain {
             return true;
         }
-        let full = if *named { format!("{name}.*.{key}") } else { format!("{name}.{key}") };
-        if !ALLOWED.contains(&full.as_str()) {
+        let full = if *named { format!("{name}.x.{key}") } else { format!("{name}.{key}") };
+        if git_key(&full) != GitKey::Inert {
             return true;
         }
     }

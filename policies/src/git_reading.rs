@@ -1,8 +1,9 @@
 //! git's command line read as rules need it: the global options before the subcommand skipped,
 //! and the spellings whose meaning comes from configuration rather than the words — an alias, a
-//! command found on `PATH` as `git-NAME`, autocorrection, `-c` keys that run programs or load
-//! other configuration, another exec path — reported as unreadable.
+//! command found on `PATH` as `git-NAME`, autocorrection, a `-c` or `--config-env` key not
+//! known to be plain data, another exec path — reported as unreadable.
 
+use crate::git_keys::{GitKey, git_key};
 use crate::unreadable::Unreadable;
 
 /// The commands git itself ships (`git --list-cmds=main` of a current git, plus the ones other
@@ -24,8 +25,7 @@ const GIT_COMMANDS: &[&str] = &[
     "check-attr",
     "check-ignore",
     "check-mailmap",
-    "check-
-    ref-format",
+    "check-ref-format",
     "checkout",
     "checkout--worker",
     "checkout-index",
@@ -43,8 +43,7 @@ const GIT_COMMANDS: &[&str] = &[
     "credential",
     "credential-cache",
     "credential-cache--daemon",
-    "credential-
-    store",
+    "credential-store",
     "cvsexportcommit",
     "cvsimport",
     "cvsserver",
@@ -57,15 +56,13 @@ const GIT_COMMANDS: &[&str] = &[
     "diff-tree",
     "difftool",
     "difftool--helper",
-    "fast-
-    export",
+    "fast-export",
     "fast-import",
     "fetch",
     "fetch-pack",
     "filter-branch",
     "fmt-merge-msg",
-    "for-each-
-    ref",
+    "for-each-ref",
     "for-each-repo",
     "format-patch",
     "fsck",
@@ -100,13 +97,11 @@ const GIT_COMMANDS: &[&str] = &[
     "merge-file",
     "merge-index",
     "merge-octopus",
-    "merge-
-    one-file",
+    "merge-one-file",
     "merge-ours",
     "merge-recursive",
     "merge-recursive-ours",
-    "merge-recursive-
-    theirs",
+    "merge-recursive-theirs",
     "merge-resolve",
     "merge-subtree",
     "merge-tree",
@@ -135,8 +130,7 @@ const GIT_COMMANDS: &[&str] = &[
     "reflog",
     "refs",
     "remote",
-    "remote-
-    ext",
+    "remote-ext",
     "remote-fd",
     "remote-ftp",
     "remote-ftps",
@@ -178,8 +172,7 @@ const GIT_COMMANDS: &[&str] = &[
     "unpack-file",
     "unpack-objects",
     "update-index",
-    "update-
-    ref",
+    "update-ref",
     "update-server-info",
     "upload-archive",
     "upload-archive--writer",
@@ -214,34 +207,6 @@ const WITH_VALUE: &[&str] = &[
     "--list-cmds",
 ];
 
-/// `-c` keys (case-insensitive prefixes) that change which program runs: aliases,
-/// autocorrection of a mistyped subcommand, `core.*` (pager, editor, fsmonitor, hooks path,
-/// ssh command), includes of other configuration.
-const CODE_KEYS: &[&str] = &[
-    "alias.",
-    "help.autocorrect",
-    "core.",
-    "include.",
-    "includeif.",
-    "diff.",
-    "difftool.",
-    "merge.",
-    "mergetool.",
-    "filter.",
-    "credential.",
-    "sequence.editor",
-    "gpg.",
-    "pager.",
-    "uploadpack.",
-    "remote.",
-    "protocol.",
-    "url.",
-    "interactive.difffilter",
-    "sendemail.",
-    "ssh.",
-    "submodule.",
-];
-
 /// git's words after the program, from the subcommand on — or why they cannot be read.
 pub(crate) fn read_git(args: &[String]) -> Result<Vec<String>, Unreadable> {
     let unreadable = |detail: String| Unreadable::Git { detail };
@@ -272,17 +237,24 @@ pub(crate) fn read_git(args: &[String]) -> Result<Vec<String>, Unreadable> {
                     "`git --exec-path` runs git's commands from another directory".to_owned(),
                 ));
             }
-            "--config-env" => {
-                return Err(unreadable(
-                    "`git --config-env` takes configuration from the environment".to_owned(),
-                ));
-            }
-            "-c" => {
-                let key = value.unwrap_or_default().to_ascii_lowercase();
-                if let Some(prefix) = CODE_KEYS.iter().find(|p| key.starts_with(*p)) {
-                    return Err(unreadable(format!(
-                        "`git -c {prefix}…` changes which program runs"
-                    )));
+            // Both hand git configuration; `--config-env=KEY=VARIABLE` takes the value from
+            // the environment, which the words do not show, so the key alone decides.
+            "-c" | "--config-env" => {
+                let given = value.unwrap_or_default();
+                let key = match name {
+                    "-c" => given.split_once('=').map_or(given, |(key, _)| key),
+                    _ => given.rsplit_once('=').map_or(given, |(key, _)| key),
+                };
+                match git_key(key) {
+                    GitKey::Inert => {}
+                    GitKey::Code(why) => {
+                        return Err(unreadable(format!("`git {name} {key}…`: {why}")));
+                    }
+                    GitKey::Unknown => {
+                        return Err(unreadable(format!(
+                            "`git {name} {key}…`: a key cordon does not know to be plain data"
+                        )));
+                    }
                 }
             }
             _ => {}

@@ -54,11 +54,13 @@ mod env_policy;
 mod env_secrets;
 mod evaluated_names;
 mod git_config;
+mod git_keys;
 mod git_reading;
 mod hidden_paths;
 mod judge;
 mod limits;
 mod loopback;
+mod make_options;
 mod normalize;
 mod paths;
 mod plain_words;
@@ -76,6 +78,7 @@ mod secret_files;
 mod shell_script;
 mod start_files;
 mod stream_editors;
+mod test_builtin;
 mod unmodelled_wrappers;
 mod unreadable;
 mod wrappers;
@@ -99,6 +102,7 @@ pub use domains::{
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
 pub use git_config::{git_config_gained_code, git_config_may_run_code};
+pub use git_keys::{GitKey, git_key};
 pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use limits::{
     LimitError, LimitKey, Limits, ProcessLimit, TreeLimits, UnenforceableLimit, fallback_caveat,

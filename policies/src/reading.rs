@@ -17,24 +17,53 @@ use crate::wrappers::{Unwrapped, unwrap};
 /// nesting is unreadable rather than cut short.
 const MAX_UNWRAP: usize = 8;
 
-/// Interpreters and the options that hand them code on the command line.
+/// Interpreters and the options that hand them code on the command line, each from the tool's
+/// own manual or `--help`.
 const INLINE_CODE: &[(&str, &[&str])] = &[
+    // python(1): `-c command`.
     ("python", &["-c"]),
     ("pypy", &["-c"]),
+    // node(1): `-e`, `-p`, `--eval`, `--print`.
     ("node", &["-e", "-p", "--eval", "--print"]),
     ("nodejs", &["-e", "-p", "--eval", "--print"]),
+    // `deno eval CODE`.
     ("deno", &["eval"]),
+    // `bun --help`: `-e`/`--eval`, `-p`/`--print`.
     ("bun", &["-e", "--eval", "-p", "--print"]),
-    ("perl", &["-e", "-E"]),
+    // perlrun(1): `-e`, `-E`, and `-M`/`-m`, whose text is spliced into `use MODULE …;`
+    // (`-M'strict;system(…)'`).
+    ("perl", &["-e", "-E", "-M", "-m"]),
+    // ruby(1): `-e`.
     ("ruby", &["-e"]),
-    ("php", &["-r"]),
+    // php(1): `-r` code, `-B`/`-R`/`-E` code before, for and after each input line.
+    ("php", &["-r", "-B", "-R", "-E"]),
+    // lua(1): `-e stat`.
     ("lua", &["-e"]),
     ("luajit", &["-e"]),
+    // Rscript(1) and R(1): `-e expr`.
     ("Rscript", &["-e"]),
+    ("R", &["-e"]),
+    // julia(1): `-e`, `-E`, `--eval`, `--print`.
     ("julia", &["-e", "-E", "--eval", "--print"]),
+    // osascript(1): `-e statement`.
     ("osascript", &["-e"]),
-    ("pwsh", &["-c", "-command", "-Command"]),
-    ("powershell", &["-c", "-command", "-Command"]),
+    // pwsh: `-Command`, `-c`, and `-EncodedCommand`, `-ec`.
+    ("pwsh", &["-c", "-command", "-Command", "-ec", "-EncodedCommand", "-encodedcommand"]),
+    ("powershell", &["-c", "-command", "-Command", "-ec", "-EncodedCommand", "-encodedcommand"]),
+    // erl(1): `-eval Expr`.
+    ("erl", &["-eval"]),
+    // elixir: `-e`/`--eval`.
+    ("elixir", &["-e", "--eval"]),
+    // groovy and scala: `-e`.
+    ("groovy", &["-e"]),
+    ("scala", &["-e"]),
+    // ghc(1): `-e expr` (ghc, ghci).
+    ("ghc", &["-e"]),
+    ("ghci", &["-e"]),
+    // npx(1): `-c`/`--call` runs a shell command.
+    ("npx", &["-c", "--call"]),
+    // java(1): the `-XX:OnError` and `-XX:OnOutOfMemoryError` commands.
+    ("java", &["-XX:OnError", "-XX:OnOutOfMemoryError"]),
 ];
 
 /// Programs that run a command given in one of these options.
@@ -102,8 +131,18 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
     if CODE_BUILTINS.contains(&program.as_str()) {
         return Err(Unreadable::Builtin { name: program });
     }
+    // `test -v 'a[$(cmd)]'` evaluates the subscript; `test -f "$f"` evaluates nothing.
+    if matches!(program.as_str(), "test" | "[") {
+        let operands = match (program.as_str(), rest.split_last()) {
+            ("[", Some((last, operands))) if last == "]" => operands,
+            _ => rest,
+        };
+        if crate::test_builtin::test_evaluates(operands) {
+            return Err(Unreadable::Builtin { name: program });
+        }
+    }
     // A subscript or arithmetic operand with an expansion is evaluated, command substitutions
-    // included (`test -v 'a[$(cmd)]'`, `declare -i`, `printf -v 'a[$(cmd)]'`).
+    // included (`declare -i`, `printf -v 'a[$(cmd)]'`, `read "$v"`).
     if NAME_BUILTINS.contains(&program.as_str())
         && rest.iter().any(|a| {
             // In a script, a word the shell computes stands as COMPUTED_WORD: its value is
@@ -112,6 +151,11 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
         })
     {
         return Err(Unreadable::Builtin { name: program });
+    }
+    if matches!(program.as_str(), "make" | "gmake")
+        && let Some(detail) = crate::make_options::make_code(rest)
+    {
+        return Err(Unreadable::ToolWords { detail });
     }
     if let Some(interpreter) = inline_code(&program, rest) {
         return Err(Unreadable::InlineCode { interpreter });
@@ -230,7 +274,10 @@ fn is_stream_file(operand: &str) -> bool {
 /// which a here-document or a pipe fills (`python3 - <<EOF`, `… | perl`).
 fn reads_code_from_stdin(program: &str, args: &[String]) -> bool {
     let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
-    const READ_STDIN: &[&str] = &["python", "pypy", "node", "nodejs", "perl", "ruby", "php", "lua"];
+    const READ_STDIN: &[&str] = &[
+        "python", "pypy", "node", "nodejs", "perl", "ruby", "php", "lua", "jshell", "irb", "iex",
+        "ghci", "swift", "erl", "groovysh", "scala",
+    ];
     if !READ_STDIN.contains(&stem) {
         return false;
     }

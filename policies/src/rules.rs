@@ -84,7 +84,7 @@ impl Rule {
         }
         let mut result = Match::Yes;
         for (needed, word) in rest.iter().zip(&command[1..]) {
-            if word == COMPUTED_WORD {
+            if word.contains(COMPUTED_WORD) {
                 result = Match::Maybe;
             } else if needed != word {
                 return Match::No;

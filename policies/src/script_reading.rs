@@ -11,7 +11,9 @@
 use tree_sitter::{Node, Parser};
 
 use crate::evaluated_names::evaluated_name;
-use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, Unreadable, is_code_variable};
+use crate::unreadable::{
+    CODE_BUILTINS, COMPUTED_ONE_WORD, COMPUTED_WORD, Unreadable, is_code_variable,
+};
 
 /// What tree-sitter-bash reads in one script.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -126,18 +128,73 @@ fn named_code_variable(source: &str) -> Option<String> {
 /// Whether a test, `unset` or declaration takes a name from a value: `-v`/`-R` in a test, or
 /// an operand the shell computes.
 fn names_from_values(node: Node<'_>, source: &str) -> bool {
+    if node.kind() == "test_command" {
+        return test_command_evaluates(node, source);
+    }
     let mut cursor = node.walk();
     let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
-    children.iter().any(|child| {
-        let text = source.get(child.byte_range()).unwrap_or_default();
-        match child.kind() {
-            "variable_assignment" | "variable_name" | "comment" => false,
-            _ if node.kind() == "test_command" => {
-                text.contains("-v") || text.contains("-R") || names_from_values(*child, source)
-            }
-            _ => literal(*child, source).is_none(),
-        }
+    children.iter().any(|child| match child.kind() {
+        "variable_assignment" | "variable_name" | "comment" => false,
+        _ => literal(*child, source).is_none(),
     })
+}
+
+/// Whether a `[ … ]` evaluates one of its words as code, judged on its words as bash splits
+/// them (tree-sitter's nesting of the operators is not bash's). `[[ … ]]` always may: it
+/// evaluates arithmetic operands.
+fn test_command_evaluates(node: Node<'_>, source: &str) -> bool {
+    let mut words = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "[" | "]" => {}
+            "[[" | "]]" => return true,
+            _ => test_words(child, source, &mut words),
+        }
+    }
+    crate::test_builtin::test_evaluates(&words)
+}
+
+/// The words of one part of a `[ … ]`, in order.
+fn test_words(node: Node<'_>, source: &str, words: &mut Vec<String>) {
+    match node.kind() {
+        "unary_expression" | "binary_expression" | "parenthesized_expression" => {
+            let mut cursor = node.walk();
+            for child in node.children(&mut cursor) {
+                test_words(child, source, words);
+            }
+        }
+        _ if !node.is_named() || node.kind() == "test_operator" => {
+            words.push(source.get(node.byte_range()).unwrap_or_default().to_owned());
+        }
+        _ => words.push(word_value(node, source)),
+    }
+}
+
+/// A word's value: its literal text, or a stand-in for a word the shell computes
+/// ([`COMPUTED_ONE_WORD`] when it stays one word).
+fn word_value(node: Node<'_>, source: &str) -> String {
+    match literal(node, source) {
+        Some(text) => text,
+        None if stays_one_word(node) => COMPUTED_ONE_WORD.to_owned(),
+        None => COMPUTED_WORD.to_owned(),
+    }
+}
+
+/// Whether the shell keeps this word as one word whatever it expands to: a `"…"` string, or a
+/// concatenation of those and literal parts (no unquoted expansion to split or glob).
+fn stays_one_word(node: Node<'_>) -> bool {
+    match node.kind() {
+        "string" | "raw_string" => true,
+        "concatenation" => {
+            let mut cursor = node.walk();
+            let all = node
+                .children(&mut cursor)
+                .all(|child| matches!(child.kind(), "string" | "raw_string" | "word" | "number"));
+            all
+        }
+        _ => false,
+    }
 }
 
 /// One `command` node: its words, or why its program cannot be read.
@@ -162,7 +219,7 @@ fn read_command_node(node: Node<'_>, source: &str, reading: &mut ScriptReading) 
             _ if words.is_empty() => {} // assignments and redirections before the program
             kind if kind.ends_with("redirect") => {}
             _ if child.is_named() => {
-                words.push(literal(child, source).unwrap_or_else(|| COMPUTED_WORD.to_owned()));
+                words.push(word_value(child, source));
             }
             _ => {}
         }

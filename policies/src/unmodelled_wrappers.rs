@@ -18,6 +18,7 @@ pub(crate) const UNMODELLED: &[&str] = &[
     "gdb",
     "valgrind",
     "script",
+    "scriptlive",
     "parallel",
     "codex-linux-sandbox",
     "cordon",

@@ -18,6 +18,9 @@ pub enum Unreadable {
     ScriptOnStdin { shell: String },
     /// An interpreter given code on its command line (`python3 -c`, `node -e`).
     InlineCode { interpreter: String },
+    /// A program given code, or a program to run, in one of its options or operands, or an
+    /// option cordon does not know for a program whose options it models (`make --eval`).
+    ToolWords { detail: String },
     /// A git command whose meaning comes from configuration (aliases, `-c core.*`, a
     /// non-builtin subcommand).
     Git { detail: String },
@@ -43,7 +46,7 @@ impl fmt::Display for Unreadable {
             Unreadable::InlineCode { interpreter } => {
                 write!(f, "`{interpreter}` runs code given on its command line")
             }
-            Unreadable::Git { detail } => write!(f, "{detail}"),
+            Unreadable::Git { detail } | Unreadable::ToolWords { detail } => write!(f, "{detail}"),
             Unreadable::CodeVariable { name } => {
                 write!(f, "`{name}` makes a program load code or run a program it names")
             }
@@ -83,13 +86,18 @@ pub(crate) const CODE_BUILTINS: &[&str] = &[
 /// Builtins that take variable names, where a subscript (`a[$(cmd)]`) is evaluated as
 /// arithmetic and so runs the command substitution in it.
 pub(crate) const NAME_BUILTINS: &[&str] = &[
-    "read", "printf", "unset", "declare", "typeset", "local", "export", "readonly", "test", "[",
-    "[[", "shift", "exit", "return", "wait", "kill",
+    "read", "printf", "unset", "declare", "typeset", "local", "export", "readonly", "[[", "shift",
+    "exit", "return", "wait",
 ];
 
 /// A word the shell computes, standing where an argument was (never a real argv word: an
 /// argv cannot hold NUL).
 pub(crate) const COMPUTED_WORD: &str = "\u{0}";
+
+/// A computed word the shell keeps as exactly one word (its expansions are all inside double
+/// quotes: no splitting, no globbing). It holds [`COMPUTED_WORD`], so whatever treats a computed
+/// word as unknown still does.
+pub(crate) const COMPUTED_ONE_WORD: &str = "\u{0}\"";
 
 /// Variables that make a program load code from a file named in them.
 const CODE_VARIABLES: &[&str] = &[
