@@ -85,8 +85,13 @@ pub(crate) fn make_code(args: &[String]) -> Option<String> {
     while let Some(arg) = args.get(index) {
         index += 1;
         if arg.contains(COMPUTED_WORD) {
-            // A computed word may be any option or a definition.
-            return Some("a word of make's command line is computed by the shell".to_owned());
+            // A computed word may be any option or a definition, unless it starts with an
+            // option whose value it is (`-j"$(nproc)"`, `--directory="$d"`).
+            let known = arg.split(COMPUTED_WORD).next().unwrap_or_default();
+            if !computed_value_is_plain(known) {
+                return Some("a word of make's command line is computed by the shell".to_owned());
+            }
+            continue;
         }
         if options_end || !arg.starts_with('-') || arg == "-" {
             if let Some(why) = definition_code(arg) {
@@ -158,6 +163,24 @@ pub(crate) fn make_code(args: &[String]) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether a word that starts with `known` and continues with a computed part is a plain
+/// option's value: `-j…`, `-C…` (a short option with a value, alone in its cluster) or
+/// `--jobs=…` (an exact long option with a plain value).
+fn computed_value_is_plain(known: &str) -> bool {
+    if let Some(long) = known.strip_prefix("--") {
+        return long.strip_suffix('=').is_some_and(|name| {
+            LONG.iter().any(|(option, takes, kind)| {
+                *option == name && takes.is_some() && *kind == Value::Plain
+            })
+        });
+    }
+    let mut letters = known.strip_prefix('-').unwrap_or_default().chars();
+    match (letters.next(), letters.next()) {
+        (Some(letter), None) => "CIoWjlO".contains(letter),
+        _ => false,
+    }
 }
 
 /// The long option `given` names: exact, or the one option it abbreviates.
@@ -235,6 +258,10 @@ mod tests {
             &["--"],
             &["--e"],
             &["--silent=yes"],
+            &["\u{0}\""],
+            &["-E\u{0}\""],
+            &["--eval=\u{0}\""],
+            &["-sj\u{0}\""],
         ] {
             let args = words(args);
             if args == ["--"] || args == ["--e"] {
@@ -260,6 +287,8 @@ mod tests {
             &["-n", "--no-print-directory", "-O"],
             &["--jobs", "lint"],
             &["--dry", "x"],
+            &["-j\u{0}\"", "build"],
+            &["--directory=\u{0}\"", "all"],
         ] {
             assert_eq!(make_code(&words(args)), None, "{args:?}");
         }

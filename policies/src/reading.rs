@@ -10,7 +10,9 @@
 use crate::normalize::basename;
 use crate::script_words::is_shell_name;
 use crate::stream_editors::{awk_runs_commands, sed_runs_commands};
-use crate::unreadable::{CODE_BUILTINS, COMPUTED_WORD, NAME_BUILTINS, Unreadable};
+use crate::unreadable::{
+    CODE_BUILTINS, COMPUTED_WORD, NAME_BUILTINS, Unreadable, code_builtin_runs_code,
+};
 use crate::wrappers::{Unwrapped, unwrap};
 
 /// How many wrappers deep [`read_command`] unwraps (`env nice timeout 5 git push`); deeper
@@ -128,7 +130,7 @@ pub fn read_command(command: &[String]) -> Result<Vec<String>, Unreadable> {
         let rest = crate::git_reading::read_git(&args)?;
         return Ok(std::iter::once("git".to_owned()).chain(rest).collect());
     }
-    if CODE_BUILTINS.contains(&program.as_str()) {
+    if CODE_BUILTINS.contains(&program.as_str()) && code_builtin_runs_code(&program, rest) {
         return Err(Unreadable::Builtin { name: program });
     }
     // `test -v 'a[$(cmd)]'` evaluates the subscript; `test -f "$f"` evaluates nothing.

@@ -12,7 +12,8 @@ use tree_sitter::{Node, Parser};
 
 use crate::evaluated_names::evaluated_name;
 use crate::unreadable::{
-    CODE_BUILTINS, COMPUTED_ONE_WORD, COMPUTED_WORD, Unreadable, is_code_variable,
+    CODE_BUILTINS, COMPUTED_ONE_WORD, COMPUTED_WORD, Unreadable, code_builtin_runs_code,
+    is_code_variable,
 };
 
 /// What tree-sitter-bash reads in one script.
@@ -46,8 +47,8 @@ pub(crate) fn read_script(script: &str) -> ScriptReading {
     // Arithmetic evaluates variables' values as expressions, and a subscript in one runs the
     // command substitutions it holds (`i='a[$(cmd)]'; echo $((i))`); `${x@P}` expands a value
     // as a prompt, substitutions included. Neither shows in the script's own words.
-    for (marker, name) in [("((", "arithmetic"), ("@P", "${…@P}"), ("[[", "[["), (":$", "${x:$n}")]
-    {
+    // (A substring offset, `${x:$n}`, is among the places `evaluated_name` finds.)
+    for (marker, name) in [("((", "arithmetic"), ("@P", "${…@P}"), ("[[", "[[")] {
         if source.contains(marker) {
             reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
         }
@@ -176,9 +177,25 @@ fn test_words(node: Node<'_>, source: &str, words: &mut Vec<String>) {
 fn word_value(node: Node<'_>, source: &str) -> String {
     match literal(node, source) {
         Some(text) => text,
-        None if stays_one_word(node) => COMPUTED_ONE_WORD.to_owned(),
+        None if stays_one_word(node) => literal_prefix(node, source) + COMPUTED_ONE_WORD,
         None => COMPUTED_WORD.to_owned(),
     }
+}
+
+/// The literal start of a concatenation (`-j` of `-j"$(nproc)"`), so that what the word
+/// begins with stays known: an option's name with its value computed.
+fn literal_prefix(node: Node<'_>, source: &str) -> String {
+    let mut prefix = String::new();
+    if node.kind() == "concatenation" {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match literal(child, source) {
+                Some(text) => prefix.push_str(&text),
+                None => break,
+            }
+        }
+    }
+    prefix
 }
 
 /// Whether the shell keeps this word as one word whatever it expands to: a `"…"` string, or a
@@ -226,7 +243,7 @@ fn read_command_node(node: Node<'_>, source: &str, reading: &mut ScriptReading) 
     }
     let Some(program) = words.first() else { return };
     let name = program.rsplit('/').next().unwrap_or(program);
-    if CODE_BUILTINS.contains(&name) {
+    if CODE_BUILTINS.contains(&name) && code_builtin_runs_code(name, &words[1..]) {
         reading.unreadable.get_or_insert(Unreadable::Builtin { name: name.to_owned() });
     }
     reading.commands.push(words);

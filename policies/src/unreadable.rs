@@ -83,6 +83,23 @@ pub(crate) const CODE_BUILTINS: &[&str] = &[
     "let",
 ];
 
+/// Whether the builtin `name`, one of [`CODE_BUILTINS`], runs or redefines code with these
+/// arguments. Only `trap` has forms that do neither: `trap -l`, `trap -p [SIG…]` print, and
+/// `trap - SIG…` / `trap '' SIG…` reset or ignore signals.
+pub(crate) fn code_builtin_runs_code(name: &str, args: &[String]) -> bool {
+    if name != "trap" {
+        return true;
+    }
+    let args = match args.split_first() {
+        Some((first, rest)) if first == "--" => rest,
+        _ => args,
+    };
+    if args.iter().any(|a| a.contains(COMPUTED_WORD)) {
+        return true;
+    }
+    !matches!(args.first().map(String::as_str), None | Some("-l" | "-p" | "-" | ""))
+}
+
 /// Builtins that take variable names, where a subscript (`a[$(cmd)]`) is evaluated as
 /// arithmetic and so runs the command substitution in it.
 pub(crate) const NAME_BUILTINS: &[&str] = &[
