@@ -51,4 +51,10 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   as_root apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 (cd tests/helpers/mcp-ts && npm ci --no-audit --no-fund --silent)
+# The real OpenAI Codex CLI, pinned by tests/helpers/codex/package-lock.json: the helper-protocol
+# conformance test (tests/suite/codex_conformance.rs) replays the argv it gives its own Linux
+# helper with cordon's (it runs the system bwrap, installed above). Where the npm registry is
+# unreachable the test skips with the reason.
+(cd tests/helpers/codex && npm ci --no-audit --no-fund --silent) \
+  || echo "tests/setup.sh: could not install @openai/codex (registry unreachable?); the Codex conformance test will say so"
 echo "tests/setup.sh: done (the suite finds the MCP client in .ci/venv by itself)"

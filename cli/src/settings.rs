@@ -329,6 +329,7 @@ fn sandbox_policy(
                     Some(NetworkSetting::Domains(_)) | None => ww.network_access,
                 },
             network_domains: network_domains(flags, config)?,
+            exclude_policy_cwd: false,
             exclude_tmpdir_env_var: ww.exclude_tmpdir_env_var,
             exclude_slash_tmp: ww.exclude_slash_tmp,
             protected_paths: protected_paths(flags, config),

@@ -63,6 +63,7 @@ mod loopback;
 mod make_options;
 mod normalize;
 mod paths;
+mod permission_profile;
 mod plain_words;
 mod preset_configs;
 mod presets;
@@ -115,6 +116,7 @@ pub use paths::{
     DEFAULT_PROTECTED_PATHS, HOME_CODE_DIRS, HOME_START_UP_PATHS, expand_home, expand_path,
     home_start_up_paths, lexically_normal, session_bus_socket,
 };
+pub use permission_profile::{CODEX_PROTECTED_NAMES, ProfileError, policy_from_permission_profile};
 pub use preset_configs::RegistryUrl;
 pub use presets::{
     ClientConfigs, ConfigFile, Preset, PresetError, PresetPlan, plan_preset, preset_for_cache_path,

@@ -45,6 +45,10 @@ pub struct WorkspaceWrite {
     /// precedence over `network_access`. Absent in Codex's JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_domains: Option<DomainRules>,
+    /// Do not add the policy cwd to the writable roots (a Codex permission profile that does
+    /// not grant it). Absent in Codex's JSON.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclude_policy_cwd: bool,
     /// Do not add `$TMPDIR` to the writable roots.
     #[serde(default)]
     pub exclude_tmpdir_env_var: bool,
@@ -196,7 +200,9 @@ impl SandboxPolicy {
             return Vec::new();
         };
         let mut roots: Vec<PathBuf> = ww.writable_roots.iter().map(|r| cwd.join(r)).collect();
-        roots.push(cwd.to_path_buf());
+        if !ww.exclude_policy_cwd {
+            roots.push(cwd.to_path_buf());
+        }
         if !ww.exclude_slash_tmp {
             roots.push(PathBuf::from("/tmp"));
         }

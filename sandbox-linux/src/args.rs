@@ -148,7 +148,10 @@ pub struct HelperArgs {
 
 /// The helper's `--help`.
 pub const HELPER_USAGE: &str = "\
-usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
+usage: codex-linux-sandbox --sandbox-policy-cwd DIR --permission-profile JSON [--command-cwd DIR]
+           [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
+           [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
+       codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
            [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
        codex-linux-sandbox --request JSON [--command-cwd DIR] [--die-with-parent]
@@ -156,13 +159,17 @@ usage: codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--com
            -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
-then execs CMD. With a domain allow-list in the policy (`network_domains`) CMD gets a network
+then execs CMD. --permission-profile is the policy as Codex 0.169 passes it (its permission
+profile: file-system entries with read, write or deny access, and the network); --sandbox-policy
+the older Codex policy JSON. With a domain allow-list in the policy (`network_domains`) CMD gets a network
 namespace with only loopback, and HTTP(S)_PROXY/ALL_PROXY pointing at a port there whose
 listening socket is handed to the proxy over the inherited UNIX socket on descriptor N
 (--proxy-fd), which is closed before CMD runs. A drop-in for OpenAI Codex's helper:
 --use-bwrap-sandbox, --apply-seccomp-then-exec, --no-proc and --use-legacy-landlock are accepted;
 --file-system-sandbox-policy/--network-sandbox-policy are checked against --sandbox-policy
-(deny entries are refused); --allow-network-for-proxy/--proxy-route-spec are refused.
+(deny entries are refused); --managed-network, --allow-network-for-proxy, --proxy-route-spec,
+--inherit-pid-namespace and --verify-fd-mount are refused, and so is a permission profile that
+restricts reads or that cordon cannot otherwise enforce as Codex means it (docs/linux-sandbox.md).
 
 --request is cordon's whole sandbox request in one JSON object, {\"policy\": POLICY,
 \"policy_cwd\": DIR, \"strictness\": \"fail_closed\"|\"best_effort\", \"mount_view\":
@@ -211,6 +218,7 @@ pub fn parse_helper_args(
     let mut args = args.into_iter();
     let mut policy_cwd: Option<PathBuf> = None;
     let mut policy_json: Option<OsString> = None;
+    let mut profile_json: Option<OsString> = None;
     let mut command_cwd: Option<PathBuf> = None;
     let mut command_cwd_identity: Option<DirIdentity> = None;
     let mut strictness = Strictness::FailClosed;
@@ -259,6 +267,8 @@ pub fn parse_helper_args(
             "--request" => request_json = Some(value(&flag)?),
             "--sandbox-policy-cwd" => policy_cwd = Some(PathBuf::from(value(&flag)?)),
             "--sandbox-policy" => policy_json = Some(value(&flag)?),
+            // Codex 0.169's one policy flag (its permission profile JSON).
+            "--permission-profile" => profile_json = Some(value(&flag)?),
             "--command-cwd" => command_cwd = Some(PathBuf::from(value(&flag)?)),
             "--command-cwd-identity" => {
                 command_cwd_identity = Some(value(&flag)?.to_string_lossy().parse()?);
@@ -298,6 +308,29 @@ pub fn parse_helper_args(
                      --proxy-fd"
                 )));
             }
+            "--managed-network" => {
+                return Err(HelperError::Usage(
+                    "--managed-network (Codex's managed-proxy routing) is not supported; cordon's \
+                     own domain allow-list proxy is `network_domains` in the policy with --proxy-fd"
+                        .into(),
+                ));
+            }
+            // Codex's helper would run the command in its caller's PID namespace, so it could
+            // see and signal the caller's processes: not taken without being asked by name.
+            "--inherit-pid-namespace" => {
+                return Err(HelperError::Usage(
+                    "--inherit-pid-namespace is refused: cordon's helper gives every command a PID \
+                     namespace of its own (its own --no-pid-namespace turns that off, by that name)"
+                        .into(),
+                ));
+            }
+            // Flags of the inner stage of Codex's own helper, which only it passes to itself.
+            "--verify-fd-mount" => {
+                return Err(HelperError::Usage(format!(
+                    "{flag} belongs to the inner stage of Codex's own helper; cordon's helper has \
+                     no such stage"
+                )));
+            }
             other => return Err(HelperError::Usage(format!("unknown argument {other:?}"))),
         }
         if let (Some(_), Some(flag)) = (&request_json, request_flags.first()) {
@@ -325,14 +358,50 @@ pub fn parse_helper_args(
             let policy_cwd = policy_cwd.ok_or_else(|| {
                 HelperError::Usage("--sandbox-policy-cwd (or --request) is required".into())
             })?;
-            let policy_json = policy_json.ok_or_else(|| {
-                HelperError::Usage("--sandbox-policy (or --request) is required".into())
-            })?;
-            let policy_json = policy_json
-                .to_str()
-                .ok_or_else(|| HelperError::Usage("--sandbox-policy is not valid UTF-8".into()))?;
-            let policy = SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
-            split_policies.check(&policy)?;
+            let policy = match (policy_json, profile_json) {
+                (Some(_), Some(_)) => {
+                    return Err(HelperError::Usage(
+                        "--sandbox-policy and --permission-profile each give the whole policy; \
+                         pass one"
+                            .into(),
+                    ));
+                }
+                (None, None) => {
+                    return Err(HelperError::Usage(
+                        "--permission-profile or --sandbox-policy (or --request) is required"
+                            .into(),
+                    ));
+                }
+                (None, Some(profile)) => {
+                    if split_policies.file_system.is_some() || split_policies.network.is_some() {
+                        return Err(HelperError::Usage(
+                            "--file-system-sandbox-policy and --network-sandbox-policy go with \
+                             --sandbox-policy, not --permission-profile"
+                                .into(),
+                        ));
+                    }
+                    let profile = profile.to_str().ok_or_else(|| {
+                        HelperError::Usage("--permission-profile is not valid UTF-8".into())
+                    })?;
+                    if !policy_cwd.is_absolute() {
+                        return Err(HelperError::Usage(format!(
+                            "{} must be an absolute path",
+                            policy_cwd.display()
+                        )));
+                    }
+                    cordon_policies::policy_from_permission_profile(profile, &policy_cwd)
+                        .map_err(HelperError::Profile)?
+                }
+                (Some(policy_json), None) => {
+                    let policy_json = policy_json.to_str().ok_or_else(|| {
+                        HelperError::Usage("--sandbox-policy is not valid UTF-8".into())
+                    })?;
+                    let policy =
+                        SandboxPolicy::from_json(policy_json).map_err(HelperError::Policy)?;
+                    split_policies.check(&policy)?;
+                    policy
+                }
+            };
             SandboxRequest {
                 policy,
                 policy_cwd,
@@ -390,6 +459,7 @@ const SWITCHES: &[&str] = &[
 const LEGACY_REQUEST_FLAGS: &[&str] = &[
     "--sandbox-policy-cwd",
     "--sandbox-policy",
+    "--permission-profile",
     "--best-effort",
     "--require-mount-view",
     "--no-mount-view",
@@ -738,6 +808,44 @@ mod tests {
             let error = parse_helper_args(refused.clone()).unwrap_err().to_string();
             assert!(error.contains(says), "{refused:?}: {error}");
         }
+    }
+
+    #[test]
+    fn codex_0_169s_permission_profile_is_read_and_what_it_cannot_say_is_refused() {
+        let profile = r#"{"type":"managed","file_system":{"type":"restricted","entries":[{"path":{"type":"special","value":{"kind":"root"}},"access":"read"},{"path":{"type":"path","path":"/w"},"access":"write"},{"path":{"type":"path","path":"/w/.git"},"access":"read","missing_path_behavior":"skip"}]},"network":"restricted"}"#;
+        let call = |extra: &[&str]| {
+            let mut v = os(&["--sandbox-policy-cwd", "/w", "--command-cwd", "/w/sub"]);
+            v.extend(os(extra));
+            v.extend(os(&["--", "true"]));
+            v
+        };
+        let args = parse_helper_args(call(&["--permission-profile", profile])).unwrap();
+        let SandboxPolicy::WorkspaceWrite(ww) = &args.request.policy else {
+            panic!("{:?}", args.request.policy)
+        };
+        assert!(ww.protected_paths.as_ref().unwrap().iter().any(|p| p == "/w/.git"));
+        assert_eq!(args.command_cwd, Some(PathBuf::from("/w/sub")));
+        let with_switches = call(&[
+            "--permission-profile",
+            profile,
+            "--use-legacy-landlock",
+            "--no-proc",
+            "--apply-seccomp-then-exec",
+        ]);
+        assert!(parse_helper_args(with_switches).is_ok());
+        for (refused, says) in [
+            (call(&["--permission-profile", profile, "--managed-network", "{}"]), "managed"),
+            (call(&["--permission-profile", profile, "--inherit-pid-namespace"]), "PID namespace"),
+            (call(&["--permission-profile", profile, "--verify-fd-mount", "3:/x"]), "inner stage"),
+            (call(&["--permission-profile", profile, "--sandbox-policy", "{}"]), "pass one"),
+            (call(&["--permission-profile", "{\"type\":\"managed\"}"]), "missing field"),
+            (call(&["--permission-profile", "{}"]), "without \"type\""),
+        ] {
+            let error = parse_helper_args(refused.clone()).unwrap_err().to_string();
+            assert!(error.contains(says), "{refused:?}: {error}");
+        }
+        let request = os(&["--request", "{}", "--permission-profile", profile, "--", "true"]);
+        assert!(parse_helper_args(request).is_err());
     }
 
     #[test]

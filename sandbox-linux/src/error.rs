@@ -19,6 +19,8 @@ pub enum HelperError {
     Usage(String),
     #[error("bad sandbox policy: {0}")]
     Policy(#[source] cordon_policies::PolicyError),
+    #[error("{0}")]
+    Profile(#[source] cordon_policies::ProfileError),
     #[cfg(target_os = "linux")]
     #[error("landlock: {0}")]
     Landlock(#[from] landlock::RulesetError),
@@ -79,6 +81,7 @@ impl HelperError {
             HelperError::Exec { source, .. } => exec_exit_code(source),
             HelperError::Usage(_)
             | HelperError::Policy(_)
+            | HelperError::Profile(_)
             | HelperError::UnsupportedPlatform
             | HelperError::Threaded
             | HelperError::NotEnforced(_)

@@ -14,6 +14,8 @@ mod cli;
 #[cfg(target_os = "linux")]
 mod code_runs_later;
 #[cfg(target_os = "linux")]
+mod codex_conformance;
+#[cfg(target_os = "linux")]
 mod containment;
 #[cfg(target_os = "linux")]
 mod everyday;
