@@ -21,7 +21,8 @@ pub(crate) fn runs_given_code(stem: &str, args: &[String]) -> bool {
             ["--import", "--require", "-r", "--loader", "--experimental-loader"]
                 .iter()
                 .filter_map(|option| value_of(index, option))
-                .any(|value| value.starts_with("data:"))
+                // Node takes the scheme in any case and after blanks.
+                .any(|value| value.trim_start().to_ascii_lowercase().starts_with("data:"))
         }),
         // Dot-commands (`.shell`, `.system`, `.once |cmd`, `.read '|cmd'`) given as arguments,
         // with `-cmd`, from `-init`, or read from standard input (no SQL argument).

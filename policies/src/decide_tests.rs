@@ -535,6 +535,45 @@ fn every_spelling_of_a_forbidden_or_prompt_program_is_asked_or_refused() {
         &["bash", "-c", "[ $x ]"],
         &["bash", "-c", "[ \"$n\" -eq 1 ]"],
         &["bash", "-c", "test \"$n\" -gt 0"],
+        // The attack review's bypasses: words that split, computed options, make's variables
+        // and environment, node's scheme spellings, python's code-running modules, transports.
+        &["bash", "-c", "c=r; d=m; set -- -v \"a\"\"[\\$($c$d x)]\"; [ \"$@\" ]"],
+        &["bash", "-c", "test \"${z[@]}\""],
+        &["bash", "-c", "[ \"\"* ]"],
+        &["bash", "-c", "x=c; bash -\"$x\" 'rm x'"],
+        &["bash", "-c", "x=e; perl -\"$x\" 'unlink q(x)'"],
+        &["bash", "-c", "x=c; python3 -\"$x\" 'import os'"],
+        &["bash", "-c", "make -f <(echo x) all"],
+        &["bash", "-c", "f=/dev/stdin; make -f \"$f\" all"],
+        &["bash", "-c", "x='. --eval=all:;rm'; make -C $x all"],
+        &["bash", "-c", "make -C \"$@\" all"],
+        &["bash", "-c", "env MAKEFLAGS='--eval=x' make all"],
+        &["bash", "-c", "export GNUMAKEFLAGS=--eval=x; make all"],
+        &["bash", "-c", "MAKEFILES=/dev/stdin make all"],
+        &["make", "all", "MAKEFILES=/dev/stdin"],
+        &["make", "CC=rm", "y"],
+        &["make", "LINK.c=rm", "y"],
+        &["node", "--import=DATA:text/javascript,x", "a.js"],
+        &["node", "--import= data:text/javascript,x", "a.js"],
+        &["python3", "-m", "timeit", "-n1", "import os"],
+        &["python3", "-mpdb", "-c", "continue", "x.py"],
+        &[
+            "env",
+            "GIT_ALLOW_PROTOCOL=ext",
+            "git",
+            "-c",
+            "remote.o.url=ext::sh -c rm% x",
+            "fetch",
+            "o",
+        ],
+        &["git", "-c", "url.ext::sh -c .insteadOf=q:", "fetch", "q:x"],
+        &["git", "-c", "remote.o.url=foo::x", "fetch", "o"],
+        &[
+            "bash",
+            "-c",
+            "export GIT_C\\ONFIG_COUNT=1 GIT_C\\ONFIG_KEY_0=core.sshCommand; git ls-remote x",
+        ],
+        &["bash", "-c", "export BASH_E\\NV=./env.sh; bash -c true"],
     ];
     for spelling in spellings {
         for approval in [OnRequest, OnFailure, Never, Untrusted] {
@@ -583,6 +622,13 @@ fn commands_cordon_reads_still_run_unasked_beside_strict_rules() {
         &["git", "check-ref-format", "refs/heads/x"],
         &["make", "-j4", "CFLAGS=-O2", "test"],
         &["make", "-C", "sub", "-s", "all"],
+        &["bash", "-lc", "make -j\"$(nproc)\" build"],
+        &["bash", "-lc", "make -C \"$dir\" install"],
+        &["bash", "-lc", "cargo test; if [ \"$?\" -ne 0 ]; then echo failed; fi"],
+        &["bash", "-lc", "[ \"$#\" -eq 0 ] && echo none"],
+        &["bash", "-lc", "[ \"${#files[@]}\" -gt 0 ] && ls"],
+        &["bash", "-lc", "[ -v HOME ] && echo set"],
+        &["git", "-c", "clone.defaultRemoteName=up", "clone", "https://h/r.git"],
     ] {
         let decision =
             assess_with(&argv(spelling), OnRequest, &rules, &Escalation::UseDefault).decision;

@@ -4,12 +4,12 @@
 //! next line, a key on a section's line, an `include`): git's own parser is more lenient than
 //! this one, so whatever this one cannot read for certain counts as running code.
 
-use crate::git_keys::{GitKey, git_key};
+use crate::git_keys::{GitKey, git_key_with_value};
 
 /// Whether `text`, a git dir's `config`, holds anything but the allowed keys in their plain
 /// form.
 pub fn git_config_may_run_code(text: &str) -> bool {
-    let mut section: Option<(String, bool)> = None;
+    let mut section: Option<(String, Option<String>)> = None;
     for line in text.lines() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
@@ -22,7 +22,7 @@ pub fn git_config_may_run_code(text: &str) -> bool {
             }
             continue;
         }
-        let Some((name, named)) = &section else { return true };
+        let Some((name, subsection)) = &section else { return true };
         let key: String = line
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
@@ -36,8 +36,12 @@ pub fn git_config_may_run_code(text: &str) -> bool {
         if !plain {
             return true;
         }
-        let full = if *named { format!("{name}.x.{key}") } else { format!("{name}.{key}") };
-        if git_key(&full) != GitKey::Inert {
+        let full = match subsection {
+            Some(subsection) => format!("{name}.{subsection}.{key}"),
+            None => format!("{name}.{key}"),
+        };
+        let value = rest.strip_prefix('=').map(str::trim);
+        if git_key_with_value(&full, value) != GitKey::Inert {
             return true;
         }
     }
@@ -86,9 +90,9 @@ fn sectioned_lines(text: &str) -> Vec<(Option<&str>, &str)> {
     lines
 }
 
-/// `section]` or `section "name"]`, nothing after it: the section (lowercase) and whether it
-/// has a name. `None` for any other form (`[section.name]`, a key after the bracket, escapes).
-fn parse_header(header: &str) -> Option<(String, bool)> {
+/// `section]` or `section "name"]`, nothing after it: the section (lowercase) and its name, if
+/// it has one. `None` for any other form (`[section.name]`, a key after the bracket, escapes).
+fn parse_header(header: &str) -> Option<(String, Option<String>)> {
     let (inside, after) = header.split_once(']')?;
     if !after.trim().is_empty() {
         return None;
@@ -100,13 +104,17 @@ fn parse_header(header: &str) -> Option<(String, bool)> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         return None;
     }
-    if let Some(quoted) = subsection {
-        let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
-        if inner.contains(['"', '\\']) {
-            return None;
+    let subsection = match subsection {
+        Some(quoted) => {
+            let inner = quoted.strip_prefix('"')?.strip_suffix('"')?;
+            if inner.contains(['"', '\\']) {
+                return None;
+            }
+            Some(inner.to_owned())
         }
-    }
-    Some((name.to_ascii_lowercase(), subsection.is_some()))
+        None => None,
+    };
+    Some((name.to_ascii_lowercase(), subsection))
 }
 
 #[cfg(test)]
@@ -134,6 +142,13 @@ mod tests {
         ] {
             assert!(git_config_gained_code(before, gained), "{gained}");
         }
+    }
+
+    #[test]
+    fn a_url_that_names_a_transport_helper_is_code() {
+        assert!(git_config_may_run_code("[remote \"o\"]\n\turl = ext::sh -c rm% x\n"));
+        assert!(git_config_may_run_code("[url \"ext::sh -c x\"]\n\tinsteadOf = q:\n"));
+        assert!(!git_config_may_run_code("[remote \"o\"]\n\turl = https://h/r.git\n"));
     }
 
     #[test]

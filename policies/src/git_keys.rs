@@ -114,6 +114,7 @@ const INERT: &[&str] = &[
     "bundle.*",
     "checkout.*",
     "clean.*",
+    "clone.*",
     "color.*",
     "column.*",
     "commit.*",
@@ -402,6 +403,31 @@ fn matches(pattern: &str, key: &Parts<'_>) -> bool {
     }
 }
 
+/// Keys whose value (or, for `url.<base>.*`, whose subsection) is a URL git fetches from: a URL
+/// spelled `NAME::…` runs the transport helper `git-remote-NAME` (`ext::` a shell command).
+const URL_KEYS: &[&str] = &[
+    "remote.*.url",
+    "remote.*.pushurl",
+    "submodule.*.url",
+    "url.*.insteadof",
+    "url.*.pushinsteadof",
+];
+
+/// How git uses `key` set to `value` (`None`: without one, as `git -c key` sets it true): as
+/// [`git_key`], and a URL that names a transport helper is code.
+pub fn git_key_with_value(key: &str, value: Option<&str>) -> GitKey {
+    let judged = git_key(key);
+    let Some(parts) = split(key) else { return judged };
+    if judged == GitKey::Inert && URL_KEYS.iter().any(|pattern| matches(pattern, &parts)) {
+        let in_subsection =
+            parts.section == "url" && parts.subsection.is_some_and(|s| s.contains("::"));
+        if in_subsection || value.is_some_and(|v| v.contains("::")) {
+            return GitKey::Code("a URL spelled NAME::… runs the program git-remote-NAME");
+        }
+    }
+    judged
+}
+
 /// How git uses `key` (`section.name` or `section.subsection.name`, any case).
 pub fn git_key(key: &str) -> GitKey {
     let Some(parts) = split(key) else { return GitKey::Unknown };
@@ -434,6 +460,15 @@ mod tests {
             ("mergetool.meld.hasOutput", GitKey::Inert),
         ] {
             assert_eq!(git_key(key), expected, "{key}");
+        }
+        assert_eq!(git_key_with_value("remote.o.url", Some("https://x/y.git")), GitKey::Inert);
+        for (key, value) in [
+            ("remote.o.url", Some("ext::sh -c rm% x")),
+            ("remote.o.pushurl", Some("foo::bar")),
+            ("url.ext::sh -c x.insteadOf", Some("q:")),
+            ("submodule.s.url", Some("fd::0")),
+        ] {
+            assert!(matches!(git_key_with_value(key, value), GitKey::Code(_)), "{key}={value:?}");
         }
         for key in [
             "core.pager",

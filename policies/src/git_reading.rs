@@ -3,7 +3,7 @@
 //! command found on `PATH` as `git-NAME`, autocorrection, a `-c` or `--config-env` key not
 //! known to be plain data, another exec path — reported as unreadable.
 
-use crate::git_keys::{GitKey, git_key};
+use crate::git_keys::{GitKey, git_key_with_value};
 use crate::unreadable::Unreadable;
 
 /// The commands git itself ships (`git --list-cmds=main` of a current git, plus the ones other
@@ -241,11 +241,13 @@ pub(crate) fn read_git(args: &[String]) -> Result<Vec<String>, Unreadable> {
             // the environment, which the words do not show, so the key alone decides.
             "-c" | "--config-env" => {
                 let given = value.unwrap_or_default();
-                let key = match name {
-                    "-c" => given.split_once('=').map_or(given, |(key, _)| key),
-                    _ => given.rsplit_once('=').map_or(given, |(key, _)| key),
+                let (key, value) = match name {
+                    "-c" => given.split_once('=').map_or((given, None), |(k, v)| (k, Some(v))),
+                    // The value is in the environment: judged by the key alone, as if it could
+                    // be any URL.
+                    _ => (given.rsplit_once('=').map_or(given, |(key, _)| key), Some("::")),
                 };
-                match git_key(key) {
+                match git_key_with_value(key, value) {
                     GitKey::Inert => {}
                     GitKey::Code(why) => {
                         return Err(unreadable(format!("`git {name} {key}…`: {why}")));

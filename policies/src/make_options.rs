@@ -4,15 +4,20 @@
 //! the command line:
 //! - `--eval=STRING` / `-E STRING`: a makefile statement (`$(shell …)`, a rule with a recipe);
 //! - `-f -`, `-f /dev/stdin` and other streams: a makefile from standard input;
-//! - a variable definition whose value make expands (`$` in it: `$(shell …)`), a shell
-//!   assignment (`NAME!=command`), or one that sets what runs recipes or adds options
-//!   (`SHELL`, `.SHELLFLAGS`, `MAKESHELL`, `MAKEFLAGS`, `MFLAGS`).
+//! - a variable definition whose value make expands (`$` in it, or a value the shell computes:
+//!   `$(shell …)`), a shell assignment (`NAME!=command`), one that sets what runs recipes, adds
+//!   options or makefiles (`SHELL`, `.SHELLFLAGS`, `MAKESHELL`, `MAKEFLAGS`, `GNUMAKEFLAGS`,
+//!   `MFLAGS`, `MAKEFILES`), or a program or recipe of make's built-in rules (`CC`, `RM`, …, and
+//!   the dotted recipe variables such as `LINK.c`: the manual's "Variables Used by Implicit
+//!   Rules").
 //!
-//! An option not in the table is unknown, and unknown counts as code. A plain definition such
-//! as `CC=clang` changes what make's own rules run; like a tool's configuration, that is make's
+//! An option not in the table is unknown, and unknown counts as code; so does a word the shell
+//! computes, unless it is one word standing as the value of an option that takes a plain value
+//! (`-C "$dir"`, `-j"$(nproc)"`). A variable a project's own makefile uses as a program
+//! (`PYTHON=…`) changes what its recipes run; like a tool's configuration, that is make's
 //! behaviour, judged by make's name.
 
-use crate::unreadable::COMPUTED_WORD;
+use crate::unreadable::{COMPUTED_NUMBER, COMPUTED_ONE_WORD, COMPUTED_WORD};
 
 /// Short options that take no value.
 const SHORT_FLAGS: &str = "bmBdehikLnpqrRsStvw";
@@ -75,8 +80,40 @@ enum Value {
     Makefile,
 }
 
-/// Variables whose value decides what runs recipes or adds options to make itself.
-const CODE_VARIABLES: &[&str] = &["SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFLAGS", "MFLAGS"];
+/// Variables whose value decides what runs recipes, adds options or makefiles to make itself,
+/// or names a program of make's built-in rules.
+const CODE_VARIABLES: &[&str] = &[
+    "SHELL",
+    ".SHELLFLAGS",
+    "MAKESHELL",
+    "MAKEFLAGS",
+    "GNUMAKEFLAGS",
+    "MFLAGS",
+    "MAKEFILES",
+    "AR",
+    "AS",
+    "CC",
+    "CXX",
+    "CPP",
+    "FC",
+    "M2C",
+    "PC",
+    "CO",
+    "GET",
+    "LEX",
+    "YACC",
+    "LINT",
+    "MAKEINFO",
+    "TEX",
+    "TEXI2DVI",
+    "WEAVE",
+    "CWEAVE",
+    "TANGLE",
+    "CTANGLE",
+    "RM",
+    "LD",
+    "OUTPUT_OPTION",
+];
 
 /// Why make's words `args` carry code or cannot be read, or `None` when they carry none.
 pub(crate) fn make_code(args: &[String]) -> Option<String> {
@@ -85,10 +122,10 @@ pub(crate) fn make_code(args: &[String]) -> Option<String> {
     while let Some(arg) = args.get(index) {
         index += 1;
         if arg.contains(COMPUTED_WORD) {
-            // A computed word may be any option or a definition, unless it starts with an
-            // option whose value it is (`-j"$(nproc)"`, `--directory="$d"`).
-            let known = arg.split(COMPUTED_WORD).next().unwrap_or_default();
-            if !computed_value_is_plain(known) {
+            // A computed word may be any option or a definition, unless it is one word that
+            // starts with an option whose value it is (`-j"$(nproc)"`, `--directory="$d"`).
+            let known = arg.strip_prefix(COMPUTED_ONE_WORD);
+            if !known.is_some_and(computed_value_is_plain) {
                 return Some("a word of make's command line is computed by the shell".to_owned());
             }
             continue;
@@ -199,6 +236,15 @@ fn long_option(given: &str) -> Option<(&'static str, Option<bool>, Value)> {
 }
 
 fn value_code(kind: Value, option: &str, value: Option<&str>) -> Option<String> {
+    // A computed value: one word keeps it a value (unless it names a makefile, which may be a
+    // stream); anything that may split can hold options of its own.
+    if let Some(value) = value.filter(|v| v.contains(COMPUTED_WORD)) {
+        let one_word = value.starts_with(COMPUTED_ONE_WORD) || value == COMPUTED_NUMBER;
+        if !one_word || kind != Value::Plain {
+            return Some(format!("make's `{option}` is given a value the shell computes"));
+        }
+        return None;
+    }
     match (kind, value) {
         (Value::Code, _) => Some(format!("make's `{option}` evaluates makefile text it is given")),
         (Value::Makefile, Some(file))
@@ -218,7 +264,7 @@ fn definition_code(word: &str) -> Option<String> {
     }
     let bare = name.trim_end_matches([':', '+', '?']).trim();
     let bare = bare.strip_prefix("override ").unwrap_or(bare).trim();
-    if CODE_VARIABLES.contains(&bare) {
+    if CODE_VARIABLES.contains(&bare) || bare.contains('.') {
         return Some(format!("make's `{bare}=` decides how recipes run"));
     }
     if value.contains('$') || name.contains('$') {
@@ -259,9 +305,15 @@ mod tests {
             &["--e"],
             &["--silent=yes"],
             &["\u{0}\""],
-            &["-E\u{0}\""],
-            &["--eval=\u{0}\""],
-            &["-sj\u{0}\""],
+            &["\u{0}\"-E"],
+            &["\u{0}\"--eval="],
+            &["\u{0}\"-sj"],
+            &["-C", "\u{0}", "all"],
+            &["-f", "\u{0}\""],
+            &["\u{0}\"PREFIX="],
+            &["CC=rm"],
+            &["LINK.c=rm"],
+            &["MAKEFILES=/dev/stdin"],
         ] {
             let args = words(args);
             if args == ["--"] || args == ["--e"] {
@@ -283,12 +335,13 @@ mod tests {
             &["-f", "Makefile.ci", "check"],
             &["--directory=sub", "-k", "-s"],
             &["-sj", "test"],
-            &["CFLAGS=-O2", "V=1", "PREFIX=/usr/local"],
+            &["CFLAGS=-O2", "V=1", "PREFIX=/usr/local", "DESTDIR=out"],
             &["-n", "--no-print-directory", "-O"],
             &["--jobs", "lint"],
             &["--dry", "x"],
-            &["-j\u{0}\"", "build"],
-            &["--directory=\u{0}\"", "all"],
+            &["\u{0}\"-j", "build"],
+            &["\u{0}\"--directory=", "all"],
+            &["-C", "\u{0}\"", "all"],
         ] {
             assert_eq!(make_code(&words(args)), None, "{args:?}");
         }

@@ -134,6 +134,13 @@ pub enum ProfileError {
          then runs without a sandbox as Codex does)"
     )]
     WriteEverywhereWithoutNetwork,
+    #[error(
+        "--permission-profile allows writing everywhere except the places it lists; cordon's \
+         sandbox cannot carve places out of a writable `/`"
+    )]
+    WriteEverywhereNarrowed,
+    #[error("--permission-profile: {0:?} holds a NUL byte")]
+    Nul(String),
     #[error("--permission-profile: glob entry {0:?} is not supported; list the paths")]
     Glob(String),
     #[error("--permission-profile: {0:?} is not an absolute path")]
@@ -164,16 +171,24 @@ struct Places {
 }
 
 /// Reads `json` (the value of `--permission-profile`) into the policy cordon enforces;
-/// `policy_cwd` is `--sandbox-policy-cwd`, which `project_roots` entries are resolved against.
+/// `policy_cwd` is `--sandbox-policy-cwd`, which `project_roots` entries are resolved against,
+/// and `tmpdir` the `$TMPDIR` a `tmpdir` entry names.
 pub fn policy_from_permission_profile(
     json: &str,
     policy_cwd: &Path,
+    tmpdir: Option<&Path>,
 ) -> Result<SandboxPolicy, ProfileError> {
-    let value: serde_json::Value = serde_json::from_str(json)?;
-    if value.get("type").is_none() {
-        return Err(ProfileError::Untyped);
-    }
-    let (file_system, network) = match serde_json::from_value::<Profile>(value)? {
+    // Read straight into the types, never through a map that keeps the last of two equal keys:
+    // `"network":"restricted","network":"enabled"` is an error, as it is for Codex.
+    let profile = serde_json::from_str::<Profile>(json).map_err(|error| {
+        if error.to_string().starts_with("missing field `type`") {
+            ProfileError::Untyped
+        } else {
+            ProfileError::Json(error)
+        }
+    })?;
+    let policy_cwd = &normalize(policy_cwd);
+    let (file_system, network) = match profile {
         Profile::Disabled {} => return Ok(SandboxPolicy::DangerFullAccess {}),
         Profile::External { network } => (FileSystem::Unrestricted {}, network),
         Profile::Managed { file_system, network } => (file_system, network),
@@ -183,7 +198,12 @@ pub fn policy_from_permission_profile(
         FileSystem::Restricted { entries, .. } => entries,
     };
     let places = places(&entries, policy_cwd)?;
-    if places.root_write && !places.root_deny {
+    if places.root_write {
+        // Write everywhere, unless an entry narrows it: then Codex mounts `/` writable with
+        // the narrowed places carved out, which cordon's mount view cannot.
+        if places.root_deny || places.paths.iter().any(|(_, a)| *a != Access::Write) {
+            return Err(ProfileError::WriteEverywhereNarrowed);
+        }
         return write_everywhere(network);
     }
     if !places.root_read || places.root_deny {
@@ -191,18 +211,23 @@ pub fn policy_from_permission_profile(
     }
     let writable: Vec<&PathBuf> =
         places.paths.iter().filter(|(_, a)| *a == Access::Write).map(|(p, _)| p).collect();
+    // Every place the command may write: the write entries, `/tmp` and `$TMPDIR`.
+    let mut writable_places: Vec<PathBuf> = writable.iter().map(|p| (*p).clone()).collect();
+    writable_places.extend(places.slash_tmp.then(|| PathBuf::from("/tmp")));
+    writable_places.extend(tmpdir.filter(|_| places.tmpdir).map(normalize));
     for (path, access) in &places.paths {
         if *access != Access::Write {
             continue;
         }
-        // A writable place under a hidden or read-only one inside a writable root: Codex
-        // reopens it; cordon's mount view would leave it hidden or read-only.
+        // A writable place under a hidden one, or under a read-only one inside a place the
+        // command may write: Codex reopens it; cordon's mount view would leave it hidden or
+        // read-only.
         let outer = places.paths.iter().find(|(outer, outer_access)| {
             outer != path
                 && path.starts_with(outer)
                 && (*outer_access == Access::Deny
                     || (*outer_access == Access::Read
-                        && writable.iter().any(|w| outer.starts_with(w) && *w != outer)))
+                        && writable_places.iter().any(|w| outer.starts_with(w) && w != outer)))
         });
         if let Some((outer, outer_access)) = outer {
             let what = if *outer_access == Access::Deny { "hidden" } else { "read-only" };
@@ -213,18 +238,19 @@ pub fn policy_from_permission_profile(
         DEFAULT_PROTECTED_PATHS.iter().map(|p| (*p).to_owned()).collect();
     protected.extend(CODEX_PROTECTED_NAMES.iter().map(|p| (*p).to_owned()));
     let mut hidden: Vec<String> = DEFAULT_HIDDEN_PATHS.iter().map(|p| (*p).to_owned()).collect();
+    // Every read entry stays read-only wherever a writable root (`/tmp` and `$TMPDIR`
+    // included) holds it; outside them everything is read-only anyway.
     for (path, access) in &places.paths {
         match access {
-            Access::Read if writable.iter().any(|w| path.starts_with(w) && *w != path) => {
-                protected.push(path.to_string_lossy().into_owned());
-            }
-            Access::Read | Access::Write => {}
+            Access::Read => protected.push(path.to_string_lossy().into_owned()),
+            Access::Write => {}
             Access::Deny => hidden.push(path.to_string_lossy().into_owned()),
         }
     }
     protected.dedup();
     hidden.dedup();
-    if writable.is_empty() && !places.slash_tmp && !places.tmpdir {
+    let network_access = network == Network::Enabled;
+    if writable.is_empty() && !places.slash_tmp && !places.tmpdir && !network_access {
         return Ok(SandboxPolicy::ReadOnly { hidden_paths: Some(hidden) });
     }
     let cwd_writable = writable.iter().any(|w| w.as_path() == policy_cwd);
@@ -234,7 +260,7 @@ pub fn policy_from_permission_profile(
             .filter(|w| w.as_path() != policy_cwd)
             .cloned()
             .collect(),
-        network_access: network == Network::Enabled,
+        network_access,
         exclude_policy_cwd: !cwd_writable,
         exclude_tmpdir_env_var: !places.tmpdir,
         exclude_slash_tmp: !places.slash_tmp,
@@ -282,7 +308,7 @@ fn places(entries: &[Entry], policy_cwd: &Path) -> Result<Places, ProfileError> 
                     Access::Deny => return Err(ProfileError::Minimal("deny")),
                 },
                 Special::ProjectRoots { subpath } => match subpath {
-                    Some(subpath) => policy_cwd.join(subpath),
+                    Some(subpath) => normalize(&policy_cwd.join(subpath)),
                     None => policy_cwd.to_path_buf(),
                 },
                 Special::SlashTmp {} | Special::Tmpdir {} if entry.access == Access::Write => {
@@ -304,10 +330,22 @@ fn places(entries: &[Entry], policy_cwd: &Path) -> Result<Places, ProfileError> 
                 }
             },
         };
+        if path.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err(ProfileError::Nul(path.to_string_lossy().into_owned()));
+        }
         if !path.is_absolute() {
             return Err(ProfileError::Relative(path));
         }
         let path = normalize(&path);
+        if path == Path::new("/") {
+            // `/` named as a path is the root as the special place names it.
+            match entry.access {
+                Access::Read => places.root_read = true,
+                Access::Write => places.root_write = true,
+                Access::Deny => places.root_deny = true,
+            }
+            continue;
+        }
         match places.paths.iter_mut().find(|(known, _)| *known == path) {
             // The same place twice: the stronger access decides (deny, then write, then read).
             Some((_, access)) => *access = (*access).max(entry.access),
@@ -317,10 +355,22 @@ fn places(entries: &[Entry], policy_cwd: &Path) -> Result<Places, ProfileError> 
     Ok(places)
 }
 
-/// `path` without `.` components or a trailing slash (`..` is kept: it is resolved where the
-/// path is used, as any path of a policy).
+/// `path` resolved lexically, as Codex's helper resolves it: no `.`, each `..` taking the
+/// component before it (never above `/`), no trailing slash. A `..` the kernel would resolve
+/// after a symbolic link could lead elsewhere; cordon judges the place Codex names.
 fn normalize(path: &Path) -> PathBuf {
-    path.components().collect()
+    use std::path::Component;
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other.as_os_str()),
+        }
+    }
+    normal
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::*;
 const CWD: &str = "/var/tmp/ws";
 
 fn read(json: &str) -> Result<SandboxPolicy, ProfileError> {
-    policy_from_permission_profile(json, Path::new(CWD))
+    policy_from_permission_profile(json, Path::new(CWD), Some(Path::new("/var/tmp/t")))
 }
 
 fn workspace(policy: SandboxPolicy) -> WorkspaceWrite {
@@ -100,4 +100,90 @@ fn what_cordon_cannot_enforce_as_codex_means_it_is_refused() {
         let error = read(&json).expect_err(&json).to_string();
         assert!(error.contains(expected), "{json}: {error}");
     }
+}
+
+fn with_root(list: &str, network: &str) -> String {
+    format!(
+        r#"{{"type":"managed","file_system":{{"type":"restricted","entries":[{{"path":{{"type":"special","value":{{"kind":"root"}}}},"access":"read"}},{list}]}},"network":"{network}"}}"#
+    )
+}
+
+#[test]
+fn read_entries_in_tmp_and_tmpdir_stay_read_only_and_places_are_resolved_as_codex_resolves_them() {
+    let json = with_root(
+        r#"{"path":{"type":"special","value":{"kind":"tmpdir"}},"access":"write"},
+           {"path":{"type":"special","value":{"kind":"slash_tmp"}},"access":"write"},
+           {"path":{"type":"path","path":"/var/tmp/t/ro"},"access":"read"},
+           {"path":{"type":"path","path":"/tmp/x"},"access":"read"},
+           {"path":{"type":"path","path":"/var/tmp/ws/real/.."},"access":"write"},
+           {"path":{"type":"path","path":"/var/tmp/ws/x/../sub"},"access":"read"},
+           {"path":{"type":"path","path":"/var/tmp/ws/x/../secf"},"access":"deny"}"#,
+        "restricted",
+    );
+    let ww = workspace(read(&json).unwrap());
+    let protected = ww.protected_paths.unwrap();
+    for path in ["/var/tmp/t/ro", "/tmp/x", "/var/tmp/ws/sub"] {
+        assert!(protected.iter().any(|p| p == path), "{path} in {protected:?}");
+    }
+    assert!(ww.hidden_paths.unwrap().iter().any(|p| p == "/var/tmp/ws/secf"));
+    assert!(!ww.exclude_policy_cwd, "/var/tmp/ws/real/.. is the cwd");
+    assert_eq!(ww.writable_roots, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn narrowed_write_everywhere_reopened_tmp_places_duplicates_and_nul_are_refused() {
+    for (json, expected) in [
+        (
+            with_root(
+                r#"{"path":{"type":"special","value":{"kind":"root"}},"access":"write"},
+                   {"path":{"type":"path","path":"/secret"},"access":"deny"}"#,
+                "enabled",
+            ),
+            "carve",
+        ),
+        (
+            with_root(
+                r#"{"path":{"type":"path","path":"/"},"access":"write"},
+                   {"path":{"type":"path","path":"/outside"},"access":"read"}"#,
+                "enabled",
+            ),
+            "carve",
+        ),
+        (
+            with_root(
+                r#"{"path":{"type":"special","value":{"kind":"tmpdir"}},"access":"write"},
+                   {"path":{"type":"path","path":"/var/tmp/t/a"},"access":"read"},
+                   {"path":{"type":"path","path":"/var/tmp/t/a/b"},"access":"write"}"#,
+                "restricted",
+            ),
+            "reopen",
+        ),
+        (
+            with_root(
+                r#"{"path":{"type":"special","value":{"kind":"slash_tmp"}},"access":"write"},
+                   {"path":{"type":"path","path":"/tmp/a"},"access":"read"},
+                   {"path":{"type":"path","path":"/tmp/a/b"},"access":"write"}"#,
+                "restricted",
+            ),
+            "reopen",
+        ),
+        (
+            r#"{"type":"managed","file_system":{"type":"restricted","entries":[]},"network":"restricted","network":"enabled"}"#.to_owned(),
+            "duplicate field",
+        ),
+        (with_root(r#"{"path":{"type":"path","path":"/w/a\u0000b"},"access":"deny"}"#, "restricted"), "NUL"),
+    ] {
+        let error = read(&json).expect_err(&json).to_string();
+        assert!(error.contains(expected), "{json}: {error}");
+    }
+    // `/` as a path with nothing narrowing it is the root: no sandbox with the network on.
+    let everywhere =
+        with_root(r#"{"path":{"type":"path","path":"/"},"access":"write"}"#, "enabled");
+    assert_eq!(read(&everywhere).unwrap(), SandboxPolicy::DangerFullAccess {});
+    // Read everything with the network on and nothing writable: the network stays on.
+    let ww = workspace(
+        read(&with_root(r#"{"path":{"type":"path","path":"/x"},"access":"read"}"#, "enabled"))
+            .unwrap(),
+    );
+    assert!(ww.network_access && ww.exclude_policy_cwd && ww.exclude_slash_tmp);
 }

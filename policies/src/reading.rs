@@ -182,6 +182,18 @@ fn inline_code(program: &str, args: &[String]) -> Option<String> {
     if stem == "sed" {
         return sed_runs_commands(args).then(|| program.to_owned());
     }
+    // `python3 -m timeit STMT`, `-m pdb -c CMD`: modules that run code given as arguments;
+    // `-m code` reads it from standard input.
+    if matches!(stem, "python" | "pypy") {
+        let module = args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("-m") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(attached) => Some(attached),
+            None => None,
+        });
+        if module.is_some_and(|m| matches!(m, "timeit" | "pdb" | "code" | "cProfile" | "profile")) {
+            return Some(program.to_owned());
+        }
+    }
     if crate::command_interpreters::runs_given_code(stem, args) {
         return Some(program.to_owned());
     }

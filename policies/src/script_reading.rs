@@ -12,8 +12,8 @@ use tree_sitter::{Node, Parser};
 
 use crate::evaluated_names::evaluated_name;
 use crate::unreadable::{
-    CODE_BUILTINS, COMPUTED_ONE_WORD, COMPUTED_WORD, Unreadable, code_builtin_runs_code,
-    is_code_variable,
+    CODE_BUILTINS, COMPUTED_NUMBER, COMPUTED_ONE_WORD, COMPUTED_WORD, Unreadable,
+    code_builtin_runs_code, is_code_variable,
 };
 
 /// What tree-sitter-bash reads in one script.
@@ -107,6 +107,10 @@ fn parse_within_budget(source: &str) -> Option<tree_sitter::Tree> {
 /// The first variable in `source` that loads code or names a program
 /// ([`is_code_variable`]), other than where its value is read (`$EDITOR`, `${PAGER}`).
 fn named_code_variable(source: &str) -> Option<String> {
+    // The shell removes quotes and backslashes from a word before it takes it for a name
+    // (`export GIT_C\ONFIG_COUNT=1`, `export "BASH_ENV=x"`): so does this search.
+    let source: String = source.chars().filter(|c| !matches!(c, '\\' | '\'' | '"')).collect();
+    let source = source.as_str();
     let mut at = 0;
     let bytes = source.as_bytes();
     while at < bytes.len() {
@@ -172,14 +176,36 @@ fn test_words(node: Node<'_>, source: &str, words: &mut Vec<String>) {
     }
 }
 
-/// A word's value: its literal text, or a stand-in for a word the shell computes
-/// ([`COMPUTED_ONE_WORD`] when it stays one word).
+/// A word's value: its literal text, or a stand-in for a word the shell computes:
+/// [`COMPUTED_NUMBER`] for a special parameter that is always a number (`"$?"`, `"$#"`, a
+/// length), [`COMPUTED_ONE_WORD`] when it stays one word (followed by its literal start, if it
+/// has one: `-j"$(nproc)"` is `COMPUTED_ONE_WORD` then `-j`), else [`COMPUTED_WORD`]. Every
+/// stand-in starts with the NUL of [`COMPUTED_WORD`], so nothing takes it for an option.
 fn word_value(node: Node<'_>, source: &str) -> String {
-    match literal(node, source) {
-        Some(text) => text,
-        None if stays_one_word(node) => literal_prefix(node, source) + COMPUTED_ONE_WORD,
-        None => COMPUTED_WORD.to_owned(),
+    if let Some(text) = literal(node, source) {
+        return text;
     }
+    let text = source.get(node.byte_range()).unwrap_or_default();
+    if is_numeric_special(text) {
+        return COMPUTED_NUMBER.to_owned();
+    }
+    if stays_one_word(node, source) {
+        return format!("{COMPUTED_ONE_WORD}{}", literal_prefix(node, source));
+    }
+    COMPUTED_WORD.to_owned()
+}
+
+/// `"$?"`, `"$#"`, `"$$"`, `"$!"`, `"${#name}"`, `"${#name[@]}"` (quoted or not): values the
+/// shell makes, always a number.
+fn is_numeric_special(text: &str) -> bool {
+    let inner = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+    if matches!(inner, "$?" | "$#" | "$$" | "$!" | "${?}" | "${#}" | "${$}" | "${!}") {
+        return true;
+    }
+    inner.strip_prefix("${#").and_then(|t| t.strip_suffix('}')).is_some_and(|name| {
+        let name = name.strip_suffix("[@]").or_else(|| name.strip_suffix("[*]")).unwrap_or(name);
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// The literal start of a concatenation (`-j` of `-j"$(nproc)"`), so that what the word
@@ -198,16 +224,20 @@ fn literal_prefix(node: Node<'_>, source: &str) -> String {
     prefix
 }
 
-/// Whether the shell keeps this word as one word whatever it expands to: a `"…"` string, or a
-/// concatenation of those and literal parts (no unquoted expansion to split or glob).
-fn stays_one_word(node: Node<'_>) -> bool {
+/// Whether the shell keeps this word as one word whatever it expands to: a `"…"` string
+/// without an `@` expansion (`"$@"`, `"${a[@]}"` are several words), or a concatenation of
+/// those and literal parts (no unquoted expansion to split, no glob to expand).
+fn stays_one_word(node: Node<'_>, source: &str) -> bool {
+    let text = source.get(node.byte_range()).unwrap_or_default();
     match node.kind() {
-        "string" | "raw_string" => true,
+        "string" => !text.contains('@'),
+        "raw_string" => true,
         "concatenation" => {
             let mut cursor = node.walk();
-            let all = node
-                .children(&mut cursor)
-                .all(|child| matches!(child.kind(), "string" | "raw_string" | "word" | "number"));
+            let all = node.children(&mut cursor).all(|child| match child.kind() {
+                "string" | "raw_string" => stays_one_word(child, source),
+                _ => literal(child, source).is_some(),
+            });
             all
         }
         _ => false,

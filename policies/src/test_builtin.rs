@@ -9,7 +9,7 @@
 //! word that the shell may split into several words or none, a computed word may itself become
 //! `-v`, so the call is unreadable.
 
-use crate::unreadable::{COMPUTED_ONE_WORD, COMPUTED_WORD};
+use crate::unreadable::{COMPUTED_NUMBER, COMPUTED_ONE_WORD, COMPUTED_WORD};
 
 /// Unary operators that evaluate nothing (`-v` and `-R` are not among them).
 const UNARY: &[&str] = &[
@@ -24,20 +24,31 @@ const STRING_BINARY: &[&str] = &["=", "==", "!=", "<", ">", "-nt", "-ot", "-ef",
 const ARITHMETIC_BINARY: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
 
 /// Whether `test` (or `[`, without its closing `]`) with these arguments may evaluate one of
-/// them as code. Computed words stand as [`COMPUTED_WORD`] (any number of words) or
-/// [`COMPUTED_ONE_WORD`] (exactly one word, its value unknown).
+/// them as code. Computed words stand as [`COMPUTED_WORD`] (any number of words),
+/// [`COMPUTED_ONE_WORD`] (exactly one word, its value unknown, its literal start after it) or
+/// [`COMPUTED_NUMBER`] (one word, a number).
 pub(crate) fn test_evaluates(args: &[String]) -> bool {
-    if args.iter().any(|a| a == "-v" || a == "-R") {
+    let splits = |a: &String| {
+        a.contains(COMPUTED_WORD) && !a.starts_with(COMPUTED_ONE_WORD) && a != COMPUTED_NUMBER
+    };
+    if args.iter().any(splits) {
         return true;
     }
-    if args.iter().any(|a| a.contains(COMPUTED_WORD) && a != COMPUTED_ONE_WORD) {
-        return true;
+    // `-v NAME`/`-R NAME` evaluate NAME's subscript: only a literal name without one is safe,
+    // and only where no computed word could be another `-v`.
+    if let Some(at) = args.iter().position(|a| a == "-v" || a == "-R") {
+        let plain_name = args.get(at + 1).is_some_and(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        let names = args.iter().filter(|a| *a == "-v" || *a == "-R").count();
+        return !(plain_name && names == 1 && !args.iter().any(|a| a.contains(COMPUTED_WORD)));
     }
     evaluates(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
+/// A computed word whose value is not known to be a number.
 fn computed(word: &str) -> bool {
-    word == COMPUTED_ONE_WORD
+    word.starts_with(COMPUTED_ONE_WORD)
 }
 
 fn evaluates(args: &[&str]) -> bool {
@@ -51,6 +62,9 @@ fn evaluates(args: &[&str]) -> bool {
         [first, _] => computed(first) || !(*first == "!" || UNARY.contains(first)),
         [left, op, right] => {
             if ARITHMETIC_BINARY.contains(op) {
+                // bash's `[` reads these operands as integers without evaluating them, but
+                // zsh's evaluates them as arithmetic: a computed operand that may be anything
+                // stays unreadable; a number the shell makes (`"$?"`, `"$#"`) is a number.
                 return computed(left) || computed(right);
             }
             if STRING_BINARY.contains(op) {
@@ -82,6 +96,8 @@ mod tests {
         list.iter()
             .map(|w| match *w {
                 "Q" => COMPUTED_ONE_WORD.to_owned(),
+                "P" => format!("{COMPUTED_ONE_WORD}x"),
+                "N" => COMPUTED_NUMBER.to_owned(),
                 "U" => COMPUTED_WORD.to_owned(),
                 w => w.to_owned(),
             })
@@ -103,6 +119,10 @@ mod tests {
             &["(", "Q", ")"],
             &["!", "Q", "=", "x"],
             &["-n", "x", "-a", "-f", "y"],
+            &["N", "-ne", "0"],
+            &["N", "-gt", "0"],
+            &["P", "=", "xy"],
+            &["-v", "HOME"],
         ] {
             assert!(!test_evaluates(&words(args)), "{args:?}");
         }
@@ -111,9 +131,8 @@ mod tests {
     #[test]
     fn names_arithmetic_and_words_that_may_split_are_unreadable() {
         for args in [
-            &["-v", "x"][..],
-            &["-v", "Q"],
-            &["-R", "x"],
+            &["-v", "Q"][..],
+            &["-R", "x", "-a", "-v", "y"],
             &["Q", "-eq", "1"],
             &["1", "-gt", "Q"],
             &["Q", "x"],
@@ -121,6 +140,9 @@ mod tests {
             &["-f", "U"],
             &["U"],
             &["-n", "Q", "-a", "-f", "y"],
+            &["-v", "a[x]"],
+            &["-v", "HOME", "-a", "Q"],
+            &["(", "Q", ")", "Q"],
         ] {
             assert!(test_evaluates(&words(args)), "{args:?}");
         }

@@ -116,6 +116,10 @@ pub(crate) const COMPUTED_WORD: &str = "\u{0}";
 /// word as unknown still does.
 pub(crate) const COMPUTED_ONE_WORD: &str = "\u{0}\"";
 
+/// A computed word that is always a number (`"$?"`, `"$#"`, `"${#a[@]}"`): one word whose
+/// value no command can choose. It holds [`COMPUTED_WORD`] too.
+pub(crate) const COMPUTED_NUMBER: &str = "\u{0}#";
+
 /// Variables that make a program load code from a file named in them.
 const CODE_VARIABLES: &[&str] = &[
     "BASH_ENV",
@@ -138,6 +142,14 @@ const CODE_VARIABLES: &[&str] = &[
     "NODE_OPTIONS",
     "PERL5OPT",
     "RUBYOPT",
+    // make reads options (`--eval`) and makefiles from these.
+    "MAKEFLAGS",
+    "GNUMAKEFLAGS",
+    "MFLAGS",
+    "MAKEFILES",
+    // Allow git transports that run commands (`ext::`).
+    "GIT_ALLOW_PROTOCOL",
+    "GIT_PROTOCOL_FROM_USER",
 ];
 
 /// Variables that name a program another program runs (git's ssh, pager, editor, external

@@ -233,6 +233,7 @@ pub fn parse_helper_args(
     let mut tree_limits = TreeLimits::None;
     let mut split_policies = SplitPolicies::default();
     let mut saw_separator = false;
+    let mut given: Vec<String> = Vec::new();
 
     while let Some(arg) = args.next() {
         if arg == "--" {
@@ -260,6 +261,12 @@ pub fn parse_helper_args(
                 }
             }
         };
+        // A flag given twice is an error, never "the last one wins": a caller that appends
+        // its own policy to another's must not replace it in silence.
+        if !SWITCHES.contains(&flag.as_str()) && given.contains(&flag) {
+            return Err(HelperError::Usage(format!("{flag} is given twice")));
+        }
+        given.push(flag.clone());
         if LEGACY_REQUEST_FLAGS.contains(&flag.as_str()) {
             request_flags.push(flag.clone());
         }
@@ -346,6 +353,17 @@ pub fn parse_helper_args(
     if command.is_empty() {
         return Err(HelperError::Usage("no command after `--`".into()));
     }
+    let user_view = match user_view_json {
+        None => UserView::OwnEnvironment,
+        Some(json) => {
+            let json = json
+                .to_str()
+                .ok_or_else(|| HelperError::Usage("--user-view is not valid UTF-8".into()))?;
+            let view = serde_json::from_str(json)
+                .map_err(|e| HelperError::Usage(format!("--user-view: invalid JSON: {e}")))?;
+            UserView::Given(Box::new(view))
+        }
+    };
     let request = match request_json {
         Some(json) => {
             let json = json
@@ -389,8 +407,19 @@ pub fn parse_helper_args(
                             policy_cwd.display()
                         )));
                     }
-                    cordon_policies::policy_from_permission_profile(profile, &policy_cwd)
-                        .map_err(HelperError::Profile)?
+                    // `$TMPDIR` as the caller sees it: a `tmpdir` entry names it.
+                    let tmpdir = match &user_view {
+                        UserView::Given(view) => view.tmpdir.clone(),
+                        UserView::OwnEnvironment => std::env::var_os("TMPDIR").map(PathBuf::from),
+                    };
+                    let policy = cordon_policies::policy_from_permission_profile(
+                        profile,
+                        &policy_cwd,
+                        tmpdir.as_deref(),
+                    )
+                    .map_err(HelperError::Profile)?;
+                    refuse_linked_read_entries(&policy, &policy_cwd, tmpdir.as_deref())?;
+                    policy
                 }
                 (Some(policy_json), None) => {
                     let policy_json = policy_json.to_str().ok_or_else(|| {
@@ -416,17 +445,6 @@ pub fn parse_helper_args(
             return Err(HelperError::Usage(format!("{} must be an absolute path", cwd.display())));
         }
     }
-    let user_view = match user_view_json {
-        None => UserView::OwnEnvironment,
-        Some(json) => {
-            let json = json
-                .to_str()
-                .ok_or_else(|| HelperError::Usage("--user-view is not valid UTF-8".into()))?;
-            let view = serde_json::from_str(json)
-                .map_err(|e| HelperError::Usage(format!("--user-view: invalid JSON: {e}")))?;
-            UserView::Given(Box::new(view))
-        }
-    };
     Ok(HelperArgs {
         request,
         command_cwd,
@@ -440,6 +458,42 @@ pub fn parse_helper_args(
         #[cfg(target_os = "linux")]
         walked: None,
     })
+}
+
+/// A read-only entry of a permission profile reached through a symbolic link inside a place the
+/// command may write: the link's target would be kept read-only, but the command could replace
+/// the link itself with a directory of its own under the name the profile meant to keep.
+/// Refused (exit 125), as Codex's own helper refuses it.
+fn refuse_linked_read_entries(
+    policy: &SandboxPolicy,
+    policy_cwd: &std::path::Path,
+    tmpdir: Option<&std::path::Path>,
+) -> Result<(), HelperError> {
+    let SandboxPolicy::WorkspaceWrite(ww) = policy else { return Ok(()) };
+    let mut writable: Vec<PathBuf> = ww.writable_roots.clone();
+    writable.extend((!ww.exclude_policy_cwd).then(|| policy_cwd.to_path_buf()));
+    writable.extend((!ww.exclude_slash_tmp).then(|| PathBuf::from("/tmp")));
+    writable
+        .extend(tmpdir.filter(|_| !ww.exclude_tmpdir_env_var).map(std::path::Path::to_path_buf));
+    let entries = ww.protected_paths.iter().flatten().map(std::path::Path::new);
+    for entry in entries.filter(|entry| entry.is_absolute()) {
+        for place in writable.iter().filter(|place| entry.starts_with(place) && *place != entry) {
+            let Ok(below) = entry.strip_prefix(place) else { continue };
+            let mut path = place.clone();
+            for component in below.components() {
+                path.push(component);
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(HelperError::Usage(format!(
+                        "--permission-profile: the read-only entry {} goes through the symbolic \
+                         link {}, which the command could replace; name the place it leads to",
+                        entry.display(),
+                        path.display()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The flags that take no value.

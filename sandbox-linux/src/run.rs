@@ -4,9 +4,9 @@
 use std::convert::Infallible;
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use cordon_policies::{EnvSnapshot, SandboxPolicy};
+use cordon_policies::{EnvSnapshot, ResolvedPolicy, SandboxPolicy};
 
 use crate::args::{Caller, DirIdentity, HelperArgs, Invocation, UserView, parse_invocation};
 use crate::caps::{self, CapabilityDrop};
@@ -344,8 +344,18 @@ unsafe fn run(
             PidNamespaceRequest::Disabled
         }
     };
+    // Called directly (Codex, a harness), the helper is the only step after the run: a
+    // protected name that does not exist cannot be bound read-only, so what the command creates
+    // there is moved aside once nothing of the command is left. cordon's front ends keep their
+    // own watch and report it themselves.
+    let after_run = match args.caller {
+        Caller::Direct => {
+            Some(crate::planted::Watch::before(&[], &[], &missing_protected(&policy)))
+        }
+        Caller::Cordon => None,
+    };
     // SAFETY: one thread, and descriptor 3 as `split` needs it (this function's contract).
-    let supervisor = unsafe { containment::split(pid_namespace, args.parent_death) }?;
+    let supervisor = unsafe { containment::split(pid_namespace, args.parent_death, after_run) }?;
     let containment = match supervisor.containment {
         // Cloned into the namespace but refused a mount namespace: no /proc of its own (a new
         // one would land on the host's), as without a PID namespace; the warning below says
@@ -521,6 +531,29 @@ unsafe fn run(
 /// once (`unsealed` gives the roots before sealing): Landlock, which is always in place when
 /// the view is (else the helper exits 125 unless best effort), keeps new entries out of it,
 /// where a bind per entry would cost a mount per entry.
+/// The protected and hidden paths inside the writable roots that do not exist now: a relative
+/// protected name of one component in each root (`.codex`, `.envrc`, and `.git` when the
+/// policy protects it whole), and every absolute protected or hidden path there.
+fn missing_protected(policy: &ResolvedPolicy) -> Vec<PathBuf> {
+    let mut missing = Vec::new();
+    for root in &policy.writable_roots {
+        let named = policy.protected_paths.iter().map(Path::new).filter_map(|entry| {
+            if entry.is_absolute() {
+                entry.starts_with(root).then(|| entry.to_path_buf())
+            } else {
+                (entry.components().count() == 1).then(|| root.join(entry))
+            }
+        });
+        let hidden = policy.hidden_paths.iter().filter(|p| p.starts_with(root)).cloned();
+        for path in named.chain(hidden) {
+            if std::fs::symlink_metadata(&path).is_err() && !missing.contains(&path) {
+                missing.push(path);
+            }
+        }
+    }
+    missing
+}
+
 fn plan_mount_view(
     policy: &cordon_policies::ResolvedPolicy,
     unsealed: Option<&[PathBuf]>,

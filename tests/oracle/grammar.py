@@ -7,6 +7,8 @@ running it, never by this intent.
 """
 
 import random
+import re
+import subprocess
 from dataclasses import dataclass
 
 import shell
@@ -57,13 +59,65 @@ GIT_SPELLINGS = [
 WRAPPER_FAMILIES = list(wrappers.WRAPPERS)
 WORD_FAMILIES = list(shell.WORDS)
 STATEMENT_FAMILIES = list(shell.STATEMENTS)
-OTHER_FAMILIES = ["plain", "git", "nest", "nice-deep", "command-forms", "whole-command",
-                  "positional"]
+OTHER_FAMILIES = ["plain", "git", "git-keys", "tool-options", "nest", "nice-deep",
+                  "command-forms", "whole-command", "positional"]
 FAMILIES = WRAPPER_FAMILIES + WORD_FAMILIES + STATEMENT_FAMILIES + OTHER_FAMILIES
 
 # How often each family is drawn, relative to 1. `watch` takes a second per case.
 WEIGHTS = {"watch": 0.2, "script": 0.6, "nest": 3, "git": 2, "plain": 0.5, "sudo": 0.5,
-           "parallel": 0.5}
+           "parallel": 0.5, "git-keys": 3, "tool-options": 1}
+
+
+def documented_git_keys():
+    """Every configuration key the installed git documents (`git help --config`), placeholders
+    (`remote.<name>.url`, `alias.*`) filled with `x`, plus keys git reads but does not list."""
+    try:
+        listed = subprocess.run(["git", "help", "--config"], capture_output=True, text=True,
+                                timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        listed = ""
+    keys = [re.sub(r"<[^>]*>", "x", line.strip()).replace("*", "x")
+            for line in listed.splitlines() if "." in line and not line.startswith("'git ")]
+    return sorted(set(keys + UNLISTED_GIT_KEYS))
+
+
+# Keys git reads that `git help --config` does not list.
+UNLISTED_GIT_KEYS = ["tar.x.command", "tar.x.remote", "trailer.x.cmd", "trailer.x.command",
+                     "init.templateDir", "uploadarchive.x", "core.x"]
+
+# A key that names a tool is used once another key picks that tool: `man.x.cmd` with
+# `man.viewer=x`.
+COMPANION_KEYS = {"man.x.cmd": ["man.viewer=x"], "man.x.path": ["man.viewer=x"],
+                  "browser.x.cmd": ["web.browser=x"], "browser.x.path": ["web.browser=x"],
+                  "difftool.x.cmd": ["diff.tool=x"], "difftool.x.path": ["diff.tool=x"],
+                  "mergetool.x.cmd": ["merge.tool=x"], "guitool.x.cmd": [],
+                  "instaweb.browser": ["instaweb.httpd=x"]}
+
+# git commands that read one key or another, with what they need.
+GIT_CONSUMERS = [["status"], ["log", "-1"], ["diff", "HEAD"], ["show", "HEAD"],
+                 ["archive", "--format=x", "HEAD"], ["help", "git"], ["help", "-w", "git"],
+                 ["web--browse", "-b", "x", "http://127.0.0.1:9/"],
+                 ["interpret-trailers", "--trailer", "x=1"], ["commit", "--allow-empty", "-qm", "x"],
+                 ["x"], ["difftool", "-y", "HEAD"], ["branch"], ["tag", "-l"]]
+
+# Values that run the payload where a key's value is a command, a program or a path.
+GIT_KEY_VALUES = ["rm -f victim", "!rm -f victim", "rm -f victim; cat", "sh -c 'rm -f victim'",
+                  "/bin/rm -f victim #"]
+
+# Options that hand a tool code, from the tools' own documentation.
+TOOL_OPTION_CASES = [
+    (RM, ["make", "-f", "/dev/null", "--eval", "x: ; rm -f victim", "x"]),
+    (RM, ["make", "-f", "/dev/null", "--eval=$(shell rm -f victim)"]),
+    (RM, ["make", "-f", "/dev/null", "--ev", "$(shell rm -f victim)"]),
+    (RM, ["make", "-f", "/dev/null", "-E", "$(shell rm -f victim)"]),
+    (RM, ["make", "-sf", "/dev/null", "-E$(shell rm -f victim)"]),
+    (RM, ["make", "-f", "/dev/null", "x!=rm -f victim"]),
+    (RM, ["make", "-f", "/dev/null", "x=$(shell rm -f victim)", "--eval=y:=$(x)"]),
+    (RM, ["make", "-f", "/dev/null", "MAKEFLAGS=--eval=$$(shell rm -f victim)"]),
+    (RM, ["scriptlive", "-c", "rm -f victim", "-t", "/dev/null", "-I", "/dev/null"]),
+    (None, ["make", "-f", "/dev/null", "-j2", "CFLAGS=-O2"]),
+    (None, ["make", "-C", ".", "-f", "/dev/null", "-s"]),
+]
 
 # Wrappers the outer `strace` of the executor cannot trace through (ptrace does not nest).
 UNTRACEABLE = {"strace"}
@@ -132,8 +186,33 @@ def payload(rng):
     return intent, list(rng.choice(PAYLOADS[intent]))
 
 
+GIT_KEYS = documented_git_keys()
+
+
+def git_key_case(rng):
+    """`git -c KEY=VALUE [-c COMPANION] COMMAND` (or `--config-env`) for any documented key."""
+    key = rng.choice(GIT_KEYS)
+    value = rng.choice(GIT_KEY_VALUES)
+    consumer = rng.choice(GIT_CONSUMERS)
+    argv = ["git"]
+    for companion in COMPANION_KEYS.get(key, []):
+        argv += ["-c", companion]
+    if rng.random() < 0.2:
+        return ["env", f"V={value}", *argv, f"--config-env={key}=V", *consumer]
+    return [*argv, "-c", f"{key}={value}", *consumer]
+
+
 def generate(rng, family, skip):
     """One case of `family`; wrappers in `skip` are not available here and are never used."""
+    if family == "git-keys":
+        b = Builder(rng, family, RM, git_key_case(rng))
+        b.extras(skip, 0.3)
+        return b.case()
+    if family == "tool-options":
+        intent, argv = rng.choice(TOOL_OPTION_CASES)
+        b = Builder(rng, family, intent, list(argv))
+        b.extras(skip, 0.3)
+        return b.case()
     if family == "git":
         intent, argv = rng.choice(GIT_SPELLINGS)
         b = Builder(rng, family, intent, list(argv))
@@ -215,6 +294,16 @@ def fixed_cases(skip=frozenset()):
         ("git", PUSH, ["git", "-c", "alias.x=push", "x"]),
         ("git", PUSH, ["git", "-c", "help.autocorrect=immediate", "psuh"]),
         ("env", TOUCH, ["env", "sh", "-c", "touch t"]),
+        # Keys that hand git a command but were read as plain data, and tools' code options.
+        ("git-keys", RM, ["git", "-c", "tar.x.command=rm -f victim; cat", "archive",
+                          "--format=x", "HEAD"]),
+        ("git-keys", RM, ["git", "-c", "man.viewer=v", "-c", "man.v.cmd=rm -f victim", "help",
+                          "git"]),
+        ("git-keys", RM, ["git", "-c", "browser.v.cmd=rm -f victim", "web--browse", "-b", "v",
+                          "http://127.0.0.1:9/"]),
+        ("git-keys", RM, ["git", "-c", "trailer.x.cmd=rm -f victim", "interpret-trailers",
+                          "--trailer", "x=1"]),
+        *[("tool-options", intent, argv) for intent, argv in TOOL_OPTION_CASES],
     ]
     for family, intent, argv, *stdin in listed:
         if family in skip:

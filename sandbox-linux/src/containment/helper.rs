@@ -20,6 +20,7 @@ pub(super) fn helper_waits(
     terminal: Terminal,
     to_supervisor: &OwnedFd,
     from_supervisor: &OwnedFd,
+    after_run: Option<crate::planted::Watch>,
 ) -> ! {
     let mut reports = Vec::new();
     let mut command_status = None;
@@ -105,10 +106,38 @@ pub(super) fn helper_waits(
     };
     // The supervisor wrote its last report before it exited: it is in the pipe now.
     read_reports(&mut command_status, &mut started);
+    // Nothing of the command is left (the namespace ended with its pid 1, or the subreaper
+    // killed the rest): what it created where the policy keeps names read-only goes.
+    if let Some(watch) = after_run.filter(|_| started) {
+        report_moved_aside(&watch.move_aside().planted);
+    }
     give_terminal_back(terminal);
     // No report: the supervisor failed before the command ran (its own exit code, e.g. 125)
     // or was killed.
     exit_like(command_status.unwrap_or(supervisor_status))
+}
+
+/// One line naming what was moved aside (the first five), so the caller knows where it went.
+fn report_moved_aside(planted: &[crate::planted::Planted]) {
+    if planted.is_empty() {
+        return;
+    }
+    let named: Vec<String> = planted
+        .iter()
+        .take(5)
+        .map(|p| match &p.moved_to {
+            Some(to) => format!("{} -> {}", p.path.display(), to.display()),
+            None => format!("{} (could not be moved)", p.path.display()),
+        })
+        .collect();
+    let more = planted.len().saturating_sub(5);
+    crate::messages::warning(format_args!(
+        "the command created {} where the policy keeps {} read-only; moved aside: {}{}",
+        if planted.len() == 1 { "a name" } else { "names" },
+        if planted.len() == 1 { "it" } else { "them" },
+        named.join(", "),
+        if more > 0 { format!(" and {more} more") } else { String::new() },
+    ));
 }
 
 /// Whether `signal` ends a run that has not started its command yet: hangup, interrupt and

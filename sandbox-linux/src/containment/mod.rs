@@ -199,6 +199,7 @@ fn setup_error(what: &'static str) -> impl Fn(nix::Error) -> HelperError {
 pub unsafe fn split(
     request: PidNamespaceRequest,
     parent_death: ParentDeath,
+    after_run: Option<crate::planted::Watch>,
 ) -> Result<Supervisor, HelperError> {
     let containment = match request {
         PidNamespaceRequest::Entered(report) => {
@@ -239,7 +240,7 @@ pub unsafe fn split(
         Forked::Parent { child } => {
             drop((down_read, up_write));
             not_dumpable()?;
-            helper::helper_waits(child, terminal, &down_write, &up_read)
+            helper::helper_waits(child, terminal, &down_write, &up_read, after_run)
         }
         Forked::Child => {
             drop((down_write, up_read));
