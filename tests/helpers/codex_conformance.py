@@ -40,18 +40,10 @@ PROFILES = {
 
 # (profile, probe) -> (cordon's outcome, why). Every other pair must match Codex exactly.
 DIFFERENCES = {
-    # Codex's helper mounts an empty read-only directory over a missing protected name (and
-    # leaves a placeholder on the host while the command runs); cordon's helper leaves nothing
-    # on the host and cannot mount at a name that does not exist, so the bare helper lets the
-    # command create it. docs/linux-sandbox.md lists it.
-    ("workspace-write", "create-missing-read-only-entry"): (
-        "yes", "cordon's bare helper cannot keep a missing name from being created"),
-    ("network-on", "create-missing-read-only-entry"): (
-        "yes", "cordon's bare helper cannot keep a missing name from being created"),
-    ("workspace-write", "create-missing-codex-dir"): (
-        "yes", "cordon's bare helper cannot keep a missing name from being created"),
-    ("network-on", "create-missing-codex-dir"): (
-        "yes", "cordon's bare helper cannot keep a missing name from being created"),
+    # A missing read-only name: Codex's helper mounts an empty read-only directory there (with a
+    # placeholder on the host while the command runs); cordon's helper leaves nothing on the
+    # host, lets the command create it and moves it aside when the command ends. Seen from
+    # outside after the run, both leave no such name: the probes agree.
     # cordon hides credential stores; Codex's helper does not.
     ("workspace-write", "read-ssh-key"): ("no", "cordon hides ~/.ssh"),
     ("read-only", "read-ssh-key"): ("no", "cordon hides ~/.ssh"),
