@@ -236,6 +236,7 @@ mod tests {
         ApprovalRequest {
             command: command.iter().map(std::ffi::OsString::from).collect(),
             cwd: PathBuf::from("/work"),
+            interaction: cordon_exec_core::Interaction::Batch,
             reason: "because".into(),
             stage,
             sandbox_mode: match stage {

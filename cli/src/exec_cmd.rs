@@ -181,6 +181,7 @@ fn exec_request(
         env,
         stdin,
         output: if args.json { OutputMode::Capture } else { OutputMode::Stream },
+        interaction: cordon_exec_core::Interaction::Batch,
     }
 }
 
@@ -277,6 +278,7 @@ pub fn run_policy_check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
         env,
         stdin: StdinMode::Null,
         output: OutputMode::Capture,
+        interaction: cordon_exec_core::Interaction::Batch,
     };
     let lookup = orchestrator.program_lookup(&request);
     let assessment =

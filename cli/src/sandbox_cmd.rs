@@ -125,6 +125,7 @@ fn request(
             StdinMode::Inherit
         },
         output: if stay.json { OutputMode::Capture } else { OutputMode::Stream },
+        interaction: cordon_exec_core::Interaction::Batch,
     }
 }
 

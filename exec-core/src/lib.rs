@@ -94,7 +94,8 @@ pub use network_proxy::{
 };
 pub use orchestrator::{
     ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, AskCause, Attempt,
-    Authorization, ExecRequest, Orchestrator, OrchestratorError, Outcome, OutcomeResult,
+    Authorization, ExecRequest, Interaction, Orchestrator, OrchestratorError, Outcome,
+    OutcomeResult,
 };
 pub use platform::{
     DoctorReport, Gap, MountViewStatus, helper_main, is_helper_arg0, predicted_gaps,

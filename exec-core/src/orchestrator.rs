@@ -26,7 +26,7 @@ use crate::program_trust::ProgramLookup;
 use crate::resolved::ApprovalState;
 use crate::runner::{AttemptRun, LocalRunner, MovedAside, Runner};
 
-pub use crate::request::ExecRequest;
+pub use crate::request::{ExecRequest, Interaction};
 pub use crate::runner::OrchestratorError;
 
 /// What step 1 (decide, and ask when needed) concluded.
@@ -53,6 +53,8 @@ pub struct ApprovalRequest {
     #[serde(serialize_with = "crate::runner::lossy_texts")]
     pub command: Vec<OsString>,
     pub cwd: PathBuf,
+    /// Whether the approved command is a terminal session the caller types into while it runs.
+    pub interaction: Interaction,
     pub reason: String,
     pub stage: ApprovalStage,
     /// The sandbox mode the command runs under if approved (`danger-full-access` for a
@@ -187,8 +189,8 @@ pub struct Orchestrator {
 /// What a "yes for this session" answer covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct SessionKey {
-    command: Vec<OsString>,
-    cwd: PathBuf,
+    /// The request as it runs ([`ExecRequest::session_identity`]).
+    request: String,
     stage: ApprovalStage,
     sandboxed: Sandboxed,
 }
@@ -483,9 +485,12 @@ impl Orchestrator {
     }
 
     /// Asks (unless this exact question was approved for the session) and records the answer.
-    /// A session approval covers exactly the argv, the cwd, the stage and whether the run is
-    /// sandboxed: approving a sandboxed run never approves the unsandboxed retry or an
-    /// escalation of the same command.
+    /// A session approval covers exactly the request as it runs (argv, cwd, sandbox with its
+    /// network list and limits, environment, whether it is a terminal session, …), the stage
+    /// and whether the run is sandboxed: approving a sandboxed run never approves the
+    /// unsandboxed retry or an escalation of the same command, and a pipe run never the same
+    /// command as a terminal session. A terminal session that runs unsandboxed is never
+    /// approved for the session: whoever holds it can type anything into it.
     async fn approve(
         &self,
         request: &ExecRequest,
@@ -494,12 +499,7 @@ impl Orchestrator {
         approvals: &mut Vec<ApprovalRecord>,
     ) -> bool {
         let Question { reason, cause, stage, sandboxed, evidence } = question;
-        let key = SessionKey {
-            command: request.command.clone(),
-            cwd: request.cwd.clone(),
-            stage,
-            sandboxed,
-        };
+        let key = SessionKey { request: request.session_identity(), stage, sandboxed };
         if self
             .session_approvals
             .lock()
@@ -531,9 +531,18 @@ impl Orchestrator {
             } else {
                 None
             };
+        // The front of the reason: a terminal session stays open to the caller's input.
+        let reason = match request.interaction {
+            Interaction::Terminal => format!(
+                "interactive terminal session: the agent can type into it for as long as it runs \
+                 — {reason}"
+            ),
+            Interaction::Batch => reason,
+        };
         let question = ApprovalRequest {
             command: request.command.clone(),
             cwd: request.cwd.clone(),
+            interaction: request.interaction,
             reason: reason.clone(),
             stage,
             sandbox_mode,
@@ -549,6 +558,14 @@ impl Orchestrator {
         let approved = match answer {
             ApprovalAnswer::Denied => false,
             ApprovalAnswer::Approved => true,
+            ApprovalAnswer::ApprovedForSession
+                if request.interaction == Interaction::Terminal && sandboxed == Sandboxed::No =>
+            {
+                tracing::debug!(
+                    "an unsandboxed terminal session is approved once, never for the session"
+                );
+                true
+            }
             ApprovalAnswer::ApprovedForSession => {
                 self.session_approvals
                     .lock()

@@ -36,6 +36,49 @@ pub struct ExecRequest {
     pub env: Vec<(OsString, OsString)>,
     pub stdin: StdinMode,
     pub output: OutputMode,
+    /// Whether the caller can type into the command while it runs.
+    pub interaction: Interaction,
+}
+
+/// Whether the caller can write to the command after it started: what an approval covers
+/// depends on it, since a terminal session is driven by whoever holds it for as long as it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Interaction {
+    /// The command gets its input when it starts and runs to its end (`cordon exec`, a pipe
+    /// session).
+    #[default]
+    Batch,
+    /// A terminal session the caller types into (`write_stdin`) for as long as it runs.
+    Terminal,
+}
+
+impl ExecRequest {
+    /// What a "yes for this session" answer covers: every field of the request as it runs,
+    /// the descriptor that pins its cwd aside (a new one per call, for the same directory).
+    /// Written out field by field, so a field added later is a compile error here until it is
+    /// placed.
+    pub(crate) fn session_identity(&self) -> String {
+        let ExecRequest {
+            command,
+            cwd,
+            cwd_pin: _,
+            sandbox,
+            approval,
+            escalation,
+            requester,
+            timeout,
+            env,
+            stdin,
+            output,
+            interaction,
+        } = self;
+        format!(
+            "{command:?}\u{0}{cwd:?}\u{0}{}\u{0}{approval:?}\u{0}{escalation:?}\u{0}{requester:?}\u{0}\
+             {timeout:?}\u{0}{env:?}\u{0}{stdin:?}\u{0}{output:?}\u{0}{interaction:?}",
+            sandbox.to_json()
+        )
+    }
 }
 
 impl ExecRequest {

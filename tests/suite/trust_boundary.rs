@@ -747,3 +747,42 @@ fn from_the_home_directory_shell_start_up_files_and_gitconfig_stay_read_only() {
         assert_eq!(std::fs::read_to_string(h.join("notes.txt")).unwrap(), "ok\n", "{user:?}");
     }
 }
+
+/// An approved unsandboxed terminal session could be typed into afterwards: the question says
+/// so, "approved for session" of a pipe run does not cover the same command as a terminal
+/// session, and a terminal session that runs unsandboxed is never approved for the session.
+#[test]
+fn a_terminal_session_is_named_in_the_question_and_never_rides_a_session_approval() {
+    require_sandbox!(1);
+    let cmd = "cat";
+    let mut ex = Executor::start(&["-a", "on-request"]);
+    let escalated = |tty: bool| {
+        json!({"cmd": cmd, "login": false, "tty": tty, "yield_time_ms": 300,
+               "sandbox_permissions": "require_escalated", "justification": "page through it"})
+    };
+    // As a pipe run: approved for the session, the question says it is not interactive.
+    ex.send(&json!({"type": "call_tool", "requestId": "p1", "toolName": "exec_command",
+        "arguments": escalated(false)}));
+    let pipe = ex.wait_for(Duration::from_secs(10), |v| v["type"] == "approval_request");
+    assert_eq!(pipe["interactive"], false, "{pipe}");
+    ex.send(&json!({"type": "approval_response", "requestId": pipe["requestId"],
+        "decision": "approved_for_session"}));
+    ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == "p1");
+    // The same command as a terminal session is asked again, and the question says so.
+    for id in ["t1", "t2"] {
+        ex.send(&json!({"type": "call_tool", "requestId": id, "toolName": "exec_command",
+            "arguments": escalated(true)}));
+        let asked = ex.wait_for(Duration::from_secs(10), |v| {
+            v["type"] == "approval_request" || v["requestId"] == id
+        });
+        assert_eq!(asked["type"], "approval_request", "ran without a question: {asked}");
+        assert_eq!(asked["interactive"], true, "{asked}");
+        let reason = asked["reason"].as_str().unwrap();
+        assert!(reason.starts_with("interactive terminal session"), "{reason}");
+        // Approved for the session the first time: the second call is still asked.
+        let decision = if id == "t1" { "approved_for_session" } else { "denied" };
+        ex.send(&json!({"type": "approval_response", "requestId": asked["requestId"],
+            "decision": decision}));
+        ex.wait_for(Duration::from_secs(10), |v| v["requestId"] == id);
+    }
+}

@@ -41,6 +41,7 @@ impl Approver for ProtocolApprover {
             display: display.text,
             hidden_characters: display.hidden_characters,
             cwd: request.cwd.display().to_string(),
+            interactive: request.interaction == crate::request::Interaction::Terminal,
             reason: request.reason.clone(),
             stage: request.stage,
             sandbox_mode: request.sandbox_mode,

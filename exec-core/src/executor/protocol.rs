@@ -161,6 +161,9 @@ pub enum Outgoing {
         display: String,
         hidden_characters: bool,
         cwd: String,
+        /// `true` when the command is a terminal session the harness can type into
+        /// (`write_stdin`) for as long as it runs.
+        interactive: bool,
         reason: String,
         stage: ApprovalStage,
         sandbox_mode: SandboxMode,

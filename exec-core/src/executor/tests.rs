@@ -227,6 +227,7 @@ fn every_message_reads_back_as_written() {
             display: "/bin/bash -lc 'touch x'".into(),
             hidden_characters: false,
             cwd: "/work".into(),
+            interactive: false,
             reason: "why".into(),
             stage: ApprovalStage::RetryWithoutSandbox,
             sandbox_mode: SandboxMode::DangerFullAccess,

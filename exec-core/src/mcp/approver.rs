@@ -18,6 +18,7 @@ use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 
 use crate::orchestrator::{ApprovalAnswer, ApprovalRequest, ApprovalStage, Approver};
+use crate::request::Interaction;
 
 /// Asks the MCP client's user; remembers what the tool result should tell the model.
 pub(super) struct ElicitationApprover {
@@ -100,6 +101,12 @@ pub(super) fn question(request: &ApprovalRequest) -> String {
     let reason = render_text(&request.reason);
     let evidence: Vec<Rendered> = request.evidence.iter().map(|line| render_text(line)).collect();
     let mut text = format!("cordon asks to {stage}.\n\nCommand: {}\n", command.text);
+    if request.interaction == Interaction::Terminal {
+        text.push_str(
+            "Session: an interactive terminal; the agent can type into it for as long as it \
+             runs\n",
+        );
+    }
     if let Some(host) = &request.host {
         text.push_str(&format!("Host: {} (the command runs there)\n", render_text(host).text));
     }
@@ -134,6 +141,7 @@ mod tests {
         ApprovalRequest {
             command: vec!["bash".into(), "-lc".into(), "rm -rf x\u{1b}[2J".into()],
             cwd: "/work/space".into(),
+            interaction: crate::request::Interaction::Batch,
             reason: "escalation requested: needs the network".into(),
             stage,
             sandbox_mode: mode,
@@ -142,6 +150,15 @@ mod tests {
             host: None,
             cause: crate::AskCause::Escalation,
         }
+    }
+
+    #[test]
+    fn a_terminal_session_is_named_in_the_question() {
+        let mut terminal = request(ApprovalStage::BeforeRun, SandboxMode::DangerFullAccess);
+        terminal.interaction = crate::request::Interaction::Terminal;
+        assert!(question(&terminal).contains("interactive terminal"));
+        let pipe = request(ApprovalStage::BeforeRun, SandboxMode::DangerFullAccess);
+        assert!(!question(&pipe).contains("interactive terminal"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::launch::PinnedDir;
 use crate::network_proxy::ProxyError;
-use crate::request::ExecRequest;
+use crate::request::{ExecRequest, Interaction};
 use crate::spawn::{OutputMode, StdinMode};
 
 /// The request an `exec_command` call makes: `[shell, -lc|-c, cmd]` in `cwd`, with the
@@ -66,6 +66,11 @@ pub(crate) fn session_request(
         env,
         stdin: StdinMode::Null,
         output: OutputMode::Capture,
+        interaction: if args.tty.unwrap_or(false) {
+            Interaction::Terminal
+        } else {
+            Interaction::Batch
+        },
     };
     Ok((request, narrowed_by))
 }
