@@ -172,10 +172,34 @@ const NETWORK_MARKERS: &[&str] = &[
     "failed to connect",
     "connection refused",
     "couldn't connect",
+    // Node (npm, npx, yarn) and Go: getaddrinfo's EAI_AGAIN and ENOTFOUND, Go's resolver.
+    "eai_again",
+    "enotfound",
+    "no such host",
 ];
 const NETWORK_WORDS: &[&str] = &[
-    "socket", "connect", "network", "resolve", "host", "http", "dns", "tcp", "udp", "fetch",
+    "socket",
+    "connect",
+    "network",
+    "resolve",
+    "host",
+    "http",
+    "dns",
+    "tcp",
+    "udp",
+    "fetch",
     "servname",
+    "getaddrinfo",
+    "lookup",
+    "registry",
+];
+
+/// The tool a network failure comes from, when its output or the host it names says so: the
+/// preset that gives that tool its registry, the narrowest way to let it through.
+const PRESET_HINTS: &[(&str, &[&str])] = &[
+    ("npm", &["npm", "npx", "yarn", "registry.npmjs.org", "registry.yarnpkg.com"]),
+    ("pip", &["pip", "pip3", "pypi.org", "files.pythonhosted.org"]),
+    ("cargo", &["cargo", "crates.io", "static.crates.io", "index.crates.io"]),
 ];
 
 /// Classifies an attempt. A likely denial needs a sandbox, a failing status other than
@@ -386,8 +410,9 @@ pub enum Blocked {
     Protected { path: PathBuf },
     /// An access to a hidden path (`~/.ssh`, …).
     Hidden { path: PathBuf },
-    /// The network, which the policy turns off.
-    Network,
+    /// The network, which the policy turns off, with the narrowest way to let the command
+    /// through: a preset for a package manager it recognises, else the host it names.
+    Network { preset: Option<&'static str>, host: Option<String> },
     /// A write refused as "Read-only file system" to a relative path that, taken from where
     /// the command started, lies inside a writable root: the command had moved (a `cd` inside
     /// a script), so where it wrote cannot be told.
@@ -449,9 +474,24 @@ impl Blocked {
                 path.display(),
                 path.display()
             ),
-            Blocked::Network => "the network is off in the sandbox: allow it with --network \
-                                 (config sandbox_workspace_write.network_access = true)"
-                .to_owned(),
+            Blocked::Network { preset, host } => {
+                let mut ways = Vec::new();
+                if let Some(preset) = preset {
+                    ways.push(format!(
+                        "--preset {preset} lets {preset} reach its registry (config presets = \
+                         [\"{preset}\"] keeps it for every run)"
+                    ));
+                }
+                if let Some(host) = host {
+                    ways.push(format!("--allow-domain {host} lets it reach that host alone"));
+                }
+                ways.push(
+                    "--network opens the whole network (config \
+                     sandbox_workspace_write.network_access = true)"
+                        .to_owned(),
+                );
+                format!("the network is off in the sandbox: {}", ways.join("; or "))
+            }
             Blocked::Unlocated { path } => format!(
                 "{} was refused as a read-only file system, but cordon cannot tell where it is \
                  (a relative path after the command changed directory): it lies outside the \
@@ -461,6 +501,46 @@ impl Blocked {
             ),
         }
     }
+}
+
+/// [`Blocked::Network`] for a line (lowercase) that says the network failed: the package
+/// manager it comes from (`npm error …`, its registry's host), and the host it names.
+fn network_blocked(lower: &str) -> Blocked {
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let preset = PRESET_HINTS
+        .iter()
+        .find(|(_, hints)| hints.iter().any(|hint| words.contains(hint)))
+        .map(|(preset, _)| *preset);
+    Blocked::Network { preset, host: named_host(lower) }
+}
+
+/// The host a network failure names: in a URL (`https://HOST/…`), or after `host:`,
+/// `EAI_AGAIN`, `ENOTFOUND` or `lookup` — a name with a dot and an alphabetic top-level label.
+fn named_host(lower: &str) -> Option<String> {
+    let is_host = |word: &str| {
+        let label = word.rsplit('.').next().unwrap_or_default();
+        word.contains('.')
+            && !word.starts_with('.')
+            && label.len() >= 2
+            && label.chars().all(|c| c.is_ascii_alphabetic())
+    };
+    let token = |rest: &str| -> Option<String> {
+        let word: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+            .collect();
+        is_host(&word).then_some(word)
+    };
+    let in_url = lower.split_once("://").and_then(|(_, after)| token(after));
+    in_url.or_else(|| {
+        ["host:", "eai_again", "enotfound", "lookup"]
+            .iter()
+            .find_map(|marker| lower.split_once(marker).and_then(|(_, after)| token(after)))
+    })
 }
 
 /// Whether an advice's directory is the workspace itself (an empty path stands for it).
@@ -485,7 +565,7 @@ pub fn explain_output(stdout: &str, stderr: &str, context: &DenialContext) -> Ve
             }
         }
     }
-    if !context.network && !blocked.contains(&Blocked::Network) {
+    if !context.network && !blocked.iter().any(|b| matches!(b, Blocked::Network { .. })) {
         let lines = || stderr.lines().chain(stdout.lines());
         let lower = |line: &str| line.to_lowercase();
         let eperm = lines().any(|l| lower(l).contains("operation not permitted"));
@@ -494,7 +574,7 @@ pub fn explain_output(stdout: &str, stderr: &str, context: &DenialContext) -> Ve
             ["socket", "connect", "getaddrinfo"].iter().any(|w| l.contains(w))
         });
         if eperm && talks_network {
-            blocked.push(Blocked::Network);
+            blocked.push(Blocked::Network { preset: None, host: None });
         }
     }
     blocked
@@ -512,7 +592,7 @@ fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<
         && NETWORK_MARKERS.iter().any(|m| lower.contains(m))
         && NETWORK_WORDS.iter().any(|w| lower.contains(w))
     {
-        return Some(Blocked::Network);
+        return Some(network_blocked(&lower));
     }
     let busy = lower.contains(BUSY_MARKER);
     // Node's and libuv's spelling (`EROFS: read-only file system, open '…'`) as a word of its

@@ -237,7 +237,33 @@ fn a_denial_names_what_was_blocked_and_the_knob() {
             Blocked::Hidden { path: "/home/u/.ssh/id_ed25519".into() },
             "--unhide",
         ),
-        ("curl: (6) Could not resolve host: example.org", Blocked::Network, "--network"),
+        (
+            "curl: (6) Could not resolve host: example.org",
+            Blocked::Network { preset: None, host: Some("example.org".into()) },
+            "--allow-domain example.org",
+        ),
+        (
+            "npm error request to https://registry.npmjs.org/lodash failed, reason: getaddrinfo \
+             EAI_AGAIN registry.npmjs.org",
+            Blocked::Network { preset: Some("npm"), host: Some("registry.npmjs.org".into()) },
+            "--preset npm",
+        ),
+        (
+            "npm error getaddrinfo ENOTFOUND registry.npmjs.org",
+            Blocked::Network { preset: Some("npm"), host: Some("registry.npmjs.org".into()) },
+            "--preset npm",
+        ),
+        (
+            "go: github.com/x/y@v1: Get \"https://proxy.golang.org/github.com/x/y/@v/v1.mod\": \
+             dial tcp: lookup proxy.golang.org: no such host",
+            Blocked::Network { preset: None, host: Some("proxy.golang.org".into()) },
+            "--allow-domain proxy.golang.org",
+        ),
+        (
+            "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+            Blocked::Network { preset: None, host: None },
+            "--network",
+        ),
         (
             "warning: failed to write cache, path: /home/u/.cargo/registry/index/ix-1/.cache/cf/\
              g-/cfg-if, error: Read-only file system (os error 30)",

@@ -784,7 +784,7 @@ fn denial_evidence(attempt: Option<&Attempt>, context: &DenialContext) -> Vec<St
     let texts = [attempt.stderr.text.as_str(), attempt.stdout.text.as_str()];
     let mut lines = evidence_lines(&texts, |line| {
         is_denial_evidence(line, context)
-            || (attempt.blocked.contains(&Blocked::Network)
+            || (attempt.blocked.iter().any(|b| matches!(b, Blocked::Network { .. }))
                 && line.to_lowercase().contains("operation not permitted"))
     });
     if lines.is_empty() {

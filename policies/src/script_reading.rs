@@ -234,11 +234,11 @@ fn stays_one_word(node: Node<'_>, source: &str) -> bool {
         "raw_string" => true,
         "concatenation" => {
             let mut cursor = node.walk();
-            let all = node.children(&mut cursor).all(|child| match child.kind() {
-                "string" | "raw_string" => stays_one_word(child, source),
-                _ => literal(child, source).is_some(),
-            });
-            all
+            let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+            children.iter().all(|child| match child.kind() {
+                "string" | "raw_string" => stays_one_word(*child, source),
+                _ => literal(*child, source).is_some(),
+            })
         }
         _ => false,
     }

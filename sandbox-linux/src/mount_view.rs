@@ -381,19 +381,26 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
                 source: e.into(),
             })?;
     }
+    // A name that was there when the view was planned may be gone now: another process of the
+    // user's (Codex's own sandbox makes and removes `.git` and `.codex` in `/tmp`) removed it in
+    // between. Gone, it holds nothing to keep read-only, and what is made there later is judged
+    // after the run like any new name; it is not a reason to refuse the launch.
     for path in &plan.pinned {
-        bind(path).map_err(fail(format!("pinning {}", path.display())))?;
+        gone_or(bind(path)).map_err(fail(format!("pinning {}", path.display())))?;
     }
     for path in &plan.protected {
-        bind(path).map_err(fail(format!("binding {}", path.display())))?;
-        set_read_only(path, Recursion::Recursive)?;
+        if gone_or(bind(path).map(|()| true))
+            .map_err(fail(format!("binding {}", path.display())))?
+        {
+            set_read_only(path, Recursion::Recursive)?;
+        }
     }
     let stand_in = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     for dir in &plan.hidden_dirs {
         let exposed: Vec<&PathBuf> =
             plan.exposed_sockets.iter().filter(|s| s.starts_with(dir)).collect();
         if exposed.is_empty() {
-            mount(Some("tmpfs"), dir, Some("tmpfs"), stand_in, Some("mode=0755,size=4k"))
+            gone_or(mount(Some("tmpfs"), dir, Some("tmpfs"), stand_in, Some("mode=0755,size=4k")))
                 .map_err(fail(format!("hiding {}", dir.display())))?;
         } else {
             hide_dir_but_sockets(dir, &exposed)?;
@@ -402,7 +409,7 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
     // `/dev/null` sits on a mount that is read-only by now, and a bind copies its source's
     // flags: the stand-in is read-only without another call (and writes to it go nowhere).
     for file in &plan.hidden_files {
-        mount(Some("/dev/null"), file, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        gone_or(mount(Some("/dev/null"), file, None::<&str>, MsFlags::MS_BIND, None::<&str>))
             .map_err(fail(format!("hiding {}", file.display())))?;
     }
     if plan.private_dev_shm {
@@ -428,6 +435,15 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
         );
     }
     Ok(())
+}
+
+/// A mount's result, with a target that no longer exists (`ENOENT`) taken as nothing to do: the
+/// default value (`()`, or `false` for "not mounted").
+fn gone_or<T: Default>(result: nix::Result<T>) -> nix::Result<T> {
+    match result {
+        Err(nix::Error::ENOENT) => Ok(T::default()),
+        other => other,
+    }
 }
 
 /// Covers `dir` with an empty tmpfs in which only `sockets` (inside `dir`) appear: each is

@@ -6,11 +6,16 @@ allowed in argv[1]: \\x03 is Ctrl-C.
 Waiting for a marker the command prints, rather than a fixed delay, keeps the test meaningful on
 a slow machine (a VM under software emulation): typed too early, Ctrl-C would reach cordon
 before the command held the terminal."""
-import os, pty, select, sys, time
+import os, pty, select, signal, sys, time
 
 after = os.environ.get("PTY_TYPE_AFTER", "").encode()
 pid, fd = pty.fork()
 if pid == 0:
+    # A terminal's job gets the keyboard's signals: started in the background (`cmd &`,
+    # `nohup`), this helper inherited SIGINT and SIGQUIT ignored, which would pass on to the
+    # command and make Ctrl-C do nothing.
+    for number in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_DFL)
     os.execv(sys.argv[2], sys.argv[2:])
 typed = sys.argv[1].encode().decode("unicode_escape").encode()
 

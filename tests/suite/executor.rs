@@ -30,7 +30,11 @@ impl Executor {
     pub(super) fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Executor {
         let home = scratch();
         let work = scratch();
-        let mut child = Command::new(CORDON)
+        // The keyboard's and the terminal's signals at their defaults, as a harness in the
+        // foreground has them: started in the background or under `nohup`, the suite inherited
+        // them ignored, and an ignored signal stays ignored for every command.
+        let mut child = Command::new("env")
+            .args(["--default-signal=HUP,INT,QUIT", CORDON])
             .arg("executor")
             .args(["-C", work.path().to_str().unwrap()])
             .args(extra)

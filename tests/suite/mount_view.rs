@@ -361,3 +361,43 @@ fn mounts_inside_a_root_keep_their_writability_and_mounts_over_proc_stay_on_top(
         );
     }
 }
+
+/// A protected name that another process makes and removes while cordon plans and builds its
+/// view (Codex's own sandbox does so with `.git` and `.codex` in `/tmp`) never fails a launch.
+#[test]
+fn a_name_that_comes_and_goes_during_launches_never_fails_one() {
+    require_mount_view!();
+    let root = scratch();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let stop = std::sync::Arc::clone(&stop);
+        let dir = root.path().to_path_buf();
+        std::thread::spawn(move || {
+            let mut rounds = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for name in [".git", ".codex", ".agents"] {
+                    let _ = std::fs::create_dir_all(dir.join(name).join("hooks"));
+                    let _ = std::fs::remove_dir_all(dir.join(name));
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let mut failures = Vec::new();
+    for _ in 0..200 {
+        let run = sandbox_sh(User::Root, &["--full-auto"], root.path(), "true");
+        if run.code == Some(125) {
+            failures.push(run.stderr);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = churn.join().unwrap();
+    assert!(rounds > 0, "the names never came and went");
+    assert!(
+        failures.is_empty(),
+        "{} of 200 launches failed: {:?}",
+        failures.len(),
+        failures.first()
+    );
+}

@@ -135,7 +135,12 @@ fn cordon_exec_without_a_terminal_clones_the_supervisor_and_passes_status_and_si
         got.display(),
         ready.display()
     );
-    let mut exec = Command::new(CORDON)
+    // `env --default-signal=INT`: started in the background (`cargo test &`, `nohup`), the
+    // suite inherited SIGINT ignored, which cordon passes on to the command as an exec'd helper
+    // would, and bash cannot trap a signal ignored on entry.
+    let mut exec = Command::new("env")
+        .arg("--default-signal=INT")
+        .arg(CORDON)
         .args(["exec", "-a", "never", "-s", "workspace-write", "-C"])
         .arg(work.path())
         .args(["--", "bash", "-c", &script])
@@ -152,7 +157,20 @@ fn cordon_exec_without_a_terminal_clones_the_supervisor_and_passes_status_and_si
         std::thread::sleep(Duration::from_millis(10));
     }
     kill(Pid::from_raw(i32::try_from(exec.id()).unwrap()), Signal::SIGINT).unwrap();
-    let status = exec.wait().unwrap();
+    // A deadline, not a wait that may never end: a signal lost on the way leaves the command
+    // sleeping for an hour.
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    let status = loop {
+        if let Some(status) = exec.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = exec.kill();
+            let _ = exec.wait();
+            panic!("cordon exec did not end within its deadline after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(status.code(), Some(5));
     assert_eq!(std::fs::read_to_string(&got).unwrap(), "int\n");
     assert!(gone("sleep 3135"), "the command's background process outlived it");

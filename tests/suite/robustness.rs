@@ -73,10 +73,16 @@ fn sigterm_leaves_no_process_and_no_temporary_directory() {
         let work = scratch();
         let home = scratch();
         let marker = format!("{}.{signal}", 60_000 + std::process::id() % 10_000);
-        // With SIGHUP as the executor's own default even when the suite runs under `nohup`
-        // (an ignored signal stays ignored across exec).
+        // With SIGHUP and SIGINT as the executor's own defaults even when the suite runs under
+        // `nohup` or in the background (an ignored signal stays ignored across exec).
         let mut child = Command::new("env")
-            .args(["--default-signal=HUP", CORDON, "executor", "-C", work.path().to_str().unwrap()])
+            .args([
+                "--default-signal=HUP,INT,QUIT",
+                CORDON,
+                "executor",
+                "-C",
+                work.path().to_str().unwrap(),
+            ])
             .env("CORDON_HOME", home.path())
             .env("TMPDIR", tmp.path())
             .stdin(Stdio::piped())
