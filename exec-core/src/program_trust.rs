@@ -51,8 +51,11 @@ impl<'a> ProgramLookup<'a> {
 
     /// Whether `program` is found as `execvp` finds it in a file owned by root that neither
     /// the user's group nor others may change, in a directory of the same kind, outside every
-    /// writable root — and every `PATH` directory searched before it is of that kind too (so a
-    /// file planted there later cannot take its place).
+    /// writable root — and no `PATH` directory searched before it could hold a file a sandboxed
+    /// command planted: none is relative (the workspace) or inside a writable root. A directory
+    /// of the user's own before it (`~/.local/bin`, `~/.cargo/bin`) that does not hold the name
+    /// now is passed over: only the user (or another unsandboxed program) can write there, and
+    /// a file the user adds between this decision and the run is the user's own.
     pub fn trusts(&self, program: &str) -> bool {
         if program.is_empty() {
             return false;
@@ -65,7 +68,7 @@ impl<'a> ProgramLookup<'a> {
         let search = self.path.as_ref().unwrap_or(&default);
         for dir in std::env::split_paths(search) {
             // An empty or relative entry is the working directory, which the workspace holds.
-            if !dir.is_absolute() || !self.trusted_dir(&dir) {
+            if !dir.is_absolute() || self.inside_roots(&dir) {
                 return false;
             }
             let candidate = dir.join(program);
@@ -76,26 +79,30 @@ impl<'a> ProgramLookup<'a> {
         false
     }
 
+    /// Whether `dir` (or, if it does not exist, its nearest existing ancestor) lies inside a
+    /// writable root, where a sandboxed command could create or change what it holds.
+    fn inside_roots(&self, dir: &Path) -> bool {
+        let mut existing = dir.to_path_buf();
+        while !existing.exists() {
+            if !existing.pop() {
+                return true;
+            }
+        }
+        let Ok(canonical) = std::fs::canonicalize(&existing) else { return true };
+        self.writable_roots().iter().any(|root| canonical.starts_with(root))
+    }
+
     fn trusted_file(&self, path: &Path) -> bool {
         let Ok(canonical) = std::fs::canonicalize(path) else { return false };
         let Some(parent) = canonical.parent() else { return false };
         is_locked_down(&canonical) && self.trusted_dir(parent)
     }
 
-    /// A directory (or, if it does not exist, its nearest existing ancestor) and every
-    /// directory above it: root-owned, not writable by group or others, outside the roots.
+    /// A directory and every directory above it: root-owned, not writable by group or others,
+    /// outside the roots.
     fn trusted_dir(&self, dir: &Path) -> bool {
-        let mut existing = dir.to_path_buf();
-        while !existing.exists() {
-            if !existing.pop() {
-                return false;
-            }
-        }
-        let Ok(canonical) = std::fs::canonicalize(&existing) else { return false };
-        if self.writable_roots().iter().any(|root| canonical.starts_with(root)) {
-            return false;
-        }
-        canonical.ancestors().all(is_locked_down)
+        let Ok(canonical) = std::fs::canonicalize(dir) else { return false };
+        !self.inside_roots(&canonical) && canonical.ancestors().all(is_locked_down)
     }
 }
 
@@ -137,5 +144,23 @@ mod tests {
         let path = format!("{}:/usr/bin", dir.path().display());
         // Root-owned here when the tests run as root, but inside a writable root.
         assert!(!lookup(&path, &[dir.path()]).trusts("ls"));
+        // A directory of the user's own first on PATH: passed over for a name it does not hold,
+        // never for one it does.
+        let user_dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(
+            user_dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o777),
+        )
+        .unwrap();
+        let path = format!("{}:/nonexistent/.local/bin:/usr/bin", user_dir.path().display());
+        assert!(lookup(&path, &[]).trusts("ls"));
+        let own = user_dir.path().join("cat");
+        std::fs::write(&own, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&own, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert!(!lookup(&path, &[]).trusts("cat"));
+        // A directory that does not exist yet but would lie inside a writable root is not.
+        let missing = format!("{}/bin:/usr/bin", dir.path().display());
+        assert!(!lookup(&missing, &[dir.path()]).trusts("ls"));
     }
 }

@@ -67,8 +67,13 @@ pub fn assess(input: &AssessInput<'_>) -> Assessment {
     let AssessInput { command, approval, rules, escalation, trusted_program } = *input;
     let judgement = rules.judge(command);
     let matched_rule = judgement.rule.cloned();
-    let known_safe =
-        is_known_safe(command) && known_safe_programs(command).iter().all(|p| trusted_program(p));
+    let on_list = is_known_safe(command);
+    let untrusted = if on_list {
+        known_safe_programs(command).into_iter().find(|p| !trusted_program(p))
+    } else {
+        None
+    };
+    let known_safe = on_list && untrusted.is_none();
     let escalation = match escalation {
         Escalation::UseDefault => None,
         Escalation::RequireEscalated { justification } => {
@@ -96,9 +101,17 @@ pub fn assess(input: &AssessInput<'_>) -> Assessment {
                 PreRunDecision::Run { sandbox: RunSandbox::ReadOnly }
             }
             AskForApproval::Untrusted => PreRunDecision::Ask {
-                reason: "approval policy is untrusted and the command is not on the known-safe \
-                         list"
-                    .to_owned(),
+                reason: match &untrusted {
+                    Some(program) => format!(
+                        "approval policy is untrusted, and the known-safe list does not apply: \
+                         `{program}` is not a system file where PATH finds it (root-owned and \
+                         not writable by others, with no directory before it in PATH inside a \
+                         writable root)"
+                    ),
+                    None => "approval policy is untrusted and the command is not on the \
+                             known-safe list"
+                        .to_owned(),
+                },
                 sandbox: RunSandbox::Policy,
             },
             AskForApproval::OnFailure | AskForApproval::OnRequest | AskForApproval::Never => {

@@ -410,3 +410,42 @@ fn an_allowed_command_beside_a_known_safe_one_does_not_take_it_out_of_its_read_o
     assert_eq!(run.code, Some(125), "{}", run.stderr);
     assert!(!marker.exists(), "the repository's fsmonitor ran unsandboxed: {}", run.stderr);
 }
+
+/// An ordinary user's own directories first on PATH (`~/.local/bin`, which Debian's and Ubuntu's
+/// `.profile` put first, existing or not; `~/.cargo/bin`) keep the known-safe list for the names
+/// they do not hold; a name they do hold is asked about, and the question says why.
+#[test]
+fn known_safe_holds_with_the_users_own_directories_first_on_path() {
+    require_sandbox!(1);
+    for user in USERS {
+        let e = env();
+        let home = e.home.path();
+        let cargo_bin = home.join(".cargo/bin");
+        std::fs::create_dir_all(&cargo_bin).unwrap();
+        let marker = e.outside.path().join("ran");
+        marker_program(&cargo_bin.join("cat"), &marker);
+        chown_nobody(home);
+        chown_nobody(e.work.path());
+        chown_nobody(e.outside.path());
+        let path =
+            format!("{}:{}:/usr/bin:/bin", home.join(".local/bin").display(), cargo_bin.display());
+        let run_as = |command: &[&str]| -> Run {
+            command_as(user, cordon_for(user))
+                .args(["policy", "check", "-a", "untrusted", "--"])
+                .args(command)
+                .current_dir(e.work.path())
+                .env("HOME", home)
+                .env("CORDON_HOME", home.join(".cordon"))
+                .env("PATH", &path)
+                .output()
+                .unwrap()
+                .into()
+        };
+        let ls = run_as(&["ls"]);
+        assert!(ls.stdout.contains("\"read_only\""), "{user:?} ls: {}", ls.stdout);
+        let cat = run_as(&["cat", "x"]);
+        assert!(cat.stdout.contains("\"ask\""), "{user:?} cat: {}", cat.stdout);
+        assert!(cat.stdout.contains("known-safe list does not apply"), "{user:?}: {}", cat.stdout);
+        assert!(!marker.exists());
+    }
+}
