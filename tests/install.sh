@@ -60,10 +60,15 @@ if grep -a -o 'CORDON_TEST_[A-Z_]*' "$home/.cargo/bin/cordon" | sort -u | grep .
   fail "the installed cordon holds test hooks (the names above)"
 fi
 grep -q "complete" "$home/.local/share/bash-completion/completions/cordon" || fail "no bash completion"
-grep -q '^\.TH' "$home/.local/share/man/man1/cordon.1" || fail "no man page"
+grep -q '^\.TH' "$home/.cargo/share/man/man1/cordon.1" || fail "no man page"
 for page in cordon-exec cordon-sandbox-linux cordon-executor cordon-mcp-server cordon-doctor; do
-  grep -q '^\.TH' "$home/.local/share/man/man1/$page.1" || fail "no man page $page(1)"
+  grep -q '^\.TH' "$home/.cargo/share/man/man1/$page.1" || fail "no man page $page(1)"
 done
+# `man cordon-exec` as the user types it: man-db adds ../share/man of each PATH directory.
+if command -v man >/dev/null 2>&1; then
+  run_as_user 'man -w cordon-exec' | grep -q "$home/.cargo/share/man" \
+    || fail "man cordon-exec does not find the page the install block wrote"
+fi
 grep -q "enforce" <<<"$out" || { echo "$out" >&2; fail "cordon doctor said nothing about enforcement"; }
 version=$(run_as_user 'cordon --version')
 echo "install: installed $version"

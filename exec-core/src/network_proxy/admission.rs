@@ -161,7 +161,32 @@ impl State {
         denied(&self.matcher) || self.narrowed_by.as_ref().is_some_and(denied)
     }
 
+    /// The addresses `host` resolves to, once: each must pass the deny lists by address (a name
+    /// that resolves to a denied address is refused, whatever name it goes by) and, when
+    /// internal, be named by a rule. The connection goes to these addresses, never to a second
+    /// resolution.
     async fn resolve(&self, host: &str, port: u16, rule: &str) -> Result<Vec<SocketAddr>, Refusal> {
+        let addresses = self.resolve_checked_internal(host, port, rule).await?;
+        if let Some(denied) = addresses.iter().find(|a| self.denied_by_rule(a.ip(), a.port())) {
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                rule: Some(rule.to_owned()),
+                reason: format!(
+                    "{host} resolves to {}, which the network deny list names (config \
+                     `network.deny`); deny wins over allow, whatever name an address goes by",
+                    denied.ip()
+                ),
+            });
+        }
+        Ok(addresses)
+    }
+
+    async fn resolve_checked_internal(
+        &self,
+        host: &str,
+        port: u16,
+        rule: &str,
+    ) -> Result<Vec<SocketAddr>, Refusal> {
         #[cfg(any(test, feature = "test-hooks"))]
         if let Some((_, address)) = self.test_resolve.iter().find(|(name, _)| name == host) {
             // The suite's mapping: the one way past the internal-address check by name.

@@ -104,3 +104,46 @@ async fn a_tunnel_carries_every_byte_both_ways_and_passes_on_each_half_close() {
     assert!(got_response == response, "the answer arrived changed ({} bytes)", got_response.len());
     assert_eq!(relay.await.unwrap(), None);
 }
+
+/// A deny entry that names an address holds for every name that resolves there; an allowed name
+/// that resolves elsewhere still goes through (the control).
+#[tokio::test]
+async fn a_name_that_resolves_to_a_denied_address_is_refused_while_others_pass() {
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in upstream.incoming() {
+            let _ = stream.and_then(|mut s| s.write_all(b"pong"));
+        }
+    });
+    let port = upstream_addr.port();
+    let proxy = NetworkProxy::start_on_loopback(&ProxySettings {
+        rules: DomainRules {
+            allow: vec![
+                format!("*.example.test:{port}").parse().unwrap(),
+                format!("127.0.0.1:{port}").parse().unwrap(),
+            ],
+            deny: vec!["127.0.0.1".parse().unwrap()],
+        },
+        narrowed_by: None,
+        test_resolve: vec![
+            ("alias.example.test".to_owned(), upstream_addr),
+            ("good.example.test".to_owned(), "127.0.0.2:9".parse().unwrap()),
+        ],
+    })
+    .unwrap();
+    let ProxyEndpoint::Loopback(proxy_port) = proxy.endpoint() else {
+        panic!("not on the loopback: {:?}", proxy.endpoint())
+    };
+    let (head, _) = connect_through(proxy_port, &format!("alias.example.test:{port}")).await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let (head, _) = connect_through(proxy_port, &format!("127.0.0.1:{port}")).await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    // Allowed by name and not denied by address: admitted (the connection itself then fails,
+    // nothing listens there), so the refusal above came from the deny list.
+    let (head, _) = connect_through(proxy_port, &format!("good.example.test:{port}")).await;
+    assert!(!head.starts_with("HTTP/1.1 403"), "{head}");
+    let log = proxy.finish();
+    let denied = log.connections.iter().find(|c| c.host == "alias.example.test").unwrap();
+    assert!(!denied.allowed);
+}
