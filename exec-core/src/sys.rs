@@ -545,17 +545,26 @@ pub fn become_subreaper() {
 pub fn become_subreaper() {}
 
 /// Kills (SIGKILL) and reaps every child process this process has left — after the command's
-/// own child was waited for, those are orphans reparented here — until none is left or about a
-/// second has passed.
+/// own child was waited for, those are orphans reparented here — until none is left, however
+/// deep the tree (each round ends one generation), or a minute has passed (then a warning: a
+/// descendant this process may not kill).
 #[cfg(target_os = "linux")]
 pub fn kill_orphans() {
     use nix::sys::signal::{Signal, kill};
     use nix::sys::wait::{WaitPidFlag, waitpid};
     use nix::unistd::Pid;
     let me = std::process::id();
-    for _ in 0..100 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
         let orphans = children_of(me);
         if orphans.is_empty() {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            tracing::warn!(
+                left = orphans.len(),
+                "orphans of the command outlived a minute of killing"
+            );
             return;
         }
         for pid in &orphans {

@@ -290,3 +290,89 @@ fn setuid_programs_keep_working_in_unsandboxed_runs() {
         assert_eq!(run.stdout.trim(), "0", "{user:?}: the setuid bit was not honoured");
     }
 }
+
+/// How many processes run the marked sleep.
+fn marked_sleeps(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c).starts_with(&format!("sleep\0{marker}."))
+            })
+        })
+        .count()
+}
+
+/// A chain thousands of processes deep (each the parent of the next, having left the process
+/// group) is ended whole, after SIGKILL of cordon and after the command's normal exit: time,
+/// not a count of rounds, bounds the keeper's killing.
+#[test]
+fn a_chain_two_thousand_deep_outlives_neither_a_killed_nor_a_finished_unsandboxed_run() {
+    const DEPTH: usize = 2000;
+    let dir = writable_dir(User::Root);
+    let level = dir.path().join("level.sh");
+    std::fs::write(
+        &level,
+        "n=$1; if [ \"$n\" -gt 0 ]; then sh \"$0\" $((n - 1)) \"$2\" & fi; exec sleep \"$2.$n\"\n",
+    )
+    .unwrap();
+    for killed in [true, false] {
+        let marker = marker();
+        // Killed: cordon is SIGKILLed while the command sleeps. Finished: the command exits on
+        // its own once the test says the chain is whole.
+        let done = dir.path().join(format!("done-{marker}"));
+        let script = format!(
+            "setsid sh {} {DEPTH} {marker} & {}",
+            level.display(),
+            if killed {
+                "sleep 600".to_owned()
+            } else {
+                format!("while [ ! -e {} ]; do sleep 0.1; done", done.display())
+            }
+        );
+        let d = dir.path().to_str().unwrap();
+        let mut cordon =
+            cordon_command(User::Root, &["exec", "-C", d, "--yolo", "--", "sh", "-c", &script])
+                .env("CORDON_HOME", dir.path().join("home"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+        // Until the chain is (nearly) whole.
+        let deadline = Instant::now() + scaled(Duration::from_secs(60));
+        while marked_sleeps(&marker) < DEPTH * 9 / 10 {
+            if Instant::now() > deadline {
+                let _ = cordon.kill();
+                let out = cordon.wait_with_output().unwrap();
+                panic!(
+                    "the chain never grew ({}): {}",
+                    marked_sleeps(&marker),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if killed {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(cordon.id() as i32),
+                nix::sys::signal::SIGKILL,
+            )
+            .unwrap();
+        } else {
+            std::fs::write(&done, "").unwrap();
+        }
+        let _ = cordon.wait();
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
+        while marked_sleeps(&marker) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let left = marked_sleeps(&marker);
+        if left > 0 {
+            let _ =
+                Command::new("pkill").args(["-9", "-f", &format!("^sleep {marker}\\.")]).status();
+        }
+        assert_eq!(left, 0, "killed={killed}: {left} of the chain outlived the run");
+    }
+}

@@ -349,8 +349,9 @@ impl CommandCgroup {
                 continue;
             }
             // Forks can race with the listing: list again until it is empty (the pids limit,
-            // where set, bounds the race; a bounded number of rounds bounds this loop).
-            for _ in 0..1000 {
+            // where set, bounds the race; time, not a count of rounds, bounds this loop).
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while std::time::Instant::now() < deadline {
                 let listed = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 let pids: Vec<i32> = listed.lines().filter_map(|l| l.trim().parse().ok()).collect();
                 if pids.is_empty() {

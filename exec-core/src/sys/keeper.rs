@@ -209,10 +209,16 @@ fn reap(command: libc::pid_t) -> Option<libc::c_int> {
     }
 }
 
-/// Kills (SIGKILL) and reaps this subreaper's children until none is left: the children of
-/// each killed one come here next. Bounded, for a descendant it may not kill.
+/// How long the keeper goes on killing: time, not rounds, bounds it, since each round ends one
+/// generation of a chain (the children of each killed process come here next) and a chain can
+/// be thousands deep. Past it is only a descendant this process may not kill.
+const KILL_FOR_SECONDS: libc::time_t = 60;
+
+/// Kills (SIGKILL) and reaps this subreaper's children until none is left, however deep the
+/// tree, or [`KILL_FOR_SECONDS`] have passed.
 fn kill_descendants() {
-    for _ in 0..1000 {
+    let started = monotonic_seconds();
+    loop {
         let mut any = false;
         each_child(|pid| {
             any = true;
@@ -220,13 +226,22 @@ fn kill_descendants() {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         });
         let _ = reap(0);
-        if !any {
+        if !any || monotonic_seconds().saturating_sub(started) > KILL_FOR_SECONDS {
             return;
         }
-        let pause = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+        // The killed processes' children are reparented here once those have exited.
+        let pause = libc::timespec { tv_sec: 0, tv_nsec: 200_000 };
         // SAFETY: nanosleep reads the struct it is given.
         unsafe { libc::nanosleep(&raw const pause, std::ptr::null_mut()) };
     }
+}
+
+/// Seconds of the monotonic clock (no allocation, no lock: this runs in a forked child).
+fn monotonic_seconds() -> libc::time_t {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the struct it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut now) };
+    now.tv_sec
 }
 
 /// Calls `each` with every pid in this thread's `children` file (CONFIG_PROC_CHILDREN),
