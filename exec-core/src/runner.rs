@@ -145,7 +145,27 @@ pub(crate) fn watch_git_dirs(
         {
             crate::limits::raise_open_file_limit();
         }
-        let watch = cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up);
+        // The protected names of one component in each root (`.codex`, `.envrc`, `.vscode`,
+        // …): one that does not exist cannot be bound, so what the command creates there goes
+        // after the run; one that does is bound, and moved when the command made it anew after
+        // another run's step renamed the bound one away.
+        let mut start_up = start_up;
+        let mut existing = Vec::new();
+        for name in request.policy.protected_paths() {
+            let name = std::path::Path::new(&name);
+            if name.is_absolute() || name.components().count() != 1 {
+                continue;
+            }
+            for root in roots {
+                let path = root.join(name);
+                match std::fs::symlink_metadata(&path) {
+                    Ok(_) => existing.push(path),
+                    Err(_) => start_up.push(path),
+                }
+            }
+        }
+        let mut watch = cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up);
+        watch.watch_replaced(&existing);
         return Some(GitWatch { watch, walked });
     }
     let _ = (request, sandbox, helper);

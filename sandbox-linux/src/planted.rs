@@ -36,6 +36,11 @@ enum Check {
     /// what it planted, or by the user's own git, which writes its files by renaming a new one
     /// over them — and the command may then write the name anew.
     Bound,
+    /// A name that existed and was bound read-only: planted when another file or directory is
+    /// there after the run (another inode), as when a concurrent run's after-run step renamed
+    /// the bound one away and the command made the name anew. Written in place, it is the same
+    /// inode (the user's own edit of an existing `.envrc` is not moved).
+    Replaced,
     /// A git dir's `config`, bound as [`Check::Bound`], with its text before the run (`None`:
     /// there was none, or it could not be read): changed during the run, it is planted when it
     /// gained a line that may run code ([`cordon_policies::git_config_gained_code`]) or has a
@@ -174,6 +179,26 @@ impl Watch {
             watch.add(&anchor, &anchor_path, &rel, Check::Name);
         }
         watch
+    }
+
+    /// Also watches each path of `existing` (absolute, inside a writable root) for being
+    /// replaced during the run ([`Check::Replaced`]): one that does not exist now is watched
+    /// for appearing, as the `start_up` paths of [`Watch::before`] are.
+    pub fn watch_replaced(&mut self, existing: &[PathBuf]) {
+        for path in existing {
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { continue };
+            let Some(anchor) = open_dir(None, parent.as_os_str()).map(Arc::new) else { continue };
+            self.add(&anchor, parent, &[name], Check::Replaced);
+        }
+    }
+
+    /// The descriptors the watch holds open (the directories it reaches its names from).
+    pub(crate) fn descriptors(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        let watched = self.watched.iter().map(|w| w.anchor.as_raw_fd());
+        let worktrees = self.worktrees.iter().map(|(fd, ..)| fd.as_raw_fd());
+        let roots = self.roots.iter().map(|(fd, _)| fd.as_raw_fd());
+        watched.chain(worktrees).chain(roots).collect()
     }
 
     /// How many git dirs are watched (each held open until [`Watch::move_aside`]).
@@ -321,6 +346,7 @@ impl Watched {
                     // given to it, which would stay writable where the bind covers this one)
                     // when no bind kept it, too.
                     Check::Bound => before.is_none() || if file { changed } else { replaced },
+                    Check::Replaced => before.is_none() || replaced,
                     // Changed at all (its inode reused, or written in place from outside):
                     // judged by what it gained.
                     Check::Config(text) => {

@@ -293,6 +293,17 @@ unsafe fn run(
     // Hidden besides the policy's paths, by the view and by the read rights alike.
     let devices = mount_view::hidden_devices();
 
+    // Called directly, the helper walks the roots' repositories once, for the mount view and
+    // for its step after the run (cordon's front ends walk them themselves and pass the walk).
+    let direct_walk = match (args.caller, &args.walked) {
+        (Caller::Direct, None) => {
+            Some(std::sync::Arc::new(crate::repositories::RepositoryWalk::of(
+                unsealed_roots.as_deref().unwrap_or(&policy.writable_roots),
+            )))
+        }
+        _ => None,
+    };
+
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
     let mut proc_covers = Vec::new();
@@ -314,7 +325,7 @@ unsafe fn run(
                         unsealed_roots.as_deref(),
                         &mount_view::Surveyed {
                             listings: &listings,
-                            walked: args.walked.as_deref(),
+                            walked: args.walked.as_deref().or(direct_walk.as_deref()),
                             devices: &devices,
                         },
                     )?;
@@ -344,15 +355,28 @@ unsafe fn run(
             PidNamespaceRequest::Disabled
         }
     };
-    // Called directly (Codex, a harness), the helper is the only step after the run: a
-    // protected name that does not exist cannot be bound read-only, so what the command creates
-    // there is moved aside once nothing of the command is left. cordon's front ends keep their
-    // own watch and report it themselves.
-    let after_run = match args.caller {
-        Caller::Direct => {
-            Some(crate::planted::Watch::before(&[], &[], &missing_protected(&policy)))
+    // Called directly (Codex, a harness), the helper is the only step after the run, as
+    // cordon's front ends are for theirs: what a bind cannot keep from being created — a
+    // protected name that does not exist, git's redirections, a repository the command makes —
+    // or a bound name another run's step after it renamed away and the command made anew, is
+    // moved aside once nothing of the command is left.
+    let after_run = match (args.caller, &direct_walk) {
+        (Caller::Direct, Some(walk)) => {
+            let roots = unsealed_roots.as_deref().unwrap_or(&policy.writable_roots);
+            let git_dirs: Vec<PathBuf> = walk
+                .git_dirs()
+                .into_iter()
+                .filter(|dir| {
+                    std::fs::canonicalize(dir)
+                        .is_ok_and(|dir| roots.iter().any(|root| dir.starts_with(root)))
+                })
+                .collect();
+            let (missing, existing) = protected_names(&policy);
+            let mut watch = crate::planted::Watch::before(roots, &git_dirs, &missing);
+            watch.watch_replaced(&existing);
+            Some(watch)
         }
-        Caller::Cordon => None,
+        _ => None,
     };
     // SAFETY: one thread, and descriptor 3 as `split` needs it (this function's contract).
     let supervisor = unsafe { containment::split(pid_namespace, args.parent_death, after_run) }?;
@@ -531,11 +555,13 @@ unsafe fn run(
 /// once (`unsealed` gives the roots before sealing): Landlock, which is always in place when
 /// the view is (else the helper exits 125 unless best effort), keeps new entries out of it,
 /// where a bind per entry would cost a mount per entry.
-/// The protected and hidden paths inside the writable roots that do not exist now: a relative
-/// protected name of one component in each root (`.codex`, `.envrc`, and `.git` when the
-/// policy protects it whole), and every absolute protected or hidden path there.
-fn missing_protected(policy: &ResolvedPolicy) -> Vec<PathBuf> {
+/// The protected and hidden paths inside the writable roots — a relative protected name of one
+/// component in each root (`.codex`, `.envrc`, and `.git` when the policy protects it whole),
+/// and every absolute protected or hidden path there — as (those that do not exist now, the
+/// protected ones that do).
+fn protected_names(policy: &ResolvedPolicy) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut missing = Vec::new();
+    let mut existing = Vec::new();
     for root in &policy.writable_roots {
         let named = policy.protected_paths.iter().map(Path::new).filter_map(|entry| {
             if entry.is_absolute() {
@@ -544,14 +570,21 @@ fn missing_protected(policy: &ResolvedPolicy) -> Vec<PathBuf> {
                 (entry.components().count() == 1).then(|| root.join(entry))
             }
         });
-        let hidden = policy.hidden_paths.iter().filter(|p| p.starts_with(root)).cloned();
-        for path in named.chain(hidden) {
-            if std::fs::symlink_metadata(&path).is_err() && !missing.contains(&path) {
-                missing.push(path);
+        for path in named {
+            match std::fs::symlink_metadata(&path) {
+                Ok(_) if !existing.contains(&path) => existing.push(path),
+                Ok(_) => {}
+                Err(_) if !missing.contains(&path) => missing.push(path),
+                Err(_) => {}
+            }
+        }
+        for path in policy.hidden_paths.iter().filter(|p| p.starts_with(root)) {
+            if std::fs::symlink_metadata(path).is_err() && !missing.contains(path) {
+                missing.push(path.clone());
             }
         }
     }
-    missing
+    (missing, existing)
 }
 
 fn plan_mount_view(

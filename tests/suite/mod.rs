@@ -29,6 +29,8 @@ mod git_dirs_later;
 #[cfg(target_os = "linux")]
 mod hardening;
 #[cfg(target_os = "linux")]
+mod helper_after_run;
+#[cfg(target_os = "linux")]
 mod hidden_replaced;
 #[cfg(target_os = "linux")]
 mod launch_paths;

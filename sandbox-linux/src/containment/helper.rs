@@ -20,7 +20,7 @@ pub(super) fn helper_waits(
     terminal: Terminal,
     to_supervisor: &OwnedFd,
     from_supervisor: &OwnedFd,
-    after_run: Option<crate::planted::Watch>,
+    after_run: Option<(crate::planted::Watch, Option<OwnedFd>)>,
 ) -> ! {
     let mut reports = Vec::new();
     let mut command_status = None;
@@ -108,13 +108,104 @@ pub(super) fn helper_waits(
     read_reports(&mut command_status, &mut started);
     // Nothing of the command is left (the namespace ended with its pid 1, or the subreaper
     // killed the rest): what it created where the policy keeps names read-only goes.
-    if let Some(watch) = after_run.filter(|_| started) {
-        report_moved_aside(&watch.move_aside().planted);
+    if let Some((watch, sweeper)) = after_run {
+        if started {
+            report_moved_aside(&watch.move_aside().planted);
+        }
+        if let Some(sweeper) = sweeper {
+            let _ = nix::unistd::write(&sweeper, &[SWEPT]);
+        }
     }
     give_terminal_back(terminal);
     // No report: the supervisor failed before the command ran (its own exit code, e.g. 125)
     // or was killed.
     exit_like(command_status.unwrap_or(supervisor_status))
+}
+
+/// What the helper sends its sweeper when it did the step after the run itself.
+const SWEPT: u8 = b'd';
+
+/// Forks the sweeper: the step after the run in a process of its own, which a SIGKILL of the
+/// helper (a harness's timeout kills its whole group) does not end. Forked before the PID
+/// namespace exists, so it stays outside it; in a session of its own, holding none of the
+/// helper's descriptors but stderr, the pipe whose write end it returns and `watch`'s. It reads
+/// the supervisor's pid, then waits: [`SWEPT`] (the helper did the step) ends it; end of file
+/// (the helper is gone) makes it wait until the supervisor has ended — and with it, as the
+/// namespace's pid 1, every process of the command — then move aside what `watch` finds
+/// planted. `None` when it cannot be started: the helper's own step still runs.
+pub(super) fn start_sweeper(watch: &crate::planted::Watch) -> Option<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+    // SAFETY: the helper has one thread (split's contract).
+    match unsafe { sys::fork() } {
+        Ok(sys::Forked::Parent { .. }) => Some(write),
+        Ok(sys::Forked::Child) => {
+            drop(write);
+            let _ = nix::unistd::setsid();
+            let mut keep = watch.descriptors();
+            keep.extend([2, read.as_raw_fd()]);
+            close_all_but(&keep);
+            let mut pid = [0u8; 4];
+            if read_exact(&read, &mut pid).is_err() {
+                // The helper went away before it started the supervisor: nothing ran.
+                sys::exit_now(0);
+            }
+            let supervisor = libc::pid_t::from_ne_bytes(pid);
+            let mut byte = [0u8; 1];
+            if read_exact(&read, &mut byte).is_ok() {
+                sys::exit_now(0);
+            }
+            while process_running(supervisor) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            report_moved_aside(&watch.move_aside().planted);
+            sys::exit_now(0)
+        }
+        Err(_) => None,
+    }
+}
+
+/// Tells the sweeper which process to wait for.
+pub(super) fn tell_sweeper(sweeper: &OwnedFd, supervisor: libc::pid_t) {
+    let _ = nix::unistd::write(sweeper, &supervisor.to_ne_bytes());
+}
+
+/// Fills `buf` from `fd`; `Err` at end of file first.
+fn read_exact(fd: &OwnedFd, buf: &mut [u8]) -> Result<(), ()> {
+    let mut at = 0;
+    while at < buf.len() {
+        match nix::unistd::read(fd, &mut buf[at..]) {
+            Ok(0) => return Err(()),
+            Ok(n) => at += n,
+            Err(nix::Error::EINTR) => {}
+            Err(_) => return Err(()),
+        }
+    }
+    Ok(())
+}
+
+/// Closes every descriptor of this process but `keep`.
+fn close_all_but(keep: &[std::os::fd::RawFd]) {
+    let open: Vec<std::os::fd::RawFd> = std::fs::read_dir("/proc/self/fd")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for fd in open.into_iter().filter(|fd| !keep.contains(fd)) {
+        let _ = nix::unistd::close(fd);
+    }
+}
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+fn process_running(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which is in parentheses and may hold any byte.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    })
 }
 
 /// One line naming what was moved aside (the first five), so the caller knows where it went.

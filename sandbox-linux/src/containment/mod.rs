@@ -201,11 +201,17 @@ pub unsafe fn split(
     parent_death: ParentDeath,
     after_run: Option<crate::planted::Watch>,
 ) -> Result<Supervisor, HelperError> {
+    if let PidNamespaceRequest::Entered(report) = request {
+        // SAFETY: descriptor 3 as this function's contract says.
+        return unsafe { init_supervisor(parent_death, report) };
+    }
+    // Before the namespace: the sweeper must not be one of its processes, which end with it.
+    let after_run = after_run.map(|watch| {
+        let sweeper = helper::start_sweeper(&watch);
+        (watch, sweeper)
+    });
     let containment = match request {
-        PidNamespaceRequest::Entered(report) => {
-            // SAFETY: descriptor 3 as this function's contract says.
-            return unsafe { init_supervisor(parent_death, report) };
-        }
+        PidNamespaceRequest::Entered(_) => Containment::PidNamespace,
         PidNamespaceRequest::WhenAvailable
             if unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC).is_ok() =>
         {
@@ -239,11 +245,16 @@ pub unsafe fn split(
     match forked {
         Forked::Parent { child } => {
             drop((down_read, up_write));
+            if let Some((_, Some(sweeper))) = &after_run {
+                helper::tell_sweeper(sweeper, child);
+            }
             not_dumpable()?;
             helper::helper_waits(child, terminal, &down_write, &up_read, after_run)
         }
         Forked::Child => {
             drop((down_write, up_read));
+            // The sweeper's pipe and the watch are the helper's: the supervisor holds neither.
+            drop(after_run);
             not_dumpable()?;
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
