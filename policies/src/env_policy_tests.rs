@@ -127,6 +127,48 @@ const TABLE: &[(&str, &str, Expect)] = &[
     ("ID", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", Removed(SecretValue)),
     ("DEPLOY", PEM, Removed(SecretValue)),
     ("EXTRA_HEADER", "Authorization: Bearer abcdefghijklmnopqrstuvwx", Removed(SecretValue)),
+    // More shapes in neutral names, each with a harmless value of the same kind beside it.
+    ("CORP_PROXY", "alice:pw@proxy.corp:3128", Removed(SecretValue)),
+    ("GTK_MODULES", "gail:atk-bridge", Kept),
+    ("LANGUAGE", "en_US:en", Kept),
+    ("FLASK_APP", "app:create_app", Kept),
+    ("CONTACT", "alice@example.com", Kept),
+    ("GIT_REMOTE", "git@github.com:org/repo.git", Kept),
+    (
+        "BLOB",
+        "https://a.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=AbCdEf0123456789xyzXYZ%3D",
+        Removed(SecretValue),
+    ),
+    ("BLOB_PLAIN", "https://a.blob.core.windows.net/c/f?sv=2022-11-02", Kept),
+    ("GROQ", "gsk_AbCdEf0123456789AbCdEf0123456789AbCdEf0123456789ab", Removed(SecretValue)),
+    (
+        "GROK",
+        "xai-AbCdEf0123456789AbCdEf0123456789AbCdEf0123456789AbCdEf0123456789ab",
+        Removed(SecretValue),
+    ),
+    ("GOOGLE_APP", "GOCSPX-AbCdEf0123456789AbCdEf012345", Removed(SecretValue)),
+    (
+        "ARTIFACTS",
+        "AKCp8AbCdEf0123456789AbCdEf0123456789AbCdEf0123456789AbCdEf0123456789AbCdE",
+        Removed(SecretValue),
+    ),
+    (
+        "AGE",
+        "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
+        Removed(SecretValue),
+    ),
+    ("VAULT", "s.AbCdEf0123456789AbCdEf01", Removed(SecretValue)),
+    ("MAIL", "key-0123456789abcdef0123456789abcdef", Removed(SecretValue)),
+    ("SMS", "SK0123456789abcdef0123456789abcdef", Removed(SecretValue)),
+    (
+        "DOCKER_CONFIG_JSON",
+        "{\"auths\":{\"r.example\":{\"auth\":\"dXNlcjpwYXNz\"}}}",
+        Removed(SecretValue),
+    ),
+    ("NPMRC", "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnop", Removed(SecretValue)),
+    ("KUBE", "YXBpVmVyc2lvbjogdjEKY2x1c3RlcnM6Cg==", Removed(SecretValue)),
+    ("MAPPING", "key-value", Kept),
+    ("SCHEME", "s.example.com", Kept),
     // Passwords in URLs: the user:password@ part goes, the variable stays.
     (
         "DATABASE_URL",

@@ -228,6 +228,32 @@ const SHAPES: &[Shape] = &[
         mixed_case_and_digits: false,
     },
     Shape {
+        what: "more prefixed provider tokens (Groq gsk_, xAI xai-, Google OAuth GOCSPX-, \
+               Artifactory AKCp, age AGE-SECRET-KEY-1, Mailgun key-, Twilio SK…, Vault s.)",
+        pattern: r"(?:^|[^A-Za-z0-9_.])(?:gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{40,}|GOCSPX-[A-Za-z0-9_-]{24,}|AKCp[A-Za-z0-9]{50,}|AGE-SECRET-KEY-1[0-9A-Z]{50,}|key-[a-f0-9]{32}|SK[0-9a-f]{32}|s\.[A-Za-z0-9]{24})(?:$|[^A-Za-z0-9])",
+        hints: &["gsk_", "xai-", "gocspx-", "akcp", "age-secret-key-1", "key-", "sk", "s."],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "a signed URL's signature (Azure SAS sig=, AWS X-Amz-Signature=)",
+        pattern: r"(?i)[?&](?:sig|x-amz-signature|x-goog-signature)=[A-Za-z0-9%+/=_-]{16,}",
+        hints: &["sig=", "signature="],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "credentials without a scheme (user:password@host[:port])",
+        pattern: r"(?:^|[\t-\r ,;=])[A-Za-z0-9._%+~-]+:[^@\t-\r /:,;]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{1,5})?(?:$|[\t-\r ,;/])",
+        hints: &["@"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
+        what: "a credential file's contents (a Docker {\"auths\": …}, an npm _authToken=, a \
+               kubeconfig, base64 or not)",
+        pattern: r#"(?i)"auths"\s*:\s*\{|_authtoken\s*=\s*[^\t-\r ]{8,}|client-key-data\s*:|YXBpVmVyc2lvbj"#,
+        hints: &["\"auths\"", "_authtoken", "client-key-data", "yxbpvmvyc2lvbj"],
+        mixed_case_and_digits: false,
+    },
+    Shape {
         what: "PEM private key block",
         pattern: r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
         hints: &["-----begin "],
@@ -382,6 +408,10 @@ mod tests {
             "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
             "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
             "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "gsk_0123456789abcdefghijABCDEFGHIJ0123456789abcd",
+            "https://acct.blob.core.windows.net/c?sv=2022-11-02&se=2030&sp=r&sig=AbCdEf0123456789%2Bxyz%3D",
+            "alice:pw@proxy.corp:3128",
+            "{\"auths\":{\"registry.example\":{\"auth\":\"dXNlcjpwYXNz\"}}}",
             "-----BEGIN OPENSSH PRIVATE KEY-----",
         ];
         assert_eq!(samples.len(), SHAPES.len());
