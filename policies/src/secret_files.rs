@@ -133,6 +133,12 @@ pub const SECRET_FILES: &[SecretFile] = &[
     socket("ssh-agent", "$SSH_AUTH_SOCK", "signs with the user's keys for whoever connects"),
     sockets("1Password", "~/.1password", "the SSH agent (agent.sock)").linux(),
     socket("Bitwarden", "~/.bitwarden-ssh-agent.sock", "the SSH agent").linux(),
+    // git's credential cache daemon: its socket hands out the stored passwords to whoever asks
+    // (`git credential-cache get`); where git puts it by default, and its older place.
+    sockets("git credential-cache", "~/.cache/git/credential", "hands out stored passwords"),
+    sockets("git credential-cache", "~/.git-credential-cache", "hands out stored passwords"),
+    // MIT Kerberos's default ticket cache (FILE:/tmp/krb5cc_UID): authenticates as the user.
+    file("Kerberos", "/tmp/krb5cc_$UID", "tickets that authenticate as the user").linux(),
     dir("age / SOPS", "~/.config/sops/age", KEYS),
     dir("age / SOPS", "~/Library/Application Support/sops/age", KEYS).macos(),
     file("X11", "~/.Xauthority", "the cookie that lets a client type into other windows").linux(),
