@@ -392,7 +392,15 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
         if gone_or(bind(path).map(|()| true))
             .map_err(fail(format!("binding {}", path.display())))?
         {
-            set_read_only(path, Recursion::Recursive)?;
+            match set_read_only(path, Recursion::Recursive) {
+                // Removed on the host right after the bind: the bind went with it (a mount in
+                // another namespace does not keep a directory from being removed), and what is
+                // made there later is judged after the run.
+                Err(HelperError::MountView { source, .. })
+                    if matches!(source.raw_os_error(), Some(libc::ENOENT | libc::EINVAL))
+                        && !is_mount_point(path) => {}
+                other => other?,
+            }
         }
     }
     let stand_in = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
@@ -435,6 +443,24 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
         );
     }
     Ok(())
+}
+
+/// Whether `path` is a mount point in this namespace (`/proc/self/mountinfo` names it, with its
+/// blanks and backslashes escaped as the kernel escapes them). Asked only after a mount call on
+/// `path` failed; an unreadable table counts as yes.
+fn is_mount_point(path: &Path) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else { return true };
+    let mut escaped = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            ' ' => escaped.push_str("\\040"),
+            '\t' => escaped.push_str("\\011"),
+            '\n' => escaped.push_str("\\012"),
+            '\\' => escaped.push_str("\\134"),
+            c => escaped.push(c),
+        }
+    }
+    table.lines().any(|line| line.split(' ').nth(4) == Some(escaped.as_str()))
 }
 
 /// A mount's result, with a target that no longer exists (`ENOENT`) taken as nothing to do: the
