@@ -65,7 +65,7 @@ FAMILIES = WRAPPER_FAMILIES + WORD_FAMILIES + STATEMENT_FAMILIES + OTHER_FAMILIE
 
 # How often each family is drawn, relative to 1. `watch` takes a second per case.
 WEIGHTS = {"watch": 0.2, "script": 0.6, "nest": 3, "git": 2, "plain": 0.5, "sudo": 0.5,
-           "parallel": 0.5, "git-keys": 3, "tool-options": 1}
+           "parallel": 0.5, "git-keys": 3, "tool-options": 2}
 
 
 def documented_git_keys():
@@ -188,6 +188,39 @@ def payload(rng):
 
 GIT_KEYS = documented_git_keys()
 
+# GNU make's options as `make --help` lists them, each with a harmless value where it takes one:
+# drawn around the spellings that hand make code, so that no option cordon reads hides one.
+MAKE_OPTIONS = [["-b"], ["-m"], ["-B"], ["--always-make"], ["-d"], ["--debug=b"], ["-e"],
+                ["--environment-overrides"], ["-i"], ["--ignore-errors"], ["-I", "."],
+                ["--include-dir=."], ["-j2"], ["-j", "2"], ["--jobs=2"], ["-k"], ["--keep-going"],
+                ["-l", "9"], ["--load-average=9"], ["-L"], ["--check-symlink-times"], ["-o", "x"],
+                ["--old-file=x"], ["-O"], ["--output-sync=line"], ["-r"], ["--no-builtin-rules"],
+                ["-R"], ["--no-builtin-variables"], ["-s"], ["--silent"], ["--quiet"],
+                ["--no-silent"], ["-S"], ["--stop"], ["--trace"], ["-w"], ["--print-directory"],
+                ["--no-print-directory"], ["-W", "x"], ["--what-if=x"],
+                ["--warn-undefined-variables"], ["CFLAGS=-O2"], ["V=1"]]
+
+# The spellings that hand make code, each running the payload.
+MAKE_CODE = [["--eval=$(shell rm -f victim)"], ["--eval", "$(shell rm -f victim)"],
+             ["--ev=$(shell rm -f victim)"], ["-E", "$(shell rm -f victim)"],
+             ["-E$(shell rm -f victim)"], ["x!=rm -f victim"], ["y=$(shell rm -f victim)", "--eval=z:=$(y)"],
+             ["MAKEFLAGS=--eval=$$(shell rm -f victim)"]]
+
+
+def make_case(rng):
+    """`make -f /dev/null` with options drawn from make's table around a code spelling (or none:
+    a control)."""
+    argv = ["make", "-f", "/dev/null"]
+    for option in rng.sample(MAKE_OPTIONS, rng.randint(0, 3)):
+        argv += option
+    intent = None
+    if rng.random() < 0.7:
+        argv += rng.choice(MAKE_CODE)
+        intent = RM
+    for option in rng.sample(MAKE_OPTIONS, rng.randint(0, 2)):
+        argv += option
+    return intent, argv
+
 
 def git_key_case(rng):
     """`git -c KEY=VALUE [-c COMPANION] COMMAND` (or `--config-env`) for any documented key."""
@@ -209,7 +242,7 @@ def generate(rng, family, skip):
         b.extras(skip, 0.3)
         return b.case()
     if family == "tool-options":
-        intent, argv = rng.choice(TOOL_OPTION_CASES)
+        intent, argv = make_case(rng) if rng.random() < 0.6 else rng.choice(TOOL_OPTION_CASES)
         b = Builder(rng, family, intent, list(argv))
         b.extras(skip, 0.3)
         return b.case()
