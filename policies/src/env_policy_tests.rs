@@ -157,9 +157,7 @@ const TABLE: &[(&str, &str, Expect)] = &[
         "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
         Removed(SecretValue),
     ),
-    ("VAULT", "s.AbCdEf0123456789AbCdEf01", Removed(SecretValue)),
     ("MAIL", "key-0123456789abcdef0123456789abcdef", Removed(SecretValue)),
-    ("SMS", "SK0123456789abcdef0123456789abcdef", Removed(SecretValue)),
     (
         "DOCKER_CONFIG_JSON",
         "{\"auths\":{\"r.example\":{\"auth\":\"dXNlcjpwYXNz\"}}}",

@@ -229,9 +229,9 @@ const SHAPES: &[Shape] = &[
     },
     Shape {
         what: "more prefixed provider tokens (Groq gsk_, xAI xai-, Google OAuth GOCSPX-, \
-               Artifactory AKCp, age AGE-SECRET-KEY-1, Mailgun key-, Twilio SK…, Vault s.)",
-        pattern: r"(?:^|[^A-Za-z0-9_.])(?:gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{40,}|GOCSPX-[A-Za-z0-9_-]{24,}|AKCp[A-Za-z0-9]{50,}|AGE-SECRET-KEY-1[0-9A-Z]{50,}|key-[a-f0-9]{32}|SK[0-9a-f]{32}|s\.[A-Za-z0-9]{24})(?:$|[^A-Za-z0-9])",
-        hints: &["gsk_", "xai-", "gocspx-", "akcp", "age-secret-key-1", "key-", "sk", "s."],
+               Artifactory AKCp, age AGE-SECRET-KEY-1, Mailgun key-)",
+        pattern: r"(?:^|[^A-Za-z0-9_.])(?:gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{40,}|GOCSPX-[A-Za-z0-9_-]{24,}|AKCp[A-Za-z0-9]{50,}|AGE-SECRET-KEY-1[0-9A-Z]{50,}|key-[a-f0-9]{32})(?:$|[^A-Za-z0-9])",
+        hints: &["gsk_", "xai-", "gocspx-", "akcp", "age-secret-key-1", "key-"],
         mixed_case_and_digits: false,
     },
     Shape {

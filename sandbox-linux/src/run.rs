@@ -293,17 +293,6 @@ unsafe fn run(
     // Hidden besides the policy's paths, by the view and by the read rights alike.
     let devices = mount_view::hidden_devices();
 
-    // Called directly, the helper walks the roots' repositories once, for the mount view and
-    // for its step after the run (cordon's front ends walk them themselves and pass the walk).
-    let direct_walk = match (args.caller, &args.walked) {
-        (Caller::Direct, None) => {
-            Some(std::sync::Arc::new(crate::repositories::RepositoryWalk::of(
-                unsealed_roots.as_deref().unwrap_or(&policy.writable_roots),
-            )))
-        }
-        _ => None,
-    };
-
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
     let mut proc_covers = Vec::new();
@@ -325,7 +314,7 @@ unsafe fn run(
                         unsealed_roots.as_deref(),
                         &mount_view::Surveyed {
                             listings: &listings,
-                            walked: args.walked.as_deref().or(direct_walk.as_deref()),
+                            walked: args.walked.as_deref(),
                             devices: &devices,
                         },
                     )?;
@@ -355,28 +344,19 @@ unsafe fn run(
             PidNamespaceRequest::Disabled
         }
     };
-    // Called directly (Codex, a harness), the helper is the only step after the run, as
-    // cordon's front ends are for theirs: what a bind cannot keep from being created — a
-    // protected name that does not exist, git's redirections, a repository the command makes —
-    // or a bound name another run's step after it renamed away and the command made anew, is
-    // moved aside once nothing of the command is left.
-    let after_run = match (args.caller, &direct_walk) {
-        (Caller::Direct, Some(walk)) => {
-            let roots = unsealed_roots.as_deref().unwrap_or(&policy.writable_roots);
-            let git_dirs: Vec<PathBuf> = walk
-                .git_dirs()
-                .into_iter()
-                .filter(|dir| {
-                    std::fs::canonicalize(dir)
-                        .is_ok_and(|dir| roots.iter().any(|root| dir.starts_with(root)))
-                })
-                .collect();
+    // Called directly (Codex, a harness), the helper is the only step after the run: what a
+    // bind cannot keep from being created — a protected name that does not exist — or a bound
+    // name another run's step after it renamed away and the command made anew, is moved aside
+    // once nothing of the command is left. Named places only, looked at one by one: its cost
+    // does not grow with the workspace.
+    let after_run = match args.caller {
+        Caller::Direct => {
             let (missing, existing) = protected_names(&policy);
-            let mut watch = crate::planted::Watch::before(roots, &git_dirs, &missing);
+            let mut watch = crate::planted::Watch::before(&[], &[], &missing);
             watch.watch_replaced(&existing);
             Some(watch)
         }
-        _ => None,
+        Caller::Cordon => None,
     };
     // SAFETY: one thread, and descriptor 3 as `split` needs it (this function's contract).
     let supervisor = unsafe { containment::split(pid_namespace, args.parent_death, after_run) }?;
