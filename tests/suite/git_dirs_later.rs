@@ -9,13 +9,6 @@ use super::code_runs_later::{
 };
 use super::util::*;
 
-macro_rules! require_mount_view {
-    () => {
-        require_sandbox!(1);
-        skip_unless!(features().mount_view, "this kernel refuses the mount view to the test user");
-    };
-}
-
 /// A scene whose workspace is a repository with one commit, `user`'s.
 fn repository_scene(user: User) -> Scene {
     let scene = Scene::for_user(user);

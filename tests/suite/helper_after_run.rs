@@ -32,8 +32,7 @@ fn holds(dir: &Path, name: &str) -> bool {
 
 #[test]
 fn what_a_direct_run_plants_is_moved_aside_after_it() {
-    require_sandbox!(1);
-    skip_unless!(features().mount_view, "the step after the run is checked with the mount view");
+    require_mount_view!();
     let work = scratch();
     let run = helper(
         WORKSPACE_WRITE,
@@ -54,8 +53,7 @@ fn what_a_direct_run_plants_is_moved_aside_after_it() {
 
 #[test]
 fn a_harness_that_kills_the_helper_with_sigkill_still_gets_the_step_after_the_run() {
-    require_sandbox!(1);
-    skip_unless!(features().mount_view, "the step after the run is checked with the mount view");
+    require_mount_view!();
     let work = scratch();
     let mut cmd = helper_cmd(
         WORKSPACE_WRITE,
@@ -89,8 +87,7 @@ fn a_harness_that_kills_the_helper_with_sigkill_still_gets_the_step_after_the_ru
 /// made anew is moved aside too.
 #[test]
 fn a_bound_name_made_anew_after_another_run_moved_it_is_moved_aside() {
-    require_sandbox!(1);
-    skip_unless!(features().mount_view, "the step after the run is checked with the mount view");
+    require_mount_view!();
     let work = scratch();
     std::fs::create_dir(work.path().join(".codex")).unwrap();
     let mut cmd = helper_cmd(

@@ -7,13 +7,6 @@ use std::process::Command;
 
 use super::util::*;
 
-macro_rules! require_mount_view {
-    () => {
-        require_sandbox!(1);
-        skip_unless!(features().mount_view, "this kernel refuses the mount view to the test user");
-    };
-}
-
 fn listing(dir: &Path) -> Vec<String> {
     let out = Command::new("find").arg(dir).output().unwrap();
     let mut lines: Vec<String> =

@@ -14,13 +14,6 @@ use super::util::*;
 
 /// Skips unless the mount view can be built (it is what keeps files inside a writable root
 /// read-only).
-macro_rules! require_mount_view {
-    () => {
-        require_sandbox!(1);
-        skip_unless!(features().mount_view, "this kernel refuses the mount view to the test user");
-    };
-}
-
 /// A script that records, in `mark`, that it ran — outside every sandbox, since `mark` is
 /// outside every writable root — then runs what it was asked to.
 fn marker_script(mark: &Path) -> String {

@@ -110,6 +110,18 @@ macro_rules! require_sandbox {
 }
 pub(crate) use require_sandbox;
 
+/// Skips unless the sandbox and the mount view are available to the test user.
+macro_rules! require_mount_view {
+    () => {
+        $crate::suite::util::require_sandbox!(1);
+        $crate::suite::util::skip_unless!(
+            $crate::suite::util::features().mount_view,
+            "this kernel refuses the mount view to the test user"
+        );
+    };
+}
+pub(crate) use require_mount_view;
+
 /// A helper program under `tests/helpers/`.
 pub fn helper_program(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/helpers").join(name)
