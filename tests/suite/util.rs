@@ -111,6 +111,7 @@ macro_rules! require_sandbox {
 pub(crate) use require_sandbox;
 
 /// Skips unless the sandbox and the mount view are available to the test user.
+#[cfg(target_os = "linux")]
 macro_rules! require_mount_view {
     () => {
         $crate::suite::util::require_sandbox!(1);
@@ -120,6 +121,7 @@ macro_rules! require_mount_view {
         );
     };
 }
+#[cfg(target_os = "linux")]
 pub(crate) use require_mount_view;
 
 /// A helper program under `tests/helpers/`.
