@@ -76,6 +76,11 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if !moved.is_empty() {
         said.push(cordon_exec_core::moved_aside_warning(&moved));
     }
+    let held: Vec<cordon_exec_core::HeldBack> =
+        outcome.attempts.iter().flat_map(|a| a.held_back.iter().cloned()).collect();
+    if !held.is_empty() {
+        said.push(cordon_exec_core::held_back_warning(&held));
+    }
     let not_searched: Vec<&std::path::Path> =
         outcome.attempts.iter().flat_map(|a| &a.not_searched).map(|d| d.as_path()).collect();
     if !not_searched.is_empty() {

@@ -205,6 +205,21 @@ pub struct SandboxFlags {
     /// Exceeded: exit 122 naming the limit. See docs/limits.md and `cordon doctor`.
     #[arg(long = "limit", value_name = "KEY=VALUE", value_parser = parse_limit)]
     pub limits: Vec<(LimitKey, u64)>,
+    /// How the command writes its writable roots [default: direct]. `transaction` (Linux,
+    /// `cordon exec` and `cordon sandbox`): its writes land in a layer of their own and reach
+    /// the roots when it is over, through a gate that holds back what git, a shell or a tool
+    /// would later run code from (kept under $CORDON_HOME/runs and named); no search of the
+    /// workspace before or after, whatever its size. /tmp and $TMPDIR are written directly.
+    /// See docs/transactions.md.
+    #[arg(long = "writes", value_enum, value_name = "MODE")]
+    pub writes: Option<WritesFlag>,
+}
+
+/// `--writes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WritesFlag {
+    Direct,
+    Transaction,
 }
 
 fn parse_limit(text: &str) -> Result<(LimitKey, u64), String> {

@@ -66,7 +66,9 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     // The proxy needs cordon to stay; so do limits, whose cgroup cordon makes, watches and
     // removes, and whose verdict it names.
     let proxy = kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some();
-    if proxy || stay.needed() || !settings.sandbox.limits.is_empty() {
+    // So do transactional writes, which cordon applies when the command is over.
+    let transaction = kind != SandboxKind::None && !settings.helper.writes.is_direct();
+    if proxy || transaction || stay.needed() || !settings.sandbox.limits.is_empty() {
         return run_as_parent(&settings, env, args.command, kind, stay);
     }
     let launch = Launch {
@@ -83,6 +85,9 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         // No watch: cordon does not stay to look after the run.
         #[cfg(target_os = "linux")]
         walked: None,
+        // Transactional writes keep cordon as the parent (above).
+        #[cfg(target_os = "linux")]
+        writes_to: None,
     };
     let plan = plan_launch(&launch, &settings.helper)?;
     let error = plan.exec();
@@ -162,6 +167,9 @@ fn run_as_parent(
             map.insert("sandboxed".into(), (attempt.sandbox != SandboxKind::None).into());
         }
         crate::output::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&document)?))?;
+    }
+    if !attempt.held_back.is_empty() {
+        crate::terminal::say(&[cordon_exec_core::held_back_warning(&attempt.held_back)]);
     }
     let denied = attempt.network.as_ref().map(NetworkLog::denied_hosts).unwrap_or_default();
     if !denied.is_empty() {

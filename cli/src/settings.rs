@@ -10,7 +10,9 @@ use anyhow::{Context, bail};
 use cordon_exec_core::{
     HELLO_TIMEOUT, LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults,
 };
-use cordon_exec_core::{HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe};
+use cordon_exec_core::{
+    HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe, WriteMode,
+};
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, Limits, MountViewRequirement,
     PolicyEnv, RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest,
@@ -18,7 +20,7 @@ use cordon_policies::{
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
-use crate::flags::{ExecutorArgs, PolicyFlags, RemoteFlags, SandboxFlags};
+use crate::flags::{ExecutorArgs, PolicyFlags, RemoteFlags, SandboxFlags, WritesFlag};
 
 /// `--dangerously-bypass-approvals-and-sandbox` or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +163,7 @@ impl Settings {
             user_view,
             proxy_test_resolve: cordon_exec_core::test_hook_proxy_resolve()?,
             sandboxed_env,
+            writes: write_mode(flags, workspace)?,
         };
         Ok(Settings {
             config,
@@ -651,7 +654,29 @@ fn ssh_program(named: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// The settings of a server that runs sessions here (`cordon executor`, `cordon mcp-server`):
 /// workspace-write unless the flags or config say otherwise.
 pub fn load_for_sessions(base: &ExecutorArgs) -> anyhow::Result<Settings> {
+    if base.sandbox.writes == Some(WritesFlag::Transaction) {
+        bail!(
+            "--writes transaction is for one-shot runs (cordon exec, cordon sandbox): a session \
+             outlives its call and writes directly"
+        );
+    }
     Settings::load(&base.sandbox, &base.policy, SandboxMode::WorkspaceWrite, Bypass::No)
+}
+
+/// `--writes`, where it can be kept.
+fn write_mode(flags: &SandboxFlags, workspace: Workspace<'_>) -> anyhow::Result<WriteMode> {
+    match flags.writes {
+        None | Some(WritesFlag::Direct) => Ok(WriteMode::Direct),
+        Some(WritesFlag::Transaction) if !cfg!(target_os = "linux") => {
+            bail!(
+                "--writes transaction needs Linux's overlay file system; this platform writes directly"
+            )
+        }
+        Some(WritesFlag::Transaction) if matches!(workspace, Workspace::Remote { .. }) => {
+            bail!("--writes transaction is not available on another machine yet")
+        }
+        Some(WritesFlag::Transaction) => Ok(WriteMode::Transaction),
+    }
 }
 
 /// Says once on stderr, as `server`, what the sandboxed calls will miss on this machine.

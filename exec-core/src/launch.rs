@@ -279,6 +279,8 @@ pub struct HelperSettings {
     /// caches they point at are written by sandboxed runs, and what a sandbox wrote must not
     /// become code that runs outside one.
     pub sandboxed_env: Vec<(OsString, OsString)>,
+    /// How a sandboxed command writes its roots (one-shot runs; sessions always write directly).
+    pub writes: crate::transaction::WriteMode,
 }
 
 /// How the Linux helper is started.
@@ -315,6 +317,10 @@ pub struct Launch<'a> {
     /// cordon's forked child takes them instead of walking the roots again.
     #[cfg(target_os = "linux")]
     pub walked: Option<std::sync::Arc<cordon_sandbox_linux::RepositoryWalk>>,
+    /// The run's directory for write layers (`--writes-to`): its writes to the roots land
+    /// there until they are applied.
+    #[cfg(target_os = "linux")]
+    pub writes_to: Option<PathBuf>,
 }
 
 /// How a sandboxed command reaches cordon's network proxy.
@@ -444,6 +450,8 @@ pub fn plan_launch(
         proxy,
         #[cfg(target_os = "linux")]
         ref walked,
+        #[cfg(target_os = "linux")]
+        ref writes_to,
     } = *launch;
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv = command.clone();
@@ -482,6 +490,10 @@ pub fn plan_launch(
                 proxy_fd: proxy_channel.as_ref().map(HandOverSocket::number),
                 caller: cordon_sandbox_linux::Caller::Cordon,
                 tree_limits: limits.tree,
+                #[cfg(target_os = "linux")]
+                writes_to: writes_to.clone(),
+                #[cfg(not(target_os = "linux"))]
+                writes_to: None,
                 command: argv,
                 #[cfg(target_os = "linux")]
                 walked: walked.clone(),
@@ -576,6 +588,7 @@ mod tests {
             user_view: EnvSnapshot::default(),
             proxy_test_resolve: Vec::new(),
             sandboxed_env: Vec::new(),
+            writes: crate::transaction::WriteMode::Direct,
         }
     }
 
@@ -603,6 +616,8 @@ mod tests {
                 proxy: None,
                 #[cfg(target_os = "linux")]
                 walked: None,
+                #[cfg(target_os = "linux")]
+                writes_to: None,
             };
             plan_launch(&launch, &helper).unwrap().env
         };
@@ -633,6 +648,8 @@ mod tests {
             proxy,
             #[cfg(target_os = "linux")]
             walked: None,
+            #[cfg(target_os = "linux")]
+            writes_to: None,
         };
         let plan = plan_launch(&launch, &helper()).unwrap();
         assert_eq!(plan.program, PathBuf::from("/usr/bin/sandbox-exec"));

@@ -50,7 +50,7 @@ pub enum ApprovalStage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApprovalRequest {
     /// The exact argv that runs if approved (render it with `render_argv`).
-    #[serde(serialize_with = "crate::runner::lossy_texts")]
+    #[serde(serialize_with = "crate::lossy::lossy_texts")]
     pub command: Vec<OsString>,
     pub cwd: PathBuf,
     /// Whether the approved command is a terminal session the caller types into while it runs.
@@ -139,8 +139,14 @@ pub struct Attempt {
     pub moved_aside: Vec<MovedAside>,
     /// Directories the search after the run for repositories the command created did not
     /// reach: a repository made there kept whatever the command gave it.
-    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "crate::runner::lossy_texts")]
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "crate::lossy::lossy_texts")]
     pub not_searched: Vec<PathBuf>,
+    /// How the command wrote its writable roots (shown when not directly).
+    #[serde(skip_serializing_if = "crate::transaction::WriteMode::is_direct")]
+    pub writes: crate::transaction::WriteMode,
+    /// What the write gate kept from the roots, each with why and where it is kept.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held_back: Vec<crate::transaction::HeldBack>,
 }
 
 /// How the request ended.
@@ -156,7 +162,7 @@ pub enum OutcomeResult {
 /// Everything that happened for one request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
-    #[serde(serialize_with = "crate::runner::lossy_texts")]
+    #[serde(serialize_with = "crate::lossy::lossy_texts")]
     pub command: Vec<OsString>,
     pub cwd: PathBuf,
     pub assessment: Assessment,
@@ -638,6 +644,8 @@ impl Orchestrator {
             network: result.network,
             moved_aside: result.moved_aside,
             not_searched: result.not_searched,
+            writes: result.writes,
+            held_back: result.held_back,
         })
     }
 }

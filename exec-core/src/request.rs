@@ -115,6 +115,8 @@ impl ExecRequest {
             proxy: None,
             #[cfg(target_os = "linux")]
             walked: None,
+            #[cfg(target_os = "linux")]
+            writes_to: None,
         }
     }
 }

@@ -31,6 +31,8 @@ pub enum OrchestratorError {
          hard limit of open files (ulimit -Hn) or narrow the writable roots"
     )]
     OpenFiles { program: PathBuf, repositories: usize },
+    #[error(transparent)]
+    Transaction(#[from] crate::transaction::TransactionError),
 }
 
 /// One attempt to run: the request, the sandbox it runs under, and whether a person approved it.
@@ -53,6 +55,10 @@ pub(crate) struct RawAttempt {
     pub moved_aside: Vec<MovedAside>,
     /// Directories the search after the run for repositories the command created did not reach.
     pub not_searched: Vec<PathBuf>,
+    /// How the command wrote its roots.
+    pub writes: crate::transaction::WriteMode,
+    /// What the write gate kept from the roots (transactional writes).
+    pub held_back: Vec<crate::transaction::HeldBack>,
 }
 
 /// A file or directory a sandboxed command created where git would later read code or a
@@ -60,39 +66,11 @@ pub(crate) struct RawAttempt {
 /// rebase), and where cordon moved it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MovedAside {
-    #[serde(serialize_with = "lossy_path")]
+    #[serde(serialize_with = "crate::lossy::lossy_path")]
     pub path: PathBuf,
     /// `None` when it could not be moved (it is still in place).
-    #[serde(serialize_with = "lossy_optional_path")]
+    #[serde(serialize_with = "crate::lossy::lossy_optional_path")]
     pub to: Option<PathBuf>,
-}
-
-// Paths a command chose, in a JSON report: as text, a byte that is not UTF-8 becoming U+FFFD,
-// so that a name made to be unprintable cannot make the whole report fail.
-fn lossy_path<S: serde::Serializer>(
-    path: &std::path::Path,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&path.to_string_lossy())
-}
-
-fn lossy_optional_path<S: serde::Serializer>(
-    path: &Option<PathBuf>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match path {
-        Some(path) => lossy_path(path, serializer),
-        None => serializer.serialize_none(),
-    }
-}
-
-/// A list of words or paths in a JSON report, each as text (a byte that is not UTF-8 becomes
-/// U+FFFD).
-pub(crate) fn lossy_texts<S: serde::Serializer>(
-    items: &[impl AsRef<std::ffi::OsStr>],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(items.iter().map(|item| item.as_ref().to_string_lossy()))
 }
 
 /// One entry of the line that reports what was moved: `PATH (now ASIDE)`.
@@ -298,18 +276,48 @@ impl Runner for LocalRunner<'_> {
             None,
             &self.helper.proxy_test_resolve,
         )?;
+        // Transactional writes: no search before or after the run; the write gate judges the
+        // exact set of changes when the command is over.
+        #[cfg(target_os = "linux")]
+        let transaction = match (self.helper.writes, sandbox) {
+            (crate::transaction::WriteMode::Transaction, SandboxKind::Linux) => {
+                Some(crate::transaction::Transaction::begin(
+                    self.helper.user_view.cordon_home.as_deref(),
+                    &apply_context(request, self.helper),
+                )?)
+            }
+            _ => None,
+        };
+        #[cfg(target_os = "linux")]
+        let watch = match transaction {
+            Some(_) => None,
+            None => watch_git_dirs(&request.sandbox, sandbox, self.helper),
+        };
+        #[cfg(not(target_os = "linux"))]
         let watch = watch_git_dirs(&request.sandbox, sandbox, self.helper);
         let mut launch = request.launch(sandbox);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         #[cfg(target_os = "linux")]
         {
             launch.walked = watch.as_ref().map(GitWatch::walked);
+            launch.writes_to = transaction.as_ref().map(|t| t.layers_dir().to_path_buf());
         }
         let spec = plan_launch(&launch, self.helper)?;
         log_plan(&spec, self.helper, proxy.is_some());
         let options =
             RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
         let result = run_process(&spec, &options).await;
+        // The command and its overlay are gone: its changes are applied through the gate.
+        #[cfg(target_os = "linux")]
+        let (writes, held_back) = match transaction {
+            Some(transaction) => (
+                crate::transaction::WriteMode::Transaction,
+                transaction.apply(apply_context(request, self.helper)),
+            ),
+            None => (crate::transaction::WriteMode::Direct, Vec::new()),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (writes, held_back) = (crate::transaction::WriteMode::Direct, Vec::new());
         let AfterRun { moved_aside, not_searched } =
             watch.as_ref().map(GitWatch::move_aside).unwrap_or_default();
         if !moved_aside.is_empty() {
@@ -333,7 +341,35 @@ impl Runner for LocalRunner<'_> {
             network: proxy.map(NetworkProxy::finish),
             moved_aside,
             not_searched,
+            writes,
+            held_back,
         })
+    }
+}
+
+/// What the write gate needs to know of a request besides its changes: the user's home (its
+/// start-up files, its git configuration's includes) and the names the policy protects at the
+/// top of each root.
+#[cfg(target_os = "linux")]
+fn apply_context(
+    request: &ExecRequest,
+    helper: &HelperSettings,
+) -> cordon_sandbox_linux::ApplyContext {
+    let protected_names = request
+        .sandbox
+        .policy
+        .protected_paths()
+        .into_iter()
+        .filter(|name| {
+            let path = std::path::Path::new(name);
+            !path.is_absolute() && path.components().count() == 1
+        })
+        .map(std::ffi::OsString::from)
+        .collect();
+    cordon_sandbox_linux::ApplyContext {
+        home: helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok()),
+        protected_names,
+        started: (0, 0),
     }
 }
 

@@ -72,6 +72,44 @@ pub fn git_config_gained_code(before: &str, after: &str) -> bool {
     git_config_may_run_code(&added)
 }
 
+/// The values of every `path` key in an `include` or `includeIf` section of `text`, taken
+/// generously: on a line of its own or on the header's line, quoted or not, whatever the
+/// section's condition. A file named here is read by git as configuration (when the condition
+/// holds), so it is judged as one.
+pub fn git_include_paths(text: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut in_include = false;
+    for line in text.lines() {
+        let mut line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let name: String = header
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<String>()
+                .to_ascii_lowercase();
+            in_include = name == "include" || name == "includeif";
+            // A key may follow the header on its line.
+            line = match header.split_once(']') {
+                Some((_, rest)) => rest.trim(),
+                None => "",
+            };
+        }
+        if !in_include {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if !key.trim().eq_ignore_ascii_case("path") {
+            continue;
+        }
+        let value = value.split([';', '#']).next().unwrap_or_default().trim();
+        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+        if !value.is_empty() {
+            paths.push(value.replace("\\\\", "\\"));
+        }
+    }
+    paths
+}
+
 /// Each line of `text` that is not blank or a comment, trimmed, with the trimmed header of its
 /// section (`None` before the first); a header is listed under itself.
 fn sectioned_lines(text: &str) -> Vec<(Option<&str>, &str)> {
@@ -142,6 +180,17 @@ mod tests {
         ] {
             assert!(git_config_gained_code(before, gained), "{gained}");
         }
+    }
+
+    #[test]
+    fn include_paths_are_found_in_every_spelling() {
+        let text = "[include]\n\tpath = ../tools/gitconfig\n[includeIf \"gitdir:~/p/\"]\n\
+                    \tpath = \"~/.gitconfig-work\" ; note\n[core]\n\tpath = no\n\
+                    [INCLUDE] path = /abs\n[include]\n\tPath=x\n";
+        assert_eq!(
+            git_include_paths(text),
+            vec!["../tools/gitconfig", "~/.gitconfig-work", "/abs", "x"]
+        );
     }
 
     #[test]

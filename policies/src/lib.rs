@@ -83,6 +83,7 @@ mod test_builtin;
 mod unmodelled_wrappers;
 mod unreadable;
 mod wrappers;
+mod write_gate;
 
 #[cfg(test)]
 mod never_panics_tests;
@@ -102,7 +103,7 @@ pub use domains::{
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
-pub use git_config::{git_config_gained_code, git_config_may_run_code};
+pub use git_config::{git_config_gained_code, git_config_may_run_code, git_include_paths};
 pub use git_keys::{GitKey, git_key, git_key_with_value};
 pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use limits::{
@@ -137,3 +138,8 @@ pub use secret_files::{
 pub use shell_script::plain_shell_commands;
 pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_file};
 pub use unreadable::Unreadable;
+pub use write_gate::{
+    GitDirEntry, Held, LOADED_FROM_PARENTS, commondir_leads_back, config_change_held,
+    git_dir_entry, pointer_stays_inside, repository_config_change_held, todo_change_held,
+    tool_loading,
+};

@@ -137,6 +137,11 @@ pub struct HelperArgs {
     /// per-process ones. Without it the helper holds them with rlimits where best effort
     /// allows, else refuses (exit 125).
     pub tree_limits: TreeLimits,
+    /// `--writes-to DIR`: the command's writes to its writable roots (but `/tmp` and
+    /// `$TMPDIR`) land in a write layer kept in DIR, a directory of the caller's outside every
+    /// writable root, instead of in the roots; the caller applies them after the run
+    /// (`crate::write_layer`). Without it the command writes the roots directly.
+    pub writes_to: Option<PathBuf>,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
     /// Not a flag: the repositories of the writable roots, found by a caller that runs the
@@ -156,7 +161,7 @@ usage: codex-linux-sandbox --sandbox-policy-cwd DIR --permission-profile JSON [-
            [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
        codex-linux-sandbox --request JSON [--command-cwd DIR] [--die-with-parent]
            [--user-view JSON] [--proxy-fd N] [--caller cordon] [--tree-limits-in-cgroup]
-           -- CMD [ARG...]
+           [--writes-to DIR] -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. --permission-profile is the policy as Codex 0.169 passes it (its permission
@@ -179,7 +184,10 @@ replaces --sandbox-policy-cwd, --sandbox-policy, --best-effort and the mount-vie
 cannot be given with it.
 
 --user-view, --proxy-fd and --caller are cordon's own: cordon passes them when it runs the
-helper (--caller cordon makes messages start `cordon: sandbox:`). So is
+helper (--caller cordon makes messages start `cordon: sandbox:`). So is --writes-to DIR: the
+command's writes to its writable roots (but /tmp and $TMPDIR) land in a write layer (an overlay
+whose upper directory is in DIR, which must lie outside every writable root) and reach the
+roots only when the caller applies them after the run; it needs the mount view (else 125). So is
 --command-cwd-identity DEV:INO: the command runs in --command-cwd only if that path still leads
 to the directory with these device and inode numbers (the one shown for approval), else 125.
 --tree-limits-in-cgroup says the caller holds the memory and pids limits in a cgroup; without
@@ -231,6 +239,7 @@ pub fn parse_helper_args(
     let mut proxy_fd: Option<RawFd> = None;
     let mut caller = Caller::Direct;
     let mut tree_limits = TreeLimits::None;
+    let mut writes_to: Option<PathBuf> = None;
     let mut split_policies = SplitPolicies::default();
     let mut saw_separator = false;
     let mut given: Vec<String> = Vec::new();
@@ -287,6 +296,16 @@ pub fn parse_helper_args(
             "--tree-limits-in-cgroup" => tree_limits = TreeLimits::Cgroup,
             "--user-view" => user_view_json = Some(value(&flag)?),
             "--proxy-fd" => proxy_fd = Some(parse_proxy_fd(&value(&flag)?)?),
+            "--writes-to" => {
+                let dir = PathBuf::from(value(&flag)?);
+                if !dir.is_absolute() {
+                    return Err(HelperError::Usage(format!(
+                        "--writes-to {}: must be an absolute path",
+                        dir.display()
+                    )));
+                }
+                writes_to = Some(dir);
+            }
             "--caller" => match value(&flag)?.to_str() {
                 Some("cordon") => caller = Caller::Cordon,
                 _ => return Err(HelperError::Usage("--caller takes only `cordon`".into())),
@@ -454,6 +473,7 @@ pub fn parse_helper_args(
         proxy_fd,
         caller,
         tree_limits,
+        writes_to,
         command,
         #[cfg(target_os = "linux")]
         walked: None,
@@ -625,6 +645,10 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
     match invocation.tree_limits {
         TreeLimits::None => {}
         TreeLimits::Cgroup => argv.push("--tree-limits-in-cgroup".into()),
+    }
+    if let Some(dir) = &invocation.writes_to {
+        argv.push("--writes-to".into());
+        argv.push(dir.clone().into());
     }
     argv.push("--".into());
     argv.extend(invocation.command.iter().cloned());

@@ -49,6 +49,11 @@ pub enum HelperError {
     Containment { what: &'static str, source: std::io::Error },
     #[error("mount view: {what}: {source}")]
     MountView { what: String, source: std::io::Error },
+    #[error("write layer: {what}: {source}")]
+    WriteLayer { what: String, source: std::io::Error },
+    /// The reason the mount view is not there, in words.
+    #[error("write layer: it needs the mount view, which is {0}; run with direct writes")]
+    WriteLayerWithoutMountView(String),
     #[error("network namespace: {what}: {source}")]
     NetworkNamespace { what: &'static str, source: std::io::Error },
     #[error("network allow-list: {0}")]
@@ -89,6 +94,8 @@ impl HelperError {
             | HelperError::NoNewPrivs(_)
             | HelperError::ParentDeathSignal(_)
             | HelperError::MountView { .. }
+            | HelperError::WriteLayer { .. }
+            | HelperError::WriteLayerWithoutMountView(_)
             | HelperError::NetworkNamespace { .. }
             | HelperError::DomainList(_)
             | HelperError::LoopbackForward { .. }

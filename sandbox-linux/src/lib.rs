@@ -40,6 +40,8 @@
 //!
 //! All `unsafe` lives in `sys.rs`.
 
+#[cfg(target_os = "linux")]
+mod apply;
 mod args;
 mod error;
 
@@ -102,6 +104,8 @@ pub mod seccomp;
 #[cfg(target_os = "linux")]
 mod sys;
 mod unix_sockets;
+#[cfg(target_os = "linux")]
+pub mod write_layer;
 
 pub use args::{
     CORDON_MESSAGE_PREFIX, Caller, DirIdentity, HELPER_ARG0, HELPER_USAGE, HelperArgs, Invocation,
@@ -124,6 +128,8 @@ pub use sys::keep_open_in_child;
 #[cfg(target_os = "linux")]
 pub use sys::set_process_limits;
 
+#[cfg(target_os = "linux")]
+pub use apply::{ApplyContext, ApplyReport, HeldChange, apply_layers};
 /// The repositories of the writable roots, and what a command planted in them.
 #[cfg(target_os = "linux")]
 pub use planted::{AfterRun, Planted, Watch};

@@ -72,6 +72,10 @@ pub struct MountPlan {
     /// Directories of the writable roots the search for repositories had no time left for:
     /// a repository there keeps a writable config and hooks.
     pub unsearched: Vec<PathBuf>,
+    /// Roots seen through a write layer, mounted first of all (so the roots' copies carry
+    /// them). Their repositories are not searched: every change the command makes there is
+    /// judged when it is applied.
+    pub layers: Vec<crate::write_layer::Layer>,
 }
 
 /// The network namespace the mount view is entered together with.
@@ -105,6 +109,8 @@ pub(crate) struct Surveyed<'a> {
     pub walked: Option<&'a RepositoryWalk>,
     /// The devices hidden besides the policy's paths ([`hidden_devices`]).
     pub devices: &'a [PathBuf],
+    /// The write layers, whose roots are not searched for repositories.
+    pub layers: &'a [crate::write_layer::Layer],
 }
 
 /// Builds the plan for `policy` from the current mount table.
@@ -121,10 +127,13 @@ pub(crate) fn plan(
     let mut unusable_git_files = Vec::new();
     let mut unsearched = Vec::new();
     for root in roots {
+        // Every change in a layered root (or one inside it) is judged when it is applied.
+        let layered = host.layers.iter().any(|layer| root.starts_with(&layer.root));
         // Every repository in the root: the root's own, nested ones (vendored, cloned,
         // fixtures), and git dirs lying there as plain directories. An allowance per root, so
         // one filled with directories (`/tmp`) cannot spend the workspace's.
         let repositories = match host.walked {
+            _ if layered => crate::repositories::Repositories::default(),
             Some(walk) => walk.repositories(root, roots),
             None => repositories_of(root, roots),
         };
@@ -260,6 +269,7 @@ pub(crate) fn plan(
         proc_covers,
         unusable_git_files,
         unsearched,
+        layers: host.layers.to_vec(),
         writable_roots: outermost,
         pinned,
         protected,
@@ -355,6 +365,9 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
     // First of all, so that nothing below propagates to the host's mount table.
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(fail("making mounts private".into()))?;
+    for layer in &plan.layers {
+        crate::write_layer::mount_layer(layer)?;
+    }
     // Each writable root's mounts are copied before the tree turns read-only and put back on
     // top of it after: a mount inside a root keeps the writability it had, and nothing here
     // depends on how many mounts the host has elsewhere.

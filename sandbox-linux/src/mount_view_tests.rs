@@ -23,7 +23,12 @@ fn only_the_outermost_roots_are_bound() {
         plan(
             &nested,
             &[],
-            &Surveyed { listings: &crate::listings::Listings::new(), walked: None, devices: &[] }
+            &Surveyed {
+                listings: &crate::listings::Listings::new(),
+                walked: None,
+                devices: &[],
+                layers: &[],
+            }
         )
         .writable_roots,
         vec![PathBuf::from("/tmp"), PathBuf::from("/w")]

@@ -286,6 +286,33 @@ unsafe fn run(
     let cordon_executables_inside_roots =
         crate::cordon_home::protect_executables(&executables, &mut policy);
     let best_effort = args.request.strictness == Strictness::BestEffort;
+    // Write layers, made before anything is mounted: what the command writes to its roots
+    // lands in the caller's directory until the caller applies it.
+    let layers = match &args.writes_to {
+        None => Vec::new(),
+        Some(dir) => {
+            let shared: Vec<PathBuf> = [Some(PathBuf::from("/tmp")), env.tmpdir.clone()]
+                .into_iter()
+                .flatten()
+                .filter_map(|path| std::fs::canonicalize(path).ok())
+                .collect();
+            let directories: Vec<PathBuf> =
+                policy.writable_roots.iter().filter(|root| root.is_dir()).cloned().collect();
+            let roots = crate::write_layer::layered_roots(&directories, &shared);
+            crate::write_layer::prepare(dir, &roots, &policy.writable_roots)?
+        }
+    };
+    // A directory seen through a write layer has the overlay's device number: the command
+    // cwd's identity is checked before the layers are mounted, and its path entered after.
+    let layered_args;
+    let args = match (args.command_cwd_identity, &args.command_cwd) {
+        (Some(expected), Some(cwd)) if !layers.is_empty() => {
+            check_cwd_identity(cwd, cwd, expected)?;
+            layered_args = HelperArgs { command_cwd_identity: None, ..args.clone() };
+            &layered_args
+        }
+        _ => args,
+    };
 
     // The directories on the way to the hidden paths, each read once for the mount view and
     // the read rights. The view adds no names to them, so what is read now holds inside it.
@@ -297,6 +324,11 @@ unsafe fn run(
     let mut extra_writable = Vec::new();
     let mut proc_covers = Vec::new();
     let mount_view = match args.request.mount_view {
+        MountViewRequirement::Disabled if !layers.is_empty() => {
+            return Err(HelperError::WriteLayerWithoutMountView(
+                mount_view::NoMountView::TurnedOff.to_string(),
+            ));
+        }
         MountViewRequirement::Disabled => Err(mount_view::NoMountView::TurnedOff),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
             let network = match policy.network_domains {
@@ -316,6 +348,7 @@ unsafe fn run(
                             listings: &listings,
                             walked: args.walked.as_deref(),
                             devices: &devices,
+                            layers: &layers,
                         },
                     )?;
                     warn_unusable_git_files(&plan.unusable_git_files);
@@ -326,6 +359,9 @@ unsafe fn run(
                     }
                     proc_covers = plan.proc_covers;
                     Ok(())
+                }
+                MountView::Unavailable(reason) if !layers.is_empty() => {
+                    return Err(HelperError::WriteLayerWithoutMountView(reason.to_string()));
                 }
                 MountView::Unavailable(reason) => Err(reason),
             }
@@ -621,6 +657,20 @@ fn warn_unsearched(dirs: &[PathBuf]) {
     ));
 }
 
+/// Refuses unless `dir` (the command cwd `cwd`, or `.` once entered) is the directory with
+/// `expected`'s device and inode numbers.
+fn check_cwd_identity(cwd: &Path, dir: &Path, expected: DirIdentity) -> Result<(), HelperError> {
+    let here = nix::sys::stat::stat(dir)
+        .map_err(|e| HelperError::CommandCwd { path: cwd.to_path_buf(), source: e.into() })?;
+    // Widened for the platforms where they are narrower than u64.
+    #[allow(clippy::useless_conversion)]
+    let found = DirIdentity { dev: u64::from(here.st_dev), ino: u64::from(here.st_ino) };
+    if found != expected {
+        return Err(HelperError::CommandCwdChanged { path: cwd.to_path_buf() });
+    }
+    Ok(())
+}
+
 /// Enters the command cwd (after the mount view, so relative paths resolve through it) and
 /// prepares the command with `extra_env` added to its environment.
 fn prepare_exec(
@@ -636,14 +686,7 @@ fn prepare_exec(
     nix::unistd::chdir(&cwd)
         .map_err(|e| HelperError::CommandCwd { path: cwd.clone(), source: e.into() })?;
     if let Some(expected) = args.command_cwd_identity {
-        let here = nix::sys::stat::stat(".")
-            .map_err(|e| HelperError::CommandCwd { path: cwd.clone(), source: e.into() })?;
-        // Widened for the platforms where they are narrower than u64.
-        #[allow(clippy::useless_conversion)]
-        let found = DirIdentity { dev: u64::from(here.st_dev), ino: u64::from(here.st_ino) };
-        if found != expected {
-            return Err(HelperError::CommandCwdChanged { path: cwd });
-        }
+        check_cwd_identity(&cwd, Path::new("."), expected)?;
     }
 
     let program = &args.command[0];

@@ -110,8 +110,12 @@ while IFS=$'\t' read -r name exe dir; do
   echo "===== $name ($exe)" >>"$out/suite.log"
   # Output through a pipe, as under `cargo test` (a test binary's stdout is part of what some
   # tests look at: a regular file there is a file the sandbox lets the command reopen).
+  # Each test's time is printed after its result (`ok <12.345s>`; libtest's --report-time,
+  # unlocked by RUSTC_BOOTSTRAP for the test binary only): what to weigh before adding to
+  # tcg-skip.txt. slowest.log lists the twenty slowest.
   (cd "$dir" && env ${require:+CORDON_TEST_REQUIRE_SANDBOX=1} CORDON_TEST_REQUIRE_CGROUP=1 CORDON_TEST_TIME_SCALE=$scale \
-    "$exe" --show-output ${filter[@]+"${filter[@]}"} ${skip_args[@]+"${skip_args[@]}"} 2>&1) \
+    RUSTC_BOOTSTRAP=1 "$exe" -Zunstable-options --report-time \
+    --show-output ${filter[@]+"${filter[@]}"} ${skip_args[@]+"${skip_args[@]}"} 2>&1) \
     | cat >"$out/binary.log"
   cat "$out/binary.log" >>"$out/suite.log"
   grep '^test result:' "$out/binary.log" | tail -n 1 | sed "s/^/@@ $name: /"
@@ -119,7 +123,7 @@ while IFS=$'\t' read -r name exe dir; do
   # still miss a scaled bound: a failed test gets one second run, alone, and both results are
   # printed. A test that fails twice fails the run.
   if [ -e "$out/tcg" ]; then
-    grep -E '^test .* FAILED$' "$out/binary.log" | while read -r _ test _; do
+    grep -E '^test .* FAILED( <[0-9.]+s>)?$' "$out/binary.log" | while read -r _ test _; do
       grep -qx "$test" "$here/expected-fail-$variant.txt" 2>/dev/null && continue
       if (cd "$dir" && env ${require:+CORDON_TEST_REQUIRE_SANDBOX=1} CORDON_TEST_REQUIRE_CGROUP=1 CORDON_TEST_TIME_SCALE=$scale \
         "$exe" --show-output --exact "$test" 2>&1) >>"$out/retry.log" \
@@ -130,6 +134,7 @@ while IFS=$'\t' read -r name exe dir; do
     done
   fi
 done <"$out/tests.list"
+sed -nE 's/^test (.*) \.\.\. [A-Za-z]+ <([0-9.]+)s>$/\2 \1/p' "$out/suite.log" | sort -rn | head -n 20 >"$out/slowest.log"
 bash "$here/expect.sh" "$cordon" "$variant" >"$out/expect.log" 2>&1
 grep -E '^(facts|expect FAILED|    |expectations)' "$out/expect.log" | sed 's/^/@@ /'
 suite=$(($(date +%s) - start))
@@ -148,7 +153,7 @@ xfail=0
 if [ -e "$here/expected-fail-$variant.txt" ]; then
   while read -r name _; do
     case "$name" in '' | '#'*) continue ;; esac
-    if grep -qxF "test $name ... FAILED" "$out/suite.log"; then
+    if grep -qE "^test $name \.\.\. FAILED( <[0-9.]+s>)?\$" "$out/suite.log"; then
       xfail=$((xfail + 1))
       echo "@@ expected to fail here: $name"
     fi
@@ -158,7 +163,7 @@ fi
 retried=0
 [ -e "$out/passed-on-retry" ] && retried=$(grep -c . "$out/passed-on-retry")
 p=$((p + retried)) f=$((f - retried))
-grep -E '^test .* FAILED$' "$out/suite.log" | sort | while read -r _ name _; do
+grep -E '^test .* FAILED( <[0-9.]+s>)?$' "$out/suite.log" | sort | while read -r _ name _; do
   grep -qx "$name" "$here/expected-fail-$variant.txt" 2>/dev/null \
     || grep -qxF "$name" "$out/passed-on-retry" 2>/dev/null || echo "@@ FAILED: $name"
 done

@@ -68,6 +68,8 @@ mod self_protection;
 #[cfg(target_os = "linux")]
 mod stalled_start;
 mod terminal;
+#[cfg(target_os = "linux")]
+mod transactions;
 mod trust_boundary;
 #[cfg(target_os = "linux")]
 mod unsandboxed_containment;

@@ -84,6 +84,8 @@ impl Runner for RemoteRunner<'_> {
             network: None,
             // The far end's sandbox is the far end's to watch.
             moved_aside: Vec::new(),
+            writes: crate::transaction::WriteMode::Direct,
+            held_back: Vec::new(),
             not_searched: Vec::new(),
         };
         // The run's timeout holds whatever the link does: a far end gone silent (a frozen

@@ -55,6 +55,8 @@ impl SessionManager {
             proxy: None,
             #[cfg(target_os = "linux")]
             walked: None,
+            #[cfg(target_os = "linux")]
+            writes_to: None,
         };
         let spec = plan_launch(&launch, helper)?;
         let git_watch = crate::runner::watch_git_dirs(&sandbox, kind, helper);

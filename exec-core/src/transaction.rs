@@ -1,0 +1,254 @@
+//! Transactional runs: a sandboxed command writes its writable roots (but `/tmp` and `$TMPDIR`)
+//! through a write layer, and its changes reach them when it is over, through the write gate
+//! (`cordon_sandbox_linux::apply_layers`), which holds back what would run code later.
+//!
+//! Each run has a directory `$CORDON_HOME/runs/ID` (cordon's own state, never writable from a
+//! sandbox) with:
+//!
+//! ```text
+//! lock      held (flock) by the cordon that owns the run, for as long as it does
+//! state     `running` while the command runs, `applying` from the moment the apply starts
+//! I/…       the helper's write layers (`I/root`, `I/upper`, `I/work`)
+//! held/I/…  what the gate held back, at the path it would have had in root I
+//! ```
+//!
+//! An apply that was stopped (cordon killed in the middle) is finished by the next
+//! transactional run that finds the directory unlocked in state `applying`: the upper
+//! directories hold exactly what was not applied yet. A run stopped while its command ran is
+//! left as it is, and named: its changes were never judged, and nothing of a half-run command
+//! is applied without the user.
+
+#[cfg(target_os = "linux")]
+use std::io::Write;
+#[cfg(target_os = "linux")]
+use std::os::unix::fs::DirBuilderExt;
+#[cfg(target_os = "linux")]
+use std::path::Path;
+use std::path::PathBuf;
+
+/// How a sandboxed command writes its writable roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteMode {
+    /// Into the roots, as it runs.
+    #[default]
+    Direct,
+    /// Into a write layer, applied through the write gate when the command is over.
+    Transaction,
+}
+
+/// A change the gate kept from the roots, as reported.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HeldBack {
+    #[serde(serialize_with = "crate::lossy::lossy_path")]
+    pub path: PathBuf,
+    /// Why, in words.
+    pub why: String,
+    /// Where it is kept.
+    #[serde(serialize_with = "crate::lossy::lossy_path")]
+    pub kept_at: PathBuf,
+}
+
+impl WriteMode {
+    /// Whether writes go straight to the roots.
+    pub fn is_direct(&self) -> bool {
+        *self == WriteMode::Direct
+    }
+}
+
+impl std::fmt::Display for HeldBack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.path.display(), self.why)
+    }
+}
+
+/// How many held-back changes a warning names (the JSON report has them all).
+const HELD_SHOWN: usize = 20;
+
+/// The warning for what the write gate held back (paths as given; the caller escapes what
+/// reaches a terminal): the first few, each cut to a line's worth, how many more, and where
+/// they are kept.
+pub fn held_back_warning(held: &[HeldBack]) -> String {
+    let mut shown: Vec<String> = held
+        .iter()
+        .take(HELD_SHOWN)
+        .map(|change| cordon_policies::abbreviate(&change.to_string(), 400).text)
+        .collect();
+    if held.len() > HELD_SHOWN {
+        shown.push(format!("and {} more", held.len() - HELD_SHOWN));
+    }
+    // `…/runs/ID/held/I/PATH`: the run's `held` directory.
+    let kept = held.first().and_then(|change| {
+        change.kept_at.ancestors().find(|dir| dir.file_name().is_some_and(|name| name == "held"))
+    });
+    let kept = kept.map_or(String::new(), |dir| format!(" (kept in {})", dir.display()));
+    format!(
+        "held back what would run code outside the sandbox later, or changed outside it during \
+         the run; the rest of the command's changes were applied{kept}: {}",
+        shown.join("; ")
+    )
+}
+
+/// Why a transaction could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionError {
+    #[error("transactional writes keep their state in CORDON_HOME, and none is set")]
+    NoCordonHome,
+    #[error("cannot make the run's directory {}: {source}", .path.display())]
+    RunDirectory { path: PathBuf, source: std::io::Error },
+}
+
+/// One transactional run, from before its launch to its apply.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub(crate) struct Transaction {
+    dir: PathBuf,
+    /// Held for the life of the run: another cordon finishing interrupted applies leaves
+    /// this one alone.
+    _lock: nix::fcntl::Flock<std::fs::File>,
+    started: (i64, i64),
+}
+
+/// The directory that holds every run's directory.
+#[cfg(target_os = "linux")]
+fn runs_dir(cordon_home: &Path) -> PathBuf {
+    cordon_home.join("runs")
+}
+
+#[cfg(target_os = "linux")]
+impl Transaction {
+    /// Makes the run's directory under `cordon_home`, after finishing any apply another
+    /// cordon left half-done there (judged with `context`).
+    pub(crate) fn begin(
+        cordon_home: Option<&Path>,
+        context: &cordon_sandbox_linux::ApplyContext,
+    ) -> Result<Transaction, TransactionError> {
+        let home = cordon_home.ok_or(TransactionError::NoCordonHome)?;
+        let runs = runs_dir(home);
+        fn fail(path: &Path) -> impl FnOnce(std::io::Error) -> TransactionError + '_ {
+            move |source| TransactionError::RunDirectory { path: path.into(), source }
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&runs)
+            .map_err(fail(&runs))?;
+        finish_interrupted(&runs, context);
+        let id = format!(
+            "{}-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+            std::process::id()
+        );
+        let dir = runs.join(id);
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(fail(&dir))?;
+        let lock = std::fs::File::create(dir.join("lock")).map_err(fail(&dir))?;
+        let lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, errno)| TransactionError::RunDirectory {
+                path: dir.clone(),
+                source: errno.into(),
+            })?;
+        set_state(&dir, "running").map_err(fail(&dir))?;
+        // The file system's own clock, as file change times use it.
+        let started = std::fs::metadata(dir.join("state")).map_err(fail(&dir))?;
+        use std::os::unix::fs::MetadataExt;
+        Ok(Transaction { dir, _lock: lock, started: (started.ctime(), started.ctime_nsec()) })
+    }
+
+    /// The directory the helper makes its write layers in (`--writes-to`).
+    pub(crate) fn layers_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Applies the run's changes (its command is over), and says what was held back.
+    pub(crate) fn apply(self, context: cordon_sandbox_linux::ApplyContext) -> Vec<HeldBack> {
+        let context = cordon_sandbox_linux::ApplyContext { started: self.started, ..context };
+        if set_state(&self.dir, "applying").is_err() {
+            tracing::warn!(dir = %self.dir.display(), "cannot record the apply's start");
+        }
+        let report = cordon_sandbox_linux::apply_layers(&self.dir, &context);
+        tracing::debug!(
+            applied = report.applied,
+            held = report.held.len(),
+            "applied the write layers"
+        );
+        finish(&self.dir, report)
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// What an apply left: its held changes (and failures, which stay where they are) as reported;
+/// the run's directory goes when nothing of it is left to look at.
+fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack> {
+    let mut held: Vec<HeldBack> = report
+        .held
+        .into_iter()
+        .map(|change| HeldBack {
+            path: change.path,
+            why: change.why.to_string(),
+            kept_at: change.kept_at,
+        })
+        .collect();
+    held.extend(report.failed.into_iter().map(|(path, error)| HeldBack {
+        why: format!("could not be applied: {error}"),
+        kept_at: dir.to_path_buf(),
+        path,
+    }));
+    if held.is_empty() {
+        if let Err(error) = std::fs::remove_dir_all(dir) {
+            tracing::warn!(dir = %dir.display(), %error, "cannot remove the run's directory");
+        }
+    } else {
+        let _ = set_state(dir, "held");
+    }
+    held
+}
+
+/// Writes the run's state, replacing it whole.
+#[cfg(target_os = "linux")]
+fn set_state(dir: &Path, state: &str) -> std::io::Result<()> {
+    let temporary = dir.join("state.new");
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(state.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, dir.join("state"))
+}
+
+#[cfg(target_os = "linux")]
+/// Finishes the applies other cordons left half-done in `runs` (their lock is free and their
+/// state `applying`), and names runs stopped while their command ran.
+fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext) {
+    let Ok(entries) = std::fs::read_dir(runs) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let dir = entry.path();
+        let Ok(state) = std::fs::read_to_string(dir.join("state")) else { continue };
+        if state != "applying" && state != "running" {
+            continue;
+        }
+        let Ok(lock) = std::fs::File::open(dir.join("lock")) else { continue };
+        let Ok(held) = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        else {
+            // Its cordon is still at work.
+            continue;
+        };
+        if state == "running" {
+            tracing::warn!(
+                dir = %dir.display(),
+                "a transactional run was stopped while its command ran; its changes were never \
+                 applied and are kept there"
+            );
+            let _ = set_state(&dir, "interrupted");
+            drop(held);
+            continue;
+        }
+        use std::os::unix::fs::MetadataExt;
+        let started = std::fs::metadata(dir.join("lock"))
+            .map_or((0, 0), |meta| (meta.ctime(), meta.ctime_nsec()));
+        let context = cordon_sandbox_linux::ApplyContext { started, ..context.clone() };
+        let report = cordon_sandbox_linux::apply_layers(&dir, &context);
+        tracing::info!(dir = %dir.display(), applied = report.applied, "finished an interrupted apply");
+        let _ = finish(&dir, report);
+        drop(held);
+    }
+}

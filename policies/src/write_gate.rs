@@ -1,0 +1,291 @@
+//! The write gate's decisions: which changes a sandboxed command made to its writable roots
+//! may reach them, judged by what a program outside the sandbox would later do with the file
+//! (git, a shell, a tool that loads configuration from a directory and its parents).
+//!
+//! Pure: the caller walks the exact set of changes (a write layer's upper directory), reads
+//! what the decisions need (a file's text before and after, where git directories are), and
+//! asks here. What passes here is plain data to every program cordon knows to look; what does
+//! not is held back for the user to look at.
+
+use std::path::Path;
+
+use crate::git_config::git_config_gained_code;
+
+/// Why a change is held back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// A file inside a git directory that git's ordinary work does not write (a hook, a
+    /// file of unknown use).
+    GitDirectory,
+    /// A git configuration (a repository's `config`, a worktree's `config.worktree`, or a file
+    /// a configuration includes) that gained a line that may run code.
+    GitConfig,
+    /// A `.git` pointer file or a worktree's `commondir` that leads git somewhere else.
+    GitPointer,
+    /// A rebase or sequencer plan that gained `exec` lines (run at `git rebase --continue`).
+    GitTodo,
+    /// A file that `tool` loads from the directory it runs in or a parent of it, new or not
+    /// tracked by git (so not shown by `git status` or `git diff` as a change to review).
+    ToolConfig { tool: &'static str },
+    /// A file a shell, an editor or cordon itself loads on its own (`.envrc`, `.vscode`,
+    /// `~/.bashrc`, …).
+    StartUp,
+    /// A FIFO, a socket or a device node.
+    Special,
+    /// A file the host changed while the command ran: both versions are kept.
+    Conflict,
+}
+
+impl std::fmt::Display for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Held::GitDirectory => f.write_str("not something git writes in its own work"),
+            Held::GitConfig => f.write_str("a git configuration that may run code"),
+            Held::GitPointer => f.write_str("leads git to another repository"),
+            Held::GitTodo => f.write_str("a rebase plan with new exec lines"),
+            Held::ToolConfig { tool } => write!(f, "{tool} loads it, and git does not show it"),
+            Held::StartUp => f.write_str("a start-up file"),
+            Held::Special => f.write_str("a FIFO, socket or device"),
+            Held::Conflict => f.write_str("changed outside the sandbox during the run"),
+        }
+    }
+}
+
+/// What a path inside a git directory is, as git uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitDirEntry {
+    /// What git writes in its ordinary work: objects, refs, logs, the index, `HEAD` and the
+    /// other state files, a worktree's own state.
+    Ordinary,
+    /// A configuration: judged by its content ([`config_change_held`]).
+    Config,
+    /// A rebase or sequencer plan: judged by its `exec` lines ([`todo_change_held`]).
+    Todo,
+    /// A linked worktree's `commondir`: must lead back to this git directory.
+    CommonDir,
+    /// A directory on the way to a submodule's git directory (`modules/a/b`): a directory
+    /// passes; a file there is not git's.
+    Modules,
+    /// Anything else (hooks included): held back.
+    Other,
+}
+
+/// State files at the top of a git directory that git writes in ordinary work.
+const TOP_STATE: &[&str] = &[
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "MERGE_AUTOSTASH",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "REBASE_HEAD",
+    "AUTO_MERGE",
+    "BISECT_LOG",
+    "BISECT_NAMES",
+    "BISECT_START",
+    "BISECT_EXPECTED_REV",
+    "BISECT_ANCESTORS_OK",
+    "BISECT_TERMS",
+    "BISECT_HEAD",
+    "BISECT_FIRST_PARENT",
+    "COMMIT_EDITMSG",
+    "TAG_EDITMSG",
+    "NOTES_EDITMSG",
+    "SQUASH_MSG",
+    "EDIT_DESCRIPTION",
+    "index",
+    "packed-refs",
+    "description",
+    "shallow",
+    "gc.log",
+    "gc.pid",
+    "sharedindex",
+    "gitdir",
+    "locked",
+    "logs",
+    "objects",
+    "refs",
+    "rr-cache",
+    "lfs",
+    "info",
+];
+
+/// Directories of in-progress operations git writes and reads back.
+const OPERATION_DIRS: &[&str] = &["rebase-merge", "rebase-apply", "sequencer"];
+
+/// Plans in those directories that git executes lines of.
+const TODO_FILES: &[&str] = &["git-rebase-todo", "git-rebase-todo.backup", "done", "todo"];
+
+/// What `rel` (components below a git directory) is to git. `rel` is never empty.
+pub fn git_dir_entry(rel: &[&str]) -> GitDirEntry {
+    let Some((first, rest)) = rel.split_first() else { return GitDirEntry::Other };
+    let first = *first;
+    // A lock git left behind (`index.lock`, `refs/heads/main.lock`) is as plain as its file.
+    if rel.last().is_some_and(|last| last.ends_with(".lock")) && first != "hooks" {
+        return GitDirEntry::Ordinary;
+    }
+    match first {
+        "config" | "config.worktree" if rest.is_empty() => GitDirEntry::Config,
+        // What `git init` copies from its templates: sample hooks git never runs (it runs a
+        // hook by its exact name), and the empty legacy `branches/`.
+        "hooks" if rest.is_empty() => GitDirEntry::Ordinary,
+        "hooks" if rest.len() == 1 && rest[0].ends_with(".sample") => GitDirEntry::Ordinary,
+        "branches" if rest.is_empty() => GitDirEntry::Ordinary,
+        "hooks" | "branches" | "remotes" => GitDirEntry::Other,
+        // `info/` holds `exclude`, `refs`, `sparse-checkout`, `attributes` (a filter or diff
+        // driver needs a configuration to run anything).
+        "info" | "logs" | "objects" | "refs" | "rr-cache" | "lfs" => GitDirEntry::Ordinary,
+        op if OPERATION_DIRS.contains(&op) => match rest.last() {
+            Some(name) if TODO_FILES.contains(name) => GitDirEntry::Todo,
+            _ => GitDirEntry::Ordinary,
+        },
+        "worktrees" => match rest {
+            [] | [_] => GitDirEntry::Ordinary,
+            [_, name] if *name == "commondir" => GitDirEntry::CommonDir,
+            [_, name] if *name == "config.worktree" => GitDirEntry::Config,
+            [_, inner @ ..] => match git_dir_entry(inner) {
+                // A worktree's own state; hooks and configs are the main git dir's.
+                GitDirEntry::Ordinary | GitDirEntry::Todo => git_dir_entry(inner),
+                _ => GitDirEntry::Other,
+            },
+        },
+        "modules" => GitDirEntry::Modules,
+        name if rest.is_empty() && TOP_STATE.contains(&name) => GitDirEntry::Ordinary,
+        _ => GitDirEntry::Other,
+    }
+}
+
+/// Whether a configuration git reads, replaced by `after` (`before`: what it held before the
+/// run, empty when it is new), is held back: it gained a line that may run code or include
+/// another file.
+pub fn config_change_held(before: &str, after: &str) -> bool {
+    git_config_gained_code(before, after)
+}
+
+/// [`config_change_held`] for the configuration of the git directory `git_dir` inside the
+/// writable root `root`: a `core.worktree` that leads into `root` (what `git submodule` and
+/// `git clone --recurse-submodules` write for a submodule's checkout) is plain data there.
+pub fn repository_config_change_held(
+    before: &str,
+    after: &str,
+    git_dir: &Path,
+    root: &Path,
+) -> bool {
+    let inside = |value: &str| {
+        let value = value.trim().trim_matches('"');
+        let target = Path::new(value);
+        let joined = if target.is_absolute() { target.to_path_buf() } else { git_dir.join(target) };
+        !value.is_empty() && lexically_normal(&joined).is_some_and(|path| path.starts_with(root))
+    };
+    let mut section_is_core = false;
+    let kept: String = after
+        .lines()
+        .filter(|line| {
+            let trimmed = line.trim();
+            if trimmed.starts_with('[') {
+                section_is_core = trimmed.eq_ignore_ascii_case("[core]");
+                return true;
+            }
+            let Some((key, value)) = trimmed.split_once('=') else { return true };
+            !(section_is_core && key.trim().eq_ignore_ascii_case("worktree") && inside(value))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    config_change_held(before, &kept)
+}
+
+/// Whether a rebase or sequencer plan, replaced by `after`, gained an `exec` line (git runs
+/// it, outside any sandbox, at `git rebase --continue`).
+pub fn todo_change_held(before: &str, after: &str) -> bool {
+    let exec_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|line| matches!(line.split_whitespace().next(), Some("exec" | "x")))
+            .map(|line| line.trim().to_owned())
+            .collect()
+    };
+    let known = exec_lines(before);
+    exec_lines(after).iter().any(|line| !known.contains(line))
+}
+
+/// Files tools load from the directory they run in or one of its parents, with the tool: a
+/// planted one runs code the next time the tool runs anywhere below it. Matched on a path's
+/// last one or two components.
+pub const LOADED_FROM_PARENTS: &[(&str, &str)] = &[
+    // rustup: `[toolchain] path = …` runs a toolchain of the file's choosing.
+    ("rust-toolchain", "rustup"),
+    ("rust-toolchain.toml", "rustup"),
+    // cargo: `build.rustc-wrapper`, `target.*.runner`, `[alias]`.
+    (".cargo/config", "cargo"),
+    (".cargo/config.toml", "cargo"),
+    // npm: `script-shell`, `node-options`, `git`.
+    (".npmrc", "npm"),
+    // direnv: the file is a shell script, run when a shell enters the directory.
+    (".envrc", "direnv"),
+    // mise: `[env] _.source`, `[hooks]`.
+    ("mise.toml", "mise"),
+    (".mise.toml", "mise"),
+    // Python's debugger runs `.pdbrc` from the current directory.
+    (".pdbrc", "pdb"),
+    // R runs `.Rprofile` from the current directory at start-up.
+    (".Rprofile", "R"),
+];
+
+/// The tool that loads `path` (a path relative to a writable root, or absolute) from a
+/// directory and its parents, if any.
+pub fn tool_loading(path: &Path) -> Option<&'static str> {
+    let names: Vec<&std::ffi::OsStr> = path.iter().collect();
+    LOADED_FROM_PARENTS.iter().find_map(|(pattern, tool)| {
+        let wanted: Vec<&str> = pattern.split('/').collect();
+        let tail = names.len().checked_sub(wanted.len())?;
+        names[tail..].iter().zip(&wanted).all(|(name, want)| *name == *want).then_some(*tool)
+    })
+}
+
+/// Whether a `.git` pointer file's `text` (`gitdir: PATH`) leads inside `root`, from the
+/// directory `dir` the pointer file is in (both absolute): a pointer that leads out of the
+/// writable root names a git directory whose changes this gate never saw.
+pub fn pointer_stays_inside(text: &str, dir: &Path, root: &Path) -> bool {
+    let Some(target) = text.lines().next().and_then(|line| line.strip_prefix("gitdir:")) else {
+        return false;
+    };
+    let target = Path::new(target.trim());
+    let joined = if target.is_absolute() { target.to_path_buf() } else { dir.join(target) };
+    lexically_normal(&joined).is_some_and(|path| path.starts_with(root))
+}
+
+/// Whether a linked worktree's `commondir` `text`, read in `worktree_dir`
+/// (`GIT_DIR/worktrees/NAME`), leads back to `git_dir`.
+pub fn commondir_leads_back(text: &str, worktree_dir: &Path, git_dir: &Path) -> bool {
+    let target = Path::new(text.trim_end_matches(['\n', '\r']));
+    let joined =
+        if target.is_absolute() { target.to_path_buf() } else { worktree_dir.join(target) };
+    lexically_normal(&joined).is_some_and(|path| path == git_dir)
+}
+
+/// `path` with `.` and `..` taken out by their names alone; `None` if it climbs above `/`.
+fn lexically_normal(path: &Path) -> Option<std::path::PathBuf> {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::RootDir => out.push("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(name) => out.push(name),
+            Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+#[path = "write_gate_tests.rs"]
+mod tests;

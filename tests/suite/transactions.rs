@@ -1,0 +1,300 @@
+//! `--writes transaction`: the command's writes land in a layer of their own and reach the
+//! workspace when it is over, through the write gate. Each test runs the real binary as root
+//! and as uid 65534, then looks from outside: what was applied is on disk (the positive
+//! control), what would run code later is not, and the user's own git run afterwards runs
+//! nothing planted.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::code_runs_later::{Scene, git, head, repository};
+use super::util::*;
+
+/// `cordon exec -a never --writes transaction -C ws -- sh -c SCRIPT` as `user`.
+fn transactional(user: User, scene: &Scene, script: &str) -> Run {
+    transactional_command(user, scene, script).output().unwrap().into()
+}
+
+fn transactional_command(user: User, scene: &Scene, script: &str) -> Command {
+    let ws = scene.ws.path().to_str().unwrap();
+    let mut command = cordon_command(
+        user,
+        &["exec", "-a", "never", "--writes", "transaction", "-C", ws, "--", "sh", "-c", script],
+    );
+    command
+        .env("HOME", scene.home.path())
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    command
+}
+
+/// A scene whose workspace is a repository with one commit (`f` = "1"), `user`'s.
+fn repository_scene(user: User) -> Scene {
+    let scene = Scene::for_user(user);
+    repository(scene.ws.path());
+    if user == User::Nobody {
+        chown_nobody(scene.ws.path());
+        chown_nobody(scene.home.path());
+    }
+    scene
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Everything the command changes reaches the workspace, but what git, rustup, cargo or a
+/// shell would later run code from: a hook, a config that gained code (a plain key, a key on
+/// the section's line, an included file, a file the user's global `includeIf` names), an
+/// untracked `rust-toolchain.toml` and `.cargo/config.toml`, a FIFO, a new repository with a
+/// planted config deep in a new tree. The user's `git status` afterwards runs nothing.
+#[test]
+fn a_transactional_run_applies_its_changes_and_holds_back_what_would_run_code_later() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path();
+        // The repository shares settings through an include; the user's global config
+        // includes a file in the workspace for every repository under it.
+        std::fs::create_dir_all(ws.join("tools")).unwrap();
+        std::fs::write(ws.join("tools/gitconfig"), "[user]\n\tname = t\n").unwrap();
+        git(ws, &["config", "include.path", "../tools/gitconfig"]).assert_ok();
+        std::fs::write(ws.join("old"), "to delete\n").unwrap();
+        std::fs::write(
+            scene.home.path().join(".gitconfig"),
+            format!(
+                "[includeIf \"gitdir:{}/\"]\n\tpath = {}/.gitconfig-work\n",
+                ws.display(),
+                ws.display()
+            ),
+        )
+        .unwrap();
+        if user == User::Nobody {
+            chown_nobody(ws);
+            chown_nobody(scene.home.path());
+        }
+        let mark = scene.mark.display();
+        let fsmonitor = format!("\\tfsmonitor = \\\"touch {mark}; false\\\"\\n");
+        let script = format!(
+            "set -e; echo 2 > f; echo new > new; rm old; mkdir -p a/b/c && echo deep > a/b/c/file; \
+             printf '#!/bin/sh\\ntouch {mark}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; \
+             printf '[core] hooksPath = .githooks\\n' >> .git/config; \
+             printf '[core]\\n{fsmonitor}' >> tools/gitconfig; \
+             printf '[core]\\n{fsmonitor}' > .gitconfig-work; \
+             printf '[toolchain]\\npath = \"/x\"\\n' > rust-toolchain.toml; \
+             mkdir -p .cargo && printf '[build]\\nrustc-wrapper = \"/x\"\\n' > .cargo/config.toml; \
+             mkfifo pipe; \
+             mkdir -p src/m1/p2/d3/newrepo && cd src/m1/p2/d3/newrepo && git init -q . && \
+             printf '[core]\\n{fsmonitor}' >> .git/config && cd - >/dev/null && \
+             echo done"
+        );
+        let run = transactional(user, &scene, &script);
+        assert!(run.stdout.contains("done"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        // Applied.
+        assert_eq!(read(&ws.join("f")), "2\n", "{user:?}");
+        assert_eq!(read(&ws.join("new")), "new\n", "{user:?}");
+        assert_eq!(read(&ws.join("a/b/c/file")), "deep\n", "{user:?}");
+        assert!(!ws.join("old").exists(), "{user:?}: a deletion was not applied");
+        assert!(ws.join("src/m1/p2/d3/newrepo/.git/HEAD").is_file(), "{user:?}");
+        // Held back, and named.
+        for held in [
+            ".git/hooks/pre-commit",
+            ".gitconfig-work",
+            "rust-toolchain.toml",
+            ".cargo/config.toml",
+            "pipe",
+        ] {
+            assert!(
+                std::fs::symlink_metadata(ws.join(held)).is_err(),
+                "{user:?}: {held} reached the workspace"
+            );
+        }
+        assert!(!read(&ws.join(".git/config")).contains("hooksPath"), "{user:?}");
+        assert!(!read(&ws.join("tools/gitconfig")).contains("fsmonitor"), "{user:?}");
+        assert!(!ws.join("src/m1/p2/d3/newrepo/.git/config").exists(), "{user:?}");
+        assert!(run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
+        assert!(run.stderr.contains("rust-toolchain.toml"), "{user:?}: {}", run.stderr);
+        // The user's own git, outside, afterwards: with the global config the run saw.
+        for dir in [ws.to_path_buf(), ws.join("src/m1/p2/d3/newrepo")] {
+            let status = Command::new("git")
+                .args(["-c", "safe.directory=*", "status", "--short"])
+                .current_dir(&dir)
+                .env("HOME", scene.home.path())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap();
+            assert!(
+                status.status.success(),
+                "{user:?}: {}",
+                String::from_utf8_lossy(&status.stderr)
+            );
+        }
+        git(ws, &["commit", "-qam", "after"]).assert_ok();
+        assert!(!scene.mark.exists(), "{user:?}: planted code ran outside the sandbox");
+        // What was held is kept for the user to look at.
+        let runs = scene.home.path().join(".cordon/runs");
+        let kept = std::fs::read_dir(&runs).unwrap().count();
+        assert_eq!(kept, 1, "{user:?}: one run directory keeps what was held");
+    }
+}
+
+/// Ordinary git work inside a transactional run leaves the host as a run without cordon would:
+/// a commit, a stash, a linked worktree (usable from outside), a clone with its submodules.
+#[test]
+fn git_work_in_a_transactional_run_leaves_the_host_as_a_direct_run_would() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path();
+        // A repository with a submodule to clone, outside the workspace.
+        let sub = scene.outside.path().join("sub");
+        let sup = scene.outside.path().join("super");
+        repository(&sub);
+        repository(&sup);
+        git(
+            &sup,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "add",
+                "-q",
+                sub.to_str().unwrap(),
+                "lib",
+            ],
+        )
+        .assert_ok();
+        git(&sup, &["commit", "-qm", "sub"]).assert_ok();
+        if user == User::Nobody {
+            chown_nobody(scene.outside.path());
+        }
+        let script = format!(
+            "set -e; git config user.name t; git config user.email t@example.test; \
+             echo 2 > f; git commit -qam two; echo 3 > f; git stash -q; \
+             git worktree add -q wt2; \
+             git -c protocol.file.allow=always clone -q --recurse-submodules {} cl; echo done",
+            sup.display()
+        );
+        let run = transactional(user, &scene, &script);
+        assert!(run.stdout.contains("done"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(!run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
+        assert_eq!(git(ws, &["log", "-1", "--format=%s"]).stdout.trim(), "two", "{user:?}");
+        assert_eq!(git(ws, &["stash", "list"]).stdout.lines().count(), 1, "{user:?}");
+        assert_eq!(read(&ws.join("f")), "2\n", "{user:?}");
+        git(&ws.join("wt2"), &["status"]).assert_ok();
+        assert_eq!(head(&ws.join("wt2")), head(ws), "{user:?}");
+        git(&ws.join("cl"), &["submodule", "status"]).assert_ok();
+        assert_eq!(head(&ws.join("cl/lib")), head(&sub), "{user:?}");
+        assert_eq!(
+            git(&ws.join("cl"), &["config", "remote.origin.url"]).stdout.trim(),
+            sup.to_str().unwrap(),
+            "{user:?}"
+        );
+        // Nothing held, so nothing kept.
+        let runs = scene.home.path().join(".cordon/runs");
+        assert_eq!(std::fs::read_dir(&runs).unwrap().count(), 0, "{user:?}");
+    }
+}
+
+/// A file the user changes while the command runs is a conflict: the user's version stays, the
+/// command's is kept aside and named; the run's other changes are applied.
+#[test]
+fn a_file_changed_outside_during_the_run_keeps_the_users_version() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path();
+        std::fs::write(ws.join("notes"), "before\n").unwrap();
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        // The command's signal that it wrote: a file in /tmp, which it writes directly (its
+        // workspace writes do not show outside until it is over).
+        let go =
+            std::path::PathBuf::from(format!("/tmp/cordon-e2e-go-{}-{user:?}", std::process::id()));
+        let _ = std::fs::remove_file(&go);
+        let script = format!(
+            "echo sandbox > notes; echo other > other; touch {}; sleep 3; echo done",
+            go.display()
+        );
+        let child = transactional_command(user, &scene, &script)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(20));
+        while !go.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(go.exists(), "{user:?}: the command did not start");
+        std::fs::write(ws.join("notes"), "user\n").unwrap();
+        let run: Run = child.wait_with_output().unwrap().into();
+        let _ = std::fs::remove_file(&go);
+        assert!(run.stdout.contains("done"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(read(&ws.join("notes")), "user\n", "{user:?}");
+        assert_eq!(read(&ws.join("other")), "other\n", "{user:?}");
+        assert!(
+            run.stderr.contains("changed outside it during the run"),
+            "{user:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// An apply that was stopped half-way (a killed cordon) is finished by the next transactional
+/// run: what was left in the layer reaches the workspace once, and its directory goes.
+#[test]
+fn an_interrupted_apply_is_finished_by_the_next_run() {
+    require_mount_view!();
+    let scene = repository_scene(User::Root);
+    let ws = scene.ws.path();
+    let runs = scene.home.path().join(".cordon/runs");
+    let left = runs.join("1-1");
+    std::fs::create_dir_all(left.join("0/upper/dir")).unwrap();
+    std::os::unix::fs::symlink(ws, left.join("0/root")).unwrap();
+    std::fs::write(left.join("0/upper/dir/left"), "left\n").unwrap();
+    std::fs::write(left.join("lock"), "").unwrap();
+    std::fs::write(left.join("state"), "applying").unwrap();
+    let run = transactional(User::Root, &scene, "echo mine > mine");
+    run.assert_ok();
+    assert_eq!(read(&ws.join("dir/left")), "left\n");
+    assert_eq!(read(&ws.join("mine")), "mine\n");
+    assert!(!left.exists(), "the finished run's directory stays");
+}
+
+/// Without the mount view there is no write layer: refused (125) with the reason, never run
+/// with direct writes in silence.
+#[test]
+fn a_transaction_without_the_mount_view_is_refused() {
+    require_sandbox!(1);
+    let scene = Scene::for_user(User::Root);
+    let ws = scene.ws.path().to_str().unwrap();
+    let run = cordon_as(
+        User::Root,
+        &[
+            "exec",
+            "-a",
+            "never",
+            "--writes",
+            "transaction",
+            "--no-mount-view",
+            "-C",
+            ws,
+            "--",
+            "touch",
+            "x",
+        ],
+        Some(scene.home.path()),
+    );
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("mount view"), "{}", run.stderr);
+    assert!(!scene.ws.path().join("x").exists());
+}
+
+/// A server's sessions outlive their calls: a write layer is refused for them by name.
+#[test]
+fn servers_refuse_transactional_writes() {
+    let run = cordon(&["executor", "--writes", "transaction"]);
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("one-shot runs"), "{}", run.stderr);
+}
