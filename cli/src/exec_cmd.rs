@@ -81,6 +81,23 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if !held.is_empty() {
         said.push(cordon_exec_core::held_back_warning(&held));
     }
+    // A directory that existed before the run cannot be renamed through a write layer: the
+    // command's own error says `EXDEV`, which is neither a sandbox denial nor its fault.
+    let renamed_dir = outcome.attempts.iter().any(|a| {
+        a.writes == cordon_exec_core::WriteMode::Transaction
+            && a.exit != cordon_exec_core::ExitKind::Code(0)
+            && [&a.stderr.text, &a.stdout.text]
+                .iter()
+                .any(|text| text.contains("Invalid cross-device link"))
+    });
+    if renamed_dir {
+        said.push(
+            "the command renamed a directory that existed before the run, which --writes \
+             transaction cannot do (Invalid cross-device link: mv and most tools copy instead, \
+             git mv does not); run it with --writes direct"
+                .to_owned(),
+        );
+    }
     let not_searched: Vec<&std::path::Path> =
         outcome.attempts.iter().flat_map(|a| &a.not_searched).map(|d| d.as_path()).collect();
     if !not_searched.is_empty() {

@@ -298,3 +298,44 @@ fn servers_refuse_transactional_writes() {
     assert_ne!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stderr.contains("one-shot runs"), "{}", run.stderr);
 }
+
+/// A directory that existed before the run cannot be renamed through the layer: `git mv`
+/// fails with `EXDEV`, and cordon names why and what to do instead.
+#[test]
+fn renaming_a_directory_that_existed_is_named_with_its_remedy() {
+    require_mount_view!();
+    let scene = repository_scene(User::Root);
+    let ws = scene.ws.path();
+    std::fs::create_dir(ws.join("d")).unwrap();
+    std::fs::write(ws.join("d/a"), "a\n").unwrap();
+    git(ws, &["add", "d"]).assert_ok();
+    git(ws, &["commit", "-qm", "d"]).assert_ok();
+    let run = transactional(User::Root, &scene, "git mv d d2");
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("--writes direct"), "{}", run.stderr);
+    assert!(ws.join("d/a").is_file(), "the failed rename changed the workspace");
+}
+
+/// `cordon sandbox` keeps the layer too: it stays as the command's parent and applies after.
+#[test]
+fn cordon_sandbox_applies_through_the_gate_too() {
+    require_mount_view!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path().to_str().unwrap();
+        let mut command = cordon_command(
+            user,
+            &[
+                "sandbox", "linux", "-s", "workspace-write", "--writes", "transaction", "-C", ws,
+                "--", "sh", "-c",
+                "echo x > made && printf '#!/bin/sh\\n' > .git/hooks/post-commit && echo done",
+            ],
+        );
+        command.env("HOME", scene.home.path()).env("CORDON_HOME", scene.home.path().join(".cordon"));
+        let run: Run = command.output().unwrap().into();
+        assert!(run.stdout.contains("done"), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(read(&scene.ws.path().join("made")), "x\n", "{user:?}");
+        assert!(!scene.ws.path().join(".git/hooks/post-commit").exists(), "{user:?}");
+        assert!(run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
+    }
+}
