@@ -47,6 +47,9 @@ pub struct SandboxPlan {
     /// Variables only a sandboxed run gets (a preset's cache and registry), names only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sandbox_variables: Vec<String>,
+    /// `direct` (the command writes its roots as it runs) or `transaction` (through the write
+    /// gate when it is over).
+    pub writes: cordon_exec_core::WriteMode,
 }
 
 #[derive(Debug, Serialize)]
@@ -144,6 +147,10 @@ pub fn plan(
             .iter()
             .map(|(key, value)| format!("{}={}", key.as_str(), key.describe(value)))
             .collect(),
+        writes: match (kind, policy) {
+            (SandboxKind::Linux, SandboxPolicy::WorkspaceWrite(_)) => settings.helper.writes,
+            _ => cordon_exec_core::WriteMode::Direct,
+        },
     }
 }
 
@@ -235,6 +242,13 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
         let roots: Vec<String> = plan.writable_roots.iter().map(show).collect();
         let roots = if roots.is_empty() { "nothing".to_owned() } else { roots.join(", ") };
         let _ = writeln!(text, "writable:     {roots}");
+        if plan.writes == cordon_exec_core::WriteMode::Transaction {
+            let _ = writeln!(
+                text,
+                "writes:       transaction: applied when the command is over, through the write \
+                 gate (/tmp and $TMPDIR directly)"
+            );
+        }
         if !plan.roots_created_on_first_run.is_empty() {
             let later: Vec<String> = plan.roots_created_on_first_run.iter().map(show).collect();
             let _ =

@@ -84,6 +84,11 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
         if !upper.is_dir() {
             continue;
         }
+        // The layer was mounted `volatile`: its writes reach the disk here, once, before any of
+        // them is renamed into the root.
+        if let Ok(fd) = open_dir_at(rustix::fs::CWD, &upper) {
+            let _ = rustix::fs::syncfs(&fd);
+        }
         let root_fd = match open_dir_at(rustix::fs::CWD, &root) {
             Ok(fd) => fd,
             Err(error) => {

@@ -17,6 +17,8 @@
 //! is what an overlay in a user namespace needs, and what the apply reads), and its paths are
 //! handed over as descriptors opened with `O_NOFOLLOW`, never spliced into the options text.
 //! The overlay lives and dies with the command's mount namespace; nothing is mounted on the host.
+//! It is `volatile`: the upper directory is not synced at every copy-up and at unmount, but once,
+//! by the apply (each layer gets a fresh work directory, which `volatile` needs).
 //!
 //! `/tmp` and `$TMPDIR` are not layered: other programs of the user's share them while the
 //! command runs, and a lower layer must not change under a mounted overlay. A root inside a
@@ -128,7 +130,8 @@ pub(crate) fn mount_layer(layer: &Layer) -> Result<(), HelperError> {
     let upper = open(&layer.upper).map_err(fail("opening the upper directory"))?;
     let work = open(&layer.work).map_err(fail("opening the work directory"))?;
     let options = format!(
-        "lowerdir=/proc/self/fd/{},upperdir=/proc/self/fd/{},workdir=/proc/self/fd/{},userxattr",
+        "lowerdir=/proc/self/fd/{},upperdir=/proc/self/fd/{},workdir=/proc/self/fd/{},userxattr,\
+         volatile",
         lower.as_raw_fd(),
         upper.as_raw_fd(),
         work.as_raw_fd()

@@ -326,12 +326,23 @@ fn cordon_sandbox_applies_through_the_gate_too() {
         let mut command = cordon_command(
             user,
             &[
-                "sandbox", "linux", "-s", "workspace-write", "--writes", "transaction", "-C", ws,
-                "--", "sh", "-c",
+                "sandbox",
+                "linux",
+                "-s",
+                "workspace-write",
+                "--writes",
+                "transaction",
+                "-C",
+                ws,
+                "--",
+                "sh",
+                "-c",
                 "echo x > made && printf '#!/bin/sh\\n' > .git/hooks/post-commit && echo done",
             ],
         );
-        command.env("HOME", scene.home.path()).env("CORDON_HOME", scene.home.path().join(".cordon"));
+        command
+            .env("HOME", scene.home.path())
+            .env("CORDON_HOME", scene.home.path().join(".cordon"));
         let run: Run = command.output().unwrap().into();
         assert!(run.stdout.contains("done"), "{user:?}: {}\n{}", run.stdout, run.stderr);
         assert_eq!(read(&scene.ws.path().join("made")), "x\n", "{user:?}");
