@@ -366,10 +366,18 @@ fn apply_context(
         })
         .map(std::ffi::OsString::from)
         .collect();
+    // `/tmp` and `$TMPDIR`, which the command writes directly (the helper layers the rest).
+    let view = helper.user_view.view();
+    let direct_roots = [Some(std::path::Path::new("/tmp")), view.tmpdir]
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .collect();
     cordon_sandbox_linux::ApplyContext {
         home: helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok()),
         protected_names,
         started: (0, 0),
+        direct_roots,
     }
 }
 

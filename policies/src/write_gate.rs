@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use crate::git_config::git_config_gained_code;
+use crate::paths::lexically_normal;
 
 /// Why a change is held back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub enum Held {
     StartUp,
     /// A FIFO, a socket or a device node.
     Special,
+    /// A link that leads where the command wrote directly (`/tmp`, `$TMPDIR`), past this gate.
+    LeadsOut,
     /// A file the host changed while the command ran: both versions are kept.
     Conflict,
 }
@@ -46,6 +49,7 @@ impl std::fmt::Display for Held {
             Held::ToolConfig { tool } => write!(f, "{tool} loads it, and git does not show it"),
             Held::StartUp => f.write_str("a start-up file"),
             Held::Special => f.write_str("a FIFO, socket or device"),
+            Held::LeadsOut => f.write_str("a link to where the command wrote directly"),
             Held::Conflict => f.write_str("changed outside the sandbox during the run"),
         }
     }
@@ -179,7 +183,7 @@ pub fn repository_config_change_held(
         let value = value.trim().trim_matches('"');
         let target = Path::new(value);
         let joined = if target.is_absolute() { target.to_path_buf() } else { git_dir.join(target) };
-        !value.is_empty() && lexically_normal(&joined).is_some_and(|path| path.starts_with(root))
+        !value.is_empty() && lexically_normal(&joined).starts_with(root)
     };
     let mut section_is_core = false;
     let kept: String = after
@@ -254,7 +258,7 @@ pub fn pointer_stays_inside(text: &str, dir: &Path, root: &Path) -> bool {
     };
     let target = Path::new(target.trim());
     let joined = if target.is_absolute() { target.to_path_buf() } else { dir.join(target) };
-    lexically_normal(&joined).is_some_and(|path| path.starts_with(root))
+    lexically_normal(&joined).starts_with(root)
 }
 
 /// Whether a linked worktree's `commondir` `text`, read in `worktree_dir`
@@ -263,27 +267,7 @@ pub fn commondir_leads_back(text: &str, worktree_dir: &Path, git_dir: &Path) -> 
     let target = Path::new(text.trim_end_matches(['\n', '\r']));
     let joined =
         if target.is_absolute() { target.to_path_buf() } else { worktree_dir.join(target) };
-    lexically_normal(&joined).is_some_and(|path| path == git_dir)
-}
-
-/// `path` with `.` and `..` taken out by their names alone; `None` if it climbs above `/`.
-fn lexically_normal(path: &Path) -> Option<std::path::PathBuf> {
-    use std::path::Component;
-    let mut out = std::path::PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::RootDir => out.push("/"),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::Normal(name) => out.push(name),
-            Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
+    lexically_normal(&joined) == git_dir
 }
 
 #[cfg(test)]

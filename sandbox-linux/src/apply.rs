@@ -44,6 +44,9 @@ pub struct ApplyContext {
     /// When the run started (seconds, nanoseconds), by the clock file times use: a file whose
     /// change time is not older was changed outside the sandbox during the run.
     pub started: (i64, i64),
+    /// The writable roots the command wrote directly (`/tmp`, `$TMPDIR`; canonical): a link
+    /// or pointer that leads there leads to what the gate never saw.
+    pub direct_roots: Vec<PathBuf>,
 }
 
 /// A change that was not applied.
@@ -77,6 +80,10 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
         .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
         .collect();
     indexes.sort_unstable();
+    let layered: Vec<PathBuf> = indexes
+        .iter()
+        .filter_map(|index| std::fs::read_link(dir.join(index.to_string()).join("root")).ok())
+        .collect();
     for index in indexes {
         let base = dir.join(index.to_string());
         let Ok(root) = std::fs::read_link(base.join("root")) else { continue };
@@ -102,10 +109,14 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             root_fd: &root_fd,
             upper: &upper,
             held_dir: dir.join("held").join(index.to_string()),
+            deferred_dir: dir.join("deferred").join(index.to_string()),
+            deferred: Vec::new(),
+            layered: &layered,
             includes: global_includes.clone(),
             report: &mut report,
         };
         layer.apply_dir(Path::new(""), None);
+        layer.apply_deferred();
         // The work directory holds the overlay's leftovers (whiteout caches) and nothing of
         // the command's; the kernel makes its inner directory with no permissions at all.
         remove_work_dir(&base.join("work"));
@@ -127,6 +138,11 @@ struct Layer<'a> {
     root_fd: &'a OwnedFd,
     upper: &'a Path,
     held_dir: PathBuf,
+    /// Where deferred changes wait (`GitVerdict::Defer`), and which they are.
+    deferred_dir: PathBuf,
+    deferred: Vec<PathBuf>,
+    /// Every layered root of the run.
+    layered: &'a [PathBuf],
     /// Files a git configuration includes (absolute), judged as configurations.
     includes: Vec<PathBuf>,
     report: &'a mut ApplyReport,
@@ -191,7 +207,7 @@ impl Layer<'_> {
             }
             return;
         }
-        let git_here = self.git_place(rel, name, kind.is_dir(), git);
+        let git_here = self.git_place(rel, name, kind, git);
         if kind.is_dir() {
             let opaque = is_opaque(&upper_path);
             let real_is_dir =
@@ -215,10 +231,12 @@ impl Layer<'_> {
         }
         let verdict = match git_here.verdict {
             Some(verdict) => verdict,
-            None => self.judge_outside_git(rel, name, &meta, &parent, real.as_ref()),
+            None => self.judge_outside_git(rel, name, &meta, real.as_ref()),
         };
-        if let GitVerdict::Hold(why) = verdict {
-            return self.hold(rel, why);
+        match verdict {
+            GitVerdict::Hold(why) => return self.hold(rel, why),
+            GitVerdict::Defer => return self.defer(rel),
+            GitVerdict::Pass => {}
         }
         if real.as_ref().is_some_and(|real| self.changed_during_run(real)) {
             return self.hold(rel, Held::Conflict);
@@ -232,9 +250,10 @@ impl Layer<'_> {
         &mut self,
         rel: &Path,
         name: &OsStr,
-        is_dir: bool,
+        kind: std::fs::FileType,
         git: Option<&InGit>,
     ) -> GitPlace {
+        let is_dir = kind.is_dir();
         let name_text = name.to_string_lossy().into_owned();
         let starts_git_dir = is_dir && (name == ".git" || self.looks_like_git_dir(rel));
         let inside = match git {
@@ -251,6 +270,10 @@ impl Layer<'_> {
                     };
                 }
                 let verdict = match entry {
+                    // git makes no links in its directories: one there leads its next read
+                    // (of a worktree's state, of objects, of a config) to where the gate never
+                    // looked.
+                    _ if kind.is_symlink() => GitVerdict::Hold(Held::GitDirectory),
                     GitDirEntry::Ordinary => GitVerdict::Pass,
                     GitDirEntry::Modules if is_dir => GitVerdict::Pass,
                     GitDirEntry::Modules | GitDirEntry::Other => {
@@ -293,12 +316,15 @@ impl Layer<'_> {
     }
 
     /// Whether the directory `rel` is a git directory once the run's changes are in: it holds
-    /// `HEAD`, `objects` and `refs`, in the upper directory or the root.
+    /// `HEAD` and any of `objects`, `refs` or `commondir` (git takes the last two from where a
+    /// `commondir` leads), in the upper directory or the root: a directory that is almost a git
+    /// directory is judged as one.
     fn looks_like_git_dir(&self, rel: &Path) -> bool {
-        ["HEAD", "objects", "refs"].iter().all(|name| {
+        let here = |name: &str| {
             std::fs::symlink_metadata(self.upper.join(rel).join(name)).is_ok()
                 || std::fs::symlink_metadata(self.root.join(rel).join(name)).is_ok()
-        })
+        };
+        here("HEAD") && ["objects", "refs", "commondir"].iter().any(|name| here(name))
     }
 
     /// The gate's verdict on a file outside every git directory.
@@ -307,7 +333,6 @@ impl Layer<'_> {
         rel: &Path,
         name: &OsStr,
         meta: &std::fs::Metadata,
-        parent: &OwnedFd,
         real: Option<&rustix::fs::Stat>,
     ) -> GitVerdict {
         let kind = meta.file_type();
@@ -319,17 +344,22 @@ impl Layer<'_> {
         }
         if name == ".git" {
             // A pointer file: it must lead to a git directory inside this root, by a way no
-            // link redirects.
+            // link redirects; where it leads is known once the rest is in place.
             if !kind.is_file() {
                 return GitVerdict::Hold(Held::GitPointer);
             }
             let dir = self.root.join(rel.parent().unwrap_or(Path::new("")));
             let root = self.root.to_path_buf();
-            let verdict = self.judge_text(rel, name, |_, after| {
+            return match self.judge_text(rel, name, |_, after| {
                 (!cordon_policies::pointer_stays_inside(after, &dir, &root))
                     .then_some(Held::GitPointer)
-            });
-            return verdict;
+            }) {
+                GitVerdict::Pass => GitVerdict::Defer,
+                other => other,
+            };
+        }
+        if kind.is_symlink() && self.leads_where_writes_are_direct(rel) {
+            return GitVerdict::Hold(Held::LeadsOut);
         }
         if let Some(tool) = cordon_policies::tool_loading(rel) {
             let tracked = real.is_some() && kind.is_file() && self.tracked(rel);
@@ -346,8 +376,86 @@ impl Layer<'_> {
                 cordon_policies::config_change_held(before, after).then_some(Held::GitConfig)
             });
         }
-        let _ = parent;
         GitVerdict::Pass
+    }
+
+    /// Whether the link at `rel` (in the upper directory) leads into a place the command
+    /// writes directly (`/tmp`, `$TMPDIR`): what it finds there never passed this gate.
+    fn leads_where_writes_are_direct(&self, rel: &Path) -> bool {
+        let Ok(target) = std::fs::read_link(self.upper.join(rel)) else { return true };
+        let dir = self.root.join(rel.parent().unwrap_or(Path::new("")));
+        let joined = if target.is_absolute() { target } else { dir.join(target) };
+        let lexical = cordon_policies::lexically_normal(&joined);
+        let resolved = std::fs::canonicalize(&lexical).ok();
+        std::iter::once(lexical).chain(resolved).any(|place| {
+            self.context.direct_roots.iter().any(|direct| place.starts_with(direct))
+                && !self.layered.iter().any(|layered| place.starts_with(layered))
+        })
+    }
+
+    /// Sets the upper directory's `rel` aside until the rest of the layer is applied.
+    fn defer(&mut self, rel: &Path) {
+        let staged = self.deferred_dir.join(rel);
+        let moved = staged
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::rename(self.upper.join(rel), &staged));
+        match moved {
+            Ok(()) => self.deferred.push(rel.to_path_buf()),
+            Err(error) => self.fail(rel, error),
+        }
+    }
+
+    /// Puts the deferred pointer files in place once the rest of the layer is: each must lead,
+    /// as the kernel now resolves it (links and all), into this root and nowhere the command
+    /// writes directly.
+    fn apply_deferred(&mut self) {
+        for rel in std::mem::take(&mut self.deferred) {
+            let staged = self.deferred_dir.join(&rel);
+            let dir = self.root.join(rel.parent().unwrap_or(Path::new("")));
+            let leads_inside = cordon_policies::read_start_file(&staged, READ_CAP)
+                .ok()
+                .flatten()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .and_then(|text| {
+                    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim().to_owned();
+                    std::fs::canonicalize(dir.join(target)).ok()
+                })
+                .is_some_and(|place| {
+                    place.starts_with(self.root)
+                        && !self.context.direct_roots.iter().any(|direct| {
+                            place.starts_with(direct) && !self.root.starts_with(direct)
+                        })
+                });
+            // Its directory may have gone into the root whole meanwhile.
+            let back = self
+                .upper
+                .join(&rel)
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::rename(&staged, self.upper.join(&rel)));
+            if let Err(error) = back {
+                self.fail(&rel, error);
+                continue;
+            }
+            if !leads_inside {
+                self.hold(&rel, Held::GitPointer);
+                continue;
+            }
+            let name = rel.file_name().unwrap_or_default().to_owned();
+            match self.real_parent(&rel) {
+                Ok(Some(parent)) => {
+                    let real = rustix::fs::statat(&parent, &name, AtFlags::SYMLINK_NOFOLLOW).ok();
+                    if real.as_ref().is_some_and(|real| self.changed_during_run(real)) {
+                        self.hold(&rel, Held::Conflict);
+                    } else {
+                        self.put_in_place(&rel, &name, &parent, real.as_ref());
+                    }
+                }
+                Ok(None) => self.hold(&rel, Held::Conflict),
+                Err(error) => self.fail(&rel, error),
+            }
+        }
     }
 
     /// What is held wherever it is made: a start-up file of the user's, one of the policy's
@@ -393,7 +501,7 @@ impl Layer<'_> {
                 let _ = std::fs::remove_file(&upper_path);
                 continue;
             }
-            let place = self.git_place(&path, &name, kind.is_dir(), git);
+            let place = self.git_place(&path, &name, kind, git);
             if let Some(GitVerdict::Hold(why)) = place.verdict {
                 self.hold(&path, why);
                 continue;
@@ -407,61 +515,28 @@ impl Layer<'_> {
                 continue;
             }
             if place.verdict.is_none() {
-                let Ok(Some(parent)) = self.real_parent_or_none(&path) else {
-                    // Its directory is new too: nothing there before to compare with.
-                    if let GitVerdict::Hold(why) = self.judge_new(&path, &name, &meta) {
-                        self.hold(&path, why);
-                    } else {
-                        strip(&upper_path);
+                // What the root had there, when its directory is not new too.
+                let real = match self.real_parent_or_none(&path) {
+                    Ok(Some(parent)) => {
+                        rustix::fs::statat(&parent, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+                            .ok()
                     }
-                    continue;
+                    _ => None,
                 };
-                let real =
-                    rustix::fs::statat(&parent, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW).ok();
-                if let GitVerdict::Hold(why) =
-                    self.judge_outside_git(&path, &name, &meta, &parent, real.as_ref())
-                {
-                    self.hold(&path, why);
-                    continue;
+                match self.judge_outside_git(&path, &name, &meta, real.as_ref()) {
+                    GitVerdict::Hold(why) => {
+                        self.hold(&path, why);
+                        continue;
+                    }
+                    GitVerdict::Defer => {
+                        self.defer(&path);
+                        continue;
+                    }
+                    GitVerdict::Pass => {}
                 }
             }
             strip(&upper_path);
         }
-    }
-
-    /// The verdict on a file in a new directory outside git directories.
-    fn judge_new(&mut self, rel: &Path, name: &OsStr, meta: &std::fs::Metadata) -> GitVerdict {
-        let kind = meta.file_type();
-        if kind.is_fifo() || kind.is_socket() || kind.is_block_device() || kind.is_char_device() {
-            return GitVerdict::Hold(Held::Special);
-        }
-        if let Some(why) = self.top_level_hold(rel, name, kind) {
-            return GitVerdict::Hold(why);
-        }
-        if name == ".git" {
-            if !kind.is_file() {
-                return GitVerdict::Hold(Held::GitPointer);
-            }
-            let dir = self.root.join(rel.parent().unwrap_or(Path::new("")));
-            let root = self.root.to_path_buf();
-            return self.judge_text(rel, name, |_, after| {
-                (!cordon_policies::pointer_stays_inside(after, &dir, &root))
-                    .then_some(Held::GitPointer)
-            });
-        }
-        if let Some(tool) = cordon_policies::tool_loading(rel) {
-            return GitVerdict::Hold(Held::ToolConfig { tool });
-        }
-        let absolute = self.root.join(rel);
-        if self.includes.contains(&absolute) || self.included_by_a_repository(rel) {
-            if !kind.is_file() {
-                return GitVerdict::Hold(Held::GitConfig);
-            }
-            return self.judge_text(rel, name, |before, after| {
-                cordon_policies::config_change_held(before, after).then_some(Held::GitConfig)
-            });
-        }
-        GitVerdict::Pass
     }
 
     /// Judges a text file by `held(before, after)`: `before` what the root holds at `rel` (empty
@@ -624,6 +699,8 @@ impl Layer<'_> {
 enum GitVerdict {
     Pass,
     Hold(Held),
+    /// Judged again once the rest of the layer is in place (a `.git` pointer file).
+    Defer,
 }
 
 struct GitPlace {

@@ -35,6 +35,7 @@ fn context() -> ApplyContext {
         protected_names: vec![".envrc".into()],
         // Far in the future: nothing the test made counts as changed during the run.
         started: (i64::MAX, 0),
+        direct_roots: Vec::new(),
     }
 }
 
@@ -139,4 +140,58 @@ fn a_link_in_the_root_leading_out_is_never_followed_by_the_apply() {
     assert!(!outside.path().join("x").exists());
     assert!(fs::symlink_metadata(r.root.join("out")).unwrap().is_dir());
     assert_eq!(fs::read_to_string(r.root.join("out/x")).unwrap(), "planted");
+}
+
+#[test]
+fn links_and_pointers_that_lead_where_the_command_writes_directly_are_held() {
+    let r = run();
+    let direct = tempfile::tempdir().unwrap();
+    let direct_root = fs::canonicalize(direct.path()).unwrap();
+    // A link to the directly written place, a pointer through a link made in the same run, a
+    // pointer that leads out by its text, and a link inside a git directory.
+    std::os::unix::fs::symlink(&direct_root, r.upper.join("tools")).unwrap();
+    std::os::unix::fs::symlink(direct_root.join("evil"), r.upper.join("lnk")).unwrap();
+    write(&r.upper.join("sub/.git"), "gitdir: ../lnk\n");
+    write(&r.upper.join("out/.git"), &format!("gitdir: {}\n", direct_root.display()));
+    write(&r.root.join(".git/HEAD"), "ref: refs/heads/main\n");
+    fs::create_dir_all(r.root.join(".git/refs")).unwrap();
+    fs::create_dir_all(r.upper.join(".git")).unwrap();
+    std::os::unix::fs::symlink(&direct_root, r.upper.join(".git/worktrees")).unwrap();
+    // A pointer that stays inside, to a git directory made in the same run, passes.
+    write(&r.upper.join("wt/.git"), "gitdir: ../.git\n");
+    fs::create_dir_all(r.upper.join(".git/worktrees-not")).unwrap();
+    let context = ApplyContext { direct_roots: vec![direct_root], ..context() };
+    let report = apply_layers(&r.run, &context);
+    let mut held: Vec<(String, Held)> = report
+        .held
+        .iter()
+        .map(|h| (h.path.strip_prefix(&r.root).unwrap().display().to_string(), h.why.clone()))
+        .collect();
+    held.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        held,
+        vec![
+            (".git/worktrees".to_owned(), Held::GitDirectory),
+            (".git/worktrees-not".to_owned(), Held::GitDirectory),
+            ("lnk".to_owned(), Held::LeadsOut),
+            ("out/.git".to_owned(), Held::GitPointer),
+            ("sub/.git".to_owned(), Held::GitPointer),
+            ("tools".to_owned(), Held::LeadsOut),
+        ],
+        "{report:?}"
+    );
+    assert!(r.root.join("wt/.git").is_file());
+}
+
+#[test]
+fn a_directory_with_head_and_a_commondir_is_judged_as_a_git_directory() {
+    let r = run();
+    write(&r.upper.join("almost/HEAD"), "ref: refs/heads/main\n");
+    write(&r.upper.join("almost/commondir"), "../elsewhere\n");
+    write(&r.upper.join("almost/config"), "[core]\n\tpager = evil\n");
+    let report = apply_layers(&r.run, &context());
+    let held: Vec<&Path> =
+        report.held.iter().map(|h| h.path.strip_prefix(&r.root).unwrap()).collect();
+    assert!(held.contains(&Path::new("almost/config")), "{report:?}");
+    assert!(held.contains(&Path::new("almost/commondir")), "{report:?}");
 }
