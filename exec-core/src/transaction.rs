@@ -107,6 +107,8 @@ pub(crate) struct Transaction {
     /// this one alone.
     _lock: nix::fcntl::Flock<std::fs::File>,
     started: (i64, i64),
+    /// What finishing stopped runs' applies held back, said with this run's.
+    earlier: Vec<HeldBack>,
 }
 
 /// The directory that holds every run's directory.
@@ -133,7 +135,7 @@ impl Transaction {
             .mode(0o700)
             .create(&runs)
             .map_err(fail(&runs))?;
-        finish_interrupted(&runs, context);
+        let earlier = finish_interrupted(&runs, context);
         let id = format!(
             "{}-{}",
             std::time::SystemTime::now()
@@ -153,7 +155,12 @@ impl Transaction {
         // The file system's own clock, as file change times use it.
         let started = std::fs::metadata(dir.join("state")).map_err(fail(&dir))?;
         use std::os::unix::fs::MetadataExt;
-        Ok(Transaction { dir, _lock: lock, started: (started.ctime(), started.ctime_nsec()) })
+        Ok(Transaction {
+            dir,
+            _lock: lock,
+            started: (started.ctime(), started.ctime_nsec()),
+            earlier,
+        })
     }
 
     /// The directory the helper makes its write layers in (`--writes-to`).
@@ -173,7 +180,9 @@ impl Transaction {
             held = report.held.len(),
             "applied the write layers"
         );
-        finish(&self.dir, report)
+        let mut held = self.earlier;
+        held.extend(finish(&self.dir, report));
+        held
     }
 }
 
@@ -195,7 +204,8 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
         kept_at: dir.to_path_buf(),
         path,
     }));
-    if held.is_empty() {
+    // What an earlier, stopped apply of the same run held is kept too.
+    if held.is_empty() && !dir.join("held").exists() {
         if let Err(error) = std::fs::remove_dir_all(dir) {
             tracing::warn!(dir = %dir.display(), %error, "cannot remove the run's directory");
         }
@@ -218,8 +228,9 @@ fn set_state(dir: &Path, state: &str) -> std::io::Result<()> {
 #[cfg(target_os = "linux")]
 /// Finishes the applies other cordons left half-done in `runs` (their lock is free and their
 /// state `applying`), and names runs stopped while their command ran.
-fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext) {
-    let Ok(entries) = std::fs::read_dir(runs) else { return };
+fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext) -> Vec<HeldBack> {
+    let mut earlier = Vec::new();
+    let Ok(entries) = std::fs::read_dir(runs) else { return earlier };
     for entry in entries.filter_map(Result::ok) {
         let dir = entry.path();
         let Ok(state) = std::fs::read_to_string(dir.join("state")) else { continue };
@@ -242,13 +253,17 @@ fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext)
             drop(held);
             continue;
         }
+        tracing::warn!(dir = %dir.display(), "finishing the apply of a stopped transactional run");
         use std::os::unix::fs::MetadataExt;
         let started = std::fs::metadata(dir.join("lock"))
             .map_or((0, 0), |meta| (meta.ctime(), meta.ctime_nsec()));
         let context = cordon_sandbox_linux::ApplyContext { started, ..context.clone() };
         let report = cordon_sandbox_linux::apply_layers(&dir, &context);
-        tracing::info!(dir = %dir.display(), applied = report.applied, "finished an interrupted apply");
-        let _ = finish(&dir, report);
+        earlier.extend(finish(&dir, report).into_iter().map(|change| HeldBack {
+            why: format!("{}, in a stopped earlier run whose apply this one finished", change.why),
+            ..change
+        }));
         drop(held);
     }
+    earlier
 }

@@ -31,6 +31,10 @@ pub enum Held {
     /// A file a shell, an editor or cordon itself loads on its own (`.envrc`, `.vscode`,
     /// `~/.bashrc`, …).
     StartUp,
+    /// A file in the hooks directory a repository's `core.hooksPath` names.
+    Hook,
+    /// A deletion or replacement of a repository (its history with it).
+    RemovesRepository,
     /// A FIFO, a socket or a device node.
     Special,
     /// A link that leads where the command wrote directly (`/tmp`, `$TMPDIR`), past this gate.
@@ -48,6 +52,8 @@ impl std::fmt::Display for Held {
             Held::GitTodo => f.write_str("a rebase plan with new exec lines"),
             Held::ToolConfig { tool } => write!(f, "{tool} loads it, and git does not show it"),
             Held::StartUp => f.write_str("a start-up file"),
+            Held::Hook => f.write_str("a hook git runs (core.hooksPath)"),
+            Held::RemovesRepository => f.write_str("would remove a repository and its history"),
             Held::Special => f.write_str("a FIFO, socket or device"),
             Held::LeadsOut => f.write_str("a link to where the command wrote directly"),
             Held::Conflict => f.write_str("changed outside the sandbox during the run"),
@@ -67,6 +73,9 @@ pub enum GitDirEntry {
     Todo,
     /// A linked worktree's `commondir`: must lead back to this git directory.
     CommonDir,
+    /// The sequencer's options (a configuration): judged by its strategy lines
+    /// ([`options_change_held`]).
+    Options,
     /// A directory on the way to a submodule's git directory (`modules/a/b`): a directory
     /// passes; a file there is not git's.
     Modules,
@@ -145,6 +154,9 @@ pub fn git_dir_entry(rel: &[&str]) -> GitDirEntry {
         "info" | "logs" | "objects" | "refs" | "rr-cache" | "lfs" => GitDirEntry::Ordinary,
         op if OPERATION_DIRS.contains(&op) => match rest.last() {
             Some(name) if TODO_FILES.contains(name) => GitDirEntry::Todo,
+            // The merge strategy git runs (`git-merge-NAME`, or a path) when it goes on.
+            Some(&("strategy" | "strategy_opts")) => GitDirEntry::Other,
+            Some(&"opts") => GitDirEntry::Options,
             _ => GitDirEntry::Ordinary,
         },
         "worktrees" => match rest {
@@ -173,17 +185,24 @@ pub fn config_change_held(before: &str, after: &str) -> bool {
 /// [`config_change_held`] for the configuration of the git directory `git_dir` inside the
 /// writable root `root`: a `core.worktree` that leads into `root` (what `git submodule` and
 /// `git clone --recurse-submodules` write for a submodule's checkout) is plain data there.
+///
+/// Only a plain value is taken so: no quote, comment, escape or continuation git would read
+/// differently, and `leads_inside` (given the path as git resolves it, from `git_dir`) says
+/// where it leads on the disk.
 pub fn repository_config_change_held(
     before: &str,
     after: &str,
     git_dir: &Path,
-    root: &Path,
+    leads_inside: impl Fn(&Path) -> bool,
 ) -> bool {
     let inside = |value: &str| {
-        let value = value.trim().trim_matches('"');
+        let value = value.trim();
+        let plain = !value.is_empty()
+            && !value.contains(['"', '#', ';', '\\'])
+            && !value.chars().any(char::is_control);
         let target = Path::new(value);
         let joined = if target.is_absolute() { target.to_path_buf() } else { git_dir.join(target) };
-        !value.is_empty() && lexically_normal(&joined).starts_with(root)
+        plain && leads_inside(&lexically_normal(&joined))
     };
     let mut section_is_core = false;
     let kept: String = after
@@ -200,6 +219,19 @@ pub fn repository_config_change_held(
         .map(|line| format!("{line}\n"))
         .collect();
     config_change_held(before, &kept)
+}
+
+/// Whether the sequencer's options, replaced by `after`, gained a line that names a merge
+/// strategy (git runs `git-merge-STRATEGY`, or the path it names, when the pick goes on).
+pub fn options_change_held(before: &str, after: &str) -> bool {
+    let strategy_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|line| line.to_ascii_lowercase().contains("strategy"))
+            .map(|line| line.trim().to_owned())
+            .collect()
+    };
+    let known = strategy_lines(before);
+    strategy_lines(after).iter().any(|line| !known.contains(line))
 }
 
 /// Whether a rebase or sequencer plan, replaced by `after`, gained an `exec` line (git runs
@@ -234,8 +266,34 @@ pub const LOADED_FROM_PARENTS: &[(&str, &str)] = &[
     (".mise.toml", "mise"),
     // Python's debugger runs `.pdbrc` from the current directory.
     (".pdbrc", "pdb"),
-    // R runs `.Rprofile` from the current directory at start-up.
+    // R runs `.Rprofile` from the current directory at start-up, with `.Renviron`'s settings.
     (".Rprofile", "R"),
+    (".Renviron", "R"),
+    ("mise.local.toml", "mise"),
+    (".mise/config.toml", "mise"),
+    (".config/mise.toml", "mise"),
+    (".config/mise/config.toml", "mise"),
+    // asdf and mise: the versions name plugins, whose scripts run.
+    (".tool-versions", "asdf"),
+    // Maven walks up to `.mvn/`: JVM options (`-XX:OnOutOfMemoryError=…`), extensions.
+    (".mvn/jvm.config", "maven"),
+    (".mvn/maven.config", "maven"),
+    (".mvn/extensions.xml", "maven"),
+    // yarn: `yarnPath` runs the file it names; bun: `preload`.
+    (".yarnrc.yml", "yarn"),
+    (".yarnrc", "yarn"),
+    ("bunfig.toml", "bun"),
+    // MSBuild imports these from every parent directory.
+    ("Directory.Build.props", "msbuild"),
+    ("Directory.Build.targets", "msbuild"),
+    // irb runs `.irbrc` from the current directory.
+    (".irbrc", "irb"),
+    // Mercurial runs the repository's `[hooks]`.
+    (".hg/hgrc", "mercurial"),
+    // pytest loads `conftest.py` from the test paths' directories and their parents, and its
+    // `pytest.ini` options (`-p plugin`).
+    ("conftest.py", "pytest"),
+    ("pytest.ini", "pytest"),
 ];
 
 /// The tool that loads `path` (a path relative to a writable root, or absolute) from a
@@ -253,12 +311,17 @@ pub fn tool_loading(path: &Path) -> Option<&'static str> {
 /// directory `dir` the pointer file is in (both absolute): a pointer that leads out of the
 /// writable root names a git directory whose changes this gate never saw.
 pub fn pointer_stays_inside(text: &str, dir: &Path, root: &Path) -> bool {
-    let Some(target) = text.lines().next().and_then(|line| line.strip_prefix("gitdir:")) else {
-        return false;
-    };
-    let target = Path::new(target.trim());
+    let Some(target) = gitfile_target(text) else { return false };
+    let target = Path::new(target);
     let joined = if target.is_absolute() { target.to_path_buf() } else { dir.join(target) };
     lexically_normal(&joined).starts_with(root)
+}
+
+/// The git directory a `.git` pointer file's `text` names, as git reads it: `gitdir: ` and the
+/// rest of the file, line ends and all, but for the line ends at its very end.
+pub fn gitfile_target(text: &str) -> Option<&str> {
+    let target = text.strip_prefix("gitdir: ")?.trim_end_matches(['\n', '\r']);
+    (!target.is_empty()).then_some(target)
 }
 
 /// Whether a linked worktree's `commondir` `text`, read in `worktree_dir`

@@ -53,6 +53,35 @@ fn hooks_and_unknown_files_are_not_and_configs_and_plans_are_read() {
 }
 
 #[test]
+fn a_config_keeps_only_a_plain_worktree_that_leads_inside() {
+    let git_dir = Path::new("/w/cl/.git/modules/lib");
+    let inside = |path: &Path| path.starts_with("/w");
+    let with = |line: &str| format!("[core]\n\tbare = false\n{line}\n");
+    assert!(!repository_config_change_held(
+        "",
+        &with("\tworktree = ../../../lib"),
+        git_dir,
+        inside
+    ));
+    for line in [
+        "\tworktree = ../../../../../outside",
+        "\tworktree = ../../../../../outside #/../w/sub",
+        "\tworktree = ../foo\\\nabbrev=/../../outside",
+        "\tworktree = \"../../../lib\"",
+    ] {
+        assert!(repository_config_change_held("", &with(line), git_dir, inside), "{line}");
+    }
+}
+
+#[test]
+fn sequencer_options_are_held_for_a_new_strategy() {
+    assert!(!options_change_held("", "[options]\n\tsignoff = true\n"));
+    assert!(options_change_held("", "[options]\n\tstrategy = ./../evil\n"));
+    assert_eq!(entry("sequencer/opts"), GitDirEntry::Options);
+    assert_eq!(entry("rebase-merge/strategy"), GitDirEntry::Other);
+}
+
+#[test]
 fn a_plan_is_held_only_for_new_exec_lines() {
     assert!(!todo_change_held("pick 1 a\n", "pick 1 a\npick 2 b\n"));
     assert!(todo_change_held("pick 1 a\n", "pick 1 a\nexec make\n"));
@@ -89,6 +118,10 @@ fn pointers_and_commondirs_are_read_by_their_text() {
     assert!(!pointer_stays_inside("gitdir: /tmp/evil\n", Path::new("/w/x"), root));
     assert!(!pointer_stays_inside("gitdir: ../../tmp/evil", Path::new("/w/x"), root));
     assert!(!pointer_stays_inside("evil", Path::new("/w/x"), root));
+    // git reads the whole file, line ends inside it included.
+    assert_eq!(gitfile_target("gitdir: x\n/../../../o/.git\n"), Some("x\n/../../../o/.git"));
+    assert!(!pointer_stays_inside("gitdir: x\n/../../../o/.git\n", Path::new("/w/s"), root));
+    assert_eq!(gitfile_target("gitdir:x"), None);
     let git_dir = Path::new("/w/.git");
     assert!(commondir_leads_back("../..\n", Path::new("/w/.git/worktrees/wt"), git_dir));
     assert!(!commondir_leads_back("/tmp/evil", Path::new("/w/.git/worktrees/wt"), git_dir));

@@ -112,6 +112,7 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             deferred_dir: dir.join("deferred").join(index.to_string()),
             deferred: Vec::new(),
             layered: &layered,
+            repository_facts: std::collections::HashMap::new(),
             includes: global_includes.clone(),
             report: &mut report,
         };
@@ -143,6 +144,8 @@ struct Layer<'a> {
     deferred: Vec<PathBuf>,
     /// Every layered root of the run.
     layered: &'a [PathBuf],
+    /// [`Layer::repositories_above`] of each directory asked about.
+    repository_facts: std::collections::HashMap<PathBuf, std::rc::Rc<RepositoryFacts>>,
     /// Files a git configuration includes (absolute), judged as configurations.
     includes: Vec<PathBuf>,
     report: &'a mut ApplyReport,
@@ -154,20 +157,22 @@ impl Layer<'_> {
         let Ok(entries) = std::fs::read_dir(self.upper.join(rel)) else { return };
         let mut names: Vec<OsString> =
             entries.filter_map(Result::ok).map(|entry| entry.file_name()).collect();
-        names.sort();
+        // `.git` last: what is judged against the repository as it was (is a file tracked?)
+        // is judged before the run's own git changes are in.
+        names.sort_by_key(|name| (name == ".git", name.clone()));
         for name in names {
             let path = rel.join(&name);
             self.apply_entry(&path, &name, git);
         }
-        // The directory's own mode, when the command changed it (never set-id bits).
+        // The directory's own mode, when the command changed it (never set-user-ID).
         if !rel.as_os_str().is_empty() {
             if let (Ok(upper_meta), Ok(Some(parent))) =
                 (std::fs::symlink_metadata(self.upper.join(rel)), self.real_parent(rel))
             {
                 let name = rel.file_name().unwrap_or_default();
                 if let Ok(real) = rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
-                    let wanted = upper_meta.mode() & 0o1777;
-                    if real.st_mode & 0o7777 != wanted {
+                    let wanted = upper_meta.mode() & 0o3777;
+                    if real.st_mode & 0o7777 != upper_meta.mode() & 0o7777 {
                         if let Ok(fd) = open_dir_at(&parent, name) {
                             let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(wanted));
                         }
@@ -195,8 +200,8 @@ impl Layer<'_> {
                 let _ = std::fs::remove_file(&upper_path);
                 return;
             };
-            if self.changed_during_run(&real) {
-                return self.hold(rel, Held::Conflict);
+            if let Some(why) = self.replacing_hold(rel, name, &parent, &real) {
+                return self.hold(rel, why);
             }
             match remove_at(&parent, name) {
                 Ok(()) => {
@@ -226,6 +231,11 @@ impl Layer<'_> {
             if let Some(why) = self.top_level_hold(rel, name, kind) {
                 return self.hold(rel, why);
             }
+            if let Some(why) =
+                real.as_ref().and_then(|real| self.replacing_hold(rel, name, &parent, real))
+            {
+                return self.hold(rel, why);
+            }
             self.judge_tree(rel, git_here.inside.as_ref());
             return self.put_in_place(rel, name, &parent, real.as_ref());
         }
@@ -238,10 +248,112 @@ impl Layer<'_> {
             GitVerdict::Defer => return self.defer(rel),
             GitVerdict::Pass => {}
         }
-        if real.as_ref().is_some_and(|real| self.changed_during_run(real)) {
-            return self.hold(rel, Held::Conflict);
+        if let Some(why) =
+            real.as_ref().and_then(|real| self.replacing_hold(rel, name, &parent, real))
+        {
+            return self.hold(rel, why);
         }
         self.put_in_place(rel, name, &parent, real.as_ref());
+    }
+
+    /// Why what the root has at `rel` must not be deleted or replaced: a repository (its
+    /// history goes with it), or something the host changed during the run — the entry itself
+    /// or, for a directory, anything in it.
+    fn replacing_hold(
+        &self,
+        rel: &Path,
+        name: &OsStr,
+        parent: &OwnedFd,
+        real: &rustix::fs::Stat,
+    ) -> Option<Held> {
+        let is_dir = FileType::from_raw_mode(real.st_mode).is_dir();
+        if is_dir && (name == ".git" || self.was_git_dir(rel)) {
+            return Some(Held::RemovesRepository);
+        }
+        if self.changed_during_run(real) {
+            return Some(Held::Conflict);
+        }
+        if is_dir && self.changed_within(parent, name) {
+            return Some(Held::Conflict);
+        }
+        None
+    }
+
+    /// Whether anything in the root's directory `name` (in `dir`) was changed during the run.
+    fn changed_within(&self, dir: &OwnedFd, name: &OsStr) -> bool {
+        let Ok(sub) = open_dir_at(dir, name) else { return false };
+        let Ok(entries) = rustix::fs::Dir::read_from(&sub) else { return false };
+        for entry in entries.filter_map(Result::ok) {
+            let entry_name = OsStr::from_bytes(entry.file_name().to_bytes()).to_owned();
+            if entry_name == "." || entry_name == ".." {
+                continue;
+            }
+            let Ok(st) =
+                rustix::fs::statat(&sub, entry_name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+            else {
+                continue;
+            };
+            if self.changed_during_run(&st)
+                || (FileType::from_raw_mode(st.st_mode).is_dir()
+                    && self.changed_within(&sub, &entry_name))
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// What in the root's directory `rel` (not a git directory before the run) git would take
+    /// as its own once it is one, and no run judged as such: links, special files, a
+    /// configuration that may run code, hooks, or anything git does not write in its own work.
+    fn unjudged_git_files(&self, rel: &Path) -> Option<Held> {
+        let dir = self.root.join(rel);
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().filter_map(Result::ok) {
+            let name = entry.file_name();
+            // Rewritten by this run, so judged now.
+            if std::fs::symlink_metadata(self.upper.join(rel).join(&name)).is_ok() {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else { return Some(Held::GitDirectory) };
+            if kind.is_symlink() || is_special(kind) {
+                return Some(Held::GitDirectory);
+            }
+            let text = name.to_string_lossy();
+            match cordon_policies::git_dir_entry(&[text.as_ref()]) {
+                GitDirEntry::Ordinary if text == "hooks" => {
+                    let planted = std::fs::read_dir(entry.path())
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Result::ok)
+                        .any(|hook| !hook.file_name().to_string_lossy().ends_with(".sample"));
+                    if planted {
+                        return Some(Held::GitDirectory);
+                    }
+                }
+                GitDirEntry::Ordinary => {}
+                GitDirEntry::Config => {
+                    let text = cordon_policies::read_start_file(&entry.path(), READ_CAP)
+                        .ok()
+                        .flatten()
+                        .and_then(|bytes| String::from_utf8(bytes).ok());
+                    if text.is_none_or(|text| cordon_policies::config_change_held("", &text)) {
+                        return Some(Held::GitConfig);
+                    }
+                }
+                GitDirEntry::Todo
+                | GitDirEntry::CommonDir
+                | GitDirEntry::Options
+                | GitDirEntry::Modules
+                | GitDirEntry::Other => return Some(Held::GitDirectory),
+            }
+        }
+        None
+    }
+
+    /// Whether the root's directory `rel` was a git directory before the run.
+    fn was_git_dir(&self, rel: &Path) -> bool {
+        let here = |name: &str| std::fs::symlink_metadata(self.root.join(rel).join(name)).is_ok();
+        here("HEAD") && ["objects", "refs", "commondir"].iter().any(|name| here(name))
     }
 
     /// What the gate says of `rel` by its place in a git directory, and the place below it
@@ -274,24 +386,46 @@ impl Layer<'_> {
                     // (of a worktree's state, of objects, of a config) to where the gate never
                     // looked.
                     _ if kind.is_symlink() => GitVerdict::Hold(Held::GitDirectory),
+                    // A FIFO where git reads `HEAD` stalls every git command after.
+                    _ if is_special(kind) => GitVerdict::Hold(Held::Special),
                     GitDirEntry::Ordinary => GitVerdict::Pass,
                     GitDirEntry::Modules if is_dir => GitVerdict::Pass,
                     GitDirEntry::Modules | GitDirEntry::Other => {
                         GitVerdict::Hold(Held::GitDirectory)
                     }
-                    GitDirEntry::Config | GitDirEntry::Todo | GitDirEntry::CommonDir if is_dir => {
+                    GitDirEntry::Config
+                    | GitDirEntry::Todo
+                    | GitDirEntry::CommonDir
+                    | GitDirEntry::Options
+                        if is_dir =>
+                    {
                         GitVerdict::Hold(Held::GitDirectory)
                     }
                     GitDirEntry::Config => {
                         let git_dir = self.root.join(&git.git_dir);
-                        let root = self.root.to_path_buf();
-                        self.judge_text(rel, name, |before, after| {
-                            cordon_policies::repository_config_change_held(
-                                before, after, &git_dir, &root,
-                            )
-                            .then_some(Held::GitConfig)
-                        })
+                        let leads_inside = |path: &Path| {
+                            path.strip_prefix(self.root)
+                                .is_ok_and(|inside| !self.merged_path_has_link(inside))
+                        };
+                        let after = self.upper_text(rel);
+                        let before = self.root_text(rel);
+                        match after {
+                            Some(after)
+                                if !cordon_policies::repository_config_change_held(
+                                    &before,
+                                    &after,
+                                    &git_dir,
+                                    leads_inside,
+                                ) =>
+                            {
+                                GitVerdict::Pass
+                            }
+                            _ => GitVerdict::Hold(Held::GitConfig),
+                        }
                     }
+                    GitDirEntry::Options => self.judge_text(rel, name, |before, after| {
+                        cordon_policies::options_change_held(before, after).then_some(Held::GitTodo)
+                    }),
                     GitDirEntry::Todo => self.judge_text(rel, name, |before, after| {
                         cordon_policies::todo_change_held(before, after).then_some(Held::GitTodo)
                     }),
@@ -309,7 +443,16 @@ impl Layer<'_> {
                     inside: Some(InGit { git_dir: git.git_dir.clone(), inner }),
                 };
             }
-            None if starts_git_dir => Some(InGit { git_dir: rel.to_path_buf(), inner: Vec::new() }),
+            None if starts_git_dir => {
+                // A directory this run makes a git directory: what it held before was never
+                // judged as git's.
+                if name != ".git" && !self.was_git_dir(rel) {
+                    if let Some(why) = self.unjudged_git_files(rel) {
+                        return GitPlace { verdict: Some(GitVerdict::Hold(why)), inside: None };
+                    }
+                }
+                Some(InGit { git_dir: rel.to_path_buf(), inner: Vec::new() })
+            }
             None => None,
         };
         GitPlace { verdict: None, inside }
@@ -336,7 +479,7 @@ impl Layer<'_> {
         real: Option<&rustix::fs::Stat>,
     ) -> GitVerdict {
         let kind = meta.file_type();
-        if kind.is_fifo() || kind.is_socket() || kind.is_block_device() || kind.is_char_device() {
+        if is_special(kind) {
             return GitVerdict::Hold(Held::Special);
         }
         if let Some(why) = self.top_level_hold(rel, name, kind) {
@@ -368,7 +511,22 @@ impl Layer<'_> {
             }
         }
         let absolute = self.root.join(rel);
-        if self.includes.contains(&absolute) || self.included_by_a_repository(rel) {
+        let above = self.repositories_above(absolute.parent().unwrap_or(self.root));
+        if above.hooks.iter().any(|hooks| absolute.starts_with(hooks)) {
+            return GitVerdict::Hold(Held::Hook);
+        }
+        // A link on the way to a file git reads as configuration or runs as a hook leads git
+        // to a file this gate never judged as one.
+        if kind.is_symlink() {
+            let below = |target: &PathBuf| target.starts_with(&absolute);
+            if above.hooks.iter().any(below) {
+                return GitVerdict::Hold(Held::Hook);
+            }
+            if above.includes.iter().chain(&self.includes).any(below) {
+                return GitVerdict::Hold(Held::GitConfig);
+            }
+        }
+        if self.includes.contains(&absolute) || above.includes.contains(&absolute) {
             if !kind.is_file() {
                 return GitVerdict::Hold(Held::GitConfig);
             }
@@ -418,7 +576,7 @@ impl Layer<'_> {
                 .flatten()
                 .and_then(|bytes| String::from_utf8(bytes).ok())
                 .and_then(|text| {
-                    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim().to_owned();
+                    let target = cordon_policies::gitfile_target(&text)?.to_owned();
                     std::fs::canonicalize(dir.join(target)).ok()
                 })
                 .is_some_and(|place| {
@@ -564,6 +722,38 @@ impl Layer<'_> {
         }
     }
 
+    /// The upper directory's `rel` as text: a regular file under the cap, in UTF-8.
+    fn upper_text(&self, rel: &Path) -> Option<String> {
+        let bytes = cordon_policies::read_start_file(&self.upper.join(rel), READ_CAP).ok()??;
+        String::from_utf8(bytes).ok()
+    }
+
+    /// What the root holds at `rel` as text (empty when nothing, or not a regular file).
+    fn root_text(&self, rel: &Path) -> String {
+        let name = rel.file_name().unwrap_or_default();
+        match self.real_parent_or_none(rel) {
+            Ok(Some(parent)) => read_at(&parent, name).unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    /// Whether a directory on the way to `rel` (below the root) is a link, once the run's
+    /// changes are in: the upper directory's entry where it has one, else the root's.
+    fn merged_path_has_link(&self, rel: &Path) -> bool {
+        let mut here = PathBuf::new();
+        for component in rel.iter() {
+            here.push(component);
+            let meta = std::fs::symlink_metadata(self.upper.join(&here))
+                .or_else(|_| std::fs::symlink_metadata(self.root.join(&here)));
+            match meta {
+                Ok(meta) if meta.file_type().is_symlink() => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+
     /// Whether git tracks the root's `rel` (so a change to it shows in `git diff`): asked of git
     /// in the repository that holds it, with no configuration but the repository's own.
     fn tracked(&self, rel: &Path) -> bool {
@@ -583,33 +773,36 @@ impl Layer<'_> {
             .is_ok_and(|status| status.success())
     }
 
-    /// Whether a repository that holds `rel` (found by walking up from it, in the root and
-    /// above) includes it from its configuration.
-    fn included_by_a_repository(&mut self, rel: &Path) -> bool {
-        let absolute = self.root.join(rel);
-        let mut dir = absolute.parent();
-        while let Some(here) = dir {
-            let git = here.join(".git");
+    /// What the repositories that hold the directory `dir` (found by walking up from it, in
+    /// the root and above, as they were before the run) make git read or run from files:
+    /// what their configurations include, and where their hooks are. Asked once per directory.
+    fn repositories_above(&mut self, dir: &Path) -> std::rc::Rc<RepositoryFacts> {
+        if let Some(known) = self.repository_facts.get(dir) {
+            return std::rc::Rc::clone(known);
+        }
+        let mut facts = RepositoryFacts::default();
+        let mut here = Some(dir);
+        while let Some(top) = here {
+            let git = top.join(".git");
             let config = if git.is_dir() {
                 Some(git.join("config"))
             } else if git.is_file() {
                 std::fs::read_to_string(&git).ok().and_then(|text| {
-                    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim().to_owned();
-                    Some(here.join(target).join("config"))
+                    let target = cordon_policies::gitfile_target(&text)?.to_owned();
+                    Some(top.join(target).join("config"))
                 })
             } else {
                 None
             };
             if let Some(config) = config {
-                let mut targets = Vec::new();
-                include_targets(&config, self.context.home.as_deref(), &mut targets, 0);
-                if targets.contains(&absolute) {
-                    return true;
-                }
+                include_targets(&config, self.context.home.as_deref(), &mut facts.includes, 0);
+                facts.hooks.extend(hooks_path(top, self.context.home.as_deref()));
             }
-            dir = here.parent();
+            here = top.parent();
         }
-        false
+        let facts = std::rc::Rc::new(facts);
+        self.repository_facts.insert(dir.to_path_buf(), std::rc::Rc::clone(&facts));
+        facts
     }
 
     /// Moves the upper directory's `rel` into the root, replacing what is there.
@@ -703,11 +896,50 @@ enum GitVerdict {
     Defer,
 }
 
+/// What the repositories above a directory make git read or run.
+#[derive(Debug, Default)]
+struct RepositoryFacts {
+    /// Files their configurations include (absolute).
+    includes: Vec<PathBuf>,
+    /// Their hooks directories set by `core.hooksPath` (absolute).
+    hooks: Vec<PathBuf>,
+}
+
+/// The hooks directory `core.hooksPath` sets for the repository whose work tree is `top`, as
+/// git itself reads its configuration (every spelling it accepts, includes, the user's global
+/// configuration); a relative one is taken from `top`, as git runs hooks there.
+fn hooks_path(top: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let mut git = std::process::Command::new("git");
+    git.current_dir(top)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .args(["-c", "safe.directory=*", "config", "--path", "--get", "core.hooksPath"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    match home {
+        Some(home) => git.env("HOME", home),
+        None => git.env_remove("HOME"),
+    };
+    let output = git.output().ok()?;
+    let value = String::from_utf8(output.stdout).ok()?;
+    let value = value.trim_end_matches('\n');
+    if !output.status.success() || value.is_empty() {
+        return None;
+    }
+    let path = Path::new(value);
+    let path = if path.is_absolute() { path.to_path_buf() } else { top.join(path) };
+    Some(std::fs::canonicalize(&path).unwrap_or_else(|_| cordon_policies::lexically_normal(&path)))
+}
+
 struct GitPlace {
     /// `None` outside git directories: the rest of the gate decides.
     verdict: Option<GitVerdict>,
     /// The place below this entry when it is a directory in (or starting) a git directory.
     inside: Option<InGit>,
+}
+
+/// A FIFO, socket or device node.
+fn is_special(kind: std::fs::FileType) -> bool {
+    kind.is_fifo() || kind.is_socket() || kind.is_block_device() || kind.is_char_device()
 }
 
 fn open_dir_at(dir: impl AsFd, name: impl rustix::path::Arg) -> rustix::io::Result<OwnedFd> {

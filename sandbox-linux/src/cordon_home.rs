@@ -24,6 +24,15 @@ pub(crate) fn protect(
 ) -> Result<Option<PathBuf>, HelperError> {
     let Some(home) = cordon_home.filter(|home| home.is_absolute()) else { return Ok(None) };
     let target = canonical_even_if_missing(home);
+    // The runs' write layers and what they held back: a root inside it (`--add-dir` of it)
+    // would let a command plant a run for the next cordon to apply.
+    let runs = target.join("runs");
+    if policy.writable_roots.iter().any(|root| root.starts_with(&runs)) {
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&runs)
+            .map_err(|source| HelperError::CordonHome { path: runs.clone(), source })?;
+        policy.protected_paths.push(runs.display().to_string());
+    }
     if !policy.writable_roots.iter().any(|root| target.starts_with(root)) {
         return Ok(None);
     }

@@ -350,3 +350,141 @@ fn cordon_sandbox_applies_through_the_gate_too() {
         assert!(run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
     }
 }
+
+/// One spelling of "code that runs later": `setup` prepares the workspace outside, `runs` are
+/// the transactional runs' scripts (`MARK` stands for the marker's path), `later` is what the
+/// user does outside afterwards. Nothing may leave the marker, as root and as uid 65534.
+struct Spelling {
+    name: &'static str,
+    setup: fn(&Scene),
+    runs: &'static [&'static str],
+    later: fn(&Scene),
+}
+
+fn fsmonitor_config(mark: &Path) -> String {
+    format!("[core]\n\tfsmonitor = \"touch {}; false\"\n", mark.display())
+}
+
+fn commit_outside(scene: &Scene) {
+    let _ = git(scene.ws.path(), &["commit", "-q", "--allow-empty", "-m", "later"]);
+}
+
+fn status_outside(dir: &Path) {
+    let _ = Command::new("git")
+        .args(["-c", "safe.directory=*", "status", "--short"])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::null())
+        .output();
+}
+
+const SPELLINGS: &[Spelling] = &[
+    Spelling {
+        name: "hooks as a link to a planted directory",
+        setup: |_| {},
+        runs: &["mkdir .x && printf '#!/bin/sh\\ntouch MARK\\n' > .x/pre-commit && \
+                 chmod +x .x/pre-commit && rm -rf .git/hooks && ln -s ../.x .git/hooks && \
+                 echo .x/ >> .git/info/exclude"],
+        later: commit_outside,
+    },
+    Spelling {
+        name: "a git directory made of HEAD and a commondir",
+        setup: |_| {},
+        runs: &["mkdir -p x/gd x/cd/objects x/cd/refs && echo 'gitdir: gd' > x/.git && \
+                 echo 'ref: refs/heads/main' > x/gd/HEAD && echo ../cd > x/gd/commondir && \
+                 printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' > x/cd/config"],
+        later: |scene| status_outside(&scene.ws.path().join("x")),
+    },
+    Spelling {
+        name: "a git directory completed in a second run around a planted config and hook",
+        setup: |_| {},
+        runs: &[
+            "mkdir -p x/hooks && printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' > x/config && \
+             printf '#!/bin/sh\\ntouch MARK\\n' > x/hooks/post-commit && chmod +x x/hooks/post-commit",
+            "echo 'ref: refs/heads/main' > x/HEAD && mkdir -p x/objects x/refs sub && \
+             echo 'gitdir: ../x' > sub/.git",
+        ],
+        later: |scene| status_outside(&scene.ws.path().join("sub")),
+    },
+    Spelling {
+        name: "a pointer whose text goes on past its first line",
+        setup: |scene| {
+            let outside = scene.outside.path().join("outrepo");
+            repository(&outside);
+            std::fs::write(outside.join(".git/config"), fsmonitor_config(&scene.mark)).unwrap();
+        },
+        runs: &["mkdir -p sub 'sub/x\n' && printf 'gitdir: x\\n/../../../%s/outrepo/.git\\n' \
+                 \"$(basename \"$OUTSIDE\")\" > sub/.git"],
+        later: |scene| status_outside(&scene.ws.path().join("sub")),
+    },
+    Spelling {
+        name: "a hook where the repository's core.hooksPath already points",
+        setup: |scene| {
+            git(scene.ws.path(), &["config", "core.hooksPath", ".husky/_"]).assert_ok();
+            std::fs::create_dir_all(scene.ws.path().join(".husky/_")).unwrap();
+            std::fs::write(scene.ws.path().join(".husky/_/.gitignore"), "*\n").unwrap();
+        },
+        runs: &[
+            "printf '#!/bin/sh\\ntouch MARK\\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit",
+        ],
+        later: commit_outside,
+    },
+    Spelling {
+        name: "an included file reached through a link made in the run",
+        setup: |scene| {
+            std::fs::create_dir_all(scene.ws.path().join("conf")).unwrap();
+            std::fs::write(scene.ws.path().join("conf/git.cfg"), "[user]\n\tname = t\n").unwrap();
+            git(scene.ws.path(), &["config", "include.path", "../conf/git.cfg"]).assert_ok();
+        },
+        runs: &["rm -rf conf && mkdir other && \
+                 printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' > other/git.cfg && \
+                 ln -s other conf"],
+        later: |scene| status_outside(scene.ws.path()),
+    },
+    Spelling {
+        name: "a FIFO where git reads HEAD",
+        setup: |_| {},
+        runs: &["rm .git/HEAD && mkfifo .git/HEAD"],
+        later: |scene| {
+            assert!(std::fs::metadata(scene.ws.path().join(".git/HEAD")).unwrap().is_file());
+        },
+    },
+    Spelling {
+        name: "the repository removed",
+        setup: |_| {},
+        runs: &["rm -rf .git"],
+        later: |scene| assert!(scene.ws.path().join(".git/HEAD").is_file(), "the history is gone"),
+    },
+];
+
+#[test]
+fn every_spelling_of_code_that_runs_later_is_held() {
+    require_mount_view!();
+    for user in USERS {
+        for spelling in SPELLINGS {
+            let scene = Scene::for_user(user);
+            repository(scene.ws.path());
+            (spelling.setup)(&scene);
+            if user == User::Nobody {
+                chown_nobody(scene.ws.path());
+                chown_nobody(scene.home.path());
+                chown_nobody(scene.outside.path());
+            }
+            for script in spelling.runs {
+                let script = script.replace("MARK", scene.mark.to_str().unwrap());
+                let mut command = transactional_command(user, &scene, &script);
+                command.env("OUTSIDE", scene.outside.path());
+                let run: Run = command.output().unwrap().into();
+                assert!(
+                    run.code.is_some(),
+                    "{user:?}, {}: {}\n{}",
+                    spelling.name,
+                    run.stdout,
+                    run.stderr
+                );
+            }
+            (spelling.later)(&scene);
+            assert!(!scene.mark.exists(), "{user:?}, {}: planted code ran outside", spelling.name);
+        }
+    }
+}
