@@ -107,6 +107,15 @@ pub fn plan(
             HiddenPath { path, tool }
         })
         .collect();
+    // Under transactional writes the repositories are not searched: their files are judged
+    // by the write gate after the run instead of bound read-only.
+    let transaction = kind == SandboxKind::Linux
+        && matches!(policy, SandboxPolicy::WorkspaceWrite(_))
+        && settings.helper.writes == cordon_exec_core::WriteMode::Transaction;
+    let protected_paths: Vec<String> = protected_paths
+        .into_iter()
+        .filter(|path| !(transaction && path.starts_with(".git/")))
+        .collect();
     SandboxPlan {
         kind: kind.as_str(),
         mode: if sandbox_runs { policy.mode().as_str() } else { "danger-full-access" },
@@ -147,9 +156,10 @@ pub fn plan(
             .iter()
             .map(|(key, value)| format!("{}={}", key.as_str(), key.describe(value)))
             .collect(),
-        writes: match (kind, policy) {
-            (SandboxKind::Linux, SandboxPolicy::WorkspaceWrite(_)) => settings.helper.writes,
-            _ => cordon_exec_core::WriteMode::Direct,
+        writes: if transaction {
+            cordon_exec_core::WriteMode::Transaction
+        } else {
+            cordon_exec_core::WriteMode::Direct
         },
     }
 }

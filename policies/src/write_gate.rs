@@ -151,7 +151,11 @@ pub fn git_dir_entry(rel: &[&str]) -> GitDirEntry {
         "hooks" | "branches" | "remotes" => GitDirEntry::Other,
         // `info/` holds `exclude`, `refs`, `sparse-checkout`, `attributes` (a filter or diff
         // driver needs a configuration to run anything).
-        "info" | "logs" | "objects" | "refs" | "rr-cache" | "lfs" => GitDirEntry::Ordinary,
+        "info" | "logs" | "objects" | "refs" | "reftable" | "rr-cache" | "lfs" => {
+            GitDirEntry::Ordinary
+        }
+        // A split index's shared part (`core.splitIndex`).
+        name if rest.is_empty() && name.starts_with("sharedindex.") => GitDirEntry::Ordinary,
         op if OPERATION_DIRS.contains(&op) => match rest.last() {
             Some(name) if TODO_FILES.contains(name) => GitDirEntry::Todo,
             // The merge strategy git runs (`git-merge-NAME`, or a path) when it goes on.

@@ -27,6 +27,8 @@ fn what_git_writes_in_its_own_work_is_ordinary() {
         "worktrees/wt/gitdir",
         "worktrees/wt/logs/HEAD",
         "worktrees/wt/rebase-merge/onto",
+        "reftable/tables.list",
+        "sharedindex.0123abcd",
     ] {
         assert_eq!(entry(path), GitDirEntry::Ordinary, "{path}");
     }
