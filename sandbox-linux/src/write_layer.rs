@@ -136,8 +136,18 @@ pub(crate) fn mount_layer(layer: &Layer) -> Result<(), HelperError> {
         upper.as_raw_fd(),
         work.as_raw_fd()
     );
-    mount(Some("overlay"), &layer.root, Some("overlay"), MsFlags::empty(), Some(options.as_str()))
-        .map_err(fail("mounting the write layer"))
+    match mount(
+        Some("overlay"),
+        &layer.root,
+        Some("overlay"),
+        MsFlags::empty(),
+        Some(options.as_str()),
+    ) {
+        Err(nix::Error::ENODEV) => Err(fail(
+            "mounting the write layer (this kernel has no overlay file system loaded: modprobe overlay)",
+        )(nix::Error::ENODEV)),
+        other => other.map_err(fail("mounting the write layer")),
+    }
 }
 
 #[cfg(test)]

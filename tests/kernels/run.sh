@@ -112,8 +112,9 @@ resolve() {
   esac
 }
 
-# initramfs KDIR OUT: busybox, the modules for virtio-pci, 9p, ext4 and fuse (the stalled-start
-# test mounts a FUSE file system that never answers; in load order), init.
+# initramfs KDIR OUT: busybox, the modules for virtio-pci, 9p, ext4, fuse (the stalled-start
+# test mounts a FUSE file system that never answers) and overlay (transactional writes, which a
+# distribution loads on first use; in load order), init.
 initramfs() {
   local kdir=$1 dest=$2 tmp ver m
   ver=$(ls "$kdir/root/lib/modules")
@@ -123,7 +124,7 @@ initramfs() {
   cp "$here/init.sh" "$tmp/init"
   chmod 755 "$tmp/init"
   : >"$tmp/modules.list"
-  for m in virtio_pci 9pnet_virtio 9p virtio_blk ext4 fuse; do
+  for m in virtio_pci 9pnet_virtio 9p virtio_blk ext4 fuse overlay; do
     modprobe -d "$kdir/root" -S "$ver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
   done | awk '!seen[$0]++' | while read -r m; do
     cp "$m" "$tmp/modules/"

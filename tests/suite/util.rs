@@ -124,6 +124,42 @@ macro_rules! require_mount_view {
 #[cfg(target_os = "linux")]
 pub(crate) use require_mount_view;
 
+/// Why a write layer (`--writes transaction`) cannot be mounted here, if it cannot: the first
+/// line cordon gives when a transactional `true` is refused with 125.
+#[cfg(target_os = "linux")]
+pub fn write_layer_missing() -> Option<String> {
+    static MISSING: OnceLock<Option<String>> = OnceLock::new();
+    MISSING
+        .get_or_init(|| {
+            let ws = scratch();
+            let home = scratch();
+            let out = Command::new(CORDON)
+                .args(["exec", "-a", "never", "--writes", "transaction", "-C"])
+                .arg(ws.path())
+                .args(["--", "true"])
+                .env("CORDON_HOME", home.path().join(".cordon"))
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.code() == Some(125) && stderr.contains("write layer"))
+                .then(|| stderr.lines().next().unwrap_or_default().to_owned())
+        })
+        .clone()
+}
+
+/// Skips unless the sandbox, the mount view and a write layer are available to the test user.
+#[cfg(target_os = "linux")]
+macro_rules! require_write_layer {
+    () => {
+        $crate::suite::util::require_mount_view!();
+        let missing = $crate::suite::util::write_layer_missing();
+        $crate::suite::util::skip_unless!(missing.is_none(), "{}", missing.unwrap_or_default());
+    };
+}
+#[cfg(target_os = "linux")]
+pub(crate) use require_write_layer;
+
 /// A helper program under `tests/helpers/`.
 pub fn helper_program(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/helpers").join(name)
