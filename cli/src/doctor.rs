@@ -31,9 +31,17 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let advice = git_advice();
     let presets = presets_report(&config);
     let limits = cordon_exec_core::limits_report();
+    let write_layer = write_layer_status();
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
+            map.insert(
+                "write_layer".into(),
+                match &write_layer {
+                    Ok(()) => json!({ "available": true }),
+                    Err(why) => json!({ "available": false, "why": why }),
+                },
+            );
             map.insert("config_errors".into(), json!(broken));
             map.insert("presets".into(), presets);
             map.insert("limits".into(), serde_json::to_value(&limits)?);
@@ -59,6 +67,21 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         render_deny_list(&mut text, &report);
         crate::presets::render_doctor(&mut text, &presets);
         render_limits(&mut text, &limits);
+        match &write_layer {
+            Ok(()) => {
+                let _ = writeln!(
+                    text,
+                    "\ntransactional writes (--writes transaction; docs/transactions.md): available"
+                );
+            }
+            Err(why) => {
+                let _ = writeln!(
+                    text,
+                    "\ntransactional writes (--writes transaction; docs/transactions.md): not \
+                     here: {why}"
+                );
+            }
+        }
         for line in &advice {
             let _ = writeln!(text, "advice: {line}");
         }
@@ -163,6 +186,28 @@ fn git_config(args: &[&str]) -> Option<String> {
             }
         }
     }
+}
+
+/// Whether `--writes transaction` works here, as this user with this `CORDON_HOME`: a
+/// transactional `true` in a throwaway directory, run by this very binary (its run directory
+/// goes when it ends). The reason cordon gives when it cannot.
+#[cfg(target_os = "linux")]
+fn write_layer_status() -> Result<(), String> {
+    let workspace =
+        tempfile::tempdir().map_err(|e| format!("cannot make a directory to try: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find cordon itself: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .args(["exec", "-a", "never", "--writes", "transaction", "-C"])
+        .arg(workspace.path())
+        .args(["--", "true"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run cordon: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(cordon_policies::render_text(stderr.lines().next().unwrap_or("refused")).text)
 }
 
 /// `cordon doctor`'s status when the default policy cannot be enforced here.
