@@ -94,8 +94,8 @@ pub fn held_back_warning(held: &[HeldBack]) -> String {
 pub enum TransactionError {
     #[error("transactional writes keep their state in CORDON_HOME, and none is set")]
     NoCordonHome,
-    #[error("cannot make the run's directory {}: {source}", .path.display())]
-    RunDirectory { path: PathBuf, source: std::io::Error },
+    #[error("cannot make the run's directory {}: {error}", .path.display())]
+    RunDirectory { path: PathBuf, error: std::io::Error },
 }
 
 /// One transactional run, from before its launch to its apply.
@@ -128,7 +128,7 @@ impl Transaction {
         let home = cordon_home.ok_or(TransactionError::NoCordonHome)?;
         let runs = runs_dir(home);
         fn fail(path: &Path) -> impl FnOnce(std::io::Error) -> TransactionError + '_ {
-            move |source| TransactionError::RunDirectory { path: path.into(), source }
+            move |error| TransactionError::RunDirectory { path: path.into(), error }
         }
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -149,7 +149,7 @@ impl Transaction {
         let lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
             .map_err(|(_, errno)| TransactionError::RunDirectory {
                 path: dir.clone(),
-                source: errno.into(),
+                error: errno.into(),
             })?;
         set_state(&dir, "running").map_err(fail(&dir))?;
         // The file system's own clock, as file change times use it.
