@@ -140,6 +140,6 @@ pub use start_files::{StartFileError, file_kind, read_kernel_file, read_start_fi
 pub use unreadable::Unreadable;
 pub use write_gate::{
     GitDirEntry, Held, LOADED_FROM_PARENTS, commondir_leads_back, config_change_held,
-    git_dir_entry, gitfile_target, options_change_held, pointer_stays_inside,
+    exclude_change_held, git_dir_entry, gitfile_target, options_change_held, pointer_stays_inside,
     repository_config_change_held, todo_change_held, tool_loading,
 };

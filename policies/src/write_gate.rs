@@ -35,6 +35,9 @@ pub enum Held {
     Hook,
     /// A deletion or replacement of a repository (its history with it).
     RemovesRepository,
+    /// A tree that could not be read whole (a directory the gate may not list, a path too
+    /// long or too deep): nothing of it was judged, so nothing of it passes.
+    Unjudged,
     /// A FIFO, a socket or a device node.
     Special,
     /// A link that leads where the command wrote directly (`/tmp`, `$TMPDIR`), past this gate.
@@ -54,6 +57,7 @@ impl std::fmt::Display for Held {
             Held::StartUp => f.write_str("a start-up file"),
             Held::Hook => f.write_str("a hook git runs (core.hooksPath)"),
             Held::RemovesRepository => f.write_str("would remove a repository and its history"),
+            Held::Unjudged => f.write_str("could not be read whole, so it was not judged"),
             Held::Special => f.write_str("a FIFO, socket or device"),
             Held::LeadsOut => f.write_str("a link to where the command wrote directly"),
             Held::Conflict => f.write_str("changed outside the sandbox during the run"),
@@ -76,6 +80,8 @@ pub enum GitDirEntry {
     /// The sequencer's options (a configuration): judged by its strategy lines
     /// ([`options_change_held`]).
     Options,
+    /// `info/exclude`: judged by its new patterns ([`exclude_change_held`]).
+    Exclude,
     /// A directory on the way to a submodule's git directory (`modules/a/b`): a directory
     /// passes; a file there is not git's.
     Modules,
@@ -105,6 +111,7 @@ const TOP_STATE: &[&str] = &[
     "BISECT_TERMS",
     "BISECT_HEAD",
     "BISECT_FIRST_PARENT",
+    "BISECT_RUN",
     "COMMIT_EDITMSG",
     "TAG_EDITMSG",
     "NOTES_EDITMSG",
@@ -149,8 +156,15 @@ pub fn git_dir_entry(rel: &[&str]) -> GitDirEntry {
         "hooks" if rest.len() == 1 && rest[0].ends_with(".sample") => GitDirEntry::Ordinary,
         "branches" if rest.is_empty() => GitDirEntry::Ordinary,
         "hooks" | "branches" | "remotes" => GitDirEntry::Other,
-        // `info/` holds `exclude`, `refs`, `sparse-checkout`, `attributes` (a filter or diff
-        // driver needs a configuration to run anything).
+        // `info/exclude` can hide a planted file from `git status`: judged by its new lines.
+        "info" if rest == ["exclude"] => GitDirEntry::Exclude,
+        // Another object store git reads (and `git gc` then relies on): a text pointer, like a
+        // link, to where the gate never looked.
+        "objects" if rest == ["info", "alternates"] || rest == ["info", "http-alternates"] => {
+            GitDirEntry::Other
+        }
+        // `info/` holds `refs`, `sparse-checkout`, `attributes` (a filter or diff driver needs a
+        // configuration to run anything).
         "info" | "logs" | "objects" | "refs" | "reftable" | "rr-cache" | "lfs" => {
             GitDirEntry::Ordinary
         }
@@ -236,6 +250,20 @@ pub fn options_change_held(before: &str, after: &str) -> bool {
     };
     let known = strategy_lines(before);
     strategy_lines(after).iter().any(|line| !known.contains(line))
+}
+
+/// Whether `info/exclude`, replaced by `after`, gained a pattern: one would hide what the
+/// command planted from `git status` (what `git init` writes is comments only).
+pub fn exclude_change_held(before: &str, after: &str) -> bool {
+    let patterns = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(str::to_owned)
+            .collect()
+    };
+    let known = patterns(before);
+    patterns(after).iter().any(|line| !known.contains(line))
 }
 
 /// Whether a rebase or sequencer plan, replaced by `after`, gained an `exec` line (git runs

@@ -20,7 +20,8 @@ fn what_git_writes_in_its_own_work_is_ordinary() {
         "refs/heads/main",
         "refs/heads/main.lock",
         "logs/HEAD",
-        "info/exclude",
+        "info/refs",
+        "BISECT_RUN",
         "rebase-merge/head-name",
         "worktrees/wt/HEAD",
         "worktrees/wt/index",
@@ -80,6 +81,10 @@ fn sequencer_options_are_held_for_a_new_strategy() {
     assert!(!options_change_held("", "[options]\n\tsignoff = true\n"));
     assert!(options_change_held("", "[options]\n\tstrategy = ./../evil\n"));
     assert_eq!(entry("sequencer/opts"), GitDirEntry::Options);
+    assert_eq!(entry("info/exclude"), GitDirEntry::Exclude);
+    assert_eq!(entry("objects/info/alternates"), GitDirEntry::Other);
+    assert!(!exclude_change_held("", "# git ls-files --others --exclude-from=.git/info/exclude\n"));
+    assert!(exclude_change_held("", "# comment\n.x/\n"));
     assert_eq!(entry("rebase-merge/strategy"), GitDirEntry::Other);
 }
 

@@ -32,6 +32,10 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 /// The largest configuration, plan or pointer file the gate reads; a larger one is held.
 const READ_CAP: u64 = 1024 * 1024;
 
+/// How deep the apply follows a tree: deeper, it is held whole (a deletion there is kept as a
+/// conflict), never judged in part.
+const MAX_DEPTH: usize = 256;
+
 /// What the gate needs to know besides the changes.
 #[derive(Debug, Clone, Default)]
 pub struct ApplyContext {
@@ -91,6 +95,8 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
         if !upper.is_dir() {
             continue;
         }
+        // Pointer files a stopped apply had set aside go back to be judged again.
+        restore_deferred(&dir.join("deferred").join(index.to_string()), &upper);
         // The layer was mounted `volatile`: its writes reach the disk here, once, before any of
         // them is renamed into the root.
         if let Ok(fd) = open_dir_at(rustix::fs::CWD, &upper) {
@@ -112,6 +118,7 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             deferred_dir: dir.join("deferred").join(index.to_string()),
             deferred: Vec::new(),
             layered: &layered,
+            fresh_git_dirs: Vec::new(),
             repository_facts: std::collections::HashMap::new(),
             includes: global_includes.clone(),
             report: &mut report,
@@ -144,6 +151,8 @@ struct Layer<'a> {
     deferred: Vec<PathBuf>,
     /// Every layered root of the run.
     layered: &'a [PathBuf],
+    /// Directories this run makes git directories (they were not before).
+    fresh_git_dirs: Vec<PathBuf>,
     /// [`Layer::repositories_above`] of each directory asked about.
     repository_facts: std::collections::HashMap<PathBuf, std::rc::Rc<RepositoryFacts>>,
     /// Files a git configuration includes (absolute), judged as configurations.
@@ -154,7 +163,18 @@ struct Layer<'a> {
 impl Layer<'_> {
     /// Applies the upper directory's `rel` (a directory the roots have too: merged).
     fn apply_dir(&mut self, rel: &Path, git: Option<&InGit>) {
-        let Ok(entries) = std::fs::read_dir(self.upper.join(rel)) else { return };
+        if rel.components().count() > MAX_DEPTH {
+            self.hold(rel, Held::Unjudged);
+            return;
+        }
+        let entries = match std::fs::read_dir(self.upper.join(rel)) {
+            Ok(entries) => entries,
+            Err(error) => {
+                // Nothing of it is applied; what could not be listed is named.
+                self.fail(rel, error);
+                return;
+            }
+        };
         let mut names: Vec<OsString> =
             entries.filter_map(Result::ok).map(|entry| entry.file_name()).collect();
         // `.git` last: what is judged against the repository as it was (is a file tracked?)
@@ -190,7 +210,10 @@ impl Layer<'_> {
         let parent = match self.real_parent(rel) {
             Ok(Some(parent)) => parent,
             // The directory it goes in is gone from the host: the host removed it during the run.
-            Ok(None) => return self.hold(rel, Held::Conflict),
+            Ok(None) => {
+                self.hold(rel, Held::Conflict);
+                return;
+            }
             Err(error) => return self.fail(rel, error),
         };
         let real = rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW).ok();
@@ -200,8 +223,11 @@ impl Layer<'_> {
                 let _ = std::fs::remove_file(&upper_path);
                 return;
             };
-            if let Some(why) = self.replacing_hold(rel, name, &parent, &real) {
-                return self.hold(rel, why);
+            if let Some(why) =
+                self.replacing_hold(rel, name, &parent, (&real, Replacing::Delete), git)
+            {
+                self.hold(rel, why);
+                return;
             }
             match remove_at(&parent, name) {
                 Ok(()) => {
@@ -219,24 +245,31 @@ impl Layer<'_> {
                 real.as_ref().is_some_and(|st| FileType::from_raw_mode(st.st_mode).is_dir());
             if real_is_dir && !opaque {
                 if let Some(GitVerdict::Hold(why)) = &git_here.verdict {
-                    return self.hold(rel, why.clone());
+                    self.hold(rel, why.clone());
+                    return;
                 }
                 return self.apply_dir(rel, git_here.inside.as_ref());
             }
             // A new tree, or one that replaces what the root had: judged entry by entry, what
             // is held moved out, then put in place whole.
             if let Some(GitVerdict::Hold(why)) = &git_here.verdict {
-                return self.hold(rel, why.clone());
+                self.hold(rel, why.clone());
+                return;
             }
             if let Some(why) = self.top_level_hold(rel, name, kind) {
-                return self.hold(rel, why);
+                self.hold(rel, why);
+                return;
             }
-            if let Some(why) =
-                real.as_ref().and_then(|real| self.replacing_hold(rel, name, &parent, real))
-            {
-                return self.hold(rel, why);
+            if let Some(why) = real.as_ref().and_then(|real| {
+                self.replacing_hold(rel, name, &parent, (real, Replacing::Overwrite), git)
+            }) {
+                self.hold(rel, why);
+                return;
             }
-            self.judge_tree(rel, git_here.inside.as_ref());
+            if self.judge_tree(rel, git_here.inside.as_ref()) == Judged::Incomplete {
+                self.hold(rel, Held::Unjudged);
+                return;
+            }
             return self.put_in_place(rel, name, &parent, real.as_ref());
         }
         let verdict = match git_here.verdict {
@@ -244,14 +277,21 @@ impl Layer<'_> {
             None => self.judge_outside_git(rel, name, &meta, real.as_ref()),
         };
         match verdict {
-            GitVerdict::Hold(why) => return self.hold(rel, why),
-            GitVerdict::Defer => return self.defer(rel),
+            GitVerdict::Hold(why) => {
+                self.hold(rel, why);
+                return;
+            }
+            GitVerdict::Defer => {
+                self.defer(rel);
+                return;
+            }
             GitVerdict::Pass => {}
         }
-        if let Some(why) =
-            real.as_ref().and_then(|real| self.replacing_hold(rel, name, &parent, real))
-        {
-            return self.hold(rel, why);
+        if let Some(why) = real.as_ref().and_then(|real| {
+            self.replacing_hold(rel, name, &parent, (real, Replacing::Overwrite), git)
+        }) {
+            self.hold(rel, why);
+            return;
         }
         self.put_in_place(rel, name, &parent, real.as_ref());
     }
@@ -264,23 +304,46 @@ impl Layer<'_> {
         rel: &Path,
         name: &OsStr,
         parent: &OwnedFd,
-        real: &rustix::fs::Stat,
+        (real, how): (&rustix::fs::Stat, Replacing),
+        git: Option<&InGit>,
     ) -> Option<Held> {
         let is_dir = FileType::from_raw_mode(real.st_mode).is_dir();
-        if is_dir && (name == ".git" || self.was_git_dir(rel)) {
+        // Inside a git directory only a submodule's git directory (under `modules/`) is a
+        // repository of its own; at its top, what makes it one.
+        let repository = match git {
+            None => is_dir && (name == ".git" || self.was_git_dir(rel)),
+            // A file there rewritten is judged by its content; removed, or a directory there
+            // replaced, the repository goes.
+            Some(git) if git.inner.is_empty() => {
+                (how == Replacing::Delete || is_dir)
+                    && ["HEAD", "objects", "refs", "config", "commondir"]
+                        .iter()
+                        .any(|top| name == *top)
+            }
+            Some(git) => {
+                git.inner.first().is_some_and(|first| first == "modules")
+                    && is_dir
+                    && self.was_git_dir(rel)
+            }
+        };
+        if repository {
             return Some(Held::RemovesRepository);
         }
         if self.changed_during_run(real) {
             return Some(Held::Conflict);
         }
-        if is_dir && self.changed_within(parent, name) {
+        if is_dir && self.changed_within(parent, name, 0) {
             return Some(Held::Conflict);
         }
         None
     }
 
     /// Whether anything in the root's directory `name` (in `dir`) was changed during the run.
-    fn changed_within(&self, dir: &OwnedFd, name: &OsStr) -> bool {
+    fn changed_within(&self, dir: &OwnedFd, name: &OsStr, depth: usize) -> bool {
+        // Too deep to look at whole: kept, as if changed.
+        if depth > MAX_DEPTH {
+            return true;
+        }
         let Ok(sub) = open_dir_at(dir, name) else { return false };
         let Ok(entries) = rustix::fs::Dir::read_from(&sub) else { return false };
         for entry in entries.filter_map(Result::ok) {
@@ -295,7 +358,7 @@ impl Layer<'_> {
             };
             if self.changed_during_run(&st)
                 || (FileType::from_raw_mode(st.st_mode).is_dir()
-                    && self.changed_within(&sub, &entry_name))
+                    && self.changed_within(&sub, &entry_name, depth + 1))
             {
                 return true;
             }
@@ -310,8 +373,11 @@ impl Layer<'_> {
         let dir = self.root.join(rel);
         for entry in std::fs::read_dir(&dir).into_iter().flatten().filter_map(Result::ok) {
             let name = entry.file_name();
-            // Rewritten by this run, so judged now.
-            if std::fs::symlink_metadata(self.upper.join(rel).join(&name)).is_ok() {
+            // Rewritten by this run, so judged now (a configuration as a new one: what it
+            // held before was never judged); but a merged `hooks/` keeps what it had.
+            if name != "hooks"
+                && std::fs::symlink_metadata(self.upper.join(rel).join(&name)).is_ok()
+            {
                 continue;
             }
             let Ok(kind) = entry.file_type() else { return Some(Held::GitDirectory) };
@@ -321,10 +387,15 @@ impl Layer<'_> {
             let text = name.to_string_lossy();
             match cordon_policies::git_dir_entry(&[text.as_ref()]) {
                 GitDirEntry::Ordinary if text == "hooks" => {
+                    let upper_hooks = self.upper.join(rel).join("hooks");
                     let planted = std::fs::read_dir(entry.path())
                         .into_iter()
                         .flatten()
                         .filter_map(Result::ok)
+                        .filter(|hook| {
+                            // One the run deleted (a whiteout) or rewrote is judged by the run.
+                            std::fs::symlink_metadata(upper_hooks.join(hook.file_name())).is_err()
+                        })
                         .any(|hook| !hook.file_name().to_string_lossy().ends_with(".sample"));
                     if planted {
                         return Some(Held::GitDirectory);
@@ -343,6 +414,7 @@ impl Layer<'_> {
                 GitDirEntry::Todo
                 | GitDirEntry::CommonDir
                 | GitDirEntry::Options
+                | GitDirEntry::Exclude
                 | GitDirEntry::Modules
                 | GitDirEntry::Other => return Some(Held::GitDirectory),
             }
@@ -397,6 +469,7 @@ impl Layer<'_> {
                     | GitDirEntry::Todo
                     | GitDirEntry::CommonDir
                     | GitDirEntry::Options
+                    | GitDirEntry::Exclude
                         if is_dir =>
                     {
                         GitVerdict::Hold(Held::GitDirectory)
@@ -408,7 +481,12 @@ impl Layer<'_> {
                                 .is_ok_and(|inside| !self.merged_path_has_link(inside))
                         };
                         let after = self.upper_text(rel);
-                        let before = self.root_text(rel);
+                        // A git directory this run made one: its configuration is new to git.
+                        let before = if self.fresh_git_dirs.contains(&git.git_dir) {
+                            String::new()
+                        } else {
+                            self.root_text(rel)
+                        };
                         match after {
                             Some(after)
                                 if !cordon_policies::repository_config_change_held(
@@ -425,6 +503,10 @@ impl Layer<'_> {
                     }
                     GitDirEntry::Options => self.judge_text(rel, name, |before, after| {
                         cordon_policies::options_change_held(before, after).then_some(Held::GitTodo)
+                    }),
+                    GitDirEntry::Exclude => self.judge_text(rel, name, |before, after| {
+                        cordon_policies::exclude_change_held(before, after)
+                            .then_some(Held::GitDirectory)
                     }),
                     GitDirEntry::Todo => self.judge_text(rel, name, |before, after| {
                         cordon_policies::todo_change_held(before, after).then_some(Held::GitTodo)
@@ -450,6 +532,7 @@ impl Layer<'_> {
                     if let Some(why) = self.unjudged_git_files(rel) {
                         return GitPlace { verdict: Some(GitVerdict::Hold(why)), inside: None };
                     }
+                    self.fresh_git_dirs.push(rel.to_path_buf());
                 }
                 Some(InGit { git_dir: rel.to_path_buf(), inner: Vec::new() })
             }
@@ -552,15 +635,21 @@ impl Layer<'_> {
     }
 
     /// Sets the upper directory's `rel` aside until the rest of the layer is applied.
-    fn defer(&mut self, rel: &Path) {
+    fn defer(&mut self, rel: &Path) -> Judged {
         let staged = self.deferred_dir.join(rel);
         let moved = staged
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
             .and_then(|()| std::fs::rename(self.upper.join(rel), &staged));
         match moved {
-            Ok(()) => self.deferred.push(rel.to_path_buf()),
-            Err(error) => self.fail(rel, error),
+            Ok(()) => {
+                self.deferred.push(rel.to_path_buf());
+                Judged::Whole
+            }
+            Err(error) => {
+                self.fail(rel, error);
+                Judged::Incomplete
+            }
         }
     }
 
@@ -610,7 +699,9 @@ impl Layer<'_> {
                         self.put_in_place(&rel, &name, &parent, real.as_ref());
                     }
                 }
-                Ok(None) => self.hold(&rel, Held::Conflict),
+                Ok(None) => {
+                    self.hold(&rel, Held::Conflict);
+                }
                 Err(error) => self.fail(&rel, error),
             }
         }
@@ -643,16 +734,31 @@ impl Layer<'_> {
 
     /// Judges every entry of a new tree at `rel` in the upper directory, moving what is held
     /// out of it, and clears what must not reach the root (set-id bits, overlay attributes).
-    fn judge_tree(&mut self, rel: &Path, git: Option<&InGit>) {
+    fn judge_tree(&mut self, rel: &Path, git: Option<&InGit>) -> Judged {
+        if rel.components().count() > MAX_DEPTH {
+            return Judged::Incomplete;
+        }
         strip(&self.upper.join(rel));
-        let Ok(entries) = std::fs::read_dir(self.upper.join(rel)) else { return };
-        let mut names: Vec<OsString> =
-            entries.filter_map(Result::ok).map(|entry| entry.file_name()).collect();
-        names.sort();
+        // A directory that cannot be listed whole (no read right, a path too long to name)
+        // cannot be judged: the caller holds the tree.
+        let Ok(entries) = std::fs::read_dir(self.upper.join(rel)) else {
+            return Judged::Incomplete;
+        };
+        let Ok(mut names) = entries
+            .map(|entry| entry.map(|entry| entry.file_name()))
+            .collect::<Result<Vec<OsString>, _>>()
+        else {
+            return Judged::Incomplete;
+        };
+        // `.git` last, as in a merged directory.
+        names.sort_by_key(|name| (name == ".git", name.clone()));
+        let mut judged = Judged::Whole;
         for name in names {
             let path = rel.join(&name);
             let upper_path = self.upper.join(&path);
-            let Ok(meta) = std::fs::symlink_metadata(&upper_path) else { continue };
+            let Ok(meta) = std::fs::symlink_metadata(&upper_path) else {
+                return Judged::Incomplete;
+            };
             let kind = meta.file_type();
             if kind.is_char_device() && meta.rdev() == 0 {
                 // A whiteout in a new tree hides nothing.
@@ -661,15 +767,18 @@ impl Layer<'_> {
             }
             let place = self.git_place(&path, &name, kind, git);
             if let Some(GitVerdict::Hold(why)) = place.verdict {
-                self.hold(&path, why);
+                judged = judged.and(self.hold(&path, why));
                 continue;
             }
             if kind.is_dir() {
                 if let Some(why) = self.top_level_hold(&path, &name, kind) {
-                    self.hold(&path, why);
+                    judged = judged.and(self.hold(&path, why));
                     continue;
                 }
-                self.judge_tree(&path, place.inside.as_ref());
+                if self.judge_tree(&path, place.inside.as_ref()) == Judged::Incomplete {
+                    // Held whole where it can be moved; else the tree above it is.
+                    judged = judged.and(self.hold(&path, Held::Unjudged));
+                }
                 continue;
             }
             if place.verdict.is_none() {
@@ -683,11 +792,11 @@ impl Layer<'_> {
                 };
                 match self.judge_outside_git(&path, &name, &meta, real.as_ref()) {
                     GitVerdict::Hold(why) => {
-                        self.hold(&path, why);
+                        judged = judged.and(self.hold(&path, why));
                         continue;
                     }
                     GitVerdict::Defer => {
-                        self.defer(&path);
+                        judged = judged.and(self.defer(&path));
                         continue;
                     }
                     GitVerdict::Pass => {}
@@ -695,6 +804,7 @@ impl Layer<'_> {
             }
             strip(&upper_path);
         }
+        judged
     }
 
     /// Judges a text file by `held(before, after)`: `before` what the root holds at `rel` (empty
@@ -756,21 +866,44 @@ impl Layer<'_> {
 
     /// Whether git tracks the root's `rel` (so a change to it shows in `git diff`): asked of git
     /// in the repository that holds it, with no configuration but the repository's own.
+    ///
+    /// Tracked before the run, and, when the run rewrote the repository's index, still tracked
+    /// there without `skip-worktree` or `assume-unchanged` (either would keep the change out of
+    /// `git status` and `git diff`).
     fn tracked(&self, rel: &Path) -> bool {
         let file = self.root.join(rel);
         let Some(dir) = file.parent() else { return false };
-        std::process::Command::new("git")
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .args(["-c", "core.fsmonitor=false", "ls-files", "--error-unmatch", "--"])
-            .arg(file.file_name().unwrap_or_default())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success())
+        let ls_files = |index: Option<&Path>| {
+            let mut git = std::process::Command::new("git");
+            git.current_dir(dir)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_OPTIONAL_LOCKS", "0")
+                .args(["-c", "core.fsmonitor=false", "ls-files", "-v", "--error-unmatch", "--"])
+                .arg(file.file_name().unwrap_or_default())
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            if let Some(index) = index {
+                git.env("GIT_INDEX_FILE", index);
+            }
+            git.output().ok().filter(|out| out.status.success()).map(|out| out.stdout)
+        };
+        // `H path`: tracked and shown; `S` is skip-worktree, a small letter assume-unchanged.
+        let shown = |listing: Option<Vec<u8>>| listing.is_some_and(|out| out.starts_with(b"H "));
+        if !shown(ls_files(None)) {
+            return false;
+        }
+        // The index the run wrote, if it wrote one: the repository's top is the nearest
+        // directory above with a `.git` directory.
+        let top = file.ancestors().skip(1).find(|dir| dir.join(".git").is_dir());
+        let new_index = top
+            .and_then(|top| top.strip_prefix(self.root).ok())
+            .map(|inside| self.upper.join(inside).join(".git/index"))
+            .filter(|index| index.is_file());
+        match new_index {
+            Some(index) => shown(ls_files(Some(&index))),
+            None => true,
+        }
     }
 
     /// What the repositories that hold the directory `dir` (found by walking up from it, in
@@ -781,9 +914,24 @@ impl Layer<'_> {
             return std::rc::Rc::clone(known);
         }
         let mut facts = RepositoryFacts::default();
+        // Every `core.hooksPath` of the repositories above (and the user's global one), and
+        // every directory above that is a repository's top once the run's changes are in (a
+        // worktree or repository the run made included): a relative hooks path is taken from
+        // each such top, as git takes it from whichever repository it runs in.
+        let mut hook_values: Vec<String> = Vec::new();
+        let mut tops: Vec<PathBuf> = Vec::new();
         let mut here = Some(dir);
         while let Some(top) = here {
+            // A `.git` of the run's, in the layer or set aside until the rest is in.
+            let made_here = top.strip_prefix(self.root).is_ok_and(|inside| {
+                [self.upper, self.deferred_dir.as_path()]
+                    .iter()
+                    .any(|base| std::fs::symlink_metadata(base.join(inside).join(".git")).is_ok())
+            });
             let git = top.join(".git");
+            if made_here || std::fs::symlink_metadata(&git).is_ok() {
+                tops.push(top.to_path_buf());
+            }
             let config = if git.is_dir() {
                 Some(git.join("config"))
             } else if git.is_file() {
@@ -796,9 +944,17 @@ impl Layer<'_> {
             };
             if let Some(config) = config {
                 include_targets(&config, self.context.home.as_deref(), &mut facts.includes, 0);
-                facts.hooks.extend(hooks_path(top, self.context.home.as_deref()));
+                hook_values.extend(hooks_path(top, self.context.home.as_deref()));
             }
             here = top.parent();
+        }
+        for value in &hook_values {
+            let value = Path::new(value);
+            if value.is_absolute() {
+                facts.hooks.push(resolved(value));
+                continue;
+            }
+            facts.hooks.extend(tops.iter().map(|top| resolved(&top.join(value))));
         }
         let facts = std::rc::Rc::new(facts);
         self.repository_facts.insert(dir.to_path_buf(), std::rc::Rc::clone(&facts));
@@ -842,16 +998,24 @@ impl Layer<'_> {
         }
     }
 
-    /// Moves the upper directory's `rel` to the held directory, and says so.
-    fn hold(&mut self, rel: &Path, why: Held) {
+    /// Moves the upper directory's `rel` to the held directory, and says so. `Incomplete` when
+    /// it could not be moved: it is still in the upper directory, and a tree holding it must
+    /// not be put in place.
+    fn hold(&mut self, rel: &Path, why: Held) -> Judged {
         let kept_at = self.held_dir.join(rel);
         let moved = kept_at
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
             .and_then(|()| std::fs::rename(self.upper.join(rel), &kept_at));
         match moved {
-            Ok(()) => self.report.held.push(HeldChange { path: self.root.join(rel), why, kept_at }),
-            Err(error) => self.fail(rel, error),
+            Ok(()) => {
+                self.report.held.push(HeldChange { path: self.root.join(rel), why, kept_at });
+                Judged::Whole
+            }
+            Err(error) => {
+                self.fail(rel, error);
+                Judged::Incomplete
+            }
         }
     }
 
@@ -888,6 +1052,31 @@ impl Layer<'_> {
     }
 }
 
+/// How a change replaces what the root has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replacing {
+    /// Removed (a whiteout).
+    Delete,
+    /// Replaced by the run's own file, link or directory.
+    Overwrite,
+}
+
+/// Whether every entry of a tree was judged (and what is held moved out of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Judged {
+    Whole,
+    Incomplete,
+}
+
+impl Judged {
+    fn and(self, other: Judged) -> Judged {
+        match (self, other) {
+            (Judged::Whole, Judged::Whole) => Judged::Whole,
+            _ => Judged::Incomplete,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum GitVerdict {
     Pass,
@@ -905,10 +1094,15 @@ struct RepositoryFacts {
     hooks: Vec<PathBuf>,
 }
 
-/// The hooks directory `core.hooksPath` sets for the repository whose work tree is `top`, as
-/// git itself reads its configuration (every spelling it accepts, includes, the user's global
-/// configuration); a relative one is taken from `top`, as git runs hooks there.
-fn hooks_path(top: &Path, home: Option<&Path>) -> Option<PathBuf> {
+/// `path` through its links where it exists, else by its names.
+fn resolved(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| cordon_policies::lexically_normal(path))
+}
+
+/// `core.hooksPath` of the repository whose work tree is `top`, as git itself reads its
+/// configuration (every spelling it accepts, includes, the user's global configuration; `~/`
+/// expanded), relative or not.
+fn hooks_path(top: &Path, home: Option<&Path>) -> Option<String> {
     let mut git = std::process::Command::new("git");
     git.current_dir(top)
         .env("GIT_OPTIONAL_LOCKS", "0")
@@ -925,9 +1119,7 @@ fn hooks_path(top: &Path, home: Option<&Path>) -> Option<PathBuf> {
     if !output.status.success() || value.is_empty() {
         return None;
     }
-    let path = Path::new(value);
-    let path = if path.is_absolute() { path.to_path_buf() } else { top.join(path) };
-    Some(std::fs::canonicalize(&path).unwrap_or_else(|_| cordon_policies::lexically_normal(&path)))
+    Some(value.to_owned())
 }
 
 struct GitPlace {
@@ -972,6 +1164,13 @@ fn read_at(dir: &OwnedFd, name: &OsStr) -> Option<String> {
 
 /// Removes `name` in `dir`, a whole tree when it is a directory, never following a link.
 fn remove_at(dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<()> {
+    remove_below(dir, name, 0)
+}
+
+fn remove_below(dir: &OwnedFd, name: &OsStr, depth: usize) -> rustix::io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(rustix::io::Errno::LOOP);
+    }
     let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
     if !FileType::from_raw_mode(st.st_mode).is_dir() {
         return rustix::fs::unlinkat(dir, name, AtFlags::empty());
@@ -986,9 +1185,30 @@ fn remove_at(dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<()> {
         }
     }
     for entry in names {
-        remove_at(&sub, &entry)?;
+        remove_below(&sub, &entry, depth + 1)?;
     }
     rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
+}
+
+/// Moves what `deferred` holds (files at their paths below the upper directory) back into
+/// `upper`.
+fn restore_deferred(deferred: &Path, upper: &Path) {
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        for entry in
+            std::fs::read_dir(deferred.join(&rel)).into_iter().flatten().filter_map(Result::ok)
+        {
+            let path = rel.join(entry.file_name());
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                dirs.push(path);
+                continue;
+            }
+            let back = upper.join(&path);
+            let _ = back.parent().map(std::fs::create_dir_all);
+            let _ = std::fs::rename(entry.path(), back);
+        }
+    }
+    let _ = std::fs::remove_dir_all(deferred);
 }
 
 /// Removes an overlay's work directory, whose directories the kernel made with mode 000.

@@ -455,6 +455,90 @@ const SPELLINGS: &[Spelling] = &[
         runs: &["rm -rf .git"],
         later: |scene| assert!(scene.ws.path().join(".git/HEAD").is_file(), "the history is gone"),
     },
+    Spelling {
+        name: "the repository's objects and refs removed",
+        setup: |_| {},
+        runs: &["rm -rf .git/objects .git/refs"],
+        later: |scene| {
+            assert!(scene.ws.path().join(".git/objects").is_dir(), "the objects are gone");
+            assert!(scene.ws.path().join(".git/refs").is_dir(), "the refs are gone");
+        },
+    },
+    Spelling {
+        name: "a directory made a git directory around a config rewritten in the second run",
+        setup: |_| {},
+        runs: &[
+            "mkdir d && printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' > d/config && \
+             mkdir -p d/hooks && printf '#!/bin/sh\\ntouch MARK\\n' > d/hooks/post-checkout && \
+             chmod +x d/hooks/post-checkout",
+            "cd d && mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD && \
+             echo '[user]' >> config && touch hooks/x.sample && cd .. && mkdir sub && \
+             echo 'gitdir: ../d' > sub/.git && \
+             git -c safe.directory='*' update-index --add --cacheinfo 160000,$(git -c safe.directory='*' rev-parse HEAD),sub",
+        ],
+        later: |scene| {
+            status_outside(scene.ws.path());
+            status_outside(&scene.ws.path().join("sub"));
+        },
+    },
+    Spelling {
+        name: "a repository in a directory the gate may not list",
+        setup: |_| {},
+        runs: &["mkdir -p new/x && cd new/x && git init -q && \
+                 git config core.fsmonitor 'touch MARK; false' && cd .. && chmod 311 x"],
+        later: |scene| status_outside(&scene.ws.path().join("new/x")),
+    },
+    Spelling {
+        name: "a hook in a worktree made in the run, where core.hooksPath points",
+        setup: |scene| {
+            git(scene.ws.path(), &["config", "core.hooksPath", ".husky/_"]).assert_ok();
+        },
+        runs: &["git -c safe.directory='*' worktree add -q wt && mkdir -p wt/.husky/_ && \
+                 printf '#!/bin/sh\\ntouch MARK\\n' > wt/.husky/_/pre-commit && \
+                 chmod +x wt/.husky/_/pre-commit"],
+        later: |scene| {
+            let _ = git(&scene.ws.path().join("wt"), &["commit", "-q", "--allow-empty", "-m", "z"]);
+        },
+    },
+    Spelling {
+        name: "a tracked tool configuration hidden from git diff by skip-worktree",
+        setup: |scene| {
+            let ws = scene.ws.path();
+            std::fs::create_dir_all(ws.join(".cargo")).unwrap();
+            std::fs::write(ws.join(".cargo/config.toml"), "[build]\njobs = 1\n").unwrap();
+            git(ws, &["add", ".cargo/config.toml"]).assert_ok();
+            git(ws, &["commit", "-qm", "cargo"]).assert_ok();
+        },
+        runs: &["printf '[build]\\nrustc-wrapper = \"MARK\"\\n' > .cargo/config.toml && \
+                 git -c safe.directory='*' update-index --skip-worktree .cargo/config.toml"],
+        later: |scene| {
+            let text = std::fs::read_to_string(scene.ws.path().join(".cargo/config.toml")).unwrap();
+            assert!(!text.contains("rustc-wrapper"), "a hidden change to cargo's config passed");
+        },
+    },
+    Spelling {
+        name: "an object store where the command writes directly",
+        setup: |_| {},
+        runs: &[
+            "mkdir -p /tmp/cordon-e2e-alt-$$ && echo /tmp/cordon-e2e-alt-$$ > .git/objects/info/alternates",
+        ],
+        later: |scene| {
+            assert!(!scene.ws.path().join(".git/objects/info/alternates").exists());
+        },
+    },
+    Spelling {
+        name: "a tree deeper than the gate follows",
+        setup: |_| {},
+        runs: &[
+            "python3 -c 'import os\nfor _ in range(300): os.mkdir(\"d\"); os.chdir(\"d\")\nopen(\"f\", \"w\").write(\"x\")' && mv d deep",
+        ],
+        later: |scene| {
+            // What lies past the depth the gate follows is held; what it judged above passes.
+            let bottom = scene.ws.path().join("deep").join("d/".repeat(299)).join("f");
+            assert!(!bottom.exists(), "an unjudged file passed");
+            assert!(scene.ws.path().join("deep/d/d").is_dir(), "the judged part was not applied");
+        },
+    },
 ];
 
 #[test]
