@@ -72,6 +72,89 @@ pub fn git_config_gained_code(before: &str, after: &str) -> bool {
     git_config_may_run_code(&added)
 }
 
+/// Whether `text` reads as a git configuration: section headers, keys under them, comments and
+/// blank lines, and nothing else. Any file of that shape is a configuration git would obey if
+/// one it reads included it (by a path, `~user/`, a condition, from any repository): such a file
+/// is judged as one wherever it lies, without first finding who includes it.
+pub fn git_config_shaped(text: &str) -> bool {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let key_line = |line: &str| {
+        let name = line.split('=').next().unwrap_or_default().trim();
+        name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    };
+    let mut headers = 0;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            let Some((_, rest)) = header.split_once(']') else { return false };
+            headers += 1;
+            let rest = rest.trim();
+            if !rest.is_empty() && !rest.starts_with(['#', ';']) && !key_line(rest) {
+                return false;
+            }
+            continue;
+        }
+        if headers == 0 || !key_line(line) {
+            return false;
+        }
+    }
+    headers > 0
+}
+
+/// Whether `after`, a file shaped like a git configuration ([`git_config_shaped`]) that
+/// replaced `before`, gained a key git knows to run code, include configuration or name a file
+/// it writes (the code list of the key allow-list; a key git does not know does nothing, so
+/// a TOML or INI file of another tool passes).
+pub fn git_config_gained_known_code(before: &str, after: &str) -> bool {
+    let known = sectioned_lines(before);
+    let mut section = String::new();
+    for (header, line) in sectioned_lines(after) {
+        let mut key_part = line;
+        if let Some(inside) = line.strip_prefix('[') {
+            let (name, rest) = inside.split_once(']').unwrap_or((inside, ""));
+            section = lenient_section(name);
+            key_part = rest.trim();
+            if key_part.is_empty() {
+                continue;
+            }
+        }
+        if known.contains(&(header, line)) {
+            continue;
+        }
+        let (name, value) = match key_part.split_once('=') {
+            Some((name, value)) => (name.trim(), Some(value.trim())),
+            None => (key_part.trim(), None),
+        };
+        if name.is_empty() || name.starts_with(['#', ';']) {
+            continue;
+        }
+        let full = format!("{section}.{}", name.to_ascii_lowercase());
+        if matches!(git_key_with_value(&full, value), GitKey::Code(_)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// A section header's inside as git names the section: `name "sub"` and `name.sub` alike.
+fn lenient_section(inside: &str) -> String {
+    match inside.split_once(' ') {
+        Some((name, sub)) => {
+            format!("{}.{}", name.to_ascii_lowercase(), sub.trim().trim_matches('"'))
+        }
+        None => match inside.split_once('.') {
+            Some((name, sub)) => {
+                format!("{}.{}", name.to_ascii_lowercase(), sub.to_ascii_lowercase())
+            }
+            None => inside.trim().to_ascii_lowercase(),
+        },
+    }
+}
+
 /// The values of every `path` key in an `include` or `includeIf` section of `text`, taken
 /// generously: on a line of its own or on the header's line, quoted or not, whatever the
 /// section's condition. A file named here is read by git as configuration (when the condition
@@ -180,6 +263,51 @@ mod tests {
         ] {
             assert!(git_config_gained_code(before, gained), "{gained}");
         }
+    }
+
+    #[test]
+    fn a_file_is_shaped_like_a_configuration_only_when_every_line_is_one() {
+        for text in [
+            "[core]\n\tfsmonitor = x\n",
+            "# c\n[include] path = x\n",
+            "\u{feff}[a \"b\"]\n\tk\n",
+            "[alias]\n\tst = status\n",
+        ] {
+            assert!(git_config_shaped(text), "{text:?}");
+        }
+        for text in [
+            "",
+            "# only comments\n",
+            "k = v\n[a]\n",
+            "[link]: https://example.test\n",
+            "# Title\n\nSome prose.\n",
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\n[dependencies]\nserde = { version = \"1\" }\n",
+        ] {
+            let shaped = git_config_shaped(text);
+            // TOML with plain keys is shaped; what matters is whether it gained code.
+            if text.starts_with("[package]") {
+                assert!(shaped && !git_config_gained_known_code("", text), "{text:?}");
+            } else {
+                assert!(!shaped, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_shaped_file_gains_code_only_with_a_key_git_runs() {
+        assert!(git_config_gained_known_code("", "[core]\n\tfsmonitor = x\n"));
+        assert!(git_config_gained_known_code("", "[core] fsmonitor = x\n"));
+        assert!(git_config_gained_known_code("", "[include]\n\tpath = ../x\n"));
+        assert!(git_config_gained_known_code("", "[alias]\n\tx = !sh\n"));
+        assert!(git_config_gained_known_code("", "[Alias]\n\tx = y\n"));
+        assert!(git_config_gained_known_code("", "[pager.log]\n\tx = y\n"));
+        assert!(!git_config_gained_known_code("", "[tool]\n\tname = x\n"));
+        let before = "[alias]\n\tst = status\n";
+        assert!(!git_config_gained_known_code(
+            before,
+            "[alias]\n\tst = status\n[user]\n\tname = u\n"
+        ));
+        assert!(git_config_gained_known_code(before, "[alias]\n\tst = status\n\tco = checkout\n"));
     }
 
     #[test]

@@ -92,6 +92,19 @@ const CODE: &[(&str, &str)] = &[
     ("init.templatedir", "a template directory's hooks are copied into new repositories"),
     ("uploadpack.packobjectshook", "a program git upload-pack runs"),
     ("web.browser", "the browser git web--browse runs"),
+    // Data that names a file git writes, or makes the user's next push destroy or send away:
+    // code in all but name.
+    ("http.cookiefile", "git fetch writes the server's cookies into this file"),
+    ("http.savecookies", "git fetch writes the server's cookies into http.cookieFile"),
+    ("http.*.cookiefile", "git fetch writes the server's cookies into this file"),
+    ("http.*.savecookies", "git fetch writes the server's cookies into http.cookieFile"),
+    ("remote.*.push", "the refs git push overwrites or deletes on the remote"),
+    ("remote.*.mirror", "git push deletes on the remote what is not here"),
+    ("remote.*.pushurl", "where git push sends the user's code"),
+    ("status.showuntrackedfiles", "hides new files from git status"),
+    ("core.excludesfile", "hides new files from git status"),
+    ("gc.repackfilterto", "git gc moves objects to this directory"),
+    ("format.outputdirectory", "git format-patch writes into this directory"),
 ];
 
 /// Keys whose value is data.

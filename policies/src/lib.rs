@@ -103,7 +103,10 @@ pub use domains::{
 };
 pub use env_policy::{EnvInherit, FilteredEnv, RemovalReason, RemovedVar, ShellEnvironmentPolicy};
 pub use env_secrets::{DEFAULT_EXCLUDE_EXCEPTIONS, DEFAULT_EXCLUDES, value_rules};
-pub use git_config::{git_config_gained_code, git_config_may_run_code, git_include_paths};
+pub use git_config::{
+    git_config_gained_code, git_config_gained_known_code, git_config_may_run_code,
+    git_config_shaped, git_include_paths,
+};
 pub use git_keys::{GitKey, git_key, git_key_with_value};
 pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use limits::{

@@ -302,6 +302,8 @@ pub const LOADED_FROM_PARENTS: &[(&str, &str)] = &[
     (".Rprofile", "R"),
     (".Renviron", "R"),
     ("mise.local.toml", "mise"),
+    (".mise.local.toml", "mise"),
+    ("mise/config.toml", "mise"),
     (".mise/config.toml", "mise"),
     (".config/mise.toml", "mise"),
     (".config/mise/config.toml", "mise"),
@@ -326,6 +328,9 @@ pub const LOADED_FROM_PARENTS: &[(&str, &str)] = &[
     // `pytest.ini` options (`-p plugin`).
     ("conftest.py", "pytest"),
     ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pytest.toml", "pytest"),
+    (".pytest.toml", "pytest"),
 ];
 
 /// The tool that loads `path` (a path relative to a writable root, or absolute) from a

@@ -119,6 +119,7 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             deferred: Vec::new(),
             layered: &layered,
             fresh_git_dirs: Vec::new(),
+            emptied: std::collections::HashMap::new(),
             repository_facts: std::collections::HashMap::new(),
             includes: global_includes.clone(),
             report: &mut report,
@@ -153,6 +154,8 @@ struct Layer<'a> {
     layered: &'a [PathBuf],
     /// Directories this run makes git directories (they were not before).
     fresh_git_dirs: Vec<PathBuf>,
+    /// [`Layer::empties_repository`] of each git directory asked about.
+    emptied: std::collections::HashMap<PathBuf, bool>,
     /// [`Layer::repositories_above`] of each directory asked about.
     repository_facts: std::collections::HashMap<PathBuf, std::rc::Rc<RepositoryFacts>>,
     /// Files a git configuration includes (absolute), judged as configurations.
@@ -223,6 +226,10 @@ impl Layer<'_> {
                 let _ = std::fs::remove_file(&upper_path);
                 return;
             };
+            if git.is_some_and(|git| self.empties_repository(git)) {
+                self.hold(rel, Held::RemovesRepository);
+                return;
+            }
             if let Some(why) =
                 self.replacing_hold(rel, name, &parent, (&real, Replacing::Delete), git)
             {
@@ -422,6 +429,63 @@ impl Layer<'_> {
         None
     }
 
+    /// Whether the run's deletions leave the git directory `git` (one it deletes in: under
+    /// `objects/`, `refs/` or `packed-refs`) without the objects or the refs it had before:
+    /// `git gc` and `git branch -d` delete there too, but never the last of either.
+    fn empties_repository(&mut self, git: &InGit) -> bool {
+        let first = git.inner.first().map(String::as_str);
+        if !matches!(first, Some("objects" | "refs" | "packed-refs")) {
+            return false;
+        }
+        if let Some(known) = self.emptied.get(&git.git_dir) {
+            return *known;
+        }
+        let dir = &git.git_dir;
+        let objects = |listing: &dyn Fn(&Path) -> Vec<OsString>| {
+            let packs = listing(&dir.join("objects/pack"))
+                .iter()
+                .any(|name| name.to_string_lossy().ends_with(".pack"));
+            packs
+                || listing(&dir.join("objects")).iter().any(|name| {
+                    let text = name.to_string_lossy();
+                    text.len() == 2
+                        && text.chars().all(|c| c.is_ascii_hexdigit())
+                        && !listing(&dir.join("objects").join(name)).is_empty()
+                })
+        };
+        let refs = |listing: &dyn Fn(&Path) -> Vec<OsString>| {
+            !listing(&dir.join("refs/heads")).is_empty()
+                || !listing(&dir.join("refs/tags")).is_empty()
+                || listing(dir).iter().any(|name| name == "packed-refs")
+        };
+        let emptied = {
+            let before = |rel: &Path| names_in(&self.root.join(rel));
+            let after = |rel: &Path| self.merged_names(rel);
+            (objects(&before) && !objects(&after)) || (refs(&before) && !refs(&after))
+        };
+        self.emptied.insert(dir.clone(), emptied);
+        emptied
+    }
+
+    /// The names in the root's directory `rel` once the run's changes are in: the root's, less
+    /// what the run deleted (or all of them, where it replaced the directory), and the run's.
+    fn merged_names(&self, rel: &Path) -> Vec<OsString> {
+        let upper = self.upper.join(rel);
+        let mut names: Vec<OsString> =
+            if is_opaque(&upper) { Vec::new() } else { names_in(&self.root.join(rel)) };
+        for entry in std::fs::read_dir(&upper).into_iter().flatten().filter_map(Result::ok) {
+            let name = entry.file_name();
+            let whiteout = entry
+                .metadata()
+                .is_ok_and(|meta| meta.file_type().is_char_device() && meta.rdev() == 0);
+            names.retain(|known| *known != name);
+            if !whiteout {
+                names.push(name);
+            }
+        }
+        names
+    }
+
     /// Whether the root's directory `rel` was a git directory before the run.
     fn was_git_dir(&self, rel: &Path) -> bool {
         let here = |name: &str| std::fs::symlink_metadata(self.root.join(rel).join(name)).is_ok();
@@ -608,6 +672,12 @@ impl Layer<'_> {
             if above.includes.iter().chain(&self.includes).any(below) {
                 return GitVerdict::Hold(Held::GitConfig);
             }
+        }
+        // Any file shaped like a git configuration that gained a key git runs is held wherever
+        // it lies: whatever includes it (another repository, `~user/`, a condition met later)
+        // need not be found first.
+        if kind.is_file() && self.shaped_config_gained_code(rel) {
+            return GitVerdict::Hold(Held::GitConfig);
         }
         if self.includes.contains(&absolute) || above.includes.contains(&absolute) {
             if !kind.is_file() {
@@ -830,6 +900,31 @@ impl Layer<'_> {
             Some(why) => GitVerdict::Hold(why),
             None => GitVerdict::Pass,
         }
+    }
+
+    /// Whether the upper directory's `rel` reads as a git configuration and gained a key git
+    /// runs. Only a file whose first line that is not a comment opens a section is read whole.
+    fn shaped_config_gained_code(&self, rel: &Path) -> bool {
+        use std::io::Read;
+        let Ok(file) = std::fs::File::open(self.upper.join(rel)) else { return false };
+        let mut head = Vec::with_capacity(4096);
+        if file.take(4096).read_to_end(&mut head).is_err() {
+            return false;
+        }
+        let head = String::from_utf8_lossy(&head);
+        let opens_section = head
+            .trim_start_matches('\u{feff}')
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty() && !line.starts_with(['#', ';']))
+            .is_some_and(|line| line.starts_with('['));
+        if !opens_section {
+            return false;
+        }
+        // Shaped like one, but too big or not text to read whole: held (git would read it).
+        let Some(after) = self.upper_text(rel) else { return true };
+        cordon_policies::git_config_shaped(&after)
+            && cordon_policies::git_config_gained_known_code(&self.root_text(rel), &after)
     }
 
     /// The upper directory's `rel` as text: a regular file under the cap, in UTF-8.
@@ -1211,6 +1306,16 @@ fn restore_deferred(deferred: &Path, upper: &Path) {
     let _ = std::fs::remove_dir_all(deferred);
 }
 
+/// The names in `dir` (none when it cannot be read).
+fn names_in(dir: &Path) -> Vec<OsString> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .collect()
+}
+
 /// Removes an overlay's work directory, whose directories the kernel made with mode 000.
 fn remove_work_dir(work: &Path) {
     let mut dirs = vec![work.to_path_buf()];
@@ -1336,11 +1441,19 @@ fn include_targets(file: &Path, home: Option<&Path>, targets: &mut Vec<PathBuf>,
     let text = String::from_utf8_lossy(&bytes);
     let base = file.parent().unwrap_or(Path::new("/"));
     for value in cordon_policies::git_include_paths(&text) {
-        let path = match value.strip_prefix("~/") {
-            Some(rest) => match home {
-                Some(home) => home.join(rest),
-                None => continue,
-            },
+        let path = match value.strip_prefix('~') {
+            // `~/…` is the user's home, `~name/…` another user's, as git expands them.
+            Some(rest) => {
+                let (user, rest) = rest.split_once('/').unwrap_or((rest, ""));
+                let home = match user {
+                    "" => home.map(Path::to_path_buf),
+                    user => nix::unistd::User::from_name(user).ok().flatten().map(|u| u.dir),
+                };
+                match home {
+                    Some(home) => home.join(rest),
+                    None => continue,
+                }
+            }
             None if Path::new(&value).is_absolute() => PathBuf::from(&value),
             None => base.join(&value),
         };

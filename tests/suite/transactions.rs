@@ -527,6 +527,52 @@ const SPELLINGS: &[Spelling] = &[
         },
     },
     Spelling {
+        name: "git's cookie jar pointed at a start-up file",
+        setup: |_| {},
+        runs: &["git config http.saveCookies true && git config http.cookieFile '~/.bashrc'"],
+        later: |scene| {
+            let config = std::fs::read_to_string(scene.ws.path().join(".git/config")).unwrap();
+            assert!(!config.to_ascii_lowercase().contains("cookie"), "{config}");
+        },
+    },
+    Spelling {
+        name: "a push that deletes the remote's branches, and files hidden from git status",
+        setup: |_| {},
+        runs: &[
+            "git config remote.origin.push :refs/heads/main && git config remote.origin.mirror true && \
+                 git config status.showUntrackedFiles no && git config core.excludesFile .hidden",
+        ],
+        later: |scene| {
+            let config = std::fs::read_to_string(scene.ws.path().join(".git/config")).unwrap();
+            for key in ["push", "mirror", "showuntrackedfiles", "excludesfile"] {
+                assert!(!config.to_ascii_lowercase().contains(key), "{key}: {config}");
+            }
+        },
+    },
+    Spelling {
+        name: "a repository emptied of its objects and refs",
+        setup: |_| {},
+        runs: &[
+            "rm -rf .git/objects/* .git/refs/heads/* .git/packed-refs .git/logs && : > .git/index",
+        ],
+        later: |scene| {
+            git(scene.ws.path(), &["log", "-1"]).assert_ok();
+        },
+    },
+    Spelling {
+        name: "a configuration file another repository includes",
+        setup: |scene| {
+            let ws = scene.ws.path();
+            std::fs::create_dir_all(ws.join("shared")).unwrap();
+            std::fs::write(ws.join("shared/git.cfg"), "[user]\n\tname = t\n").unwrap();
+            repository(&ws.join("nested/sub"));
+            git(&ws.join("nested/sub"), &["config", "include.path", "../../../shared/git.cfg"])
+                .assert_ok();
+        },
+        runs: &["printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' >> shared/git.cfg"],
+        later: |scene| status_outside(&scene.ws.path().join("nested/sub")),
+    },
+    Spelling {
         name: "a tree deeper than the gate follows",
         setup: |_| {},
         runs: &[
