@@ -26,12 +26,14 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
     let take_terminal = terminal == Terminal::Foreground;
     let controlling = terminal == Terminal::Controlling;
     let detach = own_group_or_session(command, terminal);
+    let open_files = original_open_file_limit();
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (prctl, getppid, close_range, signal, tcsetpgrp, getpid,
-    // setsid, ioctl) and `_exit`; it allocates nothing and touches no lock.
+    // setsid, ioctl, getrlimit, setrlimit) and `_exit`; it allocates nothing and touches no lock.
     unsafe {
         command.pre_exec(move || {
             mark_descriptors_close_on_exec();
+            restore_open_files(open_files);
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -76,6 +78,47 @@ fn become_terminal_session() -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The soft limit of open files cordon started with, once it raised its own (0 before).
+#[cfg(target_os = "linux")]
+static ORIGINAL_OPEN_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Records the soft limit of open files cordon started with, when it raises its own: the
+/// commands it starts get it back. The first one recorded stays.
+#[cfg(target_os = "linux")]
+pub fn record_original_open_files(soft: u64) {
+    let _ = ORIGINAL_OPEN_FILES.compare_exchange(
+        0,
+        soft,
+        std::sync::atomic::Ordering::SeqCst,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}
+
+/// The soft limit of open files cordon started with, if it raised its own.
+#[cfg(target_os = "linux")]
+fn original_open_file_limit() -> Option<u64> {
+    match ORIGINAL_OPEN_FILES.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        soft => Some(soft),
+    }
+}
+
+/// In a child cordon starts: the soft limit of open files cordon was started with (`soft`, when
+/// cordon raised its own), not the one cordon raised. Only `getrlimit` and `setrlimit`, which
+/// are async-signal-safe.
+#[cfg(target_os = "linux")]
+fn restore_open_files(soft: Option<u64>) {
+    let Some(soft) = soft else { return };
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: two system calls on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
+            limit.rlim_cur = soft.min(limit.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit);
+        }
+    }
 }
 
 /// Makes `command`'s child enter the directory `dir` with `fchdir`, instead of changing to a
@@ -355,6 +398,7 @@ pub fn spawn_namespace_init(
             // here, as in `prepare_child`. The one the helper is told about (`--proxy-fd`) it
             // keeps.
             mark_descriptors_close_on_exec();
+            restore_open_files(original_open_file_limit());
             // SAFETY: a clone of a one-thread process (above) that never returns to code that
             // owns a descriptor; descriptor 3 is the status pipe put there above, and the
             // plan's `--proxy-fd` is its hand-over socket, whose owner (the plan, in this

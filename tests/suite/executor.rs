@@ -33,7 +33,10 @@ impl Executor {
         // The keyboard's and the terminal's signals at their defaults, as a harness in the
         // foreground has them: started in the background or under `nohup`, the suite inherited
         // them ignored, and an ignored signal stays ignored for every command.
-        let mut child = Command::new("env")
+        // And with the soft limit of open files most machines give a program (systemd's 1024),
+        // whatever the machine running the suite gives it.
+        let mut child = Command::new("sh")
+            .args(["-c", "ulimit -Sn 1024 2>/dev/null; exec \"$@\"", "sh", "env"])
             .args(["--default-signal=HUP,INT,QUIT", CORDON])
             .arg("executor")
             .args(["-C", work.path().to_str().unwrap()])
@@ -478,4 +481,16 @@ fn a_session_the_sandbox_blocked_is_offered_an_unsandboxed_retry_under_on_failur
     let text = ex.text("exec_command", json!({"cmd": cmd}));
     assert!(!target.exists(), "{text}");
     assert!(!text.contains("WITHOUT"), "{text}");
+}
+
+/// The executor raises its own soft limit of open files (64 sessions hold more than 1024), and
+/// the commands it starts get the one it was given back (the suite starts it with 1024).
+#[test]
+fn a_session_gets_the_open_file_limit_the_executor_was_given() {
+    require_sandbox!(1);
+    let mut ex = Executor::start(&[]);
+    for tty in [false, true] {
+        let text = ex.text("exec_command", json!({"cmd": "ulimit -Sn", "tty": tty}));
+        assert!(text.lines().any(|line| line.trim() == "1024"), "tty {tty}: {text}");
+    }
 }

@@ -566,7 +566,8 @@ const SPELLINGS: &[Spelling] = &[
             std::fs::create_dir_all(ws.join("shared")).unwrap();
             std::fs::write(ws.join("shared/git.cfg"), "[user]\n\tname = t\n").unwrap();
             repository(&ws.join("nested/sub"));
-            git(&ws.join("nested/sub"), &["config", "include.path", "../../../shared/git.cfg"])
+            let shared = ws.join("shared/git.cfg");
+            git(&ws.join("nested/sub"), &["config", "include.path", shared.to_str().unwrap()])
                 .assert_ok();
         },
         runs: &["printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' >> shared/git.cfg"],

@@ -21,13 +21,16 @@ use serde::Serialize;
 /// services do, for what holds a descriptor per item a command decides the number of: the
 /// proxy's client connections (two each), the git dirs of the writable roots watched during a
 /// run (one each). The usual soft limit of 1024 would otherwise stop the proxy near 500
-/// connections and refuse every run in a workspace with a thousand repositories. The processes
-/// cordon starts afterwards inherit the higher soft limit.
+/// connections and refuse every run in a workspace with a thousand repositories, and a server
+/// near thirty sessions (each holds its terminal or pipes and its watched git dirs). The
+/// commands cordon starts get the soft limit it started with back (Linux; `crate::sys`):
+/// a program that `select()`s is not handed descriptors past 1024.
 pub(crate) fn raise_open_file_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+            #[cfg(target_os = "linux")]
+            crate::sys::record_original_open_files(soft);
         }
     }
 }

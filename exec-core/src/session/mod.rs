@@ -164,6 +164,9 @@ impl SessionManager {
         // unsandboxed session has no PID namespace to end it) comes back here, so that
         // `shutdown` can end it.
         crate::sys::become_subreaper();
+        // Up to 64 live sessions, each holding its terminal or pipes and the git dirs its
+        // watch keeps open: more than the usual soft limit of 1024 descriptors.
+        crate::limits::raise_open_file_limit();
         SessionManager { orchestrator, defaults, table: Mutex::new(Table::default()) }
     }
 
