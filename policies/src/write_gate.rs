@@ -242,41 +242,25 @@ pub fn repository_config_change_held(
 /// Whether the sequencer's options, replaced by `after`, gained a line that names a merge
 /// strategy (git runs `git-merge-STRATEGY`, or the path it names, when the pick goes on).
 pub fn options_change_held(before: &str, after: &str) -> bool {
-    let strategy_lines = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|line| line.to_ascii_lowercase().contains("strategy"))
-            .map(|line| line.trim().to_owned())
-            .collect()
-    };
-    let known = strategy_lines(before);
-    strategy_lines(after).iter().any(|line| !known.contains(line))
+    gained_line(before, after, |line| line.to_ascii_lowercase().contains("strategy"))
 }
 
 /// Whether `info/exclude`, replaced by `after`, gained a pattern: one would hide what the
 /// command planted from `git status` (what `git init` writes is comments only).
 pub fn exclude_change_held(before: &str, after: &str) -> bool {
-    let patterns = |text: &str| -> Vec<String> {
-        text.lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-            .map(str::to_owned)
-            .collect()
-    };
-    let known = patterns(before);
-    patterns(after).iter().any(|line| !known.contains(line))
+    gained_line(before, after, |line| !line.is_empty() && !line.starts_with('#'))
 }
 
 /// Whether a rebase or sequencer plan, replaced by `after`, gained an `exec` line (git runs
 /// it, outside any sandbox, at `git rebase --continue`).
 pub fn todo_change_held(before: &str, after: &str) -> bool {
-    let exec_lines = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|line| matches!(line.split_whitespace().next(), Some("exec" | "x")))
-            .map(|line| line.trim().to_owned())
-            .collect()
-    };
-    let known = exec_lines(before);
-    exec_lines(after).iter().any(|line| !known.contains(line))
+    gained_line(before, after, |line| matches!(line.split_whitespace().next(), Some("exec" | "x")))
+}
+
+/// Whether `after` has a line (trimmed) that `counts` and `before` does not have.
+fn gained_line(before: &str, after: &str, counts: impl Fn(&str) -> bool) -> bool {
+    let known: Vec<&str> = before.lines().map(str::trim).filter(|line| counts(line)).collect();
+    after.lines().map(str::trim).filter(|line| counts(line)).any(|line| !known.contains(&line))
 }
 
 /// Files tools load from the directory they run in or one of its parents, with the tool: a

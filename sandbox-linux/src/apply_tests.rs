@@ -29,6 +29,17 @@ fn write(path: &Path, text: &str) {
     fs::write(path, text).unwrap();
 }
 
+/// What `report` held, by path below `root` (sorted), with why.
+fn held_in(report: &ApplyReport, root: &Path) -> Vec<(String, Held)> {
+    let mut held: Vec<(String, Held)> = report
+        .held
+        .iter()
+        .map(|h| (h.path.strip_prefix(root).unwrap().display().to_string(), h.why.clone()))
+        .collect();
+    held.sort_by(|a, b| a.0.cmp(&b.0));
+    held
+}
+
 fn context() -> ApplyContext {
     ApplyContext {
         home: None,
@@ -66,12 +77,7 @@ fn hooks_configs_that_gain_code_and_tool_files_are_held_and_the_rest_applied() {
     write(&r.upper.join(".envrc"), "evil\n");
     write(&r.upper.join("README"), "fine\n");
     let report = apply_layers(&r.run, &context());
-    let mut held: Vec<(String, Held)> = report
-        .held
-        .iter()
-        .map(|h| (h.path.strip_prefix(&r.root).unwrap().display().to_string(), h.why.clone()))
-        .collect();
-    held.sort_by(|a, b| a.0.cmp(&b.0));
+    let held = held_in(&report, &r.root);
     assert_eq!(
         held,
         vec![
@@ -162,12 +168,7 @@ fn links_and_pointers_that_lead_where_the_command_writes_directly_are_held() {
     fs::create_dir_all(r.upper.join(".git/worktrees-not")).unwrap();
     let context = ApplyContext { direct_roots: vec![direct_root], ..context() };
     let report = apply_layers(&r.run, &context);
-    let mut held: Vec<(String, Held)> = report
-        .held
-        .iter()
-        .map(|h| (h.path.strip_prefix(&r.root).unwrap().display().to_string(), h.why.clone()))
-        .collect();
-    held.sort_by(|a, b| a.0.cmp(&b.0));
+    let held = held_in(&report, &r.root);
     assert_eq!(
         held,
         vec![
