@@ -927,6 +927,21 @@ impl Layer<'_> {
             && cordon_policies::git_config_gained_known_code(&self.root_text(rel), &after)
     }
 
+    /// The git the gate asks (what a repository's index tracks, where its hooks are): the first
+    /// on `PATH` in a directory outside every writable root, so never one a sandboxed command
+    /// could have put there; `/usr/bin/git` when `PATH` has none.
+    fn git(&self) -> PathBuf {
+        let writable = |dir: &Path| {
+            self.layered.iter().chain(&self.context.direct_roots).any(|root| dir.starts_with(root))
+        };
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute() && !writable(dir))
+            .map(|dir| dir.join("git"))
+            .find(|git| git.is_file())
+            .unwrap_or_else(|| PathBuf::from("/usr/bin/git"))
+    }
+
     /// The upper directory's `rel` as text: a regular file under the cap, in UTF-8.
     fn upper_text(&self, rel: &Path) -> Option<String> {
         let bytes = cordon_policies::read_start_file(&self.upper.join(rel), READ_CAP).ok()??;
@@ -969,7 +984,7 @@ impl Layer<'_> {
         let file = self.root.join(rel);
         let Some(dir) = file.parent() else { return false };
         let ls_files = |index: Option<&Path>| {
-            let mut git = std::process::Command::new("git");
+            let mut git = std::process::Command::new(self.git());
             git.current_dir(dir)
                 .env("GIT_CONFIG_NOSYSTEM", "1")
                 .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -1039,7 +1054,7 @@ impl Layer<'_> {
             };
             if let Some(config) = config {
                 include_targets(&config, self.context.home.as_deref(), &mut facts.includes, 0);
-                hook_values.extend(hooks_path(top, self.context.home.as_deref()));
+                hook_values.extend(hooks_path(&self.git(), top, self.context.home.as_deref()));
             }
             here = top.parent();
         }
@@ -1197,8 +1212,8 @@ fn resolved(path: &Path) -> PathBuf {
 /// `core.hooksPath` of the repository whose work tree is `top`, as git itself reads its
 /// configuration (every spelling it accepts, includes, the user's global configuration; `~/`
 /// expanded), relative or not.
-fn hooks_path(top: &Path, home: Option<&Path>) -> Option<String> {
-    let mut git = std::process::Command::new("git");
+fn hooks_path(program: &Path, top: &Path, home: Option<&Path>) -> Option<String> {
+    let mut git = std::process::Command::new(program);
     git.current_dir(top)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .args(["-c", "safe.directory=*", "config", "--path", "--get", "core.hooksPath"])
