@@ -281,10 +281,12 @@ impl Runner for LocalRunner<'_> {
         #[cfg(target_os = "linux")]
         let transaction = match (self.helper.writes, sandbox) {
             (crate::transaction::WriteMode::Transaction, SandboxKind::Linux) => {
-                Some(crate::transaction::Transaction::begin(
+                let context = apply_context(request, self.helper);
+                let begun = crate::transaction::Transaction::begin(
                     self.helper.user_view.cordon_home.as_deref(),
-                    &apply_context(request, self.helper),
-                )?)
+                    &context,
+                )?;
+                Some((begun, context))
             }
             _ => None,
         };
@@ -300,7 +302,7 @@ impl Runner for LocalRunner<'_> {
         #[cfg(target_os = "linux")]
         {
             launch.walked = watch.as_ref().map(GitWatch::walked);
-            launch.writes_to = transaction.as_ref().map(|t| t.layers_dir().to_path_buf());
+            launch.writes_to = transaction.as_ref().map(|(t, _)| t.layers_dir().to_path_buf());
         }
         let spec = plan_launch(&launch, self.helper)?;
         log_plan(&spec, self.helper, proxy.is_some());
@@ -310,10 +312,9 @@ impl Runner for LocalRunner<'_> {
         // The command and its overlay are gone: its changes are applied through the gate.
         #[cfg(target_os = "linux")]
         let (writes, held_back) = match transaction {
-            Some(transaction) => (
-                crate::transaction::WriteMode::Transaction,
-                transaction.apply(apply_context(request, self.helper)),
-            ),
+            Some((transaction, context)) => {
+                (crate::transaction::WriteMode::Transaction, transaction.apply(context))
+            }
             None => (crate::transaction::WriteMode::Direct, Vec::new()),
         };
         #[cfg(not(target_os = "linux"))]

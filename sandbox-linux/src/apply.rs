@@ -565,20 +565,20 @@ impl Layer<'_> {
                             _ => GitVerdict::Hold(Held::GitConfig),
                         }
                     }
-                    GitDirEntry::Options => self.judge_text(rel, name, |before, after| {
+                    GitDirEntry::Options => self.judge_text(rel, |before, after| {
                         cordon_policies::options_change_held(before, after).then_some(Held::GitTodo)
                     }),
-                    GitDirEntry::Exclude => self.judge_text(rel, name, |before, after| {
+                    GitDirEntry::Exclude => self.judge_text(rel, |before, after| {
                         cordon_policies::exclude_change_held(before, after)
                             .then_some(Held::GitDirectory)
                     }),
-                    GitDirEntry::Todo => self.judge_text(rel, name, |before, after| {
+                    GitDirEntry::Todo => self.judge_text(rel, |before, after| {
                         cordon_policies::todo_change_held(before, after).then_some(Held::GitTodo)
                     }),
                     GitDirEntry::CommonDir => {
                         let worktree_dir = self.root.join(rel.parent().unwrap_or(rel));
                         let git_dir = self.root.join(&git.git_dir);
-                        self.judge_text(rel, name, |_, after| {
+                        self.judge_text(rel, |_, after| {
                             (!cordon_policies::commondir_leads_back(after, &worktree_dir, &git_dir))
                                 .then_some(Held::GitPointer)
                         })
@@ -640,7 +640,7 @@ impl Layer<'_> {
             }
             let dir = self.root.join(rel.parent().unwrap_or(Path::new("")));
             let root = self.root.to_path_buf();
-            return match self.judge_text(rel, name, |_, after| {
+            return match self.judge_text(rel, |_, after| {
                 (!cordon_policies::pointer_stays_inside(after, &dir, &root))
                     .then_some(Held::GitPointer)
             }) {
@@ -683,7 +683,7 @@ impl Layer<'_> {
             if !kind.is_file() {
                 return GitVerdict::Hold(Held::GitConfig);
             }
-            return self.judge_text(rel, name, |before, after| {
+            return self.judge_text(rel, |before, after| {
                 cordon_policies::config_change_held(before, after).then_some(Held::GitConfig)
             });
         }
@@ -706,12 +706,7 @@ impl Layer<'_> {
 
     /// Sets the upper directory's `rel` aside until the rest of the layer is applied.
     fn defer(&mut self, rel: &Path) -> Judged {
-        let staged = self.deferred_dir.join(rel);
-        let moved = staged
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::rename(self.upper.join(rel), &staged));
-        match moved {
+        match move_to(&self.upper.join(rel), &self.deferred_dir.join(rel)) {
             Ok(()) => {
                 self.deferred.push(rel.to_path_buf());
                 Judged::Whole
@@ -745,13 +740,7 @@ impl Layer<'_> {
                         })
                 });
             // Its directory may have gone into the root whole meanwhile.
-            let back = self
-                .upper
-                .join(&rel)
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::rename(&staged, self.upper.join(&rel)));
-            if let Err(error) = back {
+            if let Err(error) = move_to(&staged, &self.upper.join(&rel)) {
                 self.fail(&rel, error);
                 continue;
             }
@@ -853,7 +842,7 @@ impl Layer<'_> {
             }
             if place.verdict.is_none() {
                 // What the root had there, when its directory is not new too.
-                let real = match self.real_parent_or_none(&path) {
+                let real = match self.real_parent(&path) {
                     Ok(Some(parent)) => {
                         rustix::fs::statat(&parent, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
                             .ok()
@@ -883,20 +872,10 @@ impl Layer<'_> {
     fn judge_text(
         &mut self,
         rel: &Path,
-        name: &OsStr,
         held: impl FnOnce(&str, &str) -> Option<Held>,
     ) -> GitVerdict {
-        let unreadable = || GitVerdict::Hold(Held::GitConfig);
-        let after = match cordon_policies::read_start_file(&self.upper.join(rel), READ_CAP) {
-            Ok(Some(bytes)) => bytes,
-            _ => return unreadable(),
-        };
-        let Ok(after) = String::from_utf8(after) else { return unreadable() };
-        let before = match self.real_parent_or_none(rel) {
-            Ok(Some(parent)) => read_at(&parent, name).unwrap_or_default(),
-            _ => String::new(),
-        };
-        match held(&before, &after) {
+        let Some(after) = self.upper_text(rel) else { return GitVerdict::Hold(Held::GitConfig) };
+        match held(&self.root_text(rel), &after) {
             Some(why) => GitVerdict::Hold(why),
             None => GitVerdict::Pass,
         }
@@ -951,7 +930,7 @@ impl Layer<'_> {
     /// What the root holds at `rel` as text (empty when nothing, or not a regular file).
     fn root_text(&self, rel: &Path) -> String {
         let name = rel.file_name().unwrap_or_default();
-        match self.real_parent_or_none(rel) {
+        match self.real_parent(rel) {
             Ok(Some(parent)) => read_at(&parent, name).unwrap_or_default(),
             _ => String::new(),
         }
@@ -1113,11 +1092,7 @@ impl Layer<'_> {
     /// not be put in place.
     fn hold(&mut self, rel: &Path, why: Held) -> Judged {
         let kept_at = self.held_dir.join(rel);
-        let moved = kept_at
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::rename(self.upper.join(rel), &kept_at));
-        match moved {
+        match move_to(&self.upper.join(rel), &kept_at) {
             Ok(()) => {
                 self.report.held.push(HeldChange { path: self.root.join(rel), why, kept_at });
                 Judged::Whole
@@ -1142,10 +1117,6 @@ impl Layer<'_> {
     /// The root's directory that holds `rel`, opened from the root down without following a
     /// link; `Ok(None)` when one on the way is missing or not a directory.
     fn real_parent(&self, rel: &Path) -> std::io::Result<Option<OwnedFd>> {
-        self.real_parent_or_none(rel)
-    }
-
-    fn real_parent_or_none(&self, rel: &Path) -> std::io::Result<Option<OwnedFd>> {
         let mut fd = rustix::io::dup(self.root_fd)?;
         for component in rel.parent().into_iter().flat_map(Path::iter) {
             match open_dir_at(&fd, component) {
@@ -1313,12 +1284,18 @@ fn restore_deferred(deferred: &Path, upper: &Path) {
                 dirs.push(path);
                 continue;
             }
-            let back = upper.join(&path);
-            let _ = back.parent().map(std::fs::create_dir_all);
-            let _ = std::fs::rename(entry.path(), back);
+            let _ = move_to(&entry.path(), &upper.join(&path));
         }
     }
     let _ = std::fs::remove_dir_all(deferred);
+}
+
+/// Renames `from` (in cordon's run directory) to `to`, making the directories `to` needs.
+fn move_to(from: &Path, to: &Path) -> std::io::Result<()> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::rename(from, to)
 }
 
 /// The names in `dir` (none when it cannot be read).
