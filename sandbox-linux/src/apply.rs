@@ -121,6 +121,8 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             fresh_git_dirs: Vec::new(),
             emptied: std::collections::HashMap::new(),
             repository_facts: std::collections::HashMap::new(),
+            repository_configs: std::collections::HashMap::new(),
+            git: std::cell::OnceCell::new(),
             includes: global_includes.clone(),
             report: &mut report,
         };
@@ -156,6 +158,10 @@ struct Layer<'a> {
     fresh_git_dirs: Vec<PathBuf>,
     /// [`Layer::empties_repository`] of each git directory asked about.
     emptied: std::collections::HashMap<PathBuf, bool>,
+    /// [`Layer::repository_config`] of each repository read.
+    repository_configs: std::collections::HashMap<PathBuf, std::rc::Rc<RepositoryConfig>>,
+    /// [`Layer::git`], found once.
+    git: std::cell::OnceCell<PathBuf>,
     /// [`Layer::repositories_above`] of each directory asked about.
     repository_facts: std::collections::HashMap<PathBuf, std::rc::Rc<RepositoryFacts>>,
     /// Files a git configuration includes (absolute), judged as configurations.
@@ -909,16 +915,21 @@ impl Layer<'_> {
     /// The git the gate asks (what a repository's index tracks, where its hooks are): the first
     /// on `PATH` in a directory outside every writable root, so never one a sandboxed command
     /// could have put there; `/usr/bin/git` when `PATH` has none.
-    fn git(&self) -> PathBuf {
-        let writable = |dir: &Path| {
-            self.layered.iter().chain(&self.context.direct_roots).any(|root| dir.starts_with(root))
-        };
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .filter(|dir| dir.is_absolute() && !writable(dir))
-            .map(|dir| dir.join("git"))
-            .find(|git| git.is_file())
-            .unwrap_or_else(|| PathBuf::from("/usr/bin/git"))
+    fn git(&self) -> &Path {
+        self.git.get_or_init(|| {
+            let writable = |dir: &Path| {
+                self.layered
+                    .iter()
+                    .chain(&self.context.direct_roots)
+                    .any(|root| dir.starts_with(root))
+            };
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            std::env::split_paths(&path)
+                .filter(|dir| dir.is_absolute() && !writable(dir))
+                .map(|dir| dir.join("git"))
+                .find(|git| git.is_file())
+                .unwrap_or_else(|| PathBuf::from("/usr/bin/git"))
+        })
     }
 
     /// The upper directory's `rel` as text: a regular file under the cap, in UTF-8.
@@ -1032,8 +1043,9 @@ impl Layer<'_> {
                 None
             };
             if let Some(config) = config {
-                include_targets(&config, self.context.home.as_deref(), &mut facts.includes, 0);
-                hook_values.extend(hooks_path(&self.git(), top, self.context.home.as_deref()));
+                let read = self.repository_config(top, &config);
+                facts.includes.extend(read.includes.iter().cloned());
+                hook_values.extend(read.hooks.iter().cloned());
             }
             here = top.parent();
         }
@@ -1048,6 +1060,21 @@ impl Layer<'_> {
         let facts = std::rc::Rc::new(facts);
         self.repository_facts.insert(dir.to_path_buf(), std::rc::Rc::clone(&facts));
         facts
+    }
+
+    /// What the repository at `top` (its configuration `config`) includes and its
+    /// `core.hooksPath`: read once per repository (one `git config` run), however many changed
+    /// directories lie below it.
+    fn repository_config(&mut self, top: &Path, config: &Path) -> std::rc::Rc<RepositoryConfig> {
+        if let Some(known) = self.repository_configs.get(top) {
+            return std::rc::Rc::clone(known);
+        }
+        let mut includes = Vec::new();
+        include_targets(config, self.context.home.as_deref(), &mut includes, 0);
+        let hooks = hooks_path(self.git(), top, self.context.home.as_deref());
+        let read = std::rc::Rc::new(RepositoryConfig { includes, hooks });
+        self.repository_configs.insert(top.to_path_buf(), std::rc::Rc::clone(&read));
+        read
     }
 
     /// Moves the upper directory's `rel` into the root, replacing what is there.
@@ -1164,6 +1191,15 @@ enum GitVerdict {
     Hold(Held),
     /// Judged again once the rest of the layer is in place (a `.git` pointer file).
     Defer,
+}
+
+/// What one repository's configuration makes git read or run.
+#[derive(Debug)]
+struct RepositoryConfig {
+    /// Files it includes (absolute).
+    includes: Vec<PathBuf>,
+    /// Its `core.hooksPath`, as git reads it (relative or not).
+    hooks: Option<String>,
 }
 
 /// What the repositories above a directory make git read or run.
