@@ -114,7 +114,8 @@ else
     || { echo "$out" >&2; fail "npm pack through --preset npm"; }
   [ -f "$home/pkg/is-number-7.0.0.tgz" ] || { echo "$out" >&2; fail "npm pack wrote no package"; }
   [ ! -e "$home/.npm" ] || fail "the sandboxed npm wrote the user's own cache ~/.npm"
-  [ -d "$home/.cordon/cache/npm/_cacache" ] || fail "the preset's cache ~/.cordon/cache/npm was not used"
-  preset_note="npm pack through --preset npm, into ~/.cordon/cache/npm only"
+  ls -d "$home"/.cordon/workspaces/*/cache/npm/_cacache >/dev/null 2>&1 \
+    || fail "the preset's cache ~/.cordon/workspaces/ID/cache/npm was not used"
+  preset_note="npm pack through --preset npm, into the workspace's cache in ~/.cordon/workspaces only"
 fi
 echo "install: ok (install block, completions, man pages, doctor, first run: hello, then a denial that never offers the home directory; --dry-run, config show; $preset_note)"

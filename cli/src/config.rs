@@ -47,6 +47,12 @@ pub struct Config {
     /// Package-manager presets every run gets (`--preset` adds to them; docs/presets.md).
     #[serde(default)]
     pub presets: Vec<String>,
+    /// Settings of the presets' hidden configuration files (`~/.npmrc`, pip's user files) the
+    /// user says hold no secret, so their values may reach sandboxed commands:
+    /// `"npm.registry"`, `"npm.@scope:registry"`, `"pip.index-url"`, `"pip.extra-index-url"`,
+    /// `"pip.trusted-host"`.
+    #[serde(default)]
+    pub preset_settings_not_secret: Vec<String>,
     /// `[limits]`: `memory = "2G"`, `pids = 512`, … (the keys of `--limit`).
     #[serde(default)]
     pub limits: ConfigLimits,

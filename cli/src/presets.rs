@@ -15,9 +15,10 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use cordon_exec_core::Workspace;
 use cordon_policies::{
     ClientConfigs, ConfigFile, DomainMatcher, DomainRules, EnvSnapshot, Preset, PresetPlan,
-    SandboxPolicy, plan_preset,
+    SandboxPolicy, Visibility, plan_preset,
 };
 
 /// A `--preset` name cordon does not know: a usage error (exit 2), like any bad flag.
@@ -50,6 +51,8 @@ pub struct Requested {
     /// Whether any was named with `--preset`: a config's presets are a default for every run
     /// and do not apply where nothing can be written (read-only), a flag's must.
     pub on_command_line: OnCommandLine,
+    /// Config `preset_settings_not_secret`.
+    pub not_secret: std::collections::BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,8 +62,22 @@ pub enum OnCommandLine {
     No,
 }
 
-/// The presets asked for: `--preset` (a usage error when unknown) and config `presets`.
-pub fn requested(flags: &[String], config: &[String]) -> anyhow::Result<Requested> {
+/// The presets asked for: `--preset` (a usage error when unknown) and config `presets`, with
+/// the config's `preset_settings_not_secret` (each checked against the settings it may name).
+pub fn requested(
+    flags: &[String],
+    config: &[String],
+    not_secret: &[String],
+) -> anyhow::Result<Requested> {
+    for name in not_secret {
+        if !cordon_policies::known_hidden_setting(name) {
+            bail!(
+                "config preset_settings_not_secret: {name:?} is not a setting a preset reads                  from a hidden file: \"npm.registry\", \"npm.@scope:registry\", \
+                 \"pip.index-url\", \"pip.extra-index-url\" or \"pip.trusted-host\" \
+                 (docs/presets.md)"
+            );
+        }
+    }
     let mut presets = Vec::new();
     for name in flags {
         presets.push(Preset::from_name(name).ok_or_else(|| UnknownPreset { name: name.clone() })?);
@@ -77,7 +94,7 @@ pub fn requested(flags: &[String], config: &[String]) -> anyhow::Result<Requeste
     presets.sort();
     presets.dedup();
     let on_command_line = if flags.is_empty() { OnCommandLine::No } else { OnCommandLine::Yes };
-    Ok(Requested { presets, on_command_line })
+    Ok(Requested { presets, on_command_line, not_secret: not_secret.iter().cloned().collect() })
 }
 
 /// Set by commands that only look (`--dry-run`, `policy check`): the caches are planned and
@@ -130,8 +147,13 @@ pub fn apply(
             root.display()
         );
     }
-    let configs = read_client_configs(user_view, &roots)?;
-    let cache_root = cordon_home.join("cache");
+    let mut configs = read_client_configs(user_view, &roots)?;
+    configs.not_secret = requested.not_secret.clone();
+    // Each workspace has caches of its own: what one project's sandboxed runs put there never
+    // reaches another project's build.
+    let workspace = Workspace::of(cwd, &cordon_home)
+        .with_context(|| format!("cannot resolve the workspace {}", cwd.display()))?;
+    let cache_root = workspace.cache_root();
     let mut plans = Vec::new();
     for preset in presets {
         let plan = plan_preset(*preset, &configs, &cache_root)?;
@@ -141,7 +163,7 @@ pub fn apply(
         plans.push(plan);
     }
     if !LOOK_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
-        prepare_caches(&cordon_home, &plans)?;
+        prepare_caches(&cordon_home, &workspace, &plans)?;
     }
     let SandboxPolicy::WorkspaceWrite(ww) = policy else { return Ok(Vec::new()) };
     ww.writable_roots.extend(plans.iter().map(|plan| plan.cache.clone()));
@@ -189,23 +211,33 @@ fn read_client_configs(view: &EnvSnapshot, roots: &[PathBuf]) -> anyhow::Result<
         .filter(|p| p.is_absolute())
         .or_else(|| in_home(".cargo"));
     let mut configs = ClientConfigs { env: env.clone(), ..ClientConfigs::default() };
+    // npm's and pip's user files are hidden from sandboxed commands (they hold tokens and
+    // index passwords); the site-wide pip files and cargo's configuration (its credentials
+    // are a file of their own) are not.
     if let Some(path) = npmrc {
-        configs.npmrc = read_outside(&path, roots)?;
+        configs.npmrc = read_outside(&path, roots, Visibility::Hidden)?;
     }
     for path in pip_files.into_iter().flatten() {
-        configs.pip_confs.extend(read_outside(&path, roots)?);
+        let visibility =
+            if path.starts_with("/etc") { Visibility::Readable } else { Visibility::Hidden };
+        configs.pip_confs.extend(read_outside(&path, roots, visibility)?);
     }
     if let Some(dir) = cargo_home {
-        configs.cargo_config = match read_outside(&dir.join("config.toml"), roots)? {
+        let readable = Visibility::Readable;
+        configs.cargo_config = match read_outside(&dir.join("config.toml"), roots, readable)? {
             Some(file) => Some(file),
-            None => read_outside(&dir.join("config"), roots)?,
+            None => read_outside(&dir.join("config"), roots, readable)?,
         };
     }
     Ok(configs)
 }
 
 /// `path`'s text when it exists and neither it nor what it links to lies inside a root.
-fn read_outside(path: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<ConfigFile>> {
+fn read_outside(
+    path: &Path,
+    roots: &[PathBuf],
+    visibility: Visibility,
+) -> anyhow::Result<Option<ConfigFile>> {
     if !path.is_absolute() {
         return Ok(None);
     }
@@ -230,14 +262,24 @@ fn read_outside(path: &Path, roots: &[PathBuf]) -> anyhow::Result<Option<ConfigF
         )]);
         return Ok(None);
     }
-    Ok(crate::state_files::read(&target)?.map(|text| ConfigFile { path: path.to_path_buf(), text }))
+    Ok(crate::state_files::read(&target)?.map(|text| ConfigFile {
+        path: path.to_path_buf(),
+        text,
+        visibility,
+    }))
 }
 
-/// Creates `$CORDON_HOME/cache/<tool>` (0700, owned by this user, never through a link),
-/// marks it as a cache, and writes cargo's carried configuration. Every cache is writable by
-/// sandboxed commands, so nothing in it is trusted: files are replaced by rename (which
-/// replaces a planted link, never follows it), never opened for writing in place.
-fn prepare_caches(cordon_home: &Path, plans: &[PresetPlan]) -> anyhow::Result<()> {
+/// Creates the workspace's caches, `$CORDON_HOME/workspaces/<id>/cache/<tool>` (0700, owned
+/// by this user, never through a link), marks them as caches, and writes cargo's carried
+/// configuration. Every cache is writable by sandboxed commands, so nothing in it is trusted:
+/// files are replaced by rename (which replaces a planted link, never follows it), never
+/// opened for writing in place, and whatever a command left at a name cordon writes is
+/// removed, or moved aside when it cannot be, so the run goes on.
+fn prepare_caches(
+    cordon_home: &Path,
+    workspace: &Workspace,
+    plans: &[PresetPlan],
+) -> anyhow::Result<()> {
     // `$CORDON_HOME` itself is the user's (a link to elsewhere is theirs to make): created
     // private when missing, otherwise left as it is.
     std::fs::DirBuilder::new()
@@ -245,24 +287,27 @@ fn prepare_caches(cordon_home: &Path, plans: &[PresetPlan]) -> anyhow::Result<()
         .recursive(true)
         .create(cordon_home)
         .with_context(|| format!("cannot create {}", cordon_home.display()))?;
-    let cache_root = cordon_home.join("cache");
+    workspace.prepare().with_context(|| format!("cannot create {}", workspace.dir().display()))?;
+    let trash = workspace.trash();
+    let cache_root = workspace.cache_root();
     private_dir(&cache_root)?;
     // Marked too: the search for repositories skips a cache that is a writable root only when
     // its parent, which no sandboxed command can write, says it holds caches.
-    replace_file(&cache_root, "CACHEDIR.TAG", CACHEDIR_TAG)?;
+    replace_file(&cache_root, "CACHEDIR.TAG", CACHEDIR_TAG, &trash)?;
     for plan in plans {
         private_dir(&plan.cache)?;
         // Keeps the sandbox's search for repositories, and backup tools, out of the cache.
-        replace_file(&plan.cache, "CACHEDIR.TAG", CACHEDIR_TAG)?;
+        replace_file(&plan.cache, "CACHEDIR.TAG", CACHEDIR_TAG, &trash)?;
         if let Some(config) = &plan.carried_config {
-            replace_file(&plan.cache, "config.toml", config)?;
+            replace_file(&plan.cache, "config.toml", config, &trash)?;
             // The older name wins over `config.toml` in cargo: one a sandboxed run left there
             // would hide the user's configuration.
             let planted = plan.cache.join("config");
-            remove_planted(&planted)
+            remove_planted(&planted, &trash)
                 .with_context(|| format!("cannot remove {}", planted.display()))?;
         }
     }
+    cordon_exec_core::empty_trash(&trash);
     Ok(())
 }
 
@@ -297,29 +342,27 @@ fn private_dir(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Removes whatever a sandboxed run left at `path` — a file, a link (not followed), a
-/// directory with its contents — so that a name cordon writes cannot be blocked for good.
-fn remove_planted(path: &Path) -> std::io::Result<()> {
-    let removed = match std::fs::symlink_metadata(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(error) => return Err(error),
-        // `remove_dir_all` does not follow links inside the directory.
-        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
-        Ok(_) => std::fs::remove_file(path),
-    };
-    match removed {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
+/// directory with its contents, however it set their modes — or moves it into `trash` when
+/// it cannot, so that a name cordon writes cannot be blocked for good.
+fn remove_planted(path: &Path, trash: &Path) -> std::io::Result<()> {
+    if let Some(aside) = cordon_exec_core::remove_or_move_aside(path, trash)? {
+        crate::terminal::say(&[format!(
+            "cordon could not remove {} (a sandboxed command made it); moved it to {}",
+            path.display(),
+            aside.display()
+        )]);
     }
+    Ok(())
 }
 
 /// Writes `text` as `dir/name` through a new file renamed over it (a directory planted at the
 /// name is removed first: a rename cannot replace one).
-fn replace_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
-    if std::fs::symlink_metadata(dir.join(name)).is_ok_and(|meta| meta.is_dir()) {
-        remove_planted(&dir.join(name))
-            .with_context(|| format!("cannot remove {}", dir.join(name).display()))?;
-    }
+fn replace_file(dir: &Path, name: &str, text: &str, trash: &Path) -> anyhow::Result<()> {
     let path = dir.join(name);
+    if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+        remove_planted(&path, trash)
+            .with_context(|| format!("cannot remove {}", path.display()))?;
+    }
     crate::state_files::write_replacing(&path, text, 0o600)
         .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", path.display()))
 }
@@ -347,7 +390,10 @@ fn canonical_even_if_missing(path: &Path) -> PathBuf {
 pub fn doctor_report(config_presets: &[String]) -> serde_json::Value {
     let view = crate::config::user_view().unwrap_or_default();
     let configs = read_client_configs(&view, &[]);
-    let cache_root = view.cordon_home.unwrap_or_default().join("cache");
+    let cordon_home = view.cordon_home.unwrap_or_default();
+    let cache_root = std::env::current_dir()
+        .and_then(|cwd| Workspace::of(&cwd, &cordon_home))
+        .map_or_else(|_| cordon_home.join("workspaces/…/cache"), |w| w.cache_root());
     let presets: Vec<serde_json::Value> = Preset::ALL
         .iter()
         .map(|preset| {
@@ -373,8 +419,8 @@ pub fn render_doctor(out: &mut String, report: &serde_json::Value) {
     use std::fmt::Write as _;
     let _ = writeln!(
         out,
-        "\npresets (--preset NAME: the registry hosts below, a cache only sandboxed runs \
-         write; docs/presets.md):"
+        "\npresets (--preset NAME: the registry hosts below, a cache only this workspace's \
+         sandboxed runs write; docs/presets.md):"
     );
     for preset in report.as_array().into_iter().flatten() {
         let hosts: Vec<&str> =

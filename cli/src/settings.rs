@@ -122,7 +122,11 @@ impl Settings {
                 policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
             ),
         };
-        let mut presets = crate::presets::requested(&flags.presets, &config.presets)?;
+        let mut presets = crate::presets::requested(
+            &flags.presets,
+            &config.presets,
+            &config.preset_settings_not_secret,
+        )?;
         if matches!(workspace, Workspace::Remote { .. }) {
             if presets.on_command_line == crate::presets::OnCommandLine::Yes {
                 bail!(

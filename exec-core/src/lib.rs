@@ -80,6 +80,8 @@ mod sys;
 mod terminal_filter;
 mod test_hooks;
 mod transaction;
+mod upkeep;
+mod workspace;
 
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
@@ -114,3 +116,5 @@ pub use stdio::{stdin as protocol_stdin, stdout as protocol_stdout};
 pub use terminal_filter::Charset as TerminalCharset;
 pub use test_hooks::proxy_resolve as test_hook_proxy_resolve;
 pub use transaction::{HeldBack, TransactionError, WriteMode, held_back_warning};
+pub use upkeep::{empty_trash, remove_or_move_aside, remove_tree};
+pub use workspace::Workspace;

@@ -123,7 +123,8 @@ pub use paths::{
 pub use permission_profile::{CODEX_PROTECTED_NAMES, ProfileError, policy_from_permission_profile};
 pub use preset_configs::RegistryUrl;
 pub use presets::{
-    ClientConfigs, ConfigFile, Preset, PresetError, PresetPlan, plan_preset, preset_for_cache_path,
+    ClientConfigs, ConfigFile, Preset, PresetError, PresetPlan, Visibility, known_hidden_setting,
+    plan_preset, preset_for_cache_path,
 };
 pub use reading::read_command;
 pub use rules::{Rule, RuleDecision, RuleSet, RuleSource, RulesError, allow_rule_toml};

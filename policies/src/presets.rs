@@ -98,6 +98,17 @@ pub fn preset_for_cache_path(path: &Path, home: &Path) -> Option<Preset> {
 pub struct ConfigFile {
     pub path: PathBuf,
     pub text: String,
+    pub visibility: Visibility,
+}
+
+/// Whether sandboxed commands can read a configuration file themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// Hidden from them (it is where the tool keeps credentials): nothing read from it enters
+    /// the sandbox, whatever it looks like, unless the user named the setting as not secret.
+    Hidden,
+    /// Readable by them anyway (a site-wide file): its values may be passed on.
+    Readable,
 }
 
 /// What the presets are decided from: the user's configuration files that exist (the caller
@@ -113,6 +124,19 @@ pub struct ClientConfigs {
     pub cargo_config: Option<ConfigFile>,
     /// cordon's own environment (the user's `npm_config_registry`, `PIP_INDEX_URL`, …).
     pub env: BTreeMap<String, String>,
+    /// Settings of hidden files the user named as not secret (config
+    /// `preset_settings_not_secret`): `npm.registry`, `npm.@scope:registry`, `pip.index-url`,
+    /// `pip.extra-index-url`, `pip.trusted-host`.
+    pub not_secret: std::collections::BTreeSet<String>,
+}
+
+/// The settings `preset_settings_not_secret` may name.
+pub fn known_hidden_setting(name: &str) -> bool {
+    matches!(name, "npm.registry" | "pip.index-url" | "pip.extra-index-url" | "pip.trusted-host")
+        || name
+            .strip_prefix("npm.@")
+            .and_then(|rest| rest.strip_suffix(":registry"))
+            .is_some_and(|scope| !scope.is_empty())
 }
 
 /// What one preset adds to a sandboxed run.
@@ -171,21 +195,29 @@ fn plan_npm(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
             .map_err(|error| PresetError { path: file.path.clone(), detail: error.to_string() })?,
         None => NpmConfig::default(),
     };
+    let file_visibility = configs.npmrc.as_ref().map_or(Visibility::Readable, |f| f.visibility);
+    let mut registry_from = npm.registry.as_ref().map_or(Visibility::Readable, |_| file_visibility);
     // npm reads its settings from `npm_config_*` variables first, in any case.
     if let Some(url) = env_value(&configs.env, "npm_config_registry") {
         npm.registry = Some(url);
+        registry_from = Visibility::Readable;
     }
     let registry = npm.registry.unwrap_or_else(|| "https://registry.npmjs.org/".to_owned());
     // `~/.npmrc` is hidden from the command (it holds tokens): the registries reach npm as
-    // variables instead, without credentials.
-    let mut urls = vec![("npm_config_registry".to_owned(), registry)];
-    urls.extend(
-        npm.scoped.into_iter().map(|(scope, url)| (format!("npm_config_{scope}:registry"), url)),
-    );
-    for (variable, url) in urls {
+    // variables instead, without credentials, when the user said they hold no secret.
+    let mut urls =
+        vec![("npm_config_registry".to_owned(), "registry".to_owned(), registry, registry_from)];
+    urls.extend(npm.scoped.into_iter().map(|(scope, url)| {
+        (format!("npm_config_{scope}:registry"), format!("{scope}:registry"), url, file_visibility)
+    }));
+    for (variable, setting, url, from) in urls {
         let parsed = RegistryUrl::parse(&url)
             .ok_or_else(|| npm_error(configs, format!("{variable}: not an http or https URL")))?;
         plan.hosts.push(parsed.host_pattern());
+        let source = configs.npmrc.as_ref().map(|file| file.path.as_path());
+        if withheld(plan, configs, &setting, (from, source), &parsed) {
+            continue;
+        }
         if npm.expanded.contains(&url) {
             plan.notes.push(format!(
                 "npm: the registry URL for {} takes a ${{VARIABLE}} from your environment, which \
@@ -209,15 +241,33 @@ fn npm_error(configs: &ClientConfigs, detail: String) -> PresetError {
 
 fn plan_pip(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), PresetError> {
     let mut pip = PipConfig::default();
+    // Which file set each of the three settings last (none: the environment or the default).
+    let mut from: [Option<&ConfigFile>; 3] = [None; 3];
     for file in &configs.pip_confs {
+        let before = pip.clone();
         parse_pip_conf(&file.text, &mut pip)
             .map_err(|error| PresetError { path: file.path.clone(), detail: error.to_string() })?;
+        let changed = [
+            pip.index_url != before.index_url,
+            pip.extra_index_urls != before.extra_index_urls,
+            pip.trusted_hosts != before.trusted_hosts,
+        ];
+        for (slot, changed) in from.iter_mut().zip(changed) {
+            if changed {
+                *slot = Some(file);
+            }
+        }
     }
     if let Some(url) = env_value(&configs.env, "PIP_INDEX_URL") {
         pip.index_url = Some(url);
+        from[0] = None;
     }
     if let Some(urls) = env_value(&configs.env, "PIP_EXTRA_INDEX_URL") {
         pip.extra_index_urls = urls.split_whitespace().map(str::to_owned).collect();
+        from[1] = None;
+    }
+    fn origin(slot: Option<&ConfigFile>) -> (Visibility, Option<&Path>) {
+        slot.map_or((Visibility::Readable, None), |f| (f.visibility, Some(f.path.as_path())))
     }
     // The URL itself is not shown: it may hold a password.
     let bad = |_: &str| PresetError {
@@ -239,16 +289,23 @@ fn plan_pip(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
     }
     // pip's user files are hidden from the command (index URLs may carry passwords): what it
     // is configured for reaches it as variables, without credentials.
-    if pip.index_url.is_some() {
+    if pip.index_url.is_some() && !withheld(plan, configs, "index-url", origin(from[0]), &index_url)
+    {
         pass_url(plan, "PIP_INDEX_URL", &index_url);
     }
-    if !extras.is_empty() {
+    let extras_withheld = extras
+        .first()
+        .is_some_and(|first| withheld(plan, configs, "extra-index-url", origin(from[1]), first));
+    if !extras.is_empty() && !extras_withheld {
         let kept: Vec<String> = extras.iter().filter_map(|url| shown_url(plan, url)).collect();
         if !kept.is_empty() {
             plan.env.push(("PIP_EXTRA_INDEX_URL".to_owned(), kept.join(" ")));
         }
     }
-    if !pip.trusted_hosts.is_empty() {
+    let hidden_hosts = origin(from[2]);
+    if !pip.trusted_hosts.is_empty()
+        && !withheld_setting(plan, configs, "trusted-host", hidden_hosts, "its trusted hosts")
+    {
         plan.env.push(("PIP_TRUSTED_HOST".to_owned(), pip.trusted_hosts.join(" ")));
     }
     Ok(())
@@ -305,6 +362,45 @@ fn env_value(env: &BTreeMap<String, String>, name: &str) -> Option<String> {
         .or_else(|| env.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v))
         .filter(|value| !value.is_empty())
         .cloned()
+}
+
+/// Whether the value of `setting`, read from a file as `origin` says, stays out of the
+/// sandbox: a value from a hidden file does, whatever its shape, unless the user named the
+/// setting as not secret. Says so, with how to pass it on purpose.
+fn withheld(
+    plan: &mut PresetPlan,
+    configs: &ClientConfigs,
+    setting: &str,
+    origin: (Visibility, Option<&Path>),
+    url: &RegistryUrl,
+) -> bool {
+    // The client's own default registry, named again: it tells nothing the client does not
+    // know (credentials and token-shaped paths are still taken out on the way).
+    if plan.preset.default_hosts().contains(&url.host.as_str()) {
+        return false;
+    }
+    withheld_setting(plan, configs, setting, origin, &format!("its URL for {}", url.host))
+}
+
+fn withheld_setting(
+    plan: &mut PresetPlan,
+    configs: &ClientConfigs,
+    setting: &str,
+    (visibility, path): (Visibility, Option<&Path>),
+    what: &str,
+) -> bool {
+    let name = plan.preset.name();
+    let key = format!("{name}.{setting}");
+    if visibility == Visibility::Readable || configs.not_secret.contains(&key) {
+        return false;
+    }
+    let file = path.map_or_else(|| "a hidden file".to_owned(), |p| p.display().to_string());
+    plan.notes.push(format!(
+        "{name}: {setting} in {file} ({what}) is not passed to the command: the file is hidden \
+         from sandboxed commands, and nothing read from it enters the sandbox; if it holds no \
+         secret, add \"{key}\" to preset_settings_not_secret in your config (docs/presets.md)"
+    ));
+    true
 }
 
 /// Sets `variable` to `url` without its credentials, unless what is left still looks like a

@@ -2,7 +2,15 @@ use super::*;
 use pretty_assertions::assert_eq;
 
 fn file(path: &str, text: &str) -> Option<ConfigFile> {
-    Some(ConfigFile { path: PathBuf::from(path), text: text.to_owned() })
+    Some(ConfigFile {
+        path: PathBuf::from(path),
+        text: text.to_owned(),
+        visibility: Visibility::Hidden,
+    })
+}
+
+fn not_secret(settings: &[&str]) -> std::collections::BTreeSet<String> {
+    settings.iter().map(|s| (*s).to_owned()).collect()
 }
 
 fn env_of(vars: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -42,6 +50,7 @@ fn npm_takes_the_registries_of_the_users_npmrc_without_tokens_or_passwords() {
              @corp:registry=https://npm.corp.example/${NPM_PATH_TOKEN}/\n",
         ),
         env: env_of(&[("NPM_PATH_TOKEN", "plainlookingvalue")]),
+        not_secret: not_secret(&["npm.registry", "npm.@acme:registry", "npm.@corp:registry"]),
         ..ClientConfigs::default()
     };
     let plan = plan_preset(Preset::Npm, &configs, Path::new("/c")).unwrap();
@@ -89,8 +98,10 @@ fn pip_reads_index_settings_from_its_files_in_order_and_the_environment_last() {
                 path: "/etc/pip.conf".into(),
                 text: "[global]\ncert = /etc/ssl/x.pem\nindex-url = https://old.example/simple\n"
                     .into(),
+                visibility: Visibility::Readable,
             },
             ConfigFile {
+                visibility: Visibility::Hidden,
                 path: "/home/u/.config/pip/pip.conf".into(),
                 text: "[global]\nindex_url = https://me:pw@mirror.example/simple\n\
                        extra-index-url =\n    https://extra.example/simple\n    \
@@ -98,6 +109,7 @@ fn pip_reads_index_settings_from_its_files_in_order_and_the_environment_last() {
                     .into(),
             },
         ],
+        not_secret: not_secret(&["pip.index-url", "pip.extra-index-url", "pip.trusted-host"]),
         ..ClientConfigs::default()
     };
     let plan = plan_preset(Preset::Pip, &configs, Path::new("/c")).unwrap();
@@ -193,5 +205,97 @@ fn a_token_in_a_registry_urls_path_or_query_is_never_passed_on() {
         "https://registry.example:8443/",
     ] {
         assert!(!super::holds_a_token(url), "{url}");
+    }
+}
+
+/// A value read from a file hidden from the sandbox stays out whatever it looks like — the
+/// shapes a guess at tokens missed, and random ones — until the user names the setting as not
+/// secret; a readable site-wide file's values and the user's own variables still pass.
+#[test]
+fn nothing_read_from_a_hidden_file_enters_the_sandbox_whatever_its_shape() {
+    let mut shapes = vec![
+        "https://pkgs.example/simple/6f1c2a9e-1b3d-4c5e-9f7a-2b8c4d6e8f00/".to_owned(),
+        "https://pkgs.example/QwErTyUiOpAsDfGh/acme/simple/".to_owned(),
+        "https://pkgs.example/t/Zk3d-9dQx_7LpMnB2/simple/".to_owned(),
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..20 {
+        let word: String = (0..14)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_";
+                alphabet[(seed % alphabet.len() as u64) as usize] as char
+            })
+            .collect();
+        shapes.push(format!("https://pkgs.example/{word}/simple/"));
+    }
+    for url in &shapes {
+        let token = url.trim_start_matches("https://pkgs.example/");
+        let pip = ClientConfigs {
+            pip_confs: vec![ConfigFile {
+                path: "/home/u/.config/pip/pip.conf".into(),
+                text: format!(
+                    "[global]\nindex-url = {url}\nextra-index-url = {url}x/\n\
+                     trusted-host = pkgs.example\n"
+                ),
+                visibility: Visibility::Hidden,
+            }],
+            ..ClientConfigs::default()
+        };
+        let plan = plan_preset(Preset::Pip, &pip, Path::new("/c")).unwrap();
+        let everything = format!("{:?}", plan.env);
+        assert!(!everything.contains("pkgs.example"), "{url}: {everything}");
+        assert!(!everything.contains(token), "{url}: {everything}");
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.contains("\"pip.index-url\" to preset_settings_not_secret")),
+            "{:?}",
+            plan.notes
+        );
+        let npm = ClientConfigs {
+            npmrc: file("/home/u/.npmrc", &format!("registry={url}\n@acme:registry={url}\n")),
+            ..ClientConfigs::default()
+        };
+        let plan = plan_preset(Preset::Npm, &npm, Path::new("/c")).unwrap();
+        let everything = format!("{:?}", plan.env);
+        assert!(!everything.contains("pkgs.example"), "{url}: {everything}");
+    }
+    // Named as not secret, a plain URL passes; a readable file's and the user's own do anyway.
+    let named = ClientConfigs {
+        npmrc: file("/home/u/.npmrc", "registry=https://npm.corp.example/repo/\n"),
+        not_secret: not_secret(&["npm.registry"]),
+        ..ClientConfigs::default()
+    };
+    let plan = plan_preset(Preset::Npm, &named, Path::new("/c")).unwrap();
+    assert_eq!(var(&plan, "npm_config_registry"), Some("https://npm.corp.example/repo/"));
+    let readable = ClientConfigs {
+        pip_confs: vec![ConfigFile {
+            path: "/etc/pip.conf".into(),
+            text: "[global]\nindex-url = https://mirror.example/simple\n".into(),
+            visibility: Visibility::Readable,
+        }],
+        ..ClientConfigs::default()
+    };
+    let plan = plan_preset(Preset::Pip, &readable, Path::new("/c")).unwrap();
+    assert_eq!(var(&plan, "PIP_INDEX_URL"), Some("https://mirror.example/simple"));
+    let default_named = ClientConfigs {
+        npmrc: file("/home/u/.npmrc", "registry=https://registry.npmjs.org/\n"),
+        ..ClientConfigs::default()
+    };
+    let plan = plan_preset(Preset::Npm, &default_named, Path::new("/c")).unwrap();
+    assert_eq!(var(&plan, "npm_config_registry"), Some("https://registry.npmjs.org/"));
+    assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+}
+
+#[test]
+fn the_settings_that_may_be_named_as_not_secret_are_known() {
+    for name in ["npm.registry", "npm.@acme:registry", "pip.index-url", "pip.trusted-host"] {
+        assert!(known_hidden_setting(name), "{name}");
+    }
+    for name in ["npm.@:registry", "npm._authToken", "pip.cert", "cargo.registry", "registry"] {
+        assert!(!known_hidden_setting(name), "{name}");
     }
 }

@@ -49,8 +49,9 @@ impl HomeSeal<'_> {
         })
     }
 
-    /// `roots` with every root that holds an omitted path (the home directory's dot entries
-    /// and code directories, its start-up paths, `omit`) replaced by its entries, recursively
+    /// `roots` with every root that holds or lies in the home directory and holds an omitted
+    /// path (the home directory's dot entries and code directories, its start-up paths,
+    /// `omit`) replaced by its entries, recursively
     /// along the way to each omitted path, the omitted ones left out; so is any entry that is
     /// not a plain file or directory.
     pub fn seal(&self, roots: &[PathBuf], list: impl Fn(&Path) -> Listing) -> Vec<PathBuf> {
@@ -70,9 +71,14 @@ impl HomeSeal<'_> {
         let named: BTreeSet<&PathBuf> = roots.iter().collect();
         omitted.retain(|path| !named.contains(path));
         let expands = |dir: &Path| omitted.iter().any(|path| path.starts_with(dir) && path != dir);
+        // Only a root that holds the home directory or lies inside it is sealed. Another root
+        // (`/tmp`, which holds hidden sockets and ticket caches) stays whole, so that the
+        // command can still create files at its top; what is hidden inside it is the mount
+        // view's to hide.
+        let sealed = |root: &Path| self.home.starts_with(root) || root.starts_with(self.home);
         let mut out = Vec::new();
         for root in roots {
-            if expands(root) {
+            if sealed(root) && expands(root) {
                 expand(root, &expands, &omitted, &list, &mut out);
             } else {
                 out.push(root.clone());
@@ -153,6 +159,17 @@ mod tests {
         ]);
         let sealed = seal(&["/h", "/tmp"], "/h", &[], |dir| fs.get(dir).cloned());
         assert_eq!(sealed, paths(&["/h/notes.txt", "/h/project", "/tmp"]));
+    }
+
+    /// A hidden socket or ticket cache in `/tmp` never turns `/tmp` into its entries when the
+    /// workspace lies in the home directory: the command must still create files there.
+    #[test]
+    fn a_root_beside_the_home_directory_stays_whole_whatever_is_hidden_in_it() {
+        use EntryKind::*;
+        let fs = tree(&[("/tmp/.X11-unix", Other), ("/tmp/build", Directory), ("/h/p", Directory)]);
+        let omit = ["/tmp/krb5cc_0", "/tmp/.X11-unix"];
+        let sealed = seal(&["/h/p", "/tmp"], "/h", &omit, |dir| fs.get(dir).cloned());
+        assert_eq!(sealed, paths(&["/h/p", "/tmp"]));
     }
 
     #[test]

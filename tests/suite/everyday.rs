@@ -314,3 +314,36 @@ fn an_ignored_sighup_reaches_the_command_ignored_on_every_path() {
         assert!(ignored(args), "{args:?}: SIGHUP not ignored in the command");
     }
 }
+
+/// A workspace inside the home directory (the usual place for one) keeps `/tmp` writable at its
+/// top, where compilers, linkers and test suites make their files, whatever the hidden paths
+/// name inside `/tmp` (sockets, ticket caches), as root and as uid 65534.
+#[test]
+fn a_workspace_in_the_home_directory_can_still_create_files_in_tmp() {
+    require_sandbox!(1);
+    for who in USERS {
+        let dir = scratch();
+        let home = dir.path().join("home");
+        let ws = home.join("project");
+        std::fs::create_dir_all(&ws).unwrap();
+        if who == User::Nobody {
+            for path in [dir.path(), home.as_path(), ws.as_path()] {
+                nix::unistd::chown(path, Some(65534.into()), Some(65534.into())).unwrap();
+            }
+        }
+        let name = format!("/tmp/cordon-everyday-{}-{who:?}", std::process::id());
+        let _ = std::fs::remove_file(&name);
+        let out: Run = command_as(who, cordon_for(who))
+            .args(["exec", "-a", "never", "--", "sh", "-c", &format!("echo made > {name}")])
+            .current_dir(&ws)
+            .env("HOME", &home)
+            .env_remove("CORDON_HOME")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+            .into();
+        out.assert_ok();
+        assert_eq!(std::fs::read_to_string(&name).unwrap_or_default(), "made\n", "{who:?}");
+        let _ = std::fs::remove_file(&name);
+    }
+}

@@ -38,13 +38,13 @@ macro_rules! require_domain_list {
 
 /// A throwaway user: `home` (HOME, with CORDON_HOME at `home/.cordon`) and a workspace beside
 /// it.
-struct Throwaway {
+pub(super) struct Throwaway {
     _dir: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
+    pub(super) home: PathBuf,
+    pub(super) ws: PathBuf,
 }
 
-fn user() -> Throwaway {
+pub(super) fn user() -> Throwaway {
     let dir = scratch();
     let home = dir.path().join("home");
     let ws = dir.path().join("ws");
@@ -55,7 +55,7 @@ fn user() -> Throwaway {
 
 impl Throwaway {
     /// `cordon exec -a never ARGS` in the workspace as this user.
-    fn cordon(&self, args: &[&str]) -> Command {
+    pub(super) fn cordon(&self, args: &[&str]) -> Command {
         let mut command = self.cordon_exec(&["-a", "never"]);
         command.args(args);
         command
@@ -64,12 +64,17 @@ impl Throwaway {
     /// `cordon exec ARGS` in the workspace as this user, with the user's own variables of the
     /// clients taken out (the suite's environment is not theirs).
     fn cordon_exec(&self, args: &[&str]) -> Command {
+        self.cordon_exec_in(&self.ws, args)
+    }
+
+    /// [`Throwaway::cordon_exec`] in another workspace `dir` of this user.
+    pub(super) fn cordon_exec_in(&self, dir: &Path, args: &[&str]) -> Command {
         let mut command = Command::new(CORDON);
         command
             .args(["exec", "-C"])
-            .arg(&self.ws)
+            .arg(dir)
             .args(args)
-            .current_dir(&self.ws)
+            .current_dir(dir)
             .stdin(Stdio::null())
             .env("HOME", &self.home)
             .env_remove("CORDON_HOME")
@@ -88,9 +93,22 @@ impl Throwaway {
         command
     }
 
-    fn cache(&self, tool: &str) -> PathBuf {
-        self.home.join(".cordon/cache").join(tool)
+    pub(super) fn cache(&self, tool: &str) -> PathBuf {
+        workspace_cache(&self.home.join(".cordon"), &self.ws, tool)
     }
+}
+
+/// The cache of `tool` cordon keeps for the workspace `ws` in `cordon_home`, found by the
+/// `workspace` file that names it (or where it would be, when no run made it yet).
+pub(super) fn workspace_cache(cordon_home: &Path, ws: &Path, tool: &str) -> PathBuf {
+    let ws = std::fs::canonicalize(ws).unwrap();
+    let named = format!("{}\n", ws.display());
+    let dirs = std::fs::read_dir(cordon_home.join("workspaces")).into_iter().flatten().flatten();
+    dirs.map(|entry| entry.path())
+        .find(|dir| std::fs::read_to_string(dir.join("workspace")).is_ok_and(|t| t == named))
+        .unwrap_or_else(|| cordon_home.join("workspaces/none"))
+        .join("cache")
+        .join(tool)
 }
 
 fn rustup_home() -> Option<PathBuf> {
@@ -100,12 +118,12 @@ fn rustup_home() -> Option<PathBuf> {
         .filter(|p| p.is_dir())
 }
 
-fn run(mut command: impl std::borrow::BorrowMut<Command>) -> Run {
+pub(super) fn run(mut command: impl std::borrow::BorrowMut<Command>) -> Run {
     command.borrow_mut().output().unwrap().into()
 }
 
 /// Whether `program` answers `--version`.
-fn installed(program: &str) -> bool {
+pub(super) fn installed(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
@@ -342,11 +360,11 @@ fn only_the_preset_cache_is_writable_in_cordon_home_and_planted_links_are_replac
             }
         }
         let script = format!(
-            "for f in {home}/.cordon/config.toml {home}/.cordon/rules.toml {home}/.cordon/cache/x \
-             {home}/.cordon/cache/cargo/ok; do touch $f 2>/dev/null && echo wrote $f; done; \
-             ln -sf {victim} {home}/.cordon/cache/cargo/config.toml; \
-             echo planted > {home}/.cordon/cache/cargo/config; \
-             chmod 777 {home}/.cordon/cache/cargo",
+            "for f in {home}/.cordon/config.toml {home}/.cordon/rules.toml $CARGO_HOME/../x \
+             $CARGO_HOME/../../x $CARGO_HOME/ok; do touch $f 2>/dev/null && echo wrote $f; done; \
+             ln -sf {victim} $CARGO_HOME/config.toml; \
+             echo planted > $CARGO_HOME/config; \
+             chmod 777 $CARGO_HOME",
             victim = victim.display()
         );
         let mut command = command_as(who, cordon_for(who));
@@ -361,9 +379,13 @@ fn only_the_preset_cache_is_writable_in_cordon_home_and_planted_links_are_replac
             .env_remove("CARGO_HOME");
         let out = run(&mut command);
         out.assert_ok();
-        assert_eq!(out.stdout.trim(), format!("wrote {home}/.cordon/cache/cargo/ok"), "{who:?}");
-        for name in ["config.toml", "rules.toml", "cache/x"] {
+        let cache = u.cache("cargo");
+        assert_eq!(out.stdout.trim(), format!("wrote {}/ok", cache.display()), "{who:?}");
+        for name in ["config.toml", "rules.toml"] {
             assert!(!u.home.join(".cordon").join(name).exists(), "{who:?}: {name}");
+        }
+        for place in [cache.join("../x"), cache.join("../../x")] {
+            assert!(!place.exists(), "{who:?}: {}", place.display());
         }
         // The next run replaces the planted link and removes the planted older name.
         let mut again = command_as(who, cordon_for(who));
@@ -445,6 +467,18 @@ fn a_registry_url_with_a_token_in_its_path_never_reaches_the_command() {
     for token in ["xK3v9Qp2LmN7rT5wYz8aBc", "AbCdEf1234567890"] {
         assert!(!out.stdout.contains(token), "{token}: {}", out.stdout);
     }
+    assert!(out.stderr.contains("to preset_settings_not_secret in your config"), "{}", out.stderr);
+    // Named as not secret, a URL that still looks like a token stays out all the same.
+    std::fs::create_dir_all(u.home.join(".cordon")).unwrap();
+    std::fs::write(
+        u.home.join(".cordon/config.toml"),
+        "preset_settings_not_secret = [\"pip.index-url\", \"npm.registry\"]\n",
+    )
+    .unwrap();
+    let out = run(u.cordon(&["--preset", "pip", "--preset", "npm", "--", "sh", "-c", script]));
+    for token in ["xK3v9Qp2LmN7rT5wYz8aBc", "AbCdEf1234567890"] {
+        assert!(!out.stdout.contains(token), "{token}: {}", out.stdout);
+    }
     assert!(out.stderr.contains("looks like it holds a token"), "{}", out.stderr);
 }
 
@@ -491,11 +525,11 @@ fn presets_say_where_they_cannot_apply_and_doctor_lists_them() {
 fn an_executor_with_a_preset_gives_each_session_the_sandbox_cache() {
     require_domain_list!();
     let mut executor = super::executor::Executor::start(&["--preset", "npm"]);
-    let cache = executor.home.path().join("cache/npm");
     let text = executor.text(
         "exec_command",
         serde_json::json!({"cmd": "echo \"$npm_config_cache\"; touch \"$npm_config_cache/x\" && echo wrote"}),
     );
+    let cache = workspace_cache(executor.home.path(), executor.work.path(), "npm");
     let output = super::executor::output(&text);
     assert!(output.contains(&format!("{}\nwrote", cache.display())), "{text}");
     assert!(cache.join("x").is_file());

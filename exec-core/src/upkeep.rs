@@ -1,0 +1,183 @@
+//! Removing what sandboxed commands made, whatever they made of it.
+//!
+//! A preset's cache or a transactional run's directory is a tree a sandboxed command wrote: it
+//! may hold a directory of mode 0500 with files in it (which `rm -rf` cannot empty), a link
+//! where cordon expects a directory, a tree thousands of levels deep, or change while cordon
+//! works on it (another sandboxed run of the same workspace). So removal works through
+//! descriptors only — every directory opened with `O_NOFOLLOW` relative to its parent's
+//! descriptor, its mode given back to the owner before it is listed, every entry unlinked
+//! relative to it — and a tree it still cannot remove (deeper than it goes, or an entry of
+//! another owner) is moved aside whole, so that the name is free again and the run goes on.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::dir::Dir;
+use nix::fcntl::{AtFlags, OFlag, openat};
+use nix::sys::stat::{Mode, SFlag, fchmod, fstatat};
+use nix::unistd::{UnlinkatFlags, unlinkat};
+
+/// Levels below the top that removal descends; a deeper tree is moved aside instead (the
+/// bound keeps the recursion's stack, and the descriptors it holds open, small).
+const MAX_DEPTH: usize = 128;
+
+/// Removes `path` — a file, a link (never followed) or a directory with everything in it —
+/// giving each directory back its owner's permissions first. Nothing at `path` is success.
+pub fn remove_tree(path: &Path) -> io::Result<()> {
+    let (parent, name) = split(path)?;
+    let parent = open_dir(nix::fcntl::AT_FDCWD, parent)?;
+    remove_at(&parent, &name, 0)
+}
+
+/// Removes `path` as [`remove_tree`] does, and when that fails moves it into `trash` (a
+/// directory of cordon's own on the same file system, created when missing) under a new
+/// name, so that `path` is free either way. Returns where it went, if it was moved.
+pub fn remove_or_move_aside(path: &Path, trash: &Path) -> io::Result<Option<PathBuf>> {
+    let Err(error) = remove_tree(path) else { return Ok(None) };
+    tracing::warn!(path = %path.display(), %error, "cannot remove; moving it aside");
+    std::fs::DirBuilder::new().recursive(true).create(trash)?;
+    let name = path.file_name().map_or_else(|| OsString::from("entry"), ToOwned::to_owned);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut aside = OsString::from(format!("{stamp}-{}-", std::process::id()));
+    aside.push(name);
+    let target = trash.join(aside);
+    std::fs::rename(path, &target)?;
+    Ok(Some(target))
+}
+
+/// Empties `trash` as far as it can (what stays is left for the next try).
+pub fn empty_trash(trash: &Path) {
+    let Ok(entries) = std::fs::read_dir(trash) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        if let Err(error) = remove_tree(&entry.path()) {
+            tracing::debug!(path = %entry.path().display(), %error, "left in the trash");
+        }
+    }
+}
+
+fn split(path: &Path) -> io::Result<(&Path, OsString)> {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => {
+            let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+            Ok((parent, name.to_owned()))
+        }
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "no entry to remove")),
+    }
+}
+
+fn open_dir<Fd: AsFd>(at: Fd, name: &Path) -> io::Result<OwnedFd> {
+    Ok(openat(
+        at,
+        name,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Removes `name` in the directory `parent`.
+fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize) -> io::Result<()> {
+    let stat = match fstatat(parent, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(stat) => stat,
+        Err(nix::errno::Errno::ENOENT) => return Ok(()),
+        Err(errno) => return Err(errno.into()),
+    };
+    if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFDIR {
+        return gone_is_fine(unlinkat(parent, name.as_os_str(), UnlinkatFlags::NoRemoveDir));
+    }
+    if depth > MAX_DEPTH {
+        return Err(io::Error::other(format!("deeper than {MAX_DEPTH} levels")));
+    }
+    let dir = match open_dir(parent, Path::new(name)) {
+        Ok(dir) => dir,
+        Err(error) if error.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    // A directory the command made unwritable or unreadable: its owner may give itself the
+    // rights back (the descriptor needs none of them to change the mode).
+    fchmod(&dir, Mode::S_IRWXU)?;
+    for entry in names_in(&dir)? {
+        remove_at(&dir, &entry, depth + 1)?;
+    }
+    drop(dir);
+    gone_is_fine(unlinkat(parent, name.as_os_str(), UnlinkatFlags::RemoveDir))
+}
+
+/// The names in the directory `dir` (`.` and `..` left out), read through a second
+/// descriptor so that `dir` stays usable for the unlinks.
+fn names_in(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
+    let listing = nix::unistd::dup(dir)?;
+    let mut listing = Dir::from_fd(listing)?;
+    let mut names = Vec::new();
+    for entry in listing.iter() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        names.push(std::ffi::OsStr::from_bytes(name).to_owned());
+    }
+    Ok(names)
+}
+
+fn gone_is_fine(result: nix::Result<()>) -> io::Result<()> {
+    match result {
+        Ok(()) | Err(nix::errno::Errno::ENOENT) => Ok(()),
+        Err(errno) => Err(errno.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_tree_with_closed_directories_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("CACHEDIR.TAG");
+        std::fs::create_dir_all(top.join("a/b")).unwrap();
+        std::fs::write(top.join("a/b/file"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", top.join("a/link")).unwrap();
+        std::fs::set_permissions(top.join("a/b"), PermissionsExt::from_mode(0o500)).unwrap();
+        std::fs::set_permissions(top.join("a"), PermissionsExt::from_mode(0o000)).unwrap();
+        remove_tree(&top).unwrap();
+        assert!(!top.exists());
+        assert!(Path::new("/etc/passwd").exists());
+    }
+
+    #[test]
+    fn a_link_is_removed_and_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = dir.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        std::fs::write(kept.join("file"), "x").unwrap();
+        std::fs::set_permissions(&kept, PermissionsExt::from_mode(0o500)).unwrap();
+        std::os::unix::fs::symlink(&kept, dir.path().join("link")).unwrap();
+        remove_tree(&dir.path().join("link")).unwrap();
+        assert!(kept.join("file").exists());
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o500, "the link's target was changed");
+        std::fs::set_permissions(&kept, PermissionsExt::from_mode(0o700)).unwrap();
+    }
+
+    #[test]
+    fn a_tree_too_deep_to_remove_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("cache");
+        let mut deep = top.clone();
+        for _ in 0..MAX_DEPTH + 3 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let trash = dir.path().join("trash");
+        let moved = remove_or_move_aside(&top, &trash).unwrap().unwrap();
+        assert!(!top.exists());
+        assert!(moved.starts_with(&trash));
+        assert_eq!(remove_or_move_aside(&top, &trash).unwrap(), None, "nothing there is fine");
+    }
+}
