@@ -80,6 +80,11 @@ pub async fn run_process(
     #[cfg(target_os = "linux")]
     let cgroup: Option<crate::spawner::ChildCgroup> = match &spec.cgroup_limits {
         Some(limits) => Some(Arc::new(crate::limits::CommandCgroup::create_for(limits)?)),
+        // An unsandboxed command has no PID namespace to end with it: a cgroup holds its tree
+        // so that it can be killed whole.
+        None if spec.sandbox == crate::launch::SandboxKind::None => {
+            crate::limits::CommandCgroup::for_unsandboxed().map(Arc::new)
+        }
         None => None,
     };
     #[cfg(not(target_os = "linux"))]

@@ -106,9 +106,16 @@ impl LaunchPlan {
         let mut command = self.to_command();
         // First of all: the child is in its cgroup and under its limits before any other
         // step, so nothing it or the helper does escapes them.
+        // An unsandboxed command joins it in its keeper's fork instead: the keeper stays out,
+        // so that it can kill the cgroup whole and still report the command's status.
+        #[cfg(target_os = "linux")]
+        let unsandboxed = self.sandbox == crate::launch::SandboxKind::None;
         #[cfg(target_os = "linux")]
         if cgroup.is_some() || !self.process_limits.is_empty() {
-            let procs = cgroup.map(|c| c.join_descriptors()).unwrap_or_default();
+            let procs = match cgroup {
+                Some(cgroup) if !unsandboxed => cgroup.join_descriptors(),
+                _ => Vec::new(),
+            };
             let owner = cgroup.map(std::sync::Arc::clone);
             crate::sys::limit_child(&mut command, owner, procs, self.process_limits.clone());
         }
@@ -137,12 +144,17 @@ impl LaunchPlan {
         // Last, so that every step above applies to the keeper and is inherited: an unsandboxed
         // command has no helper whose PID namespace ends it, so a keeper holds its tree.
         #[cfg(target_os = "linux")]
-        if self.sandbox == crate::launch::SandboxKind::None {
+        if unsandboxed {
             let group = match terminal {
                 Terminal::Controlling => crate::sys::CommandGroup::OwnForeground,
                 Terminal::Foreground | Terminal::Detach => crate::sys::CommandGroup::Keeper,
             };
-            crate::sys::keep_unsandboxed(&mut command, group);
+            let held = crate::sys::KeptCgroup {
+                join: cgroup.map(|c| c.join_descriptors()).unwrap_or_default(),
+                kill: cgroup.and_then(|c| c.kill_descriptor()),
+                owner: cgroup.map(std::sync::Arc::clone),
+            };
+            crate::sys::keep_unsandboxed(&mut command, group, held);
         }
         // SAFETY: only `start` and `start_in_terminal` call this, and they hand the command
         // straight to their `spawn`: the crate's spawn functions (std's and tokio's `spawn`)

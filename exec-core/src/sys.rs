@@ -7,7 +7,7 @@
 #[cfg(target_os = "linux")]
 mod keeper;
 #[cfg(target_os = "linux")]
-pub use keeper::{CommandGroup, keep_unsandboxed};
+pub use keeper::{CommandGroup, KeptCgroup, keep_unsandboxed};
 
 /// Prepares the child between fork and exec:
 /// - `PR_SET_PDEATHSIG`: it gets SIGKILL when the thread that spawned it dies, so killing

@@ -206,7 +206,9 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
     }));
     // What an earlier, stopped apply of the same run held is kept too.
     if held.is_empty() && !dir.join("held").exists() {
-        if let Err(error) = std::fs::remove_dir_all(dir) {
+        // Through descriptors, with each directory's rights given back first: the overlay's
+        // work directory is left mode 0, and the command may have closed directories it made.
+        if let Err(error) = crate::upkeep::remove_tree(dir) {
             tracing::warn!(dir = %dir.display(), %error, "cannot remove the run's directory");
         }
     } else {

@@ -376,3 +376,79 @@ fn a_chain_two_thousand_deep_outlives_neither_a_killed_nor_a_finished_unsandboxe
         assert_eq!(left, 0, "killed={killed}: {left} of the chain outlived the run");
     }
 }
+
+/// A tree that grows back as it is killed — every level restarts the next one whenever it
+/// dies, having left the process group — is ended whole after SIGKILL of cordon and after the
+/// command's normal exit; where cordon has a cgroup for it (root here), the command runs in a
+/// `cordon-…` cgroup of its own, which is gone afterwards.
+#[test]
+fn a_tree_that_regrows_as_it_is_killed_outlives_no_unsandboxed_run() {
+    const DEPTH: usize = 60;
+    let dir = writable_dir(User::Root);
+    let level = dir.path().join("regrow.sh");
+    std::fs::write(
+        &level,
+        "n=$1; if [ \"$n\" -gt 0 ]; then (while :; do sh \"$0\" $((n - 1)) \"$2\"; done) & fi; \
+         exec sleep \"$2.$n\"\n",
+    )
+    .unwrap();
+    for killed in [true, false] {
+        let marker = marker();
+        let done = dir.path().join(format!("done-{marker}"));
+        let cgroup_file = dir.path().join(format!("cgroup-{marker}"));
+        let script = format!(
+            "cat /proc/self/cgroup > {}; setsid sh {} {DEPTH} {marker} & {}",
+            cgroup_file.display(),
+            level.display(),
+            if killed {
+                "sleep 600".to_owned()
+            } else {
+                format!("while [ ! -e {} ]; do sleep 0.1; done", done.display())
+            }
+        );
+        let d = dir.path().to_str().unwrap();
+        let mut cordon =
+            cordon_command(User::Root, &["exec", "-C", d, "--yolo", "--", "sh", "-c", &script])
+                .env("CORDON_HOME", dir.path().join("home"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+        let deadline = Instant::now() + scaled(Duration::from_secs(60));
+        while marked_sleeps(&marker) < DEPTH {
+            assert!(Instant::now() < deadline, "the tree never grew ({})", marked_sleeps(&marker));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let cgroup = std::fs::read_to_string(&cgroup_file).unwrap_or_default();
+        let leaf =
+            cgroup.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or_default().to_owned();
+        if nix::unistd::geteuid().is_root()
+            && Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+        {
+            assert!(leaf.contains("/cordon-"), "not in a cgroup of its own: {cgroup}");
+        }
+        if killed {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(cordon.id() as i32),
+                nix::sys::signal::SIGKILL,
+            )
+            .unwrap();
+        } else {
+            std::fs::write(&done, "").unwrap();
+        }
+        let _ = cordon.wait();
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
+        while marked_sleeps(&marker) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let left = marked_sleeps(&marker);
+        if left > 0 {
+            let _ = Command::new("pkill").args(["-9", "-f", &format!("{marker}")]).status();
+        }
+        assert_eq!(left, 0, "killed={killed}: {left} of the tree outlived the run");
+        if !killed && leaf.contains("/cordon-") {
+            let path = Path::new("/sys/fs/cgroup").join(leaf.trim_start_matches('/'));
+            assert!(!path.exists(), "the command's cgroup {} was left", path.display());
+        }
+    }
+}

@@ -168,10 +168,22 @@ pub struct CommandCgroup {
     version: Version,
     /// `cgroup.procs` of each leaf, for the child to join by writing `0`.
     procs: Vec<OwnedFd>,
+    /// `cgroup.kill` of the v2 leaf, where the kernel has it: what an unsandboxed command's
+    /// keeper writes `1` to, to end the tree whole even when cordon is gone.
+    kill_file: Option<OwnedFd>,
     limits: Limits,
     /// Set when the CPU watch ended the command.
     cpu_exceeded: AtomicBool,
     removed: AtomicBool,
+}
+
+/// Whether making a command cgroup turns on the controllers of its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Controllers {
+    /// Memory and pids, for the tree limits.
+    Enabled,
+    /// As they are: a cgroup that only kills needs none.
+    Untouched,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,8 +193,27 @@ enum Version {
 }
 
 impl CommandCgroup {
+    /// A cgroup that holds an unsandboxed command's tree only to kill it whole: no limits and
+    /// no controllers, cgroup v2 only (`cgroup.kill`; v1 cannot kill a group at once).
+    pub fn kill_only(hierarchy: &Hierarchy) -> io::Result<CommandCgroup> {
+        match hierarchy {
+            Hierarchy::V2 { .. } | Hierarchy::Delegated { .. } => {
+                Self::make(hierarchy, &Limits::default(), Controllers::Untouched)
+            }
+            Hierarchy::V1 { .. } => Err(io::Error::other("cgroup v1 cannot kill a group whole")),
+        }
+    }
+
     /// Makes the cgroup for `limits` (the tree limits: memory, pids, cpu) in `hierarchy`.
     pub fn create(hierarchy: &Hierarchy, limits: &Limits) -> io::Result<CommandCgroup> {
+        Self::make(hierarchy, limits, Controllers::Enabled)
+    }
+
+    fn make(
+        hierarchy: &Hierarchy,
+        limits: &Limits,
+        controllers: Controllers,
+    ) -> io::Result<CommandCgroup> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name =
             format!("{PREFIX}{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
@@ -205,13 +236,14 @@ impl CommandCgroup {
             dirs: Vec::new(),
             version,
             procs: Vec::new(),
+            kill_file: None,
             limits: *limits,
             cpu_exceeded: AtomicBool::new(false),
             removed: AtomicBool::new(false),
         };
         for (parent, _) in &parents {
             sweep_stale(parent);
-            if version == Version::V2 {
+            if version == Version::V2 && controllers == Controllers::Enabled {
                 enable_controllers(parent)?;
             }
             let dir = parent.join(&name);
@@ -226,6 +258,12 @@ impl CommandCgroup {
                 .open(dir.join("cgroup.procs"))
                 .map_err(|e| with_path(e, "cannot open", &dir.join("cgroup.procs")))?;
             cgroup.procs.push(OwnedFd::from(procs));
+        }
+        if version == Version::V2 {
+            let kill = cgroup.dirs.first().map(|dir| dir.join("cgroup.kill"));
+            cgroup.kill_file = kill
+                .and_then(|path| std::fs::OpenOptions::new().write(true).open(path).ok())
+                .map(OwnedFd::from);
         }
         tracing::debug!(dirs = ?cgroup.dirs, "command cgroup created");
         Ok(cgroup)
@@ -274,6 +312,11 @@ impl CommandCgroup {
     /// The `cgroup.procs` descriptors a child writes `0` to, joining every leaf.
     pub fn join_descriptors(&self) -> Vec<RawFd> {
         self.procs.iter().map(AsRawFd::as_raw_fd).collect()
+    }
+
+    /// The `cgroup.kill` descriptor, where the kernel has one.
+    pub fn kill_descriptor(&self) -> Option<RawFd> {
+        self.kill_file.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// The CPU time of the whole tree so far.
@@ -437,6 +480,7 @@ fn sweep_stale(parent: &Path) {
                 Version::V1
             },
             procs: Vec::new(),
+            kill_file: None,
             limits: Limits::default(),
             cpu_exceeded: AtomicBool::new(false),
             removed: AtomicBool::new(false),

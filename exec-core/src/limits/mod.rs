@@ -157,6 +157,20 @@ pub fn limits_report() -> LimitsReport {
 
 #[cfg(target_os = "linux")]
 impl CommandCgroup {
+    /// The cgroup that holds an unsandboxed command's tree so that it can be killed whole,
+    /// where this machine gives cordon one (cgroup v2: root, or a delegated subtree); `None`
+    /// elsewhere, where the command's keeper alone ends the tree.
+    pub(crate) fn for_unsandboxed() -> Option<CommandCgroup> {
+        let hierarchy = cgroup::hierarchy().as_ref().ok()?;
+        match CommandCgroup::kill_only(hierarchy) {
+            Ok(cgroup) => Some(cgroup),
+            Err(error) => {
+                tracing::debug!(%error, "no cgroup to hold the unsandboxed command");
+                None
+            }
+        }
+    }
+
     /// The cgroup for a launch planned with one (its `cgroup_limits`), in this machine's
     /// hierarchy: an error, never a launch without it, when it cannot be made.
     pub(crate) fn create_for(limits: &cordon_policies::Limits) -> std::io::Result<CommandCgroup> {

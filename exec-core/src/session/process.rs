@@ -79,6 +79,10 @@ fn session_cgroup(spec: &LaunchPlan) -> Result<Option<crate::spawner::ChildCgrou
         let cgroup = crate::limits::CommandCgroup::create_for(limits).map_err(spawn_error)?;
         return Ok(Some(Arc::new(cgroup)));
     }
+    #[cfg(target_os = "linux")]
+    if spec.sandbox == crate::launch::SandboxKind::None {
+        return Ok(crate::limits::CommandCgroup::for_unsandboxed().map(Arc::new));
+    }
     let _ = spec;
     Ok(None)
 }

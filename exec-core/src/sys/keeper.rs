@@ -17,6 +17,13 @@
 //!         terminal, the keeper passing signals on)
 //! ```
 //!
+//! Where cordon has a cgroup for it (cgroup v2), the command — not the keeper — joins a cgroup
+//! of its own in the keeper's fork, before its exec, and the keeper ends the tree by writing
+//! `1` to that cgroup's `cgroup.kill`: the kernel kills every process in it at once, however
+//! deep the tree and however fast it forks, and the keeper, outside it, lives on to reap them
+//! and report the command's status. Then, and without a cgroup, it kills what is left of its
+//! descendants.
+//!
 //! Every orphan of the command's tree is reparented to the keeper, never to init. When cordon
 //! dies the keeper ends the tree; when cordon kills the keeper's group (a timeout, a closed
 //! session), cordon itself, a subreaper too, ends the orphans that come to it. The command stays
@@ -32,6 +39,7 @@
 //! killed with SIGKILL leave no child of the command, as root and as uid 65534.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 
 /// Where the command's process group is.
@@ -62,16 +70,37 @@ const FORWARDED: [libc::c_int; 9] = [
 /// `si_code` of a signal the kernel itself sent (a terminal's INT, QUIT, WINCH).
 const SI_KERNEL: libc::c_int = 0x80;
 
+/// The cgroup that holds an unsandboxed command's tree, as its keeper uses it.
+#[derive(Debug)]
+pub struct KeptCgroup<O> {
+    /// `cgroup.procs` descriptors the command writes `0` to, joining each leaf.
+    pub join: Vec<RawFd>,
+    /// `cgroup.kill`, which the keeper writes `1` to when the tree must end.
+    pub kill: Option<RawFd>,
+    /// What keeps the descriptors open in this process until the fork.
+    pub owner: O,
+}
+
 /// Makes `command`'s child the keeper of the command it forks (see the module docs). Register
 /// it last: the steps before it run in the keeper (and are inherited), the exec in the command.
-pub fn keep_unsandboxed(command: &mut std::process::Command, group: CommandGroup) {
+pub fn keep_unsandboxed<O: Send + Sync + 'static>(
+    command: &mut std::process::Command,
+    group: CommandGroup,
+    cgroup: KeptCgroup<O>,
+) {
     // SAFETY: the closure runs in the forked child before exec. It makes only async-signal-safe
     // system calls (sigprocmask, clone, prctl, getppid, getpid, close_range, setpgid,
-    // tcsetpgrp, sigwaitinfo, wait4, kill, open, read, nanosleep, setrlimit, signal) and
-    // `_exit`, on stack values; it allocates nothing and touches no lock. `clone` is the raw
-    // system call (no glibc fork handlers, which take locks another thread may have held).
+    // tcsetpgrp, sigwaitinfo, wait4, kill, open, read, write, nanosleep, setrlimit, signal) and
+    // `_exit`, on stack values and on the descriptors `cgroup` holds (close-on-exec, open until
+    // the exec; `owner` keeps them open in this process until after the fork); the vector was
+    // built before the fork and is only read. It allocates nothing and touches no lock.
+    // `clone` is the raw system call (no glibc fork handlers, which take locks another thread
+    // may have held).
     unsafe {
-        command.pre_exec(move || keep(group));
+        command.pre_exec(move || {
+            let _owner = &cgroup.owner;
+            keep(group, &cgroup.join, cgroup.kill.unwrap_or(-1))
+        });
     }
 }
 
@@ -81,7 +110,7 @@ pub fn keep_unsandboxed(command: &mut std::process::Command, group: CommandGroup
 /// # Safety
 ///
 /// In a forked child, before exec; see [`keep_unsandboxed`].
-unsafe fn keep(group: CommandGroup) -> io::Result<()> {
+unsafe fn keep(group: CommandGroup, join: &[RawFd], kill: RawFd) -> io::Result<()> {
     // SAFETY: plain system calls on stack values (this function's contract).
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
@@ -105,6 +134,13 @@ unsafe fn keep(group: CommandGroup) -> io::Result<()> {
             return restore(io::Error::last_os_error());
         }
         if command == 0 {
+            // Into the cgroup before anything of the command runs; a command that cannot join
+            // does not run (its tree limits, if any, would not hold).
+            for fd in join {
+                if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return restore(io::Error::last_os_error());
+                }
+            }
             if group == CommandGroup::OwnForeground {
                 // SIGTTOU is blocked: a background group may take the terminal.
                 libc::setpgid(0, 0);
@@ -113,9 +149,9 @@ unsafe fn keep(group: CommandGroup) -> io::Result<()> {
             libc::sigprocmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
             return Ok(());
         }
-        // Every descriptor: the command's output pipes and terminal, and the spawner's
-        // exec-error pipe, whose end of file tells it the command started.
-        libc::syscall(libc::SYS_close_range, 0 as libc::c_uint, libc::c_uint::MAX, 0);
+        // Every descriptor but `cgroup.kill`: the command's output pipes and terminal, and the
+        // spawner's exec-error pipe, whose end of file tells it the command started.
+        close_all_but(kill);
         let mut status = None;
         while status.is_none() {
             let (signal, code) = next_signal();
@@ -125,16 +161,44 @@ unsafe fn keep(group: CommandGroup) -> io::Result<()> {
             }
             if libc::getppid() != cordon {
                 // cordon is gone (killed): so is everything here.
-                kill_descendants();
+                end_tree(kill);
                 exit_like(libc::SIGKILL)
             }
             if group == CommandGroup::OwnForeground && code != SI_KERNEL && signal > 0 {
                 libc::kill(command, signal);
             }
         }
-        kill_descendants();
+        end_tree(kill);
         exit_like(status.unwrap_or(libc::SIGKILL))
     }
+}
+
+/// Closes every descriptor but `keep` (none when it is negative).
+fn close_all_but(keep: RawFd) {
+    let close = |first: libc::c_uint, last: libc::c_uint| {
+        // SAFETY: close_range takes integers.
+        unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
+    };
+    match libc::c_uint::try_from(keep) {
+        Ok(keep) => {
+            if keep > 0 {
+                close(0, keep - 1);
+            }
+            close(keep.saturating_add(1), libc::c_uint::MAX);
+        }
+        Err(_) => close(0, libc::c_uint::MAX),
+    }
+}
+
+/// Ends the command's tree: the cgroup killed whole where there is one (`kill` a descriptor of
+/// its `cgroup.kill`), then every descendant left (one that moved itself out of the cgroup, or
+/// all of them without one) killed and reaped.
+fn end_tree(kill: RawFd) {
+    if kill >= 0 {
+        // SAFETY: write takes a descriptor and one byte of a static string.
+        unsafe { libc::write(kill, b"1".as_ptr().cast(), 1) };
+    }
+    kill_descendants();
 }
 
 /// A fork by the raw `clone` system call (`SIGCHLD` to the parent when the child ends).
