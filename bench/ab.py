@@ -14,7 +14,8 @@ For each build: the helper (through a `codex-linux-sandbox` link) with the mount
 PID + IPC namespaces, with `--no-mount-view`; `cordon sandbox linux --full-auto`; `cordon exec -a
 never -s workspace-write`, bare, with an environment value the secret filter must look at
 with a pattern, and with resource limits (per-process ones; as root also those of
-the whole tree, which cost a cgroup per command) — all running `/bin/true` in a scratch workspace, with CORDON_HOME
+the whole tree, which cost a cgroup per command), and `cordon exec --yolo` (unsandboxed: a
+keeper, and a kill-only cgroup where cordon can make one) — all running `/bin/true` in a scratch workspace, with CORDON_HOME
 outside it — and one live `cordon executor` per build answering `exec_command {"cmd": "true",
 "login": false}` (a JSON line in, the response line out), beside `bash -c true` spawned here,
 which is what that call runs. Timing is posix_spawn to waitpid (or request to response) in
@@ -85,6 +86,10 @@ def variants(label, cordon, links, work):
          HINT_ENV),
         # Per-process limits only (rlimits set before the exec), then the limits of the whole
         # tree, which make, watch and remove a cgroup per command (root only).
+        # Unsandboxed: the keeper, and (cgroup v2, root or a delegated subtree) the kill-only
+        # cgroup the command joins.
+        (f"{label}: cordon exec --yolo",
+         [cordon, "exec", "--yolo", "-C", work, "--", "/bin/true"]),
         (f"{label}: cordon exec ... --limit open-files,file-size",
          [cordon, "exec", "-a", "never", "-s", "workspace-write", "-C", work,
           "--limit", "open-files=1024", "--limit", "file-size=1G", "--", "/bin/true"]),

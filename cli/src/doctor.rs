@@ -273,6 +273,7 @@ fn render_text(report: &DoctorReport) -> String {
         report.hidden_paths.len()
     );
     let sockets = &report.unix_sockets;
+    println!("\nnetwork off: {}", sockets.network_off_is);
     println!("\nhost UNIX socket files, reached by a sandboxed command:");
     println!("  network off:   {}", sockets.network_off);
     println!("  domain list:   {}", sockets.domain_list);

@@ -503,6 +503,15 @@ impl Blocked {
     }
 }
 
+/// Whether a line (lowercase) says a connection to a loopback address was refused: nothing
+/// listened there. The sandbox never refuses that way — with the network off a command has a
+/// loopback of its own, or its connections fail with "operation not permitted" — so it is the
+/// command's own outcome (a test's server that did not start), never a denial.
+fn refused_on_loopback(lower: &str) -> bool {
+    (lower.contains("connection refused") || lower.contains("econnrefused"))
+        && ["127.", "localhost", "::1"].iter().any(|place| lower.contains(place))
+}
+
 /// [`Blocked::Network`] for a line (lowercase) that says the network failed: the package
 /// manager it comes from (`npm error …`, its registry's host), and the host it names.
 fn network_blocked(lower: &str) -> Blocked {
@@ -591,6 +600,7 @@ fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<
     if !context.network
         && NETWORK_MARKERS.iter().any(|m| lower.contains(m))
         && NETWORK_WORDS.iter().any(|w| lower.contains(w))
+        && !refused_on_loopback(&lower)
     {
         return Some(network_blocked(&lower));
     }

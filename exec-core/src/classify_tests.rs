@@ -408,3 +408,27 @@ fn erofs_inside_a_name_is_no_evidence() {
         }]
     );
 }
+
+/// With the network off a command has a loopback of its own: a connection refused there is
+/// the command's own outcome (its test server did not start), never the sandbox's; a refused
+/// or unreachable outside address still is.
+#[test]
+fn a_connection_refused_on_loopback_is_never_a_network_denial() {
+    let off = context(false);
+    for line in [
+        "Error: connect ECONNREFUSED 127.0.0.1:3000",
+        "curl: (7) Failed to connect to localhost port 8080 after 0 ms: Connection refused",
+        "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=5432): \
+         Failed to establish a new connection: [Errno 111] Connection refused",
+        "dial tcp [::1]:6379: connect: connection refused",
+    ] {
+        assert_eq!(explain(line, &off), None, "{line}");
+    }
+    for line in [
+        "curl: (7) Failed to connect to 93.184.216.34 port 443 after 0 ms: Network is unreachable",
+        "npm error request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN \
+         registry.npmjs.org",
+    ] {
+        assert!(matches!(explain(line, &off), Some(Blocked::Network { .. })), "{line}");
+    }
+}

@@ -59,6 +59,9 @@ pub struct DoctorReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct UnixSocketsReport {
     pub network_off: &'static str,
+    /// What "network off" is here: a network namespace of the command's own with only
+    /// loopback (with the mount view), or seccomp refusing IP sockets (without it).
+    pub network_off_is: &'static str,
     /// With a domain list (`--allow-domain`).
     pub domain_list: &'static str,
     pub network_on: &'static str,
@@ -213,8 +216,23 @@ impl DoctorReport {
             unix_sockets: {
                 let mechanism =
                     |network| probe.predicted_enforcement(network).unix_sockets.describe();
+                // With the mount view the network off is a namespace of the command's own, whose
+                // host sockets are kept as a domain list keeps them.
+                let with_namespace = probe.mount_view.is_ok();
                 UnixSocketsReport {
-                    network_off: mechanism(Network::Off),
+                    network_off: mechanism(if with_namespace {
+                        Network::Proxied
+                    } else {
+                        Network::Off
+                    }),
+                    network_off_is: if with_namespace {
+                        "a network namespace of the command's own with only loopback: local \
+                         servers and 127.0.0.1 work inside, each launch has its own (one session \
+                         cannot reach a server another started), nothing leaves"
+                    } else {
+                        "no network namespace (no mount view here): seccomp refuses IP sockets, \
+                         so a local server on 127.0.0.1 cannot listen"
+                    },
                     domain_list: mechanism(Network::Proxied),
                     network_on: mechanism(Network::On),
                 }

@@ -85,8 +85,21 @@ pub enum NetworkNamespace {
     #[default]
     Shared,
     /// A new network namespace with only loopback up: the outside is reached through cordon's
-    /// proxy alone.
+    /// proxy alone, or not at all.
     Private,
+}
+
+impl NetworkNamespace {
+    /// A namespace of its own for a domain list (the proxy is the only way out) and for the
+    /// network off (a loopback of the command's own, where a test suite's local server
+    /// works, and nothing else); the caller's for the network on.
+    pub fn for_policy(policy: &cordon_policies::ResolvedPolicy) -> NetworkNamespace {
+        if policy.network_domains.is_some() || !policy.network_access {
+            NetworkNamespace::Private
+        } else {
+            NetworkNamespace::Shared
+        }
+    }
 }
 
 /// Adds every directory from `root` (exclusive) down to `path`'s parent (inclusive) to
@@ -278,10 +291,7 @@ pub(crate) fn plan(
         hidden_files,
         private_dev_shm: Path::new("/dev/shm").is_dir(),
         private_dev_pts: Path::new("/dev/pts").is_dir() && !terminal_on_stdio(),
-        network: match policy.network_domains {
-            Some(_) => NetworkNamespace::Private,
-            None => NetworkNamespace::Shared,
-        },
+        network: NetworkNamespace::for_policy(policy),
     }
 }
 

@@ -323,6 +323,8 @@ unsafe fn run(
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
     let mut proc_covers = Vec::new();
+    // Whether the command has a network namespace of its own (only loopback).
+    let mut private_network = false;
     let mount_view = match args.request.mount_view {
         MountViewRequirement::Disabled if !layers.is_empty() => {
             return Err(HelperError::WriteLayerWithoutMountView(
@@ -331,17 +333,26 @@ unsafe fn run(
         }
         MountViewRequirement::Disabled => Err(mount_view::NoMountView::TurnedOff),
         MountViewRequirement::WhenAvailable | MountViewRequirement::Required => {
-            let network = match policy.network_domains {
-                Some(_) => mount_view::NetworkNamespace::Private,
-                None => mount_view::NetworkNamespace::Shared,
-            };
+            let mut network = mount_view::NetworkNamespace::for_policy(&policy);
             // The view is planned inside its namespace: in the user namespace an unprivileged
             // caller gets there, it can list its own directories that deny it reading (a
             // `0311` directory a sandboxed command made to hide a repository from the search
             // for nested repositories), as git can still reach what lies in them.
-            match mount_view::enter(network) {
+            let mut entered = mount_view::enter(network);
+            // With the network off, a kernel that refuses a network namespace (where it grants
+            // a mount namespace) still gets the view: seccomp then keeps the network off.
+            if matches!(entered, MountView::Unavailable(_))
+                && network == mount_view::NetworkNamespace::Private
+                && policy.network_domains.is_none()
+            {
+                network = mount_view::NetworkNamespace::Shared;
+                entered = mount_view::enter(network);
+            }
+            private_network = matches!(entered, MountView::Entered)
+                && network == mount_view::NetworkNamespace::Private;
+            match entered {
                 MountView::Entered => {
-                    let plan = plan_mount_view(
+                    let mut plan = plan_mount_view(
                         &policy,
                         unsealed_roots.as_deref(),
                         &mount_view::Surveyed {
@@ -351,6 +362,7 @@ unsafe fn run(
                             layers: &layers,
                         },
                     )?;
+                    plan.network = network;
                     warn_unusable_git_files(&plan.unusable_git_files);
                     warn_unsearched(&plan.unsearched);
                     mount_view::build(&plan)?;
@@ -475,7 +487,12 @@ unsafe fn run(
     } else {
         hidden_reads::ReadPlan::default()
     };
-    let landlock_plan = landlock_rules::plan(&policy, &extra_writable, &reads);
+    let mut landlock_plan = landlock_rules::plan(&policy, &extra_writable, &reads);
+    // A network namespace of its own has only loopback: binding and connecting there is the
+    // command's own business (a test suite's local server).
+    if private_network {
+        landlock_plan.deny_tcp = false;
+    }
     let (landlock_enforced, rule_targets) = match landlock_rules::install(&landlock_plan) {
         Ok((LandlockEnforcement::Enforced, targets)) => (true, targets),
         Ok((LandlockEnforcement::NotEnforced, targets)) => (false, targets),
@@ -486,7 +503,8 @@ unsafe fn run(
     // 4. Capabilities: nothing below needs any.
     let capabilities = caps::drop_all()?;
 
-    let unix_sockets = UnixSockets::decide(&policy, landlock_enforced, best_effort)?;
+    let unix_sockets =
+        UnixSockets::decide(&policy, landlock_enforced, private_network, best_effort)?;
 
     // 5. no_new_privs, then seccomp (last: it forbids the mount calls above).
     let no_new_privs = nix::sys::prctl::set_no_new_privs().is_ok();

@@ -2,8 +2,11 @@
 //! agent, a container engine, an IDE's socket in /tmp, a socat bridge to the network — for
 //! each network setting, and the seccomp program that goes with it.
 //!
-//! With the network off seccomp refuses every call that addresses a peer. With a domain list
-//! the command needs IP sockets (cordon's proxy listens on loopback in its network namespace),
+//! With the network off and a network namespace of its own (where the kernel grants one with
+//! the mount view), the command has IP sockets on its own loopback only, and UNIX sockets are
+//! kept as with a domain list; without one, seccomp refuses every call that addresses a peer.
+//! With a domain list the command needs IP sockets (cordon's proxy listens on loopback in its
+//! network namespace),
 //! but a socket file on the host would be a way around the proxy: from Landlock ABI 9 only the
 //! `--allow-unix-socket` ones can be connected to; below it seccomp refuses UNIX sockets
 //! altogether, and a policy naming sockets is refused unless best effort was asked for.
@@ -43,14 +46,24 @@ impl UnixSockets {
     pub fn decide(
         policy: &cordon_policies::ResolvedPolicy,
         landlock_enforced: bool,
+        private_network: bool,
         best_effort: bool,
     ) -> Result<UnixSockets, HelperError> {
+        let landlock_abi = landlock_enforced.then(crate::sys::landlock_abi);
+        let scoped = landlock_abi.is_some_and(|abi| abi >= 9);
         let network = match (policy.network_access, policy.network_domains.is_some()) {
+            // In a network namespace of its own the network is off by construction: IP
+            // sockets reach only the command's own loopback (a local test server works), and
+            // what must stay closed is the host's UNIX sockets, as with a domain list. Named
+            // sockets below Landlock ABI 9 keep the seccomp filter that refuses every connect
+            // (they were never reachable with the network off).
+            (false, _) if private_network && (scoped || policy.allowed_sockets.is_empty()) => {
+                Network::Proxied
+            }
             (false, _) => Network::Off,
             (true, false) => Network::On,
             (true, true) => Network::Proxied,
         };
-        let landlock_abi = landlock_enforced.then(crate::sys::landlock_abi);
         let unix_sockets =
             UnixSockets::for_network(network, landlock_abi, !policy.allowed_sockets.is_empty());
         if unix_sockets == UnixSockets::ReachableDespiteDomainList && !best_effort {

@@ -1,5 +1,7 @@
-//! Network off: no TCP, UDP, raw, packet or netlink; UNIX stream sockets only. Network on:
-//! TCP/UDP over IPv4/IPv6 and name lookup work, packet/vsock/raw sockets do not.
+//! Network off: with the mount view, a network namespace of its own with only loopback (a local
+//! server works, nothing leaves; UNIX sockets only as pairs); without it, no TCP, UDP, raw,
+//! packet or netlink, UNIX stream sockets only. Network on: TCP/UDP over IPv4/IPv6 and name
+//! lookup work, packet/vsock/raw sockets do not.
 
 use std::io::ErrorKind;
 use std::net::{TcpListener, UdpSocket};
@@ -34,12 +36,10 @@ fn tcp_connect_to_an_outside_listener_fails_and_the_listener_sees_nothing() {
     );
     let run = python_in(&policy, root.path(), &code);
     run.assert_ok();
-    assert!(
-        run.stdout.contains(&format!("refused {}", libc::EPERM)),
-        "{}{}",
-        run.stdout,
-        run.stderr
-    );
+    // In a network namespace of its own (with the mount view) nothing listens on the
+    // command's loopback; without one, seccomp refuses the call.
+    let errno = if features().path_rules() { libc::ECONNREFUSED } else { libc::EPERM };
+    assert_eq!(run.stdout.trim(), format!("refused {errno}"), "{}", run.stderr);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
 }
@@ -70,7 +70,10 @@ fn a_udp_datagram_to_an_outside_socket_never_arrives() {
         "{PY_LIBC}try:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'leak', ('127.0.0.1', {port})); print('SENT')\nexcept OSError as e:\n    print('refused', e.errno)"
     );
     let run = python_in(&policy, root.path(), &code);
-    assert!(run.stdout.contains("refused"), "{}{}", run.stdout, run.stderr);
+    // Sent to the command's own loopback where it has one, refused where it has not: either
+    // way nothing arrives here.
+    let expected = if features().path_rules() { "SENT" } else { "refused" };
+    assert!(run.stdout.contains(expected), "{}{}", run.stdout, run.stderr);
     let mut buf = [0u8; 16];
     assert!(receiver.recv(&mut buf).is_err(), "a datagram arrived");
 }
@@ -122,22 +125,39 @@ fn network_off_refuses_every_socket_family_but_unix_streams() {
     run.assert_ok();
     let r = results(&run);
     let eperm = libc::EPERM.to_string();
-    for denied in [
-        "inet",
-        "inet6",
-        "raw",
-        "netlink",
-        "packet",
-        "vsock",
-        "unix_dgram",
-        "unix_dgram_cloexec",
-        "unix_raw",
-        "pair_dgram",
-    ] {
-        assert_eq!(r.get(denied), Some(&eperm), "{denied}: {}", run.stdout);
+    // With a network namespace of its own (the mount view's), IP sockets and netlink reach
+    // only the command's loopback and a UNIX socket only a pair; without one, seccomp leaves
+    // UNIX streams (whose connect it refuses) and pairs.
+    let (denied, allowed): (&[&str], &[&str]) = if features().path_rules() {
+        (
+            &["raw", "packet", "vsock", "unix_dgram", "unix_dgram_cloexec", "unix_raw"],
+            &["inet", "inet6", "netlink", "pair_stream", "pair_seqpacket"],
+        )
+    } else {
+        (
+            &[
+                "inet",
+                "inet6",
+                "raw",
+                "netlink",
+                "packet",
+                "vsock",
+                "unix_dgram",
+                "unix_dgram_cloexec",
+                "unix_raw",
+                "pair_dgram",
+            ],
+            &["pair_stream", "pair_seqpacket", "unix_stream"],
+        )
+    };
+    for denied in denied {
+        assert_eq!(r.get(*denied), Some(&eperm), "{denied}: {}", run.stdout);
     }
-    for allowed in ["pair_stream", "pair_seqpacket", "unix_stream"] {
-        assert_eq!(r.get(allowed).map(String::as_str), Some("ok"), "{allowed}: {}", run.stdout);
+    for allowed in allowed {
+        assert_eq!(r.get(*allowed).map(String::as_str), Some("ok"), "{allowed}: {}", run.stdout);
+    }
+    if features().path_rules() {
+        assert_eq!(r.get("unix_stream"), Some(&eperm), "{}", run.stdout);
     }
 }
 
@@ -325,4 +345,73 @@ fn a_domain_list_keeps_host_unix_sockets_out_of_reach() {
     let args = ["exec", "-a", "never", "--network", "-C", dir_arg, "--", python(), "-c", &code];
     let run = cordon(&args);
     assert!(run.stdout.contains("path CONNECTED"), "{}{}", run.stdout, run.stderr);
+}
+
+/// This machine's address on its default route, if it has one (no packet is sent).
+fn outside_address() -> Option<std::net::IpAddr> {
+    let probe = UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("10.255.255.1:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// With the network off a command has a loopback of its own: a test suite's server on
+/// 127.0.0.1 (Node's `http`) answers its client, cordon says nothing about it, and neither the
+/// host's loopback nor its outside address receives a connection.
+#[test]
+fn with_the_network_off_a_local_test_server_works_and_nothing_leaves() {
+    require_sandbox!(1);
+    skip_unless!(
+        features().path_rules(),
+        "a network namespace of its own comes with the mount view's namespaces"
+    );
+    skip_unless!(
+        std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "needs node (tests/setup.sh installs it)"
+    );
+    let host_loopback = TcpListener::bind("127.0.0.1:0").unwrap();
+    host_loopback.set_nonblocking(true).unwrap();
+    let outside = TcpListener::bind("0.0.0.0:0").unwrap();
+    outside.set_nonblocking(true).unwrap();
+    let outside_target = outside_address()
+        .map(|ip| format!("{ip}:{}", outside.local_addr().unwrap().port()))
+        .unwrap_or_else(|| format!("127.0.0.1:{}", outside.local_addr().unwrap().port()));
+    let script = format!(
+        "const http = require('http'), net = require('net');\n\
+         const probe = (label, target, next) => {{\n\
+           const [host, port] = [target.slice(0, target.lastIndexOf(':')), +target.slice(target.lastIndexOf(':') + 1)];\n\
+           const s = net.connect(port, host, () => {{ console.log('reached ' + label); s.destroy(); next(); }});\n\
+           s.on('error', e => {{ console.log('unreached ' + label + ' ' + e.code); next(); }});\n\
+         }};\n\
+         const server = http.createServer((q, r) => r.end('pong')).listen(0, '127.0.0.1', () => {{\n\
+           http.get('http://127.0.0.1:' + server.address().port + '/', res => {{\n\
+             let body = ''; res.on('data', d => body += d);\n\
+             res.on('end', () => {{ console.log('local ' + body);\n\
+               probe('host-loopback', '127.0.0.1:{}', () => probe('outside', '{outside_target}', () => server.close()));\n\
+             }});\n\
+           }});\n\
+         }});\n",
+        host_loopback.local_addr().unwrap().port()
+    );
+    let dir = scratch();
+    let out: Run = without_terminal(CORDON)
+        .args(["exec", "-a", "never", "--", "node", "-e", &script])
+        .current_dir(dir.path())
+        .env("CORDON_HOME", dir.path().join("home"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    out.assert_ok();
+    assert!(out.stdout.contains("local pong"), "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("unreached host-loopback"), "{}", out.stdout);
+    assert!(out.stdout.contains("unreached outside"), "{}", out.stdout);
+    assert!(!out.stderr.contains("cordon: blocked"), "{}", out.stderr);
+    std::thread::sleep(Duration::from_millis(100));
+    for listener in [&host_loopback, &outside] {
+        assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
+    }
 }
