@@ -268,8 +268,10 @@ fn render_text(report: &DoctorReport) -> String {
     println!("\nprotected paths (read-only inside writable roots): {:?}", report.protected_paths);
     println!("  note: {}", report.protected_paths_note);
     println!(
-        "hidden paths: {} by default (credential files, histories, browser and mail profiles, \
-         agent and bus sockets; `cordon doctor --json` lists them with their tools)",
+        "hidden paths: {} catalogue entries by default (credential files, histories, browser \
+         and mail profiles, agent and bus sockets; `cordon doctor --json` lists them with their \
+         tools); expanded for this user's $HOME, XDG and tool variables they name more paths, \
+         which `cordon exec --dry-run -- true` counts",
         report.hidden_paths.len()
     );
     let sockets = &report.unix_sockets;

@@ -296,7 +296,8 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
             .collect();
         let _ = writeln!(
             text,
-            "hidden:       {} of {} hidden paths exist here{}{}",
+            "hidden:       {} of {} hidden paths (the catalogue's entries expanded for this user's \
+             $HOME, XDG and tool variables) exist here{}{}",
             here.len(),
             plan.hidden_entries,
             if here.is_empty() { "" } else { ": " },

@@ -202,7 +202,7 @@ fn tiny_project(dir: &Path) {
 }
 
 #[test]
-fn cargo_fetch_through_its_preset_writes_only_the_sandbox_cache() {
+fn cargo_fetch_through_its_preset_writes_only_the_sandbox_cache_and_a_build_then_needs_it() {
     require_domain_list!();
     skip_unless_registry!(installed("cargo"), "cargo is not installed");
     skip_unless_registry!(
@@ -229,6 +229,15 @@ fn cargo_fetch_through_its_preset_writes_only_the_sandbox_cache() {
     assert!(written(&u.cache("cargo").join("registry")), "the sandbox cache was not used");
     let carried = std::fs::read_to_string(u.cache("cargo").join("config.toml")).unwrap();
     assert!(carried.contains("retry = 3") && !carried.contains("SECRET"), "{carried}");
+    // The crates live in this workspace's preset cache: a build without the preset fails on
+    // the network and says which preset fetched them; with it, the build works.
+    let plain = run(u.cordon(&["--", "cargo", "build", "-q"]));
+    assert_ne!(plain.code, Some(0), "{}", plain.stderr);
+    assert!(plain.stderr.contains("--preset cargo"), "{}", plain.stderr);
+    assert!(plain.stderr.contains("presets = [\"cargo\"]"), "{}", plain.stderr);
+    let built = run(u.cordon(&["--preset", "cargo", "--", "cargo", "build", "-q"]));
+    built.assert_ok();
+    assert!(u.ws.join("target/debug/tiny").is_file(), "{}", built.stderr);
 }
 
 /// A loopback server standing in for a registry: answers every request with 200 and records
