@@ -604,6 +604,11 @@ fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<
     {
         return Some(network_blocked(&lower));
     }
+    // pip without retries says only that its index offered nothing: with the network off, that
+    // is the index it could not reach.
+    if !context.network && lower.contains("(from versions: none)") {
+        return Some(Blocked::Network { preset: Some("pip"), host: named_host(&lower) });
+    }
     let busy = lower.contains(BUSY_MARKER);
     // Node's and libuv's spelling (`EROFS: read-only file system, open '…'`) as a word of its
     // own: inside a name (`numberOfSamples`) it is no error at all.

@@ -431,4 +431,9 @@ fn a_connection_refused_on_loopback_is_never_a_network_denial() {
     ] {
         assert!(matches!(explain(line, &off), Some(Blocked::Network { .. })), "{line}");
     }
+    // pip without retries names no network at all, only an index that offered nothing.
+    let pip = "ERROR: Could not find a version that satisfies the requirement six==1.17.0 \
+               (from versions: none)";
+    assert_eq!(explain(pip, &off), Some(Blocked::Network { preset: Some("pip"), host: None }));
+    assert_eq!(explain(pip, &context(true)), None);
 }

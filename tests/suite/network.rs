@@ -415,3 +415,71 @@ fn with_the_network_off_a_local_test_server_works_and_nothing_leaves() {
         assert_eq!(listener.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
     }
 }
+
+/// Each real client's failure with the network off is named, with the narrowest fix for that
+/// tool: its preset where there is one, else the host it names, and `--network` last. (Retries
+/// are turned down through each client's own settings so that the test does not wait for them.)
+#[test]
+fn every_clients_network_failure_is_named_with_its_narrowest_fix() {
+    require_sandbox!(1);
+    let available = |program: &str| {
+        std::process::Command::new(program)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let dir = scratch();
+    let home = dir.path().join("home");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "npm",
+            "npm view is-number version --fetch-retries=0 --fetch-timeout=5000",
+            "--preset npm",
+        ),
+        ("npx", "npx --yes --fetch-retries=0 cowsay-not-installed-here hi", "--preset npm"),
+        ("pip", "pip download --no-deps --retries 0 --timeout 5 six==1.17.0", "--preset pip"),
+        ("cargo", "cargo search --limit 1 serde", "--preset cargo"),
+        ("curl", "curl -sS https://example.org/", "--allow-domain example.org"),
+    ];
+    let mut tried = 0;
+    for (program, script, advice) in cases {
+        if !available(program) {
+            eprintln!("SKIPPED {program}: not installed (tests/setup.sh installs it)");
+            continue;
+        }
+        tried += 1;
+        let mut command = without_terminal(CORDON);
+        command
+            .args(["exec", "-a", "never", "--", "sh", "-c", script])
+            .current_dir(&ws)
+            .env("HOME", &home)
+            .env("CORDON_HOME", dir.path().join("cordon"))
+            .env("CARGO_NET_RETRY", "0")
+            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+            .stdin(std::process::Stdio::null());
+        // rustup's proxies find the toolchains through RUSTUP_HOME and CARGO_HOME (the real
+        // user's), with HOME pointing elsewhere.
+        for (name, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+            let place = std::env::var_os(name).map(std::path::PathBuf::from).or_else(|| {
+                std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(default))
+            });
+            if let Some(place) = place.filter(|p| p.is_dir()) {
+                command.env(name, place);
+            }
+        }
+        let out: Run = command.output().unwrap().into();
+        assert_ne!(out.code, Some(0), "{program}: {}", out.stderr);
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("cordon: blocked") && l.contains("the network is off"))
+            .unwrap_or_else(|| panic!("{program}: the network is not named:\n{}", out.stderr));
+        assert!(line.contains(advice), "{program}: {line}");
+        let network = line.find("--network").unwrap_or(0);
+        assert!(line.find(advice).unwrap_or(usize::MAX) < network, "{program}: {line}");
+    }
+    assert!(tried > 0, "no client was installed");
+}
