@@ -379,8 +379,8 @@ fn a_chain_two_thousand_deep_outlives_neither_a_killed_nor_a_finished_unsandboxe
 
 /// A tree that grows back as it is killed — every level restarts the next one whenever it
 /// dies, having left the process group — is ended whole after SIGKILL of cordon and after the
-/// command's normal exit; where cordon has a cgroup for it (root here), the command runs in a
-/// `cordon-…` cgroup of its own, which is gone afterwards.
+/// command's normal exit; where cordon has a cgroup for it (root, with a cgroup v2 mount), the
+/// command runs in a `cordon-…` cgroup of its own, which is gone afterwards.
 #[test]
 fn a_tree_that_regrows_as_it_is_killed_outlives_no_unsandboxed_run() {
     const DEPTH: usize = 60;
@@ -422,9 +422,8 @@ fn a_tree_that_regrows_as_it_is_killed_outlives_no_unsandboxed_run() {
         let cgroup = std::fs::read_to_string(&cgroup_file).unwrap_or_default();
         let leaf =
             cgroup.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or_default().to_owned();
-        if nix::unistd::geteuid().is_root()
-            && Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
-        {
+        let v2_mount = cgroup2_mount();
+        if nix::unistd::geteuid().is_root() && v2_mount.is_some() {
             assert!(leaf.contains("/cordon-"), "not in a cgroup of its own: {cgroup}");
         }
         if killed {
@@ -446,9 +445,21 @@ fn a_tree_that_regrows_as_it_is_killed_outlives_no_unsandboxed_run() {
             let _ = Command::new("pkill").args(["-9", "-f", &format!("{marker}")]).status();
         }
         assert_eq!(left, 0, "killed={killed}: {left} of the tree outlived the run");
-        if !killed && leaf.contains("/cordon-") {
-            let path = Path::new("/sys/fs/cgroup").join(leaf.trim_start_matches('/'));
+        if let (false, Some(mount)) = (killed, v2_mount.filter(|_| leaf.contains("/cordon-"))) {
+            let path = mount.join(leaf.trim_start_matches('/'));
             assert!(!path.exists(), "the command's cgroup {} was left", path.display());
         }
     }
+}
+
+/// Where the cgroup v2 hierarchy is mounted (writable), if it is: `/sys/fs/cgroup`, or
+/// `/sys/fs/cgroup/unified` beside cgroup v1's controllers.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let fields: Vec<&str> = left.split(' ').collect();
+        let writable = fields.get(5)?.split(',').all(|option| option != "ro");
+        (right.starts_with("cgroup2 ") && writable).then(|| PathBuf::from(fields[4]))
+    })
 }

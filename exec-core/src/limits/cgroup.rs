@@ -72,6 +72,32 @@ pub fn hierarchy() -> &'static Result<Hierarchy, NoCgroup> {
     PROBED.get_or_init(probe)
 }
 
+/// Where cordon can make a cgroup that only kills (no controllers needed): as root, the first
+/// writable cgroup v2 mount, even one without controllers (the unified hierarchy of a host whose
+/// controllers are bound to cgroup v1); unprivileged, the delegated subtree of [`hierarchy`].
+pub fn kill_hierarchy() -> Option<Hierarchy> {
+    static PROBED: OnceLock<Option<Hierarchy>> = OnceLock::new();
+    PROBED
+        .get_or_init(|| {
+            if !nix::unistd::geteuid().is_root() {
+                return match hierarchy() {
+                    Ok(delegated @ Hierarchy::Delegated { .. }) => Some(delegated.clone()),
+                    Ok(_) | Err(_) => None,
+                };
+            }
+            let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+            mountinfo.lines().find_map(|line| {
+                let (left, right) = line.split_once(" - ")?;
+                let fields: Vec<&str> = left.split(' ').collect();
+                let writable = fields.get(5)?.split(',').all(|option| option != "ro");
+                let mount_point = PathBuf::from(fields.get(4)?);
+                (right.starts_with("cgroup2 ") && writable)
+                    .then_some(Hierarchy::V2 { root: mount_point })
+            })
+        })
+        .clone()
+}
+
 /// Why cordon cannot make a command's cgroup here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

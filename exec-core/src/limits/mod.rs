@@ -158,11 +158,12 @@ pub fn limits_report() -> LimitsReport {
 #[cfg(target_os = "linux")]
 impl CommandCgroup {
     /// The cgroup that holds an unsandboxed command's tree so that it can be killed whole,
-    /// where this machine gives cordon one (cgroup v2: root, or a delegated subtree); `None`
+    /// where this machine gives cordon one (a cgroup v2 mount as root, with or without
+    /// controllers; a delegated subtree unprivileged); `None`
     /// elsewhere, where the command's keeper alone ends the tree.
     pub(crate) fn for_unsandboxed() -> Option<CommandCgroup> {
-        let hierarchy = cgroup::hierarchy().as_ref().ok()?;
-        match CommandCgroup::kill_only(hierarchy) {
+        let hierarchy = cgroup::kill_hierarchy()?;
+        match CommandCgroup::kill_only(&hierarchy) {
             Ok(cgroup) => Some(cgroup),
             Err(error) => {
                 tracing::debug!(%error, "no cgroup to hold the unsandboxed command");
