@@ -159,7 +159,9 @@ pub struct SandboxFlags {
     /// A package manager's preset (repeatable; added to config `presets`): npm, pip or cargo.
     /// The command may reach the registry hosts your own configuration of that client names
     /// (~/.npmrc, pip.conf, ~/.cargo/config.toml; never a workspace file), and the client gets
-    /// a cache under $CORDON_HOME/cache/ that only sandboxed runs write. Needs workspace-write.
+    /// a cache of this workspace's own under $CORDON_HOME/workspaces/ that only its sandboxed
+    /// runs write. Registry URLs from hidden files (~/.npmrc, pip's) reach it only when named
+    /// in config preset_settings_not_secret. Needs workspace-write.
     /// See docs/presets.md; `cordon doctor` lists what each allows here.
     #[arg(long = "preset", value_name = "NAME")]
     pub presets: Vec<String>,

@@ -72,7 +72,8 @@ pub fn requested(
     for name in not_secret {
         if !cordon_policies::known_hidden_setting(name) {
             bail!(
-                "config preset_settings_not_secret: {name:?} is not a setting a preset reads                  from a hidden file: \"npm.registry\", \"npm.@scope:registry\", \
+                "config preset_settings_not_secret: {name:?} is not a setting a preset reads \
+                 from a hidden file: \"npm.registry\", \"npm.@scope:registry\", \
                  \"pip.index-url\", \"pip.extra-index-url\" or \"pip.trusted-host\" \
                  (docs/presets.md)"
             );
@@ -180,6 +181,34 @@ pub fn apply(
     Ok(env.map(|(k, v)| (OsString::from(k), OsString::from(v))).collect())
 }
 
+/// Refuses a workspace-write policy with a writable root (the working directory, an
+/// `--add-dir`) inside `$CORDON_HOME/workspaces`, where each workspace's preset caches and
+/// state live: a command there could plant code in another workspace's cache, or a link where
+/// cordon makes a workspace's directory.
+pub fn refuse_roots_in_workspace_state(
+    policy: &SandboxPolicy,
+    cwd: &Path,
+    user_view: &EnvSnapshot,
+) -> anyhow::Result<()> {
+    let SandboxPolicy::WorkspaceWrite(_) = policy else { return Ok(()) };
+    let Some(cordon_home) = user_view.cordon_home.as_ref().filter(|h| h.is_absolute()) else {
+        return Ok(());
+    };
+    let state = canonical_even_if_missing(&cordon_home.join("workspaces"));
+    let roots =
+        policy.resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p))?.writable_roots;
+    if let Some(root) = roots.iter().find(|root| root.starts_with(&state)) {
+        bail!(
+            "the writable root {} lies inside {}, where cordon keeps each workspace's preset \
+             caches: a command there could plant code in another workspace's cache; run it \
+             from the workspace itself",
+            root.display(),
+            state.display()
+        );
+    }
+    Ok(())
+}
+
 /// The user-level configuration of the clients, each file read only when it lies outside every
 /// writable root (where a sandboxed command could have written it), with one warning line
 /// for a file left out.
@@ -217,9 +246,10 @@ fn read_client_configs(view: &EnvSnapshot, roots: &[PathBuf]) -> anyhow::Result<
     if let Some(path) = npmrc {
         configs.npmrc = read_outside(&path, roots, Visibility::Hidden)?;
     }
-    for path in pip_files.into_iter().flatten() {
-        let visibility =
-            if path.starts_with("/etc") { Visibility::Readable } else { Visibility::Hidden };
+    for (at, path) in pip_files.into_iter().enumerate() {
+        let Some(path) = path else { continue };
+        // The two site-wide files, by their place in the list (never by how a path is spelled).
+        let visibility = if at < 2 { Visibility::Readable } else { Visibility::Hidden };
         configs.pip_confs.extend(read_outside(&path, roots, visibility)?);
     }
     if let Some(dir) = cargo_home {
@@ -262,6 +292,9 @@ fn read_outside(
         )]);
         return Ok(None);
     }
+    // A readable file that is a link elsewhere is only as readable as where it leads, which
+    // may be hidden.
+    let visibility = if target == place { visibility } else { Visibility::Hidden };
     Ok(crate::state_files::read(&target)?.map(|text| ConfigFile {
         path: path.to_path_buf(),
         text,
@@ -295,19 +328,48 @@ fn prepare_caches(
     // its parent, which no sandboxed command can write, says it holds caches.
     replace_file(&cache_root, "CACHEDIR.TAG", CACHEDIR_TAG, &trash)?;
     for plan in plans {
-        private_dir(&plan.cache)?;
-        // Keeps the sandbox's search for repositories, and backup tools, out of the cache.
-        replace_file(&plan.cache, "CACHEDIR.TAG", CACHEDIR_TAG, &trash)?;
-        if let Some(config) = &plan.carried_config {
-            replace_file(&plan.cache, "config.toml", config, &trash)?;
-            // The older name wins over `config.toml` in cargo: one a sandboxed run left there
-            // would hide the user's configuration.
-            let planted = plan.cache.join("config");
-            remove_planted(&planted, &trash)
-                .with_context(|| format!("cannot remove {}", planted.display()))?;
+        if let Err(error) = prepare_cache(plan, &trash) {
+            // What a command made of the cache cannot be undone name by name (another run of
+            // the workspace keeps remaking it, or it cannot be removed): the cache starts
+            // afresh, its old contents moved aside whole.
+            private_dir(&plan.cache)?;
+            let aside = trash.join(format!(
+                "{}-{}-{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+                std::process::id(),
+                plan.preset.name()
+            ));
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&trash)?;
+            std::fs::rename(&plan.cache, &aside)
+                .with_context(|| format!("cannot move {} aside", plan.cache.display()))?;
+            crate::terminal::say(&[format!(
+                "cordon could not restore {} ({error:#}): it starts afresh; what it held is in {}",
+                plan.cache.display(),
+                aside.display()
+            )]);
+            prepare_cache(plan, &trash)?;
         }
     }
     cordon_exec_core::empty_trash(&trash);
+    Ok(())
+}
+
+/// Makes one preset's cache ready: private, marked, with cargo's carried configuration and
+/// without the older name that would hide it.
+fn prepare_cache(plan: &PresetPlan, trash: &Path) -> anyhow::Result<()> {
+    private_dir(&plan.cache)?;
+    // Keeps the sandbox's search for repositories, and backup tools, out of the cache.
+    replace_file(&plan.cache, "CACHEDIR.TAG", CACHEDIR_TAG, trash)?;
+    if let Some(config) = &plan.carried_config {
+        replace_file(&plan.cache, "config.toml", config, trash)?;
+        // The older name wins over `config.toml` in cargo: one a sandboxed run left there
+        // would hide the user's configuration.
+        let planted = plan.cache.join("config");
+        remove_planted(&planted, trash)
+            .with_context(|| format!("cannot remove {}", planted.display()))?;
+    }
     Ok(())
 }
 

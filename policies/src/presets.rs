@@ -65,6 +65,16 @@ impl Preset {
         }
     }
 
+    /// The client's default index URLs as its configuration spells them (with or without the
+    /// final slash).
+    pub fn default_index_urls(self) -> &'static [&'static str] {
+        match self {
+            Preset::Npm => &["https://registry.npmjs.org/", "https://registry.npmjs.org"],
+            Preset::Pip => &["https://pypi.org/simple", "https://pypi.org/simple/"],
+            Preset::Cargo => &[],
+        }
+    }
+
     /// The variable that points the client at its cache.
     pub fn cache_variable(self) -> &'static str {
         match self {
@@ -215,7 +225,7 @@ fn plan_npm(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
             .ok_or_else(|| npm_error(configs, format!("{variable}: not an http or https URL")))?;
         plan.hosts.push(parsed.host_pattern());
         let source = configs.npmrc.as_ref().map(|file| file.path.as_path());
-        if withheld(plan, configs, &setting, (from, source), &parsed) {
+        if withheld(plan, configs, &setting, (from, source), &[&parsed]) {
             continue;
         }
         if npm.expanded.contains(&url) {
@@ -289,13 +299,16 @@ fn plan_pip(plan: &mut PresetPlan, configs: &ClientConfigs) -> Result<(), Preset
     }
     // pip's user files are hidden from the command (index URLs may carry passwords): what it
     // is configured for reaches it as variables, without credentials.
-    if pip.index_url.is_some() && !withheld(plan, configs, "index-url", origin(from[0]), &index_url)
+    if pip.index_url.is_some()
+        && !withheld(plan, configs, "index-url", origin(from[0]), &[&index_url])
     {
         pass_url(plan, "PIP_INDEX_URL", &index_url);
     }
-    let extras_withheld = extras
-        .first()
-        .is_some_and(|first| withheld(plan, configs, "extra-index-url", origin(from[1]), first));
+    // The list is one setting: judged whole, so that a default index first carries nothing
+    // after it.
+    let all_extras: Vec<&RegistryUrl> = extras.iter().collect();
+    let extras_withheld = !extras.is_empty()
+        && withheld(plan, configs, "extra-index-url", origin(from[1]), &all_extras);
     if !extras.is_empty() && !extras_withheld {
         let kept: Vec<String> = extras.iter().filter_map(|url| shown_url(plan, url)).collect();
         if !kept.is_empty() {
@@ -372,14 +385,15 @@ fn withheld(
     configs: &ClientConfigs,
     setting: &str,
     origin: (Visibility, Option<&Path>),
-    url: &RegistryUrl,
+    urls: &[&RegistryUrl],
 ) -> bool {
-    // The client's own default registry, named again: it tells nothing the client does not
-    // know (credentials and token-shaped paths are still taken out on the way).
-    if plan.preset.default_hosts().contains(&url.host.as_str()) {
+    // The client's own default index, named again exactly: it tells nothing the client does
+    // not know. Anything more — a path, a query, another port — may be a token.
+    if urls.iter().all(|url| plan.preset.default_index_urls().contains(&url.without_credentials.as_str())) {
         return false;
     }
-    withheld_setting(plan, configs, setting, origin, &format!("its URL for {}", url.host))
+    let hosts: Vec<&str> = urls.iter().map(|url| url.host.as_str()).collect();
+    withheld_setting(plan, configs, setting, origin, &format!("its URLs for {}", hosts.join(", ")))
 }
 
 fn withheld_setting(

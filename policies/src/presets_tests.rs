@@ -287,7 +287,33 @@ fn nothing_read_from_a_hidden_file_enters_the_sandbox_whatever_its_shape() {
     };
     let plan = plan_preset(Preset::Npm, &default_named, Path::new("/c")).unwrap();
     assert_eq!(var(&plan, "npm_config_registry"), Some("https://registry.npmjs.org/"));
-    assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+    assert!(plan.notes.is_empty(), "{:?}", plan.notes);    // On the default host, anything past the default index may be a token: a path, a query,
+    // a fragment, a port; and a list is judged whole.
+    for url in [
+        "https://registry.npmjs.org/6f1c2a9e-1b3d-4c5e-9f7a-2b8c4d6e8f00/",
+        "https://registry.npmjs.org/?t=abc",
+        "https://registry.npmjs.org:443/x",
+    ] {
+        let npm = ClientConfigs {
+            npmrc: file("/home/u/.npmrc", &format!("registry={url}\n")),
+            ..ClientConfigs::default()
+        };
+        let plan = plan_preset(Preset::Npm, &npm, Path::new("/c")).unwrap();
+        assert_eq!(var(&plan, "npm_config_registry"), None, "{url}");
+    }
+    let pip = ClientConfigs {
+        pip_confs: vec![ConfigFile {
+            path: "/home/u/.config/pip/pip.conf".into(),
+            text: "[global]\nindex-url = https://PyPI.org:443/simple#frag-secret\n\
+                   extra-index-url = https://pypi.org/simple https://priv.example/tok123/\n"
+                .into(),
+            visibility: Visibility::Hidden,
+        }],
+        ..ClientConfigs::default()
+    };
+    let plan = plan_preset(Preset::Pip, &pip, Path::new("/c")).unwrap();
+    let everything = format!("{:?}", plan.env);
+    assert!(!everything.contains("frag-secret") && !everything.contains("priv"), "{everything}");
 }
 
 #[test]

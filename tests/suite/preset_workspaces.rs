@@ -133,7 +133,8 @@ fn what_a_command_makes_of_its_cache_never_stops_the_next_run() {
         let damage = "for v in \"$npm_config_cache\" \"$CARGO_HOME\"; do \
                       for n in CACHEDIR.TAG config.toml config; do rm -rf \"$v/$n\" && \
                       mkdir -p \"$v/$n/locked\" && echo x > \"$v/$n/locked/file\" && \
-                      chmod 500 \"$v/$n/locked\" && chmod 500 \"$v/$n\"; done; chmod 500 \"$v\"; done";
+                      chmod 500 \"$v/$n/locked\" && chmod 500 \"$v/$n\"; done; \
+                      chmod 0 \"$v/CACHEDIR.TAG\"; chmod 500 \"$v\"; done";
         let cordon = |script: &str| {
             let mut command = command_as(who, cordon_for(who));
             command
@@ -160,5 +161,37 @@ fn what_a_command_makes_of_its_cache_never_stops_the_next_run() {
         let carried = u.cache("cargo").join("config.toml");
         assert!(std::fs::symlink_metadata(&carried).unwrap().is_file(), "{who:?}");
         assert!(!u.cache("cargo").join("config").exists(), "{who:?}");
+        // A run of the same workspace that keeps remaking those names while others start:
+        // every other run still starts.
+        let stop = u.ws.join("stop");
+        let remake = format!(
+            "while [ ! -e {} ]; do for n in CACHEDIR.TAG config.toml config; do \
+             rm -rf \"$CARGO_HOME/$n\"; mkdir -p \"$CARGO_HOME/$n/d\"; done; done",
+            stop.display()
+        );
+        let mut remaker = command_as(who, cordon_for(who));
+        remaker
+            .args(["exec", "-a", "never", "--preset", "cargo", "-C"])
+            .arg(&u.ws)
+            .args(["--", "sh", "-c", &remake])
+            .current_dir(&u.ws)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .env("HOME", &u.home)
+            .env_remove("CORDON_HOME")
+            .env_remove("CARGO_HOME");
+        let mut remaker = remaker.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut failed = Vec::new();
+        for _ in 0..10 {
+            let out = cordon("true");
+            if out.code != Some(0) {
+                failed.push(out.stderr);
+            }
+        }
+        std::fs::write(&stop, "").unwrap();
+        let _ = remaker.wait();
+        assert!(failed.is_empty(), "{who:?}: {} of 10 runs failed: {:?}", failed.len(), failed);
     }
 }
