@@ -127,6 +127,9 @@ pub struct DenialContext {
     pub write_refusal: WriteRefusal,
     /// The read-only policy: nothing is writable, and `--add-dir` does not apply.
     pub read_only: bool,
+    /// The TCP ports the host listens on at loopback (read when the network is off): a
+    /// connection the command could not make to one of them is the sandbox's doing.
+    pub host_loopback_ports: Vec<u16>,
 }
 
 /// How the sandbox refuses a write outside the writable roots, so that a failed *read* (a
@@ -171,6 +174,7 @@ const NETWORK_MARKERS: &[&str] = &[
     "nodename nor servname provided",
     "failed to connect",
     "connection refused",
+    "econnrefused",
     "couldn't connect",
     // Node (npm, npx, yarn) and Go: getaddrinfo's EAI_AGAIN and ENOTFOUND, Go's resolver.
     "eai_again",
@@ -503,13 +507,26 @@ impl Blocked {
     }
 }
 
-/// Whether a line (lowercase) says a connection to a loopback address was refused: nothing
-/// listened there. The sandbox never refuses that way — with the network off a command has a
-/// loopback of its own, or its connections fail with "operation not permitted" — so it is the
-/// command's own outcome (a test's server that did not start), never a denial.
-fn refused_on_loopback(lower: &str) -> bool {
-    (lower.contains("connection refused") || lower.contains("econnrefused"))
-        && ["127.", "localhost", "::1"].iter().any(|place| lower.contains(place))
+/// When a line (lowercase) names a loopback address: the port it names, if any
+/// (`127.0.0.1:5432`, `localhost:8080`, `[::1]:6379`, `port 5432`, `port=5432`).
+fn loopback_port(lower: &str) -> Option<Option<u16>> {
+    const PLACES: [&str; 4] = ["127.0.0.1", "localhost", "[::1]", "::1"];
+    if !PLACES.iter().any(|place| lower.contains(place)) {
+        return None;
+    }
+    let digits = |rest: &str| {
+        let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        rest[..end].parse::<u16>().ok()
+    };
+    let after = |marker: &str| {
+        lower.match_indices(marker).find_map(|(at, _)| digits(&lower[at + marker.len()..]))
+    };
+    let port = PLACES
+        .iter()
+        .find_map(|place| after(&format!("{place}:")))
+        .or_else(|| after("port "))
+        .or_else(|| after("port="));
+    Some(port)
 }
 
 /// [`Blocked::Network`] for a line (lowercase) that says the network failed: the package
@@ -600,8 +617,15 @@ fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<
     if !context.network
         && NETWORK_MARKERS.iter().any(|m| lower.contains(m))
         && NETWORK_WORDS.iter().any(|w| lower.contains(w))
-        && !refused_on_loopback(&lower)
     {
+        // A loopback address: the command's own, in a network namespace of its own. A port
+        // nothing on the host listens on is the command's own outcome (its server did not
+        // start); one the host serves is out of the sandbox's reach, and can be forwarded.
+        if let Some(port) = loopback_port(&lower).filter(|_| !lower.contains("not permitted")) {
+            return port.filter(|port| context.host_loopback_ports.contains(port)).map(|port| {
+                Blocked::Network { preset: None, host: Some(format!("127.0.0.1:{port}")) }
+            });
+        }
         return Some(network_blocked(&lower));
     }
     // pip without retries says only that its index offered nothing: with the network off, that

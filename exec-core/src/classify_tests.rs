@@ -12,6 +12,7 @@ fn context(network: bool) -> DenialContext {
         own_dirs: vec![PathBuf::from("/home/u/.cargo/bin")],
         write_refusal: WriteRefusal::AnyDenial,
         read_only: false,
+        host_loopback_ports: Vec::new(),
     }
 }
 
@@ -410,10 +411,11 @@ fn erofs_inside_a_name_is_no_evidence() {
 }
 
 /// With the network off a command has a loopback of its own: a connection refused there is
-/// the command's own outcome (its test server did not start), never the sandbox's; a refused
-/// or unreachable outside address still is.
+/// the command's own outcome (its test server did not start) unless the host serves that port
+/// (then the sandbox kept it apart, and it can be forwarded); a refused or unreachable outside
+/// address is the sandbox's.
 #[test]
-fn a_connection_refused_on_loopback_is_never_a_network_denial() {
+fn a_connection_refused_on_loopback_is_a_denial_only_where_the_host_listens() {
     let off = context(false);
     for line in [
         "Error: connect ECONNREFUSED 127.0.0.1:3000",
@@ -424,6 +426,30 @@ fn a_connection_refused_on_loopback_is_never_a_network_denial() {
     ] {
         assert_eq!(explain(line, &off), None, "{line}");
     }
+    let serving = DenialContext { host_loopback_ports: vec![5432, 3000], ..context(false) };
+    for (line, port) in [
+        (
+            "psql: error: connection to server at \"localhost\" (127.0.0.1), port 5432 failed: \
+          Connection refused",
+            5432,
+        ),
+        ("Error: connect ECONNREFUSED 127.0.0.1:3000", 3000),
+        (
+            "curl: (7) Failed to connect to localhost port 5432 after 0 ms: Couldn't connect to \
+          server",
+            5432,
+        ),
+    ] {
+        assert_eq!(
+            explain(line, &serving),
+            Some(Blocked::Network { preset: None, host: Some(format!("127.0.0.1:{port}")) }),
+            "{line}"
+        );
+    }
+    // Refused by seccomp (no namespace of its own): the sandbox's, as always.
+    let eperm = "ConnectionRefusedError? no: PermissionError: [Errno 1] Operation not permitted: \
+                 connect to 127.0.0.1:9";
+    assert!(matches!(explain(eperm, &off), Some(Blocked::Network { .. })), "{eperm}");
     for line in [
         "curl: (7) Failed to connect to 93.184.216.34 port 443 after 0 ms: Network is unreachable",
         "npm error request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN \

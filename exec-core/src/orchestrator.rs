@@ -695,6 +695,35 @@ impl<'a> DenialContextOnce<'a> {
     }
 }
 
+/// The TCP ports this host listens on at a loopback or wildcard address (`/proc/net/tcp` and
+/// `tcp6`, state LISTEN), Linux only.
+fn host_loopback_listeners() -> Vec<u16> {
+    let mut ports = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state)) = (fields.get(1), fields.get(3)) else { continue };
+            let Some((address, port)) = local.split_once(':') else { continue };
+            let loopback_or_any = matches!(
+                address,
+                "0100007F"
+                    | "00000000"
+                    | "00000000000000000000000000000000"
+                    | "00000000000000000000000001000000"
+            );
+            if *state == "0A" && loopback_or_any {
+                if let Ok(port) = u16::from_str_radix(port, 16) {
+                    ports.push(port);
+                }
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
 /// What the request's sandbox lets the command write, for judging denial messages. A policy
 /// that cannot be resolved gives an empty context: nothing counts as writable, so every path
 /// in a denial message fits.
@@ -735,6 +764,11 @@ fn denial_context(
             request.sandbox.policy,
             cordon_policies::SandboxPolicy::ReadOnly { .. }
         ),
+        host_loopback_ports: if resolved.network_access {
+            Vec::new()
+        } else {
+            host_loopback_listeners()
+        },
         write_refusal: match (
             SandboxKind::for_policy(&request.sandbox.policy),
             request.sandbox.mount_view,

@@ -389,7 +389,10 @@ fn withheld(
 ) -> bool {
     // The client's own default index, named again exactly: it tells nothing the client does
     // not know. Anything more — a path, a query, another port — may be a token.
-    if urls.iter().all(|url| plan.preset.default_index_urls().contains(&url.without_credentials.as_str())) {
+    if urls
+        .iter()
+        .all(|url| plan.preset.default_index_urls().contains(&url.without_credentials.as_str()))
+    {
         return false;
     }
     let hosts: Vec<&str> = urls.iter().map(|url| url.host.as_str()).collect();

@@ -287,7 +287,7 @@ fn nothing_read_from_a_hidden_file_enters_the_sandbox_whatever_its_shape() {
     };
     let plan = plan_preset(Preset::Npm, &default_named, Path::new("/c")).unwrap();
     assert_eq!(var(&plan, "npm_config_registry"), Some("https://registry.npmjs.org/"));
-    assert!(plan.notes.is_empty(), "{:?}", plan.notes);    // On the default host, anything past the default index may be a token: a path, a query,
+    assert!(plan.notes.is_empty(), "{:?}", plan.notes); // On the default host, anything past the default index may be a token: a path, a query,
     // a fragment, a port; and a list is judged whole.
     for url in [
         "https://registry.npmjs.org/6f1c2a9e-1b3d-4c5e-9f7a-2b8c4d6e8f00/",

@@ -483,3 +483,46 @@ fn every_clients_network_failure_is_named_with_its_narrowest_fix() {
     }
     assert!(tried > 0, "no client was installed");
 }
+
+/// With the network off, a connection to a loopback port the host serves (a database, a dev
+/// server) is named as the sandbox's doing, with the forward that reaches it; one to a port
+/// nothing serves is the command's own failure, and cordon says nothing.
+#[test]
+fn a_host_service_on_loopback_is_named_and_a_dead_port_is_not() {
+    require_sandbox!(1);
+    skip_unless!(
+        features().path_rules(),
+        "a network namespace of its own comes with the mount view's namespaces"
+    );
+    skip_unless!(std::path::Path::new("/usr/bin/curl").exists(), "needs curl");
+    let served = TcpListener::bind("127.0.0.1:0").unwrap();
+    served.set_nonblocking(true).unwrap();
+    let port = served.local_addr().unwrap().port();
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = scratch();
+    let run = |port: u16| -> Run {
+        without_terminal(CORDON)
+            .args([
+                "exec",
+                "-a",
+                "never",
+                "--",
+                "curl",
+                "-sS",
+                &format!("http://127.0.0.1:{port}/"),
+            ])
+            .current_dir(dir.path())
+            .env("CORDON_HOME", dir.path().join("home"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+            .into()
+    };
+    let out = run(port);
+    assert_ne!(out.code, Some(0));
+    assert!(out.stderr.contains(&format!("--allow-domain 127.0.0.1:{port}")), "{}", out.stderr);
+    assert_eq!(served.accept().map(|_| ()).unwrap_err().kind(), ErrorKind::WouldBlock);
+    let out = run(dead);
+    assert_ne!(out.code, Some(0));
+    assert!(!out.stderr.contains("cordon: blocked"), "{}", out.stderr);
+}

@@ -195,3 +195,23 @@ fn what_a_command_makes_of_its_cache_never_stops_the_next_run() {
         assert!(failed.is_empty(), "{who:?}: {} of 10 runs failed: {:?}", failed.len(), failed);
     }
 }
+
+/// A run whose working directory or `--add-dir` lies inside `$CORDON_HOME/workspaces` could
+/// write another workspace's cache (or plant a link where cordon makes a workspace's
+/// directory): it is refused before anything runs.
+#[test]
+fn a_writable_root_inside_the_workspaces_state_is_refused() {
+    require_sandbox!(1);
+    let u = user();
+    let state = u.home.join(".cordon/workspaces/0123456789abcdef0123456789abcdef/cache/npm");
+    std::fs::create_dir_all(&state).unwrap();
+    let planted = state.join("planted");
+    let inside = run(u.cordon_exec_in(&state, &["-a", "never", "--", "touch", "planted"]));
+    assert_eq!(inside.code, Some(125), "{}", inside.stderr);
+    assert!(inside.stderr.contains("preset caches"), "{}", inside.stderr);
+    let added = u.home.join(".cordon/workspaces");
+    let mut command = u.cordon(&["--add-dir", added.to_str().unwrap(), "--", "true"]);
+    let added_run = run(&mut command);
+    assert_eq!(added_run.code, Some(125), "{}", added_run.stderr);
+    assert!(!planted.exists());
+}
