@@ -20,7 +20,9 @@ FAMILY = socket.AF_INET6 if len(sys.argv) > 3 and sys.argv[3] == "6" else socket
 NAME, VERSION = "cordon_tiny_pkg", "0.1"
 WHEEL = f"{NAME}-{VERSION}-py3-none-any.whl"
 
-root = tempfile.mkdtemp(prefix="tiny-index-")
+# Beside the log, in the test's own directory, which goes with the test: a directory of the
+# index's own would outlive it (the test kills the index).
+root = tempfile.mkdtemp(prefix="tiny-index-", dir=os.path.dirname(os.path.abspath(LOG)))
 
 
 def record_line(path, data):

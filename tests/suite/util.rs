@@ -262,6 +262,16 @@ pub fn cordon_for(user: User) -> PathBuf {
                 if std::fs::metadata(&path).is_ok_and(|m| m.len() == meta.len()) {
                     return path;
                 }
+                // The copies of earlier builds go: one copy, of this build, is all the suite
+                // leaves behind.
+                let earlier = std::fs::read_dir(&base).into_iter().flatten().flatten();
+                for entry in earlier {
+                    let name = entry.file_name();
+                    let name = name.to_string_lossy();
+                    if name.starts_with("cordon-e2e-bin-") && entry.path() != dir {
+                        let _ = std::fs::remove_dir_all(entry.path());
+                    }
+                }
                 std::fs::create_dir_all(&dir).unwrap();
                 std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
                 // Copied under a name of this process's own, then renamed: a process that
