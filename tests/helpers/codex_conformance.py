@@ -48,6 +48,11 @@ DIFFERENCES = {
     ("workspace-write", "read-ssh-key"): ("no", "cordon hides ~/.ssh"),
     ("read-only", "read-ssh-key"): ("no", "cordon hides ~/.ssh"),
     ("network-on", "read-ssh-key"): ("no", "cordon hides ~/.ssh"),
+    # With the network off, cordon's helper gives the command a network namespace of its own
+    # with only loopback (a test suite's local server works; nothing leaves); Codex's refuses
+    # IP sockets. Both leave the host's loopback out of reach (connect-host-loopback agrees).
+    ("workspace-write", "listen-on-loopback-inside"): ("yes", "cordon's network off has a loopback"),
+    ("read-only", "listen-on-loopback-inside"): ("yes", "cordon's network off has a loopback"),
 }
 
 

@@ -44,6 +44,9 @@ impl StandIn {
             .args(["--remote-cordon", CORDON])
             .args(args)
             .env("CORDON_HOME", self.dir.path().join("cordon-home"))
+            // The account's own home (the far end's work directory is /var/tmp, which must not
+            // hold the home directory: the suite may run with HOME under /var/tmp).
+            .env("HOME", account_home())
             .env("STAND_IN_SSH_MODE", mode)
             .env("STAND_IN_SSH_LOG", self.log())
             .stdin(Stdio::null());
@@ -274,4 +277,12 @@ fn a_far_end_that_goes_deaf_after_hello_is_an_error_without_a_timeout() {
     assert_eq!(run.code, Some(125), "{took:?}: {}", run.stderr);
     assert!(run.stderr.contains("did not answer within 31 s"), "{}", run.stderr);
     assert!(took < scaled(Duration::from_secs(60)), "{took:?}");
+}
+
+/// This account's home directory from the password database.
+fn account_home() -> std::path::PathBuf {
+    nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| std::path::PathBuf::from("/"), |user| user.dir)
 }
