@@ -9,12 +9,13 @@
 #    a fixed few names, so the launch should not grow with the cache.
 # 2. A command turns the cache's CACHEDIR.TAG into a tree of 1,000, 10,000 and 100,000 files in
 #    directories of mode 0500; the next run's time (one run each) is the removal's.
-# Scratch directories under ${TMPDIR:-/tmp}, removed at the end. Needs hyperfine.
+# Scratch directories under /var/tmp, removed at the end. Needs hyperfine.
 set -euo pipefail
 CORDON=$(realpath "${1:-target/release/cordon}")
 RUNS=${2:-20}
 command -v hyperfine >/dev/null || { echo "needs hyperfine" >&2; exit 2; }
-scratch=$(mktemp -d)
+# Outside /tmp, a writable root of every run, where $CORDON_HOME may not lie with a preset.
+scratch=$(mktemp -d -p /var/tmp)
 trap 'chmod -R u+rwx "$scratch" 2>/dev/null; rm -rf "$scratch"' EXIT
 export HOME="$scratch/home" CORDON_HOME="$scratch/home/.cordon"
 mkdir -p "$HOME"

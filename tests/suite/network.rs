@@ -422,11 +422,11 @@ fn with_the_network_off_a_local_test_server_works_and_nothing_leaves() {
 #[test]
 fn every_clients_network_failure_is_named_with_its_narrowest_fix() {
     require_sandbox!(1);
+    // `--version`, or go's `version`.
     let available = |program: &str| {
-        std::process::Command::new(program)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
+        ["--version", "version"].iter().any(|flag| {
+            std::process::Command::new(program).arg(flag).output().is_ok_and(|o| o.status.success())
+        })
     };
     let dir = scratch();
     let home = dir.path().join("home");
@@ -443,6 +443,11 @@ fn every_clients_network_failure_is_named_with_its_narrowest_fix() {
         ("pip", "pip download --no-deps --retries 0 --timeout 5 six==1.17.0", "--preset pip"),
         ("cargo", "cargo search --limit 1 serde", "--preset cargo"),
         ("curl", "curl -sS https://example.org/", "--allow-domain example.org"),
+        (
+            "go",
+            "GOFLAGS=-mod=mod go list -m golang.org/x/text@latest",
+            "--allow-domain proxy.golang.org",
+        ),
     ];
     let mut tried = 0;
     for (program, script, advice) in cases {
@@ -525,4 +530,81 @@ fn a_host_service_on_loopback_is_named_and_a_dead_port_is_not() {
     let out = run(dead);
     assert_ne!(out.code, Some(0));
     assert!(!out.stderr.contains("cordon: blocked"), "{}", out.stderr);
+}
+
+/// Agents and editors that make their sockets in /tmp with a random part in the name — two
+/// ssh-agents under `/tmp/ssh-*`, VS Code's git askpass — are unreachable with the network on,
+/// whether cordon itself was given `SSH_AUTH_SOCK` (naming the first agent) or not, as root and
+/// as uid 65534 (each agent owned by the user that runs cordon, as ssh-agent makes them).
+#[test]
+fn agents_in_tmp_by_their_default_names_are_unreachable_with_the_network_on() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "hiding sockets needs the mount view");
+    use std::os::unix::net::UnixListener;
+    for who in USERS {
+        let uid = if who == User::Nobody { 65534 } else { 0 };
+        let tag = format!("{}{}", std::process::id(), uid);
+        let mut listeners = Vec::new();
+        let mut made = Vec::new();
+        for (dir, name) in [
+            (format!("/tmp/ssh-cordon{tag}a"), "agent.101".to_owned()),
+            (format!("/tmp/ssh-cordon{tag}b"), "agent.202".to_owned()),
+            ("/tmp".to_owned(), format!("vscode-git-cordon{tag}.sock")),
+        ] {
+            let dir = std::path::PathBuf::from(dir);
+            if dir != std::path::Path::new("/tmp") {
+                std::fs::create_dir_all(&dir).unwrap();
+                made.push(dir.clone());
+            }
+            let path = dir.join(name);
+            let _ = std::fs::remove_file(&path);
+            let listener = UnixListener::bind(&path).unwrap();
+            listener.set_nonblocking(true).unwrap();
+            for owned in [Some(dir.as_path()), Some(path.as_path())].into_iter().flatten() {
+                if owned != std::path::Path::new("/tmp") {
+                    nix::unistd::chown(owned, Some(uid.into()), Some(uid.into())).unwrap();
+                }
+            }
+            listeners.push((path, listener));
+        }
+        let work = scratch();
+        if who == User::Nobody {
+            nix::unistd::chown(work.path(), Some(65534.into()), Some(65534.into())).unwrap();
+        }
+        for with_sock in [true, false] {
+            for (target, _) in &listeners {
+                let code = unix_connect_probe(target);
+                let mut command = command_as(who, cordon_for(who));
+                command
+                    .args(["exec", "-a", "never", "--network", "--", python(), "-c", &code])
+                    .current_dir(work.path())
+                    .env("CORDON_HOME", work.path().join("home"))
+                    .stdin(std::process::Stdio::null());
+                if with_sock {
+                    command.env("SSH_AUTH_SOCK", &listeners[0].0);
+                } else {
+                    command.env_remove("SSH_AUTH_SOCK");
+                }
+                let run = Run::from(command.output().unwrap());
+                assert!(
+                    run.stdout.contains("refused"),
+                    "{who:?} {target:?} SSH_AUTH_SOCK={with_sock}: {}{}",
+                    run.stdout,
+                    run.stderr
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        for (path, listener) in &listeners {
+            assert_eq!(
+                listener.accept().map(|_| ()).unwrap_err().kind(),
+                ErrorKind::WouldBlock,
+                "{who:?}: {path:?} got a connection"
+            );
+            let _ = std::fs::remove_file(path);
+        }
+        for dir in made {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }

@@ -197,6 +197,9 @@ pub struct CommandCgroup {
     /// `cgroup.kill` of the v2 leaf, where the kernel has it: what an unsandboxed command's
     /// keeper writes `1` to, to end the tree whole even when cordon is gone.
     kill_file: Option<OwnedFd>,
+    /// The v2 leaf itself, opened as a directory: what `clone3(CLONE_INTO_CGROUP)` starts a
+    /// child in, with no migration (a migration waits for an RCU grace period).
+    dir_file: Option<OwnedFd>,
     limits: Limits,
     /// Set when the CPU watch ended the command.
     cpu_exceeded: AtomicBool,
@@ -263,6 +266,7 @@ impl CommandCgroup {
             version,
             procs: Vec::new(),
             kill_file: None,
+            dir_file: None,
             limits: *limits,
             cpu_exceeded: AtomicBool::new(false),
             removed: AtomicBool::new(false),
@@ -289,6 +293,11 @@ impl CommandCgroup {
             let kill = cgroup.dirs.first().map(|dir| dir.join("cgroup.kill"));
             cgroup.kill_file = kill
                 .and_then(|path| std::fs::OpenOptions::new().write(true).open(path).ok())
+                .map(OwnedFd::from);
+            cgroup.dir_file = cgroup
+                .dirs
+                .first()
+                .and_then(|dir| std::fs::File::open(dir).ok())
                 .map(OwnedFd::from);
         }
         tracing::debug!(dirs = ?cgroup.dirs, "command cgroup created");
@@ -343,6 +352,11 @@ impl CommandCgroup {
     /// The `cgroup.kill` descriptor, where the kernel has one.
     pub fn kill_descriptor(&self) -> Option<RawFd> {
         self.kill_file.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// The v2 leaf's directory descriptor, for `clone3(CLONE_INTO_CGROUP)`.
+    pub fn into_descriptor(&self) -> Option<RawFd> {
+        self.dir_file.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// The CPU time of the whole tree so far.
@@ -507,6 +521,7 @@ fn sweep_stale(parent: &Path) {
             },
             procs: Vec::new(),
             kill_file: None,
+            dir_file: None,
             limits: Limits::default(),
             cpu_exceeded: AtomicBool::new(false),
             removed: AtomicBool::new(false),

@@ -77,6 +77,9 @@ pub struct KeptCgroup<O> {
     pub join: Vec<RawFd>,
     /// `cgroup.kill`, which the keeper writes `1` to when the tree must end.
     pub kill: Option<RawFd>,
+    /// The cgroup's directory, which the command is started in by `clone3(CLONE_INTO_CGROUP)`
+    /// where the kernel has it (then `join` is not needed).
+    pub into: Option<RawFd>,
     /// What keeps the descriptors open in this process until the fork.
     pub owner: O,
 }
@@ -89,7 +92,7 @@ pub fn keep_unsandboxed<O: Send + Sync + 'static>(
     cgroup: KeptCgroup<O>,
 ) {
     // SAFETY: the closure runs in the forked child before exec. It makes only async-signal-safe
-    // system calls (sigprocmask, clone, prctl, getppid, getpid, close_range, setpgid,
+    // system calls (sigprocmask, clone, clone3, prctl, getppid, getpid, close_range, setpgid,
     // tcsetpgrp, sigwaitinfo, wait4, kill, open, read, write, nanosleep, setrlimit, signal) and
     // `_exit`, on stack values and on the descriptors `cgroup` holds (close-on-exec, open until
     // the exec; `owner` keeps them open in this process until after the fork); the vector was
@@ -99,7 +102,7 @@ pub fn keep_unsandboxed<O: Send + Sync + 'static>(
     unsafe {
         command.pre_exec(move || {
             let _owner = &cgroup.owner;
-            keep(group, &cgroup.join, cgroup.kill.unwrap_or(-1))
+            keep(group, &cgroup.join, cgroup.kill.unwrap_or(-1), cgroup.into.unwrap_or(-1))
         });
     }
 }
@@ -110,7 +113,7 @@ pub fn keep_unsandboxed<O: Send + Sync + 'static>(
 /// # Safety
 ///
 /// In a forked child, before exec; see [`keep_unsandboxed`].
-unsafe fn keep(group: CommandGroup, join: &[RawFd], kill: RawFd) -> io::Result<()> {
+unsafe fn keep(group: CommandGroup, join: &[RawFd], kill: RawFd, into: RawFd) -> io::Result<()> {
     // SAFETY: plain system calls on stack values (this function's contract).
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
@@ -129,14 +132,20 @@ unsafe fn keep(group: CommandGroup, join: &[RawFd], kill: RawFd) -> io::Result<(
         {
             return restore(io::Error::last_os_error());
         }
-        let command = raw_fork();
+        // Born in its cgroup where the kernel can (no migration, which waits for an RCU grace
+        // period); else forked, and moved in before anything of it runs.
+        let mut command = if into >= 0 { fork_into(into) } else { -1 };
+        let born_inside = command >= 0;
+        if command < 0 {
+            command = raw_fork();
+        }
         if command < 0 {
             return restore(io::Error::last_os_error());
         }
         if command == 0 {
-            // Into the cgroup before anything of the command runs; a command that cannot join
-            // does not run (its tree limits, if any, would not hold).
-            for fd in join {
+            // A command that cannot join does not run (its tree limits, if any, would not
+            // hold).
+            for fd in join.iter().filter(|_| !born_inside) {
                 if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
                     return restore(io::Error::last_os_error());
                 }
@@ -211,6 +220,48 @@ unsafe fn raw_fork() -> libc::pid_t {
     // arguments (parent tid, child tid, tls) are unused without the flags that name them.
     let pid =
         unsafe { libc::syscall(libc::SYS_clone, libc::c_long::from(libc::SIGCHLD), 0, 0, 0, 0) };
+    libc::pid_t::try_from(pid).unwrap_or(-1)
+}
+
+/// `struct clone_args` of clone3(2) up to `cgroup` (the kernel's `CLONE_ARGS_SIZE_VER2`).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// clone3's flag for a child that starts in the cgroup `cgroup` names.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// A fork whose child starts in the cgroup v2 directory `cgroup` (a descriptor); -1 where the
+/// kernel cannot (no clone3, no CLONE_INTO_CGROUP: before Linux 5.7), and the caller forks.
+///
+/// # Safety
+///
+/// In a forked child, before exec; the child continues on a copy of this stack.
+unsafe fn fork_into(cgroup: RawFd) -> libc::pid_t {
+    let Ok(cgroup) = u64::try_from(cgroup) else { return -1 };
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup,
+        ..CloneArgs::default()
+    };
+    // SAFETY: clone3 without CLONE_VM and without a stack is a fork; it reads `args`, of the
+    // size given, on this stack.
+    let pid = unsafe {
+        libc::syscall(libc::SYS_clone3, &raw const args, std::mem::size_of::<CloneArgs>())
+    };
     libc::pid_t::try_from(pid).unwrap_or(-1)
 }
 
