@@ -608,3 +608,27 @@ fn agents_in_tmp_by_their_default_names_are_unreachable_with_the_network_on() {
         }
     }
 }
+
+/// A pattern of the catalogue never takes a symbolic link: one an earlier sandboxed run made in
+/// /tmp under an agent's name, leading to the workspace, hides nothing there.
+#[test]
+fn a_link_under_an_agents_name_in_tmp_hides_nothing() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "hiding needs the mount view");
+    let work = scratch();
+    std::fs::write(work.path().join("marker"), "still here\n").unwrap();
+    let link = std::path::PathBuf::from(format!("/tmp/ssh-cordonlink{}", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(work.path(), &link).unwrap();
+    let run: Run = without_terminal(CORDON)
+        .args(["exec", "-a", "never", "--", "cat", "marker"])
+        .current_dir(work.path())
+        .env("CORDON_HOME", work.path().join("home"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    let _ = std::fs::remove_file(&link);
+    run.assert_ok();
+    assert_eq!(run.stdout, "still here\n");
+}
