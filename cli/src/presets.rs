@@ -294,7 +294,11 @@ fn read_outside(
     }
     // A readable file that is a link elsewhere is only as readable as where it leads, which
     // may be hidden.
-    let visibility = if target == place { visibility } else { Visibility::Hidden };
+    let visibility = if target == cordon_policies::lexically_normal(path) {
+        visibility
+    } else {
+        Visibility::Hidden
+    };
     Ok(crate::state_files::read(&target)?.map(|text| ConfigFile {
         path: path.to_path_buf(),
         text,

@@ -511,6 +511,8 @@ impl Blocked {
 /// (`127.0.0.1:5432`, `localhost:8080`, `[::1]:6379`, `port 5432`, `port=5432`).
 fn loopback_port(lower: &str) -> Option<Option<u16>> {
     const PLACES: [&str; 4] = ["127.0.0.1", "localhost", "[::1]", "::1"];
+    // wget's spelling: `localhost (localhost)|127.0.0.1|:8080`.
+    let lower = &lower.replace("|:", ":").replace('|', " ");
     if !PLACES.iter().any(|place| lower.contains(place)) {
         return None;
     }
@@ -625,6 +627,13 @@ fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<
             return port.filter(|port| context.host_loopback_ports.contains(port)).map(|port| {
                 Blocked::Network { preset: None, host: Some(format!("127.0.0.1:{port}")) }
             });
+        }
+        // Refused, with no address named (Python's `[Errno 111] Connection refused`): the
+        // sandbox never refuses that way (outside addresses are unreachable from its
+        // namespace; without one seccomp says "not permitted"), so it is something on the
+        // command's own loopback that was not listening.
+        if lower.contains("connection refused") || lower.contains("econnrefused") {
+            return None;
         }
         return Some(network_blocked(&lower));
     }

@@ -446,6 +446,14 @@ fn a_connection_refused_on_loopback_is_a_denial_only_where_the_host_listens() {
             "{line}"
         );
     }
+    let wget = "Connecting to localhost (localhost)|127.0.0.1|:5432... failed: Connection refused.";
+    assert_eq!(
+        explain(wget, &serving),
+        Some(Blocked::Network { preset: None, host: Some("127.0.0.1:5432".to_owned()) })
+    );
+    // Refused with no address (Python's errno text): never the sandbox's.
+    let python = "ConnectionRefusedError: [Errno 111] Connection refused";
+    assert_eq!(explain(python, &serving), None);
     // Refused by seccomp (no namespace of its own): the sandbox's, as always.
     let eperm = "ConnectionRefusedError? no: PermissionError: [Errno 1] Operation not permitted: \
                  connect to 127.0.0.1:9";

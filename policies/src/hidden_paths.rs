@@ -74,42 +74,6 @@ pub fn expand_hidden_path(path: &str, env: &PolicyEnv<'_>) -> Vec<PathBuf> {
     paths
 }
 
-/// Whether a hidden path names entries by a pattern in its last component (`/tmp/ssh-*`):
-/// the places tools make with a random part in the name, found when a sandbox starts.
-pub fn is_hidden_pattern(path: &Path) -> bool {
-    path.file_name().is_some_and(|name| name.as_encoded_bytes().contains(&b'*'))
-        && !path.parent().is_some_and(|dir| dir.as_os_str().as_encoded_bytes().contains(&b'*'))
-}
-
-/// `paths` with each pattern ([`is_hidden_pattern`]) replaced by the entries of its directory
-/// whose names match it (`*` any run of characters, `?` one), as `list` gives them; a
-/// directory that cannot be listed matches nothing. Other paths stay as they are, in order.
-pub fn expand_hidden_patterns(
-    paths: Vec<PathBuf>,
-    list: impl Fn(&Path) -> Vec<std::ffi::OsString>,
-) -> Vec<PathBuf> {
-    let mut out = Vec::with_capacity(paths.len());
-    for path in paths {
-        let (Some(dir), Some(pattern)) = (path.parent(), path.file_name()) else {
-            out.push(path);
-            continue;
-        };
-        if !is_hidden_pattern(&path) {
-            out.push(path);
-            continue;
-        }
-        let pattern = wildmatch::WildMatch::new(&pattern.to_string_lossy());
-        for name in list(dir) {
-            let Some(text) = name.to_str() else { continue };
-            let found = dir.join(&name);
-            if pattern.matches(text) && !out.contains(&found) {
-                out.push(found);
-            }
-        }
-    }
-    out
-}
-
 /// `$NAME` or `$NAME/rest` for a relocating variable: its name and the rest.
 fn relocated(path: &str) -> Option<(&str, &str)> {
     let spelled = path.strip_prefix('$')?;
@@ -177,36 +141,5 @@ mod tests {
         assert_eq!(expand_hidden_path("$DOCKER_CONFIG/config.json", &env), Vec::<PathBuf>::new());
         // Not a relocating variable: left to `expand_path` (a relative path, dropped later).
         assert_eq!(expand_hidden_path("$OTHER/x", &env), paths(&["$OTHER/x"]));
-    }
-}
-
-#[cfg(test)]
-mod pattern_tests {
-    use super::*;
-
-    #[test]
-    fn a_pattern_names_the_matching_entries_of_its_directory_found_now() {
-        let list = |dir: &Path| -> Vec<std::ffi::OsString> {
-            assert_eq!(dir, Path::new("/tmp"));
-            ["ssh-XXXXabcd", "ssh-", "sshfoo", "vscode-git-1a2b.sock", "vscode-git-1a2b.lock"]
-                .iter()
-                .map(Into::into)
-                .collect()
-        };
-        let paths = vec![
-            PathBuf::from("/home/u/.ssh"),
-            PathBuf::from("/tmp/ssh-*"),
-            PathBuf::from("/tmp/vscode-git-*.sock"),
-        ];
-        assert_eq!(
-            expand_hidden_patterns(paths, list),
-            vec![
-                PathBuf::from("/home/u/.ssh"),
-                PathBuf::from("/tmp/ssh-XXXXabcd"),
-                PathBuf::from("/tmp/ssh-"),
-                PathBuf::from("/tmp/vscode-git-1a2b.sock"),
-            ]
-        );
-        assert!(!is_hidden_pattern(Path::new("/tmp/*/agent")));
     }
 }

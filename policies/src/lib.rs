@@ -108,9 +108,7 @@ pub use git_config::{
     git_config_shaped, git_include_paths,
 };
 pub use git_keys::{GitKey, git_key, git_key_with_value};
-pub use hidden_paths::{
-    Relocations, expand_hidden_path, expand_hidden_patterns, is_hidden_pattern,
-};
+pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use limits::{
     LimitError, LimitKey, Limits, ProcessLimit, TreeLimits, UnenforceableLimit, fallback_caveat,
 };

@@ -387,11 +387,14 @@ fn withheld(
     origin: (Visibility, Option<&Path>),
     urls: &[&RegistryUrl],
 ) -> bool {
-    // The client's own default index, named again exactly: it tells nothing the client does
-    // not know. Anything more — a path, a query, another port — may be a token.
-    if urls
-        .iter()
-        .all(|url| plan.preset.default_index_urls().contains(&url.without_credentials.as_str()))
+    // The client's own default index, named again exactly under its own setting: it tells
+    // nothing the client does not know. Anything more — a path, a query, another port, a
+    // scope's name in the variable — may be a secret.
+    let default_setting = matches!(setting, "registry" | "index-url" | "extra-index-url");
+    if default_setting
+        && urls
+            .iter()
+            .all(|url| plan.preset.default_index_urls().contains(&url.without_credentials.as_str()))
     {
         return false;
     }

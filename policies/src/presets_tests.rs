@@ -314,6 +314,13 @@ fn nothing_read_from_a_hidden_file_enters_the_sandbox_whatever_its_shape() {
     let plan = plan_preset(Preset::Pip, &pip, Path::new("/c")).unwrap();
     let everything = format!("{:?}", plan.env);
     assert!(!everything.contains("frag-secret") && !everything.contains("priv"), "{everything}");
+    // A scope's name from the hidden file is the file's too, even with the default registry.
+    let scoped = ClientConfigs {
+        npmrc: file("/home/u/.npmrc", "@tok3nScope:registry=https://registry.npmjs.org/\n"),
+        ..ClientConfigs::default()
+    };
+    let plan = plan_preset(Preset::Npm, &scoped, Path::new("/c")).unwrap();
+    assert!(!format!("{:?}", plan.env).contains("tok3n"), "{:?}", plan.env);
 }
 
 #[test]

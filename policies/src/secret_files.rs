@@ -137,16 +137,6 @@ pub const SECRET_FILES: &[SecretFile] = &[
     // (`git credential-cache get`); where git puts it by default, and its older place.
     sockets("git credential-cache", "~/.cache/git/credential", "hands out stored passwords"),
     sockets("git credential-cache", "~/.git-credential-cache", "hands out stored passwords"),
-    // Agents and editors that make their sockets in /tmp with a random part in the name: those
-    // there when a sandbox starts (every user's, as root).
-    sockets("ssh-agent", "/tmp/ssh-*", "ssh-agent's default place: signs with the user's keys")
-        .linux(),
-    socket("D-Bus", "/tmp/dbus-*", "a session bus kept in /tmp: the user's services").linux(),
-    socket("VS Code", "/tmp/vscode-ipc-*.sock", "the editor's CLI: opens and runs in it").linux(),
-    socket("VS Code", "/tmp/vscode-git-*.sock", "git's askpass: hands out credentials").linux(),
-    socket("VS Code", "$XDG_RUNTIME_DIR/vscode-ipc-*.sock", "the editor's CLI").linux(),
-    socket("VS Code", "$XDG_RUNTIME_DIR/vscode-git-*.sock", "git's askpass").linux(),
-    socket("VS Code Remote-SSH", "/tmp/vscode-ssh-auth-*.sock", "the forwarded ssh agent").linux(),
     // MIT Kerberos's default ticket cache (FILE:/tmp/krb5cc_UID): authenticates as the user.
     file("Kerberos", "/tmp/krb5cc_$UID", "tickets that authenticate as the user").linux(),
     dir("age / SOPS", "~/.config/sops/age", KEYS),

@@ -51,7 +51,13 @@ pub(crate) fn plan(
             continue;
         }
         let Ok(real) = std::fs::canonicalize(path) else { continue };
-        if found.iter().any(|other| other.real == real) {
+        if let Some(other) = found.iter_mut().find(|other| other.real == real) {
+            // One place named twice: covered under the name that is the place itself, never
+            // under a link to it (a link can be swapped before the mount, and the place would
+            // stay uncovered).
+            if other.path != other.real && *path == real {
+                other.path = path.clone();
+            }
             continue;
         }
         found.push(Found { path: path.clone(), real, dir: meta.is_dir() });
@@ -130,6 +136,19 @@ mod tests {
         let nested = plan(&[a.join("link"), a.clone(), b.clone()], &[], &Listings::new());
         assert_eq!(nested.dirs, vec![b, a]);
         assert!(nested.files.is_empty());
+    }
+
+    /// One place named twice, first through a link (another hidden name that a sandboxed run
+    /// made a link to it): it is covered under its own name, which no one can swap.
+    #[test]
+    fn a_place_named_through_a_link_first_is_covered_under_its_own_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let ticket = root.join("krb5cc_0");
+        std::fs::write(&ticket, "ticket").unwrap();
+        std::os::unix::fs::symlink(&ticket, root.join("tmux-0")).unwrap();
+        let planned = plan(&[root.join("tmux-0"), ticket.clone()], &[], &Listings::new());
+        assert_eq!(planned.files, vec![ticket]);
     }
 
     #[test]

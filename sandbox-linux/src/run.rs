@@ -240,21 +240,6 @@ unsafe fn run(
         .policy
         .resolve(&args.request.policy_cwd, &env.view(), |p| std::fs::canonicalize(p))
         .map_err(HelperError::Policy)?;
-    // Places agents and editors make with a random part in the name (`/tmp/ssh-*`): the ones
-    // there now. Never a symbolic link: anyone (an earlier sandboxed run) can make one in
-    // `/tmp`, and hiding where it leads would hide a place of the link maker's choosing.
-    policy.hidden_paths =
-        cordon_policies::expand_hidden_patterns(std::mem::take(&mut policy.hidden_paths), |dir| {
-            std::fs::read_dir(dir)
-                .map(|entries| {
-                    entries
-                        .flatten()
-                        .filter(|entry| entry.file_type().is_ok_and(|kind| !kind.is_symlink()))
-                        .map(|entry| entry.file_name())
-                        .collect()
-                })
-                .unwrap_or_default()
-        });
     // Before anything is confined: this may create the directory on the host.
     let cordon_home_inside_root =
         crate::cordon_home::protect(env.cordon_home.as_deref(), &mut policy)?;
