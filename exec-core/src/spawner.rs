@@ -152,7 +152,7 @@ impl LaunchPlan {
             let held = crate::sys::KeptCgroup {
                 join: cgroup.map(|c| c.join_descriptors()).unwrap_or_default(),
                 kill: cgroup.and_then(|c| c.kill_descriptor()),
-                into: cgroup.and_then(|c| c.into_descriptor()),
+                into: cgroup.and_then(|c| c.birth_descriptor()),
                 owner: cgroup.map(std::sync::Arc::clone),
             };
             crate::sys::keep_unsandboxed(&mut command, group, held);

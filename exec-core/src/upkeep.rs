@@ -11,7 +11,9 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+#[cfg(target_os = "linux")]
+use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -97,22 +99,7 @@ fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize) -> io::Result<()> 
         Err(error) if error.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
         // Mode 0: not even readable to open. Its owner may still change its mode, through a
         // descriptor that needs no rights (never the name, which could become a link).
-        Err(error) if error.raw_os_error() == Some(libc::EACCES) => {
-            let place = openat(
-                parent,
-                Path::new(name),
-                OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )?;
-            let own = format!("/proc/self/fd/{}", place.as_raw_fd());
-            nix::sys::stat::fchmodat(
-                nix::fcntl::AT_FDCWD,
-                Path::new(&own),
-                Mode::S_IRWXU,
-                nix::sys::stat::FchmodatFlags::FollowSymlink,
-            )?;
-            open_dir(&place, Path::new("."))?
-        }
+        Err(error) if error.raw_os_error() == Some(libc::EACCES) => open_closed_dir(parent, name)?,
         Err(error) => return Err(error),
     };
     // A directory the command made unwritable or unreadable: its owner may give itself the
@@ -123,6 +110,40 @@ fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize) -> io::Result<()> 
     }
     drop(dir);
     gone_is_fine(unlinkat(parent, name.as_os_str(), UnlinkatFlags::RemoveDir))
+}
+
+/// Opens the directory `name` in `parent` that its mode closes to its owner, after giving the
+/// owner its rights back: through an `O_PATH` descriptor (Linux), so that a link swapped in is
+/// never followed.
+#[cfg(target_os = "linux")]
+fn open_closed_dir(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
+    let place = openat(
+        parent,
+        Path::new(name),
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    let own = format!("/proc/self/fd/{}", place.as_raw_fd());
+    nix::sys::stat::fchmodat(
+        nix::fcntl::AT_FDCWD,
+        Path::new(&own),
+        Mode::S_IRWXU,
+        nix::sys::stat::FchmodatFlags::FollowSymlink,
+    )?;
+    open_dir(&place, Path::new("."))
+}
+
+/// Elsewhere, by name without following a link (`lchmod`: a link swapped in gets the mode,
+/// never what it leads to).
+#[cfg(not(target_os = "linux"))]
+fn open_closed_dir(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
+    nix::sys::stat::fchmodat(
+        parent,
+        Path::new(name),
+        Mode::S_IRWXU,
+        nix::sys::stat::FchmodatFlags::NoFollowSymlink,
+    )?;
+    open_dir(parent, Path::new(name))
 }
 
 /// The names in the directory `dir` (`.` and `..` left out), read through a second
@@ -177,8 +198,8 @@ mod tests {
         let top = dir.path().join("config");
         std::fs::create_dir_all(top.join("inner")).unwrap();
         std::fs::write(top.join("inner/file"), "x").unwrap();
-        std::fs::set_permissions(top.join("inner"), PermissionsExt::from_mode(0)).unwrap();
-        std::fs::set_permissions(&top, PermissionsExt::from_mode(0)).unwrap();
+        std::fs::set_permissions(top.join("inner"), PermissionsExt::from_mode(0o000)).unwrap();
+        std::fs::set_permissions(&top, PermissionsExt::from_mode(0o000)).unwrap();
         remove_tree(&top).unwrap();
         assert!(!top.exists());
     }

@@ -442,7 +442,7 @@ fn a_tree_that_regrows_as_it_is_killed_outlives_no_unsandboxed_run() {
         }
         let left = marked_sleeps(&marker);
         if left > 0 {
-            let _ = Command::new("pkill").args(["-9", "-f", &format!("{marker}")]).status();
+            let _ = Command::new("pkill").args(["-9", "-f", marker.as_str()]).status();
         }
         assert_eq!(left, 0, "killed={killed}: {left} of the tree outlived the run");
         if let (false, Some(mount)) = (killed, v2_mount.filter(|_| leaf.contains("/cordon-"))) {

@@ -355,7 +355,7 @@ impl CommandCgroup {
     }
 
     /// The v2 leaf's directory descriptor, for `clone3(CLONE_INTO_CGROUP)`.
-    pub fn into_descriptor(&self) -> Option<RawFd> {
+    pub fn birth_descriptor(&self) -> Option<RawFd> {
         self.dir_file.as_ref().map(AsRawFd::as_raw_fd)
     }
 
