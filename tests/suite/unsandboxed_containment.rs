@@ -305,6 +305,72 @@ fn marked_sleeps(marker: &str) -> usize {
         .count()
 }
 
+/// One `--yolo` run of the script `level` (it grows a tree `depth` deep, each process a sleep
+/// named after the run's marker, and leaves the process group), ended once `grown` of the tree
+/// runs — cordon SIGKILLed (`killed`), or the command exiting on its own. Returns the command's
+/// `/proc/self/cgroup` and how many of the tree were still alive well after the run.
+fn run_a_tree(
+    dir: &Path,
+    level: &Path,
+    depth: usize,
+    grown: usize,
+    killed: bool,
+) -> (String, usize) {
+    let marker = marker();
+    let done = dir.join(format!("done-{marker}"));
+    let cgroup_file = dir.join(format!("cgroup-{marker}"));
+    let script = format!(
+        "cat /proc/self/cgroup > {}; setsid sh {} {depth} {marker} & {}",
+        cgroup_file.display(),
+        level.display(),
+        if killed {
+            "sleep 600".to_owned()
+        } else {
+            format!("while [ ! -e {} ]; do sleep 0.1; done", done.display())
+        }
+    );
+    let d = dir.to_str().unwrap();
+    let mut cordon =
+        cordon_command(User::Root, &["exec", "-C", d, "--yolo", "--", "sh", "-c", &script])
+            .env("CORDON_HOME", dir.join("home"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let deadline = Instant::now() + scaled(Duration::from_secs(60));
+    while marked_sleeps(&marker) < grown {
+        if Instant::now() > deadline {
+            let _ = cordon.kill();
+            let out = cordon.wait_with_output().unwrap();
+            panic!(
+                "the tree never grew ({}): {}",
+                marked_sleeps(&marker),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if killed {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(cordon.id() as i32),
+            nix::sys::signal::SIGKILL,
+        )
+        .unwrap();
+    } else {
+        std::fs::write(&done, "").unwrap();
+    }
+    let _ = cordon.wait();
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
+    while marked_sleeps(&marker) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = marked_sleeps(&marker);
+    if left > 0 {
+        let _ = Command::new("pkill").args(["-9", "-f", marker.as_str()]).status();
+    }
+    (std::fs::read_to_string(&cgroup_file).unwrap_or_default(), left)
+}
+
 /// A chain thousands of processes deep (each the parent of the next, having left the process
 /// group) is ended whole, after SIGKILL of cordon and after the command's normal exit: time,
 /// not a count of rounds, bounds the keeper's killing.
@@ -319,60 +385,8 @@ fn a_chain_two_thousand_deep_outlives_neither_a_killed_nor_a_finished_unsandboxe
     )
     .unwrap();
     for killed in [true, false] {
-        let marker = marker();
-        // Killed: cordon is SIGKILLed while the command sleeps. Finished: the command exits on
-        // its own once the test says the chain is whole.
-        let done = dir.path().join(format!("done-{marker}"));
-        let script = format!(
-            "setsid sh {} {DEPTH} {marker} & {}",
-            level.display(),
-            if killed {
-                "sleep 600".to_owned()
-            } else {
-                format!("while [ ! -e {} ]; do sleep 0.1; done", done.display())
-            }
-        );
-        let d = dir.path().to_str().unwrap();
-        let mut cordon =
-            cordon_command(User::Root, &["exec", "-C", d, "--yolo", "--", "sh", "-c", &script])
-                .env("CORDON_HOME", dir.path().join("home"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
         // Until the chain is (nearly) whole.
-        let deadline = Instant::now() + scaled(Duration::from_secs(60));
-        while marked_sleeps(&marker) < DEPTH * 9 / 10 {
-            if Instant::now() > deadline {
-                let _ = cordon.kill();
-                let out = cordon.wait_with_output().unwrap();
-                panic!(
-                    "the chain never grew ({}): {}",
-                    marked_sleeps(&marker),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        if killed {
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(cordon.id() as i32),
-                nix::sys::signal::SIGKILL,
-            )
-            .unwrap();
-        } else {
-            std::fs::write(&done, "").unwrap();
-        }
-        let _ = cordon.wait();
-        let deadline = Instant::now() + scaled(Duration::from_secs(30));
-        while marked_sleeps(&marker) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let left = marked_sleeps(&marker);
-        if left > 0 {
-            let _ =
-                Command::new("pkill").args(["-9", "-f", &format!("^sleep {marker}\\.")]).status();
-        }
+        let (_, left) = run_a_tree(dir.path(), &level, DEPTH, DEPTH * 9 / 10, killed);
         assert_eq!(left, 0, "killed={killed}: {left} of the chain outlived the run");
     }
 }
@@ -392,60 +406,17 @@ fn a_tree_that_regrows_as_it_is_killed_outlives_no_unsandboxed_run() {
          exec sleep \"$2.$n\"\n",
     )
     .unwrap();
+    let v2_mount = cgroup2_mount();
     for killed in [true, false] {
-        let marker = marker();
-        let done = dir.path().join(format!("done-{marker}"));
-        let cgroup_file = dir.path().join(format!("cgroup-{marker}"));
-        let script = format!(
-            "cat /proc/self/cgroup > {}; setsid sh {} {DEPTH} {marker} & {}",
-            cgroup_file.display(),
-            level.display(),
-            if killed {
-                "sleep 600".to_owned()
-            } else {
-                format!("while [ ! -e {} ]; do sleep 0.1; done", done.display())
-            }
-        );
-        let d = dir.path().to_str().unwrap();
-        let mut cordon =
-            cordon_command(User::Root, &["exec", "-C", d, "--yolo", "--", "sh", "-c", &script])
-                .env("CORDON_HOME", dir.path().join("home"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-        let deadline = Instant::now() + scaled(Duration::from_secs(60));
-        while marked_sleeps(&marker) < DEPTH {
-            assert!(Instant::now() < deadline, "the tree never grew ({})", marked_sleeps(&marker));
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let cgroup = std::fs::read_to_string(&cgroup_file).unwrap_or_default();
-        let leaf =
-            cgroup.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or_default().to_owned();
-        let v2_mount = cgroup2_mount();
+        let (cgroup, left) = run_a_tree(dir.path(), &level, DEPTH, DEPTH, killed);
+        assert_eq!(left, 0, "killed={killed}: {left} of the tree outlived the run");
+        let leaf = cgroup.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or_default();
         if nix::unistd::geteuid().is_root() && v2_mount.is_some() {
             assert!(leaf.contains("/cordon-"), "not in a cgroup of its own: {cgroup}");
         }
-        if killed {
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(cordon.id() as i32),
-                nix::sys::signal::SIGKILL,
-            )
-            .unwrap();
-        } else {
-            std::fs::write(&done, "").unwrap();
-        }
-        let _ = cordon.wait();
-        let deadline = Instant::now() + scaled(Duration::from_secs(30));
-        while marked_sleeps(&marker) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let left = marked_sleeps(&marker);
-        if left > 0 {
-            let _ = Command::new("pkill").args(["-9", "-f", marker.as_str()]).status();
-        }
-        assert_eq!(left, 0, "killed={killed}: {left} of the tree outlived the run");
-        if let (false, Some(mount)) = (killed, v2_mount.filter(|_| leaf.contains("/cordon-"))) {
+        if let (false, Some(mount)) =
+            (killed, v2_mount.as_ref().filter(|_| leaf.contains("/cordon-")))
+        {
             let path = mount.join(leaf.trim_start_matches('/'));
             assert!(!path.exists(), "the command's cgroup {} was left", path.display());
         }
