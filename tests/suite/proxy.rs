@@ -163,6 +163,34 @@ fn a_denied_host_gets_403_naming_the_rule_and_the_summary_lists_it() {
     assert!(server.requests().is_empty(), "{:?}", server.requests());
 }
 
+/// A deny entry naming an address holds for every name that resolves there: `alias.test`,
+/// allowed by `*.test`, resolves to the denied address and is refused; `allowed.test`, which
+/// resolves elsewhere, still passes (the control). Checked at the two servers.
+#[test]
+fn a_deny_entry_naming_an_address_holds_for_every_name_that_resolves_there() {
+    require_network_namespace!();
+    let denied = Server::start();
+    let allowed = Server::start();
+    let root = scratch();
+    let resolve =
+        format!("alias.test=127.0.0.1:{},allowed.test=127.0.0.1:{}", denied.port, allowed.port);
+    let rules =
+        format!(r#"network={{ allow = ["*.test"], deny = ["127.0.0.1:{}"] }}"#, denied.port);
+    let dir = root.path().to_str().unwrap();
+    let script = "curl -sS http://alias.test/nope; curl -sS --fail http://allowed.test/yes";
+    let run: Run = cordon_command(
+        User::Root,
+        &["exec", "-a", "never", "-c", &rules, "-C", dir, "--", "sh", "-c", script],
+    )
+    .env("CORDON_TEST_RESOLVE", &resolve)
+    .output()
+    .unwrap()
+    .into();
+    run.assert_ok();
+    assert!(denied.requests().is_empty(), "{:?}", denied.requests());
+    assert_eq!(allowed.requests(), ["/yes"], "{}{}", run.stdout, run.stderr);
+}
+
 #[test]
 fn json_lists_every_connection_and_the_denied_hosts() {
     require_network_namespace!();
