@@ -337,16 +337,7 @@ fn prepare_caches(
             // the workspace keeps remaking it, or it cannot be removed): the cache starts
             // afresh, its old contents moved aside whole.
             private_dir(&plan.cache)?;
-            let aside = trash.join(format!(
-                "{}-{}-{}",
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos()),
-                std::process::id(),
-                plan.preset.name()
-            ));
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&trash)?;
-            std::fs::rename(&plan.cache, &aside)
+            let aside = cordon_exec_core::move_aside(&plan.cache, &trash)
                 .with_context(|| format!("cannot move {} aside", plan.cache.display()))?;
             crate::terminal::say(&[format!(
                 "cordon could not restore {} ({error:#}): it starts afresh; what it held is in {}",

@@ -116,5 +116,5 @@ pub use stdio::{stdin as protocol_stdin, stdout as protocol_stdout};
 pub use terminal_filter::Charset as TerminalCharset;
 pub use test_hooks::proxy_resolve as test_hook_proxy_resolve;
 pub use transaction::{HeldBack, TransactionError, WriteMode, held_back_warning};
-pub use upkeep::{empty_trash, remove_or_move_aside, remove_tree};
+pub use upkeep::{empty_trash, move_aside, remove_or_move_aside, remove_tree};
 pub use workspace::Workspace;

@@ -34,13 +34,19 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
     remove_at(&parent, &name, 0)
 }
 
-/// Removes `path` as [`remove_tree`] does, and when that fails moves it into `trash` (a
-/// directory of cordon's own on the same file system, created when missing) under a new
-/// name, so that `path` is free either way. Returns where it went, if it was moved.
+/// Removes `path` as [`remove_tree`] does, and when that fails moves it into `trash` (see
+/// [`move_aside`]), so that `path` is free either way. Returns where it went, if it was moved.
 pub fn remove_or_move_aside(path: &Path, trash: &Path) -> io::Result<Option<PathBuf>> {
     let Err(error) = remove_tree(path) else { return Ok(None) };
     tracing::warn!(path = %path.display(), %error, "cannot remove; moving it aside");
-    std::fs::DirBuilder::new().recursive(true).create(trash)?;
+    move_aside(path, trash).map(Some)
+}
+
+/// Moves `path` whole into `trash` (a directory of cordon's own on the same file system,
+/// created private when missing) under a new name that keeps its own; returns the new place.
+pub fn move_aside(path: &Path, trash: &Path) -> io::Result<PathBuf> {
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(trash)?;
     let name = path.file_name().map_or_else(|| OsString::from("entry"), ToOwned::to_owned);
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -49,7 +55,7 @@ pub fn remove_or_move_aside(path: &Path, trash: &Path) -> io::Result<Option<Path
     aside.push(name);
     let target = trash.join(aside);
     std::fs::rename(path, &target)?;
-    Ok(Some(target))
+    Ok(target)
 }
 
 /// Empties `trash` as far as it can (what stays is left for the next try).
