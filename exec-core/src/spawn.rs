@@ -76,19 +76,9 @@ pub async fn run_process(
     let started = Instant::now();
     // Listening before the child exists: an interrupt that comes while it starts is not lost.
     let mut interrupts = Interrupts::new();
-    // The cgroup that holds the tree limits, made before the child, which joins it first.
-    #[cfg(target_os = "linux")]
-    let cgroup: Option<crate::spawner::ChildCgroup> = match &spec.cgroup_limits {
-        Some(limits) => Some(Arc::new(crate::limits::CommandCgroup::create_for(limits)?)),
-        // An unsandboxed command has no PID namespace to end with it: a cgroup holds its tree
-        // so that it can be killed whole.
-        None if spec.sandbox == crate::launch::SandboxKind::None => {
-            crate::limits::CommandCgroup::for_unsandboxed().map(Arc::new)
-        }
-        None => None,
-    };
-    #[cfg(not(target_os = "linux"))]
-    let cgroup: Option<crate::spawner::ChildCgroup> = None;
+    // The cgroup the child starts in or joins first: the tree limits', or an unsandboxed
+    // command's kill-only one.
+    let cgroup = spec.child_cgroup()?;
     let (mut child, stdout, stderr) = start(spec, stdin, cgroup.as_ref())?;
     #[cfg(target_os = "linux")]
     let cpu_watch = cgroup.as_ref().map(|cgroup| {

@@ -19,6 +19,30 @@ pub(crate) type ChildCgroup = std::sync::Arc<crate::limits::CommandCgroup>;
 #[cfg(not(target_os = "linux"))]
 pub(crate) type ChildCgroup = ();
 
+impl LaunchPlan {
+    /// The cgroup the plan's child is made in, before the child: the tree limits' where the
+    /// plan has them (an error when it cannot be made), else for an unsandboxed command a
+    /// kill-only one where this machine gives cordon one (it has no PID namespace to end
+    /// with it).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn child_cgroup(&self) -> std::io::Result<Option<ChildCgroup>> {
+        let cgroup = match &self.cgroup_limits {
+            Some(limits) => Some(crate::limits::CommandCgroup::create_for(limits)?),
+            None if self.sandbox == crate::launch::SandboxKind::None => {
+                crate::limits::CommandCgroup::for_unsandboxed()
+            }
+            None => None,
+        };
+        Ok(cgroup.map(std::sync::Arc::new))
+    }
+
+    /// No cgroups elsewhere.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn child_cgroup(&self) -> std::io::Result<Option<ChildCgroup>> {
+        Ok(None)
+    }
+}
+
 /// The child's standard streams, for [`LaunchPlan::start`].
 #[derive(Debug)]
 pub(crate) enum ChildStdio {

@@ -72,21 +72,6 @@ impl Drop for SessionCgroup {
     }
 }
 
-/// The cgroup a session's plan needs, made before its child.
-fn session_cgroup(spec: &LaunchPlan) -> Result<Option<crate::spawner::ChildCgroup>, SessionError> {
-    #[cfg(target_os = "linux")]
-    if let Some(limits) = &spec.cgroup_limits {
-        let cgroup = crate::limits::CommandCgroup::create_for(limits).map_err(spawn_error)?;
-        return Ok(Some(Arc::new(cgroup)));
-    }
-    #[cfg(target_os = "linux")]
-    if spec.sandbox == crate::launch::SandboxKind::None {
-        return Ok(crate::limits::CommandCgroup::for_unsandboxed().map(Arc::new));
-    }
-    let _ = spec;
-    Ok(None)
-}
-
 /// Holds `cgroup` for the session and watches its CPU time.
 #[cfg(target_os = "linux")]
 fn hold(cgroup: Option<crate::spawner::ChildCgroup>) -> Option<SessionCgroup> {
@@ -152,7 +137,7 @@ impl SessionProcess {
         drop(pair.slave);
         // The terminal's other side stays with the child only: the session ends when it and
         // its descendants close it.
-        let cgroup = session_cgroup(spec)?;
+        let cgroup = spec.child_cgroup().map_err(spawn_error)?;
         let mut child = spec
             .start_in_terminal(terminal, cgroup.as_ref(), |mut command| command.spawn())
             .map_err(spawn_error)?;
@@ -197,7 +182,7 @@ impl SessionProcess {
         // As in `cordon exec`: the helper in the forked child, while nothing runs beside this
         // thread (no PTY session's threads; `stdio` keeps the server's own stdin and stdout
         // off threads).
-        let cgroup = session_cgroup(spec)?;
+        let cgroup = spec.child_cgroup().map_err(spawn_error)?;
         let started = spec
             .start(ChildStdio::Null, cgroup.as_ref(), |command| {
                 tokio::process::Command::from(command).spawn()
