@@ -109,18 +109,31 @@ pub fn look_only() {
 
 /// Adds `presets` to `policy` (a workspace-write policy resolved against `cwd`): each cache as
 /// a writable root, created now; the registry hosts to the domain allow-list unless the
-/// network is on anyway. Returns the variables only a sandboxed command gets.
+/// network is on anyway. Returns the variables only a sandboxed command gets. A
+/// workspace-write policy with a root inside the workspaces' state is refused, presets or not.
 pub fn apply(
     requested: &Requested,
     policy: &mut SandboxPolicy,
     cwd: &Path,
     user_view: &EnvSnapshot,
 ) -> anyhow::Result<Vec<(OsString, OsString)>> {
+    // The writable roots as the helper will resolve them, once: a workspace-write run's,
+    // with or without presets, must keep out of the workspaces' state.
+    let roots = match &*policy {
+        SandboxPolicy::WorkspaceWrite(_) => {
+            let roots = policy
+                .resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p))?
+                .writable_roots;
+            refuse_roots_in_workspace_state(&roots, user_view)?;
+            Some(roots)
+        }
+        SandboxPolicy::ReadOnly { .. } | SandboxPolicy::DangerFullAccess {} => None,
+    };
     let presets = &requested.presets;
     if presets.is_empty() {
         return Ok(Vec::new());
     }
-    let roots = match &*policy {
+    match &*policy {
         // No sandbox: the command uses the user's own caches and configuration, as it would
         // without cordon.
         SandboxPolicy::DangerFullAccess {} => return Ok(Vec::new()),
@@ -131,10 +144,9 @@ pub fn apply(
             "--preset (config presets) needs -s workspace-write: the client must write its \
              cache and reach its registry"
         ),
-        SandboxPolicy::WorkspaceWrite(_) => {
-            policy.resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p))?.writable_roots
-        }
-    };
+        SandboxPolicy::WorkspaceWrite(_) => {}
+    }
+    let Some(roots) = roots else { return Ok(Vec::new()) };
     let Some(cordon_home) = user_view.cordon_home.clone().filter(|h| h.is_absolute()) else {
         bail!("--preset keeps its caches in $CORDON_HOME, which is not set (set HOME)");
     };
@@ -181,22 +193,18 @@ pub fn apply(
     Ok(env.map(|(k, v)| (OsString::from(k), OsString::from(v))).collect())
 }
 
-/// Refuses a workspace-write policy with a writable root (the working directory, an
-/// `--add-dir`) inside `$CORDON_HOME/workspaces`, where each workspace's preset caches and
-/// state live: a command there could plant code in another workspace's cache, or a link where
-/// cordon makes a workspace's directory.
-pub fn refuse_roots_in_workspace_state(
-    policy: &SandboxPolicy,
-    cwd: &Path,
+/// Refuses a writable root (the working directory, an `--add-dir`) inside
+/// `$CORDON_HOME/workspaces`, where each workspace's preset caches and state live: a command
+/// there could plant code in another workspace's cache, or a link where cordon makes a
+/// workspace's directory.
+fn refuse_roots_in_workspace_state(
+    roots: &[PathBuf],
     user_view: &EnvSnapshot,
 ) -> anyhow::Result<()> {
-    let SandboxPolicy::WorkspaceWrite(_) = policy else { return Ok(()) };
     let Some(cordon_home) = user_view.cordon_home.as_ref().filter(|h| h.is_absolute()) else {
         return Ok(());
     };
     let state = canonical_even_if_missing(&cordon_home.join("workspaces"));
-    let roots =
-        policy.resolve(cwd, &user_view.view(), |p| std::fs::canonicalize(p))?.writable_roots;
     if let Some(root) = roots.iter().find(|root| root.starts_with(&state)) {
         bail!(
             "the writable root {} lies inside {}, where cordon keeps each workspace's preset \

@@ -138,7 +138,6 @@ impl Settings {
             presets.presets.clear();
         }
         let mut sandbox_policy = sandbox_policy;
-        crate::presets::refuse_roots_in_workspace_state(&sandbox_policy, &cwd, &user_view)?;
         let sandboxed_env = crate::presets::apply(&presets, &mut sandbox_policy, &cwd, &user_view)?;
         let allow_home_root = flags.allow_home_root || config.allow_home_root;
         let own = PinnedExe::own().context("cannot open the cordon executable")?;
