@@ -7,8 +7,10 @@
 # 1. `cordon exec -a never --preset npm -- /bin/true` with the workspace's npm cache holding
 #    0, 1,000, 10,000 and 100,000 files (hyperfine, interleaved): the upkeep writes and checks
 #    a fixed few names, so the launch should not grow with the cache.
-# 2. A command turns the cache's CACHEDIR.TAG into a tree of 1,000, 10,000 and 100,000 files in
-#    directories of mode 0500; the next run's time (one run each) is the removal's.
+# 2. A command turns the cache's CACHEDIR.TAG into a tree of 1,000, 10,000 and 100,000 files
+#    (SCALE=big adds 1,000,000) in directories of mode 0500; the next run's time (one run each)
+#    is the removal's, bounded by the upkeep's time (what is left waits in the trash, and the
+#    runs after it remove the rest: their times are printed too).
 # Scratch directories under /var/tmp, removed at the end. Needs hyperfine.
 set -euo pipefail
 CORDON=$(realpath "${1:-target/release/cordon}")
@@ -47,7 +49,9 @@ hyperfine -N --warmup 2 --runs "$RUNS" "${commands[@]}"
 
 echo
 echo "undoing a command's damage at CACHEDIR.TAG (one run each):"
-for n in 1000 10000 100000; do
+sizes=(1000 10000 100000)
+[ "${SCALE:-}" = big ] && sizes+=(1000000)
+for n in "${sizes[@]}"; do
   ws="$scratch/damage-$n"
   mkdir -p "$ws"
   (cd "$ws" && "$CORDON" exec -a never --preset npm -- /bin/true)
@@ -60,5 +64,13 @@ for n in 1000 10000 100000; do
   (cd "$ws" && "$CORDON" exec -a never --preset npm -- /bin/true)
   end=$(date +%s%N)
   [ -f "$tag" ] || { echo "the tag was not restored" >&2; exit 1; }
-  printf '  %7d files: %6.1f ms\n' "$n" "$(( (end - start) / 10000 ))e-2"
+  printf '  %7d files: %6.1f ms' "$n" "$(( (end - start) / 10000 ))e-2"
+  trash="$(dirname "$(dirname "$(dirname "$tag")")")/trash"
+  while [ -n "$(ls -A "$trash" 2>/dev/null)" ]; do
+    start=$(date +%s%N)
+    (cd "$ws" && "$CORDON" exec -a never --preset npm -- /bin/true 2>/dev/null)
+    end=$(date +%s%N)
+    printf ', then %.1f ms' "$(( (end - start) / 10000 ))e-2"
+  done
+  echo
 done

@@ -333,7 +333,7 @@ fn prepare_caches(
         .create(cordon_home)
         .with_context(|| format!("cannot create {}", cordon_home.display()))?;
     workspace.prepare().with_context(|| format!("cannot create {}", workspace.dir().display()))?;
-    let trash = workspace.trash();
+    let trash = Trash { dir: workspace.trash(), deadline: std::time::Instant::now() + UPKEEP_TIME };
     let cache_root = workspace.cache_root();
     private_dir(&cache_root)?;
     // Marked too: the search for repositories skips a cache that is a writable root only when
@@ -345,7 +345,7 @@ fn prepare_caches(
             // the workspace keeps remaking it, or it cannot be removed): the cache starts
             // afresh, its old contents moved aside whole.
             private_dir(&plan.cache)?;
-            let aside = cordon_exec_core::move_aside(&plan.cache, &trash)
+            let aside = cordon_exec_core::move_aside(&plan.cache, &trash.dir)
                 .with_context(|| format!("cannot move {} aside", plan.cache.display()))?;
             crate::terminal::say(&[format!(
                 "cordon could not restore {} ({error:#}): it starts afresh; what it held is in {}",
@@ -355,13 +355,31 @@ fn prepare_caches(
             prepare_cache(plan, &trash)?;
         }
     }
-    cordon_exec_core::empty_trash(&trash);
+    let left = cordon_exec_core::empty_trash(&trash.dir, trash.deadline);
+    if left > 0 {
+        crate::terminal::say(&[format!(
+            "{left} entries sandboxed commands left in this workspace's preset caches \
+             wait in {} and go at the next preset runs",
+            trash.dir.display()
+        )]);
+    }
     Ok(())
+}
+
+/// How long a preset run's upkeep spends removing what sandboxed commands left (about 140,000
+/// files here): what is left waits in the trash for the next runs, so a command that leaves
+/// millions of files slows no run by more than this.
+const UPKEEP_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Where upkeep puts what it does not remove now, and until when it removes.
+struct Trash {
+    dir: PathBuf,
+    deadline: std::time::Instant,
 }
 
 /// Makes one preset's cache ready: private, marked, with cargo's carried configuration and
 /// without the older name that would hide it.
-fn prepare_cache(plan: &PresetPlan, trash: &Path) -> anyhow::Result<()> {
+fn prepare_cache(plan: &PresetPlan, trash: &Trash) -> anyhow::Result<()> {
     private_dir(&plan.cache)?;
     // Keeps the sandbox's search for repositories, and backup tools, out of the cache.
     replace_file(&plan.cache, "CACHEDIR.TAG", CACHEDIR_TAG, trash)?;
@@ -407,12 +425,13 @@ fn private_dir(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Removes whatever a sandboxed run left at `path` — a file, a link (not followed), a
-/// directory with its contents, however it set their modes — or moves it into `trash` when
-/// it cannot, so that a name cordon writes cannot be blocked for good.
-fn remove_planted(path: &Path, trash: &Path) -> std::io::Result<()> {
-    if let Some(aside) = cordon_exec_core::remove_or_move_aside(path, trash)? {
+/// directory with its contents, however it set their modes — or moves it into the trash when
+/// it cannot, or not in the upkeep's time, so that a name cordon writes cannot be blocked for
+/// good.
+fn remove_planted(path: &Path, trash: &Trash) -> std::io::Result<()> {
+    if let Some(aside) = cordon_exec_core::remove_or_move_aside(path, &trash.dir, trash.deadline)? {
         crate::terminal::say(&[format!(
-            "cordon could not remove {} (a sandboxed command made it); moved it to {}",
+            "cordon could not remove {} (a sandboxed command made it) now; moved it to {}",
             path.display(),
             aside.display()
         )]);
@@ -422,7 +441,7 @@ fn remove_planted(path: &Path, trash: &Path) -> std::io::Result<()> {
 
 /// Writes `text` as `dir/name` through a new file renamed over it (a directory planted at the
 /// name is removed first: a rename cannot replace one).
-fn replace_file(dir: &Path, name: &str, text: &str, trash: &Path) -> anyhow::Result<()> {
+fn replace_file(dir: &Path, name: &str, text: &str, trash: &Trash) -> anyhow::Result<()> {
     let path = dir.join(name);
     if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
         remove_planted(&path, trash)

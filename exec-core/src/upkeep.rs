@@ -7,7 +7,9 @@
 //! descriptors only — every directory opened with `O_NOFOLLOW` relative to its parent's
 //! descriptor, its mode given back to the owner before it is listed, every entry unlinked
 //! relative to it — and a tree it still cannot remove (deeper than it goes, or an entry of
-//! another owner) is moved aside whole, so that the name is free again and the run goes on.
+//! another owner) or not within the time the caller gives it is moved aside whole, so that the
+//! name is free again and the run goes on; what is in the trash goes at later runs, each one
+//! removing what its time allows.
 
 use std::ffi::OsString;
 use std::io;
@@ -16,6 +18,7 @@ use std::os::fd::AsRawFd;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag, openat};
@@ -29,16 +32,27 @@ const MAX_DEPTH: usize = 128;
 /// Removes `path` — a file, a link (never followed) or a directory with everything in it —
 /// giving each directory back its owner's permissions first. Nothing at `path` is success.
 pub fn remove_tree(path: &Path) -> io::Result<()> {
-    let (parent, name) = split(path)?;
-    let parent = open_dir(nix::fcntl::AT_FDCWD, parent)?;
-    remove_at(&parent, &name, 0)
+    remove_tree_until(path, None)
 }
 
-/// Removes `path` as [`remove_tree`] does, and when that fails moves it into `trash` (see
-/// [`move_aside`]), so that `path` is free either way. Returns where it went, if it was moved.
-pub fn remove_or_move_aside(path: &Path, trash: &Path) -> io::Result<Option<PathBuf>> {
-    let Err(error) = remove_tree(path) else { return Ok(None) };
-    tracing::warn!(path = %path.display(), %error, "cannot remove; moving it aside");
+/// [`remove_tree`], giving up (`TimedOut`) once `deadline` has passed; what is removed by
+/// then stays removed.
+fn remove_tree_until(path: &Path, deadline: Option<Instant>) -> io::Result<()> {
+    let (parent, name) = split(path)?;
+    let parent = open_dir(nix::fcntl::AT_FDCWD, parent)?;
+    remove_at(&parent, &name, 0, deadline)
+}
+
+/// Removes `path` as [`remove_tree`] does until `deadline`, and when that fails or time is
+/// up moves what is left into `trash` (see [`move_aside`]), so that `path` is free either
+/// way. Returns where it went, if it was moved.
+pub fn remove_or_move_aside(
+    path: &Path,
+    trash: &Path,
+    deadline: Instant,
+) -> io::Result<Option<PathBuf>> {
+    let Err(error) = remove_tree_until(path, Some(deadline)) else { return Ok(None) };
+    tracing::debug!(path = %path.display(), %error, "not removed; moving it aside");
     move_aside(path, trash).map(Some)
 }
 
@@ -58,14 +72,18 @@ pub fn move_aside(path: &Path, trash: &Path) -> io::Result<PathBuf> {
     Ok(target)
 }
 
-/// Empties `trash` as far as it can (what stays is left for the next try).
-pub fn empty_trash(trash: &Path) {
-    let Ok(entries) = std::fs::read_dir(trash) else { return };
+/// Empties `trash` as far as it can by `deadline`; returns how many of its entries are left
+/// for a later try.
+pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
+    let Ok(entries) = std::fs::read_dir(trash) else { return 0 };
+    let mut left = 0;
     for entry in entries.filter_map(Result::ok) {
-        if let Err(error) = remove_tree(&entry.path()) {
+        if let Err(error) = remove_tree_until(&entry.path(), Some(deadline)) {
             tracing::debug!(path = %entry.path().display(), %error, "left in the trash");
+            left += 1;
         }
     }
+    left
 }
 
 fn split(path: &Path) -> io::Result<(&Path, OsString)> {
@@ -87,8 +105,16 @@ fn open_dir<Fd: AsFd>(at: Fd, name: &Path) -> io::Result<OwnedFd> {
     )?)
 }
 
-/// Removes `name` in the directory `parent`.
-fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize) -> io::Result<()> {
+/// Removes `name` in the directory `parent`, unless `deadline` passes first.
+fn remove_at(
+    parent: &OwnedFd,
+    name: &OsString,
+    depth: usize,
+    deadline: Option<Instant>,
+) -> io::Result<()> {
+    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "out of time"));
+    }
     let stat = match fstatat(parent, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(stat) => stat,
         Err(nix::errno::Errno::ENOENT) => return Ok(()),
@@ -112,7 +138,7 @@ fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize) -> io::Result<()> 
     // rights back (the descriptor needs none of them to change the mode).
     fchmod(&dir, Mode::S_IRWXU)?;
     for entry in names_in(&dir)? {
-        remove_at(&dir, &entry, depth + 1)?;
+        remove_at(&dir, &entry, depth + 1, deadline)?;
     }
     drop(dir);
     gone_is_fine(unlinkat(parent, name.as_os_str(), UnlinkatFlags::RemoveDir))
@@ -235,9 +261,28 @@ mod tests {
         }
         std::fs::create_dir_all(&deep).unwrap();
         let trash = dir.path().join("trash");
-        let moved = remove_or_move_aside(&top, &trash).unwrap().unwrap();
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        let moved = remove_or_move_aside(&top, &trash, later).unwrap().unwrap();
         assert!(!top.exists());
         assert!(moved.starts_with(&trash));
-        assert_eq!(remove_or_move_aside(&top, &trash).unwrap(), None, "nothing there is fine");
+        assert_eq!(remove_or_move_aside(&top, &trash, later).unwrap(), None, "nothing there");
+        assert_eq!(empty_trash(&trash, later), 1, "too deep: it stays in the trash");
+    }
+
+    /// Out of time, what is left is moved aside whole, the name is free at once, and a later
+    /// run's time empties the trash.
+    #[test]
+    fn a_tree_not_removed_in_time_is_moved_aside_and_emptied_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("CACHEDIR.TAG");
+        std::fs::create_dir_all(top.join("d")).unwrap();
+        std::fs::write(top.join("d/f"), "x").unwrap();
+        let trash = dir.path().join("trash");
+        let moved = remove_or_move_aside(&top, &trash, Instant::now()).unwrap().unwrap();
+        assert!(!top.exists() && moved.join("d/f").exists());
+        assert_eq!(empty_trash(&trash, Instant::now()), 1);
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        assert_eq!(empty_trash(&trash, later), 0);
+        assert!(!moved.exists());
     }
 }
