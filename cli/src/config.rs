@@ -53,6 +53,8 @@ pub struct Config {
     /// `"pip.trusted-host"`.
     #[serde(default)]
     pub preset_settings_not_secret: Vec<String>,
+    /// `"auto" | "transaction" | "direct"`: how one-shot runs write their roots (`--writes`).
+    pub writes: Option<cordon_exec_core::WriteChoice>,
     /// `[limits]`: `memory = "2G"`, `pids = 512`, … (the keys of `--limit`).
     #[serde(default)]
     pub limits: ConfigLimits,

@@ -71,14 +71,15 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             Ok(()) => {
                 let _ = writeln!(
                     text,
-                    "\ntransactional writes (--writes transaction; docs/transactions.md): available"
+                    "\nwrites: transactional (cordon exec and cordon sandbox write through the \
+                     write gate; docs/transactions.md)"
                 );
             }
             Err(why) => {
                 let _ = writeln!(
                     text,
-                    "\ntransactional writes (--writes transaction; docs/transactions.md): not \
-                     here: {why}"
+                    "\nwrites: direct (no write layer here: {why}; the workspace is searched for \
+                     repositories instead; docs/transactions.md)"
                 );
             }
         }

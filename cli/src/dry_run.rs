@@ -50,6 +50,9 @@ pub struct SandboxPlan {
     /// `direct` (the command writes its roots as it runs) or `transaction` (through the write
     /// gate when it is over).
     pub writes: cordon_exec_core::WriteMode,
+    /// Why the roots are written directly where `auto` wanted a transaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_direct_because: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,9 +112,8 @@ pub fn plan(
         .collect();
     // Under transactional writes the repositories are not searched: their files are judged
     // by the write gate after the run instead of bound read-only.
-    let transaction = kind == SandboxKind::Linux
-        && matches!(policy, SandboxPolicy::WorkspaceWrite(_))
-        && settings.helper.writes == cordon_exec_core::WriteMode::Transaction;
+    let planned = cordon_exec_core::planned_writes(&settings.helper, &request, kind);
+    let transaction = planned == cordon_exec_core::PlannedWrites::Transaction;
     let protected_paths: Vec<String> = protected_paths
         .into_iter()
         .filter(|path| !(transaction && path.starts_with(".git/")))
@@ -160,6 +162,10 @@ pub fn plan(
             cordon_exec_core::WriteMode::Transaction
         } else {
             cordon_exec_core::WriteMode::Direct
+        },
+        writes_direct_because: match planned {
+            cordon_exec_core::PlannedWrites::DirectBecause(why) => Some(why),
+            _ => None,
         },
     }
 }
@@ -252,12 +258,26 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
         let roots: Vec<String> = plan.writable_roots.iter().map(show).collect();
         let roots = if roots.is_empty() { "nothing".to_owned() } else { roots.join(", ") };
         let _ = writeln!(text, "writable:     {roots}");
-        if plan.writes == cordon_exec_core::WriteMode::Transaction {
-            let _ = writeln!(
-                text,
-                "writes:       transaction: applied when the command is over, through the write \
-                 gate (/tmp and $TMPDIR directly)"
-            );
+        match (&plan.writes, &plan.writes_direct_because) {
+            (cordon_exec_core::WriteMode::Transaction, _) => {
+                let _ = writeln!(
+                    text,
+                    "writes:       transaction: applied when the command is over, through the \
+                     write gate (/tmp and $TMPDIR directly)"
+                );
+            }
+            (cordon_exec_core::WriteMode::Direct, Some(why)) => {
+                let _ = writeln!(
+                    text,
+                    "writes:       direct (no write layer here: {}); the workspace is searched \
+                     for repositories before and after the run instead",
+                    cordon_policies::render_text(why).text
+                );
+            }
+            (cordon_exec_core::WriteMode::Direct, None) if plan.mode == "workspace-write" => {
+                let _ = writeln!(text, "writes:       direct");
+            }
+            (cordon_exec_core::WriteMode::Direct, None) => {}
         }
         if !plan.roots_created_on_first_run.is_empty() {
             let later: Vec<String> = plan.roots_created_on_first_run.iter().map(show).collect();

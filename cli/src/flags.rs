@@ -207,12 +207,14 @@ pub struct SandboxFlags {
     /// Exceeded: exit 122 naming the limit. See docs/limits.md and `cordon doctor`.
     #[arg(long = "limit", value_name = "KEY=VALUE", value_parser = parse_limit)]
     pub limits: Vec<(LimitKey, u64)>,
-    /// How the command writes its writable roots [default: direct]. `transaction` (Linux,
-    /// `cordon exec` and `cordon sandbox`): its writes land in a layer of their own and reach
-    /// the roots when it is over, through a gate that holds back what git, a shell or a tool
-    /// would later run code from (kept under $CORDON_HOME/runs and named); no search of the
-    /// workspace before or after, whatever its size. /tmp and $TMPDIR are written directly.
-    /// See docs/transactions.md.
+    /// How the command writes its writable roots [default: auto; config `writes`].
+    /// `transaction` (Linux, `cordon exec` and `cordon sandbox`): its writes land in a layer of
+    /// their own and reach the roots when it is over, through a gate that holds back what git,
+    /// a shell or a tool would later run code from (kept under $CORDON_HOME/runs and named); no
+    /// search of the workspace before or after, whatever its size. `auto`: a transaction where
+    /// this machine can make the layer (`cordon doctor` says), else direct writes, said in
+    /// --dry-run and --json. `direct`: the command writes its roots as it runs (sessions
+    /// always do). See docs/transactions.md.
     #[arg(long = "writes", value_enum, value_name = "MODE")]
     pub writes: Option<WritesFlag>,
 }
@@ -220,6 +222,7 @@ pub struct SandboxFlags {
 /// `--writes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WritesFlag {
+    Auto,
     Direct,
     Transaction,
 }

@@ -38,8 +38,14 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         crate::presets::look_only();
     }
     let policy_flags = PolicyFlags { approval: None, overrides: args.overrides.clone() };
-    let settings = Settings::load(&args.sandbox, &policy_flags, SandboxMode::ReadOnly, Bypass::No)?;
+    let mut settings =
+        Settings::load(&args.sandbox, &policy_flags, SandboxMode::ReadOnly, Bypass::No)?;
     settings.refuse_home_root()?;
+    // `cordon sandbox` is an exec: nothing stays between the caller and the command unless
+    // asked for. A transaction keeps cordon as the parent, so only a named one is taken.
+    if settings.helper.writes == cordon_exec_core::WriteChoice::Auto {
+        settings.helper.writes = cordon_exec_core::WriteChoice::Direct;
+    }
     // `--inherit-env` passes cordon's own environment through; otherwise the environment
     // policy applies as it does for `cordon exec`.
     let (env, removed) = if args.inherit_env {
@@ -67,7 +73,8 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     // removes, and whose verdict it names.
     let proxy = kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some();
     // So do transactional writes, which cordon applies when the command is over.
-    let transaction = kind != SandboxKind::None && !settings.helper.writes.is_direct();
+    let transaction = kind != SandboxKind::None
+        && settings.helper.writes != cordon_exec_core::WriteChoice::Direct;
     if proxy || transaction || stay.needed() || !settings.sandbox.limits.is_empty() {
         return run_as_parent(&settings, env, args.command, kind, stay);
     }
@@ -88,6 +95,8 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         // Transactional writes keep cordon as the parent (above).
         #[cfg(target_os = "linux")]
         writes_to: None,
+        #[cfg(target_os = "linux")]
+        temporary_in: None,
     };
     let plan = plan_launch(&launch, &settings.helper)?;
     let error = plan.exec();

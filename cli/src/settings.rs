@@ -11,7 +11,7 @@ use cordon_exec_core::{
     HELLO_TIMEOUT, LinkEvents, RemoteLink, RemoteSessions, RemoteTarget, SessionDefaults,
 };
 use cordon_exec_core::{
-    HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe, WriteMode,
+    HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe, WriteChoice,
 };
 use cordon_policies::{
     AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, Limits, MountViewRequirement,
@@ -167,7 +167,7 @@ impl Settings {
             user_view,
             proxy_test_resolve: cordon_exec_core::test_hook_proxy_resolve()?,
             sandboxed_env,
-            writes: write_mode(flags, workspace)?,
+            writes: write_choice(flags, &config, workspace)?,
         };
         Ok(Settings {
             config,
@@ -664,22 +664,39 @@ pub fn load_for_sessions(base: &ExecutorArgs) -> anyhow::Result<Settings> {
              outlives its call and writes directly"
         );
     }
-    Settings::load(&base.sandbox, &base.policy, SandboxMode::WorkspaceWrite, Bypass::No)
+    let mut settings =
+        Settings::load(&base.sandbox, &base.policy, SandboxMode::WorkspaceWrite, Bypass::No)?;
+    // A session outlives its call and has to stay live for the user's editor.
+    settings.helper.writes = WriteChoice::Direct;
+    Ok(settings)
 }
 
-/// `--writes`, where it can be kept.
-fn write_mode(flags: &SandboxFlags, workspace: Workspace<'_>) -> anyhow::Result<WriteMode> {
-    match flags.writes {
-        None | Some(WritesFlag::Direct) => Ok(WriteMode::Direct),
-        Some(WritesFlag::Transaction) if !cfg!(target_os = "linux") => {
+/// `--writes` over config `writes`, where it can be kept: a transaction asked for by name
+/// where none can be is refused; `auto` is direct on another machine and off Linux.
+fn write_choice(
+    flags: &SandboxFlags,
+    config: &Config,
+    workspace: Workspace<'_>,
+) -> anyhow::Result<WriteChoice> {
+    let choice = match flags.writes {
+        Some(WritesFlag::Auto) => WriteChoice::Auto,
+        Some(WritesFlag::Direct) => WriteChoice::Direct,
+        Some(WritesFlag::Transaction) => WriteChoice::Transaction,
+        None => config.writes.unwrap_or_default(),
+    };
+    match choice {
+        WriteChoice::Transaction if !cfg!(target_os = "linux") => {
             bail!(
                 "--writes transaction needs Linux's overlay file system; this platform writes directly"
             )
         }
-        Some(WritesFlag::Transaction) if matches!(workspace, Workspace::Remote { .. }) => {
+        WriteChoice::Transaction if matches!(workspace, Workspace::Remote { .. }) => {
             bail!("--writes transaction is not available on another machine yet")
         }
-        Some(WritesFlag::Transaction) => Ok(WriteMode::Transaction),
+        WriteChoice::Auto if matches!(workspace, Workspace::Remote { .. }) => {
+            Ok(WriteChoice::Direct)
+        }
+        other => Ok(other),
     }
 }
 

@@ -280,7 +280,7 @@ pub struct HelperSettings {
     /// become code that runs outside one.
     pub sandboxed_env: Vec<(OsString, OsString)>,
     /// How a sandboxed command writes its roots (one-shot runs; sessions always write directly).
-    pub writes: crate::transaction::WriteMode,
+    pub writes: crate::transaction::WriteChoice,
 }
 
 /// How the Linux helper is started.
@@ -321,6 +321,10 @@ pub struct Launch<'a> {
     /// there until they are applied.
     #[cfg(target_os = "linux")]
     pub writes_to: Option<PathBuf>,
+    /// Where `/tmp` and `$TMPDIR` keep what the command writes there (`--temporary-in`), with
+    /// write layers.
+    #[cfg(target_os = "linux")]
+    pub temporary_in: Option<PathBuf>,
 }
 
 /// How a sandboxed command reaches cordon's network proxy.
@@ -452,6 +456,8 @@ pub fn plan_launch(
         ref walked,
         #[cfg(target_os = "linux")]
         ref writes_to,
+        #[cfg(target_os = "linux")]
+        ref temporary_in,
     } = *launch;
     let (program, rest) = command.split_first().ok_or(SandboxSetupError::EmptyCommand)?;
     let argv = command.clone();
@@ -494,6 +500,10 @@ pub fn plan_launch(
                 writes_to: writes_to.clone(),
                 #[cfg(not(target_os = "linux"))]
                 writes_to: None,
+                #[cfg(target_os = "linux")]
+                temporary_in: temporary_in.clone(),
+                #[cfg(not(target_os = "linux"))]
+                temporary_in: None,
                 command: argv,
                 #[cfg(target_os = "linux")]
                 walked: walked.clone(),
@@ -588,7 +598,7 @@ mod tests {
             user_view: EnvSnapshot::default(),
             proxy_test_resolve: Vec::new(),
             sandboxed_env: Vec::new(),
-            writes: crate::transaction::WriteMode::Direct,
+            writes: crate::transaction::WriteChoice::Direct,
         }
     }
 
@@ -618,6 +628,8 @@ mod tests {
                 walked: None,
                 #[cfg(target_os = "linux")]
                 writes_to: None,
+                #[cfg(target_os = "linux")]
+                temporary_in: None,
             };
             plan_launch(&launch, &helper).unwrap().env
         };
@@ -650,6 +662,8 @@ mod tests {
             walked: None,
             #[cfg(target_os = "linux")]
             writes_to: None,
+            #[cfg(target_os = "linux")]
+            temporary_in: None,
         };
         let plan = plan_launch(&launch, &helper()).unwrap();
         assert_eq!(plan.program, PathBuf::from("/usr/bin/sandbox-exec"));

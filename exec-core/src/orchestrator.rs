@@ -147,6 +147,10 @@ pub struct Attempt {
     /// What the write gate kept from the roots, each with why and where it is kept.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub held_back: Vec<crate::transaction::HeldBack>,
+    /// Why the command wrote its roots directly where write layers were wanted where
+    /// available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_direct_because: Option<String>,
 }
 
 /// How the request ended.
@@ -646,6 +650,7 @@ impl Orchestrator {
             not_searched: result.not_searched,
             writes: result.writes,
             held_back: result.held_back,
+            writes_direct_because: result.writes_direct_because,
         })
     }
 }
@@ -669,7 +674,10 @@ fn program_inside_roots(request: &ExecRequest, roots: &[PathBuf]) -> Option<Path
 
 /// What the request's sandbox lets the command write, alone (no hidden-path catalogue); none
 /// when the policy cannot be resolved.
-fn writable_roots(request: &ExecRequest, user_view: &cordon_policies::EnvSnapshot) -> Vec<PathBuf> {
+pub(crate) fn writable_roots(
+    request: &ExecRequest,
+    user_view: &cordon_policies::EnvSnapshot,
+) -> Vec<PathBuf> {
     let sandbox = &request.sandbox;
     sandbox
         .policy

@@ -117,6 +117,8 @@ impl ExecRequest {
             walked: None,
             #[cfg(target_os = "linux")]
             writes_to: None,
+            #[cfg(target_os = "linux")]
+            temporary_in: None,
         }
     }
 }

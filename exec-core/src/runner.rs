@@ -57,6 +57,8 @@ pub(crate) struct RawAttempt {
     pub not_searched: Vec<PathBuf>,
     /// How the command wrote its roots.
     pub writes: crate::transaction::WriteMode,
+    /// Why the roots were written directly where write layers were wanted where available.
+    pub writes_direct_because: Option<String>,
     /// What the write gate kept from the roots (transactional writes).
     pub held_back: Vec<crate::transaction::HeldBack>,
 }
@@ -278,15 +280,18 @@ impl Runner for LocalRunner<'_> {
         )?;
         // Transactional writes: no search before or after the run; the write gate judges the
         // exact set of changes when the command is over.
+        let planned = crate::transaction::planned_writes(self.helper, request, sandbox);
         #[cfg(target_os = "linux")]
-        let transaction = match (self.helper.writes, sandbox) {
-            (crate::transaction::WriteMode::Transaction, SandboxKind::Linux) => {
+        let transaction = match planned {
+            crate::transaction::PlannedWrites::Transaction => {
                 let context = apply_context(request, self.helper);
-                let begun = crate::transaction::Transaction::begin(
-                    self.helper.user_view.cordon_home.as_deref(),
-                    &context,
-                )?;
-                Some((begun, context))
+                let home = self.helper.user_view.cordon_home.as_deref();
+                let mut begun = crate::transaction::Transaction::begin(home, &context)?;
+                let workspace = home.and_then(|home| {
+                    crate::workspace::Workspace::of(&request.sandbox.policy_cwd, home).ok()
+                });
+                let temporary = workspace.map(|workspace| begun.temporary_dir(&workspace));
+                Some((begun, context, temporary))
             }
             _ => None,
         };
@@ -302,7 +307,9 @@ impl Runner for LocalRunner<'_> {
         #[cfg(target_os = "linux")]
         {
             launch.walked = watch.as_ref().map(GitWatch::walked);
-            launch.writes_to = transaction.as_ref().map(|(t, _)| t.layers_dir().to_path_buf());
+            launch.writes_to = transaction.as_ref().map(|(t, _, _)| t.layers_dir().to_path_buf());
+            launch.temporary_in =
+                transaction.as_ref().and_then(|(_, _, temporary)| temporary.clone());
         }
         let spec = plan_launch(&launch, self.helper)?;
         log_plan(&spec, self.helper, proxy.is_some());
@@ -312,7 +319,7 @@ impl Runner for LocalRunner<'_> {
         // The command and its overlay are gone: its changes are applied through the gate.
         #[cfg(target_os = "linux")]
         let (writes, held_back) = match transaction {
-            Some((transaction, context)) => {
+            Some((transaction, context, _)) => {
                 (crate::transaction::WriteMode::Transaction, transaction.apply(context))
             }
             None => (crate::transaction::WriteMode::Direct, Vec::new()),
@@ -344,6 +351,10 @@ impl Runner for LocalRunner<'_> {
             not_searched,
             writes,
             held_back,
+            writes_direct_because: match planned {
+                crate::transaction::PlannedWrites::DirectBecause(why) => Some(why),
+                _ => None,
+            },
         })
     }
 }
@@ -367,9 +378,12 @@ fn apply_context(
         })
         .map(std::ffi::OsString::from)
         .collect();
-    // `/tmp` and `$TMPDIR`, which the command writes directly (the helper layers the rest).
+    // `/tmp` and `$TMPDIR` (written directly where they get no layer of their own) and a
+    // preset's caches (always written directly): a link into them leads where the gate never
+    // looked.
     let view = helper.user_view.view();
-    let direct_roots = [Some(std::path::Path::new("/tmp")), view.tmpdir]
+    let caches = helper.user_view.cordon_home.as_deref().map(|home| home.join("workspaces"));
+    let direct_roots = [Some(std::path::Path::new("/tmp")), view.tmpdir, caches.as_deref()]
         .into_iter()
         .flatten()
         .filter_map(|dir| std::fs::canonicalize(dir).ok())

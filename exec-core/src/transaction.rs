@@ -49,6 +49,72 @@ pub struct HeldBack {
     pub kept_at: PathBuf,
 }
 
+/// How a sandboxed command is asked to write its writable roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteChoice {
+    /// Through a write layer where this machine can make one, else directly (and say why).
+    #[default]
+    Auto,
+    /// Through a write layer, or not at all.
+    Transaction,
+    /// Directly.
+    Direct,
+}
+
+/// How a sandboxed run will write, decided before its launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlannedWrites {
+    Transaction,
+    Direct,
+    /// Direct, where the choice was `auto`: why no write layer here.
+    DirectBecause(String),
+}
+
+/// How a run of `request` writes under `helper`'s choice: no write layer for a policy without
+/// writable roots or without the Linux sandbox; `auto` falls back to direct writes where the
+/// kernel, the file system or the mount view cannot give one.
+pub fn planned_writes(
+    helper: &crate::HelperSettings,
+    request: &crate::ExecRequest,
+    kind: crate::SandboxKind,
+) -> PlannedWrites {
+    let layered = kind == crate::SandboxKind::Linux
+        && matches!(request.sandbox.policy, cordon_policies::SandboxPolicy::WorkspaceWrite(_));
+    match helper.writes {
+        WriteChoice::Direct => PlannedWrites::Direct,
+        _ if !layered => PlannedWrites::Direct,
+        WriteChoice::Transaction => PlannedWrites::Transaction,
+        WriteChoice::Auto => match layer_availability(helper, request) {
+            Ok(()) => PlannedWrites::Transaction,
+            Err(why) => PlannedWrites::DirectBecause(why),
+        },
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn layer_availability(
+    helper: &crate::HelperSettings,
+    request: &crate::ExecRequest,
+) -> Result<(), String> {
+    let home = helper.user_view.cordon_home.as_deref();
+    let home = home.ok_or_else(|| TransactionError::NoCordonHome.to_string())?;
+    let runs = runs_dir(home);
+    let roots = crate::orchestrator::writable_roots(request, &helper.user_view);
+    let mount_view_off =
+        request.sandbox.mount_view == cordon_policies::MountViewRequirement::Disabled;
+    cordon_sandbox_linux::write_layer::availability(&runs, &roots, mount_view_off)
+        .map_err(|why| why.to_string())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn layer_availability(
+    _helper: &crate::HelperSettings,
+    _request: &crate::ExecRequest,
+) -> Result<(), String> {
+    Err("this platform has no overlay file system".to_owned())
+}
+
 impl WriteMode {
     /// Whether writes go straight to the roots.
     pub fn is_direct(&self) -> bool {
@@ -109,6 +175,8 @@ pub(crate) struct Transaction {
     started: (i64, i64),
     /// What finishing stopped runs' applies held back, said with this run's.
     earlier: Vec<HeldBack>,
+    /// The workspace's temporary directories' state, held for the life of the run.
+    temporary: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 /// The directory that holds every run's directory.
@@ -160,7 +228,42 @@ impl Transaction {
             _lock: lock,
             started: (started.ctime(), started.ctime_nsec()),
             earlier,
+            temporary: None,
         })
+    }
+
+    /// Where the command's writes to `/tmp` and `$TMPDIR` are kept (`--temporary-in`): the
+    /// workspace's own directory for them, kept across its runs, when no other run of the
+    /// workspace holds it; else this run's own, gone with the run. Never the host's.
+    pub(crate) fn temporary_dir(&mut self, workspace: &crate::workspace::Workspace) -> PathBuf {
+        let own = self.dir.join("temporary");
+        let shared = workspace.temporary();
+        let locked = workspace
+            .prepare()
+            .and_then(|()| {
+                std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&shared)?;
+                std::fs::File::create(workspace.temporary_lock())
+            })
+            .ok()
+            .and_then(|file| {
+                nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+            });
+        match locked {
+            Some(lock) => {
+                self.temporary = Some(lock);
+                prune_temporary(&shared, &workspace.trash());
+                shared
+            }
+            None => {
+                tracing::warn!(
+                    workspace = %workspace.path().display(),
+                    "another run of this workspace holds its /tmp: this run's writes there are \
+                     its own, and go when it ends"
+                );
+                let _ = std::fs::DirBuilder::new().mode(0o700).create(&own);
+                own
+            }
+        }
     }
 
     /// The directory the helper makes its write layers in (`--writes-to`).
@@ -215,6 +318,25 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
         let _ = set_state(dir, "held");
     }
     held
+}
+
+/// How long what a command left in its workspace's `/tmp` is kept unchanged.
+#[cfg(target_os = "linux")]
+const TEMPORARY_AGE: std::time::Duration = std::time::Duration::from_secs(10 * 24 * 3600);
+
+/// Removes from each upper directory of `temporary` what has not changed for
+/// [`TEMPORARY_AGE`], spending at most a second (the rest waits for the next run).
+#[cfg(target_os = "linux")]
+fn prune_temporary(temporary: &Path, trash: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let Ok(entries) = std::fs::read_dir(temporary) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let upper = entry.path().join("upper");
+        let removed = crate::upkeep::remove_older_than(&upper, TEMPORARY_AGE, trash, deadline);
+        if removed > 0 {
+            tracing::debug!(upper = %upper.display(), removed, "pruned the workspace's /tmp");
+        }
+    }
 }
 
 /// Writes the run's state, replacing it whole.

@@ -17,8 +17,9 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag, openat};
@@ -70,6 +71,23 @@ pub fn move_aside(path: &Path, trash: &Path) -> io::Result<PathBuf> {
     let target = trash.join(aside);
     std::fs::rename(path, &target)?;
     Ok(target)
+}
+
+/// Removes (or, past `deadline`, moves into `trash`) each entry of `dir` neither modified nor
+/// changed for `age`, as a system's cleaner of `/tmp` does; returns how many went.
+pub fn remove_older_than(dir: &Path, age: Duration, trash: &Path, deadline: Instant) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Some(cutoff) = SystemTime::now().checked_sub(age) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let Ok(meta) = entry.metadata() else { continue };
+        let changed = UNIX_EPOCH + Duration::from_secs(u64::try_from(meta.ctime()).unwrap_or(0));
+        let old = meta.modified().is_ok_and(|modified| modified < cutoff) && changed < cutoff;
+        if old && remove_or_move_aside(&entry.path(), trash, deadline).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Empties `trash` as far as it can by `deadline`; returns how many of its entries are left

@@ -49,6 +49,16 @@ impl Workspace {
         self.dir.join("cache")
     }
 
+    /// Where the workspace's sandboxed runs keep what they write to `/tmp` and `$TMPDIR`.
+    pub fn temporary(&self) -> PathBuf {
+        self.dir.join("temporary")
+    }
+
+    /// Held by the run that writes [`Workspace::temporary`].
+    pub fn temporary_lock(&self) -> PathBuf {
+        self.dir.join("temporary.lock")
+    }
+
     /// Where upkeep moves what it could not remove.
     pub fn trash(&self) -> PathBuf {
         self.dir.join("trash")

@@ -142,6 +142,10 @@ pub struct HelperArgs {
     /// writable root, instead of in the roots; the caller applies them after the run
     /// (`crate::write_layer`). Without it the command writes the roots directly.
     pub writes_to: Option<PathBuf>,
+    /// `--temporary-in DIR` (with `--writes-to`): `/tmp` and `$TMPDIR` get write layers too,
+    /// whose upper directories live on in DIR (one per directory, kept across runs) and are
+    /// never applied: what the command writes there is its own, the host's are only read.
+    pub temporary_in: Option<PathBuf>,
     /// The command and its arguments (never empty).
     pub command: Vec<OsString>,
     /// Not a flag: the repositories of the writable roots, found by a caller that runs the
@@ -161,7 +165,7 @@ usage: codex-linux-sandbox --sandbox-policy-cwd DIR --permission-profile JSON [-
            [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
        codex-linux-sandbox --request JSON [--command-cwd DIR] [--die-with-parent]
            [--user-view JSON] [--proxy-fd N] [--caller cordon] [--tree-limits-in-cgroup]
-           [--writes-to DIR] -- CMD [ARG...]
+           [--writes-to DIR [--temporary-in DIR]] -- CMD [ARG...]
 
 Confines itself (mount view, Landlock, capabilities, seccomp, no_new_privs) under the policy,
 then execs CMD. --permission-profile is the policy as Codex 0.169 passes it (its permission
@@ -187,7 +191,10 @@ cannot be given with it.
 helper (--caller cordon makes messages start `cordon: sandbox:`). So is --writes-to DIR: the
 command's writes to its writable roots (but /tmp and $TMPDIR) land in a write layer (an overlay
 whose upper directory is in DIR, which must lie outside every writable root) and reach the
-roots only when the caller applies them after the run; it needs the mount view (else 125). So is
+roots only when the caller applies them after the run; it needs the mount view (else 125). With
+--temporary-in DIR, /tmp and $TMPDIR get write layers too, whose upper directories stay in DIR
+across runs and are never applied: the command reads the host's files there and writes its own
+copy. So is
 --command-cwd-identity DEV:INO: the command runs in --command-cwd only if that path still leads
 to the directory with these device and inode numbers (the one shown for approval), else 125.
 --tree-limits-in-cgroup says the caller holds the memory and pids limits in a cgroup; without
@@ -240,6 +247,7 @@ pub fn parse_helper_args(
     let mut caller = Caller::Direct;
     let mut tree_limits = TreeLimits::None;
     let mut writes_to: Option<PathBuf> = None;
+    let mut temporary_in: Option<PathBuf> = None;
     let mut split_policies = SplitPolicies::default();
     let mut saw_separator = false;
     let mut given: Vec<String> = Vec::new();
@@ -305,6 +313,16 @@ pub fn parse_helper_args(
                     )));
                 }
                 writes_to = Some(dir);
+            }
+            "--temporary-in" => {
+                let dir = PathBuf::from(value(&flag)?);
+                if !dir.is_absolute() {
+                    return Err(HelperError::Usage(format!(
+                        "--temporary-in {}: must be an absolute path",
+                        dir.display()
+                    )));
+                }
+                temporary_in = Some(dir);
             }
             "--caller" => match value(&flag)?.to_str() {
                 Some("cordon") => caller = Caller::Cordon,
@@ -464,6 +482,9 @@ pub fn parse_helper_args(
             return Err(HelperError::Usage(format!("{} must be an absolute path", cwd.display())));
         }
     }
+    if temporary_in.is_some() && writes_to.is_none() {
+        return Err(HelperError::Usage("--temporary-in needs --writes-to".into()));
+    }
     Ok(HelperArgs {
         request,
         command_cwd,
@@ -474,6 +495,7 @@ pub fn parse_helper_args(
         caller,
         tree_limits,
         writes_to,
+        temporary_in,
         command,
         #[cfg(target_os = "linux")]
         walked: None,
@@ -648,6 +670,10 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
     }
     if let Some(dir) = &invocation.writes_to {
         argv.push("--writes-to".into());
+        argv.push(dir.clone().into());
+    }
+    if let Some(dir) = &invocation.temporary_in {
+        argv.push("--temporary-in".into());
         argv.push(dir.clone().into());
     }
     argv.push("--".into());

@@ -52,7 +52,9 @@ pub enum HelperError {
     #[error("write layer: {what}: {source}")]
     WriteLayer { what: String, source: std::io::Error },
     /// The reason the mount view is not there, in words.
-    #[error("write layer: it needs the mount view, which is {0}; run with direct writes")]
+    #[error(
+        "write layer: it needs the mount view, which is not here ({0}); run with --writes direct"
+    )]
     WriteLayerWithoutMountView(String),
     #[error("network namespace: {what}: {source}")]
     NetworkNamespace { what: &'static str, source: std::io::Error },

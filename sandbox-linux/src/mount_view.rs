@@ -145,11 +145,16 @@ pub(crate) fn plan(
         // Every repository in the root: the root's own, nested ones (vendored, cloned,
         // fixtures), and git dirs lying there as plain directories. An allowance per root, so
         // one filled with directories (`/tmp`) cannot spend the workspace's.
-        let repositories = match host.walked {
+        let mut repositories = match host.walked {
             _ if layered => crate::repositories::Repositories::default(),
             Some(walk) => walk.repositories(root, roots),
             None => repositories_of(root, roots),
         };
+        // A repository found from an outer root but lying in a layered one (a workspace under
+        // `/tmp`) is the gate's: bound read-only, git could not write its own files there.
+        let in_layer = |path: &Path| host.layers.iter().any(|layer| path.starts_with(&layer.root));
+        repositories.bare.retain(|dir| !in_layer(dir));
+        repositories.worktrees.retain(|top| !in_layer(top));
         unsearched.extend(repositories.unsearched);
         for git_dir in &repositories.bare {
             for entry in git_dir_entries(git_dir, &mut unsearched) {
@@ -375,9 +380,7 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
     // First of all, so that nothing below propagates to the host's mount table.
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(fail("making mounts private".into()))?;
-    for layer in &plan.layers {
-        crate::write_layer::mount_layer(layer)?;
-    }
+    crate::write_layer::mount_layers(&plan.layers)?;
     // Each writable root's mounts are copied before the tree turns read-only and put back on
     // top of it after: a mount inside a root keeps the writability it had, and nothing here
     // depends on how many mounts the host has elsewhere.

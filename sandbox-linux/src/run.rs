@@ -291,15 +291,45 @@ unsafe fn run(
     let layers = match &args.writes_to {
         None => Vec::new(),
         Some(dir) => {
-            let shared: Vec<PathBuf> = [Some(PathBuf::from("/tmp")), env.tmpdir.clone()]
+            let temporary: Vec<PathBuf> = [Some(PathBuf::from("/tmp")), env.tmpdir.clone()]
                 .into_iter()
                 .flatten()
                 .filter_map(|path| std::fs::canonicalize(path).ok())
                 .collect();
             let directories: Vec<PathBuf> =
                 policy.writable_roots.iter().filter(|root| root.is_dir()).cloned().collect();
+            // A preset's cache (the only roots cordon allows in its per-workspace state) is
+            // written directly: only sandboxed runs of its workspace ever read it.
+            let state = env
+                .cordon_home
+                .as_deref()
+                .and_then(|home| std::fs::canonicalize(home.join("workspaces")).ok());
+            let caches = directories
+                .iter()
+                .filter(|root| state.as_ref().is_some_and(|state| root.starts_with(state)));
+            let shared: Vec<PathBuf> = temporary.iter().chain(caches).cloned().collect();
             let roots = crate::write_layer::layered_roots(&directories, &shared);
-            crate::write_layer::prepare(dir, &roots, &policy.writable_roots)?
+            let mut layers = crate::write_layer::prepare(dir, &roots, &policy.writable_roots)?;
+            if let Some(keep_in) = &args.temporary_in {
+                let canonical = std::fs::canonicalize(keep_in).map_err(|source| {
+                    HelperError::WriteLayer { what: format!("{}", keep_in.display()), source }
+                })?;
+                let inside = roots.iter().find(|root| canonical.starts_with(root));
+                if let Some(root) = inside {
+                    return Err(HelperError::Usage(format!(
+                        "--temporary-in {}: lies inside the writable root {}, where the command \
+                         could write its own changes",
+                        keep_in.display(),
+                        root.display()
+                    )));
+                }
+                let temporary: Vec<PathBuf> =
+                    temporary.into_iter().filter(|root| directories.contains(root)).collect();
+                layers.extend(crate::write_layer::prepare_temporary(
+                    dir, keep_in, &temporary, &roots,
+                )?);
+            }
+            layers
         }
     };
     // A directory seen through a write layer has the overlay's device number: the command

@@ -73,7 +73,19 @@ pub(super) fn sandboxed(user: User, ws: &Path, home: &Path, script: &str) -> Run
 pub(super) fn sandboxed_command(user: User, ws: &Path, home: &Path, script: &str) -> Command {
     let mut command = cordon_command(
         user,
-        &["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", script],
+        &[
+            "exec",
+            "--writes",
+            "direct",
+            "-a",
+            "never",
+            "-C",
+            ws.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
     );
     command
         .env("HOME", home)
@@ -425,7 +437,19 @@ fn a_repository_made_beyond_the_search_after_the_run_is_reported() {
     let unprintable = format!("d=$(printf 'a\\377b') && mkdir -p \"$d/{deep}r\" && echo planted");
     let json: Run = cordon_command(
         User::Root,
-        &["exec", "--json", "-a", "never", "-C", ws.path().to_str().unwrap(), "--", "sh", "-c"],
+        &[
+            "exec",
+            "--writes",
+            "direct",
+            "--json",
+            "-a",
+            "never",
+            "-C",
+            ws.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+        ],
     )
     .arg(&unprintable)
     .env("HOME", home.path())
@@ -658,12 +682,14 @@ fn home_as_a_writable_root_is_refused_and_start_up_files_under_home_stay_read_on
     // A HOME that does not exist stands for the password database's home.
     if let Some(user) = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten() {
         let real = user.dir.to_str().unwrap().to_owned();
-        let refused: Run =
-            cordon_command(User::Root, &["exec", "-a", "never", "-C", &real, "--", "true"])
-                .env("HOME", home.path().join("missing"))
-                .output()
-                .unwrap()
-                .into();
+        let refused: Run = cordon_command(
+            User::Root,
+            &["exec", "--writes", "direct", "-a", "never", "-C", &real, "--", "true"],
+        )
+        .env("HOME", home.path().join("missing"))
+        .output()
+        .unwrap()
+        .into();
         assert_eq!(refused.code, Some(125), "{}", refused.stderr);
     }
     let ws = scratch();
@@ -681,6 +707,8 @@ fn home_as_a_writable_root_is_refused_and_start_up_files_under_home_stay_read_on
         User::Root,
         &[
             "exec",
+            "--writes",
+            "direct",
             "-a",
             "never",
             "--add-dir",
@@ -765,7 +793,7 @@ fn home_allowed_as_a_root_is_sealed_with_and_without_the_mount_view() {
                  mkdir dotfiles/config/git 2>/dev/null && echo planted dotfiles; \
                  echo ok >> dotfiles/README && echo wrote dotfiles"
             );
-            let mut args = vec!["exec", "-a", "never", "--allow-home-root"];
+            let mut args = vec!["exec", "--writes", "direct", "-a", "never", "--allow-home-root"];
             args.extend_from_slice(view);
             args.extend(["-C", home.path().to_str().unwrap(), "--", "sh", "-c", &attack]);
             let run: Run = cordon_command(user, &args)
@@ -871,6 +899,8 @@ fn the_watch_holds_against_a_full_tmpdir_tabs_squatters_hooks_path_and_new_start
             User::Root,
             &[
                 "exec",
+                "--writes",
+                "direct",
                 "-a",
                 "never",
                 "--add-dir",
@@ -1012,7 +1042,18 @@ fn reworded_or_linked_todos_worktree_rebase_state_and_sequencer_opts_are_moved_a
     // The user's own `git config` while a run is under way stays.
     let mut running = cordon_command(
         User::Root,
-        &["exec", "-a", "never", "-C", ws.path().to_str().unwrap(), "--", "sleep", "2"],
+        &[
+            "exec",
+            "--writes",
+            "direct",
+            "-a",
+            "never",
+            "-C",
+            ws.path().to_str().unwrap(),
+            "--",
+            "sleep",
+            "2",
+        ],
     )
     .env("HOME", home.path())
     .env("CORDON_HOME", home.path().join(".cordon"))
@@ -1099,6 +1140,8 @@ fn a_sealed_home_holds_through_the_mount_view_when_landlock_is_missing() {
     let words = [
         "cordon",
         "exec",
+        "--writes",
+        "direct",
         "-a",
         "never",
         "--allow-home-root",
@@ -1131,7 +1174,17 @@ fn a_home_inside_the_temporary_directory_is_refused_with_the_way_out() {
     let home = tmp.path().join("h");
     std::fs::create_dir_all(home.join("project")).unwrap();
     let run: Run = Command::new(CORDON)
-        .args(["exec", "-a", "never", "-C", home.join("project").to_str().unwrap(), "--", "true"])
+        .args([
+            "exec",
+            "--writes",
+            "direct",
+            "-a",
+            "never",
+            "-C",
+            home.join("project").to_str().unwrap(),
+            "--",
+            "true",
+        ])
         .env("HOME", &home)
         .env("TMPDIR", tmp.path())
         .env("CORDON_HOME", tmp.path().join("cordon-home"))

@@ -93,7 +93,7 @@ fn a_protected_git_config_says_protected_and_names_it() {
     let run = exec(
         e.home.path(),
         e.work.path(),
-        &["-a", "never", "--", "git", "config", "user.name", "X"],
+        &["-a", "never", "--writes", "direct", "--", "git", "config", "user.name", "X"],
     );
     assert_ne!(run.code, Some(0));
     assert_eq!(std::fs::read(&config).unwrap(), before, "the protected config changed");
@@ -333,17 +333,25 @@ fn a_workspace_in_the_home_directory_can_still_create_files_in_tmp() {
         }
         let name = format!("/tmp/cordon-everyday-{}-{who:?}", std::process::id());
         let _ = std::fs::remove_file(&name);
-        let out: Run = command_as(who, cordon_for(who))
-            .args(["exec", "-a", "never", "--", "sh", "-c", &format!("echo made > {name}")])
-            .current_dir(&ws)
-            .env("HOME", &home)
-            .env_remove("CORDON_HOME")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-            .into();
+        let run = |script: &str| -> Run {
+            command_as(who, cordon_for(who))
+                .args(["exec", "-a", "never", "--", "sh", "-c", script])
+                .current_dir(&ws)
+                .env("HOME", &home)
+                .env_remove("CORDON_HOME")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap()
+                .into()
+        };
+        let out = run(&format!("echo made > {name} && cat {name}"));
         out.assert_ok();
-        assert_eq!(std::fs::read_to_string(&name).unwrap_or_default(), "made\n", "{who:?}");
+        assert_eq!(out.stdout, "made\n", "{who:?}");
+        // The workspace's next run finds it there (its /tmp is the workspace's own where write
+        // layers are made, the host's otherwise).
+        let out = run(&format!("cat {name}"));
+        out.assert_ok();
+        assert_eq!(out.stdout, "made\n", "{who:?}");
         let _ = std::fs::remove_file(&name);
     }
 }

@@ -119,7 +119,7 @@ fn exec_with_open_files(
         .arg(format!("--nofile={soft}:{hard}"))
         .arg("--")
         .arg(cordon_for(user))
-        .args(["exec", "-a", "never", "-C", ws.to_str().unwrap()])
+        .args(["exec", "--writes", "direct", "-a", "never", "-C", ws.to_str().unwrap()])
         .args(args)
         .env("HOME", home)
         .env("CORDON_HOME", home.join(".cordon"))
@@ -212,7 +212,20 @@ fn a_wide_or_deep_new_modules_tree_is_searched_or_reported() {
                     i=0 && while [ $i -lt 300 ]; do mkdir d && cd d && i=$((i+1)); done && echo planted";
         let run = cordon_command(
             user,
-            &["exec", "--json", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c", deep],
+            &[
+                "exec",
+                "--writes",
+                "direct",
+                "--json",
+                "-a",
+                "never",
+                "-C",
+                ws.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                deep,
+            ],
         )
         .env("HOME", scene.home.path())
         .env("CORDON_HOME", scene.home.path().join(".cordon"))

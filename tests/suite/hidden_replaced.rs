@@ -149,7 +149,9 @@ impl Setup {
             Workspace::Own => self.work.path(),
             Workspace::Home => home,
         };
-        let mut args = vec!["exec", "-a", "never", "-C", cwd.to_str().unwrap()];
+        // Direct writes: the host watches for the command's `ready` in the workspace.
+        let mut args =
+            vec!["exec", "-a", "never", "--writes", "direct", "-C", cwd.to_str().unwrap()];
         if workspace == Workspace::Home {
             args.push("--allow-home-root");
         }
@@ -227,7 +229,8 @@ fn a_link_in_the_workspace_to_a_replaced_hidden_file_reads_nothing() {
     setup.change_on_the_host();
     let script = format!("cat {0} /proc/self/root{0}; echo ran", link.display());
     for view in views() {
-        let mut args = vec!["exec", "-a", "never", "-C", work.to_str().unwrap()];
+        let mut args =
+            vec!["exec", "-a", "never", "--writes", "direct", "-C", work.to_str().unwrap()];
         args.extend_from_slice(view);
         args.extend_from_slice(&["--", "sh", "-c", &script]);
         let run: Run = cordon_command(User::Root, &args)

@@ -174,7 +174,9 @@ fn what_a_command_makes_of_its_cache_never_stops_the_next_run() {
         assert!(!u.cache("cargo").join("config").exists(), "{who:?}");
         // A run of the same workspace that keeps remaking those names while others start:
         // every other run still starts.
-        let stop = u.ws.join("stop");
+        // Outside the roots: the workspace is seen through a write layer, which does not show
+        // what the host makes in it during the run.
+        let stop = u.home.join("stop");
         let remake = format!(
             "while [ ! -e {} ]; do for n in CACHEDIR.TAG config.toml config; do \
              rm -rf \"$CARGO_HOME/$n\"; mkdir -p \"$CARGO_HOME/$n/d\"; done; done",

@@ -208,28 +208,26 @@ fn a_file_changed_outside_during_the_run_keeps_the_users_version() {
         if user == User::Nobody {
             chown_nobody(ws);
         }
-        // The command's signal that it wrote: a file in /tmp, which it writes directly (its
-        // workspace writes do not show outside until it is over).
-        let go =
-            std::path::PathBuf::from(format!("/tmp/cordon-e2e-go-{}-{user:?}", std::process::id()));
-        let _ = std::fs::remove_file(&go);
-        let script = format!(
-            "echo sandbox > notes; echo other > other; touch {}; sleep 3; echo done",
-            go.display()
-        );
-        let child = transactional_command(user, &scene, &script)
+        // The command's signal that it wrote: a line on its output (its writes, to the
+        // workspace and to /tmp, do not show outside until it is over).
+        let script = "echo sandbox > notes; echo other > other; echo wrote; sleep 3; echo done";
+        let mut child = transactional_command(user, &scene, script)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(20));
-        while !go.exists() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(go.exists(), "{user:?}: the command did not start");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+        assert_eq!(first, "wrote\n", "{user:?}: the command did not start");
         std::fs::write(ws.join("notes"), "user\n").unwrap();
-        let run: Run = child.wait_with_output().unwrap().into();
-        let _ = std::fs::remove_file(&go);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let run = Run::from(std::process::Output {
+            stdout: format!("{first}{rest}").into_bytes(),
+            ..output
+        });
         assert!(run.stdout.contains("done"), "{user:?}: {}\n{}", run.stdout, run.stderr);
         assert_eq!(read(&ws.join("notes")), "user\n", "{user:?}");
         assert_eq!(read(&ws.join("other")), "other\n", "{user:?}");

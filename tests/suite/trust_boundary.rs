@@ -676,12 +676,18 @@ fn a_denial_report_names_the_path_or_the_network_and_the_knob() {
         (connect, "network", "--network"),
     ];
     for (script, kind, knob) in cases {
-        let run = exec(e.home.path(), e.work.path(), &["-a", "never", "--", "sh", "-c", &script]);
+        // Direct writes: a transaction holds the hook back after the run instead of refusing it.
+        let direct = ["-a", "never", "--writes", "direct"];
+        let run = exec(
+            e.home.path(),
+            e.work.path(),
+            &[&direct[..], &["--", "sh", "-c", &script]].concat(),
+        );
         assert!(run.stderr.contains(knob), "{script}: {}", run.stderr);
         let run = exec(
             e.home.path(),
             e.work.path(),
-            &["-a", "never", "--json", "--", "sh", "-c", &script],
+            &[&direct[..], &["--json", "--", "sh", "-c", &script]].concat(),
         );
         let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         let blocked = &v["attempts"][0]["blocked"];

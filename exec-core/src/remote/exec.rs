@@ -87,6 +87,7 @@ impl Runner for RemoteRunner<'_> {
             writes: crate::transaction::WriteMode::Direct,
             held_back: Vec::new(),
             not_searched: Vec::new(),
+            writes_direct_because: None,
         };
         // The run's timeout holds whatever the link does: a far end gone silent (a frozen
         // connection) times out here like a command that runs too long.

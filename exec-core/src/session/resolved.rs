@@ -57,6 +57,8 @@ impl SessionManager {
             walked: None,
             #[cfg(target_os = "linux")]
             writes_to: None,
+            #[cfg(target_os = "linux")]
+            temporary_in: None,
         };
         let spec = plan_launch(&launch, helper)?;
         let git_watch = crate::runner::watch_git_dirs(&sandbox, kind, helper);
