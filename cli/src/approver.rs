@@ -165,6 +165,17 @@ impl<'a> Prompt<'a> {
                     }
                 }
             }
+            (ApprovalStage::RetryWithDirectWrites, _) => {
+                out += &format!(
+                    "  Stage:    run again in the sandbox ({mode}), writing the workspace \
+                     directly instead of through the write gate\n  Note:     the first attempt \
+                     already ran and its changes were applied; this runs the command a second \
+                     time\n"
+                );
+                for line in &evidence {
+                    out += &format!("            | {}\n", line.text);
+                }
+            }
         }
         if let Some(host) = &request.host {
             out += &format!("  Host:     {} (the command runs there)\n", render_text(host).text);
@@ -240,18 +251,23 @@ mod tests {
             reason: "because".into(),
             stage,
             sandbox_mode: match stage {
-                ApprovalStage::BeforeRun => SandboxMode::WorkspaceWrite,
+                ApprovalStage::BeforeRun | ApprovalStage::RetryWithDirectWrites => {
+                    SandboxMode::WorkspaceWrite
+                }
                 ApprovalStage::RetryWithoutSandbox => SandboxMode::DangerFullAccess,
             },
             evidence: match stage {
                 ApprovalStage::BeforeRun => Vec::new(),
                 ApprovalStage::RetryWithoutSandbox => vec!["x: Permission denied\u{1b}[2K".into()],
+                ApprovalStage::RetryWithDirectWrites => vec!["Invalid cross-device link".into()],
             },
             prefix: prefix.map(words),
             host: None,
             cause: match stage {
                 ApprovalStage::BeforeRun => AskCause::Untrusted,
-                ApprovalStage::RetryWithoutSandbox => AskCause::Retry,
+                ApprovalStage::RetryWithoutSandbox | ApprovalStage::RetryWithDirectWrites => {
+                    AskCause::Retry
+                }
             },
         }
     }

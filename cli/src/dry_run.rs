@@ -164,7 +164,7 @@ pub fn plan(
             cordon_exec_core::WriteMode::Direct
         },
         writes_direct_because: match planned {
-            cordon_exec_core::PlannedWrites::DirectBecause(why) => Some(why),
+            cordon_exec_core::PlannedWrites::DirectBecause(why) => Some(why.to_string()),
             _ => None,
         },
     }

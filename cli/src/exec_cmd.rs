@@ -81,22 +81,23 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if !held.is_empty() {
         said.push(cordon_exec_core::held_back_warning(&held));
     }
-    // A directory that existed before the run cannot be renamed through a write layer: the
-    // command's own error says `EXDEV`, which is neither a sandbox denial nor its fault.
-    let renamed_dir = outcome.attempts.iter().any(|a| {
-        a.writes == cordon_exec_core::WriteMode::Transaction
-            && a.exit != cordon_exec_core::ExitKind::Code(0)
-            && [&a.stderr.text, &a.stdout.text]
-                .iter()
-                .any(|text| text.contains("Invalid cross-device link"))
-    });
+    // A directory that existed before the run cannot be renamed through a write layer:
+    // neither a sandbox denial nor the command's fault.
+    let renamed_dir = matches!(
+        outcome.result,
+        OutcomeResult::Completed { verdict: Verdict::RenamedExistingDirectory, .. }
+    );
     if renamed_dir {
-        said.push(
-            "the command renamed a directory that existed before the run, which --writes \
-             transaction cannot do (Invalid cross-device link: mv and most tools copy instead, \
-             git mv does not); run it with --writes direct"
-                .to_owned(),
-        );
+        let why = match &outcome.result {
+            OutcomeResult::Completed { blocked: Some(why), .. } => format!(" ({why})"),
+            _ => String::new(),
+        };
+        said.push(format!(
+            "the command renamed a directory that existed before the run, which a \
+             transactional run cannot do (Invalid cross-device link: mv and most tools copy \
+             instead, git mv does not){why}; run it with --writes direct, or with -a on-failure \
+             to be asked"
+        ));
     }
     let not_searched: Vec<&std::path::Path> =
         outcome.attempts.iter().flat_map(|a| &a.not_searched).map(|d| d.as_path()).collect();
@@ -105,6 +106,7 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     match &outcome.result {
         OutcomeResult::Rejected { reason } => said.push(format!("refused: {reason}")),
+        OutcomeResult::Completed { verdict: Verdict::RenamedExistingDirectory, .. } => {}
         OutcomeResult::Completed { blocked: Some(why), .. } => {
             let sandbox = outcome.attempts.last().map_or("none", |a| a.sandbox.as_str());
             let mode = request.sandbox.policy.mode();

@@ -105,6 +105,10 @@ pub enum Verdict {
     Signal,
     /// A resource limit stopped the command: never a denial, never retried.
     LimitExceeded,
+    /// A transactional run failed renaming a directory that existed before it, which a write
+    /// layer cannot do (`EXDEV`): neither a denial nor the command's fault. A re-run with
+    /// direct writes, still sandboxed, may be offered.
+    RenamedExistingDirectory,
 }
 
 /// What the sandbox allowed, to judge whether a denial message fits it.
@@ -231,6 +235,18 @@ pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
         }
         ExitKind::Code(_) => Verdict::Failure,
     }
+}
+
+/// Whether a failed transactional attempt's output says a rename crossed devices: through a
+/// write layer, that is a directory that existed before the run being renamed (`git mv dir
+/// new`; `mv` copies instead).
+pub fn renamed_existing_directory(stdout: &str, stderr: &str) -> bool {
+    [stdout, stderr].iter().any(|text| {
+        text.lines().any(|line| {
+            let line = line.to_ascii_lowercase();
+            line.contains("invalid cross-device link") || line.contains("exdev")
+        })
+    })
 }
 
 /// How an attempt ended in the shell's terms. `sandbox-exec` reports a command it could not

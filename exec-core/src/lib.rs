@@ -82,6 +82,7 @@ mod test_hooks;
 mod transaction;
 mod upkeep;
 mod workspace;
+mod writes_plan;
 
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
@@ -115,9 +116,7 @@ pub use spawn::{OutputMode, StdinMode};
 pub use stdio::{stdin as protocol_stdin, stdout as protocol_stdout};
 pub use terminal_filter::Charset as TerminalCharset;
 pub use test_hooks::proxy_resolve as test_hook_proxy_resolve;
-pub use transaction::{
-    HeldBack, PlannedWrites, TransactionError, WriteChoice, WriteMode, held_back_warning,
-    planned_writes,
-};
+pub use transaction::{HeldBack, TransactionError, WriteChoice, WriteMode, held_back_warning};
 pub use upkeep::{empty_trash, move_aside, remove_or_move_aside, remove_tree};
 pub use workspace::Workspace;
+pub use writes_plan::{NoWriteLayerHere, PlannedWrites, planned_writes};

@@ -24,7 +24,7 @@ use crate::launch::{HelperSettings, SandboxKind, Sandboxed};
 use crate::network_proxy::NetworkLog;
 use crate::program_trust::ProgramLookup;
 use crate::resolved::ApprovalState;
-use crate::runner::{AttemptRun, LocalRunner, MovedAside, Runner};
+use crate::runner::{AttemptRun, AttemptWrites, LocalRunner, MovedAside, Runner};
 
 pub use crate::request::{ExecRequest, Interaction};
 pub use crate::runner::OrchestratorError;
@@ -44,6 +44,9 @@ pub enum Authorization {
 pub enum ApprovalStage {
     BeforeRun,
     RetryWithoutSandbox,
+    /// Again in the sandbox, writing the roots directly: the transactional attempt could not
+    /// rename a directory that existed before it.
+    RetryWithDirectWrites,
 }
 
 /// A question for the user (or the harness).
@@ -205,6 +208,14 @@ struct SessionKey {
     sandboxed: Sandboxed,
 }
 
+/// What a run's later steps work with.
+struct RunState<'a, R, A> {
+    request: &'a ExecRequest,
+    approver: &'a A,
+    runner: &'a R,
+    sandbox: SandboxKind,
+}
+
 /// A session's first attempt that exited, for [`Orchestrator::approve_retry_after_session`].
 pub(crate) struct SessionDenial<'a> {
     pub request: &'a ExecRequest,
@@ -257,7 +268,7 @@ impl Orchestrator {
     pub fn program_lookup<'a>(&'a self, request: &'a ExecRequest) -> ProgramLookup<'a> {
         let path = request.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
         ProgramLookup::new(path, request.cwd.clone(), move || {
-            writable_roots(request, &self.helper.user_view)
+            request.writable_roots(&self.helper.user_view)
         })
     }
 
@@ -311,10 +322,17 @@ impl Orchestrator {
         let mut sandbox = SandboxKind::for_run(&request.sandbox.policy, sandboxed);
         let mut first = if sandboxed == Sandboxed::ReadOnly {
             let confined = request.under(sandboxed);
-            let run = AttemptRun { request: &confined, sandbox, approval };
+            let run = AttemptRun {
+                request: &confined,
+                sandbox,
+                approval,
+                writes: AttemptWrites::AsConfigured,
+            };
             self.attempt(runner, run, &context).await?
         } else {
-            self.attempt(runner, AttemptRun { request, sandbox, approval }, &context).await?
+            let run =
+                AttemptRun { request, sandbox, approval, writes: AttemptWrites::AsConfigured };
+            self.attempt(runner, run, &context).await?
         };
         if sandboxed == Sandboxed::ReadOnly && first.verdict == Verdict::SandboxSetupFailed {
             // Known-safe grants nothing where the read-only confinement cannot be enforced:
@@ -340,11 +358,21 @@ impl Orchestrator {
                 return Ok(outcome);
             }
             sandbox = SandboxKind::for_run(&request.sandbox.policy, Sandboxed::Yes);
-            let run = AttemptRun { request, sandbox, approval: ApprovalState::Granted };
+            let run = AttemptRun {
+                request,
+                sandbox,
+                approval: ApprovalState::Granted,
+                writes: AttemptWrites::AsConfigured,
+            };
             first = self.attempt(runner, run, &context).await?;
         }
         let (exit, verdict) = (first.exit, first.verdict);
         outcome.attempts.push(first);
+        if verdict == Verdict::RenamedExistingDirectory {
+            return self
+                .rerun_with_direct_writes(RunState { request, approver, runner, sandbox }, outcome)
+                .await;
+        }
         if verdict != Verdict::LikelySandboxDenied {
             outcome.result = OutcomeResult::Completed { exit, verdict, blocked: None };
             return Ok(outcome);
@@ -379,6 +407,7 @@ impl Orchestrator {
                         request,
                         sandbox: SandboxKind::None,
                         approval: ApprovalState::Granted,
+                        writes: AttemptWrites::AsConfigured,
                     };
                     tracing::debug!("retrying without the sandbox");
                     let retry = self.attempt(runner, run, &context).await?;
@@ -388,6 +417,54 @@ impl Orchestrator {
                     return Ok(outcome);
                 }
                 "the retry without the sandbox was not approved".to_owned()
+            }
+        };
+        outcome.result = OutcomeResult::Completed { exit, verdict, blocked: Some(why_not) };
+        Ok(outcome)
+    }
+
+    /// After a transactional attempt that could not rename a directory: where the policy
+    /// asks after a failure, asks to run the command again in the sandbox with direct writes.
+    async fn rerun_with_direct_writes<R: Runner>(
+        &self,
+        state: RunState<'_, R, impl Approver>,
+        mut outcome: Outcome,
+    ) -> Result<Outcome, R::Error> {
+        let RunState { request, approver, runner, sandbox } = state;
+        let Some(last) = outcome.attempts.last() else { return Ok(outcome) };
+        let (exit, verdict) = (last.exit, last.verdict);
+        let evidence = evidence_lines(&[&last.stdout.text, &last.stderr.text], |line| {
+            crate::classify::renamed_existing_directory(line, "")
+        });
+        let why_not = match retry_after_denial(request.approval, request.requester) {
+            RetryDecision::NoRetry { why } => why,
+            RetryDecision::AskToRetryUnsandboxed => {
+                let question = Question {
+                    reason: "the command renamed a directory that existed before the run, which \
+                             a transactional run cannot do (Invalid cross-device link); run it \
+                             again in the sandbox, writing the workspace directly?"
+                        .to_owned(),
+                    cause: AskCause::Retry,
+                    stage: ApprovalStage::RetryWithDirectWrites,
+                    sandboxed: Sandboxed::Yes,
+                    evidence,
+                };
+                if self.approve(request, question, approver, &mut outcome.approvals).await {
+                    let context = DenialContextOnce::new(request, &self.helper.user_view);
+                    let run = AttemptRun {
+                        request,
+                        sandbox,
+                        approval: ApprovalState::Granted,
+                        writes: AttemptWrites::Direct,
+                    };
+                    tracing::debug!("running again with direct writes");
+                    let retry = self.attempt(runner, run, &context).await?;
+                    let (exit, verdict) = (retry.exit, retry.verdict);
+                    outcome.attempts.push(retry);
+                    outcome.result = OutcomeResult::Completed { exit, verdict, blocked: None };
+                    return Ok(outcome);
+                }
+                "the run with direct writes was not approved".to_owned()
             }
         };
         outcome.result = OutcomeResult::Completed { exit, verdict, blocked: Some(why_not) };
@@ -485,7 +562,12 @@ impl Orchestrator {
         kind: SandboxKind,
     ) -> Result<Attempt, OrchestratorError> {
         let context = DenialContextOnce::new(request, &self.helper.user_view);
-        let run = AttemptRun { request, sandbox: kind, approval: ApprovalState::NotNeeded };
+        let run = AttemptRun {
+            request,
+            sandbox: kind,
+            approval: ApprovalState::NotNeeded,
+            writes: AttemptWrites::AsConfigured,
+        };
         self.attempt(&LocalRunner { helper: &self.helper }, run, &context).await
     }
 
@@ -535,7 +617,7 @@ impl Orchestrator {
             if sandboxed == Sandboxed::Yes && sandbox_mode != SandboxMode::DangerFullAccess && text
             {
                 always_allow_prefix(&request.words()).filter(|_| {
-                    let roots = writable_roots(request, &self.helper.user_view);
+                    let roots = request.writable_roots(&self.helper.user_view);
                     program_inside_roots(request, &roots).is_none()
                 })
             } else {
@@ -624,6 +706,12 @@ impl Orchestrator {
         let verdict = match exit {
             // A command that succeeded is not read for denials: no context is worked out.
             ExitKind::Code(0) => Verdict::Success,
+            ExitKind::Code(_)
+                if result.writes == crate::transaction::WriteMode::Transaction
+                    && crate::classify::renamed_existing_directory(&stdout, &stderr) =>
+            {
+                Verdict::RenamedExistingDirectory
+            }
             _ => classify(finished, context.get()),
         };
         let blocked = match verdict {
@@ -670,19 +758,6 @@ fn program_inside_roots(request: &ExecRequest, roots: &[PathBuf]) -> Option<Path
     }?;
     let canonical = std::fs::canonicalize(&found).ok()?;
     roots.iter().any(|root| canonical.starts_with(root)).then_some(found)
-}
-
-/// What the request's sandbox lets the command write, alone (no hidden-path catalogue); none
-/// when the policy cannot be resolved.
-pub(crate) fn writable_roots(
-    request: &ExecRequest,
-    user_view: &cordon_policies::EnvSnapshot,
-) -> Vec<PathBuf> {
-    let sandbox = &request.sandbox;
-    sandbox
-        .policy
-        .writable_roots(&sandbox.policy_cwd, &user_view.view(), |p| std::fs::canonicalize(p))
-        .unwrap_or_default()
 }
 
 /// [`denial_context`], worked out when first needed: a command that succeeds needs none, and

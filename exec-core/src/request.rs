@@ -101,6 +101,16 @@ impl ExecRequest {
         }
     }
 
+    /// What the request's sandbox lets the command write, alone (no hidden-path catalogue);
+    /// none when the policy cannot be resolved.
+    pub(crate) fn writable_roots(&self, user_view: &cordon_policies::EnvSnapshot) -> Vec<PathBuf> {
+        let sandbox = &self.sandbox;
+        sandbox
+            .policy
+            .writable_roots(&sandbox.policy_cwd, &user_view.view(), |p| std::fs::canonicalize(p))
+            .unwrap_or_default()
+    }
+
     /// The launch of this request under `kind`. Nothing the orchestrator or a session starts
     /// may outlive cordon, so the command dies with it.
     pub fn launch(&self, kind: SandboxKind) -> Launch<'_> {

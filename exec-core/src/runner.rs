@@ -41,6 +41,17 @@ pub(crate) struct AttemptRun<'a> {
     pub request: &'a ExecRequest,
     pub sandbox: SandboxKind,
     pub approval: ApprovalState,
+    pub writes: AttemptWrites,
+}
+
+/// How an attempt writes its roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AttemptWrites {
+    /// As the settings choose.
+    AsConfigured,
+    /// Directly, whatever they choose (a re-run after a transaction could not rename a
+    /// directory).
+    Direct,
 }
 
 /// What running one attempt gave, before classification.
@@ -270,7 +281,7 @@ impl Runner for LocalRunner<'_> {
     type Error = OrchestratorError;
 
     async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, OrchestratorError> {
-        let AttemptRun { request, sandbox, approval: _ } = run;
+        let AttemptRun { request, sandbox, approval: _, writes } = run;
         // The proxy lives exactly as long as this attempt.
         let proxy = NetworkProxy::start_for(
             sandbox,
@@ -280,10 +291,15 @@ impl Runner for LocalRunner<'_> {
         )?;
         // Transactional writes: no search before or after the run; the write gate judges the
         // exact set of changes when the command is over.
-        let planned = crate::transaction::planned_writes(self.helper, request, sandbox);
+        let planned = match writes {
+            AttemptWrites::AsConfigured => {
+                crate::writes_plan::planned_writes(self.helper, request, sandbox)
+            }
+            AttemptWrites::Direct => crate::writes_plan::PlannedWrites::Direct,
+        };
         #[cfg(target_os = "linux")]
         let transaction = match planned {
-            crate::transaction::PlannedWrites::Transaction => {
+            crate::writes_plan::PlannedWrites::Transaction => {
                 let context = apply_context(request, self.helper);
                 let home = self.helper.user_view.cordon_home.as_deref();
                 let mut begun = crate::transaction::Transaction::begin(home, &context)?;
@@ -352,7 +368,7 @@ impl Runner for LocalRunner<'_> {
             writes,
             held_back,
             writes_direct_because: match planned {
-                crate::transaction::PlannedWrites::DirectBecause(why) => Some(why),
+                crate::writes_plan::PlannedWrites::DirectBecause(why) => Some(why.to_string()),
                 _ => None,
             },
         })

@@ -62,59 +62,6 @@ pub enum WriteChoice {
     Direct,
 }
 
-/// How a sandboxed run will write, decided before its launch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlannedWrites {
-    Transaction,
-    Direct,
-    /// Direct, where the choice was `auto`: why no write layer here.
-    DirectBecause(String),
-}
-
-/// How a run of `request` writes under `helper`'s choice: no write layer for a policy without
-/// writable roots or without the Linux sandbox; `auto` falls back to direct writes where the
-/// kernel, the file system or the mount view cannot give one.
-pub fn planned_writes(
-    helper: &crate::HelperSettings,
-    request: &crate::ExecRequest,
-    kind: crate::SandboxKind,
-) -> PlannedWrites {
-    let layered = kind == crate::SandboxKind::Linux
-        && matches!(request.sandbox.policy, cordon_policies::SandboxPolicy::WorkspaceWrite(_));
-    match helper.writes {
-        WriteChoice::Direct => PlannedWrites::Direct,
-        _ if !layered => PlannedWrites::Direct,
-        WriteChoice::Transaction => PlannedWrites::Transaction,
-        WriteChoice::Auto => match layer_availability(helper, request) {
-            Ok(()) => PlannedWrites::Transaction,
-            Err(why) => PlannedWrites::DirectBecause(why),
-        },
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn layer_availability(
-    helper: &crate::HelperSettings,
-    request: &crate::ExecRequest,
-) -> Result<(), String> {
-    let home = helper.user_view.cordon_home.as_deref();
-    let home = home.ok_or_else(|| TransactionError::NoCordonHome.to_string())?;
-    let runs = runs_dir(home);
-    let roots = crate::orchestrator::writable_roots(request, &helper.user_view);
-    let mount_view_off =
-        request.sandbox.mount_view == cordon_policies::MountViewRequirement::Disabled;
-    cordon_sandbox_linux::write_layer::availability(&runs, &roots, mount_view_off)
-        .map_err(|why| why.to_string())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn layer_availability(
-    _helper: &crate::HelperSettings,
-    _request: &crate::ExecRequest,
-) -> Result<(), String> {
-    Err("this platform has no overlay file system".to_owned())
-}
-
 impl WriteMode {
     /// Whether writes go straight to the roots.
     pub fn is_direct(&self) -> bool {
@@ -181,7 +128,7 @@ pub(crate) struct Transaction {
 
 /// The directory that holds every run's directory.
 #[cfg(target_os = "linux")]
-fn runs_dir(cordon_home: &Path) -> PathBuf {
+pub(crate) fn runs_dir(cordon_home: &Path) -> PathBuf {
     cordon_home.join("runs")
 }
 

@@ -17,9 +17,8 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use nix::dir::Dir;
 use nix::fcntl::{AtFlags, OFlag, openat};
@@ -75,7 +74,15 @@ pub fn move_aside(path: &Path, trash: &Path) -> io::Result<PathBuf> {
 
 /// Removes (or, past `deadline`, moves into `trash`) each entry of `dir` neither modified nor
 /// changed for `age`, as a system's cleaner of `/tmp` does; returns how many went.
-pub fn remove_older_than(dir: &Path, age: Duration, trash: &Path, deadline: Instant) -> usize {
+#[cfg(target_os = "linux")]
+pub fn remove_older_than(
+    dir: &Path,
+    age: std::time::Duration,
+    trash: &Path,
+    deadline: Instant,
+) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     let Some(cutoff) = SystemTime::now().checked_sub(age) else { return 0 };
     let mut removed = 0;

@@ -67,6 +67,8 @@ mod listings;
 // there is no helper there).
 #[cfg(target_os = "linux")]
 mod aside;
+#[cfg(target_os = "linux")]
+pub mod layer_availability;
 #[cfg_attr(
     not(target_os = "linux"),
     expect(dead_code, reason = "only the refusal is said off Linux")

@@ -329,6 +329,22 @@ unsafe fn run(
                     dir, keep_in, &temporary, &roots,
                 )?);
             }
+            // Each allowed socket is bound in the innermost layer that holds it.
+            let roots: Vec<PathBuf> = layers.iter().map(|layer| layer.root.clone()).collect();
+            for layer in &mut layers {
+                layer.sockets = policy
+                    .allowed_sockets
+                    .iter()
+                    .filter(|socket| {
+                        let innermost = roots
+                            .iter()
+                            .filter(|root| socket.starts_with(root))
+                            .max_by_key(|root| root.components().count());
+                        innermost == Some(&layer.root)
+                    })
+                    .cloned()
+                    .collect();
+            }
             layers
         }
     };

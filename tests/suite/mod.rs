@@ -18,12 +18,16 @@ mod codex_conformance;
 #[cfg(target_os = "linux")]
 mod containment;
 #[cfg(target_os = "linux")]
+mod default_writes;
+#[cfg(target_os = "linux")]
 mod everyday;
 mod exec;
 mod executor;
 mod exit_codes;
 #[cfg(target_os = "linux")]
 mod filesystem;
+#[cfg(target_os = "linux")]
+mod git_config_differential;
 #[cfg(target_os = "linux")]
 mod git_dirs_later;
 #[cfg(target_os = "linux")]

@@ -341,10 +341,21 @@ fn a_domain_list_keeps_host_unix_sockets_out_of_reach() {
         assert!(out.contains("pair p"), "{user:?}: {out}");
         nothing_arrived(&format!("{user:?}"));
     }
-    // With the network on, the bridge is reachable like any other endpoint (the probe works).
-    let args = ["exec", "-a", "never", "--network", "-C", dir_arg, "--", python(), "-c", &code];
-    let run = cordon(&args);
+    // With the network on and direct writes, the bridge is reachable like any other endpoint
+    // (the probe works).
+    let on = ["exec", "-a", "never", "--network", "-C", dir_arg];
+    let run = cordon(&[&on[..], &["--writes", "direct", "--", python(), "-c", &code]].concat());
     assert!(run.stdout.contains("path CONNECTED"), "{}{}", run.stdout, run.stderr);
+    if super::util::write_layer_missing().is_none() {
+        // Through a write layer /tmp is the workspace's own: a socket there is the host's only
+        // when named.
+        let run = cordon(&[&on[..], &["--", python(), "-c", &code]].concat());
+        assert!(run.stdout.contains("path refused"), "{}{}", run.stdout, run.stderr);
+        let path_arg = path.to_str().unwrap();
+        let allowed = ["--allow-unix-socket", path_arg, "--", python(), "-c", &code];
+        let run = cordon(&[&on[..], &allowed[..]].concat());
+        assert!(run.stdout.contains("path CONNECTED"), "{}{}", run.stdout, run.stderr);
+    }
 }
 
 /// This machine's address on its default route, if it has one (no packet is sent).

@@ -96,6 +96,9 @@ pub(super) fn question(request: &ApprovalRequest) -> String {
         (ApprovalStage::RetryWithoutSandbox, _) => {
             "run it again UNSANDBOXED: the sandbox blocked the first attempt".to_owned()
         }
+        (ApprovalStage::RetryWithDirectWrites, _) => {
+            "run it again in the sandbox, writing the workspace directly".to_owned()
+        }
     };
     let cwd = render_bytes(request.cwd.as_os_str().as_bytes());
     let reason = render_text(&request.reason);

@@ -62,7 +62,8 @@ impl Runner for RemoteRunner<'_> {
     type Error = RemoteError;
 
     async fn run_attempt(&self, run: AttemptRun<'_>) -> Result<RawAttempt, RemoteError> {
-        let AttemptRun { request, sandbox, approval } = run;
+        // The far end writes directly.
+        let AttemptRun { request, sandbox, approval, writes: _ } = run;
         let exec = ResolvedExec {
             argv: request.command.iter().map(|word| WireBytes::from(word.as_os_str())).collect(),
             cwd: request.cwd.clone(),

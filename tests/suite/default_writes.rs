@@ -1,0 +1,201 @@
+//! How a run writes when nothing says how: through the write gate where this machine can make
+//! a write layer, with `/tmp` and `$TMPDIR` its workspace's own; directly where it cannot,
+//! saying why. Each test runs the real binary (as root and as uid 65534 where the user
+//! matters) and looks from outside: the files on the host, the user's own git afterwards.
+
+use std::path::Path;
+
+use super::code_runs_later::{Scene, git, repository};
+use super::util::*;
+
+/// `cordon exec -a never -C ws ARGS…` as `user`, with `home` as HOME and its `.cordon`.
+fn exec_in(user: User, ws: &Path, home: &Path, args: &[&str]) -> Run {
+    let mut argv = vec!["exec", "-a", "never", "-C", ws.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    cordon_command(user, &argv)
+        .env("HOME", home)
+        .env("CORDON_HOME", home.join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+        .into()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// With no `--writes`, a command that plants code in its repository's config gets the rest
+/// of its changes applied, the config held back, and the user's next `git status` runs
+/// nothing: the gate, not a search, is the default.
+#[test]
+fn by_default_a_run_writes_through_the_gate() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        repository(ws);
+        chown_nobody_if(user, ws);
+        let script = format!(
+            "git config core.fsmonitor 'touch {}; false' && echo applied > f",
+            scene.mark.display()
+        );
+        let run = exec_in(user, ws, scene.home.path(), &["--", "sh", "-c", &script]);
+        run.assert_ok();
+        assert_eq!(read(&ws.join("f")), "applied\n", "{user:?}: the control was not applied");
+        assert!(run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
+        assert!(run.stderr.contains(".git/config"), "{user:?}: {}", run.stderr);
+        git(ws, &["status"]).assert_ok();
+        assert!(!scene.mark.exists(), "{user:?}: the planted fsmonitor ran");
+        let plan = exec_in(user, ws, scene.home.path(), &["--dry-run", "--", "true"]);
+        assert!(plan.stdout.contains("writes:       transaction"), "{user:?}: {}", plan.stdout);
+    }
+}
+
+/// Where no write layer can be made (here: the mount view turned off), the run writes its
+/// roots directly and says why, in `--json` and in `--dry-run`.
+#[test]
+fn where_no_write_layer_can_be_made_the_run_writes_directly_and_says_why() {
+    require_sandbox!(1);
+    let scene = Scene::for_user(User::Root);
+    let ws = scene.ws.path();
+    let home = scene.home.path();
+    let args = ["--json", "--best-effort", "--no-mount-view", "--", "sh", "-c", "echo d > f"];
+    let run = exec_in(User::Root, ws, home, &args);
+    run.assert_ok();
+    assert_eq!(read(&ws.join("f")), "d\n");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let why = v["attempts"][0]["writes_direct_because"].as_str().unwrap_or_default();
+    assert!(why.contains("mount view is turned off"), "{v}");
+    let plan = exec_in(User::Root, ws, home, &["--dry-run", "--no-mount-view", "--", "true"]);
+    assert!(
+        plan.stdout.contains("writes:       direct (no write layer here: the mount view"),
+        "{}",
+        plan.stdout
+    );
+    // Named, a transaction is never replaced by direct writes.
+    let args = ["--writes", "transaction", "--best-effort", "--no-mount-view", "--", "true"];
+    let run = exec_in(User::Root, ws, home, &args);
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+}
+
+/// A command reads the host's `/tmp` and `$TMPDIR` but writes its workspace's own: what it
+/// leaves there (a `rust-toolchain.toml` that would run its `cargo` in every project below)
+/// never reaches the host, the workspace's next run finds it, another workspace's does not,
+/// and what it deleted is still on the host.
+#[test]
+fn a_commands_temporary_directories_are_its_workspaces_own() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let (ws, home) = (scene.ws.path(), scene.home.path());
+        let other = scratch();
+        let tmpdir = scratch();
+        chown_nobody_if(user, other.path());
+        chown_nobody_if(user, tmpdir.path());
+        let tag = format!("/tmp/cordon-e2e-private-{}-{user:?}", std::process::id());
+        let host_file = format!("{tag}-host");
+        std::fs::write(&host_file, "host\n").unwrap();
+        chown_nobody_if(user, Path::new(&host_file));
+        let with_tmpdir = |ws: &Path, script: &str| -> Run {
+            let argv = ["exec", "-a", "never", "-C", ws.to_str().unwrap(), "--", "sh", "-c"];
+            cordon_command(user, &argv)
+                .arg(script)
+                .env("HOME", home)
+                .env("CORDON_HOME", home.join(".cordon"))
+                .env("TMPDIR", tmpdir.path())
+                .output()
+                .unwrap()
+                .into()
+        };
+        let first = with_tmpdir(
+            ws,
+            &format!(
+                "cat {host_file} && mkdir -p {tag} && \
+                 printf '[toolchain]\\npath = \"/x\"\\n' > {tag}/rust-toolchain.toml && \
+                 echo mine > {tag}-mine && echo t > \"$TMPDIR/t\" && rm {host_file} && echo done"
+            ),
+        );
+        first.assert_ok();
+        assert_eq!(first.stdout, "host\ndone\n", "{user:?}: {}", first.stderr);
+        assert!(!Path::new(&tag).exists(), "{user:?}: the command's /tmp reached the host");
+        assert!(!Path::new(&format!("{tag}-mine")).exists(), "{user:?}");
+        assert!(!tmpdir.path().join("t").exists(), "{user:?}: its $TMPDIR reached the host");
+        assert_eq!(read(Path::new(&host_file)), "host\n", "{user:?}: its deletion reached it");
+        let again = with_tmpdir(
+            ws,
+            &format!("cat {tag}-mine \"$TMPDIR/t\"; test -e {host_file} || echo deleted"),
+        );
+        assert_eq!(again.stdout, "mine\nt\ndeleted\n", "{user:?}: {}", again.stderr);
+        let elsewhere = with_tmpdir(
+            other.path(),
+            &format!("test -e {tag}-mine || echo absent; cat {host_file}"),
+        );
+        assert_eq!(elsewhere.stdout, "absent\nhost\n", "{user:?}: {}", elsewhere.stderr);
+        let _ = std::fs::remove_file(&host_file);
+    }
+}
+
+/// A workspace that lies in `/tmp` (a `mktemp -d` project) gets both: its own changes are
+/// applied through the gate, the rest of `/tmp` stays the run's.
+#[test]
+fn a_workspace_under_tmp_is_applied_while_the_rest_of_tmp_stays_its_own() {
+    require_write_layer!();
+    for user in USERS {
+        let ws = tempfile::Builder::new().prefix("cordon-e2e-ws-").tempdir_in("/tmp").unwrap();
+        let ws = std::fs::canonicalize(ws.path()).map(|path| (ws, path)).unwrap();
+        let (_keep, ws) = ws;
+        let home = scratch();
+        let mark = home.path().join("marker");
+        repository(&ws);
+        chown_nobody_if(user, &ws);
+        chown_nobody_if(user, home.path());
+        let stray = format!("/tmp/cordon-e2e-stray-{}-{user:?}", std::process::id());
+        let script = format!(
+            "echo applied > f && git config core.fsmonitor 'touch {}; false'; echo x > {stray}",
+            mark.display()
+        );
+        let run = exec_in(user, &ws, home.path(), &["--", "sh", "-c", &script]);
+        run.assert_ok();
+        assert_eq!(read(&ws.join("f")), "applied\n", "{user:?}: {}", run.stderr);
+        assert!(!Path::new(&stray).exists(), "{user:?}: /tmp reached the host");
+        git(&ws, &["status"]).assert_ok();
+        assert!(!mark.exists(), "{user:?}: the planted fsmonitor ran");
+    }
+}
+
+fn chown_nobody_if(user: User, path: &Path) {
+    if user == User::Nobody {
+        chown_nobody(path);
+    }
+}
+
+/// `git mv` of a directory that existed fails through a write layer (`EXDEV`): cordon names
+/// it as that, never as a sandbox denial, and a person asked after a failure is offered the
+/// same command again in the sandbox with direct writes — which then moves the directory.
+#[test]
+fn a_rename_a_transaction_cannot_make_is_offered_again_with_direct_writes() {
+    require_write_layer!();
+    let (ws, home) = (scratch(), scratch());
+    repository(ws.path());
+    std::fs::create_dir(ws.path().join("d")).unwrap();
+    std::fs::write(ws.path().join("d/a"), "a\n").unwrap();
+    git(ws.path(), &["add", "d"]).assert_ok();
+    git(ws.path(), &["commit", "-qm", "d"]).assert_ok();
+    // Not asked (`-a never`): the run fails, named, with its remedy.
+    let run =
+        exec_in(User::Root, ws.path(), home.path(), &["--json", "--", "git", "mv", "d", "d2"]);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["attempts"][0]["verdict"], "renamed_existing_directory", "{v}");
+    assert_eq!(v["attempts"].as_array().unwrap().len(), 1, "{v}");
+    assert!(ws.path().join("d/a").is_file(), "the failed rename changed the workspace");
+    // Asked at a terminal, and approved: the second attempt writes directly, still sandboxed.
+    let args = ["-a", "on-failure", "--", "git", "mv", "d", "d2"];
+    let (transcript, code) =
+        super::exec::exec_on_terminal(&home.path().join(".cordon"), ws.path(), &args, &["y"]);
+    assert!(transcript.contains("writing the workspace directly"), "{transcript}");
+    assert!(!transcript.contains("WITHOUT the sandbox"), "{transcript}");
+    assert_eq!(code, 0, "{transcript}");
+    assert_eq!(read(&ws.path().join("d2/a")), "a\n", "{transcript}");
+    assert!(!ws.path().join("d").exists(), "{transcript}");
+}
