@@ -32,14 +32,18 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let presets = presets_report(&config);
     let limits = cordon_exec_core::limits_report();
     let write_layer = write_layer_status();
+    let configured_writes =
+        config.as_ref().ok().and_then(|config| config.writes).unwrap_or_default();
     let text = if args.json {
         let mut document = serde_json::to_value(&report)?;
         if let Some(map) = document.as_object_mut() {
             map.insert(
                 "write_layer".into(),
                 match &write_layer {
-                    Ok(()) => json!({ "available": true }),
-                    Err(why) => json!({ "available": false, "why": why }),
+                    Ok(()) => json!({ "available": true, "configured": configured_writes }),
+                    Err(why) => {
+                        json!({ "available": false, "why": why, "configured": configured_writes })
+                    }
                 },
             );
             map.insert("config_errors".into(), json!(broken));
@@ -67,22 +71,28 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         render_deny_list(&mut text, &report);
         crate::presets::render_doctor(&mut text, &presets);
         render_limits(&mut text, &limits);
-        match &write_layer {
-            Ok(()) => {
-                let _ = writeln!(
-                    text,
-                    "\nwrites: transactional (cordon exec and cordon sandbox write through the \
-                     write gate; docs/transactions.md)"
-                );
-            }
-            Err(why) => {
-                let _ = writeln!(
-                    text,
-                    "\nwrites: direct (no write layer here: {why}; the workspace is searched for \
-                     repositories instead; docs/transactions.md)"
-                );
-            }
-        }
+        let _ = match (&write_layer, configured_writes) {
+            (_, cordon_exec_core::WriteChoice::Direct) => writeln!(
+                text,
+                "\nwrites: direct (config writes = \"direct\"; docs/transactions.md)"
+            ),
+            (Ok(()), _) => writeln!(
+                text,
+                "\nwrites: transactional (cordon exec writes through the write gate, its /tmp \
+                 the workspace's own; cordon sandbox when --writes transaction is named; \
+                 docs/transactions.md)"
+            ),
+            (Err(why), cordon_exec_core::WriteChoice::Auto) => writeln!(
+                text,
+                "\nwrites: direct (no write layer here: {why}; the workspace is searched for \
+                 repositories instead; docs/transactions.md)"
+            ),
+            (Err(why), cordon_exec_core::WriteChoice::Transaction) => writeln!(
+                text,
+                "\nwrites: none (config writes = \"transaction\", and no write layer here: {why}; \
+                 every sandboxed cordon exec is refused; docs/transactions.md)"
+            ),
+        };
         for line in &advice {
             let _ = writeln!(text, "advice: {line}");
         }

@@ -263,7 +263,7 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
                 let _ = writeln!(
                     text,
                     "writes:       transaction: applied when the command is over, through the \
-                     write gate (/tmp and $TMPDIR directly)"
+                     write gate (its /tmp and $TMPDIR: the workspace's own)"
                 );
             }
             (cordon_exec_core::WriteMode::Direct, Some(why)) => {

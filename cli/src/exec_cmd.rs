@@ -76,10 +76,16 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if !moved.is_empty() {
         said.push(cordon_exec_core::moved_aside_warning(&moved));
     }
-    let held: Vec<cordon_exec_core::HeldBack> =
-        outcome.attempts.iter().flat_map(|a| a.held_back.iter().cloned()).collect();
-    if !held.is_empty() {
-        said.push(cordon_exec_core::held_back_warning(&held));
+    let attempts = outcome.attempts.len();
+    for (number, attempt) in outcome.attempts.iter().enumerate() {
+        if attempt.held_back.is_empty() {
+            continue;
+        }
+        let warning = cordon_exec_core::held_back_warning(&attempt.held_back);
+        said.push(match attempts {
+            1 => warning,
+            _ => format!("attempt {} of {attempts}: {warning}", number + 1),
+        });
     }
     // A directory that existed before the run cannot be renamed through a write layer:
     // neither a sandbox denial nor the command's fault.
@@ -93,10 +99,11 @@ pub fn run_exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
             _ => String::new(),
         };
         said.push(format!(
-            "the command renamed a directory that existed before the run, which a \
-             transactional run cannot do (Invalid cross-device link: mv and most tools copy \
-             instead, git mv does not){why}; run it with --writes direct, or with -a on-failure \
-             to be asked"
+            "a rename failed with Invalid cross-device link, as renaming a directory that \
+             existed before the run does through a write layer (mv and most tools copy instead, \
+             git mv does not){why}; if that is what the command did, run it with --writes direct \
+             (its writes are then not judged by the write gate), or with -a on-failure to be \
+             asked"
         ));
     }
     let not_searched: Vec<&std::path::Path> =

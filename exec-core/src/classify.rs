@@ -241,12 +241,7 @@ pub fn classify(finished: Finished<'_>, context: &DenialContext) -> Verdict {
 /// write layer, that is a directory that existed before the run being renamed (`git mv dir
 /// new`; `mv` copies instead).
 pub fn renamed_existing_directory(stdout: &str, stderr: &str) -> bool {
-    [stdout, stderr].iter().any(|text| {
-        text.lines().any(|line| {
-            let line = line.to_ascii_lowercase();
-            line.contains("invalid cross-device link") || line.contains("exdev")
-        })
-    })
+    [stdout, stderr].iter().any(|text| text.contains("Invalid cross-device link"))
 }
 
 /// How an attempt ended in the shell's terms. `sandbox-exec` reports a command it could not

@@ -437,12 +437,21 @@ impl Orchestrator {
             crate::classify::renamed_existing_directory(line, "")
         });
         let why_not = match retry_after_denial(request.approval, request.requester) {
-            RetryDecision::NoRetry { why } => why,
+            RetryDecision::NoRetry { .. } => {
+                "the approval policy does not ask after a failure, so it was not run again with \
+                 direct writes"
+                    .to_owned()
+            }
             RetryDecision::AskToRetryUnsandboxed => {
                 let question = Question {
-                    reason: "the command renamed a directory that existed before the run, which \
-                             a transactional run cannot do (Invalid cross-device link); run it \
-                             again in the sandbox, writing the workspace directly?"
+                    reason: "the command's output says a rename failed with Invalid \
+                             cross-device link, as renaming a directory that existed before the \
+                             run does through a write layer (git mv does not copy instead); run \
+                             it again in the sandbox, writing the workspace directly? Direct \
+                             writes are not judged by the write gate: git's config and hooks \
+                             stay read-only and what git would run is moved aside after the run, \
+                             but a tool's configuration the command writes (.cargo/config.toml, \
+                             rust-toolchain.toml, .npmrc) is not held back"
                         .to_owned(),
                     cause: AskCause::Retry,
                     stage: ApprovalStage::RetryWithDirectWrites,

@@ -306,7 +306,8 @@ impl Runner for LocalRunner<'_> {
                 let workspace = home.and_then(|home| {
                     crate::workspace::Workspace::of(&request.sandbox.policy_cwd, home).ok()
                 });
-                let temporary = workspace.map(|workspace| begun.temporary_dir(&workspace));
+                let inner = roots_in_temporary(request, self.helper);
+                let temporary = workspace.map(|workspace| begun.temporary_dir(&workspace, &inner));
                 Some((begun, context, temporary))
             }
             _ => None,
@@ -373,6 +374,30 @@ impl Runner for LocalRunner<'_> {
             },
         })
     }
+}
+
+/// The writable roots of `request` that lie inside `/tmp` or `$TMPDIR` (those that are roots
+/// too), each with the temporary root it lies in.
+#[cfg(target_os = "linux")]
+fn roots_in_temporary(request: &ExecRequest, helper: &HelperSettings) -> Vec<(PathBuf, PathBuf)> {
+    let roots = request.writable_roots(&helper.user_view);
+    let sandbox = &request.sandbox;
+    let named =
+        sandbox.policy.named_writable_roots(&sandbox.policy_cwd, |p| std::fs::canonicalize(p));
+    let view = helper.user_view.view();
+    let temporary: Vec<PathBuf> = [Some(std::path::Path::new("/tmp")), view.tmpdir]
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .filter(|dir| roots.contains(dir) && !named.contains(dir))
+        .collect();
+    roots
+        .iter()
+        .filter_map(|root| {
+            let outer = temporary.iter().find(|dir| root.starts_with(dir) && root != *dir)?;
+            Some((outer.clone(), root.clone()))
+        })
+        .collect()
 }
 
 /// What the write gate needs to know of a request besides its changes: the user's home (its

@@ -1,6 +1,7 @@
-//! Transactional runs: a sandboxed command writes its writable roots (but `/tmp` and `$TMPDIR`)
-//! through a write layer, and its changes reach them when it is over, through the write gate
-//! (`cordon_sandbox_linux::apply_layers`), which holds back what would run code later.
+//! Transactional runs: a sandboxed command writes its writable roots through write layers, and
+//! its changes reach them when it is over, through the write gate
+//! (`cordon_sandbox_linux::apply_layers`), which holds back what would run code later. Its
+//! `/tmp` and `$TMPDIR` are layers of the workspace's own that are never applied.
 //!
 //! Each run has a directory `$CORDON_HOME/runs/ID` (cordon's own state, never writable from a
 //! sandbox) with:
@@ -15,8 +16,13 @@
 //! An apply that was stopped (cordon killed in the middle) is finished by the next
 //! transactional run that finds the directory unlocked in state `applying`: the upper
 //! directories hold exactly what was not applied yet. A run stopped while its command ran is
-//! left as it is, and named: its changes were never judged, and nothing of a half-run command
-//! is applied without the user.
+//! named and kept: its changes were never judged, and nothing of a half-run command is applied
+//! without the user.
+//!
+//! A run that kept anything (held changes, or a stopped command's layers) moves to
+//! `$CORDON_HOME/kept/ID`, so that `runs/` holds only runs in flight and what each launch looks
+//! at there does not grow with the history; kept runs are removed after
+//! [`KEPT_FOR`] (time-bounded, at a run's start).
 
 #[cfg(target_os = "linux")]
 use std::io::Write;
@@ -90,7 +96,7 @@ pub fn held_back_warning(held: &[HeldBack]) -> String {
     if held.len() > HELD_SHOWN {
         shown.push(format!("and {} more", held.len() - HELD_SHOWN));
     }
-    // `…/runs/ID/held/I/PATH`: the run's `held` directory.
+    // `…/kept/ID/held/I/PATH`: the run's `held` directory.
     let kept = held.first().and_then(|change| {
         change.kept_at.ancestors().find(|dir| dir.file_name().is_some_and(|name| name == "held"))
     });
@@ -132,6 +138,15 @@ pub(crate) fn runs_dir(cordon_home: &Path) -> PathBuf {
     cordon_home.join("runs")
 }
 
+/// How long a run that kept something is kept for the user to look at.
+pub const KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// Where runs that kept something go: beside `runs/`, on the same file system.
+#[cfg(target_os = "linux")]
+fn kept_dir(runs: &Path) -> PathBuf {
+    runs.with_file_name("kept")
+}
+
 #[cfg(target_os = "linux")]
 impl Transaction {
     /// Makes the run's directory under `cordon_home`, after finishing any apply another
@@ -151,6 +166,7 @@ impl Transaction {
             .create(&runs)
             .map_err(fail(&runs))?;
         let earlier = finish_interrupted(&runs, context);
+        prune_kept(&kept_dir(&runs));
         let id = format!(
             "{}-{}",
             std::time::SystemTime::now()
@@ -182,7 +198,15 @@ impl Transaction {
     /// Where the command's writes to `/tmp` and `$TMPDIR` are kept (`--temporary-in`): the
     /// workspace's own directory for them, kept across its runs, when no other run of the
     /// workspace holds it; else this run's own, gone with the run. Never the host's.
-    pub(crate) fn temporary_dir(&mut self, workspace: &crate::workspace::Workspace) -> PathBuf {
+    ///
+    /// `inner` are the paths of writable roots that lie in a temporary root, each with that
+    /// root: what an earlier run left in the workspace's `/tmp` on the way to one of them is
+    /// removed first, so that the root's own layer is found where it belongs.
+    pub(crate) fn temporary_dir(
+        &mut self,
+        workspace: &crate::workspace::Workspace,
+        inner: &[(PathBuf, PathBuf)],
+    ) -> PathBuf {
         let own = self.dir.join("temporary");
         let shared = workspace.temporary();
         let locked = workspace
@@ -199,6 +223,7 @@ impl Transaction {
             Some(lock) => {
                 self.temporary = Some(lock);
                 prune_temporary(&shared, &workspace.trash());
+                clear_ways_in(&shared, inner, &workspace.trash());
                 shared
             }
             None => {
@@ -261,10 +286,51 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
         if let Err(error) = crate::upkeep::remove_tree(dir) {
             tracing::warn!(dir = %dir.display(), %error, "cannot remove the run's directory");
         }
+        held
     } else {
         let _ = set_state(dir, "held");
+        let kept = keep(dir);
+        held.into_iter()
+            .map(|change| HeldBack {
+                kept_at: match change.kept_at.strip_prefix(dir) {
+                    Ok(rest) => kept.join(rest),
+                    Err(_) => change.kept_at,
+                },
+                ..change
+            })
+            .collect()
     }
-    held
+}
+
+/// Moves a run that kept something out of `runs/` (see the module docs); where it is now.
+#[cfg(target_os = "linux")]
+fn keep(dir: &Path) -> PathBuf {
+    let (Some(runs), Some(name)) = (dir.parent(), dir.file_name()) else { return dir.into() };
+    let kept = kept_dir(runs);
+    let made = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&kept);
+    let target = kept.join(name);
+    match made.and_then(|()| std::fs::rename(dir, &target)) {
+        Ok(()) => target,
+        Err(error) => {
+            tracing::warn!(dir = %dir.display(), %error, "cannot move the kept run aside");
+            dir.into()
+        }
+    }
+}
+
+/// Removes kept runs older than [`KEPT_FOR`], spending at most a second.
+#[cfg(target_os = "linux")]
+fn prune_kept(kept: &Path) {
+    if !kept.is_dir() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let trash = kept.with_file_name("trash");
+    let removed = crate::upkeep::remove_older_than(kept, KEPT_FOR, &trash, deadline);
+    if removed > 0 {
+        tracing::debug!(removed, "removed runs kept longer than their time");
+    }
+    let _ = crate::upkeep::empty_trash(&trash, deadline);
 }
 
 /// How long what a command left in its workspace's `/tmp` is kept unchanged.
@@ -282,6 +348,25 @@ fn prune_temporary(temporary: &Path, trash: &Path) {
         let removed = crate::upkeep::remove_older_than(&upper, TEMPORARY_AGE, trash, deadline);
         if removed > 0 {
             tracing::debug!(upper = %upper.display(), removed, "pruned the workspace's /tmp");
+        }
+    }
+}
+
+/// Removes from the workspace's `/tmp` layers what lies on the way to a root inside them: the
+/// first name below the temporary root on the way to each (its subtree is the command's own
+/// scratch; the root itself is mounted over it).
+#[cfg(target_os = "linux")]
+fn clear_ways_in(temporary: &Path, inner: &[(PathBuf, PathBuf)], trash: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    for (root, path) in inner {
+        let Some(first) = path.strip_prefix(root).ok().and_then(|rest| rest.iter().next()) else {
+            continue;
+        };
+        let entry = cordon_sandbox_linux::write_layer::kept_upper(temporary, root).join(first);
+        if std::fs::symlink_metadata(&entry).is_ok()
+            && let Err(error) = crate::upkeep::remove_or_move_aside(&entry, trash, deadline)
+        {
+            tracing::warn!(path = %entry.display(), %error, "cannot clear the way to a root");
         }
     }
 }
@@ -315,13 +400,14 @@ fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext)
             continue;
         };
         if state == "running" {
+            let _ = set_state(&dir, "interrupted");
+            drop(held);
+            let kept = keep(&dir);
             tracing::warn!(
-                dir = %dir.display(),
+                dir = %kept.display(),
                 "a transactional run was stopped while its command ran; its changes were never \
                  applied and are kept there"
             );
-            let _ = set_state(&dir, "interrupted");
-            drop(held);
             continue;
         }
         tracing::warn!(dir = %dir.display(), "finishing the apply of a stopped transactional run");

@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 pub struct Workspace {
     path: PathBuf,
     dir: PathBuf,
+    home: PathBuf,
 }
 
 impl Workspace {
@@ -31,7 +32,7 @@ impl Workspace {
     pub fn of(cwd: &Path, cordon_home: &Path) -> io::Result<Workspace> {
         let path = std::fs::canonicalize(cwd)?;
         let dir = cordon_home.join("workspaces").join(workspace_id(&path));
-        Ok(Workspace { path, dir })
+        Ok(Workspace { path, dir, home: cordon_home.to_path_buf() })
     }
 
     /// The workspace's directory, canonical.
@@ -49,14 +50,21 @@ impl Workspace {
         self.dir.join("cache")
     }
 
-    /// Where the workspace's sandboxed runs keep what they write to `/tmp` and `$TMPDIR`.
+    /// Where the workspace's sandboxed runs keep what they write to `/tmp` and `$TMPDIR`:
+    /// `$CORDON_HOME/temporary/<id>`, apart from the caches, so that no sandbox reads it.
     pub fn temporary(&self) -> PathBuf {
-        self.dir.join("temporary")
+        self.home.join("temporary").join(self.id())
     }
 
     /// Held by the run that writes [`Workspace::temporary`].
     pub fn temporary_lock(&self) -> PathBuf {
-        self.dir.join("temporary.lock")
+        let mut name = self.id().to_owned();
+        name.push(".lock");
+        self.home.join("temporary").join(name)
+    }
+
+    fn id(&self) -> &std::ffi::OsStr {
+        self.dir.file_name().unwrap_or_default()
     }
 
     /// Where upkeep moves what it could not remove.

@@ -83,8 +83,16 @@ pub fn git_config_shaped(text: &str) -> bool {
         name.starts_with(|c: char| c.is_ascii_alphabetic())
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
     };
+    // A value whose line ends in an odd number of backslashes goes on on the next line,
+    // whatever that line holds.
+    let continues = |line: &str| line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1;
     let mut headers = 0;
+    let mut continued = false;
     for line in text.lines() {
+        if continued {
+            continued = continues(line);
+            continue;
+        }
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
             continue;
@@ -96,11 +104,14 @@ pub fn git_config_shaped(text: &str) -> bool {
             if !rest.is_empty() && !rest.starts_with(['#', ';']) && !key_line(rest) {
                 return false;
             }
+            continued = continues(rest);
             continue;
         }
-        if headers == 0 || !key_line(line) {
+        // Keys before the first section are read by git too (as keys of no section).
+        if !key_line(line) {
             return false;
         }
+        continued = continues(line);
     }
     headers > 0
 }

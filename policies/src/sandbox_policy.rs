@@ -215,6 +215,24 @@ impl SandboxPolicy {
         roots
     }
 
+    /// The writable roots the policy names itself — the configured ones and the policy cwd,
+    /// not `/tmp` and `$TMPDIR` — canonical (roots that do not resolve are left out).
+    /// `canonicalize` is `std::fs::canonicalize` outside tests.
+    pub fn named_writable_roots(
+        &self,
+        cwd: &Path,
+        canonicalize: impl Fn(&Path) -> io::Result<PathBuf>,
+    ) -> Vec<PathBuf> {
+        let SandboxPolicy::WorkspaceWrite(ww) = self else { return Vec::new() };
+        let cwd_root = (!ww.exclude_policy_cwd).then(|| cwd.to_path_buf());
+        ww.writable_roots
+            .iter()
+            .map(|root| cwd.join(root))
+            .chain(cwd_root)
+            .filter_map(|root| canonicalize(&root).ok())
+            .collect()
+    }
+
     /// Resolves the policy for a command: canonical writable roots (roots that do not resolve,
     /// e.g. do not exist, are skipped), protected names and absolute hidden paths.
     /// `canonicalize` is `std::fs::canonicalize` outside tests.

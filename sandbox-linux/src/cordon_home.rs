@@ -24,6 +24,14 @@ pub(crate) fn protect(
 ) -> Result<Option<PathBuf>, HelperError> {
     let Some(home) = cordon_home.filter(|home| home.is_absolute()) else { return Ok(None) };
     let target = canonical_even_if_missing(home);
+    // Other runs' layers, what they held back, and each workspace's own `/tmp`: no command reads
+    // another run's writes (nor locks another workspace's `/tmp`).
+    for state in ["runs", "kept", "temporary"] {
+        let path = target.join(state);
+        if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+            policy.hidden_paths.push(path);
+        }
+    }
     // The runs' write layers and what they held back: a root inside it (`--add-dir` of it)
     // would let a command plant a run for the next cordon to apply.
     let runs = target.join("runs");

@@ -291,10 +291,17 @@ unsafe fn run(
     let layers = match &args.writes_to {
         None => Vec::new(),
         Some(dir) => {
+            // `/tmp` and `$TMPDIR`, unless the policy names one as a root itself (a workspace
+            // that is `/tmp`): that one's writes are applied like any workspace's.
+            let named = args
+                .request
+                .policy
+                .named_writable_roots(&args.request.policy_cwd, |p| std::fs::canonicalize(p));
             let temporary: Vec<PathBuf> = [Some(PathBuf::from("/tmp")), env.tmpdir.clone()]
                 .into_iter()
                 .flatten()
                 .filter_map(|path| std::fs::canonicalize(path).ok())
+                .filter(|path| !named.contains(path))
                 .collect();
             let directories: Vec<PathBuf> =
                 policy.writable_roots.iter().filter(|root| root.is_dir()).cloned().collect();

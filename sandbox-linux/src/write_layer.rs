@@ -20,9 +20,10 @@
 //! It is `volatile`: the upper directory is not synced at every copy-up and at unmount, but once,
 //! by the apply (each layer gets a fresh work directory, which `volatile` needs).
 //!
-//! `/tmp` and `$TMPDIR` are not layered: other programs of the user's share them while the
-//! command runs, and a lower layer must not change under a mounted overlay. A root inside a
-//! layered root is layered with it.
+//! `/tmp` and `$TMPDIR` (unless the policy names one as a root itself) are never applied: with
+//! `--temporary-in DIR` each gets a layer whose upper directory lives on in DIR, the caller's
+//! per-workspace state, and without it they are written directly. A preset's cache is written
+//! directly. A root inside a layered root is layered with it; layers are mounted outer first.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -152,9 +153,8 @@ pub fn prepare_temporary(
                 other => other.map_err(fail(format!("making {}", path.display()))),
             }
         };
-        let base = keep_in.join(name);
-        make(&base)?;
-        let upper = base.join("upper");
+        let upper = kept_upper(&keep_in, root);
+        make(upper.parent().unwrap_or(&keep_in))?;
         make(&upper)?;
         let meta =
             std::fs::symlink_metadata(&upper).map_err(fail(format!("{}", upper.display())))?;
@@ -169,6 +169,11 @@ pub fn prepare_temporary(
         layers.push(Layer { root: root.clone(), upper, work, sockets: Vec::new() });
     }
     Ok(layers)
+}
+
+/// Where the upper directory of temporary root `root` kept in `keep_in` lies.
+pub fn kept_upper(keep_in: &Path, root: &Path) -> PathBuf {
+    keep_in.join(escaped_name(root)).join("upper")
 }
 
 /// A root's path as one file name: `%` and `/` escaped.
@@ -218,7 +223,17 @@ pub(crate) fn mount_layers(layers: &[Layer]) -> Result<(), HelperError> {
     Ok(())
 }
 
-/// Binds the host's `socket` (opened before any layer was mounted) over `path` in the layer.
+/// Whether `fd` is a UNIX socket's inode.
+fn is_socket(fd: &OwnedFd) -> bool {
+    nix::sys::stat::fstat(fd).is_ok_and(|stat| {
+        nix::sys::stat::SFlag::from_bits_truncate(stat.st_mode) & nix::sys::stat::SFlag::S_IFMT
+            == nix::sys::stat::SFlag::S_IFSOCK
+    })
+}
+
+/// Binds the host's `socket` (opened before any layer was mounted, and a socket) over `path`
+/// in the layer, where a socket must be too (the one the layer shows from the host): a bind
+/// onto anything else is not made.
 fn bind_socket(layer: &Layer, path: &Path, socket: &OwnedFd) -> Result<(), HelperError> {
     let target = rustix::fs::openat2(
         rustix::fs::CWD,
@@ -227,11 +242,10 @@ fn bind_socket(layer: &Layer, path: &Path, socket: &OwnedFd) -> Result<(), Helpe
         rustix::fs::Mode::empty(),
         rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS,
     )
-    .map_err(|errno| {
-        layer_error(layer, "finding an allowed socket in the write layer")(nix::Error::from_raw(
-            errno.raw_os_error(),
-        ))
-    })?;
+    .ok();
+    // What the layer shows there instead of a socket (nothing, a directory the command made
+    // in an earlier run) gets no bind: the socket stays out of reach, as an absent one does.
+    let Some(target) = target.filter(is_socket) else { return Ok(()) };
     let source = format!("/proc/self/fd/{}", socket.as_raw_fd());
     let target = format!("/proc/self/fd/{}", target.as_raw_fd());
     mount(Some(source.as_str()), target.as_str(), None::<&str>, MsFlags::MS_BIND, None::<&str>)
@@ -258,8 +272,11 @@ fn open_layer(layer: &Layer) -> Result<(OpenLayer, Vec<(PathBuf, OwnedFd)>), Hel
         .iter()
         .filter_map(|path| {
             let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-            // A socket that is not there (yet) stays out of reach, as anywhere else.
-            nix::fcntl::open(path, flags, Mode::empty()).ok().map(|fd| (path.clone(), fd))
+            // A socket that is not there (yet) stays out of reach, as anywhere else; what is
+            // there but not a socket (a directory, a file, a link) is never bound: it would
+            // be the host's, written past the layer.
+            let fd = nix::fcntl::open(path, flags, Mode::empty()).ok()?;
+            is_socket(&fd).then(|| (path.clone(), fd))
         })
         .collect();
     let fds = (

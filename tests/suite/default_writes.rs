@@ -199,3 +199,73 @@ fn a_rename_a_transaction_cannot_make_is_offered_again_with_direct_writes() {
     assert_eq!(read(&ws.path().join("d2/a")), "a\n", "{transcript}");
     assert!(!ws.path().join("d").exists(), "{transcript}");
 }
+
+/// What a command makes of its workspace's `/tmp` never turns into a way past the gate or a
+/// way to stop the workspace's later runs: a path named as an allowed socket that is a
+/// directory is not bound from the host (the command writes its own copy); a link left where a
+/// later `--add-dir` root under `/tmp` lies is cleared before that run; another run's state in
+/// `$CORDON_HOME` is not readable inside.
+#[test]
+fn the_workspaces_tmp_is_no_way_past_the_gate_and_no_way_to_stop_its_runs() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let (ws, home) = (scene.ws.path(), scene.home.path());
+        let tag = format!("/tmp/cordon-e2e-way-{}-{user:?}", std::process::id());
+        // A directory where a socket is allowed: written inside, never on the host.
+        let dir = format!("{tag}-dir");
+        std::fs::create_dir_all(&dir).unwrap();
+        chown_nobody_if(user, Path::new(&dir));
+        let script = format!("echo w > {dir}/w && cat {dir}/w");
+        let run = exec_in(
+            user,
+            ws,
+            home,
+            &["--network", "--allow-unix-socket", &dir, "--", "sh", "-c", &script],
+        );
+        run.assert_ok();
+        assert!(!Path::new(&dir).join("w").exists(), "{user:?}: the host's /tmp was written");
+        // A link planted where a later run's root under /tmp lies: that run still starts.
+        let root = format!("{tag}-root");
+        std::fs::create_dir_all(&root).unwrap();
+        chown_nobody_if(user, Path::new(&root));
+        let plant = format!("rm -rf {root}; ln -s / {root}");
+        exec_in(user, ws, home, &["--", "sh", "-c", &plant]).assert_ok();
+        let later = exec_in(
+            user,
+            ws,
+            home,
+            &["--add-dir", &root, "--", "sh", "-c", &format!("echo r > {root}/r")],
+        );
+        later.assert_ok();
+        assert_eq!(read(&Path::new(&root).join("r")), "r\n", "{user:?}: {}", later.stderr);
+        // cordon's run state is not readable inside.
+        let cordon_home = home.join(".cordon");
+        let look = format!(
+            "find {0}/temporary {0}/runs -mindepth 1 2>/dev/null | wc -l",
+            cordon_home.display()
+        );
+        let run = exec_in(user, ws, home, &["--", "sh", "-c", &look]);
+        assert_eq!(run.stdout.trim(), "0", "{user:?}: {}", run.stdout);
+        assert!(cordon_home.join("temporary").is_dir(), "{user:?}: nothing was kept to hide");
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+
+/// A workspace that is `/tmp` itself has its writes applied, not kept as scratch.
+#[test]
+fn a_workspace_that_is_tmp_has_its_writes_applied() {
+    require_write_layer!();
+    let home = scratch();
+    let name = format!("/tmp/cordon-e2e-tmp-workspace-{}", std::process::id());
+    let run = exec_in(
+        User::Root,
+        Path::new("/tmp"),
+        home.path(),
+        &["--", "sh", "-c", &format!("echo a > {name}")],
+    );
+    run.assert_ok();
+    assert_eq!(read(Path::new(&name)), "a\n", "{}", run.stderr);
+    let _ = std::fs::remove_file(&name);
+}

@@ -8,7 +8,8 @@ use std::process::{Command, Stdio};
 
 use super::util::*;
 use cordon_policies::{
-    GitKey, git_config_gained_code, git_config_may_run_code, git_key_with_value,
+    GitKey, git_config_gained_code, git_config_gained_known_code, git_config_may_run_code,
+    git_config_shaped, git_key_with_value,
 };
 
 /// A small deterministic generator (xorshift64*): the cases are the same on every run.
@@ -84,6 +85,10 @@ const VALUES: &[&str] = &[
 /// comment or a blank line.
 fn config(rng: &mut Rng) -> String {
     let mut text = String::new();
+    // A key before any section, which git reads too.
+    if rng.next() % 4 == 0 {
+        text.push_str("x = 1\n");
+    }
     let lines = 1 + rng.next() % 6;
     for _ in 0..lines {
         match rng.next() % 6 {
@@ -164,7 +169,15 @@ fn every_key_git_reads_that_is_not_plain_data_makes_the_gate_hold_the_config() {
         with_code += 1;
         let held = git_config_may_run_code(&text) && git_config_gained_code("", &text);
         if !held {
-            missed.push(format!("{text:?} — git reads {code:?}"));
+            missed.push(format!("as a repository's config: {text:?} — git reads {code:?}"));
+        }
+        // Any other file of this text, which git reads when something includes it: judged
+        // when it gained a key git knows to run code.
+        let known = code.iter().any(|(key, value)| {
+            matches!(git_key_with_value(key, value.as_deref()), GitKey::Code(_))
+        });
+        if known && !(git_config_shaped(&text) && git_config_gained_known_code("", &text)) {
+            missed.push(format!("as an included file: {text:?} — git reads {code:?}"));
         }
     }
     eprintln!("{with_code} configs with code, {plain} plain, {refused_by_git} refused by git");

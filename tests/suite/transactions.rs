@@ -131,9 +131,10 @@ fn a_transactional_run_applies_its_changes_and_holds_back_what_would_run_code_la
         }
         git(ws, &["commit", "-qam", "after"]).assert_ok();
         assert!(!scene.mark.exists(), "{user:?}: planted code ran outside the sandbox");
-        // What was held is kept for the user to look at.
+        // What was held is kept for the user to look at, out of the runs in flight.
         let runs = scene.home.path().join(".cordon/runs");
-        let kept = std::fs::read_dir(&runs).unwrap().count();
+        assert_eq!(std::fs::read_dir(&runs).unwrap().count(), 0, "{user:?}");
+        let kept = std::fs::read_dir(scene.home.path().join(".cordon/kept")).unwrap().count();
         assert_eq!(kept, 1, "{user:?}: one run directory keeps what was held");
     }
 }
