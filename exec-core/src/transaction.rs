@@ -139,6 +139,7 @@ pub(crate) fn runs_dir(cordon_home: &Path) -> PathBuf {
 }
 
 /// How long a run that kept something is kept for the user to look at.
+#[cfg(target_os = "linux")]
 pub const KEPT_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// Where runs that kept something go: beside `runs/`, on the same file system.
