@@ -319,10 +319,31 @@ fn keep(dir: &Path) -> PathBuf {
     }
 }
 
-/// Removes kept runs older than [`KEPT_FOR`], spending at most a second.
+/// How often pruning looks: what it lists grows with what was kept, and a launch should not.
+#[cfg(target_os = "linux")]
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Whether `dir` was last pruned longer than [`PRUNE_EVERY`] ago (by the change time of its
+/// `.pruned` stamp); if so, stamps it now.
+#[cfg(target_os = "linux")]
+fn prune_due(dir: &Path) -> bool {
+    let stamp = dir.join(".pruned");
+    let recent = std::fs::metadata(&stamp)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age < PRUNE_EVERY);
+    if recent {
+        return false;
+    }
+    let _ = std::fs::remove_file(&stamp);
+    std::fs::File::create(&stamp).is_ok()
+}
+
+/// Removes kept runs older than [`KEPT_FOR`], spending at most a second, at most hourly.
 #[cfg(target_os = "linux")]
 fn prune_kept(kept: &Path) {
-    if !kept.is_dir() {
+    if !kept.is_dir() || !prune_due(kept) {
         return;
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
@@ -339,9 +360,13 @@ fn prune_kept(kept: &Path) {
 const TEMPORARY_AGE: std::time::Duration = std::time::Duration::from_secs(10 * 24 * 3600);
 
 /// Removes from each upper directory of `temporary` what has not changed for
-/// [`TEMPORARY_AGE`], spending at most a second (the rest waits for the next run).
+/// [`TEMPORARY_AGE`], spending at most a second (the rest waits for the next run), at most
+/// hourly.
 #[cfg(target_os = "linux")]
 fn prune_temporary(temporary: &Path, trash: &Path) {
+    if !prune_due(temporary) {
+        return;
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
     let Ok(entries) = std::fs::read_dir(temporary) else { return };
     for entry in entries.filter_map(Result::ok) {

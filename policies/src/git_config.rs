@@ -283,13 +283,15 @@ mod tests {
             "# c\n[include] path = x\n",
             "\u{feff}[a \"b\"]\n\tk\n",
             "[alias]\n\tst = status\n",
+            // git reads a key before any section, and a value continued on the next line.
+            "k = v\n[a]\n",
+            "[core]\n\tfsmonitor = a \\\n&& b\n",
         ] {
             assert!(git_config_shaped(text), "{text:?}");
         }
         for text in [
             "",
             "# only comments\n",
-            "k = v\n[a]\n",
             "[link]: https://example.test\n",
             "# Title\n\nSome prose.\n",
             "[package]\nname = \"x\"\nversion = \"0.1.0\"\n[dependencies]\nserde = { version = \"1\" }\n",
