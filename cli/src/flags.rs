@@ -92,6 +92,10 @@ sandboxed there, while rules, the approval policy and the elicitation stay here.
     /// Show what this kernel can enforce and what each sandbox mode enforces here (exit 1
     /// when the default policy cannot be enforced, or when the config is broken).
     Doctor(DoctorArgs),
+    /// What transactional runs held back: list the runs that kept something, show one, take
+    /// its held changes into the workspace after you looked (--take), or remove it (--drop).
+    /// See docs/transactions.md.
+    Held(HeldArgs),
     /// Print a shell completion script: `cordon completions bash > /etc/bash_completion.d/cordon`.
     Completions(CompletionsArgs),
     /// Print a man page (roff): `cordon man > cordon.1`, `cordon man exec`; or write every
@@ -421,6 +425,23 @@ pub struct PolicyCheckArgs {
     /// The command and its arguments (`--` before it is optional).
     #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HeldArgs {
+    /// The run, as `cordon held` lists it; without it, every kept run.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// Take these held paths (absolute, as listed) into the workspace: each is copied from where
+    /// the run kept it, without following a link on the way, set-id bits dropped.
+    #[arg(long, value_name = "PATH", requires = "run", num_args = 1..)]
+    pub take: Vec<PathBuf>,
+    /// Remove the run and everything it kept.
+    #[arg(long, requires = "run", conflicts_with = "take")]
+    pub drop: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

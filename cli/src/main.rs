@@ -14,6 +14,7 @@ mod dry_run;
 mod exec_cmd;
 mod executor_cmd;
 mod flags;
+mod held_cmd;
 mod logging;
 mod man;
 mod mcp_cmd;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
         flags::Command::Sandbox(cmd) => sandbox_cmd::run(cmd),
         flags::Command::Config(flags::ConfigCommand::Show(args)) => config_show::run(&args),
         flags::Command::Doctor(cmd) => doctor::run(&cmd),
+        flags::Command::Held(args) => held_cmd::run(&args),
         flags::Command::Completions(args) => {
             let mut command = <flags::Cli as clap::CommandFactory>::command();
             command.build();

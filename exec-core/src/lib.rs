@@ -59,6 +59,8 @@ mod executor;
 #[cfg(target_os = "linux")]
 mod init_process;
 mod interrupts;
+#[cfg(target_os = "linux")]
+mod kept;
 mod launch;
 mod limits;
 mod lossy;
@@ -87,6 +89,8 @@ mod writes_plan;
 pub use capture::Captured;
 pub use classify::{Blocked, ExitKind, Verdict, setup_failure_line};
 pub use executor::{HostFacts, RemoteServer, ServeEnd, serve as serve_executor, serve_remote};
+#[cfg(target_os = "linux")]
+pub use kept::{KeptChange, KeptError, KeptRun, drop_run, kept_run, kept_runs, take};
 pub use launch::{
     HelperLaunch, HelperSettings, Launch, LaunchPlan, ParentDeath, PinnedDir, PinnedExe,
     ProxyEndpoint, SandboxKind, SandboxSetupError, Sandboxed, plan_launch,

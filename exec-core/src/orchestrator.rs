@@ -449,9 +449,10 @@ impl Orchestrator {
                              run does through a write layer (git mv does not copy instead); run \
                              it again in the sandbox, writing the workspace directly? Direct \
                              writes are not judged by the write gate: git's config and hooks \
-                             stay read-only and what git would run is moved aside after the run, \
-                             but a tool's configuration the command writes (.cargo/config.toml, \
-                             rust-toolchain.toml, .npmrc) is not held back"
+                             stay read-only and what git would run is moved aside after the run \
+                             as far as the search reaches, but a tool's configuration the \
+                             command writes (.cargo/config.toml, rust-toolchain.toml, .npmrc) is \
+                             not held back, and /tmp is the host's"
                         .to_owned(),
                     cause: AskCause::Retry,
                     stage: ApprovalStage::RetryWithDirectWrites,

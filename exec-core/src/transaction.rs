@@ -166,6 +166,19 @@ impl Transaction {
             .mode(0o700)
             .create(&runs)
             .map_err(fail(&runs))?;
+        // The rest of the run state, made now so that the sandbox's view hides each (one made
+        // later, while a command runs, would show as a name).
+        for state in ["kept", "temporary", "trash"] {
+            let dir = home.join(state);
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .or_else(|error| match error.kind() {
+                    std::io::ErrorKind::AlreadyExists => Ok(()),
+                    _ => Err(error),
+                })
+                .map_err(fail(&dir))?;
+        }
         let earlier = finish_interrupted(&runs, context);
         prune_kept(&kept_dir(&runs));
         let id = format!(
@@ -291,7 +304,8 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
     } else {
         let _ = set_state(dir, "held");
         let kept = keep(dir);
-        held.into_iter()
+        let held: Vec<HeldBack> = held
+            .into_iter()
             .map(|change| HeldBack {
                 kept_at: match change.kept_at.strip_prefix(dir) {
                     Ok(rest) => kept.join(rest),
@@ -299,7 +313,17 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
                 },
                 ..change
             })
-            .collect()
+            .collect();
+        let changes: Vec<crate::kept::KeptChange> = held
+            .iter()
+            .map(|change| crate::kept::KeptChange {
+                path: change.path.clone(),
+                why: change.why.clone(),
+                kept_at: change.kept_at.clone(),
+            })
+            .collect();
+        crate::kept::record(&kept, &changes);
+        held
     }
 }
 

@@ -67,9 +67,10 @@ impl Workspace {
         self.dir.file_name().unwrap_or_default()
     }
 
-    /// Where upkeep moves what it could not remove.
+    /// Where upkeep moves what it could not remove: `$CORDON_HOME/trash/<id>`, hidden inside
+    /// the sandbox with the rest of cordon's run state.
     pub fn trash(&self) -> PathBuf {
-        self.dir.join("trash")
+        self.home.join("trash").join(self.id())
     }
 
     /// Creates the workspace's directory (0700, and its parents as needed) and names the

@@ -2,13 +2,23 @@
 //! against the allow-list of keys known to be plain data (the same one `git -c` is read with), and
 //! refused as soon as a line is not in the plain form git itself writes (a value continued on the
 //! next line, a key on a section's line, an `include`): git's own parser is more lenient than
-//! this one, so whatever this one cannot read for certain counts as running code.
+//! this one, so whatever this one cannot read for certain counts as running code. Every judgement
+//! is also made on the entries git itself would read ([`git_config_entries`]), and either
+//! reading finding code is enough.
 
 use crate::git_keys::{GitKey, git_key_with_value};
+use crate::git_parse::{Entry as GitConfigEntry, git_config_entries};
 
 /// Whether `text`, a git dir's `config`, holds anything but the allowed keys in their plain
-/// form.
+/// form: read line by line against the plain forms git writes, and read as git reads it
+/// ([`git_config_entries`]); either finding code is enough.
 pub fn git_config_may_run_code(text: &str) -> bool {
+    plain_lines_may_run_code(text) || gained_by_git(&[], text, not_inert)
+}
+
+/// The line-by-line reading of [`git_config_may_run_code`]: any line not in a plain form
+/// counts as code.
+fn plain_lines_may_run_code(text: &str) -> bool {
     let mut section: Option<(String, Option<String>)> = None;
     for line in text.lines() {
         let line = line.trim();
@@ -54,6 +64,38 @@ pub fn git_config_may_run_code(text: &str) -> bool {
 /// itself adds while the user works (`git push -u`, `git remote add`, `git config user.email`)
 /// pass; a hook program, a pager, an include or any line this cannot read for certain does not.
 pub fn git_config_gained_code(before: &str, after: &str) -> bool {
+    let before_entries = git_config_entries(before, false).unwrap_or_default();
+    gained_lines_may_run_code(before, after) || gained_by_git(&before_entries, after, not_inert)
+}
+
+fn not_inert(key: &str, value: Option<&str>) -> bool {
+    git_key_with_value(key, value) != GitKey::Inert
+}
+
+fn known_code(key: &str, value: Option<&str>) -> bool {
+    matches!(git_key_with_value(key, value), GitKey::Code(_))
+}
+
+/// Whether `after`, read as git reads it, holds an entry that `judged` flags and that
+/// `before` (entries, each matched once) did not hold. A text git refuses holds nothing.
+fn gained_by_git(
+    before: &[GitConfigEntry],
+    after: &str,
+    judged: impl Fn(&str, Option<&str>) -> bool,
+) -> bool {
+    let Some(after) = git_config_entries(after, false) else { return false };
+    let mut before: Vec<&GitConfigEntry> = before.iter().collect();
+    after.iter().any(|entry| match before.iter().position(|known| *known == entry) {
+        Some(index) => {
+            before.swap_remove(index);
+            false
+        }
+        None => judged(&entry.0, entry.1.as_deref()),
+    })
+}
+
+/// The line-by-line reading of [`git_config_gained_code`].
+fn gained_lines_may_run_code(before: &str, after: &str) -> bool {
     let known = sectioned_lines(before);
     let mut added = String::new();
     for (header, line) in sectioned_lines(after) {
@@ -69,7 +111,7 @@ pub fn git_config_gained_code(before: &str, after: &str) -> bool {
         added.push_str(line);
         added.push('\n');
     }
-    git_config_may_run_code(&added)
+    plain_lines_may_run_code(&added)
 }
 
 /// Whether `text` reads as a git configuration: section headers, keys under them, comments and
@@ -77,43 +119,7 @@ pub fn git_config_gained_code(before: &str, after: &str) -> bool {
 /// one it reads included it (by a path, `~user/`, a condition, from any repository): such a file
 /// is judged as one wherever it lies, without first finding who includes it.
 pub fn git_config_shaped(text: &str) -> bool {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let key_line = |line: &str| {
-        let name = line.split('=').next().unwrap_or_default().trim();
-        name.starts_with(|c: char| c.is_ascii_alphabetic())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    };
-    // A value whose line ends in an odd number of backslashes goes on on the next line,
-    // whatever that line holds.
-    let continues = |line: &str| line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1;
-    let mut headers = 0;
-    let mut continued = false;
-    for line in text.lines() {
-        if continued {
-            continued = continues(line);
-            continue;
-        }
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(header) = line.strip_prefix('[') {
-            let Some((_, rest)) = header.split_once(']') else { return false };
-            headers += 1;
-            let rest = rest.trim();
-            if !rest.is_empty() && !rest.starts_with(['#', ';']) && !key_line(rest) {
-                return false;
-            }
-            continued = continues(rest);
-            continue;
-        }
-        // Keys before the first section are read by git too (as keys of no section).
-        if !key_line(line) {
-            return false;
-        }
-        continued = continues(line);
-    }
-    headers > 0
+    git_config_entries(text, false).is_some_and(|entries| !entries.is_empty())
 }
 
 /// Whether `after`, a file shaped like a git configuration ([`git_config_shaped`]) that
@@ -121,49 +127,8 @@ pub fn git_config_shaped(text: &str) -> bool {
 /// it writes (the code list of the key allow-list; a key git does not know does nothing, so
 /// a TOML or INI file of another tool passes).
 pub fn git_config_gained_known_code(before: &str, after: &str) -> bool {
-    let known = sectioned_lines(before);
-    let mut section = String::new();
-    for (header, line) in sectioned_lines(after) {
-        let mut key_part = line;
-        if let Some(inside) = line.strip_prefix('[') {
-            let (name, rest) = inside.split_once(']').unwrap_or((inside, ""));
-            section = lenient_section(name);
-            key_part = rest.trim();
-            if key_part.is_empty() {
-                continue;
-            }
-        }
-        if known.contains(&(header, line)) {
-            continue;
-        }
-        let (name, value) = match key_part.split_once('=') {
-            Some((name, value)) => (name.trim(), Some(value.trim())),
-            None => (key_part.trim(), None),
-        };
-        if name.is_empty() || name.starts_with(['#', ';']) {
-            continue;
-        }
-        let full = format!("{section}.{}", name.to_ascii_lowercase());
-        if matches!(git_key_with_value(&full, value), GitKey::Code(_)) {
-            return true;
-        }
-    }
-    false
-}
-
-/// A section header's inside as git names the section: `name "sub"` and `name.sub` alike.
-fn lenient_section(inside: &str) -> String {
-    match inside.split_once(' ') {
-        Some((name, sub)) => {
-            format!("{}.{}", name.to_ascii_lowercase(), sub.trim().trim_matches('"'))
-        }
-        None => match inside.split_once('.') {
-            Some((name, sub)) => {
-                format!("{}.{}", name.to_ascii_lowercase(), sub.to_ascii_lowercase())
-            }
-            None => inside.trim().to_ascii_lowercase(),
-        },
-    }
+    let before = git_config_entries(before, false).unwrap_or_default();
+    gained_by_git(&before, after, known_code)
 }
 
 /// The values of every `path` key in an `include` or `includeIf` section of `text`, taken

@@ -30,6 +30,7 @@ const CODE: &[(&str, &str)] = &[
     ("alias.*", "an alias runs a git command or, with `!`, a shell command"),
     ("attr.tree", "attributes pick diff, merge and filter drivers"),
     ("browser.*", "names a web browser command"),
+    ("hook.*", "a hook git runs by its configuration (hook.NAME.command, hook.NAME.event)"),
     ("core.alternaterefscommand", "a command git runs"),
     ("core.askpass", "a program git runs for credentials"),
     ("core.attributesfile", "attributes pick diff, merge and filter drivers"),

@@ -55,6 +55,7 @@ mod env_secrets;
 mod evaluated_names;
 mod git_config;
 mod git_keys;
+mod git_parse;
 mod git_reading;
 mod hidden_paths;
 mod judge;
@@ -108,6 +109,7 @@ pub use git_config::{
     git_config_shaped, git_include_paths,
 };
 pub use git_keys::{GitKey, git_key, git_key_with_value};
+pub use git_parse::{Entry as GitConfigEntry, git_config_entries};
 pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use limits::{
     LimitError, LimitKey, Limits, ProcessLimit, TreeLimits, UnenforceableLimit, fallback_caveat,

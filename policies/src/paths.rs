@@ -103,17 +103,18 @@ pub fn expand_home(path: &str, home: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Expands a policy path: a leading `~` (see [`expand_home`]), and the tokens `$UID`,
-/// `$XDG_RUNTIME_DIR`, `$SSH_AUTH_SOCK` and `$DBUS_SESSION_BUS_ADDRESS` (the socket file of the
-/// session bus). `None` when something it names is not set (the path then names nothing).
+/// `$XDG_RUNTIME_DIR`, `$SSH_AUTH_SOCK`, `$DBUS_SESSION_BUS_ADDRESS` (the socket file of the
+/// session bus) and `$KRB5CCNAME` (the file or directory of the Kerberos ticket cache). `None` when something it names is not set (the path then names nothing).
 pub fn expand_path(path: &str, env: &crate::PolicyEnv<'_>) -> Option<PathBuf> {
     if !path.contains('$') {
         return expand_home(path, env.home);
     }
     let mut text = path.to_owned();
-    let tokens: [(&str, Option<String>); 4] = [
+    let tokens: [(&str, Option<String>); 5] = [
         ("$XDG_RUNTIME_DIR", env.runtime_dir.map(|p| p.display().to_string())),
         ("$SSH_AUTH_SOCK", env.ssh_auth_sock.map(|p| p.display().to_string())),
         ("$DBUS_SESSION_BUS_ADDRESS", env.session_bus.map(|p| p.display().to_string())),
+        ("$KRB5CCNAME", env.kerberos_cache.map(|p| p.display().to_string())),
         ("$UID", env.uid.map(|uid| uid.to_string())),
     ];
     for (token, value) in tokens {
@@ -122,6 +123,20 @@ pub fn expand_path(path: &str, env: &crate::PolicyEnv<'_>) -> Option<PathBuf> {
         }
     }
     expand_home(&text, env.home)
+}
+
+/// The file or directory a Kerberos cache name (`$KRB5CCNAME`) keeps tickets in: `FILE:PATH`,
+/// `DIR:PATH` or a bare absolute path. `None` for caches that are no file (`KEYRING:`, `KCM:`,
+/// `MEMORY:`, `API:`) or a relative path.
+pub fn kerberos_cache_file(name: &str) -> Option<PathBuf> {
+    let path = match name.split_once(':') {
+        Some(("FILE" | "DIR", path)) => path,
+        Some(_) => return None,
+        None => name,
+    };
+    // `DIR::PATH` names one cache inside a collection: its file.
+    let path = path.strip_prefix(':').unwrap_or(path);
+    Path::new(path).is_absolute().then(|| PathBuf::from(path))
 }
 
 /// The socket file of a D-Bus address (`$DBUS_SESSION_BUS_ADDRESS`): the first `unix:path=`
@@ -174,6 +189,22 @@ pub fn lexically_normal(path: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_kerberos_cache_name_gives_its_file_only_when_it_is_one() {
+        for (name, file) in [
+            ("FILE:/tmp/krb5cc_1000", Some("/tmp/krb5cc_1000")),
+            ("/tmp/krb5cc_x", Some("/tmp/krb5cc_x")),
+            ("DIR:/run/user/1000/krb5cc", Some("/run/user/1000/krb5cc")),
+            ("DIR::/run/user/1000/krb5cc/tkt", Some("/run/user/1000/krb5cc/tkt")),
+            ("KEYRING:persistent:1000", None),
+            ("KCM:", None),
+            ("MEMORY:x", None),
+            ("FILE:relative", None),
+        ] {
+            assert_eq!(kerberos_cache_file(name), file.map(PathBuf::from), "{name}");
+        }
+    }
     use super::*;
     use pretty_assertions::assert_eq;
 

@@ -372,6 +372,8 @@ pub struct PolicyEnv<'a> {
     pub ssh_auth_sock: Option<&'a Path>,
     /// The session bus's socket file, from `$DBUS_SESSION_BUS_ADDRESS`.
     pub session_bus: Option<&'a Path>,
+    /// The Kerberos ticket cache `$KRB5CCNAME` names in a file or directory.
+    pub kerberos_cache: Option<&'a Path>,
     /// The user's home in the password database (hidden paths under `~` are hidden there too).
     pub account_home: Option<&'a Path>,
     /// Where variables move catalogue entries (`GNUPGHOME`, `XDG_CONFIG_HOME`, `KUBECONFIG`, …).
@@ -402,6 +404,9 @@ pub struct EnvSnapshot {
     /// The socket file `$DBUS_SESSION_BUS_ADDRESS` names (`unix:path=…`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_bus: Option<PathBuf>,
+    /// The file or directory `$KRB5CCNAME` names (`FILE:…`, `DIR:…` or a path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kerberos_cache: Option<PathBuf>,
     /// The home directory the password database gives the uid: filled by the caller, not read
     /// from the environment.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -441,6 +446,8 @@ impl EnvSnapshot {
             ssh_auth_sock: get("SSH_AUTH_SOCK"),
             session_bus: lookup("DBUS_SESSION_BUS_ADDRESS")
                 .and_then(|address| session_bus_socket(&address.to_string_lossy())),
+            kerberos_cache: lookup("KRB5CCNAME")
+                .and_then(|name| crate::paths::kerberos_cache_file(&name.to_string_lossy())),
             account_home: None,
             relocations: relocations(&lookup),
             cordon_home,
@@ -456,6 +463,7 @@ impl EnvSnapshot {
             runtime_dir: self.runtime_dir.as_deref(),
             ssh_auth_sock: self.ssh_auth_sock.as_deref(),
             session_bus: self.session_bus.as_deref(),
+            kerberos_cache: self.kerberos_cache.as_deref(),
             account_home: self.account_home.as_deref(),
             relocations: Some(&self.relocations),
             cordon_home: self.cordon_home.as_deref(),

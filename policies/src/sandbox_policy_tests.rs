@@ -147,6 +147,7 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
             ("TMPDIR", ""),
             ("SSH_AUTH_SOCK", "/run/a.sock"),
             ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/tmp/dbus-x,guid=01"),
+            ("KRB5CCNAME", "FILE:/var/krb/cc"),
         ]),
         Some(1000),
     );
@@ -158,6 +159,7 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
             runtime_dir: None,
             ssh_auth_sock: Some(PathBuf::from("/run/a.sock")),
             session_bus: Some(PathBuf::from("/tmp/dbus-x")),
+            kerberos_cache: Some(PathBuf::from("/var/krb/cc")),
             account_home: None,
             relocations: Default::default(),
             uid: Some(1000),
@@ -173,7 +175,7 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
     let json = serde_json::to_string(&snapshot).unwrap();
     assert_eq!(
         json,
-        r#"{"home":"/home/u","ssh_auth_sock":"/run/a.sock","session_bus":"/tmp/dbus-x","uid":1000,"cordon_home":"/home/u/.cordon"}"#
+        r#"{"home":"/home/u","ssh_auth_sock":"/run/a.sock","session_bus":"/tmp/dbus-x","kerberos_cache":"/var/krb/cc","uid":1000,"cordon_home":"/home/u/.cordon"}"#
     );
     assert_eq!(serde_json::from_str::<EnvSnapshot>(&json).unwrap(), snapshot);
     assert!(serde_json::from_str::<EnvSnapshot>(r#"{"HOME":"/x"}"#).is_err());

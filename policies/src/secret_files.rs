@@ -5,7 +5,8 @@
 //! that keeps it there and why it is hidden; [`DEFAULT_HIDDEN_PATHS`] is this table's paths.
 //!
 //! Paths are spelled as hidden paths are: `~/…` (the home directory), `$XDG_RUNTIME_DIR/…`,
-//! `$UID`, `$SSH_AUTH_SOCK`, `$DBUS_SESSION_BUS_ADDRESS` (the session bus's socket file), one of
+//! `$UID`, `$SSH_AUTH_SOCK`, `$DBUS_SESSION_BUS_ADDRESS` (the session bus's socket file),
+//! `$KRB5CCNAME` (the Kerberos ticket cache's file), one of
 //! the [`RELOCATING_VARIABLES`] (`$GNUPGHOME`, `$CARGO_HOME/credentials.toml`), or absolute. Every entry is hidden on every platform: a path that does not exist costs nothing,
 //! and tools keep their Linux places on macOS often enough; [`Platform`] says where a tool
 //! puts it.
@@ -139,6 +140,8 @@ pub const SECRET_FILES: &[SecretFile] = &[
     sockets("git credential-cache", "~/.git-credential-cache", "hands out stored passwords"),
     // MIT Kerberos's default ticket cache (FILE:/tmp/krb5cc_UID): authenticates as the user.
     file("Kerberos", "/tmp/krb5cc_$UID", "tickets that authenticate as the user").linux(),
+    // Wherever `$KRB5CCNAME` puts them (a file, or a `DIR:` collection).
+    file("Kerberos", "$KRB5CCNAME", "tickets that authenticate as the user"),
     dir("age / SOPS", "~/.config/sops/age", KEYS),
     dir("age / SOPS", "~/Library/Application Support/sops/age", KEYS).macos(),
     file("X11", "~/.Xauthority", "the cookie that lets a client type into other windows").linux(),

@@ -1,7 +1,8 @@
 use super::*;
 use pretty_assertions::assert_eq;
 
-const TOKENS: [&str; 4] = ["$XDG_RUNTIME_DIR", "$SSH_AUTH_SOCK", "$DBUS_SESSION_BUS_ADDRESS", "/"];
+const TOKENS: [&str; 5] =
+    ["$XDG_RUNTIME_DIR", "$SSH_AUTH_SOCK", "$DBUS_SESSION_BUS_ADDRESS", "$KRB5CCNAME", "/"];
 
 #[test]
 fn the_default_hidden_paths_are_the_catalogue_in_order() {

@@ -888,22 +888,24 @@ impl Layer<'_> {
     }
 
     /// Whether the upper directory's `rel` reads as a git configuration and gained a key git
-    /// runs. Only a file whose first line that is not a comment opens a section is read whole.
+    /// runs. A file whose first 4 KiB git would already refuse (any line that is no
+    /// configuration: git then reads nothing of the file) is not read further.
     fn shaped_config_gained_code(&self, rel: &Path) -> bool {
         use std::io::Read;
+        const HEAD: u64 = 4096;
         let Ok(file) = std::fs::File::open(self.upper.join(rel)) else { return false };
-        let mut head = Vec::with_capacity(4096);
-        if file.take(4096).read_to_end(&mut head).is_err() {
+        let mut head = Vec::with_capacity(HEAD as usize + 1);
+        if file.take(HEAD + 1).read_to_end(&mut head).is_err() {
             return false;
         }
+        let whole = head.len() as u64 <= HEAD;
+        if !whole {
+            // Up to the last complete line: a character may be cut at the end.
+            let end = head.iter().rposition(|&byte| byte == b'\n').map_or(0, |at| at + 1);
+            head.truncate(end);
+        }
         let head = String::from_utf8_lossy(&head);
-        let opens_section = head
-            .trim_start_matches('\u{feff}')
-            .lines()
-            .map(str::trim)
-            .find(|line| !line.is_empty() && !line.starts_with(['#', ';']))
-            .is_some_and(|line| line.starts_with('['));
-        if !opens_section {
+        if cordon_policies::git_config_entries(&head, !whole).is_none() {
             return false;
         }
         // Shaped like one, but too big or not text to read whole: held (git would read it).

@@ -15,6 +15,9 @@ use cordon_policies::ResolvedPolicy;
 
 use crate::error::HelperError;
 
+/// cordon's run state under `$CORDON_HOME`, never read or written from a sandbox.
+const RUN_STATE: [&str; 4] = ["runs", "kept", "temporary", "trash"];
+
 /// When `cordon_home` lies inside a writable root (judged by its nearest existing ancestor,
 /// canonicalized): creates it if missing, adds it to the policy's protected paths and returns
 /// its canonical path. `None` when it lies outside every root (read-only there already).
@@ -24,22 +27,26 @@ pub(crate) fn protect(
 ) -> Result<Option<PathBuf>, HelperError> {
     let Some(home) = cordon_home.filter(|home| home.is_absolute()) else { return Ok(None) };
     let target = canonical_even_if_missing(home);
-    // Other runs' layers, what they held back, and each workspace's own `/tmp`: no command reads
-    // another run's writes (nor locks another workspace's `/tmp`).
-    for state in ["runs", "kept", "temporary"] {
-        let path = target.join(state);
-        if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
-            policy.hidden_paths.push(path);
-        }
+    // Other runs' layers, what they held back, each workspace's `/tmp` and what upkeep moved
+    // aside: no command reads another run's writes (nor locks another workspace's `/tmp`).
+    // (A transactional run's cordon makes all four before the launch.)
+    for state in RUN_STATE {
+        policy.hidden_paths.push(target.join(state));
     }
-    // The runs' write layers and what they held back: a root inside it (`--add-dir` of it)
-    // would let a command plant a run for the next cordon to apply.
-    let runs = target.join("runs");
-    if policy.writable_roots.iter().any(|root| root.starts_with(&runs)) {
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-            .create(&runs)
-            .map_err(|source| HelperError::CordonHome { path: runs.clone(), source })?;
-        policy.protected_paths.push(runs.display().to_string());
+    // The runs' write layers, what they held back and the workspaces' `/tmp` layers: a root
+    // inside one (`--add-dir` of it) would let a command plant a run for the next cordon to
+    // apply, a record for `cordon held` to take in, or another workspace's `/tmp`.
+    for state in RUN_STATE {
+        let dir = target.join(state);
+        if policy.writable_roots.iter().any(|root| root.starts_with(&dir)) {
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(&dir)
+            .map_err(|source| HelperError::CordonHome { path: dir.clone(), source })?;
+            policy.protected_paths.push(dir.display().to_string());
+        }
     }
     if !policy.writable_roots.iter().any(|root| target.starts_with(root)) {
         return Ok(None);

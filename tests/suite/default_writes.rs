@@ -269,3 +269,47 @@ fn a_workspace_that_is_tmp_has_its_writes_applied() {
     assert_eq!(read(Path::new(&name)), "a\n", "{}", run.stderr);
     let _ = std::fs::remove_file(&name);
 }
+
+/// What a run held back is listed by `cordon held`, taken in by `--take` when the user says so
+/// (a copy from where it was kept, with its mode), and removed by `--drop`.
+#[test]
+fn what_was_held_is_listed_taken_in_on_request_and_dropped() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    let (ws, home) = (scene.ws.path(), scene.home.path());
+    repository(ws);
+    let script = "printf '#!/bin/sh\\necho hook\\n' > .git/hooks/pre-commit && \
+                  chmod 755 .git/hooks/pre-commit && echo ok > ok";
+    exec_in(User::Root, ws, home, &["--", "sh", "-c", script]).assert_ok();
+    let hook = ws.join(".git/hooks/pre-commit");
+    assert!(!hook.exists(), "the hook was applied");
+    let held = |args: &[&str]| -> Run {
+        cordon_command(User::Root, &[&["held"][..], args].concat())
+            .env("HOME", home)
+            .env("CORDON_HOME", home.join(".cordon"))
+            .output()
+            .unwrap()
+            .into()
+    };
+    let list = held(&["--json"]);
+    list.assert_ok();
+    let runs: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    let id = runs[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(runs[0]["held"][0]["path"], hook.to_str().unwrap(), "{runs}");
+    let shown = held(&[&id]);
+    assert!(shown.stdout.contains(".git/hooks/pre-commit"), "{}", shown.stdout);
+    // Not held: refused, naming it.
+    let other = ws.join("ok");
+    let refused = held(&[&id, "--take", other.to_str().unwrap()]);
+    assert_ne!(refused.code, Some(0));
+    assert!(refused.stderr.contains("held nothing"), "{}", refused.stderr);
+    held(&[&id, "--take", hook.to_str().unwrap()]).assert_ok();
+    assert_eq!(read(&hook), "#!/bin/sh\necho hook\n");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&hook).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o755);
+    held(&[&id, "--drop"]).assert_ok();
+    let list = held(&["--json"]);
+    assert_eq!(list.stdout.trim(), "[]", "{}", list.stdout);
+}

@@ -44,6 +44,11 @@ const HEADERS: &[&str] = &[
     "[diff \"tool\"]",
     "[core] # a comment",
     "[core]\t",
+    "[remote \"a]b\"]",
+    "[includeIf\t\"gitdir:/\"]",
+    "[Section.Sub]",
+    "[hook \"pre\"]",
+    "[core]fsmonitor=x",
 ];
 
 const KEYS: &[&str] = &[
@@ -63,6 +68,8 @@ const KEYS: &[&str] = &[
     "insteadOf",
     "textconv",
     "bare",
+    "command",
+    "event",
 ];
 
 const VALUES: &[&str] = &[
@@ -79,12 +86,18 @@ const VALUES: &[&str] = &[
     "\t=\ttrue",
     " = \"x\" # \"",
     " = \"unclosed",
+    " = a \\\n[foo]",
+    " # a comment after a bare key",
 ];
 
 /// One config: a few lines, each a header (sometimes with a key on its line), a key, a
 /// comment or a blank line.
 fn config(rng: &mut Rng) -> String {
     let mut text = String::new();
+    // A byte order mark, which git skips at the start only.
+    if rng.next() % 8 == 0 {
+        text.push('\u{feff}');
+    }
     // A key before any section, which git reads too.
     if rng.next() % 4 == 0 {
         text.push_str("x = 1\n");
@@ -108,6 +121,10 @@ fn config(rng: &mut Rng) -> String {
             _ => text.push_str(rng.pick(&["# c", "; c", "", "  "])),
         }
         text.push('\n');
+    }
+    // Lines ended the Windows way, which git reads as plain ones.
+    if rng.next() % 8 == 0 {
+        text = text.replace('\n', "\r\n");
     }
     text
 }
@@ -152,7 +169,7 @@ fn every_key_git_reads_that_is_not_plain_data_makes_the_gate_hold_the_config() {
     let mut rng = Rng(0x00c0_7d0e_5eed_0001);
     let (mut refused_by_git, mut with_code, mut plain) = (0, 0, 0);
     let mut missed = Vec::new();
-    for _ in 0..400 {
+    for _ in 0..800 {
         let text = config(&mut rng);
         let Some(entries) = git_reads(dir.path(), &text) else {
             refused_by_git += 1;

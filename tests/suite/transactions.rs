@@ -134,7 +134,10 @@ fn a_transactional_run_applies_its_changes_and_holds_back_what_would_run_code_la
         // What was held is kept for the user to look at, out of the runs in flight.
         let runs = scene.home.path().join(".cordon/runs");
         assert_eq!(std::fs::read_dir(&runs).unwrap().count(), 0, "{user:?}");
-        let kept = std::fs::read_dir(scene.home.path().join(".cordon/kept")).unwrap().count();
+        let kept = std::fs::read_dir(scene.home.path().join(".cordon/kept"))
+            .unwrap()
+            .filter(|entry| entry.as_ref().unwrap().file_type().unwrap().is_dir())
+            .count();
         assert_eq!(kept, 1, "{user:?}: one run directory keeps what was held");
     }
 }

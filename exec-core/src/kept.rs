@@ -1,0 +1,248 @@
+//! Runs that kept something (`$CORDON_HOME/kept/ID`): what the write gate held back, listed
+//! for the user, taken into the workspace when the user says so, or dropped.
+//!
+//! A kept run holds `held.json` (what was held: each path, why, where it is kept), written
+//! when the run was kept. Taking a held entry in copies it from where it is kept to its path,
+//! as the user who asks: the parent directory is found without following a link (a link
+//! planted on the way since is refused), a file is written beside its place and renamed over
+//! it, set-user-ID and set-group-ID bits are dropped, a link is made again as a link, a
+//! directory is taken in entry by entry; FIFOs, sockets and devices are refused.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+
+/// One change a run held back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct KeptChange {
+    #[serde(serialize_with = "crate::lossy::lossy_path")]
+    pub path: PathBuf,
+    /// Why, in words.
+    pub why: String,
+    /// Where it is kept.
+    #[serde(serialize_with = "crate::lossy::lossy_path")]
+    pub kept_at: PathBuf,
+}
+
+/// One run that kept something.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KeptRun {
+    pub id: String,
+    /// `held` (the gate held something back) or `interrupted` (stopped while its command ran).
+    pub state: String,
+    #[serde(serialize_with = "crate::lossy::lossy_path")]
+    pub dir: PathBuf,
+    /// What was held, when the run recorded it.
+    pub held: Vec<KeptChange>,
+}
+
+/// Why a kept run could not be read or taken in.
+#[derive(Debug, thiserror::Error)]
+pub enum KeptError {
+    #[error("no kept run {0} (cordon held lists them)")]
+    NoSuchRun(String),
+    #[error("run {run} held nothing at {}", .path.display())]
+    NotHeld { run: String, path: PathBuf },
+    #[error("{}: {what}", .path.display())]
+    Refused { path: PathBuf, what: &'static str },
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn io_at(path: &Path) -> impl FnOnce(io::Error) -> KeptError + '_ {
+    move |source| KeptError::Io { path: path.to_path_buf(), source }
+}
+
+/// The file a kept run records what it held in.
+pub(crate) const HELD_RECORD: &str = "held.json";
+
+/// Every kept run under `cordon_home`, newest first.
+pub fn kept_runs(cordon_home: &Path) -> Vec<KeptRun> {
+    let dir = cordon_home.join("kept");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
+    let mut runs: Vec<KeptRun> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .filter_map(|entry| read_run(&entry.path()))
+        .collect();
+    runs.sort_by(|a, b| b.id.cmp(&a.id));
+    runs
+}
+
+/// The kept run `id`.
+pub fn kept_run(cordon_home: &Path, id: &str) -> Result<KeptRun, KeptError> {
+    let plain = !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let found = plain.then(|| read_run(&cordon_home.join("kept").join(id))).flatten();
+    found.ok_or_else(|| KeptError::NoSuchRun(id.to_owned()))
+}
+
+fn read_run(dir: &Path) -> Option<KeptRun> {
+    let id = dir.file_name()?.to_str()?.to_owned();
+    let state = std::fs::read_to_string(dir.join("state")).ok()?;
+    let held = std::fs::read(dir.join(HELD_RECORD))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Vec<HeldRecord>>(&bytes).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|record| KeptChange { path: record.path, why: record.why, kept_at: record.kept_at })
+        .collect();
+    Some(KeptRun { id, state: state.trim().to_owned(), dir: dir.to_path_buf(), held })
+}
+
+/// A held change as recorded (paths as bytes, so that any name round-trips).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct HeldRecord {
+    #[serde(with = "bytes_path")]
+    path: PathBuf,
+    why: String,
+    #[serde(with = "bytes_path")]
+    kept_at: PathBuf,
+}
+
+mod bytes_path {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
+
+    pub(super) fn serialize<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(path.as_os_str().as_bytes())
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        let bytes: Vec<u8> = serde::Deserialize::deserialize(d)?;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+    }
+}
+
+/// Records `held` in the run directory `dir` (best effort: a run without it lists nothing).
+pub(crate) fn record(dir: &Path, held: &[KeptChange]) {
+    let records: Vec<HeldRecord> = held
+        .iter()
+        .map(|change| HeldRecord {
+            path: change.path.clone(),
+            why: change.why.clone(),
+            kept_at: change.kept_at.clone(),
+        })
+        .collect();
+    if let Ok(text) = serde_json::to_vec(&records)
+        && let Err(error) = std::fs::write(dir.join(HELD_RECORD), text)
+    {
+        tracing::warn!(dir = %dir.display(), %error, "cannot record what the run held");
+    }
+}
+
+/// Takes the held entries at `paths` of run `id` into the workspace; returns what was taken.
+pub fn take(cordon_home: &Path, id: &str, paths: &[PathBuf]) -> Result<Vec<PathBuf>, KeptError> {
+    let run = kept_run(cordon_home, id)?;
+    let mut taken = Vec::new();
+    for path in paths {
+        let change = run
+            .held
+            .iter()
+            .find(|change| change.path == *path)
+            .ok_or_else(|| KeptError::NotHeld { run: id.to_owned(), path: path.clone() })?;
+        if !change.kept_at.starts_with(run.dir.join("held")) {
+            return Err(KeptError::Refused {
+                path: path.clone(),
+                what: "not kept in its run's held directory (a change that could not be applied)",
+            });
+        }
+        let (parent, name) = split(path)?;
+        let parent_fd = open_dir_no_links(parent)?;
+        copy_into(&change.kept_at, &parent_fd, name, path)?;
+        taken.push(path.clone());
+    }
+    Ok(taken)
+}
+
+/// Removes the kept run `id`.
+pub fn drop_run(cordon_home: &Path, id: &str) -> Result<(), KeptError> {
+    let run = kept_run(cordon_home, id)?;
+    crate::upkeep::remove_tree(&run.dir).map_err(io_at(&run.dir))
+}
+
+fn split(path: &Path) -> Result<(&Path, &std::ffi::OsStr), KeptError> {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if path.is_absolute() => Ok((parent, name)),
+        _ => Err(KeptError::Refused { path: path.to_path_buf(), what: "not an absolute path" }),
+    }
+}
+
+fn open_dir_no_links(path: &Path) -> Result<OwnedFd, KeptError> {
+    rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(|errno| KeptError::Io { path: path.to_path_buf(), source: errno.into() })
+}
+
+/// Copies what is kept at `source` to `name` in `parent` (shown as `shown`).
+fn copy_into(
+    source: &Path,
+    parent: &OwnedFd,
+    name: &std::ffi::OsStr,
+    shown: &Path,
+) -> Result<(), KeptError> {
+    let meta = std::fs::symlink_metadata(source).map_err(io_at(source))?;
+    let kind = meta.file_type();
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temporary = format!(".cordon-take-{}-{count}", std::process::id());
+    if kind.is_dir() {
+        match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(errno) => return Err(KeptError::Io { path: shown.into(), source: errno.into() }),
+        }
+        let dir = rustix::fs::openat(
+            parent,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+        for entry in std::fs::read_dir(source).map_err(io_at(source))? {
+            let entry = entry.map_err(io_at(source))?;
+            let child = entry.file_name();
+            copy_into(&entry.path(), &dir, &child, &shown.join(&child))?;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let mode = Mode::from_raw_mode(meta.permissions().mode() & 0o777);
+        rustix::fs::fchmod(&dir, mode)
+            .map_err(|e| KeptError::Io { path: shown.into(), source: e.into() })?;
+        return Ok(());
+    }
+    if kind.is_symlink() {
+        let target = std::fs::read_link(source).map_err(io_at(source))?;
+        rustix::fs::symlinkat(target.as_os_str().as_bytes(), parent, temporary.as_str())
+            .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+    } else if kind.is_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let mut from = std::fs::File::open(source).map_err(io_at(source))?;
+        let mode = Mode::from_raw_mode(meta.permissions().mode() & 0o777);
+        let to = rustix::fs::openat(
+            parent,
+            temporary.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            mode,
+        )
+        .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+        let mut to = std::fs::File::from(to);
+        io::copy(&mut from, &mut to).map_err(io_at(shown))?;
+        rustix::fs::fchmod(to.as_fd(), mode)
+            .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+    } else {
+        return Err(KeptError::Refused {
+            path: shown.to_path_buf(),
+            what: "a FIFO, socket or device is never taken in",
+        });
+    }
+    rustix::fs::renameat(parent, temporary.as_str(), parent, name).map_err(|errno| {
+        let _ = rustix::fs::unlinkat(parent, temporary.as_str(), rustix::fs::AtFlags::empty());
+        KeptError::Io { path: shown.into(), source: errno.into() }
+    })
+}
