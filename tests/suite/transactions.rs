@@ -367,6 +367,16 @@ fn fsmonitor_config(mark: &Path) -> String {
     format!("[core]\n\tfsmonitor = \"touch {}; false\"\n", mark.display())
 }
 
+/// `shared/git.cfg`, included by a repository nested in the workspace.
+fn shared_include(scene: &Scene) {
+    let ws = scene.ws.path();
+    std::fs::create_dir_all(ws.join("shared")).unwrap();
+    std::fs::write(ws.join("shared/git.cfg"), "[user]\n\tname = t\n").unwrap();
+    repository(&ws.join("nested/sub"));
+    let shared = ws.join("shared/git.cfg");
+    git(&ws.join("nested/sub"), &["config", "include.path", shared.to_str().unwrap()]).assert_ok();
+}
+
 fn commit_outside(scene: &Scene) {
     let _ = git(scene.ws.path(), &["commit", "-q", "--allow-empty", "-m", "later"]);
 }
@@ -563,16 +573,37 @@ const SPELLINGS: &[Spelling] = &[
     },
     Spelling {
         name: "a configuration file another repository includes",
-        setup: |scene| {
-            let ws = scene.ws.path();
-            std::fs::create_dir_all(ws.join("shared")).unwrap();
-            std::fs::write(ws.join("shared/git.cfg"), "[user]\n\tname = t\n").unwrap();
-            repository(&ws.join("nested/sub"));
-            let shared = ws.join("shared/git.cfg");
-            git(&ws.join("nested/sub"), &["config", "include.path", shared.to_str().unwrap()])
-                .assert_ok();
-        },
+        setup: shared_include,
         runs: &["printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' >> shared/git.cfg"],
+        later: |scene| status_outside(&scene.ws.path().join("nested/sub")),
+    },
+    Spelling {
+        name: "an included file whose first line is a key of no section",
+        setup: shared_include,
+        runs: &["printf 'x = 1\\n[core] fsmonitor = \"touch MARK; false\"\\n' > shared/git.cfg"],
+        later: |scene| status_outside(&scene.ws.path().join("nested/sub")),
+    },
+    Spelling {
+        name: "an included file with a byte order mark",
+        setup: shared_include,
+        runs: &[
+            "printf '\\357\\273\\277[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n' > shared/git.cfg",
+        ],
+        later: |scene| status_outside(&scene.ws.path().join("nested/sub")),
+    },
+    Spelling {
+        name: "an included file whose section a continued value swallows",
+        setup: shared_include,
+        runs: &[
+            "printf '[core]\\n\\tpager = a \\\\\\n[foo]\\n\\tfsmonitor = \"touch MARK; false\"\\n' > shared/git.cfg",
+        ],
+        later: |scene| status_outside(&scene.ws.path().join("nested/sub")),
+    },
+    Spelling {
+        name: "an included file with five kilobytes of comments first",
+        setup: shared_include,
+        runs: &["{ for i in $(seq 300); do echo '# padding padding'; done; \
+                 printf '[core]\\n\\tfsmonitor = \"touch MARK; false\"\\n'; } > shared/git.cfg"],
         later: |scene| status_outside(&scene.ws.path().join("nested/sub")),
     },
     Spelling {
