@@ -347,7 +347,7 @@ fn keep(dir: &Path) -> PathBuf {
 #[cfg(target_os = "linux")]
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Whether `dir` was last pruned longer than [`PRUNE_EVERY`] ago (by the change time of its
+/// Whether `dir` was last pruned longer than [`PRUNE_EVERY`] ago (by the modification time of its
 /// `.pruned` stamp); if so, stamps it now.
 #[cfg(target_os = "linux")]
 fn prune_due(dir: &Path) -> bool {
