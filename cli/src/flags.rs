@@ -214,11 +214,12 @@ pub struct SandboxFlags {
     /// How the command writes its writable roots [default: auto; config `writes`].
     /// `transaction` (Linux, `cordon exec` and `cordon sandbox`): its writes land in a layer of
     /// their own and reach the roots when it is over, through a gate that holds back what git,
-    /// a shell or a tool would later run code from (kept under $CORDON_HOME/runs and named); no
-    /// search of the workspace before or after, whatever its size. `auto`: a transaction where
-    /// this machine can make the layer (`cordon doctor` says), else direct writes, said in
-    /// --dry-run and --json. `direct`: the command writes its roots as it runs (sessions
-    /// always do). See docs/transactions.md.
+    /// a shell or a tool would later run code from (kept under $CORDON_HOME/kept and named:
+    /// `cordon held`); no search of the workspace before or after, whatever its size; its /tmp
+    /// and $TMPDIR are the workspace's own. `auto`: a transaction where this machine can make
+    /// the layer (`cordon doctor` says), else direct writes, said in --dry-run and --json (for
+    /// `cordon sandbox`, direct unless named). `direct`: the command writes its roots as it runs
+    /// (sessions always do). See docs/transactions.md.
     #[arg(long = "writes", value_enum, value_name = "MODE")]
     pub writes: Option<WritesFlag>,
 }
