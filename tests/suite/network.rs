@@ -348,12 +348,20 @@ fn a_domain_list_keeps_host_unix_sockets_out_of_reach() {
     assert!(run.stdout.contains("path CONNECTED"), "{}{}", run.stdout, run.stderr);
     if super::util::write_layer_missing().is_none() {
         // Through a write layer /tmp is the workspace's own: a socket there is the host's only
-        // when named.
-        let run = cordon(&[&on[..], &["--", python(), "-c", &code]].concat());
+        // when named. (Its state where a layer can be kept: outside /tmp, not on tmpfs.)
+        let state = scratch();
+        let layered = |extra: &[&str]| -> Run {
+            let args = [&on[..], &["--writes", "transaction"], extra].concat();
+            cordon_command(User::Root, &args)
+                .env("CORDON_HOME", state.path().join(".cordon"))
+                .output()
+                .unwrap()
+                .into()
+        };
+        let run = layered(&["--", python(), "-c", &code]);
         assert!(run.stdout.contains("path refused"), "{}{}", run.stdout, run.stderr);
         let path_arg = path.to_str().unwrap();
-        let allowed = ["--allow-unix-socket", path_arg, "--", python(), "-c", &code];
-        let run = cordon(&[&on[..], &allowed[..]].concat());
+        let run = layered(&["--allow-unix-socket", path_arg, "--", python(), "-c", &code]);
         assert!(run.stdout.contains("path CONNECTED"), "{}{}", run.stdout, run.stderr);
     }
 }
