@@ -899,11 +899,9 @@ impl Layer<'_> {
             return false;
         }
         let whole = head.len() as u64 <= HEAD;
-        if !whole {
-            // Up to the last complete line: a character may be cut at the end.
-            let end = head.iter().rposition(|&byte| byte == b'\n').map_or(0, |at| at + 1);
-            head.truncate(end);
-        }
+        head.truncate(HEAD as usize);
+        // A character cut at the end reads as a replacement character: where git takes a key
+        // only ASCII letters, digits and `-` pass anyway, and elsewhere it changes nothing.
         let head = String::from_utf8_lossy(&head);
         if cordon_policies::git_config_entries(&head, !whole).is_none() {
             return false;

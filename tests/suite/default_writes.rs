@@ -37,12 +37,16 @@ fn by_default_a_run_writes_through_the_gate() {
         repository(ws);
         chown_nobody_if(user, ws);
         let script = format!(
-            "git config core.fsmonitor 'touch {}; false' && echo applied > f",
+            "git config core.fsmonitor 'touch {}; false' && echo applied > f && \
+             head -c 5000000 /dev/zero > zeros",
             scene.mark.display()
         );
         let run = exec_in(user, ws, scene.home.path(), &["--", "sh", "-c", &script]);
         run.assert_ok();
         assert_eq!(read(&ws.join("f")), "applied\n", "{user:?}: the control was not applied");
+        // A large file that is no configuration passes whatever its first bytes.
+        let zeros = std::fs::metadata(ws.join("zeros")).map(|meta| meta.len()).ok();
+        assert_eq!(zeros, Some(5_000_000), "{user:?}: {}", run.stderr);
         assert!(run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
         assert!(run.stderr.contains(".git/config"), "{user:?}: {}", run.stderr);
         git(ws, &["status"]).assert_ok();
