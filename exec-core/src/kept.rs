@@ -151,7 +151,7 @@ pub fn take(cordon_home: &Path, id: &str, paths: &[PathBuf]) -> Result<Vec<PathB
         }
         let (parent, name) = split(path)?;
         let parent_fd = open_dir_no_links(parent)?;
-        copy_into(&change.kept_at, &parent_fd, name, path)?;
+        copy_into(&change.kept_at, &parent_fd, Target { name, shown: path, depth: 0 })?;
         taken.push(path.clone());
     }
     Ok(taken)
@@ -181,13 +181,27 @@ fn open_dir_no_links(path: &Path) -> Result<OwnedFd, KeptError> {
     .map_err(|errno| KeptError::Io { path: path.to_path_buf(), source: errno.into() })
 }
 
-/// Copies what is kept at `source` to `name` in `parent` (shown as `shown`).
-fn copy_into(
-    source: &Path,
-    parent: &OwnedFd,
-    name: &std::ffi::OsStr,
-    shown: &Path,
-) -> Result<(), KeptError> {
+/// Levels below a held directory that taking it in descends: a command made the tree, and the
+/// copy recurses once per level.
+const MAX_DEPTH: usize = 128;
+
+/// Where a held entry goes: `name` in the directory the caller opened, shown as `shown`, at
+/// `depth` levels below the held path.
+struct Target<'a> {
+    name: &'a std::ffi::OsStr,
+    shown: &'a Path,
+    depth: usize,
+}
+
+/// Copies what is kept at `source` to its target in `parent`.
+fn copy_into(source: &Path, parent: &OwnedFd, target: Target<'_>) -> Result<(), KeptError> {
+    let Target { name, shown, depth } = target;
+    if depth > MAX_DEPTH {
+        return Err(KeptError::Refused {
+            path: shown.to_path_buf(),
+            what: "deeper than 128 levels below the held path: copy it yourself",
+        });
+    }
     let meta = std::fs::symlink_metadata(source).map_err(io_at(source))?;
     let kind = meta.file_type();
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -208,7 +222,12 @@ fn copy_into(
         for entry in std::fs::read_dir(source).map_err(io_at(source))? {
             let entry = entry.map_err(io_at(source))?;
             let child = entry.file_name();
-            copy_into(&entry.path(), &dir, &child, &shown.join(&child))?;
+            let shown = shown.join(&child);
+            copy_into(
+                &entry.path(),
+                &dir,
+                Target { name: &child, shown: &shown, depth: depth + 1 },
+            )?;
         }
         use std::os::unix::fs::PermissionsExt;
         let mode = Mode::from_raw_mode(meta.permissions().mode() & 0o777);
