@@ -376,6 +376,17 @@ impl Runner for LocalRunner<'_> {
     }
 }
 
+/// `/tmp` and cordon's own `$TMPDIR`, canonical (those that resolve).
+#[cfg(target_os = "linux")]
+fn temporary_dirs(helper: &HelperSettings) -> Vec<PathBuf> {
+    let view = helper.user_view.view();
+    [Some(std::path::Path::new("/tmp")), view.tmpdir]
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .collect()
+}
+
 /// The writable roots of `request` that lie inside `/tmp` or `$TMPDIR` (those that are roots
 /// too), each with the temporary root it lies in.
 #[cfg(target_os = "linux")]
@@ -384,11 +395,8 @@ fn roots_in_temporary(request: &ExecRequest, helper: &HelperSettings) -> Vec<(Pa
     let sandbox = &request.sandbox;
     let named =
         sandbox.policy.named_writable_roots(&sandbox.policy_cwd, |p| std::fs::canonicalize(p));
-    let view = helper.user_view.view();
-    let temporary: Vec<PathBuf> = [Some(std::path::Path::new("/tmp")), view.tmpdir]
+    let temporary: Vec<PathBuf> = temporary_dirs(helper)
         .into_iter()
-        .flatten()
-        .filter_map(|dir| std::fs::canonicalize(dir).ok())
         .filter(|dir| roots.contains(dir) && !named.contains(dir))
         .collect();
     roots
@@ -422,13 +430,9 @@ fn apply_context(
     // `/tmp` and `$TMPDIR` (written directly where they get no layer of their own) and a
     // preset's caches (always written directly): a link into them leads where the gate never
     // looked.
-    let view = helper.user_view.view();
     let caches = helper.user_view.cordon_home.as_deref().map(|home| home.join("workspaces"));
-    let direct_roots = [Some(std::path::Path::new("/tmp")), view.tmpdir, caches.as_deref()]
-        .into_iter()
-        .flatten()
-        .filter_map(|dir| std::fs::canonicalize(dir).ok())
-        .collect();
+    let mut direct_roots = temporary_dirs(helper);
+    direct_roots.extend(caches.and_then(|dir| std::fs::canonicalize(dir).ok()));
     cordon_sandbox_linux::ApplyContext {
         home: helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok()),
         protected_names,

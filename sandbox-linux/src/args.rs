@@ -304,26 +304,8 @@ pub fn parse_helper_args(
             "--tree-limits-in-cgroup" => tree_limits = TreeLimits::Cgroup,
             "--user-view" => user_view_json = Some(value(&flag)?),
             "--proxy-fd" => proxy_fd = Some(parse_proxy_fd(&value(&flag)?)?),
-            "--writes-to" => {
-                let dir = PathBuf::from(value(&flag)?);
-                if !dir.is_absolute() {
-                    return Err(HelperError::Usage(format!(
-                        "--writes-to {}: must be an absolute path",
-                        dir.display()
-                    )));
-                }
-                writes_to = Some(dir);
-            }
-            "--temporary-in" => {
-                let dir = PathBuf::from(value(&flag)?);
-                if !dir.is_absolute() {
-                    return Err(HelperError::Usage(format!(
-                        "--temporary-in {}: must be an absolute path",
-                        dir.display()
-                    )));
-                }
-                temporary_in = Some(dir);
-            }
+            "--writes-to" => writes_to = Some(absolute_dir(&flag, value(&flag)?)?),
+            "--temporary-in" => temporary_in = Some(absolute_dir(&flag, value(&flag)?)?),
             "--caller" => match value(&flag)?.to_str() {
                 Some("cordon") => caller = Caller::Cordon,
                 _ => return Err(HelperError::Usage("--caller takes only `cordon`".into())),
@@ -679,6 +661,18 @@ pub fn helper_argv(invocation: &HelperArgs) -> Vec<OsString> {
     argv.push("--".into());
     argv.extend(invocation.command.iter().cloned());
     argv
+}
+
+/// A directory flag's value, which must be an absolute path.
+fn absolute_dir(flag: &str, value: OsString) -> Result<PathBuf, HelperError> {
+    let dir = PathBuf::from(value);
+    if !dir.is_absolute() {
+        return Err(HelperError::Usage(format!(
+            "{flag} {}: must be an absolute path",
+            dir.display()
+        )));
+    }
+    Ok(dir)
 }
 
 /// Whether `argv0` names the helper personality (its file name is `codex-linux-sandbox`).
