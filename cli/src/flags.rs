@@ -434,7 +434,8 @@ pub struct HeldArgs {
     #[arg(value_name = "RUN")]
     pub run: Option<String>,
     /// Take these held paths (absolute, as listed) into the workspace: each is copied from where
-    /// the run kept it, without following a link on the way, set-id bits dropped.
+    /// the run kept it, without following a link on the way, set-id bits and write for group and
+    /// others dropped; nothing is copied when any of it is a FIFO, socket or device.
     #[arg(long, value_name = "PATH", requires = "run", num_args = 1..)]
     pub take: Vec<PathBuf>,
     /// Remove the run and everything it kept.

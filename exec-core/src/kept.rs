@@ -5,8 +5,10 @@
 //! when the run was kept. Taking a held entry in copies it from where it is kept to its path,
 //! as the user who asks: the parent directory is found without following a link (a link
 //! planted on the way since is refused), a file is written beside its place and renamed over
-//! it, set-user-ID and set-group-ID bits are dropped, a link is made again as a link, a
-//! directory is taken in entry by entry; FIFOs, sockets and devices are refused.
+//! it, set-user-ID and set-group-ID bits and write for group and others are dropped, a
+//! directory that exists keeps its mode, a link is made again as a link, a directory is taken
+//! in entry by entry; FIFOs, sockets, devices and trees deeper than 128 levels are refused
+//! before anything is copied.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -48,12 +50,12 @@ pub enum KeptError {
     NotHeld { run: String, path: PathBuf },
     #[error("{}: {what}", .path.display())]
     Refused { path: PathBuf, what: &'static str },
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
+    #[error("{}: {error}", .path.display())]
+    Io { path: PathBuf, error: io::Error },
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> KeptError + '_ {
-    move |source| KeptError::Io { path: path.to_path_buf(), source }
+    move |error| KeptError::Io { path: path.to_path_buf(), error }
 }
 
 /// The file a kept run records what it held in.
@@ -150,6 +152,8 @@ pub fn take(cordon_home: &Path, id: &str, paths: &[PathBuf]) -> Result<Vec<PathB
             });
         }
         let (parent, name) = split(path)?;
+        // Everything is looked at before anything is copied: a refusal leaves nothing half done.
+        check(&change.kept_at, path, 0)?;
         let parent_fd = open_dir_no_links(parent)?;
         copy_into(&change.kept_at, &parent_fd, Target { name, shown: path, depth: 0 })?;
         taken.push(path.clone());
@@ -178,7 +182,7 @@ fn open_dir_no_links(path: &Path) -> Result<OwnedFd, KeptError> {
         Mode::empty(),
         ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     )
-    .map_err(|errno| KeptError::Io { path: path.to_path_buf(), source: errno.into() })
+    .map_err(|errno| KeptError::Io { path: path.to_path_buf(), error: errno.into() })
 }
 
 /// Levels below a held directory that taking it in descends: a command made the tree, and the
@@ -191,6 +195,37 @@ struct Target<'a> {
     name: &'a std::ffi::OsStr,
     shown: &'a Path,
     depth: usize,
+}
+
+/// Whether the tree kept at `source` can be taken in whole: no FIFO, socket or device, no
+/// deeper than [`MAX_DEPTH`].
+fn check(source: &Path, shown: &Path, depth: usize) -> Result<(), KeptError> {
+    if depth > MAX_DEPTH {
+        return Err(KeptError::Refused {
+            path: shown.to_path_buf(),
+            what: "deeper than 128 levels below the held path: copy it yourself",
+        });
+    }
+    let kind = std::fs::symlink_metadata(source).map_err(io_at(source))?.file_type();
+    if kind.is_dir() {
+        for entry in std::fs::read_dir(source).map_err(io_at(source))? {
+            let entry = entry.map_err(io_at(source))?;
+            check(&entry.path(), &shown.join(entry.file_name()), depth + 1)?;
+        }
+    } else if !kind.is_file() && !kind.is_symlink() {
+        return Err(KeptError::Refused {
+            path: shown.to_path_buf(),
+            what: "a FIFO, socket or device is never taken in",
+        });
+    }
+    Ok(())
+}
+
+/// The mode a taken-in file or new directory gets: the held one without set-id bits and
+/// without write for group and others (the command chose it).
+fn taken_mode(meta: &std::fs::Metadata) -> Mode {
+    use std::os::unix::fs::PermissionsExt;
+    Mode::from_raw_mode(meta.permissions().mode() & 0o755)
 }
 
 /// Copies what is kept at `source` to its target in `parent`.
@@ -208,17 +243,19 @@ fn copy_into(source: &Path, parent: &OwnedFd, target: Target<'_>) -> Result<(), 
     let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let temporary = format!(".cordon-take-{}-{count}", std::process::id());
     if kind.is_dir() {
-        match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o700)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(errno) => return Err(KeptError::Io { path: shown.into(), source: errno.into() }),
-        }
+        // A directory that exists keeps its mode; a new one gets the held one's.
+        let made = match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) => true,
+            Err(rustix::io::Errno::EXIST) => false,
+            Err(errno) => return Err(KeptError::Io { path: shown.into(), error: errno.into() }),
+        };
         let dir = rustix::fs::openat(
             parent,
             name,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+        .map_err(|errno| KeptError::Io { path: shown.into(), error: errno.into() })?;
         for entry in std::fs::read_dir(source).map_err(io_at(source))? {
             let entry = entry.map_err(io_at(source))?;
             let child = entry.file_name();
@@ -229,31 +266,30 @@ fn copy_into(source: &Path, parent: &OwnedFd, target: Target<'_>) -> Result<(), 
                 Target { name: &child, shown: &shown, depth: depth + 1 },
             )?;
         }
-        use std::os::unix::fs::PermissionsExt;
-        let mode = Mode::from_raw_mode(meta.permissions().mode() & 0o777);
-        rustix::fs::fchmod(&dir, mode)
-            .map_err(|e| KeptError::Io { path: shown.into(), source: e.into() })?;
+        if made {
+            rustix::fs::fchmod(&dir, taken_mode(&meta))
+                .map_err(|e| KeptError::Io { path: shown.into(), error: e.into() })?;
+        }
         return Ok(());
     }
     if kind.is_symlink() {
         let target = std::fs::read_link(source).map_err(io_at(source))?;
         rustix::fs::symlinkat(target.as_os_str().as_bytes(), parent, temporary.as_str())
-            .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+            .map_err(|errno| KeptError::Io { path: shown.into(), error: errno.into() })?;
     } else if kind.is_file() {
-        use std::os::unix::fs::PermissionsExt;
         let mut from = std::fs::File::open(source).map_err(io_at(source))?;
-        let mode = Mode::from_raw_mode(meta.permissions().mode() & 0o777);
+        let mode = taken_mode(&meta);
         let to = rustix::fs::openat(
             parent,
             temporary.as_str(),
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             mode,
         )
-        .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+        .map_err(|errno| KeptError::Io { path: shown.into(), error: errno.into() })?;
         let mut to = std::fs::File::from(to);
         io::copy(&mut from, &mut to).map_err(io_at(shown))?;
         rustix::fs::fchmod(to.as_fd(), mode)
-            .map_err(|errno| KeptError::Io { path: shown.into(), source: errno.into() })?;
+            .map_err(|errno| KeptError::Io { path: shown.into(), error: errno.into() })?;
     } else {
         return Err(KeptError::Refused {
             path: shown.to_path_buf(),
@@ -262,6 +298,6 @@ fn copy_into(source: &Path, parent: &OwnedFd, target: Target<'_>) -> Result<(), 
     }
     rustix::fs::renameat(parent, temporary.as_str(), parent, name).map_err(|errno| {
         let _ = rustix::fs::unlinkat(parent, temporary.as_str(), rustix::fs::AtFlags::empty());
-        KeptError::Io { path: shown.into(), source: errno.into() }
+        KeptError::Io { path: shown.into(), error: errno.into() }
     })
 }
