@@ -39,6 +39,12 @@ pub struct Config {
     pub sandbox_mount_view: MountViewRequirement,
     #[serde(default)]
     pub sandbox_best_effort: bool,
+    /// `false` lets sandboxed commands read every entry of the home directory (the hidden paths
+    /// stay hidden); by default only the entries on the allow-list are readable.
+    pub home_allow_list: Option<bool>,
+    /// Entries of the home directory readable besides the allow-list (`~/…` or absolute).
+    #[serde(default)]
+    pub home_readable: Vec<String>,
     /// Allow a writable root that is `$HOME` or an ancestor of it.
     #[serde(default)]
     pub allow_home_root: bool,

@@ -28,6 +28,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     for item in &mut hidden_here {
         item.hidden_by = hiding.hidden_by();
     }
+    let home_hidden = home_hidden(&config);
     let advice = git_advice();
     let presets = presets_report(&config);
     let limits = cordon_exec_core::limits_report();
@@ -51,6 +52,8 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             map.insert("limits".into(), serde_json::to_value(&limits)?);
             map.insert("hidden_here".into(), json!(hidden_here));
             map.insert("hidden_catalogue".into(), json!(SECRET_FILES));
+            map.insert("home_hidden".into(), json!(home_hidden));
+            map.insert("home_readable".into(), json!(cordon_policies::HOME_READABLE));
             map.insert("environment".into(), environment);
             map.insert("advice".into(), json!(advice));
         }
@@ -67,6 +70,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         text.push_str(&render_text(&report));
         render_hidden_here(&mut text, &hidden_here);
         let _ = writeln!(text, "  {}", hiding.describe());
+        render_home_hidden(&mut text, &home_hidden);
         render_environment(&mut text, &environment);
         render_deny_list(&mut text, &report);
         crate::presets::render_doctor(&mut text, &presets);
@@ -407,6 +411,42 @@ fn hidden_here(config: &anyhow::Result<Config>) -> Vec<HiddenHere> {
         }
     }
     found
+}
+
+/// The entries of the home directories the allow-list hides from a sandboxed command started
+/// here, under the config's settings.
+#[cfg(target_os = "linux")]
+fn home_hidden(config: &anyhow::Result<Config>) -> Vec<std::path::PathBuf> {
+    let (Ok(config), Ok(view), Ok(cwd)) =
+        (config, crate::config::user_view(), std::env::current_dir())
+    else {
+        return Vec::new();
+    };
+    let policy = cordon_policies::SandboxPolicy::WorkspaceWrite(Default::default());
+    let mut request = cordon_policies::SandboxRequest::new(policy, cwd.clone());
+    request.home_reads = crate::settings::home_reading(config, &[]);
+    let Ok(resolved) = request.policy.resolve(&cwd, &view.view(), |p| std::fs::canonicalize(p))
+    else {
+        return Vec::new();
+    };
+    cordon_exec_core::home_list_hidden(&request, &view, &resolved, &cwd)
+}
+
+#[cfg(target_os = "linux")]
+fn render_home_hidden(out: &mut String, hidden: &[std::path::PathBuf]) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "
+hidden by the home allow-list (entries of your home directories that are not on the \
+         list of what a sandboxed command reads there; --unhide PATH, docs/secrets.md):"
+    );
+    if hidden.is_empty() {
+        let _ = writeln!(out, "  (none: every entry here is on the list, or the list is off)");
+    }
+    for path in hidden {
+        let _ = writeln!(out, "  {}", cordon_policies::render_text(&path.to_string_lossy()).text);
+    }
 }
 
 fn render_hidden_here(out: &mut String, hidden: &[HiddenHere]) {

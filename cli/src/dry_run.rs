@@ -31,6 +31,9 @@ pub struct SandboxPlan {
     /// The hidden paths that exist here (the rest of the list is hidden too, if it appears).
     pub hidden_here: Vec<HiddenPath>,
     pub hidden_entries: usize,
+    /// Entries of the home directories that are not on the allow-list of what a sandboxed
+    /// command may read there.
+    pub home_hidden: Vec<PathBuf>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_unix_sockets: Vec<PathBuf>,
     /// `auto`, `required` or `off`.
@@ -95,6 +98,15 @@ pub fn plan(
         _ => Default::default(),
     };
     let hidden_entries = hidden.len();
+    let home_hidden = match (&resolved, sandbox_runs) {
+        (Some(r), true) => cordon_exec_core::home_list_hidden(
+            &request.sandbox,
+            &settings.helper.user_view,
+            r,
+            &request.cwd,
+        ),
+        _ => Vec::new(),
+    };
     let hidden_here = hidden
         .into_iter()
         .filter(|path| std::fs::symlink_metadata(path).is_ok())
@@ -129,6 +141,7 @@ pub fn plan(
         protected_paths,
         hidden_here,
         hidden_entries,
+        home_hidden,
         allowed_unix_sockets: sockets,
         mount_view: enum_text(&request.sandbox.mount_view),
         strictness: enum_text(&request.sandbox.strictness),
@@ -323,6 +336,16 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
             if here.is_empty() { "" } else { ": " },
             here.join(", ")
         );
+        if !plan.home_hidden.is_empty() {
+            let entries: Vec<String> = plan.home_hidden.iter().map(show).collect();
+            let _ = writeln!(
+                text,
+                "home list:    {} entries of your home directories hidden, not on the allow-list \
+                 of what sandboxed commands read there (--unhide PATH, docs/secrets.md): {}",
+                entries.len(),
+                entries.join(", ")
+            );
+        }
         if !plan.allowed_unix_sockets.is_empty() {
             let sockets: Vec<String> = plan.allowed_unix_sockets.iter().map(show).collect();
             let _ =

@@ -184,7 +184,8 @@ pub struct SandboxFlags {
     /// Hide PATH from the command (repeatable; added to the defaults).
     #[arg(long = "hide", value_name = "PATH")]
     pub hide: Vec<String>,
-    /// Do not hide PATH even though it is a default hidden path (repeatable).
+    /// Do not hide PATH (repeatable): a hidden path's entry, or an entry of the home directory
+    /// that is not on the allow-list of what sandboxed commands may read there.
     #[arg(long = "unhide", value_name = "PATH")]
     pub unhide: Vec<String>,
     /// Run with a weaker sandbox when the kernel cannot enforce everything, saying what is

@@ -14,9 +14,10 @@ use cordon_exec_core::{
     HelperLaunch, HelperSettings, Orchestrator, PinnedDir, PinnedExe, WriteChoice,
 };
 use cordon_policies::{
-    AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, Limits, MountViewRequirement,
-    PolicyEnv, RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy, SandboxRequest,
-    ShellEnvironmentPolicy, Strictness, WorkspaceWrite, expand_hidden_path, expand_path,
+    AskForApproval, DEFAULT_HIDDEN_PATHS, DEFAULT_PROTECTED_PATHS, HomeReading, Limits,
+    MountViewRequirement, PolicyEnv, RemovedVar, RuleSet, RuleSource, SandboxMode, SandboxPolicy,
+    SandboxRequest, ShellEnvironmentPolicy, Strictness, WorkspaceWrite, expand_hidden_path,
+    expand_path,
 };
 
 use crate::config::{self, Config, NetworkSetting, NetworkSwitch};
@@ -160,6 +161,7 @@ impl Settings {
                 config.sandbox_mount_view
             },
             limits: config.limits.0.overridden_by(&flag_limits(flags)),
+            home_reads: home_reading(&config, &flags.unhide),
         };
         let helper = HelperSettings {
             exe,
@@ -413,6 +415,15 @@ pub fn configured_hidden_paths(config: &Config) -> Vec<String> {
         .clone()
         .or(config.sandbox_workspace_write.hidden_paths.clone())
         .unwrap_or_else(|| DEFAULT_HIDDEN_PATHS.iter().map(|p| (*p).to_owned()).collect())
+}
+
+/// What a sandboxed command may read in the home directories: the allow-list, with the
+/// config's `home_readable` and `unhide` besides, unless the config turns the list off.
+pub fn home_reading(config: &Config, unhide: &[String]) -> HomeReading {
+    if config.home_allow_list == Some(false) {
+        return HomeReading::Everything;
+    }
+    HomeReading::AllowList { also: config.home_readable.iter().chain(unhide).cloned().collect() }
 }
 
 /// The config's list (or the defaults) plus `--hide`, minus `--unhide` (compared after `~`

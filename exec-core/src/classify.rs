@@ -122,6 +122,9 @@ pub struct DenialContext {
     pub protected: Vec<PathBuf>,
     /// Paths replaced by empty stand-ins.
     pub hidden: Vec<PathBuf>,
+    /// Entries of the home directories that are not on the allow-list of what sandboxed
+    /// commands may read there.
+    pub home_hidden: Vec<PathBuf>,
     pub network: bool,
     /// The user's home directory (canonical), which advice never suggests making writable.
     pub home: Option<PathBuf>,
@@ -425,6 +428,8 @@ pub enum Blocked {
     Protected { path: PathBuf },
     /// An access to a hidden path (`~/.ssh`, …).
     Hidden { path: PathBuf },
+    /// A read in an entry of the home directory that is not on the allow-list.
+    NotOnHomeList { path: PathBuf, entry: PathBuf },
     /// The network, which the policy turns off, with the narrowest way to let the command
     /// through: a preset for a package manager it recognises, else the host it names.
     Network { preset: Option<&'static str>, host: Option<String> },
@@ -488,6 +493,14 @@ impl Blocked {
                  it",
                 path.display(),
                 path.display()
+            ),
+            Blocked::NotOnHomeList { path, entry } => format!(
+                "{} lies in {}, which is not on the list of home entries sandboxed commands may \
+                 read (docs/secrets.md); --unhide {} shows it (config home_readable), config \
+                 home_allow_list = false turns the list off",
+                path.display(),
+                entry.display(),
+                entry.display()
             ),
             Blocked::Network { preset, host } => {
                 let mut ways = Vec::new();
@@ -672,6 +685,8 @@ fn explain_with(line: &str, before: &[&str], context: &DenialContext) -> Option<
                 None
             } else if context.hidden.iter().any(|p| path.starts_with(p)) {
                 Some(Blocked::Hidden { path })
+            } else if let Some(entry) = context.home_hidden.iter().find(|p| path.starts_with(p)) {
+                Some(Blocked::NotOnHomeList { entry: entry.clone(), path })
             } else if busy {
                 // Only a mount point the sandbox made is evidence; a busy device is not.
                 let protected = context.protected.iter().any(|p| path.starts_with(p));

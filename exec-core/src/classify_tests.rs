@@ -7,6 +7,7 @@ fn context(network: bool) -> DenialContext {
         writable_roots: vec![PathBuf::from("/w"), PathBuf::from("/tmp")],
         protected: vec![PathBuf::from("/w/.git/hooks"), PathBuf::from("/w/.cordon")],
         hidden: vec![PathBuf::from("/home/u/.ssh")],
+        home_hidden: vec![PathBuf::from("/home/u/.tsh")],
         network,
         home: Some(PathBuf::from("/home/u")),
         own_dirs: vec![PathBuf::from("/home/u/.cargo/bin")],
@@ -237,6 +238,14 @@ fn a_denial_names_what_was_blocked_and_the_knob() {
             "cat: /home/u/.ssh/id_ed25519: Permission denied",
             Blocked::Hidden { path: "/home/u/.ssh/id_ed25519".into() },
             "--unhide",
+        ),
+        (
+            "cat: /home/u/.tsh/keys/u: Permission denied",
+            Blocked::NotOnHomeList {
+                path: "/home/u/.tsh/keys/u".into(),
+                entry: "/home/u/.tsh".into(),
+            },
+            "--unhide /home/u/.tsh",
         ),
         (
             "curl: (6) Could not resolve host: example.org",

@@ -94,6 +94,7 @@ pub(crate) fn read_only_request(request: &SandboxRequest) -> SandboxRequest {
         strictness: Strictness::FailClosed,
         mount_view: MountViewRequirement::Required,
         limits: request.limits,
+        home_reads: request.home_reads.clone(),
     }
 }
 

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 
 use cordon_policies::{
     AskForApproval, AssessInput, Assessment, Escalation, MountViewRequirement, PreRunDecision,
-    RetryDecision, RuleSet, SandboxMode, allow_rule_toml, always_allow_prefix, assess,
-    retry_after_denial,
+    RetryDecision, RuleSet, SandboxMode, SandboxRequest, allow_rule_toml, always_allow_prefix,
+    assess, retry_after_denial,
 };
 use serde::{Deserialize, Serialize};
 
@@ -817,6 +817,33 @@ fn host_loopback_listeners() -> Vec<u16> {
     ports
 }
 
+/// The entries of the home directories the allow-list hides from a command of `sandbox`
+/// started in `cwd` (none on a platform that does not apply the list).
+pub fn home_list_hidden(
+    sandbox: &SandboxRequest,
+    user_view: &cordon_policies::EnvSnapshot,
+    resolved: &cordon_policies::ResolvedPolicy,
+    cwd: &Path,
+) -> Vec<PathBuf> {
+    if matches!(sandbox.policy, cordon_policies::SandboxPolicy::DangerFullAccess {}) {
+        return Vec::new();
+    }
+    #[cfg(target_os = "linux")]
+    let hidden = cordon_sandbox_linux::planned_home_reads(
+        &sandbox.home_reads,
+        user_view,
+        resolved,
+        &[sandbox.policy_cwd.clone(), cwd.to_path_buf()],
+    )
+    .hidden;
+    #[cfg(not(target_os = "linux"))]
+    let hidden = {
+        let _ = (user_view, resolved, cwd);
+        Vec::new()
+    };
+    hidden
+}
+
 /// What the request's sandbox lets the command write, for judging denial messages. A policy
 /// that cannot be resolved gives an empty context: nothing counts as writable, so every path
 /// in a denial message fits.
@@ -841,11 +868,13 @@ fn denial_context(
             protected.extend(resolved.writable_roots.iter().map(|root| root.join(name)));
         }
     }
+    let home_hidden = home_list_hidden(&request.sandbox, user_view, &resolved, &request.cwd);
     DenialContext {
         cwd: request.cwd.clone(),
         writable_roots: resolved.writable_roots,
         protected,
         hidden: resolved.hidden_paths,
+        home_hidden,
         network: resolved.network_access,
         home: user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok()),
         own_dirs: user_view

@@ -58,6 +58,8 @@ mod git_keys;
 mod git_parse;
 mod git_reading;
 mod hidden_paths;
+mod home_list;
+mod home_reads;
 mod judge;
 mod limits;
 mod loopback;
@@ -111,6 +113,10 @@ pub use git_config::{
 pub use git_keys::{GitKey, git_key, git_key_with_value};
 pub use git_parse::{Entry as GitConfigEntry, git_config_entries};
 pub use hidden_paths::{Relocations, expand_hidden_path};
+pub use home_list::{
+    HOME_CONTAINERS, HOME_READABLE, RELOCATED_CONTAINERS, Readable, home_entry_readable,
+};
+pub use home_reads::{HomeEntryKind, HomeFileSystem, HomeReads, HomeReadsInput, plan_home_reads};
 pub use limits::{
     LimitError, LimitKey, Limits, ProcessLimit, TreeLimits, UnenforceableLimit, fallback_caveat,
 };
@@ -134,7 +140,7 @@ pub use safe_commands::{is_known_safe, known_safe_programs};
 pub use sandbox_policy::{
     EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
-pub use sandbox_request::{MountViewRequirement, SandboxRequest, Strictness};
+pub use sandbox_request::{HomeReading, MountViewRequirement, SandboxRequest, Strictness};
 pub use script_words::{is_shell_call, script_words};
 pub use sealing::{EntryKind, HomeSeal, Listing};
 pub use secret_files::{

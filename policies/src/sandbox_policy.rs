@@ -424,6 +424,10 @@ pub struct EnvSnapshot {
     /// environment.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cordon_executables: Vec<PathBuf>,
+    /// The absolute directories of `PATH`: the programs cordon judged are found there, so
+    /// the ones in a home directory stay readable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_dirs: Vec<PathBuf>,
 }
 
 impl EnvSnapshot {
@@ -452,6 +456,9 @@ impl EnvSnapshot {
             relocations: relocations(&lookup),
             cordon_home,
             cordon_executables: Vec::new(),
+            path_dirs: lookup("PATH")
+                .map(|path| std::env::split_paths(&path).filter(|dir| dir.is_absolute()).collect())
+                .unwrap_or_default(),
         }
     }
 

@@ -165,6 +165,7 @@ fn the_user_view_reads_cordon_home_or_defaults_it_under_home_and_round_trips_as_
             uid: Some(1000),
             cordon_home: Some(PathBuf::from("/home/u/.cordon")),
             cordon_executables: Vec::new(),
+            path_dirs: Vec::new(),
         }
     );
     let explicit =

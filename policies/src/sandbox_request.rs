@@ -37,6 +37,10 @@ pub struct SandboxRequest {
     /// them, and refuses one with them.
     #[serde(default, skip_serializing_if = "Limits::is_empty")]
     pub limits: Limits,
+    /// What the command may read in the home directories. Left out of the JSON when it is the
+    /// default (the allow-list alone), as for limits.
+    #[serde(default, skip_serializing_if = "HomeReading::is_default")]
+    pub home_reads: HomeReading,
 }
 
 impl SandboxRequest {
@@ -49,6 +53,7 @@ impl SandboxRequest {
             strictness: Strictness::default(),
             mount_view: MountViewRequirement::default(),
             limits: Limits::default(),
+            home_reads: HomeReading::default(),
         }
     }
 
@@ -63,6 +68,29 @@ impl SandboxRequest {
     /// Parses a request; the error names the field serde could not accept.
     pub fn from_json(json: &str) -> Result<SandboxRequest, serde_json::Error> {
         serde_json::from_str(json)
+    }
+}
+
+/// What a sandboxed command may read in the home directories (the hidden paths apply in
+/// either case).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HomeReading {
+    /// The entries on the allow-list, and these paths (`~/…` or absolute) besides.
+    AllowList { also: Vec<String> },
+    /// Every entry.
+    Everything,
+}
+
+impl Default for HomeReading {
+    fn default() -> Self {
+        HomeReading::AllowList { also: Vec::new() }
+    }
+}
+
+impl HomeReading {
+    pub fn is_default(&self) -> bool {
+        *self == HomeReading::default()
     }
 }
 
@@ -110,11 +138,13 @@ mod tests {
             strictness: Strictness::BestEffort,
             mount_view: MountViewRequirement::Required,
             limits: Limits { pids: Some(64), ..Limits::default() },
+            home_reads: HomeReading::AllowList { also: vec!["~/.sbt".into()] },
         };
         let json = request.to_json();
         assert!(json.contains(r#""strictness":"best_effort""#), "{json}");
         assert!(json.contains(r#""mount_view":"required""#), "{json}");
         assert!(json.contains(r#""limits":{"pids":64}"#), "{json}");
+        assert!(json.contains(r#""home_reads":{"allow_list":{"also":["~/.sbt"]}}"#), "{json}");
         assert_eq!(SandboxRequest::from_json(&json).unwrap(), request);
     }
 

@@ -212,6 +212,7 @@ pub const SECRET_FILES: &[SecretFile] = &[
     dir("Talos", "~/.talos", "cluster keys"),
     dir("Helm", "~/.config/helm", "repository and registry passwords"),
     file("Docker", "~/.docker/config.json", "registry credentials"),
+    dir("Docker", "~/.docker/contexts/tls", "TLS client keys of docker contexts"),
     file("Podman", "~/.config/containers/auth.json", "registry credentials"),
     file("Podman", "$XDG_RUNTIME_DIR/containers/auth.json", "registry credentials").linux(),
     // Package registries.
@@ -416,6 +417,7 @@ pub const SECRET_FILES: &[SecretFile] = &[
     file("Cargo", "$CARGO_HOME/credentials.toml", "crates.io token"),
     file("Cargo", "$CARGO_HOME/credentials", "crates.io token"),
     file("Docker", "$DOCKER_CONFIG/config.json", "registry credentials"),
+    dir("Docker", "$DOCKER_CONFIG/contexts/tls", "TLS client keys of docker contexts"),
     dir("Docker", "$DOCKER_CERT_PATH", "client keys for a remote daemon"),
     dir("GitHub CLI", "$GH_CONFIG_DIR", "OAuth token"),
     file("AWS CLI", "$AWS_SHARED_CREDENTIALS_FILE", "access keys"),

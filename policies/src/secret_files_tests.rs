@@ -56,7 +56,7 @@ fn what_everyday_tools_need_stays_readable() {
         "~/.bashrc",
         "~/.profile",
         "~/.zshrc",
-        "~/.docker/contexts",
+        "~/.docker/contexts/meta",
         "~/.m2/repository",
         "~/.gradle/caches",
         "~/.gem/ruby",

@@ -1439,7 +1439,7 @@ fn strip(path: &Path) {
 /// The files the user's own git configuration includes, with every condition taken as true:
 /// `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config` (or `~/.config/git/config`) and
 /// `/etc/gitconfig`, and what they include, to any depth git allows.
-fn global_include_targets(home: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn global_include_targets(home: Option<&Path>) -> Vec<PathBuf> {
     let mut targets = Vec::new();
     let mut starts = vec![PathBuf::from("/etc/gitconfig")];
     if let Some(home) = home {
@@ -1451,6 +1451,8 @@ fn global_include_targets(home: Option<&Path>) -> Vec<PathBuf> {
         starts.push(xdg.join("git/config"));
     }
     for start in starts {
+        // The user's own files, which a dotfile manager often keeps as links.
+        let start = std::fs::canonicalize(&start).unwrap_or(start);
         include_targets(&start, home, &mut targets, 0);
     }
     targets

@@ -456,6 +456,7 @@ pub fn parse_helper_args(
                 strictness,
                 mount_view,
                 limits: cordon_policies::Limits::default(),
+                home_reads: cordon_policies::HomeReading::default(),
             }
         }
     };
@@ -736,6 +737,7 @@ mod tests {
             strictness: Strictness::BestEffort,
             mount_view: MountViewRequirement::Disabled,
             limits: cordon_policies::Limits { open_files: Some(64), ..Default::default() },
+            home_reads: cordon_policies::HomeReading::Everything,
         };
         let json = request.to_json();
         let parsed = parse_helper_args(os(&["--request", &json, "--", "ls"])).unwrap();

@@ -82,6 +82,8 @@ pub(crate) struct ReadPlan {
     /// Hidden places inside a writable root or a directory too large to go through: the mount
     /// view alone hides them.
     pub mount_view_only: Vec<PathBuf>,
+    /// Places granted read although a hidden place holds them (set by the caller).
+    pub granted: Vec<PathBuf>,
 }
 
 impl ReadPlan {

@@ -78,7 +78,13 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf], reads: &ReadPla
         rules.extend(
             reads.ancestors.iter().map(|dir| (dir.clone(), AccessFs::ReadDir.into(), Refused)),
         );
-        rules.extend(reads.siblings.iter().map(|entry| (entry.clone(), everywhere, Refused)));
+        rules.extend(
+            reads
+                .siblings
+                .iter()
+                .chain(&reads.granted)
+                .map(|entry| (entry.clone(), everywhere, Refused)),
+        );
     }
     rules.extend(
         policy

@@ -60,6 +60,8 @@ mod hidden;
 #[cfg(target_os = "linux")]
 mod hidden_reads;
 #[cfg(target_os = "linux")]
+mod home_reads;
+#[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
 mod listings;
@@ -115,10 +117,12 @@ pub use args::{
 };
 pub use error::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED, HelperError};
 
+/// Whether this process has one thread, which [`run_in_process`] needs of its caller.
+#[cfg(target_os = "linux")]
+pub use home_reads::planned_home_reads;
 /// The helper's entry point (see the crate docs). Never returns.
 #[cfg(target_os = "linux")]
 pub use run::{InProcessStart, InheritedDescriptors, run_in_process, run_main};
-/// Whether this process has one thread, which [`run_in_process`] needs of its caller.
 #[cfg(target_os = "linux")]
 pub use sys::single_threaded;
 

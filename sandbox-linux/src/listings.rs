@@ -170,6 +170,31 @@ impl FileSystem for Listings {
     }
 }
 
+impl cordon_policies::HomeFileSystem for Listings {
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        FileSystem::canonical(self, path)
+    }
+
+    fn entries(&self, dir: &Path) -> Option<Vec<(OsString, cordon_policies::HomeEntryKind)>> {
+        use cordon_policies::HomeEntryKind;
+        let listing = self.listing(dir)?;
+        Some(
+            listing
+                .entries
+                .iter()
+                .map(|(name, kind)| {
+                    let kind = match kind {
+                        Kind::Dir => HomeEntryKind::Directory,
+                        Kind::Link => HomeEntryKind::Link,
+                        Kind::Other => HomeEntryKind::Other,
+                    };
+                    (name.clone(), kind)
+                })
+                .collect(),
+        )
+    }
+}
+
 fn read_listing(dir: &Path) -> Option<Listing> {
     let entries = read_listing_up_to(dir, MAX_ENTRIES)?;
     let complete = entries.len() <= MAX_ENTRIES;

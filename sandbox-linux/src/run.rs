@@ -246,11 +246,7 @@ unsafe fn run(
     let mut unsealed_roots = None;
     // What the user's next shell, git or Python loads, judged by its place under $HOME — the
     // $HOME given, and the password database's when that is another or none is given.
-    let given =
-        env.home.as_deref().filter(|home| home.is_absolute()).map(std::path::Path::to_path_buf);
-    let passwd = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten().map(|u| u.dir);
-    let mut homes: Vec<PathBuf> = given.into_iter().chain(passwd).collect();
-    homes.dedup();
+    let homes = crate::home_reads::homes(env);
     for home in &homes {
         policy.protected_paths.extend(
             cordon_policies::home_start_up_paths(home).map(|path| path.display().to_string()),
@@ -372,6 +368,27 @@ unsafe fn run(
     let listings = Listings::new();
     // Hidden besides the policy's paths, by the view and by the read rights alike.
     let devices = mount_view::hidden_devices();
+    // The home directories' allow-list: hidden by read rights, with a stand-in only where
+    // those cannot hide or would fail a login shell's start-up files.
+    let abi = sys::landlock_version().unwrap_or(0);
+    let landlock = abi >= 1;
+    // With the network off, or a domain list, seccomp refuses UNIX sockets below ABI 9.
+    let sockets_reachable = policy.network_access && policy.network_domains.is_none() && abi < 9;
+    let rights = match (landlock, sockets_reachable) {
+        (false, _) => crate::home_reads::ReadRights::Nothing,
+        (true, true) => crate::home_reads::ReadRights::ReadsOnly,
+        (true, false) => crate::home_reads::ReadRights::Everything,
+    };
+    let cwds: Vec<PathBuf> =
+        std::iter::once(args.request.policy_cwd.clone()).chain(args.command_cwd.clone()).collect();
+    let home_list = crate::home_reads::HomeListContext {
+        reading: &args.request.home_reads,
+        view: env,
+        homes: &homes,
+        cwds: &cwds,
+    };
+    let home_reads = crate::home_reads::plan(&home_list, &policy, &listings);
+    policy.hidden_paths.extend(crate::home_reads::stand_ins(&home_reads, rights));
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
@@ -503,13 +520,15 @@ unsafe fn run(
     // 3. Landlock (also sets no_new_privs). Read is granted by omission around the hidden
     // paths, planned now that the view is built: a stand-in is a mount, and a mount's own
     // rights are not those of what it covers.
-    let reads = if sys::landlock_version().is_ok_and(|abi| abi >= 1) {
+    let reads = if landlock {
         let roots: Vec<PathBuf> =
             policy.writable_roots.iter().chain(&extra_writable).cloned().collect();
         // The raw disks too: without the mount view, a root caller would read them whole.
         let mut hidden = policy.hidden_paths.clone();
         hidden.extend(devices.iter().cloned());
-        let reads = hidden_reads::plan(&hidden, &roots, &listings);
+        hidden.extend(crate::home_reads::unreadable(&home_reads).cloned());
+        let mut reads = hidden_reads::plan(&hidden, &roots, &listings);
+        reads.granted = home_reads.granted.clone();
         // Outside the writable roots, a hidden path Landlock leaves to the mount view lies in
         // a directory too large to grant entry by entry: without the view nothing hides it.
         let unhidden: Vec<String> = reads

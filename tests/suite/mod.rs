@@ -37,6 +37,8 @@ mod helper_after_run;
 #[cfg(target_os = "linux")]
 mod hidden_replaced;
 #[cfg(target_os = "linux")]
+mod home_allow_list;
+#[cfg(target_os = "linux")]
 mod launch_paths;
 #[cfg(target_os = "linux")]
 mod limits;

@@ -1,0 +1,152 @@
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+/// A file system of directories, files and links (`path -> target`).
+#[derive(Default)]
+struct Fake {
+    dirs: Vec<PathBuf>,
+    files: Vec<PathBuf>,
+    links: BTreeMap<PathBuf, PathBuf>,
+}
+
+impl Fake {
+    fn new(dirs: &[&str], files: &[&str], links: &[(&str, &str)]) -> Self {
+        Fake {
+            dirs: dirs.iter().map(PathBuf::from).collect(),
+            files: files.iter().map(PathBuf::from).collect(),
+            links: links.iter().map(|(a, b)| (PathBuf::from(a), PathBuf::from(b))).collect(),
+        }
+    }
+}
+
+impl HomeFileSystem for Fake {
+    fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        let mut real = PathBuf::from("/");
+        for part in path.components().skip(1) {
+            real.push(part);
+            if let Some(target) = self.links.get(&real) {
+                real = target.clone();
+            }
+        }
+        (self.dirs.contains(&real) || self.files.contains(&real)).then_some(real)
+    }
+
+    fn entries(&self, dir: &Path) -> Option<Vec<(OsString, HomeEntryKind)>> {
+        self.dirs.contains(&dir.to_path_buf()).then(|| {
+            let all = self.dirs.iter().chain(&self.files).chain(self.links.keys());
+            let kind = |p: &PathBuf| {
+                if self.links.contains_key(p) {
+                    HomeEntryKind::Link
+                } else if self.dirs.contains(p) {
+                    HomeEntryKind::Directory
+                } else {
+                    HomeEntryKind::Other
+                }
+            };
+            let mut names: Vec<(OsString, HomeEntryKind)> = all
+                .filter(|p| p.parent() == Some(dir))
+                .map(|p| (p.file_name().unwrap_or_default().to_owned(), kind(p)))
+                .collect();
+            names.sort();
+            names.dedup();
+            names
+        })
+    }
+}
+
+fn paths(list: &[&str]) -> Vec<PathBuf> {
+    list.iter().map(PathBuf::from).collect()
+}
+
+fn plan(fs: &Fake, keep: &[&str], grant: &[&str], secrets: &[&str]) -> HomeReads {
+    let (keep, grant, secrets) = (paths(keep), paths(grant), paths(secrets));
+    let input = HomeReadsInput {
+        homes: &[PathBuf::from("/h")],
+        relocations: &Relocations::new(),
+        keep: &keep,
+        grant: &grant,
+        hidden: &secrets,
+    };
+    plan_home_reads(&input, fs)
+}
+
+#[test]
+fn unlisted_dot_entries_and_container_entries_are_hidden_and_listed_ones_are_not() {
+    let fs = Fake::new(
+        &["/h", "/h/.cargo", "/h/.tsh", "/h/.config", "/h/.config/git", "/h/.config/Cursor"],
+        &["/h/.bashrc", "/h/.secrets", "/h/notes.txt", "/h/.config/starship.toml"],
+        &[],
+    );
+    let reads = plan(&fs, &[], &[], &[]);
+    assert_eq!(reads.hidden, paths(&["/h/.config/Cursor", "/h/.secrets", "/h/.tsh"]));
+    assert_eq!(reads.top_files, paths(&["/h/.secrets"]));
+    assert_eq!(reads.granted, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn an_entry_that_is_holds_or_lies_in_a_writable_root_stays_readable() {
+    let fs = Fake::new(
+        &["/h", "/h/.dotfiles", "/h/.tool", "/h/.tool/ws", "/h/.config", "/h/.config/app"],
+        &[],
+        &[],
+    );
+    let reads = plan(&fs, &["/h/.dotfiles", "/h/.tool/ws", "/h/.config/app/sub"], &[], &[]);
+    assert_eq!(reads.hidden, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn an_allowed_link_is_granted_where_it_leads_unless_a_secret_is_there() {
+    let fs = Fake::new(
+        &["/h", "/h/.dots", "/h/.dots/ssh"],
+        &["/h/.dots/gitconfig", "/h/.dots/token"],
+        &[("/h/.gitconfig", "/h/.dots/gitconfig"), ("/h/.vimrc", "/h/.dots/ssh")],
+    );
+    let reads = plan(&fs, &[], &[], &["/h/.dots/ssh"]);
+    assert_eq!(reads.hidden, paths(&["/h/.dots"]));
+    assert_eq!(reads.granted, paths(&["/h/.dots/gitconfig"]));
+    assert_eq!(reads.holding_granted, paths(&["/h/.dots"]));
+}
+
+#[test]
+fn a_hidden_link_hides_where_it_leads_in_a_home_and_only_its_name_elsewhere() {
+    let fs = Fake::new(
+        &["/h", "/h/dotfiles", "/h/dotfiles/aws", "/opt", "/opt/x"],
+        &[],
+        &[("/h/.aws", "/h/dotfiles/aws"), ("/h/.x", "/opt/x")],
+    );
+    let reads = plan(&fs, &[], &[], &[]);
+    assert_eq!(reads.hidden, paths(&["/h/.aws", "/h/.x", "/h/dotfiles/aws"]));
+    assert_eq!(reads.top_files, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_granted_place_is_never_one_that_holds_hidden_entries() {
+    let fs = Fake::new(&["/h", "/h/.npm-x", "/h/.npm-x/bin", "/h/.tsh"], &[], &[]);
+    // `PATH` holding the home directory itself would grant every hidden entry.
+    let reads = plan(&fs, &[], &["/h", "/h/.npm-x/bin"], &[]);
+    assert_eq!(reads.hidden, paths(&["/h/.npm-x", "/h/.tsh"]));
+    assert_eq!(reads.granted, paths(&["/h/.npm-x/bin"]));
+    // Granted whole, an entry is not hidden at all.
+    let reads = plan(&fs, &[], &["/h/.tsh"], &[]);
+    assert_eq!(reads.hidden, paths(&["/h/.npm-x"]));
+}
+
+#[test]
+fn relocated_containers_are_filtered_through_the_same_names() {
+    let fs = Fake::new(&["/h", "/cfg", "/cfg/git", "/cfg/gh-like"], &[], &[]);
+    let mut relocations = Relocations::new();
+    relocations.insert("XDG_CONFIG_HOME".into(), paths(&["/cfg"]));
+    let input = HomeReadsInput {
+        homes: &[PathBuf::from("/h")],
+        relocations: &relocations,
+        keep: &[],
+        grant: &[],
+        hidden: &[],
+    };
+    assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/cfg/gh-like"]));
+}

@@ -1,0 +1,362 @@
+//! The home directory's read allow-list: in a throwaway home laid out as tools lay theirs out,
+//! every entry that is not on the list stays unreadable (its marker never shows), as root and
+//! as uid 65534, while what a developer's tools need keeps working: git with a dotfile
+//! manager's `~/.gitconfig` and an `includeIf`, a login shell whose `~/.profile` sources a
+//! hidden file, a program on a `PATH` directory inside a hidden entry, a workspace inside a
+//! dot entry, a link into an allowed toolchain directory.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use super::util::*;
+
+/// The secrets a planted home holds (relative to it): none is in the catalogue of secrets, so
+/// only the allow-list hides them.
+const UNLISTED: &[&str] = &[
+    ".tsh/keys/u",
+    ".config/Cursor/User/globalStorage/state.vscdb",
+    ".config/Code/User/globalStorage/state.vscdb",
+    ".config/JetBrains/IU2024/c.kdbx",
+    ".config/unknowntool/token",
+    ".unknowntool/credentials",
+    ".doppler/.doppler.yaml",
+    ".continue/config.json",
+    ".mitmproxy/mitmproxy-ca.pem",
+    ".local/share/TelegramDesktop/tdata/key",
+    ".local/state/unknowntool/session",
+    ".cache/unknowntool/token",
+    ".var/app/org.example.App/config/token",
+    "snap/someapp/current/token",
+    ".secrets",
+    ".dotfiles/token",
+    ".ivy2/.credentials",
+];
+
+/// The catalogue's own secret inside an allowed entry, and the TLS keys docker contexts keep.
+const CATALOGUED_INSIDE_ALLOWED: &[&str] =
+    &[".docker/config.json", ".docker/contexts/tls/abc/docker/key.pem", ".cargo/credentials.toml"];
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn plant() -> Home {
+        let home = Home { dir: scratch() };
+        for rel in UNLISTED.iter().chain(CATALOGUED_INSIDE_ALLOWED) {
+            home.write(rel, &format!("SECRET {rel}\n"));
+        }
+        // Controls: what tools read.
+        home.write("notes.txt", "CONTROL notes\n");
+        home.write(".docker/contexts/meta/abc/meta.json", "CONTROL docker-meta\n");
+        home.write(".cargo/env", "CONTROL cargo-env\n");
+        home.write(".config/git/ignore", "CONTROL git-ignore\n");
+        home.write(
+            ".dotfiles/gitconfig",
+            "[user]\n\tname = Planted User\n[includeIf \"gitdir:/\"]\n\tpath = ~/.gitconfig-work\n",
+        );
+        symlink(home.path().join(".dotfiles/gitconfig"), home.path().join(".gitconfig")).unwrap();
+        home.write(".gitconfig-work", "[user]\n\temail = work@example.org\n");
+        home.write(".profile", ". \"$HOME/.secrets\"\necho profile-ran\n");
+        let tool = home.write(".mytool/bin/mytool", "#!/bin/sh\necho CONTROL mytool\n");
+        std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        home.write(".mytool/secret", "SECRET .mytool/secret\n");
+        let uv = home.write(".local/share/uv/python/bin/tool", "#!/bin/sh\necho CONTROL uv-tool\n");
+        std::fs::set_permissions(&uv, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        home.write(".myproject/ws/README", "CONTROL workspace-in-dot-entry\n");
+        home.write(".myproject/other", "CONTROL beside-the-workspace\n");
+        chown_nobody(home.path());
+        home
+    }
+
+    /// `cordon exec -a never` as `user` in `work`, with this home and `PATH` holding the hidden
+    /// entry's `bin`.
+    fn exec(&self, user: User, work: &Path, flags: &[&str], script: &str) -> Run {
+        let mut args = vec!["exec", "-a", "never", "-C", work.to_str().unwrap()];
+        args.extend_from_slice(&["-c", "shell_environment_policy.inherit=all"]);
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", "/bin/bash", "-c", script]);
+        let path =
+            format!("{}:/usr/local/bin:/usr/bin:/bin", self.path().join(".mytool/bin").display());
+        cordon_command(user, &args)
+            .env("HOME", self.path())
+            .env("PATH", path)
+            .output()
+            .unwrap()
+            .into()
+    }
+}
+
+/// Prints each file's contents, or `unreadable PATH`.
+fn read_script(home: &Path, rels: &[&str]) -> String {
+    rels.iter()
+        .map(|rel| {
+            let path = home.join(rel);
+            format!("cat '{0}' 2>/dev/null || echo 'unreadable {0}'\n", path.display())
+        })
+        .collect()
+}
+
+#[test]
+fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
+    require_sandbox!(1);
+    for user in USERS {
+        let home = Home::plant();
+        let work = scratch();
+        let secrets: Vec<&str> =
+            UNLISTED.iter().chain(CATALOGUED_INSIDE_ALLOWED).copied().collect();
+        // From outside every marker reads: what is missing inside is the sandbox's doing.
+        let outside = Run::from(
+            command_as(user, "/bin/bash")
+                .args(["-c", &read_script(home.path(), &secrets)])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(outside.stdout.matches("SECRET").count(), secrets.len(), "{}", outside.stdout);
+
+        let run = home.exec(user, work.path(), &[], &read_script(home.path(), &secrets));
+        let leaked: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
+        assert!(leaked.is_empty(), "{user:?}: read {leaked:#?}\n{}", run.stderr);
+
+        // The controls, in the same kind of run.
+        let controls = read_script(
+            home.path(),
+            &[
+                "notes.txt",
+                ".docker/contexts/meta/abc/meta.json",
+                ".cargo/env",
+                ".config/git/ignore",
+            ],
+        );
+        let script = format!(
+            "{controls}git init -q . && git config user.name && git config user.email; \
+             mytool; '{uv}'; bash -lc 'echo login-shell-ran'",
+            uv = home.path().join(".local/share/uv/python/bin/tool").display()
+        );
+        let run = home.exec(user, work.path(), &[], &script);
+        for expected in [
+            "CONTROL notes",
+            "CONTROL docker-meta",
+            "CONTROL cargo-env",
+            "CONTROL git-ignore",
+            "Planted User",
+            "work@example.org",
+            "CONTROL mytool",
+            "CONTROL uv-tool",
+            "profile-ran",
+            "login-shell-ran",
+        ] {
+            assert!(
+                run.stdout.contains(expected),
+                "{user:?}: no {expected}: {}{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+        // The sourced file reads as empty: no denial in the login shell's output.
+        assert!(!run.stderr.contains("Permission denied"), "{user:?}: {}", run.stderr);
+        assert_eq!(run.code, Some(0), "{user:?}: {}", run.stderr);
+        // The hidden entry that holds the PATH directory stays hidden but for it.
+        let run = home.exec(user, work.path(), &[], &read_script(home.path(), &[".mytool/secret"]));
+        assert!(!run.stdout.contains("SECRET"), "{user:?}: {}", run.stdout);
+
+        // A workspace inside a dot entry that is not on the list: the entry is the command's.
+        let ws = home.path().join(".myproject/ws");
+        let run = home.exec(
+            user,
+            &ws,
+            &[],
+            &read_script(home.path(), &[".myproject/ws/README", ".myproject/other", ".tsh/keys/u"]),
+        );
+        assert!(
+            run.stdout.contains("CONTROL workspace-in-dot-entry"),
+            "{user:?}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(run.stdout.contains("CONTROL beside-the-workspace"), "{user:?}: {}", run.stdout);
+        assert!(!run.stdout.contains("SECRET"), "{user:?}: {}", run.stdout);
+    }
+}
+
+#[test]
+fn unhide_and_the_config_switch_open_the_list_but_never_the_catalogue() {
+    require_sandbox!(1);
+    let home = Home::plant();
+    let work = scratch();
+    let rels = [".tsh/keys/u", ".unknowntool/credentials", ".docker/config.json"];
+    let script = read_script(home.path(), &rels);
+    let tsh = home.path().join(".tsh");
+    let run = home.exec(User::Root, work.path(), &["--unhide", tsh.to_str().unwrap()], &script);
+    assert!(run.stdout.contains("SECRET .tsh/keys/u"), "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("SECRET .unknowntool"), "{}", run.stdout);
+    assert!(!run.stdout.contains("SECRET .docker"), "{}", run.stdout);
+
+    let run = home.exec(User::Root, work.path(), &["-c", "home_allow_list=false"], &script);
+    assert!(run.stdout.contains("SECRET .tsh/keys/u"), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("SECRET .unknowntool/credentials"), "{}", run.stdout);
+    assert!(!run.stdout.contains("SECRET .docker"), "{}", run.stdout);
+}
+
+#[test]
+fn a_read_the_list_refuses_is_named_with_its_entry_and_the_knob() {
+    require_sandbox!(1);
+    let home = Home::plant();
+    let work = scratch();
+    let key = home.path().join(".tsh/keys/u");
+    let run = home.exec(User::Root, work.path(), &[], &format!("cat '{}'", key.display()));
+    assert_ne!(run.code, Some(0));
+    let entry = home.path().join(".tsh");
+    assert!(run.stderr.contains("not on the list of home entries"), "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("--unhide {}", entry.display())), "{}", run.stderr);
+
+    // `--dry-run` lists what the list hides here.
+    let mut args = vec!["exec", "--dry-run", "-C", work.path().to_str().unwrap(), "--", "true"];
+    let dry: Run =
+        cordon_command(User::Root, &args).env("HOME", home.path()).output().unwrap().into();
+    assert!(dry.stdout.contains("home list:"), "{}", dry.stdout);
+    assert!(dry.stdout.contains(entry.to_str().unwrap()), "{}", dry.stdout);
+    args.insert(2, "--json");
+    let dry: Run =
+        cordon_command(User::Root, &args).env("HOME", home.path()).output().unwrap().into();
+    let json: serde_json::Value = serde_json::from_str(&dry.stdout).unwrap();
+    let hidden = json["sandbox"]["home_hidden"].as_array().cloned().unwrap_or_default();
+    assert!(hidden.iter().any(|p| p.as_str() == entry.to_str()), "{}", dry.stdout);
+}
+
+/// Connects to each socket path in argv; prints `PATH connected` or `PATH refused`.
+const CONNECT_ALL: &str = r#"
+import socket, sys
+for path in sys.argv[1:]:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.close()
+        print(path, "connected")
+    except OSError as error:
+        print(path, "refused", error.errno)
+"#;
+
+/// Agents where they live by default — two ssh agents under `/tmp/ssh-*`, git's credential
+/// cache, an agent no catalogue lists in a dot directory — answer no sandboxed command with the
+/// network on, whether cordon was given `SSH_AUTH_SOCK` (naming the first) or not.
+#[test]
+fn agents_where_they_live_by_default_get_no_connection_with_the_network_on() {
+    use std::os::unix::net::UnixListener;
+    require_sandbox!(1);
+    for user in USERS {
+        let home = Home::plant();
+        let work = scratch();
+        let mut places: Vec<PathBuf> = Vec::new();
+        let mut agent_dirs = Vec::new();
+        for n in 0..2 {
+            let dir = tempfile::Builder::new().prefix("ssh-").tempdir_in("/tmp").unwrap();
+            places.push(dir.path().join(format!("agent.{}", 1000 + n)));
+            agent_dirs.push(dir);
+        }
+        places.push(home.path().join(".cache/git/credential/socket"));
+        places.push(home.path().join(".someagent/agent.sock"));
+        let listeners: Vec<UnixListener> = places
+            .iter()
+            .map(|path| {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                let listener = UnixListener::bind(path).unwrap();
+                listener.set_nonblocking(true).unwrap();
+                listener
+            })
+            .collect();
+        for dir in &agent_dirs {
+            chown_nobody(dir.path());
+        }
+        chown_nobody(home.path());
+        for path in &places {
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+            std::fs::set_permissions(path, mode).unwrap();
+        }
+        let paths: Vec<&str> = places.iter().map(|p| p.to_str().unwrap()).collect();
+        let accepted = || listeners.iter().filter(|l| l.accept().is_ok()).count();
+        // The probe reaches every one from outside.
+        let mut argv = vec![python(), "-c", CONNECT_ALL];
+        argv.extend_from_slice(&paths);
+        let outside = Run::from(command_as(user, argv[0]).args(&argv[1..]).output().unwrap());
+        assert_eq!(outside.stdout.matches(" connected").count(), paths.len(), "{}", outside.stdout);
+        assert_eq!(accepted(), paths.len());
+
+        let script = format!(
+            "'{}' -c '{}' {}",
+            python(),
+            CONNECT_ALL.replace('\'', "'\\''"),
+            paths.join(" ")
+        );
+        for agent in [None, Some(paths[0])] {
+            let mut args = vec!["exec", "-a", "never", "-C", work.path().to_str().unwrap()];
+            args.extend_from_slice(&["--network", "--", "/bin/sh", "-c", &script]);
+            let mut command = cordon_command(user, &args);
+            command.env("HOME", home.path()).env_remove("SSH_AUTH_SOCK");
+            if let Some(agent) = agent {
+                command.env("SSH_AUTH_SOCK", agent);
+            }
+            let run: Run = command.output().unwrap().into();
+            assert_eq!(
+                run.stdout.matches(" refused").count(),
+                paths.len(),
+                "{user:?}: {}{}",
+                run.stdout,
+                run.stderr
+            );
+            assert_eq!(accepted(), 0, "{user:?} with SSH_AUTH_SOCK {agent:?}");
+        }
+        // The same probe connects from inside once the list is off: the refusals are the hiding.
+        let agent = paths[3];
+        let mut args = vec!["exec", "-a", "never", "-C", work.path().to_str().unwrap()];
+        args.extend_from_slice(&[
+            "--network",
+            "-c",
+            "home_allow_list=false",
+            "--",
+            python(),
+            "-c",
+            CONNECT_ALL,
+            agent,
+        ]);
+        let run: Run =
+            cordon_command(user, &args).env("HOME", home.path()).output().unwrap().into();
+        assert!(run.stdout.contains(" connected"), "{user:?}: {}{}", run.stdout, run.stderr);
+        assert_eq!(accepted(), 1, "{user:?}");
+    }
+}
+
+/// Without the mount view, Landlock alone hides what the list leaves out.
+#[test]
+fn without_the_mount_view_read_rights_alone_hide_the_unlisted_entries() {
+    require_sandbox!(1);
+    for user in USERS {
+        let home = Home::plant();
+        let work = scratch();
+        let script = read_script(home.path(), UNLISTED)
+            + &read_script(home.path(), &["notes.txt", ".cargo/env"]);
+        let run = home.exec(user, work.path(), &["--no-mount-view", "--writes", "direct"], &script);
+        assert!(run.stdout.contains("CONTROL notes"), "{user:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("CONTROL cargo-env"), "{user:?}: {}", run.stdout);
+        let leaked: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
+        assert!(leaked.is_empty(), "{user:?}: read {leaked:#?}");
+        assert_eq!(
+            run.stdout.matches("unreadable").count(),
+            UNLISTED.len(),
+            "{user:?}: {}",
+            run.stdout
+        );
+    }
+}
