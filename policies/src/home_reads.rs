@@ -52,6 +52,9 @@ pub struct HomeReadsInput<'a> {
     pub grant: &'a [PathBuf],
     /// Paths hidden whatever the list says (the catalogue): never granted, nor what holds one.
     pub hidden: &'a [PathBuf],
+    /// A container with more entries than this is granted whole by read rights (a rule per
+    /// entry would cost more than it saves), so what it hides needs stand-ins.
+    pub entry_limit: usize,
 }
 
 /// The plan: real paths.
@@ -67,6 +70,9 @@ pub struct HomeReads {
     /// The hidden entries that are files directly in a home directory (what a start-up file
     /// may source).
     pub top_files: Vec<PathBuf>,
+    /// The hidden entries of containers with more than the entry limit: read rights cannot
+    /// hide them.
+    pub crowded: Vec<PathBuf>,
 }
 
 /// Plans the list's hiding.
@@ -77,6 +83,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
     let in_home = |path: &Path| homes.iter().any(|home| path.starts_with(home));
     let mut hidden: BTreeSet<PathBuf> = BTreeSet::new();
     let mut top_files: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut crowded: BTreeSet<PathBuf> = BTreeSet::new();
     let mut links_allowed: Vec<PathBuf> = Vec::new();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     for (dir, logical) in containers(&homes, input.relocations) {
@@ -87,6 +94,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
             continue;
         }
         let Some(entries) = fs.entries(&real) else { continue };
+        let too_many = entries.len() > input.entry_limit;
         for (name, kind) in entries {
             let link = kind == HomeEntryKind::Link;
             let spelled = name.to_string_lossy();
@@ -106,6 +114,9 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
             }
             if logical == "~" && kind == HomeEntryKind::Other {
                 top_files.insert(entry.clone());
+            }
+            if too_many {
+                crowded.insert(entry.clone());
             }
             hidden.insert(entry);
             if let Some(target) = target.filter(|target| in_home(target)) {
@@ -132,6 +143,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
     hidden.retain(|entry| !granted.contains(entry));
     granted.retain(|place| hidden.iter().any(|entry| place.starts_with(entry)));
     top_files.retain(|file| hidden.contains(file));
+    crowded.retain(|entry| hidden.contains(entry));
     let holding_granted: Vec<PathBuf> = hidden
         .iter()
         .filter(|entry| granted.iter().any(|place| place.starts_with(entry)))
@@ -143,6 +155,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
         granted,
         holding_granted,
         top_files: top_files.into_iter().collect(),
+        crowded: crowded.into_iter().collect(),
     }
 }
 

@@ -71,6 +71,7 @@ fn plan(fs: &Fake, keep: &[&str], grant: &[&str], secrets: &[&str]) -> HomeReads
         keep: &keep,
         grant: &grant,
         hidden: &secrets,
+        entry_limit: 100,
     };
     plan_home_reads(&input, fs)
 }
@@ -147,6 +148,22 @@ fn relocated_containers_are_filtered_through_the_same_names() {
         keep: &[],
         grant: &[],
         hidden: &[],
+        entry_limit: 100,
     };
     assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/cfg/gh-like"]));
+}
+
+#[test]
+fn the_hidden_entries_of_a_container_past_the_entry_limit_are_named_for_stand_ins() {
+    let fs = Fake::new(&["/h", "/h/.a", "/h/.b", "/h/.cargo"], &[], &[]);
+    let input = HomeReadsInput {
+        homes: &[PathBuf::from("/h")],
+        relocations: &Relocations::new(),
+        keep: &[],
+        grant: &[],
+        hidden: &[],
+        entry_limit: 2,
+    };
+    let reads = plan_home_reads(&input, &fs);
+    assert_eq!(reads.crowded, paths(&["/h/.a", "/h/.b"]));
 }

@@ -58,6 +58,7 @@ pub fn plan(
         keep: &keep,
         grant: &grant,
         hidden: &policy.hidden_paths,
+        entry_limit: crate::hidden_reads::MAX_ENTRIES,
     };
     let mut reads = cordon_policies::plan_home_reads(&input, listings);
     // cordon's own state: rules, config, journals, what runs held back, other workspaces'
@@ -112,14 +113,22 @@ pub enum ReadRights {
     Nothing,
 }
 
-/// The hidden entries to cover with a stand-in: the files directly in a home directory, and
-/// where read rights do not hide everything, every entry that holds nothing granted.
+/// The hidden entries to cover with a stand-in: the files directly in a home directory and
+/// the entries of a container too large for a rule per entry, and where read rights do not
+/// hide everything, every entry that holds nothing granted.
 pub fn stand_ins(reads: &HomeReads, rights: ReadRights) -> Vec<PathBuf> {
-    let candidates = match rights {
-        ReadRights::Everything => &reads.top_files,
-        ReadRights::ReadsOnly | ReadRights::Nothing => &reads.hidden,
+    let candidates: Vec<&PathBuf> = match rights {
+        ReadRights::Everything => reads.top_files.iter().chain(&reads.crowded).collect(),
+        ReadRights::ReadsOnly | ReadRights::Nothing => reads.hidden.iter().collect(),
     };
-    candidates.iter().filter(|entry| !reads.holding_granted.contains(entry)).cloned().collect()
+    let mut out: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter(|entry| !reads.holding_granted.contains(entry))
+        .cloned()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The hidden entries read rights keep unreadable: not the links among them (a link is read

@@ -178,9 +178,15 @@ impl cordon_policies::HomeFileSystem for Listings {
     fn entries(&self, dir: &Path) -> Option<Vec<(OsString, cordon_policies::HomeEntryKind)>> {
         use cordon_policies::HomeEntryKind;
         let listing = self.listing(dir)?;
+        // A container past the limit is listed whole here: every entry the list hides must be
+        // named, each gets a stand-in.
+        let entries = if listing.complete {
+            listing.entries.clone()
+        } else {
+            read_listing_up_to(dir, usize::MAX)?
+        };
         Some(
-            listing
-                .entries
+            entries
                 .iter()
                 .map(|(name, kind)| {
                     let kind = match kind {
