@@ -36,8 +36,20 @@ pub fn plan(
     let HomeReading::AllowList { also } = context.reading else {
         return HomeReads::default();
     };
+    // A root that held a home directory was sealed into its plain entries before this: the
+    // dot entries are in no root. A working directory that is or holds a home directory
+    // likewise keeps none of its entries: the command works there, its secrets are not its
+    // workspace.
+    let homes: Vec<PathBuf> =
+        context.homes.iter().filter_map(|home| std::fs::canonicalize(home).ok()).collect();
     let mut keep: Vec<PathBuf> = policy.writable_roots.clone();
-    keep.extend(context.cwds.iter().filter_map(|cwd| std::fs::canonicalize(cwd).ok()));
+    keep.extend(
+        context
+            .cwds
+            .iter()
+            .filter_map(|cwd| std::fs::canonicalize(cwd).ok())
+            .filter(|cwd| !homes.iter().any(|home| home.starts_with(cwd))),
+    );
     let env = context.view.view();
     let mut grant: Vec<PathBuf> = context
         .view

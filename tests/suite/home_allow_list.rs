@@ -360,3 +360,22 @@ fn without_the_mount_view_read_rights_alone_hide_the_unlisted_entries() {
         );
     }
 }
+
+/// `$HOME` as the workspace (`--allow-home-root`, sealed) or as the working directory of a
+/// read-only run: the command works there, and the dot entries the list leaves out stay
+/// hidden all the same.
+#[test]
+fn the_home_directory_as_the_workspace_keeps_the_list() {
+    require_sandbox!(1);
+    let home = Home::plant();
+    let script = format!(
+        "{}git config --global user.name",
+        read_script(home.path(), &[".tsh/keys/u", ".unknowntool/credentials", "notes.txt"])
+    );
+    for flags in [&["--allow-home-root"][..], &["-s", "read-only"][..]] {
+        let run = home.exec(User::Root, home.path(), flags, &script);
+        assert!(run.stdout.contains("CONTROL notes"), "{flags:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("Planted User"), "{flags:?}: {}{}", run.stdout, run.stderr);
+        assert!(!run.stdout.contains("SECRET"), "{flags:?}: {}", run.stdout);
+    }
+}
