@@ -99,12 +99,9 @@ pub fn plan(
     };
     let hidden_entries = hidden.len();
     let home_hidden = match (&resolved, sandbox_runs) {
-        (Some(r), true) => cordon_exec_core::home_list_hidden(
-            &request.sandbox,
-            &settings.helper.user_view,
-            r,
-            &request.cwd,
-        ),
+        (Some(r), true) => {
+            cordon_exec_core::home_list_hidden(&request.sandbox, &settings.helper.user_view, r)
+        }
         _ => Vec::new(),
     };
     let hidden_here = hidden

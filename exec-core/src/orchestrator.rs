@@ -817,13 +817,12 @@ fn host_loopback_listeners() -> Vec<u16> {
     ports
 }
 
-/// The entries of the home directories the allow-list hides from a command of `sandbox`
-/// started in `cwd` (none on a platform that does not apply the list).
+/// The entries of the home directories the allow-list hides from a command of `sandbox` (none
+/// on a platform that does not apply the list).
 pub fn home_list_hidden(
     sandbox: &SandboxRequest,
     user_view: &cordon_policies::EnvSnapshot,
     resolved: &cordon_policies::ResolvedPolicy,
-    cwd: &Path,
 ) -> Vec<PathBuf> {
     if matches!(sandbox.policy, cordon_policies::SandboxPolicy::DangerFullAccess {}) {
         return Vec::new();
@@ -833,12 +832,12 @@ pub fn home_list_hidden(
         &sandbox.home_reads,
         user_view,
         resolved,
-        &[sandbox.policy_cwd.clone(), cwd.to_path_buf()],
+        &sandbox.policy_cwd,
     )
     .hidden;
     #[cfg(not(target_os = "linux"))]
     let hidden = {
-        let _ = (user_view, resolved, cwd);
+        let _ = (user_view, resolved);
         Vec::new()
     };
     hidden
@@ -868,7 +867,7 @@ fn denial_context(
             protected.extend(resolved.writable_roots.iter().map(|root| root.join(name)));
         }
     }
-    let home_hidden = home_list_hidden(&request.sandbox, user_view, &resolved, &request.cwd);
+    let home_hidden = home_list_hidden(&request.sandbox, user_view, &resolved);
     DenialContext {
         cwd: request.cwd.clone(),
         writable_roots: resolved.writable_roots,

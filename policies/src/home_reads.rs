@@ -1,8 +1,9 @@
 //! Which entries of the home directories the allow-list hides, and which places it grants
 //! although they lie in a hidden entry.
 //!
-//! Kept readable whatever the list says: an entry that is, holds or lies in a writable root or
-//! the working directory (a workspace at `~/.dotfiles`, an `--add-dir` under a dot entry).
+//! Kept readable whatever the list says: an entry that is or lies in a writable root or the
+//! workspace (a workspace at `~/.dotfiles`, an `--add-dir ~/.config`). An entry that holds one
+//! (`--add-dir ~/.tool/cache`) stays hidden but for that place.
 //! Granted besides the list, unless a hidden path is there: where an allowed link leads (a
 //! `~/.gitconfig` kept by a dotfile manager), and the places the caller names — the files the
 //! user's global git configuration includes, the `PATH` directories, `--unhide`.
@@ -45,16 +46,13 @@ pub struct HomeReadsInput<'a> {
     pub homes: &'a [PathBuf],
     /// The relocating variables as set (the `XDG_*` ones move containers).
     pub relocations: &'a Relocations,
-    /// Kept readable with all they hold and all that holds them: the writable roots and the
-    /// working directory.
+    /// The places the command works in (the writable roots, the workspace): an entry that is
+    /// or lies in one stays readable; one that holds one is hidden but for it.
     pub keep: &'a [PathBuf],
     /// Places to grant although they may lie in a hidden entry.
     pub grant: &'a [PathBuf],
     /// Paths hidden whatever the list says (the catalogue): never granted, nor what holds one.
     pub hidden: &'a [PathBuf],
-    /// A container with more entries than this is granted whole by read rights (a rule per
-    /// entry would cost more than it saves), so what it hides needs stand-ins.
-    pub entry_limit: usize,
 }
 
 /// The plan: real paths.
@@ -70,58 +68,88 @@ pub struct HomeReads {
     /// The hidden entries that are files directly in a home directory (what a start-up file
     /// may source).
     pub top_files: Vec<PathBuf>,
-    /// The hidden entries of containers with more than the entry limit: read rights cannot
-    /// hide them.
-    pub crowded: Vec<PathBuf>,
+    /// Each container but the home directories themselves, with its entries the list leaves
+    /// readable: where a stand-in per hidden entry would cost more, the container can be
+    /// covered whole and these put back.
+    pub containers: Vec<ContainerView>,
+}
+
+/// A container's entries as the list leaves them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerView {
+    pub dir: PathBuf,
+    /// The entries that stay readable.
+    pub shown: Vec<PathBuf>,
+    /// How many entries are hidden.
+    pub hidden: usize,
 }
 
 /// Plans the list's hiding.
 pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> HomeReads {
     let homes: Vec<PathBuf> = input.homes.iter().filter_map(|home| fs.canonical(home)).collect();
-    let related = |path: &Path, to: &Path| path.starts_with(to) || to.starts_with(path);
-    let kept = |path: &Path| input.keep.iter().any(|keep| related(path, keep));
+    // Kept readable: an entry that is or lies in a kept place. An entry that holds one is
+    // hidden but for the place itself (and what leads down to it, which needs no read right).
+    let kept = |path: &Path| input.keep.iter().any(|keep| path.starts_with(keep));
+    let held_inside = |path: &Path| -> Vec<PathBuf> {
+        input.keep.iter().filter(|keep| keep.starts_with(path) && *keep != path).cloned().collect()
+    };
     let in_home = |path: &Path| homes.iter().any(|home| path.starts_with(home));
     let mut hidden: BTreeSet<PathBuf> = BTreeSet::new();
     let mut top_files: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut crowded: BTreeSet<PathBuf> = BTreeSet::new();
     let mut links_allowed: Vec<PathBuf> = Vec::new();
+    let mut keep_granted: Vec<PathBuf> = Vec::new();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-    for (dir, logical) in containers(&homes, input.relocations) {
-        let Some(real) = fs.canonical(&dir) else { continue };
+    let mut views: Vec<ContainerView> = Vec::new();
+    let containers = containers(&homes, input.relocations);
+    for (dir, logical) in &containers {
+        let Some(real) = fs.canonical(dir) else { continue };
         // A container inside a writable root is the command's; one seen twice (a relocation to
         // the default place) is planned once.
-        if input.keep.iter().any(|keep| real.starts_with(keep)) || !seen.insert(real.clone()) {
+        if kept(&real) || !seen.insert(real.clone()) {
             continue;
         }
         let Some(entries) = fs.entries(&real) else { continue };
-        let too_many = entries.len() > input.entry_limit;
+        let mut view = ContainerView { dir: real.clone(), ..ContainerView::default() };
         for (name, kind) in entries {
             let link = kind == HomeEntryKind::Link;
             let spelled = name.to_string_lossy();
-            if logical == "~" && !spelled.starts_with('.') {
+            let entry = real.join(&name);
+            if *logical == "~" && !spelled.starts_with('.') {
+                view.shown.push(entry);
                 continue;
             }
-            let entry = real.join(&name);
             if home_entry_readable(&format!("{logical}/{spelled}")) {
                 if link {
                     links_allowed.extend(fs.canonical(&entry));
                 }
+                view.shown.push(entry);
                 continue;
             }
             let target = if link { fs.canonical(&entry) } else { None };
             if kept(&entry) || target.as_deref().is_some_and(kept) {
+                view.shown.push(entry);
                 continue;
             }
-            if logical == "~" && kind == HomeEntryKind::Other {
+            keep_granted.extend(held_inside(&entry));
+            if let Some(target) = &target {
+                keep_granted.extend(held_inside(target));
+            }
+            if *logical == "~" && kind == HomeEntryKind::Other {
                 top_files.insert(entry.clone());
             }
-            if too_many {
-                crowded.insert(entry.clone());
-            }
             hidden.insert(entry);
+            view.hidden += 1;
+            // Where a hidden link leads is hidden too when the list would otherwise leave it
+            // readable in a home directory (a dotfile manager's `~/dotfiles/aws`); never a home,
+            // a container or an entry the list allows (a link to `~/.cargo`).
             if let Some(target) = target.filter(|target| in_home(target)) {
-                hidden.insert(target);
+                if !list_allows(target.as_path(), &homes, &containers, fs) {
+                    hidden.insert(target);
+                }
             }
+        }
+        if *logical != "~" {
+            views.push(view);
         }
     }
     let catalogue: Vec<PathBuf> = input
@@ -129,6 +157,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
         .iter()
         .map(|path| fs.canonical(path).unwrap_or_else(|| path.clone()))
         .collect();
+    let related = |path: &Path, to: &Path| path.starts_with(to) || to.starts_with(path);
     let mut granted: Vec<PathBuf> = Vec::new();
     for place in links_allowed.into_iter().chain(input.grant.iter().filter_map(|p| fs.canonical(p)))
     {
@@ -141,9 +170,25 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
     }
     // A granted entry is readable as a whole; one inside a hidden entry is granted alone.
     hidden.retain(|entry| !granted.contains(entry));
+    // The places the command works in, whatever holds them.
+    for place in keep_granted {
+        if !granted.contains(&place) {
+            granted.push(place);
+        }
+    }
     granted.retain(|place| hidden.iter().any(|entry| place.starts_with(entry)));
     top_files.retain(|file| hidden.contains(file));
-    crowded.retain(|entry| hidden.contains(entry));
+    for view in &mut views {
+        let unhidden: Vec<PathBuf> =
+            view.shown.iter().filter(|entry| !hidden.contains(*entry)).cloned().collect();
+        let regained = granted.iter().filter(|place| place.parent() == Some(&view.dir)).count();
+        view.hidden = view.hidden.saturating_sub(regained);
+        view.shown = unhidden;
+        view.shown
+            .extend(granted.iter().filter(|place| place.parent() == Some(&view.dir)).cloned());
+        view.shown.sort();
+        view.shown.dedup();
+    }
     let holding_granted: Vec<PathBuf> = hidden
         .iter()
         .filter(|entry| granted.iter().any(|place| place.starts_with(entry)))
@@ -155,8 +200,58 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
         granted,
         holding_granted,
         top_files: top_files.into_iter().collect(),
-        crowded: crowded.into_iter().collect(),
+        containers: views.into_iter().filter(|view| view.hidden > 0).collect(),
     }
+}
+
+/// Whether the list leaves `path` readable: a home directory, a container, an allowed entry or
+/// a place inside one. A place in a plain entry of a home is not the list's to vouch for.
+fn list_allows(
+    path: &Path,
+    homes: &[PathBuf],
+    containers: &[(PathBuf, &'static str)],
+    fs: &impl HomeFileSystem,
+) -> bool {
+    if homes.iter().any(|home| home == path) {
+        return true;
+    }
+    // The innermost container holding it, and the name of its entry on the way.
+    let mut best: Option<(usize, &str, PathBuf)> = None;
+    for (dir, logical) in containers {
+        let Some(real) = fs.canonical(dir) else { continue };
+        if path == real {
+            return true;
+        }
+        if let Ok(rest) = path.strip_prefix(&real) {
+            let depth = real.components().count();
+            if best.as_ref().is_none_or(|(d, _, _)| depth > *d) {
+                best = Some((depth, logical, rest.to_path_buf()));
+            }
+        }
+    }
+    let Some((_, logical, rest)) = best else { return false };
+    let Some(first) = rest.components().next() else { return true };
+    let name = first.as_os_str().to_string_lossy();
+    if logical == "~" && !name.starts_with('.') {
+        return false;
+    }
+    home_entry_readable(&format!("{logical}/{name}"))
+}
+
+/// Whether a relocating variable's value may stand for a container: never `/`, a system
+/// directory, or a place that holds a home directory (which would filter the home through the
+/// list of another container's names).
+fn usable_relocation(base: &Path, homes: &[PathBuf]) -> bool {
+    const SYSTEM: &[&str] = &[
+        "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys",
+        "/dev", "/boot",
+    ];
+    const TOP: &[&str] = &["/var", "/opt", "/srv", "/mnt", "/media", "/run", "/tmp", "/nix"];
+    base.is_absolute()
+        && base.components().count() >= 2
+        && !homes.iter().any(|home| home.starts_with(base))
+        && !SYSTEM.iter().any(|system| base.starts_with(system))
+        && !TOP.iter().any(|top| base == Path::new(top))
 }
 
 /// Every container directory of `homes`, where the relocating variables put them too, with its
@@ -171,7 +266,9 @@ fn containers(homes: &[PathBuf], relocations: &Relocations) -> Vec<(PathBuf, &'s
     }
     for (logical, variable) in RELOCATED_CONTAINERS {
         for base in relocations.get(*variable).into_iter().flatten() {
-            out.push((base.clone(), *logical));
+            if usable_relocation(base, homes) {
+                out.push((base.clone(), *logical));
+            }
         }
     }
     out

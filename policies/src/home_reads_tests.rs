@@ -71,7 +71,6 @@ fn plan(fs: &Fake, keep: &[&str], grant: &[&str], secrets: &[&str]) -> HomeReads
         keep: &keep,
         grant: &grant,
         hidden: &secrets,
-        entry_limit: 100,
     };
     plan_home_reads(&input, fs)
 }
@@ -90,14 +89,17 @@ fn unlisted_dot_entries_and_container_entries_are_hidden_and_listed_ones_are_not
 }
 
 #[test]
-fn an_entry_that_is_holds_or_lies_in_a_writable_root_stays_readable() {
+fn an_entry_that_is_or_lies_in_a_writable_root_stays_readable_and_one_holding_it_is_hidden_but_for_it()
+ {
     let fs = Fake::new(
         &["/h", "/h/.dotfiles", "/h/.tool", "/h/.tool/ws", "/h/.config", "/h/.config/app"],
-        &[],
+        &["/h/.tool/key"],
         &[],
     );
-    let reads = plan(&fs, &["/h/.dotfiles", "/h/.tool/ws", "/h/.config/app/sub"], &[], &[]);
-    assert_eq!(reads.hidden, Vec::<PathBuf>::new());
+    let reads = plan(&fs, &["/h/.dotfiles", "/h/.tool/ws", "/h/.config"], &[], &[]);
+    assert_eq!(reads.hidden, paths(&["/h/.tool"]));
+    assert_eq!(reads.granted, paths(&["/h/.tool/ws"]));
+    assert_eq!(reads.holding_granted, paths(&["/h/.tool"]));
 }
 
 #[test]
@@ -148,22 +150,60 @@ fn relocated_containers_are_filtered_through_the_same_names() {
         keep: &[],
         grant: &[],
         hidden: &[],
-        entry_limit: 100,
     };
     assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/cfg/gh-like"]));
 }
 
 #[test]
-fn the_hidden_entries_of_a_container_past_the_entry_limit_are_named_for_stand_ins() {
-    let fs = Fake::new(&["/h", "/h/.a", "/h/.b", "/h/.cargo"], &[], &[]);
-    let input = HomeReadsInput {
-        homes: &[PathBuf::from("/h")],
-        relocations: &Relocations::new(),
-        keep: &[],
-        grant: &[],
-        hidden: &[],
-        entry_limit: 2,
-    };
-    let reads = plan_home_reads(&input, &fs);
-    assert_eq!(reads.crowded, paths(&["/h/.a", "/h/.b"]));
+fn a_hidden_link_to_an_allowed_entry_or_a_home_leaves_its_target_alone() {
+    let fs = Fake::new(
+        &["/h", "/h/.cargo", "/h/.config", "/h/dotfiles", "/h/dotfiles/aws"],
+        &[],
+        &[
+            ("/h/.config/cargo-alias", "/h/.cargo"),
+            ("/h/.selfref", "/h"),
+            ("/h/.cfg", "/h/.config"),
+            ("/h/.aws", "/h/dotfiles/aws"),
+        ],
+    );
+    let reads = plan(&fs, &[], &[], &[]);
+    assert_eq!(
+        reads.hidden,
+        paths(&["/h/.aws", "/h/.cfg", "/h/.config/cargo-alias", "/h/.selfref", "/h/dotfiles/aws"])
+    );
+}
+
+#[test]
+fn a_relocation_to_a_system_directory_or_above_a_home_is_no_container() {
+    let fs = Fake::new(&["/", "/usr", "/usr/bin", "/h", "/h/.x"], &[], &[]);
+    for base in ["/", "/usr", "/h", "/var"] {
+        let mut relocations = Relocations::new();
+        relocations.insert("XDG_CACHE_HOME".into(), paths(&[base]));
+        let input = HomeReadsInput {
+            homes: &[PathBuf::from("/h")],
+            relocations: &relocations,
+            keep: &[],
+            grant: &[],
+            hidden: &[],
+        };
+        assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/h/.x"]), "{base}");
+    }
+}
+
+#[test]
+fn each_container_says_what_stays_readable_in_it() {
+    let fs = Fake::new(
+        &["/h", "/h/.cache", "/h/.cache/pip", "/h/.cache/a", "/h/.cache/b", "/h/.cache/c"],
+        &[],
+        &[],
+    );
+    let reads = plan(&fs, &[], &[], &[]);
+    assert_eq!(
+        reads.containers,
+        vec![ContainerView {
+            dir: "/h/.cache".into(),
+            shown: paths(&["/h/.cache/pip"]),
+            hidden: 3
+        }]
+    );
 }

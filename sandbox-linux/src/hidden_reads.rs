@@ -27,7 +27,10 @@
 //!   (its entries granted one by one, none of the dot entries), so the usual secrets are not
 //!   inside one;
 //! - a directory with more than [`MAX_ENTRIES`] entries is granted as a whole, rather than
-//!   with a rule per entry, and what is hidden inside it is left to the mount view too;
+//!   with a rule per entry, and what is hidden inside it is left to the mount view too — but
+//!   for the directories the caller names (the home directories and their containers, where
+//!   what is hidden is most of what is there), which are granted entry by entry whatever
+//!   their size;
 //! - names stay visible: listing is granted beneath every ancestor, so a hidden directory the
 //!   view does not cover (created during the run, or without the view) can be listed, not read.
 //!
@@ -93,10 +96,12 @@ impl ReadPlan {
     }
 }
 
-/// Plans read rights for `hidden` (absolute paths), given the canonical `writable_roots`.
+/// Plans read rights for `hidden` (absolute paths), given the canonical `writable_roots`;
+/// the directories in `one_by_one` are granted entry by entry however many entries they hold.
 pub(crate) fn plan(
     hidden: &[PathBuf],
     writable_roots: &[PathBuf],
+    one_by_one: &[PathBuf],
     fs: &impl FileSystem,
 ) -> ReadPlan {
     let in_root = |path: &Path| writable_roots.iter().any(|root| path.starts_with(root));
@@ -133,8 +138,9 @@ pub(crate) fn plan(
         if whole.iter().any(|big| dir.starts_with(big)) {
             continue;
         }
-        let entries = fs.list(&dir, MAX_ENTRIES);
-        if entries.as_ref().is_some_and(|entries| entries.len() > MAX_ENTRIES) {
+        let unbounded = one_by_one.contains(&dir);
+        let entries = fs.list(&dir, if unbounded { usize::MAX } else { MAX_ENTRIES });
+        if !unbounded && entries.as_ref().is_some_and(|entries| entries.len() > MAX_ENTRIES) {
             whole.push(dir);
             continue;
         }

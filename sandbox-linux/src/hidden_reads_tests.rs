@@ -116,7 +116,7 @@ fn the_way_to_each_hidden_path_is_listed_and_only_its_other_entries_are_granted(
         "/etc/shadow",
         "/home/u/.aws/credentials",
     ]);
-    let plan = plan(&hidden, &[], &home());
+    let plan = plan(&hidden, &[], &[], &home());
     assert_eq!(plan.ancestors, paths(&["/", "/etc", "/home", "/home/u", "/home/u/.config"]));
     // No link (it would grant its target), no hidden place, no ancestor (each is planned
     // itself); a missing hidden path (`.netrc`, `.aws/…`) has nothing to leave out but makes
@@ -162,7 +162,7 @@ fn links_are_resolved_on_the_way_and_a_hidden_link_is_hidden_where_it_leads_too(
         ("/home/u/.docker/contexts", Dir),
     ]);
     let hidden = paths(&["/home/u/.config/gh", "/home/u/.docker/config.json"]);
-    let plan = plan(&hidden, &[], &fs);
+    let plan = plan(&hidden, &[], &[], &fs);
     assert_eq!(
         plan.unreadable,
         paths(&[
@@ -196,11 +196,11 @@ fn a_hidden_path_inside_a_hidden_directory_grants_nothing_in_it() {
         ("/run/user/1000/bus", File),
         ("/run/user/1000/pulse", Dir),
     ]);
-    let both = plan(&paths(&["/run/user/1000", "/run/user/1000/bus"]), &[], &fs);
+    let both = plan(&paths(&["/run/user/1000", "/run/user/1000/bus"]), &[], &[], &fs);
     assert_eq!(both.ancestors, paths(&["/", "/run", "/run/user"]));
     assert_eq!(both.siblings, paths(&["/run/lock"]));
     // Un-hiding the directory keeps what is hidden inside it hidden.
-    let inner = plan(&paths(&["/run/user/1000/bus"]), &[], &fs);
+    let inner = plan(&paths(&["/run/user/1000/bus"]), &[], &[], &fs);
     assert_eq!(inner.ancestors, paths(&["/", "/run", "/run/user", "/run/user/1000"]));
     assert_eq!(inner.siblings, paths(&["/run/lock", "/run/user/1000/pulse"]));
 }
@@ -216,12 +216,12 @@ fn inside_a_writable_root_the_mount_view_alone_hides() {
         ("/home/u", Dir),
         ("/home/u/.ssh", Dir),
     ]);
-    let plan = plan(&paths(&["/tmp/tmux-0", "/home/u/.ssh"]), &paths(&["/tmp"]), &fs);
+    let plan = plan(&paths(&["/tmp/tmux-0", "/home/u/.ssh"]), &paths(&["/tmp"]), &[], &fs);
     assert_eq!(plan.mount_view_only, paths(&["/tmp/tmux-0"]));
     assert_eq!(plan.unreadable, paths(&["/home/u/.ssh"]));
     assert_eq!(plan.ancestors, paths(&["/", "/home", "/home/u"]));
     assert_eq!(plan.siblings, paths(&["/tmp"]));
-    let nothing = super::plan(&paths(&["/tmp/tmux-0"]), &paths(&["/tmp"]), &fs);
+    let nothing = super::plan(&paths(&["/tmp/tmux-0"]), &paths(&["/tmp"]), &[], &fs);
     assert!(nothing.is_empty());
 }
 
@@ -238,7 +238,7 @@ fn an_unreadable_directory_on_the_way_is_listed_only_and_a_huge_one_is_granted_w
     }
     let nodes: Vec<(&str, Node)> = nodes.iter().map(|(p, n)| (p.as_str(), n.clone())).collect();
     let fs = Fake::new(&nodes);
-    let plan = plan(&paths(&["/root/.ssh", "/big/secret"]), &[], &fs);
+    let plan = plan(&paths(&["/root/.ssh", "/big/secret"]), &[], &[], &fs);
     assert_eq!(plan.ancestors, paths(&["/", "/root"]));
     assert_eq!(plan.siblings, paths(&["/big"]));
     assert_eq!(plan.unreadable, paths(&["/root/.ssh"]));
@@ -247,7 +247,7 @@ fn an_unreadable_directory_on_the_way_is_listed_only_and_a_huge_one_is_granted_w
 
 #[test]
 fn no_hidden_path_grants_read_on_the_root_as_a_whole() {
-    assert!(plan(&[], &[], &home()).is_empty());
+    assert!(plan(&[], &[], &[], &home()).is_empty());
 }
 
 /// A hidden path that is a link to nothing yet, or lies under one: where the link points is
@@ -263,7 +263,7 @@ fn a_dangling_link_hides_where_it_points() {
         ("/h/.config/gh", Node::Link(PathBuf::from("/h/vault/gh"))),
     ]);
     let hidden = [PathBuf::from("/h/.pypirc"), PathBuf::from("/h/.config/gh/hosts.yml")];
-    let plan = plan(&hidden, &[], &fake);
+    let plan = plan(&hidden, &[], &[], &fake);
     assert!(plan.unreadable.contains(&PathBuf::from("/h/vault/pypirc")), "{plan:?}");
     assert!(plan.unreadable.contains(&PathBuf::from("/h/vault/gh")), "{plan:?}");
     // The vault is listed, not granted as a whole; the rest of the home still reads.

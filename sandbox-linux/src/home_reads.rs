@@ -1,14 +1,19 @@
 //! The home directories' allow-list on this machine: what it hides, what it grants besides,
-//! and which hidden entries get an empty stand-in.
+//! and how the mount view covers what read rights cannot hide.
 //!
 //! Read rights hide what the list leaves out (`crate::hidden_reads`: a home directory and its
-//! containers are granted listing only, the allowed entries read one by one), which costs a
-//! rule per entry and no mount. A stand-in is mounted only where read rights cannot do it or
-//! would be noisy: every hidden entry when Landlock is missing, or when the network is on and
-//! Landlock cannot refuse `connect()` to a socket file (before ABI 9: an agent nobody listed
-//! keeps its socket in a dot directory); and a hidden file directly in a home directory — what
-//! a start-up file sources — which then reads as empty instead of failing with a denial in
-//! every login shell.
+//! containers are granted listing only, the readable entries one by one, however many there
+//! are), which costs a rule per readable entry and no mount. The mount view covers only:
+//! - a hidden file directly in a home directory, and a hidden file a shell start-up file
+//!   sources (`. ~/.rye/env`): it reads as empty instead of failing in every login shell;
+//! - where read rights do not hide everything — no Landlock, or the network on with Landlock
+//!   before ABI 9, which cannot refuse `connect()` to a socket file (an agent no catalogue lists
+//!   keeps its socket in a dot directory) — every hidden entry: in a home directory one stand-in
+//!   each; in a container, one stand-in each or, where that is fewer mounts, the container
+//!   covered whole and its readable entries put back.
+//!
+//! A hidden entry that holds a granted place or a sourced file is never covered (the cover
+//! would hide the place too): read rights alone hide it.
 
 use std::path::{Path, PathBuf};
 
@@ -22,12 +27,13 @@ pub struct HomeListContext<'a> {
     pub view: &'a EnvSnapshot,
     /// The home directories (`$HOME`, the account's).
     pub homes: &'a [PathBuf],
-    /// The directories the command starts in (the policy's and the command's own).
-    pub cwds: &'a [PathBuf],
+    /// The workspace (the policy's cwd), fixed when the run or the server started. Never the
+    /// command's own working directory, which an agent picks per call.
+    pub workspace: &'a Path,
 }
 
-/// The list's plan for `policy`, planned with `listings`; `cordon_home` (canonical) is hidden
-/// by read rights too, wherever it lies, but for the writable roots inside it.
+/// The list's plan for `policy`, planned with `listings`; `$CORDON_HOME` is hidden by read
+/// rights too, wherever it lies, but for the writable roots inside it.
 pub fn plan(
     context: &HomeListContext<'_>,
     policy: &ResolvedPolicy,
@@ -37,29 +43,40 @@ pub fn plan(
         return HomeReads::default();
     };
     // A root that held a home directory was sealed into its plain entries before this: the
-    // dot entries are in no root. A working directory that is or holds a home directory
-    // likewise keeps none of its entries: the command works there, its secrets are not its
-    // workspace.
+    // dot entries are in no root. A workspace that is or holds a home directory likewise
+    // keeps none of its entries: the command works there, its secrets are not its workspace.
     let homes: Vec<PathBuf> =
         context.homes.iter().filter_map(|home| std::fs::canonicalize(home).ok()).collect();
     let mut keep: Vec<PathBuf> = policy.writable_roots.clone();
     keep.extend(
-        context
-            .cwds
-            .iter()
-            .filter_map(|cwd| std::fs::canonicalize(cwd).ok())
+        std::fs::canonicalize(context.workspace)
+            .ok()
             .filter(|cwd| !homes.iter().any(|home| home.starts_with(cwd))),
     );
     let env = context.view.view();
-    let mut grant: Vec<PathBuf> = context
+    let in_home = |dir: &Path| homes.iter().any(|home| dir.starts_with(home));
+    // The `PATH` directories in a home, taken where they really are; and what the programs
+    // linked into them come from (an installer's `~/.local/bin/poetry` leading into its own
+    // environment in `~/.local/share/pypoetry`).
+    let path_dirs: Vec<PathBuf> = context
         .view
         .path_dirs
         .iter()
-        .filter(|dir| context.homes.iter().any(|home| dir.starts_with(home)))
-        .cloned()
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .filter(|dir| in_home(dir))
         .collect();
+    let mut grant: Vec<PathBuf> = path_dirs.clone();
+    let mut program_sources: Vec<PathBuf> = Vec::new();
+    for dir in &path_dirs {
+        program_sources.extend(linked_programs(dir).into_iter().filter(|p| in_home(p)));
+    }
     for home in context.homes {
-        grant.extend(crate::apply::global_include_targets(Some(home)));
+        // Only files: a directory named as an include is no configuration git reads.
+        grant.extend(
+            crate::apply::global_include_targets(Some(home))
+                .into_iter()
+                .filter(|target| std::fs::metadata(target).is_ok_and(|m| m.is_file())),
+        );
     }
     for path in also {
         grant.extend(cordon_policies::expand_hidden_path(path, &env));
@@ -70,19 +87,36 @@ pub fn plan(
         keep: &keep,
         grant: &grant,
         hidden: &policy.hidden_paths,
-        entry_limit: crate::hidden_reads::MAX_ENTRIES,
     };
     let mut reads = cordon_policies::plan_home_reads(&input, listings);
+    // A program linked into a PATH directory runs from the hidden entry it lives in: that
+    // entry is granted whole, unless a catalogued secret lies in it.
+    let mut regranted: Vec<PathBuf> = Vec::new();
+    for source in program_sources {
+        let Some(entry) = reads.hidden.iter().find(|entry| source.starts_with(entry)).cloned()
+        else {
+            continue;
+        };
+        let secret = policy.hidden_paths.iter().any(|secret| secret.starts_with(&entry));
+        if !secret && !reads.granted.contains(&entry) && !regranted.contains(&entry) {
+            regranted.push(entry);
+        }
+    }
+    if !regranted.is_empty() {
+        let grant: Vec<PathBuf> = grant.iter().chain(&regranted).cloned().collect();
+        let input = HomeReadsInput { grant: &grant, ..input };
+        reads = cordon_policies::plan_home_reads(&input, listings);
+    }
     // cordon's own state: rules, config, journals, what runs held back, other workspaces'
     // caches. The writable roots inside it (this workspace's caches) keep their own grant.
-    if let Some(home) =
-        context.view.cordon_home.as_deref().and_then(|h| std::fs::canonicalize(h).ok())
-    {
-        // Never a stand-in: the write layers' directories lie in it.
+    let cordon_home =
+        context.view.cordon_home.as_deref().and_then(|h| std::fs::canonicalize(h).ok());
+    if let Some(home) = cordon_home {
+        // Never covered: the write layers' directories lie in it.
         let in_root = policy.writable_roots.iter().any(|root| home.starts_with(root));
-        if !in_root
-            && !reads.hidden.iter().any(|hidden| home.starts_with(hidden) && *hidden != home)
-        {
+        let inside_hidden =
+            reads.hidden.iter().any(|hidden| home.starts_with(hidden) && *hidden != home);
+        if !in_root && !inside_hidden {
             if !reads.hidden.contains(&home) {
                 reads.hidden.push(home.clone());
             }
@@ -97,10 +131,10 @@ pub fn planned_home_reads(
     reading: &HomeReading,
     view: &EnvSnapshot,
     policy: &ResolvedPolicy,
-    cwds: &[PathBuf],
+    workspace: &Path,
 ) -> HomeReads {
     let homes = homes(view);
-    let context = HomeListContext { reading, view, homes: &homes, cwds };
+    let context = HomeListContext { reading, view, homes: &homes, workspace };
     plan(&context, policy, &Listings::new())
 }
 
@@ -114,6 +148,18 @@ pub(crate) fn homes(view: &EnvSnapshot) -> Vec<PathBuf> {
     homes
 }
 
+/// Where the symbolic links in `dir` lead (at most a few hundred are looked at).
+fn linked_programs(dir: &Path) -> Vec<PathBuf> {
+    const MAX_PROGRAMS: usize = 512;
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .take(MAX_PROGRAMS)
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_symlink()))
+        .filter_map(|entry| std::fs::canonicalize(entry.path()).ok())
+        .collect()
+}
+
 /// How far read rights hide on this kernel, for this command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadRights {
@@ -125,22 +171,58 @@ pub enum ReadRights {
     Nothing,
 }
 
-/// The hidden entries to cover with a stand-in: the files directly in a home directory and
-/// the entries of a container too large for a rule per entry, and where read rights do not
-/// hide everything, every entry that holds nothing granted.
-pub fn stand_ins(reads: &HomeReads, rights: ReadRights) -> Vec<PathBuf> {
-    let candidates: Vec<&PathBuf> = match rights {
-        ReadRights::Everything => reads.top_files.iter().chain(&reads.crowded).collect(),
-        ReadRights::ReadsOnly | ReadRights::Nothing => reads.hidden.iter().collect(),
-    };
-    let mut out: Vec<PathBuf> = candidates
+/// How the mount view covers the list's hidden entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HomeCovers {
+    /// Stand-ins, one per path (added to the hidden paths).
+    pub stand_ins: Vec<PathBuf>,
+    /// Containers covered whole, with the entries put back.
+    pub filtered: Vec<(PathBuf, Vec<PathBuf>)>,
+}
+
+/// What the mount view covers for `reads`, given what read rights hide and the files the
+/// homes' shell start-up files source.
+pub fn covers(reads: &HomeReads, rights: ReadRights, homes: &[PathBuf]) -> HomeCovers {
+    let hidden_at = |path: &Path| reads.hidden.iter().any(|entry| path.starts_with(entry));
+    let quiet: Vec<PathBuf> = sourced_files(homes)
         .into_iter()
-        .filter(|entry| !reads.holding_granted.contains(entry))
-        .cloned()
+        .filter(|file| hidden_at(file) && std::fs::metadata(file).is_ok_and(|m| m.is_file()))
         .collect();
-    out.sort();
-    out.dedup();
-    out
+    // An entry holding a granted place or a sourced file is never covered whole.
+    let uncovered = |entry: &PathBuf| {
+        reads.holding_granted.contains(entry)
+            || quiet.iter().any(|file| file.starts_with(entry) && file != entry)
+    };
+    let mut covers = HomeCovers::default();
+    covers.stand_ins.extend(quiet.iter().cloned());
+    covers.stand_ins.extend(reads.top_files.iter().filter(|file| !uncovered(file)).cloned());
+    if rights != ReadRights::Everything {
+        let mut in_filtered: Vec<&Path> = Vec::new();
+        for view in &reads.containers {
+            // Covering the container costs one mount and one per entry put back.
+            let entries: Vec<&PathBuf> =
+                reads.hidden.iter().filter(|e| e.parent() == Some(&view.dir)).collect();
+            let kept_open: Vec<PathBuf> =
+                entries.iter().filter(|entry| uncovered(entry)).map(|e| (*e).clone()).collect();
+            if view.shown.len() + kept_open.len() < entries.len() {
+                let mut shown = view.shown.clone();
+                shown.extend(kept_open);
+                covers.filtered.push((view.dir.clone(), shown));
+                in_filtered.push(&view.dir);
+            }
+        }
+        covers.stand_ins.extend(
+            reads
+                .hidden
+                .iter()
+                .filter(|entry| !uncovered(entry))
+                .filter(|entry| !in_filtered.iter().any(|dir| entry.parent() == Some(*dir)))
+                .cloned(),
+        );
+    }
+    covers.stand_ins.sort();
+    covers.stand_ins.dedup();
+    covers
 }
 
 /// The hidden entries read rights keep unreadable: not the links among them (a link is read
@@ -151,4 +233,102 @@ pub fn unreadable(reads: &HomeReads) -> impl Iterator<Item = &PathBuf> {
 
 fn is_link(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
+}
+
+/// The shell start-up files of a home directory that a login or interactive shell reads.
+const START_UP_FILES: &[&str] = &[
+    ".profile",
+    ".bash_profile",
+    ".bash_login",
+    ".bashrc",
+    ".bash_aliases",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".kshrc",
+    ".mkshrc",
+];
+
+/// How much of a start-up file is read.
+const START_UP_CAP: u64 = 256 * 1024;
+
+/// The files the homes' start-up files source (`. FILE`, `source FILE`), with `~`, `$HOME` and
+/// `${HOME}` expanded; a word with any other expansion names no file cordon could tell.
+fn sourced_files(homes: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for home in homes {
+        for name in START_UP_FILES {
+            let path = home.join(name);
+            // The user's own files, which a dotfile manager often keeps as links.
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            let Ok(Some(bytes)) = cordon_policies::read_start_file(&path, START_UP_CAP) else {
+                continue;
+            };
+            files.extend(sourced_in(&String::from_utf8_lossy(&bytes), home));
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// The files `text` sources, expanded against `home`.
+fn sourced_in(text: &str, home: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for line in text.lines() {
+        let line = line.split(" #").next().unwrap_or_default();
+        for command in line.split([';', '&', '|']) {
+            let mut words = command.split_whitespace();
+            let mut word = words.next();
+            while matches!(word, Some("then" | "do" | "else" | "{" | "(")) {
+                word = words.next();
+            }
+            if !matches!(word, Some("." | "source")) {
+                continue;
+            }
+            let Some(file) = words.next() else { continue };
+            let file = file.trim_matches(|c| c == '"' || c == '\'');
+            let home_text = home.to_string_lossy();
+            let expanded = if let Some(rest) = file.strip_prefix("~/") {
+                format!("{home_text}/{rest}")
+            } else {
+                file.replacen("${HOME}", &home_text, 1).replacen("$HOME", &home_text, 1)
+            };
+            if expanded.starts_with('/') && !expanded.contains(['$', '`', '*', '?']) {
+                files.push(cordon_policies::lexically_normal(Path::new(&expanded)));
+            }
+        }
+    }
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_files_start_up_files_source_are_read_as_a_shell_would_name_them() {
+        let text = r#"
+# a comment . /not/this
+. "$HOME/.rye/env"
+[ -f ~/.atuin/bin/env ] && . ~/.atuin/bin/env
+if [ -f ${HOME}/.wasmer/wasmer.sh ]; then source ${HOME}/.wasmer/wasmer.sh; fi
+. /etc/profile.d/x.sh
+. "$XDG_CONFIG_HOME/x"
+source $HOME/../h/.secrets
+"#;
+        assert_eq!(
+            sourced_in(text, Path::new("/h")),
+            [
+                "/h/.rye/env",
+                "/h/.atuin/bin/env",
+                "/h/.wasmer/wasmer.sh",
+                "/etc/profile.d/x.sh",
+                "/h/.secrets"
+            ]
+            .map(PathBuf::from)
+        );
+    }
 }

@@ -52,6 +52,9 @@ pub struct MountPlan {
     pub exposed_sockets: Vec<PathBuf>,
     /// Existing hidden non-directories: covered with `/dev/null`.
     pub hidden_files: Vec<PathBuf>,
+    /// Directories covered with an empty read-only tmpfs into which the listed entries of each
+    /// are put back (with the mounts on and inside them), before the hidden paths are covered.
+    pub filtered_dirs: Vec<(PathBuf, Vec<PathBuf>)>,
     /// Whether to put a private tmpfs on `/dev/shm`.
     pub private_dev_shm: bool,
     /// Whether to put a private devpts instance on `/dev/pts`: when the command is handed no
@@ -294,6 +297,7 @@ pub(crate) fn plan(
         hidden_dirs,
         exposed_sockets,
         hidden_files,
+        filtered_dirs: Vec::new(),
         private_dev_shm: Path::new("/dev/shm").is_dir(),
         private_dev_pts: Path::new("/dev/pts").is_dir() && !terminal_on_stdio(),
         network: NetworkNamespace::for_policy(policy),
@@ -429,6 +433,9 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
             }
         }
     }
+    for (dir, shown) in &plan.filtered_dirs {
+        filter_dir(dir, shown)?;
+    }
     let stand_in = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     for dir in &plan.hidden_dirs {
         let exposed: Vec<&PathBuf> =
@@ -526,6 +533,57 @@ fn hide_dir_but_sockets(dir: &Path, sockets: &[&PathBuf]) -> Result<(), HelperEr
         std::fs::File::create(socket).map_err(io("creating its stand-in"))?;
         bind_held(fd, socket, MsFlags::MS_BIND)
             .map_err(fail(format!("exposing the allowed socket {}", socket.display())))?;
+    }
+    set_read_only(dir, Recursion::Single)
+}
+
+/// Covers `dir` with an empty tmpfs and puts back `shown` (its entries): each held before the
+/// cover and bound back with the mounts on and under it (a writable root, a protected path), a
+/// symbolic link made again as it reads. A name that is gone by now is left out.
+fn filter_dir(dir: &Path, shown: &[PathBuf]) -> Result<(), HelperError> {
+    let fail =
+        |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
+    enum Back {
+        Mount(std::os::fd::OwnedFd, bool),
+        Link(PathBuf),
+    }
+    let mut held: Vec<(&PathBuf, Back)> = Vec::new();
+    for entry in shown {
+        let Ok(meta) = std::fs::symlink_metadata(entry) else { continue };
+        if meta.file_type().is_symlink() {
+            if let Ok(target) = std::fs::read_link(entry) {
+                held.push((entry, Back::Link(target)));
+            }
+            continue;
+        }
+        match hold(entry) {
+            Ok(fd) => held.push((entry, Back::Mount(fd, meta.is_dir()))),
+            Err(nix::Error::ENOENT) => {}
+            Err(e) => return Err(fail(format!("opening {}", entry.display()))(e)),
+        }
+    }
+    let writable = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("tmpfs"), dir, Some("tmpfs"), writable, Some("mode=0755,size=64k"))
+        .map_err(fail(format!("covering {}", dir.display())))?;
+    for (entry, back) in &held {
+        let io = |what: &str| {
+            let what = format!("{what} {}", entry.display());
+            move |source: std::io::Error| HelperError::MountView { what, source }
+        };
+        match back {
+            Back::Link(target) => {
+                std::os::unix::fs::symlink(target, entry).map_err(io("making the link"))?;
+            }
+            Back::Mount(fd, is_dir) => {
+                if *is_dir {
+                    std::fs::create_dir(entry).map_err(io("making the mount point"))?;
+                } else {
+                    std::fs::File::create(entry).map_err(io("making the mount point"))?;
+                }
+                bind_held(fd, entry, MsFlags::MS_BIND | MsFlags::MS_REC)
+                    .map_err(fail(format!("putting back {}", entry.display())))?;
+            }
+        }
     }
     set_read_only(dir, Recursion::Single)
 }

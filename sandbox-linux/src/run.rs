@@ -379,16 +379,15 @@ unsafe fn run(
         (true, true) => crate::home_reads::ReadRights::ReadsOnly,
         (true, false) => crate::home_reads::ReadRights::Everything,
     };
-    let cwds: Vec<PathBuf> =
-        std::iter::once(args.request.policy_cwd.clone()).chain(args.command_cwd.clone()).collect();
     let home_list = crate::home_reads::HomeListContext {
         reading: &args.request.home_reads,
         view: env,
         homes: &homes,
-        cwds: &cwds,
+        workspace: &args.request.policy_cwd,
     };
     let home_reads = crate::home_reads::plan(&home_list, &policy, &listings);
-    policy.hidden_paths.extend(crate::home_reads::stand_ins(&home_reads, rights));
+    let home_covers = crate::home_reads::covers(&home_reads, rights, &homes);
+    policy.hidden_paths.extend(home_covers.stand_ins.iter().cloned());
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
@@ -433,6 +432,7 @@ unsafe fn run(
                         },
                     )?;
                     plan.network = network;
+                    plan.filtered_dirs = home_covers.filtered.clone();
                     warn_unusable_git_files(&plan.unusable_git_files);
                     warn_unsearched(&plan.unsearched);
                     mount_view::build(&plan)?;
@@ -527,7 +527,19 @@ unsafe fn run(
         let mut hidden = policy.hidden_paths.clone();
         hidden.extend(devices.iter().cloned());
         hidden.extend(crate::home_reads::unreadable(&home_reads).cloned());
-        let mut reads = hidden_reads::plan(&hidden, &roots, &listings);
+        if let (Err(reason), crate::home_reads::ReadRights::ReadsOnly) = (&mount_view, rights) {
+            if !home_reads.hidden.is_empty() {
+                crate::messages::warning(format_args!(
+                    "not enforced: with the network on and no mount view ({reason}), a UNIX \
+                     socket in an entry of the home directory that the allow-list hides can be \
+                     connected to (Landlock refuses that from ABI 9; this kernel has {abi})"
+                ));
+            }
+        }
+        let mut one_by_one: Vec<PathBuf> =
+            homes.iter().filter_map(|home| std::fs::canonicalize(home).ok()).collect();
+        one_by_one.extend(home_reads.containers.iter().map(|view| view.dir.clone()));
+        let mut reads = hidden_reads::plan(&hidden, &roots, &one_by_one, &listings);
         reads.granted = home_reads.granted.clone();
         // Outside the writable roots, a hidden path Landlock leaves to the mount view lies in
         // a directory too large to grant entry by entry: without the view nothing hides it.

@@ -68,7 +68,19 @@ impl Home {
         );
         symlink(home.path().join(".dotfiles/gitconfig"), home.path().join(".gitconfig")).unwrap();
         home.write(".gitconfig-work", "[user]\n\temail = work@example.org\n");
-        home.write(".profile", ". \"$HOME/.secrets\"\necho profile-ran\n");
+        home.write(
+            ".profile",
+            ". \"$HOME/.secrets\"\n[ -f ~/.rye/env ] && . ~/.rye/env\necho profile-ran\n",
+        );
+        home.write(".rye/env", "SECRET_RYE=1\n");
+        home.write(".rye/secret", "SECRET .rye/secret\n");
+        // An installer's program in `~/.local/bin`, a link into its own environment.
+        let poetry =
+            home.write(".local/share/pypoetry/venv/bin/poetry", "#!/bin/sh\necho CONTROL poetry\n");
+        std::fs::set_permissions(&poetry, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        std::fs::create_dir_all(home.path().join(".local/bin")).unwrap();
+        symlink(&poetry, home.path().join(".local/bin/poetry")).unwrap();
         let tool = home.write(".mytool/bin/mytool", "#!/bin/sh\necho CONTROL mytool\n");
         std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
@@ -88,8 +100,11 @@ impl Home {
         args.extend_from_slice(&["-c", "shell_environment_policy.inherit=all"]);
         args.extend_from_slice(flags);
         args.extend_from_slice(&["--", "/bin/bash", "-c", script]);
-        let path =
-            format!("{}:/usr/local/bin:/usr/bin:/bin", self.path().join(".mytool/bin").display());
+        let path = format!(
+            "{}:{}:/usr/local/bin:/usr/bin:/bin",
+            self.path().join(".mytool/bin").display(),
+            self.path().join(".local/bin").display()
+        );
         cordon_command(user, &args)
             .env("HOME", self.path())
             .env("PATH", path)
@@ -142,7 +157,7 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
         );
         let script = format!(
             "{controls}git init -q . && git config user.name && git config user.email; \
-             mytool; '{uv}'; bash -lc 'echo login-shell-ran'",
+             mytool; poetry; '{uv}'; bash -lc 'echo login-shell-ran'",
             uv = home.path().join(".local/share/uv/python/bin/tool").display()
         );
         let run = home.exec(user, work.path(), &[], &script);
@@ -154,6 +169,7 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
             "Planted User",
             "work@example.org",
             "CONTROL mytool",
+            "CONTROL poetry",
             "CONTROL uv-tool",
             "profile-ran",
             "login-shell-ran",
@@ -169,10 +185,13 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
         assert!(!run.stderr.contains("Permission denied"), "{user:?}: {}", run.stderr);
         assert_eq!(run.code, Some(0), "{user:?}: {}", run.stderr);
         // The hidden entry that holds the PATH directory stays hidden but for it.
-        let run = home.exec(user, work.path(), &[], &read_script(home.path(), &[".mytool/secret"]));
+        // So do the entries holding a sourced file.
+        let rels = [".mytool/secret", ".rye/secret", ".rye/env"];
+        let run = home.exec(user, work.path(), &[], &read_script(home.path(), &rels));
         assert!(!run.stdout.contains("SECRET"), "{user:?}: {}", run.stdout);
 
-        // A workspace inside a dot entry that is not on the list: the entry is the command's.
+        // A workspace inside a dot entry that is not on the list: the workspace is the
+        // command's, what lies beside it in the entry is not.
         let ws = home.path().join(".myproject/ws");
         let run = home.exec(
             user,
@@ -186,7 +205,7 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
             run.stdout,
             run.stderr
         );
-        assert!(run.stdout.contains("CONTROL beside-the-workspace"), "{user:?}: {}", run.stdout);
+        assert!(!run.stdout.contains("CONTROL beside-the-workspace"), "{user:?}: {}", run.stdout);
         assert!(!run.stdout.contains("SECRET"), "{user:?}: {}", run.stdout);
     }
 }
@@ -347,7 +366,9 @@ fn without_the_mount_view_read_rights_alone_hide_the_unlisted_entries() {
         let work = scratch();
         let script = read_script(home.path(), UNLISTED)
             + &read_script(home.path(), &["notes.txt", ".cargo/env"]);
-        let run = home.exec(user, work.path(), &["--no-mount-view", "--writes", "direct"], &script);
+        let mut flags = features().no_mount_view().to_vec();
+        flags.extend_from_slice(&["--writes", "direct"]);
+        let run = home.exec(user, work.path(), &flags, &script);
         assert!(run.stdout.contains("CONTROL notes"), "{user:?}: {}{}", run.stdout, run.stderr);
         assert!(run.stdout.contains("CONTROL cargo-env"), "{user:?}: {}", run.stdout);
         let leaked: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
@@ -378,4 +399,61 @@ fn the_home_directory_as_the_workspace_keeps_the_list() {
         assert!(run.stdout.contains("Planted User"), "{flags:?}: {}{}", run.stdout, run.stderr);
         assert!(!run.stdout.contains("SECRET"), "{flags:?}: {}", run.stdout);
     }
+}
+
+/// A container past the size at which read rights grant a directory whole stays filtered
+/// entry by entry; with the network on (and Landlock before ABI 9) the container is covered
+/// whole with its readable entries put back, so an agent in a hidden entry gets no connection
+/// and the command still finds what it needs.
+#[test]
+fn a_crowded_container_keeps_its_secrets_with_the_network_off_and_on() {
+    use std::os::unix::net::UnixListener;
+    require_sandbox!(1);
+    let home = Home::plant();
+    let work = scratch();
+    let cache = home.path().join(".cache");
+    home.write(".cache/pip/CONTROL", "CONTROL pip-cache\n");
+    for i in 0..10_001 {
+        std::fs::write(cache.join(format!("f{i}")), "").unwrap();
+    }
+    std::fs::create_dir_all(cache.join("agentdir")).unwrap();
+    let socket = cache.join("agentdir/agent.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+    std::fs::set_permissions(&socket, mode).unwrap();
+    let script = format!(
+        "{}'{}' -c '{}' '{}'",
+        read_script(home.path(), &[".cache/unknowntool/token", ".cache/pip/CONTROL"]),
+        python(),
+        CONNECT_ALL.replace('\'', "'\\''"),
+        socket.display()
+    );
+    for flags in [&[][..], &["--network"][..]] {
+        let run = home.exec(User::Root, work.path(), flags, &script);
+        assert!(
+            run.stdout.contains("CONTROL pip-cache"),
+            "{flags:?}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(!run.stdout.contains("SECRET"), "{flags:?}: {}", run.stdout);
+        assert!(run.stdout.contains(" refused"), "{flags:?}: {}{}", run.stdout, run.stderr);
+        assert!(listener.accept().is_err(), "{flags:?}: the agent was reached");
+    }
+}
+
+/// `--add-dir` of a directory inside an entry the list hides: that directory is the command's,
+/// the rest of the entry is not.
+#[test]
+fn a_root_inside_a_hidden_entry_opens_that_root_only() {
+    require_sandbox!(1);
+    let home = Home::plant();
+    let work = scratch();
+    home.write(".tsh/cache/CONTROL", "CONTROL tsh-cache\n");
+    let cache = home.path().join(".tsh/cache");
+    let script = read_script(home.path(), &[".tsh/cache/CONTROL", ".tsh/keys/u"]);
+    let run = home.exec(User::Root, work.path(), &["--add-dir", cache.to_str().unwrap()], &script);
+    assert!(run.stdout.contains("CONTROL tsh-cache"), "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("SECRET"), "{}", run.stdout);
 }
