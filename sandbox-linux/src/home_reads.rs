@@ -12,8 +12,8 @@
 //!   each; in a container, one stand-in each or, where that is fewer mounts, the container
 //!   covered whole and its readable entries put back.
 //!
-//! A hidden entry that holds a granted place or a sourced file is never covered (the cover
-//! would hide the place too): read rights alone hide it.
+//! A hidden entry that holds a granted place or a sourced file is covered as a container is:
+//! whole, with those places put back.
 
 use std::path::{Path, PathBuf};
 
@@ -188,37 +188,51 @@ pub fn covers(reads: &HomeReads, rights: ReadRights, homes: &[PathBuf]) -> HomeC
         .into_iter()
         .filter(|file| hidden_at(file) && std::fs::metadata(file).is_ok_and(|m| m.is_file()))
         .collect();
-    // An entry holding a granted place or a sourced file is never covered whole.
-    let uncovered = |entry: &PathBuf| {
-        reads.holding_granted.contains(entry)
-            || quiet.iter().any(|file| file.starts_with(entry) && file != entry)
+    // What a hidden entry holds that must stay reachable: granted places, sourced files.
+    let held_in = |entry: &Path| -> Vec<PathBuf> {
+        reads
+            .granted
+            .iter()
+            .chain(&quiet)
+            .filter(|place| place.starts_with(entry) && place.as_path() != entry)
+            .cloned()
+            .collect()
     };
     let mut covers = HomeCovers::default();
     covers.stand_ins.extend(quiet.iter().cloned());
-    covers.stand_ins.extend(reads.top_files.iter().filter(|file| !uncovered(file)).cloned());
-    if rights != ReadRights::Everything {
-        let mut in_filtered: Vec<&Path> = Vec::new();
-        for view in &reads.containers {
-            // Covering the container costs one mount and one per entry put back.
-            let entries: Vec<&PathBuf> =
-                reads.hidden.iter().filter(|e| e.parent() == Some(&view.dir)).collect();
-            let kept_open: Vec<PathBuf> =
-                entries.iter().filter(|entry| uncovered(entry)).map(|e| (*e).clone()).collect();
-            if view.shown.len() + kept_open.len() < entries.len() {
-                let mut shown = view.shown.clone();
-                shown.extend(kept_open);
-                covers.filtered.push((view.dir.clone(), shown));
-                in_filtered.push(&view.dir);
-            }
+    covers.stand_ins.extend(reads.top_files.iter().cloned());
+    if rights == ReadRights::Everything {
+        covers.stand_ins.sort();
+        covers.stand_ins.dedup();
+        return covers;
+    }
+    let mut in_filtered: Vec<&Path> = Vec::new();
+    for view in &reads.containers {
+        // Covering the container costs one mount and one per place put back.
+        let entries: Vec<&PathBuf> =
+            reads.hidden.iter().filter(|e| e.parent() == Some(&view.dir)).collect();
+        let mut shown = view.shown.clone();
+        shown.extend(entries.iter().flat_map(|entry| held_in(entry)));
+        if shown.len() < entries.len() {
+            covers.filtered.push((view.dir.clone(), shown));
+            in_filtered.push(&view.dir);
         }
-        covers.stand_ins.extend(
-            reads
-                .hidden
-                .iter()
-                .filter(|entry| !uncovered(entry))
-                .filter(|entry| !in_filtered.iter().any(|dir| entry.parent() == Some(*dir)))
-                .cloned(),
-        );
+    }
+    for entry in &reads.hidden {
+        if in_filtered.iter().any(|dir| entry.parent() == Some(*dir))
+            || in_filtered.iter().any(|dir| entry.starts_with(dir))
+        {
+            continue;
+        }
+        let inside = held_in(entry);
+        if inside.is_empty() && reads.holding_granted.contains(entry) {
+            // `$CORDON_HOME`, whose write layers are in use: read rights alone.
+            continue;
+        } else if inside.is_empty() {
+            covers.stand_ins.push(entry.clone());
+        } else if std::fs::symlink_metadata(entry).is_ok_and(|m| m.is_dir()) {
+            covers.filtered.push((entry.clone(), inside));
+        }
     }
     covers.stand_ins.sort();
     covers.stand_ins.dedup();

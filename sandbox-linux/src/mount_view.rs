@@ -537,9 +537,10 @@ fn hide_dir_but_sockets(dir: &Path, sockets: &[&PathBuf]) -> Result<(), HelperEr
     set_read_only(dir, Recursion::Single)
 }
 
-/// Covers `dir` with an empty tmpfs and puts back `shown` (its entries): each held before the
-/// cover and bound back with the mounts on and under it (a writable root, a protected path), a
-/// symbolic link made again as it reads. A name that is gone by now is left out.
+/// Covers `dir` with an empty tmpfs and puts back `shown` (places inside it): each held before
+/// the cover and bound back with the mounts on and under it (a writable root, a protected
+/// path), a symbolic link made again as it reads, the directories on the way made empty. A
+/// name that is gone by now is left out.
 fn filter_dir(dir: &Path, shown: &[PathBuf]) -> Result<(), HelperError> {
     let fail =
         |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
@@ -570,6 +571,9 @@ fn filter_dir(dir: &Path, shown: &[PathBuf]) -> Result<(), HelperError> {
             let what = format!("{what} {}", entry.display());
             move |source: std::io::Error| HelperError::MountView { what, source }
         };
+        if let Some(parent) = entry.parent() {
+            std::fs::create_dir_all(parent).map_err(io("making the directories to"))?;
+        }
         match back {
             Back::Link(target) => {
                 std::os::unix::fs::symlink(target, entry).map_err(io("making the link"))?;

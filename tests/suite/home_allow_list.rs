@@ -70,10 +70,10 @@ impl Home {
         home.write(".gitconfig-work", "[user]\n\temail = work@example.org\n");
         home.write(
             ".profile",
-            ". \"$HOME/.secrets\"\n[ -f ~/.rye/env ] && . ~/.rye/env\necho profile-ran\n",
+            ". \"$HOME/.secrets\"\n[ -f ~/.sometool/env ] && . ~/.sometool/env\necho profile-ran\n",
         );
-        home.write(".rye/env", "SECRET_RYE=1\n");
-        home.write(".rye/secret", "SECRET .rye/secret\n");
+        home.write(".sometool/env", "SECRET_SOMETOOL=1\n");
+        home.write(".sometool/secret", "SECRET .sometool/secret\n");
         // An installer's program in `~/.local/bin`, a link into its own environment.
         let poetry =
             home.write(".local/share/pypoetry/venv/bin/poetry", "#!/bin/sh\necho CONTROL poetry\n");
@@ -186,7 +186,7 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
         assert_eq!(run.code, Some(0), "{user:?}: {}", run.stderr);
         // The hidden entry that holds the PATH directory stays hidden but for it.
         // So do the entries holding a sourced file.
-        let rels = [".mytool/secret", ".rye/secret", ".rye/env"];
+        let rels = [".mytool/secret", ".sometool/secret", ".sometool/env"];
         let run = home.exec(user, work.path(), &[], &read_script(home.path(), &rels));
         assert!(!run.stdout.contains("SECRET"), "{user:?}: {}", run.stdout);
 
@@ -456,4 +456,40 @@ fn a_root_inside_a_hidden_entry_opens_that_root_only() {
     let run = home.exec(User::Root, work.path(), &["--add-dir", cache.to_str().unwrap()], &script);
     assert!(run.stdout.contains("CONTROL tsh-cache"), "{}{}", run.stdout, run.stderr);
     assert!(!run.stdout.contains("SECRET"), "{}", run.stdout);
+}
+
+/// Without Landlock (simulated: `landlock_create_ruleset` fails with ENOSYS, as on a kernel
+/// without it) the mount view alone hides what the list leaves out, with stand-ins, and what
+/// the tools need still reads.
+#[test]
+fn without_landlock_the_mount_view_alone_hides_the_unlisted_entries() {
+    require_sandbox!(1);
+    skip_unless!(features().path_rules(), "hiding paths without Landlock needs the mount view");
+    let home = Home::plant();
+    let work = scratch();
+    let script = format!(
+        "{}git config --global user.name; bash -lc 'echo login-shell-ran'",
+        read_script(home.path(), UNLISTED)
+            + &read_script(home.path(), &["notes.txt", ".cargo/env"])
+    );
+    let args =
+        ["cordon", "exec", "-a", "never", "--best-effort", "-C", work.path().to_str().unwrap()];
+    let mut argv: Vec<&std::ffi::OsStr> = args.iter().map(|a| os(a)).collect();
+    argv.extend(["--", "/bin/bash", "-c", &script].iter().map(|a| os(a)));
+    let no_landlock = [(libc::SYS_landlock_create_ruleset, libc::ENOSYS)];
+    let run: Run = under_filter(&no_landlock, Path::new(CORDON), &argv)
+        .env("HOME", home.path())
+        .output()
+        .unwrap()
+        .into();
+    assert!(
+        run.stderr.contains("Landlock"),
+        "the run must say Landlock is missing: {}",
+        run.stderr
+    );
+    for expected in ["CONTROL notes", "CONTROL cargo-env", "Planted User", "login-shell-ran"] {
+        assert!(run.stdout.contains(expected), "no {expected}: {}{}", run.stdout, run.stderr);
+    }
+    let leaked: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
+    assert!(leaked.is_empty(), "read {leaked:#?}");
 }
