@@ -5,6 +5,8 @@
 # 100 times as many (extra tools' dot directories and ~/.config entries). For each size:
 #   - `cordon exec -a never -- /bin/true` with the list (the default) and with it off
 #     (`-c home_allow_list=false`), interleaved by hyperfine in one run;
+#   - the same with `--network` (below Landlock ABI 9 the mount view then covers the hidden
+#     entries, which read rights cannot keep sockets in from answering);
 #   - the bare helper (`codex-linux-sandbox`, the list on);
 #   - how many entries the list hides (`--dry-run --json`), and how many mounts the command
 #     sees with the list and without it (the stand-ins it costs).
@@ -70,6 +72,9 @@ for i in "${!sizes[@]}"; do
   ws="$home/projects/app"
   args+=(-n "list, ${names[$i]} entries" "env HOME=$home $cordon exec -a never -C $ws -- /bin/true")
   args+=(-n "no list, ${names[$i]} entries" "env HOME=$home $cordon exec -a never -c home_allow_list=false -C $ws -- /bin/true")
+  # With the network on, a kernel before Landlock ABI 9 needs the mount view to cover the
+  # hidden entries (sockets): stand-ins, or containers covered whole.
+  args+=(-n "list, --network, ${names[$i]} entries" "env HOME=$home $cordon exec -a never --network -C $ws -- /bin/true")
   args+=(-n "helper, ${names[$i]} entries" "env HOME=$home $helper --sandbox-policy-cwd $ws --sandbox-policy '{\"type\":\"workspace-write\"}' -- /bin/true")
 done
 echo "## launch: /bin/true"
@@ -77,8 +82,8 @@ hyperfine -N --warmup 3 --runs "$runs" --export-markdown "$base/launch.md" "${ar
 cat "$base/launch.md"
 echo
 echo "## what the list hides, and the mounts it costs"
-echo "| home entries | entries hidden by the list | mounts the command sees, list on | list off |"
-echo "| ---: | ---: | ---: | ---: |"
+echo "| home entries | entries hidden by the list | mounts the command sees, list on | with --network | list off |"
+echo "| ---: | ---: | ---: | ---: | ---: |"
 for n in "${names[@]}"; do
   home="$base/home-$n"
   ws="$home/projects/app"
@@ -87,6 +92,7 @@ for n in "${names[@]}"; do
   hidden=$(HOME=$home "$cordon" exec --dry-run --json -C "$ws" -- /bin/true \
     | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sandbox"]["home_hidden"]))')
   on=$(HOME=$home "$cordon" exec -a never -C "$ws" -- cat /proc/self/mountinfo | wc -l)
+  net=$(HOME=$home "$cordon" exec -a never --network -C "$ws" -- cat /proc/self/mountinfo | wc -l)
   off=$(HOME=$home "$cordon" exec -a never -c home_allow_list=false -C "$ws" -- cat /proc/self/mountinfo | wc -l)
-  echo "| $entries | $hidden | $on | $off |"
+  echo "| $entries | $hidden | $on | $net | $off |"
 done

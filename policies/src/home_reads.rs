@@ -68,7 +68,7 @@ pub struct HomeReads {
     /// The hidden entries that are files directly in a home directory (what a start-up file
     /// may source).
     pub top_files: Vec<PathBuf>,
-    /// Each container but the home directories themselves, with its entries the list leaves
+    /// Each container (a home directory among them), with its entries the list leaves
     /// readable: where a stand-in per hidden entry would cost more, the container can be
     /// covered whole and these put back.
     pub containers: Vec<ContainerView>,
@@ -148,9 +148,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
                 }
             }
         }
-        if *logical != "~" {
-            views.push(view);
-        }
+        views.push(view);
     }
     let catalogue: Vec<PathBuf> = input
         .hidden

@@ -8,9 +8,9 @@
 //!   sources (`. ~/.rye/env`): it reads as empty instead of failing in every login shell;
 //! - where read rights do not hide everything — no Landlock, or the network on with Landlock
 //!   before ABI 9, which cannot refuse `connect()` to a socket file (an agent no catalogue lists
-//!   keeps its socket in a dot directory) — every hidden entry: in a home directory one stand-in
-//!   each; in a container, one stand-in each or, where that is fewer mounts, the container
-//!   covered whole and its readable entries put back.
+//!   keeps its socket in a dot directory) — every hidden entry: one stand-in each or, where
+//!   that is fewer mounts, its home directory or container covered whole and the readable
+//!   entries put back.
 //!
 //! A hidden entry that holds a granted place or a sourced file is covered as a container is:
 //! whole, with those places put back.
@@ -181,8 +181,15 @@ pub struct HomeCovers {
 }
 
 /// What the mount view covers for `reads`, given what read rights hide and the files the
-/// homes' shell start-up files source.
-pub fn covers(reads: &HomeReads, rights: ReadRights, homes: &[PathBuf]) -> HomeCovers {
+/// homes' shell start-up files source. A directory in `cwds` (canonical), or one holding it,
+/// is never covered whole: the command starts there, and a cover would take it away (read
+/// rights still keep what is hidden there unreadable).
+pub fn covers(
+    reads: &HomeReads,
+    rights: ReadRights,
+    homes: &[PathBuf],
+    cwds: &[PathBuf],
+) -> HomeCovers {
     let hidden_at = |path: &Path| reads.hidden.iter().any(|entry| path.starts_with(entry));
     let quiet: Vec<PathBuf> = sourced_files(homes)
         .into_iter()
@@ -213,19 +220,21 @@ pub fn covers(reads: &HomeReads, rights: ReadRights, homes: &[PathBuf]) -> HomeC
             reads.hidden.iter().filter(|e| e.parent() == Some(&view.dir)).collect();
         let mut shown = view.shown.clone();
         shown.extend(entries.iter().flat_map(|entry| held_in(entry)));
-        if shown.len() < entries.len() {
+        let starts_here = cwds
+            .iter()
+            .any(|cwd| *cwd == view.dir || entries.iter().any(|entry| cwd.starts_with(entry)));
+        if shown.len() < entries.len() && !starts_here {
             covers.filtered.push((view.dir.clone(), shown));
             in_filtered.push(&view.dir);
         }
     }
     for entry in &reads.hidden {
-        if in_filtered.iter().any(|dir| entry.parent() == Some(*dir))
-            || in_filtered.iter().any(|dir| entry.starts_with(dir))
-        {
+        if in_filtered.iter().any(|dir| entry.parent() == Some(*dir)) {
             continue;
         }
         let inside = held_in(entry);
-        if inside.is_empty() && reads.holding_granted.contains(entry) {
+        let starts_here = cwds.iter().any(|cwd| cwd.starts_with(entry));
+        if starts_here || (inside.is_empty() && reads.holding_granted.contains(entry)) {
             // `$CORDON_HOME`, whose write layers are in use: read rights alone.
             continue;
         } else if inside.is_empty() {

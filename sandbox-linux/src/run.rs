@@ -386,7 +386,11 @@ unsafe fn run(
         workspace: &args.request.policy_cwd,
     };
     let home_reads = crate::home_reads::plan(&home_list, &policy, &listings);
-    let home_covers = crate::home_reads::covers(&home_reads, rights, &homes);
+    let cwds: Vec<PathBuf> = std::iter::once(&args.request.policy_cwd)
+        .chain(args.command_cwd.as_ref())
+        .filter_map(|cwd| std::fs::canonicalize(cwd).ok())
+        .collect();
+    let home_covers = crate::home_reads::covers(&home_reads, rights, &homes, &cwds);
     policy.hidden_paths.extend(home_covers.stand_ins.iter().cloned());
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.

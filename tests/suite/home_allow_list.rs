@@ -493,3 +493,51 @@ fn without_landlock_the_mount_view_alone_hides_the_unlisted_entries() {
     let leaked: Vec<&str> = run.stdout.lines().filter(|l| l.contains("SECRET")).collect();
     assert!(leaked.is_empty(), "read {leaked:#?}");
 }
+
+/// With the network on below Landlock ABI 9, a home directory with more hidden dot entries than
+/// readable ones is covered whole and its readable entries put back: the workspace in it (or
+/// the home itself as the workspace) still takes the command's writes, which reach the host,
+/// and an agent in a hidden entry gets no connection.
+#[test]
+fn a_covered_home_directory_keeps_the_workspace_writable_and_its_agents_unreachable() {
+    use std::os::unix::net::UnixListener;
+    require_sandbox!(1);
+    let home = Home::plant();
+    for i in 0..60 {
+        home.write(&format!(".tool{i}/token"), &format!("SECRET tool{i}\n"));
+    }
+    let socket = home.path().join(".tool7/agent.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+    std::fs::set_permissions(&socket, mode).unwrap();
+    let ws = home.path().join("projects/app");
+    std::fs::create_dir_all(&ws).unwrap();
+    let probe = format!(
+        "'{}' -c '{}' '{}'",
+        python(),
+        CONNECT_ALL.replace('\'', "'\\''"),
+        socket.display()
+    );
+    let cases: [(&Path, &[&str], &str); 2] = [
+        (&ws, &["--network"], "written-in-workspace"),
+        (home.path(), &["--network", "--allow-home-root"], "projects/written-from-home"),
+    ];
+    for (cwd, flags, file) in cases {
+        let script = format!(
+            "echo ok > {file}; {}git config --global user.name; {probe}",
+            read_script(home.path(), &[".tool3/token", ".tsh/keys/u", "notes.txt"])
+        );
+        let run = home.exec(User::Root, cwd, flags, &script);
+        assert!(run.stdout.contains("CONTROL notes"), "{flags:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("Planted User"), "{flags:?}: {}{}", run.stdout, run.stderr);
+        assert!(!run.stdout.contains("SECRET"), "{flags:?}: {}", run.stdout);
+        assert!(run.stdout.contains(" refused"), "{flags:?}: {}{}", run.stdout, run.stderr);
+        assert!(listener.accept().is_err(), "{flags:?}: the agent was reached");
+        assert!(
+            cwd.join(file).is_file(),
+            "{flags:?}: the write did not reach the host: {}",
+            run.stderr
+        );
+    }
+}
