@@ -429,7 +429,7 @@ fn home_hidden(config: &anyhow::Result<Config>) -> Vec<std::path::PathBuf> {
     else {
         return Vec::new();
     };
-    cordon_exec_core::home_list_hidden(&request, &view, &resolved)
+    cordon_exec_core::home_list_plan(&request, &view, &resolved).hidden
 }
 
 #[cfg(target_os = "linux")]

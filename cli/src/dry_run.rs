@@ -34,6 +34,10 @@ pub struct SandboxPlan {
     /// Entries of the home directories that are not on the allow-list of what a sandboxed
     /// command may read there.
     pub home_hidden: Vec<PathBuf>,
+    /// Places granted although an entry the list hides holds them (where an allowed link
+    /// leads, git's includes, `PATH` directories and their programs' installations, `--unhide`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub home_granted: Vec<PathBuf>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_unix_sockets: Vec<PathBuf>,
     /// `auto`, `required` or `off`.
@@ -98,11 +102,11 @@ pub fn plan(
         _ => Default::default(),
     };
     let hidden_entries = hidden.len();
-    let home_hidden = match (&resolved, sandbox_runs) {
+    let home = match (&resolved, sandbox_runs) {
         (Some(r), true) => {
-            cordon_exec_core::home_list_hidden(&request.sandbox, &settings.helper.user_view, r)
+            cordon_exec_core::home_list_plan(&request.sandbox, &settings.helper.user_view, r)
         }
-        _ => Vec::new(),
+        _ => cordon_policies::HomeReads::default(),
     };
     let hidden_here = hidden
         .into_iter()
@@ -138,7 +142,8 @@ pub fn plan(
         protected_paths,
         hidden_here,
         hidden_entries,
-        home_hidden,
+        home_hidden: home.hidden,
+        home_granted: home.granted,
         allowed_unix_sockets: sockets,
         mount_view: enum_text(&request.sandbox.mount_view),
         strictness: enum_text(&request.sandbox.strictness),
@@ -341,6 +346,14 @@ fn render_plan(text: &mut String, plan: &SandboxPlan) {
                  of what sandboxed commands read there (--unhide PATH, docs/secrets.md): {}",
                 entries.len(),
                 entries.join(", ")
+            );
+        }
+        if !plan.home_granted.is_empty() {
+            let places: Vec<String> = plan.home_granted.iter().map(show).collect();
+            let _ = writeln!(
+                text,
+                "granted:      {} (readable although a hidden entry holds them)",
+                places.join(", ")
             );
         }
         if !plan.allowed_unix_sockets.is_empty() {

@@ -104,7 +104,7 @@ pub use network_proxy::{
 pub use orchestrator::{
     ApprovalAnswer, ApprovalRecord, ApprovalRequest, ApprovalStage, Approver, AskCause, Attempt,
     Authorization, ExecRequest, Interaction, Orchestrator, OrchestratorError, Outcome,
-    OutcomeResult, home_list_hidden,
+    OutcomeResult, home_list_plan,
 };
 pub use platform::{
     DoctorReport, Gap, MountViewStatus, helper_main, is_helper_arg0, predicted_gaps,

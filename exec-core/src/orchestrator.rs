@@ -817,30 +817,29 @@ fn host_loopback_listeners() -> Vec<u16> {
     ports
 }
 
-/// The entries of the home directories the allow-list hides from a command of `sandbox` (none
-/// on a platform that does not apply the list).
-pub fn home_list_hidden(
+/// What the home directories' allow-list hides from a command of `sandbox`, and grants
+/// besides (nothing on a platform that does not apply the list).
+pub fn home_list_plan(
     sandbox: &SandboxRequest,
     user_view: &cordon_policies::EnvSnapshot,
     resolved: &cordon_policies::ResolvedPolicy,
-) -> Vec<PathBuf> {
+) -> cordon_policies::HomeReads {
     if matches!(sandbox.policy, cordon_policies::SandboxPolicy::DangerFullAccess {}) {
-        return Vec::new();
+        return cordon_policies::HomeReads::default();
     }
     #[cfg(target_os = "linux")]
-    let hidden = cordon_sandbox_linux::planned_home_reads(
+    let plan = cordon_sandbox_linux::planned_home_reads(
         &sandbox.home_reads,
         user_view,
         resolved,
         &sandbox.policy_cwd,
-    )
-    .hidden;
+    );
     #[cfg(not(target_os = "linux"))]
-    let hidden = {
+    let plan = {
         let _ = (user_view, resolved);
-        Vec::new()
+        cordon_policies::HomeReads::default()
     };
-    hidden
+    plan
 }
 
 /// What the request's sandbox lets the command write, for judging denial messages. A policy
@@ -867,7 +866,7 @@ fn denial_context(
             protected.extend(resolved.writable_roots.iter().map(|root| root.join(name)));
         }
     }
-    let home_hidden = home_list_hidden(&request.sandbox, user_view, &resolved);
+    let home_hidden = home_list_plan(&request.sandbox, user_view, &resolved).hidden;
     DenialContext {
         cwd: request.cwd.clone(),
         writable_roots: resolved.writable_roots,

@@ -57,6 +57,8 @@ pub const HOME_READABLE: &[Readable] = &[
     r("~/.bash_logout", "bash reads it when a login shell exits"),
     r("~/.bash_aliases", "Debian's .bashrc sources it"),
     r("~/.bash_completion", "bash-completion sources it"),
+    r("~/.bashrc.d", "Fedora's .bashrc sources every file in it"),
+    r("~/.profile.d", "start-up snippets a .profile sources"),
     r("~/.inputrc", "readline's key bindings"),
     r("~/.zshrc", "zsh reads it"),
     r("~/.zshenv", "zsh reads it"),

@@ -6,7 +6,9 @@
 //! (`--add-dir ~/.tool/cache`) stays hidden but for that place.
 //! Granted besides the list, unless a hidden path is there: where an allowed link leads (a
 //! `~/.gitconfig` kept by a dotfile manager), and the places the caller names — the files the
-//! user's global git configuration includes, the `PATH` directories, `--unhide`.
+//! user's global git configuration includes, the `PATH` directories, `--unhide` — each only
+//! when no link on the way to it lies where the command can write (it could re-point the link
+//! at a secret before the next run).
 //!
 //! A hidden entry that is a link hides where it leads too, when that lies in a home directory
 //! (a `~/.aws` that a dotfile manager keeps at `~/dotfiles/aws`); a link out of the home
@@ -28,6 +30,8 @@ pub trait HomeFileSystem {
     /// The names in `dir` and what each is (a final link not followed); `None` when it cannot
     /// be read.
     fn entries(&self, dir: &Path) -> Option<Vec<(OsString, HomeEntryKind)>>;
+    /// What the symbolic link at `path` says, when `path` is one.
+    fn link_target(&self, path: &Path) -> Option<PathBuf>;
 }
 
 /// What an entry of a container is.
@@ -37,6 +41,37 @@ pub enum HomeEntryKind {
     Link,
     /// A file, socket, FIFO or device.
     Other,
+}
+
+/// How many links a path is followed through (the kernel's own limit for a path walk).
+const MAX_HOPS: usize = 40;
+
+/// `path` with every symbolic link on the way resolved, as the kernel resolves it, and the
+/// links it went through; `None` when it does not resolve.
+pub fn resolve_with_links(
+    path: &Path,
+    fs: &impl HomeFileSystem,
+) -> Option<(PathBuf, Vec<PathBuf>)> {
+    let mut current = crate::lexically_normal(path);
+    let mut links = Vec::new();
+    'walk: loop {
+        let mut prefix = PathBuf::from("/");
+        let parts: Vec<std::path::Component<'_>> = current.components().skip(1).collect();
+        for (index, part) in parts.iter().enumerate() {
+            prefix.push(part);
+            let Some(target) = fs.link_target(&prefix) else { continue };
+            if links.len() >= MAX_HOPS {
+                return None;
+            }
+            links.push(prefix.clone());
+            let base = prefix.parent().unwrap_or(Path::new("/")).to_path_buf();
+            let mut next = base.join(target);
+            next.extend(parts.iter().skip(index + 1));
+            current = crate::lexically_normal(&next);
+            continue 'walk;
+        }
+        return fs.canonical(&current).filter(|real| *real == current).map(|real| (real, links));
+    }
 }
 
 /// What the plan starts from. Every path absolute.
@@ -51,6 +86,9 @@ pub struct HomeReadsInput<'a> {
     pub keep: &'a [PathBuf],
     /// Places to grant although they may lie in a hidden entry.
     pub grant: &'a [PathBuf],
+    /// Programs (links in the `PATH` directories): the hidden entry each leads into is granted
+    /// whole, as the program's own installation.
+    pub programs: &'a [PathBuf],
     /// Paths hidden whatever the list says (the catalogue): never granted, nor what holds one.
     pub hidden: &'a [PathBuf],
 }
@@ -120,7 +158,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
             }
             if home_entry_readable(&format!("{logical}/{spelled}")) {
                 if link {
-                    links_allowed.extend(fs.canonical(&entry));
+                    links_allowed.push(entry.clone());
                 }
                 view.shown.push(entry);
                 continue;
@@ -157,8 +195,33 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
         .collect();
     let related = |path: &Path, to: &Path| path.starts_with(to) || to.starts_with(path);
     let mut granted: Vec<PathBuf> = Vec::new();
-    for place in links_allowed.into_iter().chain(input.grant.iter().filter_map(|p| fs.canonical(p)))
-    {
+    // A place reached through links is granted only when each link on the way is one the
+    // command cannot have planted or re-pointed, in this run or an earlier one: at the top of
+    // a home directory, in an entry the list allows (and no writable root is in), or in the
+    // hidden entry the place itself lies in.
+    let trusted_link = |link: &Path, place: &Path| {
+        let top = link.parent().is_some_and(|dir| homes.iter().any(|home| home == dir));
+        let allowed = list_allows(link, &homes, &containers, fs)
+            && !input.keep.iter().any(|keep| keep.starts_with(link) || link.starts_with(keep));
+        let same_entry =
+            hidden.iter().any(|entry| link.starts_with(entry) && place.starts_with(entry));
+        top || allowed || same_entry
+    };
+    let asked = links_allowed.iter().chain(input.grant).filter_map(|spelled| {
+        let (place, links) = resolve_with_links(spelled, fs)?;
+        links.iter().all(|link| trusted_link(link, &place)).then_some(place)
+    });
+    let mut asked: Vec<PathBuf> = asked.collect();
+    for link in input.programs {
+        let Some((program, links)) = resolve_with_links(link, fs) else { continue };
+        if !links.iter().all(|link| trusted_link(link, &program)) {
+            continue;
+        }
+        if let Some(entry) = hidden.iter().find(|entry| program.starts_with(entry)) {
+            asked.push(entry.clone());
+        }
+    }
+    for place in asked {
         let secret = catalogue.iter().any(|secret| related(&place, secret));
         let holds_hidden = hidden.iter().any(|entry| entry.starts_with(&place) && *entry != place);
         if secret || holds_hidden || granted.contains(&place) {

@@ -36,6 +36,10 @@ impl HomeFileSystem for Fake {
         (self.dirs.contains(&real) || self.files.contains(&real)).then_some(real)
     }
 
+    fn link_target(&self, path: &Path) -> Option<PathBuf> {
+        self.links.get(path).cloned()
+    }
+
     fn entries(&self, dir: &Path) -> Option<Vec<(OsString, HomeEntryKind)>> {
         self.dirs.contains(&dir.to_path_buf()).then(|| {
             let all = self.dirs.iter().chain(&self.files).chain(self.links.keys());
@@ -70,6 +74,7 @@ fn plan(fs: &Fake, keep: &[&str], grant: &[&str], secrets: &[&str]) -> HomeReads
         relocations: &Relocations::new(),
         keep: &keep,
         grant: &grant,
+        programs: &[],
         hidden: &secrets,
     };
     plan_home_reads(&input, fs)
@@ -149,6 +154,7 @@ fn relocated_containers_are_filtered_through_the_same_names() {
         relocations: &relocations,
         keep: &[],
         grant: &[],
+        programs: &[],
         hidden: &[],
     };
     assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/cfg/gh-like"]));
@@ -184,6 +190,7 @@ fn a_relocation_to_a_system_directory_or_above_a_home_is_no_container() {
             relocations: &relocations,
             keep: &[],
             grant: &[],
+            programs: &[],
             hidden: &[],
         };
         assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/h/.x"]), "{base}");
@@ -206,4 +213,59 @@ fn each_container_says_what_stays_readable_in_it() {
             hidden: 3
         }]
     );
+}
+
+#[test]
+fn a_grant_through_a_link_the_command_can_re_point_is_refused() {
+    // ~/.vimrc -> /dots/vimrc, which a workspace at /dots re-pointed at a hidden secret; and a
+    // PATH directory in the workspace that is a link into a hidden entry.
+    let fs = Fake::new(
+        &["/h", "/h/.tsh", "/dots", "/ws"],
+        &["/h/.tsh/key", "/h/.dots-ok"],
+        &[
+            ("/h/.vimrc", "/dots/vimrc"),
+            ("/dots/vimrc", "/h/.tsh/key"),
+            ("/ws/bin", "/h/.tsh"),
+            ("/h/.gitconfig", "/h/.dots-ok"),
+        ],
+    );
+    let reads = plan(&fs, &["/dots", "/ws"], &["/ws/bin"], &[]);
+    // `.dots-ok` is where the untouched `~/.gitconfig` leads: granted whole, not hidden.
+    assert_eq!(reads.hidden, paths(&["/h/.tsh"]));
+    assert_eq!(reads.granted, Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_link_in_another_hidden_entry_grants_nothing_and_a_program_grants_its_installation() {
+    // ~/.gitconfig -> ~/.dotfiles/gitconfig, which a run in ~/.dotfiles replaced by a link to
+    // ~/.tsh/key; ~/.local/bin/poetry -> ~/.local/share/pypoetry/venv/bin/poetry.
+    let fs = Fake::new(
+        &[
+            "/h",
+            "/h/.dotfiles",
+            "/h/.tsh",
+            "/h/.local",
+            "/h/.local/bin",
+            "/h/.local/share",
+            "/h/.local/share/pypoetry",
+            "/h/.local/share/pypoetry/venv",
+        ],
+        &["/h/.tsh/key", "/h/.local/share/pypoetry/venv/poetry"],
+        &[
+            ("/h/.gitconfig", "/h/.dotfiles/gitconfig"),
+            ("/h/.dotfiles/gitconfig", "/h/.tsh/key"),
+            ("/h/.local/bin/poetry", "/h/.local/share/pypoetry/venv/poetry"),
+        ],
+    );
+    let input = HomeReadsInput {
+        homes: &[PathBuf::from("/h")],
+        relocations: &Relocations::new(),
+        keep: &[],
+        grant: &[],
+        programs: &paths(&["/h/.local/bin/poetry"]),
+        hidden: &[],
+    };
+    let reads = plan_home_reads(&input, &fs);
+    assert_eq!(reads.hidden, paths(&["/h/.dotfiles", "/h/.tsh"]));
+    assert_eq!(reads.granted, Vec::<PathBuf>::new());
 }

@@ -116,7 +116,10 @@ pub use hidden_paths::{Relocations, expand_hidden_path};
 pub use home_list::{
     HOME_CONTAINERS, HOME_READABLE, RELOCATED_CONTAINERS, Readable, home_entry_readable,
 };
-pub use home_reads::{HomeEntryKind, HomeFileSystem, HomeReads, HomeReadsInput, plan_home_reads};
+pub use home_reads::{
+    ContainerView, HomeEntryKind, HomeFileSystem, HomeReads, HomeReadsInput, plan_home_reads,
+    resolve_with_links,
+};
 pub use limits::{
     LimitError, LimitKey, Limits, ProcessLimit, TreeLimits, UnenforceableLimit, fallback_caveat,
 };

@@ -1069,8 +1069,9 @@ impl Layer<'_> {
         if let Some(known) = self.repository_configs.get(top) {
             return std::rc::Rc::clone(known);
         }
-        let mut includes = Vec::new();
-        include_targets(config, self.context.home.as_deref(), &mut includes, 0);
+        let mut found = Vec::new();
+        include_targets(config, self.context.home.as_deref(), &mut found, 0);
+        let includes = found.into_iter().flat_map(Included::names).collect();
         let hooks = hooks_path(self.git(), top, self.context.home.as_deref());
         let read = std::rc::Rc::new(RepositoryConfig { includes, hooks });
         self.repository_configs.insert(top.to_path_buf(), std::rc::Rc::clone(&read));
@@ -1438,9 +1439,20 @@ fn strip(path: &Path) {
 
 /// The files the user's own git configuration includes, with every condition taken as true:
 /// `~/.gitconfig`, `$XDG_CONFIG_HOME/git/config` (or `~/.config/git/config`) and
-/// `/etc/gitconfig`, and what they include, to any depth git allows.
+/// `/etc/gitconfig`, and what they include, to any depth git allows: each by the path git
+/// opens and by where it leads.
 pub(crate) fn global_include_targets(home: Option<&Path>) -> Vec<PathBuf> {
-    let mut targets = Vec::new();
+    global_includes(home).into_iter().flat_map(Included::names).collect()
+}
+
+/// What the global configuration includes, each file by the path git opens (as written, `~`
+/// expanded, taken from the including file's directory), not where it leads.
+pub(crate) fn global_include_files(home: Option<&Path>) -> Vec<PathBuf> {
+    global_includes(home).into_iter().map(|included| included.written).collect()
+}
+
+fn global_includes(home: Option<&Path>) -> Vec<Included> {
+    let mut found = Vec::new();
     let mut starts = vec![PathBuf::from("/etc/gitconfig")];
     if let Some(home) = home {
         starts.push(home.join(".gitconfig"));
@@ -1453,17 +1465,30 @@ pub(crate) fn global_include_targets(home: Option<&Path>) -> Vec<PathBuf> {
     for start in starts {
         // The user's own files, which a dotfile manager often keeps as links.
         let start = std::fs::canonicalize(&start).unwrap_or(start);
-        include_targets(&start, home, &mut targets, 0);
+        include_targets(&start, home, &mut found, 0);
     }
-    targets
+    found
+}
+
+/// One included file: the path git opens, and where it leads when that is another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Included {
+    written: PathBuf,
+    resolved: Option<PathBuf>,
+}
+
+impl Included {
+    fn names(self) -> impl Iterator<Item = PathBuf> {
+        std::iter::once(self.written).chain(self.resolved)
+    }
 }
 
 /// How deep git follows includes.
 const INCLUDE_DEPTH: usize = 10;
 
 /// Adds what the configuration `file` includes (`include.path`, `includeIf.*.path`), resolved as
-/// git resolves them, to `targets`, and what those include.
-fn include_targets(file: &Path, home: Option<&Path>, targets: &mut Vec<PathBuf>, depth: usize) {
+/// git resolves them, to `found`, and what those include.
+fn include_targets(file: &Path, home: Option<&Path>, found: &mut Vec<Included>, depth: usize) {
     if depth > INCLUDE_DEPTH {
         return;
     }
@@ -1487,14 +1512,13 @@ fn include_targets(file: &Path, home: Option<&Path>, targets: &mut Vec<PathBuf>,
             None if Path::new(&value).is_absolute() => PathBuf::from(&value),
             None => base.join(&value),
         };
-        // By the path git opens, and by where it leads.
-        let resolved = std::fs::canonicalize(&path).ok();
-        for candidate in std::iter::once(path).chain(resolved) {
-            if !targets.contains(&candidate) {
-                targets.push(candidate.clone());
-                include_targets(&candidate, home, targets, depth + 1);
-            }
+        if found.iter().any(|known| known.written == path) {
+            continue;
         }
+        let resolved = std::fs::canonicalize(&path).ok().filter(|real| *real != path);
+        found.push(Included { written: path.clone(), resolved: resolved.clone() });
+        // What it includes in turn, read where it leads.
+        include_targets(resolved.as_deref().unwrap_or(&path), home, found, depth + 1);
     }
 }
 

@@ -53,27 +53,27 @@ pub fn plan(
             .ok()
             .filter(|cwd| !homes.iter().any(|home| home.starts_with(cwd))),
     );
+    // The sockets the command may reach are put back wherever the list hides them.
+    keep.extend(policy.allowed_sockets.iter().cloned());
     let env = context.view.view();
     let in_home = |dir: &Path| homes.iter().any(|home| dir.starts_with(home));
-    // The `PATH` directories in a home, taken where they really are; and what the programs
-    // linked into them come from (an installer's `~/.local/bin/poetry` leading into its own
-    // environment in `~/.local/share/pypoetry`).
+    // The `PATH` directories in a home, and the programs linked into them (an installer's
+    // `~/.local/bin/poetry` leading into its own environment in `~/.local/share/pypoetry`); the
+    // plan follows their links only where the command cannot have planted or re-pointed one.
+    let writable = |path: &Path| keep.iter().any(|root| path.starts_with(root));
     let path_dirs: Vec<PathBuf> = context
         .view
         .path_dirs
         .iter()
-        .filter_map(|dir| std::fs::canonicalize(dir).ok())
-        .filter(|dir| in_home(dir))
+        .map(|dir| cordon_policies::lexically_normal(dir))
+        .filter(|dir| in_home(dir) && !writable(dir))
         .collect();
     let mut grant: Vec<PathBuf> = path_dirs.clone();
-    let mut program_sources: Vec<PathBuf> = Vec::new();
-    for dir in &path_dirs {
-        program_sources.extend(linked_programs(dir).into_iter().filter(|p| in_home(p)));
-    }
+    let programs: Vec<PathBuf> = path_dirs.iter().flat_map(|dir| linked_programs(dir)).collect();
     for home in context.homes {
         // Only files: a directory named as an include is no configuration git reads.
         grant.extend(
-            crate::apply::global_include_targets(Some(home))
+            crate::apply::global_include_files(Some(home))
                 .into_iter()
                 .filter(|target| std::fs::metadata(target).is_ok_and(|m| m.is_file())),
         );
@@ -86,27 +86,10 @@ pub fn plan(
         relocations: &context.view.relocations,
         keep: &keep,
         grant: &grant,
+        programs: &programs,
         hidden: &policy.hidden_paths,
     };
     let mut reads = cordon_policies::plan_home_reads(&input, listings);
-    // A program linked into a PATH directory runs from the hidden entry it lives in: that
-    // entry is granted whole, unless a catalogued secret lies in it.
-    let mut regranted: Vec<PathBuf> = Vec::new();
-    for source in program_sources {
-        let Some(entry) = reads.hidden.iter().find(|entry| source.starts_with(entry)).cloned()
-        else {
-            continue;
-        };
-        let secret = policy.hidden_paths.iter().any(|secret| secret.starts_with(&entry));
-        if !secret && !reads.granted.contains(&entry) && !regranted.contains(&entry) {
-            regranted.push(entry);
-        }
-    }
-    if !regranted.is_empty() {
-        let grant: Vec<PathBuf> = grant.iter().chain(&regranted).cloned().collect();
-        let input = HomeReadsInput { grant: &grant, ..input };
-        reads = cordon_policies::plan_home_reads(&input, listings);
-    }
     // cordon's own state: rules, config, journals, what runs held back, other workspaces'
     // caches. The writable roots inside it (this workspace's caches) keep their own grant.
     let cordon_home =
@@ -148,7 +131,7 @@ pub(crate) fn homes(view: &EnvSnapshot) -> Vec<PathBuf> {
     homes
 }
 
-/// Where the symbolic links in `dir` lead (at most a few hundred are looked at).
+/// The symbolic links in `dir` (at most a few hundred are looked at).
 fn linked_programs(dir: &Path) -> Vec<PathBuf> {
     const MAX_PROGRAMS: usize = 512;
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
@@ -156,7 +139,7 @@ fn linked_programs(dir: &Path) -> Vec<PathBuf> {
         .take(MAX_PROGRAMS)
         .filter_map(Result::ok)
         .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_symlink()))
-        .filter_map(|entry| std::fs::canonicalize(entry.path()).ok())
+        .map(|entry| entry.path())
         .collect()
 }
 
@@ -180,20 +163,33 @@ pub struct HomeCovers {
     pub filtered: Vec<(PathBuf, Vec<PathBuf>)>,
 }
 
+/// A command that would start in an entry the list hides, where read rights cannot keep its
+/// sockets from answering (or hide it at all) and a cover would take its directory away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartsInHiddenEntry {
+    pub cwd: PathBuf,
+    pub entry: PathBuf,
+}
+
 /// What the mount view covers for `reads`, given what read rights hide and the files the
-/// homes' shell start-up files source. A directory in `cwds` (canonical), or one holding it,
-/// is never covered whole: the command starts there, and a cover would take it away (read
-/// rights still keep what is hidden there unreadable).
+/// homes' shell start-up files source. `cwds` (canonical) are where the command starts: a
+/// directory among them is never covered whole (a cover would take it away), and one inside a
+/// hidden entry and outside `keep` (the workspace, the writable roots: put back like any
+/// granted place) cannot be hidden there at all when read rights do not hide everything.
 pub fn covers(
     reads: &HomeReads,
     rights: ReadRights,
     homes: &[PathBuf],
     cwds: &[PathBuf],
-) -> HomeCovers {
-    let hidden_at = |path: &Path| reads.hidden.iter().any(|entry| path.starts_with(entry));
+) -> Result<HomeCovers, StartsInHiddenEntry> {
+    let hidden_at = |path: &Path| reads.hidden.iter().find(|entry| path.starts_with(entry));
+    let is_link = |path: &Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
+    };
     let quiet: Vec<PathBuf> = sourced_files(homes)
         .into_iter()
-        .filter(|file| hidden_at(file) && std::fs::metadata(file).is_ok_and(|m| m.is_file()))
+        .filter(|file| hidden_at(file).is_some() && !is_link(file))
+        .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.is_file()))
         .collect();
     // What a hidden entry holds that must stay reachable: granted places, sourced files.
     let held_in = |entry: &Path| -> Vec<PathBuf> {
@@ -211,7 +207,13 @@ pub fn covers(
     if rights == ReadRights::Everything {
         covers.stand_ins.sort();
         covers.stand_ins.dedup();
-        return covers;
+        return Ok(covers);
+    }
+    for cwd in cwds {
+        let granted = reads.granted.iter().any(|place| cwd.starts_with(place));
+        if let (Some(entry), false) = (hidden_at(cwd), granted) {
+            return Err(StartsInHiddenEntry { cwd: cwd.clone(), entry: entry.clone() });
+        }
     }
     let mut in_filtered: Vec<&Path> = Vec::new();
     for view in &reads.containers {
@@ -220,21 +222,18 @@ pub fn covers(
             reads.hidden.iter().filter(|e| e.parent() == Some(&view.dir)).collect();
         let mut shown = view.shown.clone();
         shown.extend(entries.iter().flat_map(|entry| held_in(entry)));
-        let starts_here = cwds
-            .iter()
-            .any(|cwd| *cwd == view.dir || entries.iter().any(|entry| cwd.starts_with(entry)));
-        if shown.len() < entries.len() && !starts_here {
+        if shown.len() < entries.len() && !cwds.contains(&view.dir) {
             covers.filtered.push((view.dir.clone(), shown));
             in_filtered.push(&view.dir);
         }
     }
     for entry in &reads.hidden {
-        if in_filtered.iter().any(|dir| entry.parent() == Some(*dir)) {
+        // A link is covered where it leads, which is hidden (or not) as its own place.
+        if in_filtered.iter().any(|dir| entry.parent() == Some(*dir)) || is_link(entry) {
             continue;
         }
         let inside = held_in(entry);
-        let starts_here = cwds.iter().any(|cwd| cwd.starts_with(entry));
-        if starts_here || (inside.is_empty() && reads.holding_granted.contains(entry)) {
+        if inside.is_empty() && reads.holding_granted.contains(entry) {
             // `$CORDON_HOME`, whose write layers are in use: read rights alone.
             continue;
         } else if inside.is_empty() {
@@ -245,7 +244,7 @@ pub fn covers(
     }
     covers.stand_ins.sort();
     covers.stand_ins.dedup();
-    covers
+    Ok(covers)
 }
 
 /// The hidden entries read rights keep unreadable: not the links among them (a link is read

@@ -175,6 +175,10 @@ impl cordon_policies::HomeFileSystem for Listings {
         FileSystem::canonical(self, path)
     }
 
+    fn link_target(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::read_link(path).ok()
+    }
+
     fn entries(&self, dir: &Path) -> Option<Vec<(OsString, cordon_policies::HomeEntryKind)>> {
         use cordon_policies::HomeEntryKind;
         let listing = self.listing(dir)?;

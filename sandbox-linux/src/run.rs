@@ -390,7 +390,33 @@ unsafe fn run(
         .chain(args.command_cwd.as_ref())
         .filter_map(|cwd| std::fs::canonicalize(cwd).ok())
         .collect();
-    let home_covers = crate::home_reads::covers(&home_reads, rights, &homes, &cwds);
+    let home_covers = match crate::home_reads::covers(&home_reads, rights, &homes, &cwds) {
+        Ok(covers) => covers,
+        Err(crate::home_reads::StartsInHiddenEntry { cwd, entry }) => {
+            let what = format!(
+                "the command would start in {} inside {}, which the home directory's \
+                 allow-list hides: {} (--unhide {} shows it)",
+                cwd.display(),
+                entry.display(),
+                match rights {
+                    crate::home_reads::ReadRights::Nothing => {
+                        "without Landlock nothing keeps it unreadable there"
+                    }
+                    _ =>
+                        "with the network on, Landlock before ABI 9 cannot keep its sockets \
+                          from answering there",
+                },
+                entry.display()
+            );
+            if !best_effort {
+                return Err(HelperError::NotEnforced(format!(
+                    "{what}; pass --best-effort to run with it reachable"
+                )));
+            }
+            crate::messages::warning(format_args!("not enforced: {what}"));
+            crate::home_reads::HomeCovers::default()
+        }
+    };
     policy.hidden_paths.extend(home_covers.stand_ins.iter().cloned());
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.

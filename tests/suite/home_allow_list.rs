@@ -7,6 +7,7 @@
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use super::util::*;
 
@@ -75,12 +76,12 @@ impl Home {
         home.write(".sometool/env", "SECRET_SOMETOOL=1\n");
         home.write(".sometool/secret", "SECRET .sometool/secret\n");
         // An installer's program in `~/.local/bin`, a link into its own environment.
-        let poetry =
-            home.write(".local/share/pypoetry/venv/bin/poetry", "#!/bin/sh\necho CONTROL poetry\n");
+        let poetry = home
+            .write(".local/share/sometool/venv/bin/sometool", "#!/bin/sh\necho CONTROL poetry\n");
         std::fs::set_permissions(&poetry, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         std::fs::create_dir_all(home.path().join(".local/bin")).unwrap();
-        symlink(&poetry, home.path().join(".local/bin/poetry")).unwrap();
+        symlink(&poetry, home.path().join(".local/bin/sometool")).unwrap();
         let tool = home.write(".mytool/bin/mytool", "#!/bin/sh\necho CONTROL mytool\n");
         std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
@@ -157,7 +158,7 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
         );
         let script = format!(
             "{controls}git init -q . && git config user.name && git config user.email; \
-             mytool; poetry; '{uv}'; bash -lc 'echo login-shell-ran'",
+             mytool; sometool; cat ~/.local/share/sometool/venv/bin/sometool >/dev/null && echo install-readable; '{uv}'; bash -lc 'echo login-shell-ran'",
             uv = home.path().join(".local/share/uv/python/bin/tool").display()
         );
         let run = home.exec(user, work.path(), &[], &script);
@@ -170,6 +171,7 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
             "work@example.org",
             "CONTROL mytool",
             "CONTROL poetry",
+            "install-readable",
             "CONTROL uv-tool",
             "profile-ran",
             "login-shell-ran",
@@ -540,4 +542,145 @@ fn a_covered_home_directory_keeps_the_workspace_writable_and_its_agents_unreacha
             run.stderr
         );
     }
+}
+
+/// A preset's cache lives in `$CORDON_HOME` under the home directory (the default
+/// `~/.cordon`): it is the command's to write, the rest of `$CORDON_HOME` is hidden.
+#[test]
+fn a_preset_cache_under_the_home_directory_stays_writable_and_the_rest_of_cordon_home_hidden() {
+    require_sandbox!(1);
+    let home = Home::plant();
+    let work = scratch();
+    home.write(".cordon/rules.toml", "# SECRET rules\n");
+    let script = format!(
+        "touch \"$npm_config_cache/probe\" && echo cache-ok; {}",
+        read_script(home.path(), &[".cordon/rules.toml"])
+    );
+    let run = home.exec(User::Root, work.path(), &["--preset", "npm"], &script);
+    assert!(run.stdout.contains("cache-ok"), "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("SECRET"), "{}", run.stdout);
+}
+
+/// The toolchains of the account running the suite, with its real home directory: cargo,
+/// rustc, node, npm, python and pip still run under the list.
+#[test]
+fn everyday_toolchains_run_under_the_list_with_the_real_home() {
+    require_sandbox!(1);
+    let have = |tool: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let tools = ["cargo", "rustc", "node", "npm", "python3"];
+    let missing: Vec<&str> = tools.iter().copied().filter(|tool| !have(tool)).collect();
+    skip_unless!(missing.is_empty(), "needs {missing:?} on PATH (.ci/run installs them)");
+    let work = scratch();
+    let run: Run = cordon_command(
+        User::Root,
+        &[
+            "exec",
+            "-a",
+            "never",
+            "-C",
+            work.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "cargo --version && rustc --version && node -e 'console.log(\"node-ok\")' \
+             && npm --version && python3 -c 'print(\"python-ok\")' && python3 -m pip --version \
+             && echo all-ok",
+        ],
+    )
+    .output()
+    .unwrap()
+    .into();
+    assert!(run.stdout.contains("all-ok"), "{}{}", run.stdout, run.stderr);
+}
+
+/// What grants a place beside the list is never a link the command can re-point: a `PATH`
+/// directory in the workspace (a virtualenv's `bin`) holding a link into a hidden entry, and an
+/// allowed `~/.vimrc` leading into a workspace where the command replaced its target with a
+/// link to a secret, grant nothing on the next run.
+#[test]
+fn a_link_the_command_planted_or_re_pointed_grants_nothing_on_the_next_run() {
+    require_sandbox!(1);
+    let home = Home::plant();
+    let ws = home.path().join("projects/ws");
+    let dots = scratch();
+    std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
+    std::fs::write(dots.path().join("vimrc"), "set nu\n").unwrap();
+    symlink(dots.path().join("vimrc"), home.path().join(".vimrc")).unwrap();
+    let venv_bin = ws.join(".venv/bin");
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", venv_bin.display());
+    let run = |cwd: &Path, script: &str| -> Run {
+        let args = ["exec", "-a", "never", "-C", cwd.to_str().unwrap(), "--", "sh", "-c", script];
+        cordon_command(User::Root, &args)
+            .env("HOME", home.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let tsh = home.path().join(".tsh");
+    let key = tsh.join("keys/u");
+    let plant = format!(
+        "ln -s '{}' .venv/bin/k && ln -s '{}' .venv/bin/tsh && echo planted",
+        key.display(),
+        tsh.display()
+    );
+    assert!(run(&ws, &plant).stdout.contains("planted"));
+    let repoint = format!("rm vimrc && ln -s '{}' vimrc && echo repointed", key.display());
+    assert!(run(dots.path(), &repoint).stdout.contains("repointed"));
+    // From outside the links lead to the secret: the refusals below are the rule's.
+    assert!(std::fs::read_to_string(ws.join(".venv/bin/k")).unwrap().contains("SECRET"));
+    let read =
+        format!("cat '{}' '{}'; echo done", key.display(), home.path().join(".vimrc").display());
+    let next = run(&ws, &read);
+    assert!(next.stdout.contains("done"), "{}", next.stderr);
+    assert!(!next.stdout.contains("SECRET"), "{}", next.stdout);
+}
+
+/// With the network on below Landlock ABI 9, a command started in an entry the list hides (an
+/// agent's `workdir`, the bare helper's `--command-cwd`) is refused rather than run next to
+/// that entry's sockets; a hidden link out of the home covers nothing where it leads; and an
+/// allowed socket in a hidden entry is reached.
+#[test]
+fn with_the_network_on_hidden_entries_are_covered_without_touching_what_links_lead_to() {
+    use std::os::unix::net::UnixListener;
+    require_sandbox!(1);
+    skip_unless!(
+        features().landlock_abi < 9,
+        "from Landlock ABI 9 read rights refuse connect() themselves: nothing is covered"
+    );
+    let home = Home::plant();
+    let work = scratch();
+    symlink("/usr/share", home.path().join(".sharelink")).unwrap();
+    let agent = home.path().join(".config/someagent/agent.sock");
+    std::fs::create_dir_all(agent.parent().unwrap()).unwrap();
+    let listener = UnixListener::bind(&agent).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
+    std::fs::set_permissions(&agent, mode).unwrap();
+    let script = format!(
+        "ls /usr/share | wc -l; '{}' -c '{}' '{}'",
+        python(),
+        CONNECT_ALL.replace('\'', "'\\''"),
+        agent.display()
+    );
+    let allow = ["--network", "--allow-unix-socket", agent.to_str().unwrap()];
+    let run = home.exec(User::Root, work.path(), &allow, &script);
+    let listed: usize = run.stdout.lines().next().unwrap_or("0").trim().parse().unwrap_or(0);
+    assert!(listed > 0, "/usr/share was covered: {}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains(" connected"), "{}{}", run.stdout, run.stderr);
+    assert!(listener.accept().is_ok(), "the allowed agent was not reached");
+
+    let policy = r#"{"type":"workspace-write","network_access":true}"#;
+    let cwd = home.path().join(".tsh");
+    let view = serde_json::json!({"home": home.path()}).to_string();
+    let extra = ["--user-view", view.as_str(), "--command-cwd", cwd.to_str().unwrap()];
+    let refused: Run =
+        helper_cmd(policy, work.path(), &extra, &["/bin/true"]).output().unwrap().into();
+    assert_eq!(refused.code, Some(125), "{}", refused.stderr);
+    assert!(refused.stderr.contains("allow-list hides"), "{}", refused.stderr);
 }
