@@ -444,7 +444,8 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
             gone_or(mount(Some("tmpfs"), dir, Some("tmpfs"), stand_in, Some("mode=0755,size=4k")))
                 .map_err(fail(format!("hiding {}", dir.display())))?;
         } else {
-            hide_dir_but_sockets(dir, &exposed)?;
+            let exposed: Vec<PathBuf> = exposed.into_iter().cloned().collect();
+            filter_dir(dir, &exposed)?;
         }
     }
     // `/dev/null` sits on a mount that is read-only by now, and a bind copies its source's
@@ -503,38 +504,6 @@ fn gone_or<T: Default>(result: nix::Result<T>) -> nix::Result<T> {
         Err(nix::Error::ENOENT) => Ok(T::default()),
         other => other,
     }
-}
-
-/// Covers `dir` with an empty tmpfs in which only `sockets` (inside `dir`) appear: each is
-/// bound onto an empty file at its own path (its directories created 0755), then the tmpfs
-/// turns read-only. The sockets are opened (`O_PATH`) before the cover hides them.
-fn hide_dir_but_sockets(dir: &Path, sockets: &[&PathBuf]) -> Result<(), HelperError> {
-    let fail =
-        |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
-    let opened = sockets
-        .iter()
-        .map(|socket| {
-            hold(socket)
-                .map(|fd| (*socket, fd))
-                .map_err(fail(format!("opening the allowed socket {}", socket.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let writable = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    mount(Some("tmpfs"), dir, Some("tmpfs"), writable, Some("mode=0755,size=16k"))
-        .map_err(fail(format!("hiding {}", dir.display())))?;
-    for (socket, fd) in &opened {
-        let io = |what: &str| {
-            let what = format!("{what} for the allowed socket {}", socket.display());
-            move |source: std::io::Error| HelperError::MountView { what, source }
-        };
-        if let Some(parent) = socket.parent() {
-            std::fs::create_dir_all(parent).map_err(io("creating its directory"))?;
-        }
-        std::fs::File::create(socket).map_err(io("creating its stand-in"))?;
-        bind_held(fd, socket, MsFlags::MS_BIND)
-            .map_err(fail(format!("exposing the allowed socket {}", socket.display())))?;
-    }
-    set_read_only(dir, Recursion::Single)
 }
 
 /// Covers `dir` with an empty tmpfs and puts back `shown` (places inside it): each held before

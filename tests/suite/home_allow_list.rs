@@ -257,19 +257,6 @@ fn a_read_the_list_refuses_is_named_with_its_entry_and_the_knob() {
     assert!(hidden.iter().any(|p| p.as_str() == entry.to_str()), "{}", dry.stdout);
 }
 
-/// Connects to each socket path in argv; prints `PATH connected` or `PATH refused`.
-const CONNECT_ALL: &str = r#"
-import socket, sys
-for path in sys.argv[1:]:
-    try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(path)
-        s.close()
-        print(path, "connected")
-    except OSError as error:
-        print(path, "refused", error.errno)
-"#;
-
 /// Agents where they live by default — two ssh agents under `/tmp/ssh-*`, git's credential
 /// cache, an agent no catalogue lists in a dot directory — answer no sandboxed command with the
 /// network on, whether cordon was given `SSH_AUTH_SOCK` (naming the first) or not.
@@ -315,12 +302,7 @@ fn agents_where_they_live_by_default_get_no_connection_with_the_network_on() {
         assert_eq!(outside.stdout.matches(" connected").count(), paths.len(), "{}", outside.stdout);
         assert_eq!(accepted(), paths.len());
 
-        let script = format!(
-            "'{}' -c '{}' {}",
-            python(),
-            CONNECT_ALL.replace('\'', "'\\''"),
-            paths.join(" ")
-        );
+        let script = connect_all_line(&places.iter().map(PathBuf::as_path).collect::<Vec<_>>());
         for agent in [None, Some(paths[0])] {
             let mut args = vec!["exec", "-a", "never", "-C", work.path().to_str().unwrap()];
             args.extend_from_slice(&["--network", "--", "/bin/sh", "-c", &script]);
@@ -425,11 +407,9 @@ fn a_crowded_container_keeps_its_secrets_with_the_network_off_and_on() {
     let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
     std::fs::set_permissions(&socket, mode).unwrap();
     let script = format!(
-        "{}'{}' -c '{}' '{}'",
+        "{}{}",
         read_script(home.path(), &[".cache/unknowntool/token", ".cache/pip/CONTROL"]),
-        python(),
-        CONNECT_ALL.replace('\'', "'\\''"),
-        socket.display()
+        connect_all_line(&[&socket])
     );
     for flags in [&[][..], &["--network"][..]] {
         let run = home.exec(User::Root, work.path(), flags, &script);
@@ -465,7 +445,8 @@ fn a_root_inside_a_hidden_entry_opens_that_root_only() {
 /// the tools need still reads.
 #[test]
 fn without_landlock_the_mount_view_alone_hides_the_unlisted_entries() {
-    require_sandbox!(1);
+    // Runs on a kernel without Landlock too, where the filter changes nothing.
+    require_sandbox!(0);
     skip_unless!(features().path_rules(), "hiding paths without Landlock needs the mount view");
     let home = Home::plant();
     let work = scratch();
@@ -515,12 +496,7 @@ fn a_covered_home_directory_keeps_the_workspace_writable_and_its_agents_unreacha
     std::fs::set_permissions(&socket, mode).unwrap();
     let ws = home.path().join("projects/app");
     std::fs::create_dir_all(&ws).unwrap();
-    let probe = format!(
-        "'{}' -c '{}' '{}'",
-        python(),
-        CONNECT_ALL.replace('\'', "'\\''"),
-        socket.display()
-    );
+    let probe = connect_all_line(&[&socket]);
     let cases: [(&Path, &[&str], &str); 2] = [
         (&ws, &["--network"], "written-in-workspace"),
         (home.path(), &["--network", "--allow-home-root"], "projects/written-from-home"),
@@ -572,29 +548,30 @@ fn everyday_toolchains_run_under_the_list_with_the_real_home() {
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    let tools = ["cargo", "rustc", "node", "npm", "python3"];
+    // The kernel matrix's VMs have no Rust toolchain in root's home: there the Rust half is
+    // left out, saying so; everywhere else (CI, a developer's machine) it runs.
+    let tools = ["node", "npm", "python3"];
     let missing: Vec<&str> = tools.iter().copied().filter(|tool| !have(tool)).collect();
     skip_unless!(missing.is_empty(), "needs {missing:?} on PATH (.ci/run installs them)");
+    let mut script = String::from(
+        "node -e 'console.log(\"node-ok\")' && npm --version && python3 -c 'print(\"python-ok\")'",
+    );
+    let pip = Command::new("python3").args(["-m", "pip", "--version"]).output();
+    for (present, line, tools) in [
+        (pip.is_ok_and(|o| o.status.success()), " && python3 -m pip --version", "pip"),
+        (have("cargo") && have("rustc"), " && cargo --version && rustc --version", "cargo, rustc"),
+    ] {
+        if present {
+            script.push_str(line);
+        } else {
+            eprintln!("{tools}: not here, left out");
+        }
+    }
+    script.push_str(" && echo all-ok");
     let work = scratch();
-    let run: Run = cordon_command(
-        User::Root,
-        &[
-            "exec",
-            "-a",
-            "never",
-            "-C",
-            work.path().to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "cargo --version && rustc --version && node -e 'console.log(\"node-ok\")' \
-             && npm --version && python3 -c 'print(\"python-ok\")' && python3 -m pip --version \
-             && echo all-ok",
-        ],
-    )
-    .output()
-    .unwrap()
-    .into();
+    let args =
+        ["exec", "-a", "never", "-C", work.path().to_str().unwrap(), "--", "sh", "-c", &script];
+    let run: Run = cordon_command(User::Root, &args).output().unwrap().into();
     assert!(run.stdout.contains("all-ok"), "{}{}", run.stdout, run.stderr);
 }
 
@@ -662,12 +639,7 @@ fn with_the_network_on_hidden_entries_are_covered_without_touching_what_links_le
     listener.set_nonblocking(true).unwrap();
     let mode = std::os::unix::fs::PermissionsExt::from_mode(0o777);
     std::fs::set_permissions(&agent, mode).unwrap();
-    let script = format!(
-        "ls /usr/share | wc -l; '{}' -c '{}' '{}'",
-        python(),
-        CONNECT_ALL.replace('\'', "'\\''"),
-        agent.display()
-    );
+    let script = format!("ls /usr/share | wc -l; {}", connect_all_line(&[&agent]));
     let allow = ["--network", "--allow-unix-socket", agent.to_str().unwrap()];
     let run = home.exec(User::Root, work.path(), &allow, &script);
     let listed: usize = run.stdout.lines().next().unwrap_or("0").trim().parse().unwrap_or(0);

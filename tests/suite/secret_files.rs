@@ -164,20 +164,6 @@ for path in sys.argv[1:]:
         print(path, "unreadable:", error.strerror)
 "#;
 
-/// Connects to each socket path in argv; prints `PATH connected` or `PATH refused`.
-#[cfg(target_os = "linux")]
-const CONNECT_ALL: &str = r#"
-import socket, sys
-for path in sys.argv[1:]:
-    try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(path)
-        s.close()
-        print(path, "connected")
-    except OSError as error:
-        print(path, "refused", error.errno)
-"#;
-
 #[test]
 fn every_catalogue_file_planted_in_a_throwaway_home_stays_unreadable() {
     require_mount_view!();

@@ -546,3 +546,27 @@ macro_rules! require_pyte {
     };
 }
 pub(crate) use require_pyte;
+
+/// A Python program that connects to each socket path in its argv and prints `PATH connected`
+/// or `PATH refused ERRNO`.
+#[cfg(target_os = "linux")]
+pub const CONNECT_ALL: &str = r#"
+import socket, sys
+for path in sys.argv[1:]:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.close()
+        print(path, "connected")
+    except OSError as error:
+        print(path, "refused", error.errno)
+"#;
+
+/// A shell command line running [`CONNECT_ALL`] on `paths`.
+#[cfg(target_os = "linux")]
+pub fn connect_all_line(paths: &[&Path]) -> String {
+    let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
+    let mut words = vec![quote(python()), "-c".to_owned(), quote(CONNECT_ALL)];
+    words.extend(paths.iter().map(|path| quote(&path.to_string_lossy())));
+    words.join(" ")
+}
