@@ -200,7 +200,7 @@ impl Layer<'_> {
             {
                 let name = rel.file_name().unwrap_or_default();
                 if let Ok(real) = rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
-                    let wanted = upper_meta.mode() & 0o3777;
+                    let wanted = upper_meta.mode() & 0o3777 & writable_by(git);
                     if real.st_mode & 0o7777 != upper_meta.mode() & 0o7777 {
                         if let Ok(fd) = open_dir_at(&parent, name) {
                             let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(wanted));
@@ -305,6 +305,9 @@ impl Layer<'_> {
         }) {
             self.hold(rel, why);
             return;
+        }
+        if git_here.inside.is_some() {
+            drop_world_write(&upper_path);
         }
         self.put_in_place(rel, name, &parent, real.as_ref());
     }
@@ -804,6 +807,9 @@ impl Layer<'_> {
             return Judged::Incomplete;
         }
         strip(&self.upper.join(rel));
+        if git.is_some() {
+            drop_world_write(&self.upper.join(rel));
+        }
         // A directory that cannot be listed whole (no read right, a path too long to name)
         // cannot be judged: the caller holds the tree.
         let Ok(entries) = std::fs::read_dir(self.upper.join(rel)) else {
@@ -868,6 +874,9 @@ impl Layer<'_> {
                 }
             }
             strip(&upper_path);
+            if place.inside.is_some() {
+                drop_world_write(&upper_path);
+            }
         }
         judged
     }
@@ -1414,6 +1423,23 @@ fn is_opaque(path: &Path) -> bool {
         rustix::fs::lgetxattr(path, *attribute, &mut value[..])
             .is_ok_and(|len| value[..len].first() == Some(&b'y'))
     })
+}
+
+/// Inside a git directory nothing the command made or changed reaches the root writable by
+/// every user (a `.git/hooks` made anew with mode 0777 would let anyone on the machine plant a
+/// hook the owner's next commit runs). Write for the group stays: a shared repository
+/// (`core.sharedRepository`) needs it.
+fn drop_world_write(path: &Path) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return };
+    if !meta.file_type().is_symlink() && meta.mode() & 0o002 != 0 {
+        let _ =
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(meta.mode() & 0o7775));
+    }
+}
+
+/// The mode bits a directory's own mode change may keep (see [`drop_world_write`]).
+fn writable_by(git: Option<&InGit>) -> u32 {
+    if git.is_some() { !0o002 } else { !0 }
 }
 
 /// Drops what must not reach the root from an upper entry: set-user-ID and set-group-ID bits,

@@ -647,3 +647,36 @@ fn every_spelling_of_code_that_runs_later_is_held() {
         }
     }
 }
+
+/// A git directory's entries never reach the workspace writable by every user: a `.git/hooks`
+/// made anew with mode 0777, a `.git/description` and an existing `.git/info` made
+/// world-writable all arrive without write for others (group write stays: shared
+/// repositories need it). The same modes outside the git directory arrive as made.
+#[test]
+fn nothing_in_a_git_directory_arrives_writable_by_every_user() {
+    use std::os::unix::fs::PermissionsExt;
+    require_write_layer!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path();
+        std::fs::create_dir_all(ws.join(".git/info")).unwrap();
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        let run = transactional(
+            user,
+            &scene,
+            "rm -rf .git/hooks && mkdir .git/hooks && chmod 777 .git/hooks \
+             && echo d > .git/description && chmod 666 .git/description \
+             && chmod 777 .git/info && echo x > open.txt && chmod 666 open.txt && echo done",
+        );
+        assert!(run.stdout.contains("done"), "{user:?}: {}{}", run.stdout, run.stderr);
+        let mode =
+            |rel: &str| std::fs::metadata(ws.join(rel)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("open.txt"), 0o666, "{user:?}: the control outside .git");
+        for rel in [".git/hooks", ".git/description", ".git/info"] {
+            assert_eq!(mode(rel) & 0o002, 0, "{user:?}: {rel} is {:o}", mode(rel));
+            assert_eq!(mode(rel) & 0o020, 0o020, "{user:?}: {rel} lost group write");
+        }
+    }
+}
