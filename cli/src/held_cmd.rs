@@ -64,6 +64,14 @@ pub fn run(args: &HeldArgs) -> anyhow::Result<ExitCode> {
                 render_text(&change.why).text,
                 show(&change.kept_at)
             );
+            for entry in &change.contents {
+                let name = if entry.path.as_os_str().is_empty() {
+                    ".".to_owned()
+                } else {
+                    show(&entry.path)
+                };
+                let _ = writeln!(text, "        {name}: {}", render_text(&entry.what).text);
+            }
         }
         text
     };

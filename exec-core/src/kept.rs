@@ -27,6 +27,76 @@ pub struct KeptChange {
     /// Where it is kept.
     #[serde(serialize_with = "crate::lossy::lossy_path")]
     pub kept_at: PathBuf,
+    /// What is kept there, entry by entry (filled when one run is looked at).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contents: Vec<KeptEntry>,
+}
+
+/// One entry of a held change as it is kept: its path below the change (empty for the change
+/// itself) and what it is — kind, mode, size, where a link leads.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct KeptEntry {
+    #[serde(serialize_with = "crate::lossy::lossy_path")]
+    pub path: PathBuf,
+    pub what: String,
+}
+
+/// How many entries of a held tree are described, and how deep.
+const DESCRIBED_ENTRIES: usize = 200;
+const DESCRIBED_DEPTH: usize = 8;
+
+/// What is kept at `kept_at`, entry by entry, nothing followed: at most
+/// [`DESCRIBED_ENTRIES`] entries, [`DESCRIBED_DEPTH`] levels deep (a last line says how many
+/// more there are, when there are).
+fn describe_kept(kept_at: &Path) -> Vec<KeptEntry> {
+    let mut out = Vec::new();
+    let mut more = 0usize;
+    let mut pending = vec![(PathBuf::new(), 0usize)];
+    while let Some((rel, depth)) = pending.pop() {
+        // Joined with an empty path, a file's name would gain a `/` and name nothing.
+        let path =
+            if rel.as_os_str().is_empty() { kept_at.to_path_buf() } else { kept_at.join(&rel) };
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if out.len() >= DESCRIBED_ENTRIES {
+            more += 1;
+            continue;
+        }
+        out.push(KeptEntry { path: rel.clone(), what: what_it_is(&path, &meta) });
+        if meta.is_dir() && depth < DESCRIBED_DEPTH {
+            let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(&path)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .map(|entry| entry.file_name())
+                .collect();
+            names.sort();
+            pending.extend(names.into_iter().rev().map(|name| (rel.join(name), depth + 1)));
+        }
+    }
+    if more > 0 {
+        out.push(KeptEntry { path: PathBuf::from("…"), what: format!("{more} more entries") });
+    }
+    out
+}
+
+fn what_it_is(path: &Path, meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let mode = meta.permissions().mode() & 0o7777;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        let target = std::fs::read_link(path).unwrap_or_default();
+        format!("link to {}", target.to_string_lossy())
+    } else if kind.is_dir() {
+        format!("directory, mode {mode:04o}")
+    } else if kind.is_file() {
+        format!("file, mode {mode:04o}, {} bytes", meta.len())
+    } else if kind.is_fifo() {
+        format!("FIFO, mode {mode:04o}")
+    } else if kind.is_socket() {
+        format!("socket, mode {mode:04o}")
+    } else {
+        format!("device, mode {mode:04o}")
+    }
 }
 
 /// One run that kept something.
@@ -78,7 +148,11 @@ pub fn kept_runs(cordon_home: &Path) -> Vec<KeptRun> {
 pub fn kept_run(cordon_home: &Path, id: &str) -> Result<KeptRun, KeptError> {
     let plain = !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
     let found = plain.then(|| read_run(&cordon_home.join("kept").join(id))).flatten();
-    found.ok_or_else(|| KeptError::NoSuchRun(id.to_owned()))
+    let mut run = found.ok_or_else(|| KeptError::NoSuchRun(id.to_owned()))?;
+    for change in &mut run.held {
+        change.contents = describe_kept(&change.kept_at);
+    }
+    Ok(run)
 }
 
 fn read_run(dir: &Path) -> Option<KeptRun> {
@@ -89,7 +163,12 @@ fn read_run(dir: &Path) -> Option<KeptRun> {
         .and_then(|bytes| serde_json::from_slice::<Vec<HeldRecord>>(&bytes).ok())
         .unwrap_or_default()
         .into_iter()
-        .map(|record| KeptChange { path: record.path, why: record.why, kept_at: record.kept_at })
+        .map(|record| KeptChange {
+            path: record.path,
+            why: record.why,
+            kept_at: record.kept_at,
+            contents: Vec::new(),
+        })
         .collect();
     Some(KeptRun { id, state: state.trim().to_owned(), dir: dir.to_path_buf(), held })
 }

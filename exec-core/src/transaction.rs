@@ -320,6 +320,7 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
                 path: change.path.clone(),
                 why: change.why.clone(),
                 kept_at: change.kept_at.clone(),
+                contents: Vec::new(),
             })
             .collect();
         crate::kept::record(&kept, &changes);

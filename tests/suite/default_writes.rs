@@ -274,8 +274,9 @@ fn a_workspace_that_is_tmp_has_its_writes_applied() {
     let _ = std::fs::remove_file(&name);
 }
 
-/// What a run held back is listed by `cordon held`, taken in by `--take` when the user says so
-/// (a copy from where it was kept, with its mode), and removed by `--drop`.
+/// What a run held back is listed by `cordon held` (each entry described: kind, mode, size,
+/// where a link leads), taken in by `--take` when the user says so (a copy from where it was
+/// kept, with its mode), and removed by `--drop`.
 #[test]
 fn what_was_held_is_listed_taken_in_on_request_and_dropped() {
     require_write_layer!();
@@ -303,6 +304,10 @@ fn what_was_held_is_listed_taken_in_on_request_and_dropped() {
     assert_eq!(runs[0]["held"][0]["path"], hook.to_str().unwrap(), "{runs}");
     let shown = held(&[&id]);
     assert!(shown.stdout.contains(".git/hooks/pre-commit"), "{}", shown.stdout);
+    // What is kept is described before anything is taken: its kind, mode and size.
+    assert!(shown.stdout.contains("file, mode 0755, 20 bytes"), "{}", shown.stdout);
+    let one: serde_json::Value = serde_json::from_str(&held(&[&id, "--json"]).stdout).unwrap();
+    assert_eq!(one["held"][0]["contents"][0]["what"], "file, mode 0755, 20 bytes", "{one}");
     // Not held: refused, naming it.
     let other = ws.join("ok");
     let refused = held(&[&id, "--take", other.to_str().unwrap()]);
