@@ -44,6 +44,14 @@ fn absent_defaults() -> Vec<(&'static str, String)> {
             ),
         ),
         ("linux_sandbox_exe", "this cordon binary".to_owned()),
+        (
+            "home_allow_list",
+            format!(
+                "true (a sandboxed command reads {} listed entries of the home directory and its \
+                 plain entries; docs/secrets.md)",
+                cordon_policies::HOME_READABLE.len()
+            ),
+        ),
     ]
 }
 

@@ -216,6 +216,7 @@ fn config_show_names_the_file_and_where_each_setting_came_from() {
     assert_eq!(source("approval_policy"), "file");
     assert_eq!(source("sandbox_mode"), "-c");
     assert_eq!(source("shell_environment_policy.inherit"), "default");
+    assert_eq!(source("home_allow_list"), "default");
     assert_eq!(v["config_file"], e.home.path().join("config.toml").display().to_string());
     let text = cordon_in(e.home.path(), e.work.path(), &["config", "show"]);
     assert!(text.stdout.contains("approval_policy"), "{}", text.stdout);
