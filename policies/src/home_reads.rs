@@ -195,26 +195,34 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
         .collect();
     let related = |path: &Path, to: &Path| path.starts_with(to) || to.starts_with(path);
     let mut granted: Vec<PathBuf> = Vec::new();
-    // A place reached through links is granted only when each link on the way is one the
-    // command cannot have planted or re-pointed, in this run or an earlier one: at the top of
-    // a home directory, in an entry the list allows (and no writable root is in), or in the
-    // hidden entry the place itself lies in.
-    let trusted_link = |link: &Path, place: &Path| {
+    // A place reached through links is granted only when no link on the way can have been
+    // planted or re-pointed by a sandboxed command, in this run or an earlier one: the first
+    // at the top of a home directory, in an entry the list allows (and no writable root is
+    // in), or in the hidden entry the place itself lies in; every later one in that hidden
+    // entry (an allowed entry may have been a workspace once).
+    let same_entry = |link: &Path, place: &Path| {
+        hidden.iter().any(|entry| link.starts_with(entry) && place.starts_with(entry))
+    };
+    let trusted_first = |link: &Path, place: &Path| {
         let top = link.parent().is_some_and(|dir| homes.iter().any(|home| home == dir));
         let allowed = list_allows(link, &homes, &containers, fs)
             && !input.keep.iter().any(|keep| keep.starts_with(link) || link.starts_with(keep));
-        let same_entry =
-            hidden.iter().any(|entry| link.starts_with(entry) && place.starts_with(entry));
-        top || allowed || same_entry
+        top || allowed || same_entry(link, place)
+    };
+    let trusted = |links: &[PathBuf], place: &Path| match links.split_first() {
+        None => true,
+        Some((first, rest)) => {
+            trusted_first(first, place) && rest.iter().all(|link| same_entry(link, place))
+        }
     };
     let asked = links_allowed.iter().chain(input.grant).filter_map(|spelled| {
         let (place, links) = resolve_with_links(spelled, fs)?;
-        links.iter().all(|link| trusted_link(link, &place)).then_some(place)
+        trusted(&links, &place).then_some(place)
     });
     let mut asked: Vec<PathBuf> = asked.collect();
     for link in input.programs {
         let Some((program, links)) = resolve_with_links(link, fs) else { continue };
-        if !links.iter().all(|link| trusted_link(link, &program)) {
+        if !trusted(&links, &program) {
             continue;
         }
         if let Some(entry) = hidden.iter().find(|entry| program.starts_with(entry)) {

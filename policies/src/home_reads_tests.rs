@@ -269,3 +269,41 @@ fn a_link_in_another_hidden_entry_grants_nothing_and_a_program_grants_its_instal
     assert_eq!(reads.hidden, paths(&["/h/.dotfiles", "/h/.tsh"]));
     assert_eq!(reads.granted, Vec::<PathBuf>::new());
 }
+
+#[test]
+fn a_second_link_outside_the_places_own_entry_grants_nothing() {
+    // ~/.vimrc -> ~/.config/helix/x (an allowed entry that was a workspace once), which a run
+    // made a link to ~/.tsh/key; ~/.local/bin/t -> ~/.local/share/t/current -> .../1/t, both
+    // later links in the program's own entry.
+    let fs = Fake::new(
+        &[
+            "/h",
+            "/h/.tsh",
+            "/h/.config",
+            "/h/.config/helix",
+            "/h/.local",
+            "/h/.local/bin",
+            "/h/.local/share",
+            "/h/.local/share/t",
+            "/h/.local/share/t/1",
+        ],
+        &["/h/.tsh/key", "/h/.local/share/t/1/t"],
+        &[
+            ("/h/.vimrc", "/h/.config/helix/x"),
+            ("/h/.config/helix/x", "/h/.tsh/key"),
+            ("/h/.local/bin/t", "/h/.local/share/t/current/t"),
+            ("/h/.local/share/t/current", "/h/.local/share/t/1"),
+        ],
+    );
+    let input = HomeReadsInput {
+        homes: &[PathBuf::from("/h")],
+        relocations: &Relocations::new(),
+        keep: &[],
+        grant: &[],
+        programs: &paths(&["/h/.local/bin/t"]),
+        hidden: &[],
+    };
+    let reads = plan_home_reads(&input, &fs);
+    assert_eq!(reads.hidden, paths(&["/h/.tsh"]));
+    assert_eq!(reads.granted, Vec::<PathBuf>::new());
+}
