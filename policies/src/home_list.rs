@@ -189,6 +189,8 @@ pub const HOME_READABLE: &[Readable] = &[
     r("~/.cache/uv", "uv's cache"),
     r("~/.cache/pypoetry", "Poetry's environments and cache"),
     r("~/.local/share/pypoetry", "Poetry as its installer puts it"),
+    r("~/.local/share/claude", "Claude Code as its installer puts it"),
+    r("~/.local/share/cursor-agent", "cursor-agent as its installer puts it"),
     r("~/.rye", "Rye's Pythons and tools"),
     r("~/.cache/pdm", "PDM's cache"),
     r("~/.cache/hatch", "Hatch's cache"),

@@ -86,9 +86,9 @@ pub struct HomeReadsInput<'a> {
     pub keep: &'a [PathBuf],
     /// Places to grant although they may lie in a hidden entry.
     pub grant: &'a [PathBuf],
-    /// Programs (links in the `PATH` directories): the hidden entry each leads into is granted
-    /// whole, as the program's own installation.
-    pub programs: &'a [PathBuf],
+    /// Places to grant only when they lie in the same hidden entry as the file beside them
+    /// (what a file a command may once have written names: nothing it could not read then).
+    pub grant_beside: &'a [(PathBuf, PathBuf)],
     /// Paths hidden whatever the list says (the catalogue): never granted, nor what holds one.
     pub hidden: &'a [PathBuf],
 }
@@ -220,13 +220,10 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
         trusted(&links, &place).then_some(place)
     });
     let mut asked: Vec<PathBuf> = asked.collect();
-    for link in input.programs {
-        let Some((program, links)) = resolve_with_links(link, fs) else { continue };
-        if !trusted(&links, &program) {
-            continue;
-        }
-        if let Some(entry) = hidden.iter().find(|entry| program.starts_with(entry)) {
-            asked.push(entry.clone());
+    for (spelled, beside) in input.grant_beside {
+        let Some((place, links)) = resolve_with_links(spelled, fs) else { continue };
+        if trusted(&links, &place) && same_entry(beside, &place) {
+            asked.push(place);
         }
     }
     for place in asked {

@@ -74,7 +74,7 @@ fn plan(fs: &Fake, keep: &[&str], grant: &[&str], secrets: &[&str]) -> HomeReads
         relocations: &Relocations::new(),
         keep: &keep,
         grant: &grant,
-        programs: &[],
+        grant_beside: &[],
         hidden: &secrets,
     };
     plan_home_reads(&input, fs)
@@ -154,7 +154,7 @@ fn relocated_containers_are_filtered_through_the_same_names() {
         relocations: &relocations,
         keep: &[],
         grant: &[],
-        programs: &[],
+        grant_beside: &[],
         hidden: &[],
     };
     assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/cfg/gh-like"]));
@@ -190,7 +190,7 @@ fn a_relocation_to_a_system_directory_or_above_a_home_is_no_container() {
             relocations: &relocations,
             keep: &[],
             grant: &[],
-            programs: &[],
+            grant_beside: &[],
             hidden: &[],
         };
         assert_eq!(plan_home_reads(&input, &fs).hidden, paths(&["/h/.x"]), "{base}");
@@ -236,7 +236,7 @@ fn a_grant_through_a_link_the_command_can_re_point_is_refused() {
 }
 
 #[test]
-fn a_link_in_another_hidden_entry_grants_nothing_and_a_program_grants_its_installation() {
+fn a_link_in_another_hidden_entry_grants_nothing() {
     // ~/.gitconfig -> ~/.dotfiles/gitconfig, which a run in ~/.dotfiles replaced by a link to
     // ~/.tsh/key; ~/.local/bin/poetry -> ~/.local/share/pypoetry/venv/bin/poetry.
     let fs = Fake::new(
@@ -262,7 +262,7 @@ fn a_link_in_another_hidden_entry_grants_nothing_and_a_program_grants_its_instal
         relocations: &Relocations::new(),
         keep: &[],
         grant: &[],
-        programs: &paths(&["/h/.local/bin/poetry"]),
+        grant_beside: &[],
         hidden: &[],
     };
     let reads = plan_home_reads(&input, &fs);
@@ -273,8 +273,7 @@ fn a_link_in_another_hidden_entry_grants_nothing_and_a_program_grants_its_instal
 #[test]
 fn a_second_link_outside_the_places_own_entry_grants_nothing() {
     // ~/.vimrc -> ~/.config/helix/x (an allowed entry that was a workspace once), which a run
-    // made a link to ~/.tsh/key; ~/.local/bin/t -> ~/.local/share/t/current -> .../1/t, both
-    // later links in the program's own entry.
+    // made a link to ~/.tsh/key. A program linked into a PATH directory grants nothing either.
     let fs = Fake::new(
         &[
             "/h",
@@ -300,10 +299,10 @@ fn a_second_link_outside_the_places_own_entry_grants_nothing() {
         relocations: &Relocations::new(),
         keep: &[],
         grant: &[],
-        programs: &paths(&["/h/.local/bin/t"]),
+        grant_beside: &[],
         hidden: &[],
     };
     let reads = plan_home_reads(&input, &fs);
-    assert_eq!(reads.hidden, paths(&["/h/.tsh"]));
+    assert_eq!(reads.hidden, paths(&["/h/.local/share/t", "/h/.tsh"]));
     assert_eq!(reads.granted, Vec::<PathBuf>::new());
 }

@@ -1471,24 +1471,59 @@ pub(crate) fn global_include_targets(home: Option<&Path>) -> Vec<PathBuf> {
     global_includes(home).into_iter().flat_map(Included::names).collect()
 }
 
-/// What the global configuration includes, each file by the path git opens (as written, `~`
-/// expanded, taken from the including file's directory), not where it leads.
-pub(crate) fn global_include_files(home: Option<&Path>) -> Vec<PathBuf> {
-    global_includes(home).into_iter().map(|included| included.written).collect()
+/// A file the user's global configuration includes directly, by the path git opens; and,
+/// when the including file lies where a sandboxed command may once have written it (anywhere
+/// but the top of the home directory, git's directory under `~/.config` — both read-only in
+/// every sandbox — and `/etc`: a dotfiles checkout `~/.gitconfig` links to), that file.
+pub(crate) struct DirectInclude {
+    pub file: PathBuf,
+    pub from_writable: Option<PathBuf>,
+}
+
+/// What the global configuration files include directly. What an included file includes in
+/// turn is left out: it may lie in a directory a run once wrote, and name anything.
+pub(crate) fn direct_includes(home: &Path) -> Vec<DirectInclude> {
+    let xdg_git = xdg_config(home).join("git");
+    let mut out = Vec::new();
+    for start in global_config_files(Some(home)) {
+        let Ok(real) = std::fs::canonicalize(&start) else { continue };
+        let trusted = real.parent() == Some(home)
+            || real.starts_with(&xdg_git)
+            || real.starts_with(home.join(".config/git"))
+            || real.starts_with("/etc");
+        let mut found = Vec::new();
+        // At the deepest level git follows: this file's own includes, nothing below.
+        include_targets(&real, Some(home), &mut found, INCLUDE_DEPTH);
+        out.extend(found.into_iter().map(|included| DirectInclude {
+            file: included.written,
+            from_writable: (!trusted).then(|| real.clone()),
+        }));
+    }
+    out
+}
+
+/// `$XDG_CONFIG_HOME` when absolute, else `~/.config`.
+fn xdg_config(home: &Path) -> PathBuf {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| home.join(".config"))
+}
+
+/// The global configuration files git reads: `/etc/gitconfig`, `~/.gitconfig` and
+/// `$XDG_CONFIG_HOME/git/config`.
+fn global_config_files(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut starts = vec![PathBuf::from("/etc/gitconfig")];
+    if let Some(home) = home {
+        starts.push(home.join(".gitconfig"));
+        starts.push(xdg_config(home).join("git/config"));
+    }
+    starts
 }
 
 fn global_includes(home: Option<&Path>) -> Vec<Included> {
     let mut found = Vec::new();
-    let mut starts = vec![PathBuf::from("/etc/gitconfig")];
-    if let Some(home) = home {
-        starts.push(home.join(".gitconfig"));
-        let xdg = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|dir| dir.is_absolute())
-            .unwrap_or_else(|| home.join(".config"));
-        starts.push(xdg.join("git/config"));
-    }
-    for start in starts {
+    for start in global_config_files(home) {
         // The user's own files, which a dotfile manager often keeps as links.
         let start = std::fs::canonicalize(&start).unwrap_or(start);
         include_targets(&start, home, &mut found, 0);

@@ -57,26 +57,31 @@ pub fn plan(
     keep.extend(policy.allowed_sockets.iter().cloned());
     let env = context.view.view();
     let in_home = |dir: &Path| homes.iter().any(|home| dir.starts_with(home));
-    // The `PATH` directories in a home, and the programs linked into them (an installer's
-    // `~/.local/bin/poetry` leading into its own environment in `~/.local/share/pypoetry`); the
-    // plan follows their links only where the command cannot have planted or re-pointed one.
+    // The `PATH` directories in a home (not one a command can write: a virtualenv's `bin` in
+    // the workspace); the plan follows a link on the way only where no command can have
+    // planted or re-pointed it.
     let writable = |path: &Path| keep.iter().any(|root| path.starts_with(root));
-    let path_dirs: Vec<PathBuf> = context
+    let mut grant: Vec<PathBuf> = context
         .view
         .path_dirs
         .iter()
         .map(|dir| cordon_policies::lexically_normal(dir))
         .filter(|dir| in_home(dir) && !writable(dir))
         .collect();
-    let mut grant: Vec<PathBuf> = path_dirs.clone();
-    let programs: Vec<PathBuf> = path_dirs.iter().flat_map(|dir| linked_programs(dir)).collect();
-    for home in context.homes {
-        // Only files: a directory named as an include is no configuration git reads.
-        grant.extend(
-            crate::apply::global_include_files(Some(home))
-                .into_iter()
-                .filter(|target| std::fs::metadata(target).is_ok_and(|m| m.is_file())),
-        );
+    // What git's global configuration includes; from a file a command may once have written
+    // (a dotfiles checkout), only what lies in the same hidden entry as that file.
+    let mut grant_beside: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for home in homes.iter() {
+        for include in crate::apply::direct_includes(home) {
+            // Only files: a directory named as an include is no configuration git reads.
+            if !std::fs::metadata(&include.file).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            match include.from_writable {
+                None => grant.push(include.file),
+                Some(from) => grant_beside.push((include.file, from)),
+            }
+        }
     }
     for path in also {
         grant.extend(cordon_policies::expand_hidden_path(path, &env));
@@ -86,7 +91,7 @@ pub fn plan(
         relocations: &context.view.relocations,
         keep: &keep,
         grant: &grant,
-        programs: &programs,
+        grant_beside: &grant_beside,
         hidden: &policy.hidden_paths,
     };
     let mut reads = cordon_policies::plan_home_reads(&input, listings);
@@ -129,18 +134,6 @@ pub(crate) fn homes(view: &EnvSnapshot) -> Vec<PathBuf> {
     let mut homes: Vec<PathBuf> = given.into_iter().chain(passwd).collect();
     homes.dedup();
     homes
-}
-
-/// The symbolic links in `dir` (at most a few hundred are looked at).
-fn linked_programs(dir: &Path) -> Vec<PathBuf> {
-    const MAX_PROGRAMS: usize = 512;
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    entries
-        .take(MAX_PROGRAMS)
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_symlink()))
-        .map(|entry| entry.path())
-        .collect()
 }
 
 /// How far read rights hide on this kernel, for this command.

@@ -65,10 +65,10 @@ impl Home {
         home.write(".config/git/ignore", "CONTROL git-ignore\n");
         home.write(
             ".dotfiles/gitconfig",
-            "[user]\n\tname = Planted User\n[includeIf \"gitdir:/\"]\n\tpath = ~/.gitconfig-work\n",
+            "[user]\n\tname = Planted User\n[includeIf \"gitdir:/\"]\n\tpath = ~/.dotfiles/work.inc\n",
         );
         symlink(home.path().join(".dotfiles/gitconfig"), home.path().join(".gitconfig")).unwrap();
-        home.write(".gitconfig-work", "[user]\n\temail = work@example.org\n");
+        home.write(".dotfiles/work.inc", "[user]\n\temail = work@example.org\n");
         home.write(
             ".profile",
             ". \"$HOME/.secrets\"\n[ -f ~/.sometool/env ] && . ~/.sometool/env\necho profile-ran\n",
@@ -76,12 +76,18 @@ impl Home {
         home.write(".sometool/env", "SECRET_SOMETOOL=1\n");
         home.write(".sometool/secret", "SECRET .sometool/secret\n");
         // An installer's program in `~/.local/bin`, a link into its own environment.
-        let poetry = home
-            .write(".local/share/sometool/venv/bin/sometool", "#!/bin/sh\necho CONTROL poetry\n");
+        let poetry =
+            home.write(".local/share/pypoetry/venv/bin/poetry", "#!/bin/sh\necho CONTROL poetry\n");
+        let other = home
+            .write(".local/share/sometool/venv/bin/sometool", "#!/bin/sh\necho SECRET sometool\n");
+        std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
         std::fs::set_permissions(&poetry, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         std::fs::create_dir_all(home.path().join(".local/bin")).unwrap();
-        symlink(&poetry, home.path().join(".local/bin/sometool")).unwrap();
+        symlink(&poetry, home.path().join(".local/bin/poetry")).unwrap();
+        // A program linked in from an installation the list does not name does not run.
+        symlink(&other, home.path().join(".local/bin/sometool")).unwrap();
         let tool = home.write(".mytool/bin/mytool", "#!/bin/sh\necho CONTROL mytool\n");
         std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
@@ -158,7 +164,7 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
         );
         let script = format!(
             "{controls}git init -q . && git config user.name && git config user.email; \
-             mytool; sometool; cat ~/.local/share/sometool/venv/bin/sometool >/dev/null && echo install-readable; '{uv}'; bash -lc 'echo login-shell-ran'",
+             mytool; poetry; '{uv}'; bash -lc 'echo login-shell-ran'",
             uv = home.path().join(".local/share/uv/python/bin/tool").display()
         );
         let run = home.exec(user, work.path(), &[], &script);
@@ -171,7 +177,6 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
             "work@example.org",
             "CONTROL mytool",
             "CONTROL poetry",
-            "install-readable",
             "CONTROL uv-tool",
             "profile-ran",
             "login-shell-ran",
@@ -183,6 +188,9 @@ fn unlisted_home_entries_stay_unreadable_and_everyday_tools_keep_working() {
                 run.stderr
             );
         }
+        let run_other = home.exec(user, work.path(), &[], "sometool");
+        assert!(!run_other.stdout.contains("SECRET"), "{user:?}: {}", run_other.stdout);
+        assert_ne!(run_other.code, Some(0), "{user:?}: {}", run_other.stderr);
         // The sourced file reads as empty: no denial in the login shell's output.
         assert!(!run.stderr.contains("Permission denied"), "{user:?}: {}", run.stderr);
         assert_eq!(run.code, Some(0), "{user:?}: {}", run.stderr);
@@ -655,4 +663,30 @@ fn with_the_network_on_hidden_entries_are_covered_without_touching_what_links_le
         helper_cmd(policy, work.path(), &extra, &["/bin/true"]).output().unwrap().into();
     assert_eq!(refused.code, Some(125), "{}", refused.stderr);
     assert!(refused.stderr.contains("allow-list hides"), "{}", refused.stderr);
+}
+
+/// What the global git configuration includes is readable when the including file is the
+/// user's own at the top of the home (`~/.gitconfig` as a plain file); what a file in a
+/// dotfiles checkout — which a run may once have written — includes outside its own entry is
+/// not (it could name any secret).
+#[test]
+fn git_includes_are_granted_only_from_a_file_no_run_can_have_written() {
+    require_sandbox!(1);
+    let home = Home::plant();
+    let work = scratch();
+    std::fs::remove_file(home.path().join(".gitconfig")).unwrap();
+    home.write(".gitconfig", "[include]\n\tpath = ~/.gitconfig-work\n");
+    home.write(".gitconfig-work", "[user]\n\temail = work@example.org\n");
+    let script = format!(
+        "git config --global user.email; {}",
+        read_script(home.path(), &[".gitconfig-work"])
+    );
+    let run = home.exec(User::Root, work.path(), &[], &script);
+    assert!(run.stdout.contains("work@example.org"), "{}{}", run.stdout, run.stderr);
+    // A checkout the user once worked in names a secret.
+    std::fs::remove_file(home.path().join(".gitconfig")).unwrap();
+    home.write("dotfiles/gitconfig", "[include]\n\tpath = ~/.tsh/keys/u\n");
+    symlink(home.path().join("dotfiles/gitconfig"), home.path().join(".gitconfig")).unwrap();
+    let run = home.exec(User::Root, work.path(), &[], &read_script(home.path(), &[".tsh/keys/u"]));
+    assert!(!run.stdout.contains("SECRET"), "{}", run.stdout);
 }
