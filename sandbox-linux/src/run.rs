@@ -251,6 +251,16 @@ unsafe fn run(
         policy.protected_paths.extend(
             cordon_policies::home_start_up_paths(home).map(|path| path.display().to_string()),
         );
+        // Writing directly, what the user's global git configuration includes is as much git's
+        // configuration as `~/.gitconfig` (a `core.fsmonitor` there runs at the next `git
+        // status`): read-only wherever it lies. A transaction's gate judges it instead.
+        if args.writes_to.is_none() {
+            policy.protected_paths.extend(
+                crate::apply::global_include_targets(Some(home))
+                    .iter()
+                    .map(|path| path.display().to_string()),
+            );
+        }
         // A root that holds $HOME grants its plain entries one by one instead: nothing new can
         // be created at its top, and no dot entry, code directory or start-up path — nor what
         // one of them links to — is granted, with the mount view or without it.

@@ -690,3 +690,22 @@ fn git_includes_are_granted_only_from_a_file_no_run_can_have_written() {
     let run = home.exec(User::Root, work.path(), &[], &read_script(home.path(), &[".tsh/keys/u"]));
     assert!(!run.stdout.contains("SECRET"), "{}", run.stdout);
 }
+
+/// Writing directly, a file the user's global git configuration includes stays read-only in a
+/// workspace that holds it (a dotfiles checkout): a `core.fsmonitor` appended there would run
+/// at the user's next `git status`. Its neighbours stay writable.
+#[test]
+fn an_included_git_config_in_the_workspace_is_read_only_when_writing_directly() {
+    require_sandbox!(1);
+    skip_unless!(features().path_rules(), "protected paths need the mount view");
+    let home = Home::plant();
+    std::fs::remove_file(home.path().join(".gitconfig")).unwrap();
+    home.write(".gitconfig", "[include]\n\tpath = ~/dotfiles/git/user.inc\n");
+    let inc = home.write("dotfiles/git/user.inc", "[user]\n\temail = a@b\n");
+    let ws = home.path().join("dotfiles");
+    let script = "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> git/user.inc; \
+                  echo ok > git/other && echo neighbour-written";
+    let run = home.exec(User::Root, &ws, &["--writes", "direct"], script);
+    assert!(run.stdout.contains("neighbour-written"), "{}{}", run.stdout, run.stderr);
+    assert_eq!(std::fs::read_to_string(&inc).unwrap(), "[user]\n\temail = a@b\n", "{}", run.stderr);
+}
