@@ -106,6 +106,9 @@ pub struct HomeReads {
     /// The hidden entries that are files directly in a home directory (what a start-up file
     /// may source).
     pub top_files: Vec<PathBuf>,
+    /// The hidden entries that are symbolic links, as their directories list them (sorted): a
+    /// link is read where it leads, so read rights and covers leave the name alone.
+    pub links: Vec<PathBuf>,
     /// Each container (a home directory among them), with its entries the list leaves
     /// readable: where a stand-in per hidden entry would cost more, the container can be
     /// covered whole and these put back.
@@ -134,6 +137,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
     let in_home = |path: &Path| homes.iter().any(|home| path.starts_with(home));
     let mut hidden: BTreeSet<PathBuf> = BTreeSet::new();
     let mut top_files: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut links: BTreeSet<PathBuf> = BTreeSet::new();
     let mut links_allowed: Vec<PathBuf> = Vec::new();
     let mut keep_granted: Vec<PathBuf> = Vec::new();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
@@ -174,6 +178,9 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
             }
             if *logical == "~" && kind == HomeEntryKind::Other {
                 top_files.insert(entry.clone());
+            }
+            if link {
+                links.insert(entry.clone());
             }
             hidden.insert(entry);
             view.hidden += 1;
@@ -244,6 +251,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
     }
     granted.retain(|place| hidden.iter().any(|entry| place.starts_with(entry)));
     top_files.retain(|file| hidden.contains(file));
+    links.retain(|link| hidden.contains(link));
     for view in &mut views {
         let unhidden: Vec<PathBuf> =
             view.shown.iter().filter(|entry| !hidden.contains(*entry)).cloned().collect();
@@ -266,6 +274,7 @@ pub fn plan_home_reads(input: &HomeReadsInput<'_>, fs: &impl HomeFileSystem) -> 
         granted,
         holding_granted,
         top_files: top_files.into_iter().collect(),
+        links: links.into_iter().collect(),
         containers: views.into_iter().filter(|view| view.hidden > 0).collect(),
     }
 }

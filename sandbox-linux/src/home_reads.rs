@@ -176,13 +176,11 @@ pub fn covers(
     cwds: &[PathBuf],
 ) -> Result<HomeCovers, StartsInHiddenEntry> {
     let hidden_at = |path: &Path| reads.hidden.iter().find(|entry| path.starts_with(entry));
-    let is_link = |path: &Path| {
-        std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
-    };
+    // A sourced regular file, not a link: a stand-in mounted through a link covers its target.
     let quiet: Vec<PathBuf> = sourced_files(homes)
         .into_iter()
-        .filter(|file| hidden_at(file).is_some() && !is_link(file))
-        .filter(|file| std::fs::metadata(file).is_ok_and(|m| m.is_file()))
+        .filter(|file| hidden_at(file).is_some())
+        .filter(|file| std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file()))
         .collect();
     // What a hidden entry holds that must stay reachable: granted places, sourced files.
     let held_in = |entry: &Path| -> Vec<PathBuf> {
@@ -222,7 +220,8 @@ pub fn covers(
     }
     for entry in &reads.hidden {
         // A link is covered where it leads, which is hidden (or not) as its own place.
-        if in_filtered.iter().any(|dir| entry.parent() == Some(*dir)) || is_link(entry) {
+        let link = reads.links.binary_search(entry).is_ok();
+        if link || in_filtered.iter().any(|dir| entry.parent() == Some(*dir)) {
             continue;
         }
         let inside = held_in(entry);
@@ -243,11 +242,7 @@ pub fn covers(
 /// The hidden entries read rights keep unreadable: not the links among them (a link is read
 /// where it leads, which the plan took in when that lies in a home directory).
 pub fn unreadable(reads: &HomeReads) -> impl Iterator<Item = &PathBuf> {
-    reads.hidden.iter().filter(|entry| !is_link(entry))
-}
-
-fn is_link(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
+    reads.hidden.iter().filter(|entry| reads.links.binary_search(entry).is_err())
 }
 
 /// The shell start-up files of a home directory that a login or interactive shell reads.
