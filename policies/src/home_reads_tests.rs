@@ -129,6 +129,7 @@ fn a_hidden_link_hides_where_it_leads_in_a_home_and_only_its_name_elsewhere() {
     );
     let reads = plan(&fs, &[], &[], &[]);
     assert_eq!(reads.hidden, paths(&["/h/.aws", "/h/.x", "/h/dotfiles/aws"]));
+    assert_eq!(reads.links, paths(&["/h/.aws", "/h/.x"]));
     assert_eq!(reads.top_files, Vec::<PathBuf>::new());
 }
 
@@ -257,15 +258,7 @@ fn a_link_in_another_hidden_entry_grants_nothing() {
             ("/h/.local/bin/poetry", "/h/.local/share/pypoetry/venv/poetry"),
         ],
     );
-    let input = HomeReadsInput {
-        homes: &[PathBuf::from("/h")],
-        relocations: &Relocations::new(),
-        keep: &[],
-        grant: &[],
-        grant_beside: &[],
-        hidden: &[],
-    };
-    let reads = plan_home_reads(&input, &fs);
+    let reads = plan(&fs, &[], &[], &[]);
     assert_eq!(reads.hidden, paths(&["/h/.dotfiles", "/h/.tsh"]));
     assert_eq!(reads.granted, Vec::<PathBuf>::new());
 }
@@ -294,15 +287,7 @@ fn a_second_link_outside_the_places_own_entry_grants_nothing() {
             ("/h/.local/share/t/current", "/h/.local/share/t/1"),
         ],
     );
-    let input = HomeReadsInput {
-        homes: &[PathBuf::from("/h")],
-        relocations: &Relocations::new(),
-        keep: &[],
-        grant: &[],
-        grant_beside: &[],
-        hidden: &[],
-    };
-    let reads = plan_home_reads(&input, &fs);
+    let reads = plan(&fs, &[], &[], &[]);
     assert_eq!(reads.hidden, paths(&["/h/.local/share/t", "/h/.tsh"]));
     assert_eq!(reads.granted, Vec::<PathBuf>::new());
 }
