@@ -96,13 +96,24 @@ impl std::fmt::Display for MovedAside {
     }
 }
 
+/// What [`watch_git_dirs`] watches.
+pub(crate) struct WatchOf<'a> {
+    pub request: &'a cordon_policies::SandboxRequest,
+    pub sandbox: SandboxKind,
+    pub helper: &'a HelperSettings,
+    /// A long-lived server's index of its roots' repositories: the repositories come from it,
+    /// and the check after the run looks at those that changed, instead of two searches.
+    #[cfg(target_os = "linux")]
+    pub index: Option<std::sync::Arc<cordon_sandbox_linux::RepositoryIndex>>,
+}
+
 /// Watches the git dirs of the policy's writable roots for the names a sandbox cannot keep
 /// from being created; `None` for an attempt without a sandbox (it could write anything).
-pub(crate) fn watch_git_dirs(
-    request: &cordon_policies::SandboxRequest,
-    sandbox: SandboxKind,
-    helper: &HelperSettings,
-) -> Option<GitWatch> {
+pub(crate) fn watch_git_dirs(of: WatchOf<'_>) -> Option<GitWatch> {
+    #[cfg(target_os = "linux")]
+    let WatchOf { request, sandbox, helper, index } = of;
+    #[cfg(not(target_os = "linux"))]
+    let WatchOf { request, sandbox, helper } = of;
     #[cfg(target_os = "linux")]
     if sandbox == SandboxKind::Linux {
         let roots = &request
@@ -114,7 +125,15 @@ pub(crate) fn watch_git_dirs(
         // Only git dirs the command can write: one a pointer names outside the roots (the
         // main repository of a linked worktree, or wherever a planted pointer leads) is left to
         // its owner, whose own changes there during the run must never be moved.
-        let walked = std::sync::Arc::new(cordon_sandbox_linux::RepositoryWalk::of(roots));
+        let indexed = index.and_then(|index| {
+            let (walk, mark) = index.walk_for(roots)?;
+            Some((walk, index, mark))
+        });
+        let (walked, search) = match indexed {
+            Some((walk, index, mark)) => (walk, Some((index, mark))),
+            None => (cordon_sandbox_linux::RepositoryWalk::of(roots), None),
+        };
+        let walked = std::sync::Arc::new(walked);
         let mut git_dirs = walked.git_dirs();
         git_dirs.retain(|dir| {
             std::fs::canonicalize(dir)
@@ -157,6 +176,9 @@ pub(crate) fn watch_git_dirs(
         }
         let mut watch = cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up);
         watch.watch_replaced(&existing);
+        if let Some((index, mark)) = search {
+            watch.search_index(index, mark);
+        }
         return Some(GitWatch { watch, walked });
     }
     let _ = (request, sandbox, helper);
@@ -315,10 +337,16 @@ impl Runner for LocalRunner<'_> {
         #[cfg(target_os = "linux")]
         let watch = match transaction {
             Some(_) => None,
-            None => watch_git_dirs(&request.sandbox, sandbox, self.helper),
+            None => watch_git_dirs(WatchOf {
+                request: &request.sandbox,
+                sandbox,
+                helper: self.helper,
+                index: None,
+            }),
         };
         #[cfg(not(target_os = "linux"))]
-        let watch = watch_git_dirs(&request.sandbox, sandbox, self.helper);
+        let watch =
+            watch_git_dirs(WatchOf { request: &request.sandbox, sandbox, helper: self.helper });
         let mut launch = request.launch(sandbox);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         #[cfg(target_os = "linux")]

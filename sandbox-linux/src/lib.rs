@@ -100,6 +100,8 @@ pub mod report;
 #[cfg(target_os = "linux")]
 mod repositories;
 #[cfg(target_os = "linux")]
+mod repository_index;
+#[cfg(target_os = "linux")]
 mod run;
 #[cfg(target_os = "linux")]
 mod sealing;
@@ -141,6 +143,8 @@ pub use apply::{ApplyContext, ApplyReport, HeldChange, apply_layers};
 pub use planted::{AfterRun, Planted, Watch};
 #[cfg(target_os = "linux")]
 pub use repositories::{RepositoryWalk, WalkBudget, find_repositories, git_dirs_in};
+#[cfg(target_os = "linux")]
+pub use repository_index::{IndexUnusable, Mark, RepositoryIndex};
 
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]

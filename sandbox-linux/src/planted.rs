@@ -88,6 +88,18 @@ pub struct Watch {
     /// Git dirs (and linked worktrees' own) with no `modules/` before the run: one the command
     /// adds holds repositories it created (an existing `modules/` is read-only in the sandbox).
     without_modules: Vec<PathBuf>,
+    /// Where the repositories the command created are found after the run.
+    search: Search,
+}
+
+/// How [`Watch::move_aside`] finds the repositories a command created.
+#[derive(Debug, Default)]
+enum Search {
+    /// A walk of the roots (bounded: what it does not reach is reported).
+    #[default]
+    Walk,
+    /// An index kept current: the repositories that appeared or changed since the mark.
+    Index { index: Arc<crate::RepositoryIndex>, since: crate::Mark },
 }
 
 const GIT_NAMES: [&str; 4] = ["commondir", "config.worktree", "hooks", "config"];
@@ -192,6 +204,12 @@ impl Watch {
         }
     }
 
+    /// Finds the repositories the command creates in `index` (kept current by the caller),
+    /// among those that appeared or changed after `since`, instead of walking the roots.
+    pub fn search_index(&mut self, index: Arc<crate::RepositoryIndex>, since: crate::Mark) {
+        self.search = Search::Index { index, since };
+    }
+
     /// The descriptors the watch holds open (the directories it reaches its names from).
     pub(crate) fn descriptors(&self) -> Vec<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
@@ -256,9 +274,22 @@ impl Watch {
         // A repository the command created: what would run code in it later.
         if !self.roots.is_empty() {
             let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
-            let walk = crate::repositories::RepositoryWalk::of(&roots);
-            unsearched.extend(walk.unsearched());
-            for named in walk.git_dirs() {
+            let indexed = match &self.search {
+                Search::Index { index, since } => index.changed_git_dirs(*since, &roots),
+                Search::Walk => None,
+            };
+            let git_dirs = match indexed {
+                Some((git_dirs, not_watched)) => {
+                    unsearched.extend(not_watched);
+                    git_dirs
+                }
+                None => {
+                    let walk = crate::repositories::RepositoryWalk::of(&roots);
+                    unsearched.extend(walk.unsearched());
+                    walk.git_dirs()
+                }
+            };
+            for named in git_dirs {
                 // Where it really is: a `.git` pointer may name it through a link, `..` or
                 // /proc/self/cwd, and the place is what the command could have written.
                 let Ok(git_dir) = std::fs::canonicalize(&named) else { continue };

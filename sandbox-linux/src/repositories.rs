@@ -24,7 +24,7 @@ const MAX_REPOSITORIES: usize = 512;
 const MAX_TIME: Duration = Duration::from_millis(300);
 
 /// Directory names never searched.
-const SKIPPED: [&str; 2] = [".git", "node_modules"];
+pub(crate) const SKIPPED: [&str; 2] = [".git", "node_modules"];
 
 /// What is left of the walk's allowance.
 #[derive(Debug)]
@@ -135,30 +135,33 @@ pub fn find_repositories(root: &Path, budget: &mut WalkBudget) -> Repositories {
 
 /// Whether `dir`, inside `root`, lies in what the walk skips: under a `node_modules` or a
 /// `target` (marked or not: it is searched once more at most).
-fn inside_skipped(root: &Path, dir: &Path) -> bool {
+pub(crate) fn inside_skipped(root: &Path, dir: &Path) -> bool {
     dir.strip_prefix(root).is_ok_and(|rest| {
         rest.components().any(|c| c.as_os_str() == "node_modules" || c.as_os_str() == "target")
     })
 }
 
 /// What one directory of the walk holds, as far as the walk cares.
-struct Looked {
+pub(crate) struct Looked {
     /// It may be a git dir itself: `HEAD` beside `objects` and `refs`, or beside a `commondir`
     /// (looser than git's own check).
-    bare: bool,
+    pub(crate) bare: bool,
     /// It holds a `.git` (a directory, a pointer file or a link).
-    dot_git: bool,
+    pub(crate) dot_git: bool,
     /// Its subdirectories to search (not links, not the skipped names).
-    children: Vec<PathBuf>,
+    pub(crate) children: Vec<PathBuf>,
     /// It is marked as a cache (`CACHEDIR.TAG`).
-    cache: bool,
+    pub(crate) cache: bool,
     /// Its symbolic links (never followed by the walk itself).
-    links: Vec<PathBuf>,
+    pub(crate) links: Vec<PathBuf>,
 }
 
 impl Looked {
     /// From the directory's listing: the kinds come with it, no lookup per name.
-    fn from_listing(dir: &Path, entries: Vec<(std::ffi::OsString, Option<FileType>)>) -> Self {
+    pub(crate) fn from_listing(
+        dir: &Path,
+        entries: Vec<(std::ffi::OsString, Option<FileType>)>,
+    ) -> Self {
         let mut looked = Looked {
             bare: false,
             dot_git: false,
@@ -195,7 +198,7 @@ impl Looked {
     }
 
     /// From lookups of the names that matter, for a directory that cannot be listed.
-    fn by_name(dir: &Path) -> Self {
+    pub(crate) fn by_name(dir: &Path) -> Self {
         let bare = is_git_dir(dir);
         let dot_git = !bare && std::fs::symlink_metadata(dir.join(".git")).is_ok();
         Looked { bare, dot_git, children: Vec::new(), cache: false, links: Vec::new() }
@@ -207,7 +210,7 @@ impl Looked {
 /// every later search (in the directory the user works in, or at the root itself): only a
 /// build's `target/` below the root is skipped (cargo's, thousands of directories; git is not
 /// run there). Whole roots that are caches: [`presets_cache`].
-fn cache_skipped(root: &Path, dir: &Path) -> bool {
+pub(crate) fn cache_skipped(root: &Path, dir: &Path) -> bool {
     dir != root && dir.file_name().is_some_and(|name| name == "target")
 }
 
@@ -215,7 +218,7 @@ fn cache_skipped(root: &Path, dir: &Path) -> bool {
 /// caches (cordon marks `$CORDON_HOME/cache/`, which holds the presets' caches, each a root),
 /// and that parent lies in no writable root, so no sandboxed command wrote the mark. Such a
 /// root is not searched: nobody runs git there.
-fn presets_cache(root: &Path, roots: &[PathBuf]) -> bool {
+pub(crate) fn presets_cache(root: &Path, roots: &[PathBuf]) -> bool {
     root.parent().is_some_and(|parent| {
         !roots.iter().any(|other| parent.starts_with(other))
             && std::fs::symlink_metadata(parent.join("CACHEDIR.TAG")).is_ok_and(|m| m.is_file())
@@ -236,7 +239,7 @@ pub(crate) fn repositories_of(root: &Path, roots: &[PathBuf]) -> Repositories {
 /// with `getdents64` alone: the libc's `opendir` adds an `fstat` to every directory of the walk.
 /// A directory the caller owns but made unreadable is listed as its owner
 /// ([`crate::owner_read`]): git still finds a repository in it by name.
-fn list(dir: &Path) -> Option<Vec<crate::owner_read::Entry>> {
+pub(crate) fn list(dir: &Path) -> Option<Vec<crate::owner_read::Entry>> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::open(dir, flags, Mode::empty()) {
@@ -255,7 +258,7 @@ fn list(dir: &Path) -> Option<Vec<crate::owner_read::Entry>> {
 /// helper in its user namespace): that lists every directory the caller owns, and in a user
 /// namespace an owner it does not map shows as the overflow uid, which may be the caller's own
 /// (`nobody`).
-fn owned_by_caller(dir: &Path) -> bool {
+pub(crate) fn owned_by_caller(dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     !crate::sys::can_read_search_own_files()
         && std::fs::symlink_metadata(dir)
@@ -300,6 +303,11 @@ impl RepositoryWalk {
             Some((_, found)) if found.unsearched.is_empty() => found.clone(),
             _ => repositories_of(root, roots),
         }
+    }
+
+    /// A walk's finding made elsewhere (an index kept current), root by root.
+    pub(crate) fn from_roots(roots: Vec<(PathBuf, Repositories)>) -> Self {
+        RepositoryWalk { roots }
     }
 
     /// The directories of every root the walk had no allowance left for (too many, too

@@ -464,10 +464,43 @@ fn a_repository_made_beyond_the_search_after_the_run_is_reported() {
     // A shallow run says nothing of the kind.
     let quiet = sandboxed(User::Root, scratch().path(), home.path(), "git init -q shallow");
     assert!(!quiet.stderr.contains("not searched"), "{}", quiet.stderr);
-    // An executor session.
+}
+
+/// A long-lived server follows its roots instead of searching them: a repository a session's
+/// command makes deeper than any search goes is looked at after the call all the same, and
+/// what it planted there is moved aside — in the directory that held it before the session and
+/// in a tree the command made whole. The control: the rest of what the command wrote stays.
+#[test]
+fn a_servers_index_finds_a_repository_made_beyond_any_search() {
+    require_mount_view!();
     let mut ex = super::executor::Executor::start(&[]);
-    let text = ex.text("exec_command", serde_json::json!({"cmd": plant}));
-    assert!(text.contains("Warning: not searched after the run"), "{text}");
+    let work = ex.work.path().to_path_buf();
+    let deep: String = (0..30).map(|i| format!("d{i}/")).collect();
+    std::fs::create_dir_all(work.join(&deep)).unwrap();
+    // The first call makes the index; the planting comes in the next ones.
+    let first = ex.text("exec_command", serde_json::json!({"cmd": "true"}));
+    assert!(first.contains("exited with code 0"), "{first}");
+    for (dir, at) in
+        [(deep.clone(), "an existing directory"), (format!("new/{deep}"), "a new tree")]
+    {
+        let plant = format!(
+            "mkdir -p {dir}r && git init -q {dir}r && printf '#!/bin/sh\\ntouch {mark}\\n' > \
+             {dir}r/.git/hooks/pre-commit && chmod +x {dir}r/.git/hooks/pre-commit && \
+             git -C {dir}r config core.fsmonitor 'touch {mark}' && echo kept > {dir}kept && \
+             echo planted",
+            mark = work.join("ran").display()
+        );
+        let text = ex.text("exec_command", serde_json::json!({"cmd": plant}));
+        assert!(text.contains("planted"), "{at}: {text}");
+        assert!(!text.contains("not searched"), "{at}: {text}");
+        assert!(text.contains("moved aside") && text.contains("pre-commit"), "{at}: {text}");
+        let repo = work.join(&dir).join("r");
+        assert!(!repo.join(".git/hooks/pre-commit").exists(), "{at}: the hook stayed");
+        assert_eq!(std::fs::read_to_string(work.join(&dir).join("kept")).unwrap(), "kept\n");
+        git(&repo, &["status", "--short"]).assert_ok();
+        git(&repo, &["commit", "--allow-empty", "-qm", "x"]).assert_ok();
+        assert!(!work.join("ran").exists(), "{at}: planted code ran outside the sandbox");
+    }
 }
 
 /// `HEAD`, `objects/` and `refs/` make any directory look like a git dir; the search goes on

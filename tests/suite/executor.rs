@@ -494,3 +494,26 @@ fn a_session_gets_the_open_file_limit_the_executor_was_given() {
         assert!(text.lines().any(|line| line.trim() == "1024"), "tty {tty}: {text}");
     }
 }
+
+/// Sessions write the roots directly: a long-running command (a dev server) sees what the user
+/// edits while it runs, and the user sees what it writes.
+#[test]
+fn a_long_running_session_sees_the_users_edits_and_the_user_sees_its_writes() {
+    let mut ex = Executor::start(&[]);
+    let work = ex.work.path().to_path_buf();
+    std::fs::write(work.join("page"), "before\n").unwrap();
+    let script = "while ! grep -q edited page; do sleep 0.05; done; echo served > out; \
+                  echo seen-the-edit; sleep 30";
+    let text = ex.text("exec_command", json!({"cmd": script, "yield_time_ms": 500}));
+    let id = session_id(&text).unwrap_or_else(|| panic!("no session: {text}"));
+    std::fs::write(work.join("page"), "edited\n").unwrap();
+    let mut seen = String::new();
+    for _ in 0..20 {
+        seen += &ex.text("write_stdin", json!({"session_id": id, "yield_time_ms": 500}));
+        if seen.contains("seen-the-edit") {
+            break;
+        }
+    }
+    assert!(seen.contains("seen-the-edit"), "{seen}");
+    assert_eq!(std::fs::read_to_string(work.join("out")).unwrap(), "served\n");
+}

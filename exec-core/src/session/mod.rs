@@ -14,6 +14,8 @@ mod api;
 mod args;
 mod error;
 mod idle;
+#[cfg(target_os = "linux")]
+mod index;
 mod listing;
 mod process;
 mod request;
@@ -156,6 +158,9 @@ pub struct SessionManager {
     orchestrator: Arc<Orchestrator>,
     defaults: SessionDefaults,
     table: Mutex<Table>,
+    /// The repositories of the roots, kept current while the server lives.
+    #[cfg(target_os = "linux")]
+    index: index::ServerIndex,
 }
 
 impl SessionManager {
@@ -167,7 +172,25 @@ impl SessionManager {
         // Up to 64 live sessions, each holding its terminal or pipes and the git dirs its
         // watch keeps open: more than the usual soft limit of 1024 descriptors.
         crate::limits::raise_open_file_limit();
-        SessionManager { orchestrator, defaults, table: Mutex::new(Table::default()) }
+        SessionManager {
+            orchestrator,
+            defaults,
+            table: Mutex::new(Table::default()),
+            #[cfg(target_os = "linux")]
+            index: index::ServerIndex::default(),
+        }
+    }
+
+    /// The index of the server's roots for a call sandboxed as `kind` (only the Linux sandbox
+    /// binds and checks repositories).
+    #[cfg(target_os = "linux")]
+    fn repository_index(
+        &self,
+        kind: SandboxKind,
+    ) -> Option<Arc<cordon_sandbox_linux::RepositoryIndex>> {
+        (kind == SandboxKind::Linux)
+            .then(|| self.index.get(&self.defaults.sandbox, self.orchestrator.helper()))
+            .flatten()
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -210,8 +233,13 @@ impl SessionManager {
         let test_resolve = &self.orchestrator.helper().proxy_test_resolve;
         let proxy =
             NetworkProxy::start_for(kind, &request.sandbox.policy, narrowed_by, test_resolve)?;
-        let git_watch =
-            crate::runner::watch_git_dirs(&request.sandbox, kind, self.orchestrator.helper());
+        let git_watch = crate::runner::watch_git_dirs(crate::runner::WatchOf {
+            request: &request.sandbox,
+            sandbox: kind,
+            helper: self.orchestrator.helper(),
+            #[cfg(target_os = "linux")]
+            index: self.repository_index(kind),
+        });
         let mut launch = request.launch(kind);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         #[cfg(target_os = "linux")]

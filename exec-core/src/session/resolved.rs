@@ -61,7 +61,13 @@ impl SessionManager {
             temporary_in: None,
         };
         let spec = plan_launch(&launch, helper)?;
-        let git_watch = crate::runner::watch_git_dirs(&sandbox, kind, helper);
+        let git_watch = crate::runner::watch_git_dirs(crate::runner::WatchOf {
+            request: &sandbox,
+            sandbox: kind,
+            helper,
+            #[cfg(target_os = "linux")]
+            index: self.repository_index(kind),
+        });
         let start = Start {
             started,
             cmd: cordon_policies::render_argv(&exec.argv.iter().map(|w| &w.0).collect::<Vec<_>>())
