@@ -134,7 +134,7 @@ impl RepositoryIndex {
             clock: 0,
             unusable: None,
         };
-        state.read_all();
+        state.read_all_apart();
         match state.unusable.take() {
             Some(why) => Err(why),
             None => Ok(RepositoryIndex { state: Mutex::new(state) }),
@@ -215,6 +215,19 @@ impl RepositoryIndex {
 }
 
 impl State {
+    /// [`State::read_all`] on a thread of its own, which ends before this returns: what the
+    /// reading allocates lies in that thread's own allocator arena, apart from the memory this
+    /// process's one thread keeps using. A server that forks for every call (the helper's
+    /// child) then does not copy the index's pages each time the child allocates.
+    fn read_all_apart(&mut self) {
+        let apart = std::thread::scope(|scope| {
+            std::thread::Builder::new().spawn_scoped(scope, || self.read_all()).map(|t| t.join())
+        });
+        if apart.is_err() {
+            self.read_all();
+        }
+    }
+
     /// Reads every root again: the first reading, and after the queue overflowed (every
     /// repository then counts as changed). Watches of directories gone are removed.
     fn read_all(&mut self) {
@@ -367,7 +380,7 @@ impl State {
             }
         }
         if overflowed {
-            self.read_all();
+            self.read_all_apart();
         }
     }
 
