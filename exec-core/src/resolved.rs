@@ -207,7 +207,7 @@ pub enum Note {
     /// The network allow-list refused these destinations (`host:port`, as the command named
     /// them: rendered only in the text).
     NetworkRefused { hosts: Vec<String> },
-    /// The command created what git or a shell would later run code from, outside any sandbox; each
+    /// The command created what git, a shell or another tool would later run code from, outside any sandbox; each
     /// entry is `PATH (now ASIDE)` or says it could not be moved.
     MovedAside { entries: Vec<String> },
     /// The search after the run for repositories the command created had no allowance left for

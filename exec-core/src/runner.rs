@@ -258,8 +258,8 @@ pub fn moved_aside_warning(entries: &[impl AsRef<str>]) -> String {
         shown.push(format!("and {} more", entries.len() - MOVED_SHOWN));
     }
     format!(
-        "the command created what git or a shell would later run code from, outside any \
-         sandbox; moved aside: {}",
+        "the command created what git, a shell or another tool would later run code from, \
+         outside any sandbox; moved aside: {}",
         shown.join("; ")
     )
 }

@@ -156,5 +156,5 @@ pub use unreadable::Unreadable;
 pub use write_gate::{
     GitDirEntry, Held, LOADED_FROM_PARENTS, commondir_leads_back, config_change_held,
     exclude_change_held, git_dir_entry, gitfile_target, options_change_held, pointer_stays_inside,
-    repository_config_change_held, todo_change_held, tool_loading,
+    repository_config_change_held, todo_change_held, tool_loading, tool_loading_name,
 };

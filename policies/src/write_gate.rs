@@ -320,12 +320,23 @@ pub const LOADED_FROM_PARENTS: &[(&str, &str)] = &[
 /// The tool that loads `path` (a path relative to a writable root, or absolute) from a
 /// directory and its parents, if any.
 pub fn tool_loading(path: &Path) -> Option<&'static str> {
+    if !path.file_name().is_some_and(tool_loading_name) {
+        return None;
+    }
     let names: Vec<&std::ffi::OsStr> = path.iter().collect();
     LOADED_FROM_PARENTS.iter().find_map(|(pattern, tool)| {
         let wanted: Vec<&str> = pattern.split('/').collect();
         let tail = names.len().checked_sub(wanted.len())?;
         names[tail..].iter().zip(&wanted).all(|(name, want)| *name == *want).then_some(*tool)
     })
+}
+
+/// Whether a file named `name` may be one of [`LOADED_FROM_PARENTS`] (its last component is
+/// one of theirs): the cheap question to ask of every file before [`tool_loading`].
+pub fn tool_loading_name(name: &std::ffi::OsStr) -> bool {
+    LOADED_FROM_PARENTS
+        .iter()
+        .any(|(pattern, _)| pattern.rsplit('/').next().is_some_and(|last| name == last))
 }
 
 /// Whether a `.git` pointer file's `text` (`gitdir: PATH`) leads inside `root`, from the

@@ -926,18 +926,9 @@ impl Layer<'_> {
     /// could have put there; `/usr/bin/git` when `PATH` has none.
     fn git(&self) -> &Path {
         self.git.get_or_init(|| {
-            let writable = |dir: &Path| {
-                self.layered
-                    .iter()
-                    .chain(&self.context.direct_roots)
-                    .any(|root| dir.starts_with(root))
-            };
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            std::env::split_paths(&path)
-                .filter(|dir| dir.is_absolute() && !writable(dir))
-                .map(|dir| dir.join("git"))
-                .find(|git| git.is_file())
-                .unwrap_or_else(|| PathBuf::from("/usr/bin/git"))
+            let writable: Vec<PathBuf> =
+                self.layered.iter().chain(&self.context.direct_roots).cloned().collect();
+            crate::git_tracked::trusted_git(&writable)
         })
     }
 
@@ -981,25 +972,7 @@ impl Layer<'_> {
     /// `git status` and `git diff`).
     fn tracked(&self, rel: &Path) -> bool {
         let file = self.root.join(rel);
-        let Some(dir) = file.parent() else { return false };
-        let ls_files = |index: Option<&Path>| {
-            let mut git = std::process::Command::new(self.git());
-            git.current_dir(dir)
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_OPTIONAL_LOCKS", "0")
-                .args(["-c", "core.fsmonitor=false", "ls-files", "-v", "--error-unmatch", "--"])
-                .arg(file.file_name().unwrap_or_default())
-                .stdin(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            if let Some(index) = index {
-                git.env("GIT_INDEX_FILE", index);
-            }
-            git.output().ok().filter(|out| out.status.success()).map(|out| out.stdout)
-        };
-        // `H path`: tracked and shown; `S` is skip-worktree, a small letter assume-unchanged.
-        let shown = |listing: Option<Vec<u8>>| listing.is_some_and(|out| out.starts_with(b"H "));
-        if !shown(ls_files(None)) {
+        if !crate::git_tracked::shows_changes(self.git(), &file, None) {
             return false;
         }
         // The index the run wrote, if it wrote one: the repository's top is the nearest
@@ -1010,7 +983,7 @@ impl Layer<'_> {
             .map(|inside| self.upper.join(inside).join(".git/index"))
             .filter(|index| index.is_file());
         match new_index {
-            Some(index) => shown(ls_files(Some(&index))),
+            Some(index) => crate::git_tracked::shows_changes(self.git(), &file, Some(&index)),
             None => true,
         }
     }

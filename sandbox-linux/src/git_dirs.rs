@@ -170,41 +170,120 @@ fn walk_modules(dir: &Path, depth: usize, budget: &mut usize, found: &mut Vec<Pa
     }
 }
 
-/// `core.hooksPath` of the git dir at `git_dir` (relative to `top`, where hooks run), when set:
-/// hooks there run like the git dir's own (husky and friends point it into the worktree).
-pub fn core_hooks_path(git_dir: &Path, top: &Path) -> Option<PathBuf> {
-    core_value(git_dir, "hookspath").map(|value| top.join(value))
+/// Every `core.hooksPath` the config of the git dir at `git_dir` may make git take (relative
+/// ones from `top`, where hooks run; `~/` from `home`): hooks there run like the git dir's own
+/// (husky and friends point it into the worktree). Git takes the last; all are given, as an
+/// include may be conditional.
+pub fn core_hooks_paths(git_dir: &Path, top: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let reading = ConfigReading::of(git_dir, home);
+    reading.values("core.hookspath").map(|value| expand(value, top, home)).collect()
 }
 
-/// `core.worktree` of the git dir at `git_dir`, resolved against it.
+/// The files the config of the git dir at `git_dir` includes (`include.path` and every
+/// `includeIf.*.path`, whatever the condition, followed as git follows them), whether or not
+/// they exist: git reads each as part of the repository's configuration.
+pub fn config_includes(git_dir: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    ConfigReading::of(git_dir, home).includes
+}
+
+/// `core.worktree` of the git dir at `git_dir` (the last, as git takes it), resolved against it.
 fn core_worktree(git_dir: &Path) -> Option<PathBuf> {
-    core_value(git_dir, "worktree").map(|value| git_dir.join(value))
+    let reading = ConfigReading::of(git_dir, None);
+    reading.values("core.worktree").last().map(|value| git_dir.join(value))
 }
 
-/// The value of `core.KEY` (lower-case) in the config of `git_dir`, unquoted.
-fn core_value(git_dir: &Path, wanted: &str) -> Option<String> {
-    // Unreadable (a FIFO, oversized): no checkout to protect through it; `.git/modules`, where
-    // it lives, is read-only as a whole.
-    let text = read_start_file(&git_dir.join("config"), MAX_CONFIG_BYTES).ok()??;
-    let text = String::from_utf8_lossy(&text);
-    let mut in_core = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_core = line.eq_ignore_ascii_case("[core]");
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else { continue };
-        if in_core && key.trim().eq_ignore_ascii_case(wanted) {
-            return Some(value.trim().trim_matches('"').to_owned());
+/// How deep includes are followed (git's own limit).
+const MAX_INCLUDE_DEPTH: usize = 10;
+
+/// A git dir's configuration read as git reads it (`cordon_policies::git_config_entries`),
+/// its includes followed.
+#[derive(Debug, Default)]
+struct ConfigReading {
+    entries: Vec<cordon_policies::GitConfigEntry>,
+    includes: Vec<PathBuf>,
+}
+
+impl ConfigReading {
+    fn of(git_dir: &Path, home: Option<&Path>) -> Self {
+        let mut reading = ConfigReading::default();
+        reading.read(&git_dir.join("config"), home, 0);
+        reading
+    }
+
+    fn read(&mut self, file: &Path, home: Option<&Path>, depth: usize) {
+        // Unreadable (a FIFO, oversized, refused by git): git reads nothing of it either, or
+        // fails; `.git/modules`, where submodule configs live, is read-only as a whole.
+        let Ok(Some(text)) = read_start_file(file, MAX_CONFIG_BYTES) else { return };
+        let text = String::from_utf8_lossy(&text);
+        let Some(entries) = cordon_policies::git_config_entries(&text, false) else { return };
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        for (key, value) in entries {
+            let include =
+                key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"));
+            if let (true, Some(value)) = (include, &value) {
+                let target = expand(value, dir, home);
+                if !self.includes.contains(&target) {
+                    self.includes.push(target.clone());
+                    if depth < MAX_INCLUDE_DEPTH {
+                        self.read(&target, home, depth + 1);
+                    }
+                }
+                continue;
+            }
+            self.entries.push((key, value));
         }
     }
-    None
+
+    /// The values of `key` (lower-case section and name), in git's reading order.
+    fn values<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.entries
+            .iter()
+            .filter(move |(name, _)| name == key)
+            .filter_map(|(_, value)| value.as_deref())
+    }
+}
+
+/// A path as git takes it from a config: `~/` from `home`, relative from `dir`; `..` taken
+/// by its text (so that where it lies is judged by where it leads).
+fn expand(value: &str, dir: &Path, home: Option<&Path>) -> PathBuf {
+    let path = match (value.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => dir.join(value),
+    };
+    cordon_policies::lexically_normal(&path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn hooks_paths_and_includes_are_read_as_git_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        let git_dir = top.join(".git");
+        std::fs::create_dir_all(&git_dir).unwrap();
+        std::fs::create_dir_all(top.join("tools")).unwrap();
+        // The key on the header's line, a repeated key (git takes the last), an include and a
+        // conditional one, both followed.
+        std::fs::write(
+            git_dir.join("config"),
+            "[core] hooksPath = first\n[core]\n\thooksPath = \"second\"\n\
+             [include]\n\tpath = ../tools/gitconfig\n\
+             [includeIf \"gitdir:/nowhere/\"]\n\tpath = ../tools/never\n",
+        )
+        .unwrap();
+        std::fs::write(top.join("tools/gitconfig"), "[core]hooksPath=.husky\n").unwrap();
+        assert_eq!(
+            core_hooks_paths(&git_dir, top, None),
+            vec![top.join("first"), top.join("second"), top.join(".husky")]
+        );
+        assert_eq!(
+            config_includes(&git_dir, None),
+            vec![top.join("tools/gitconfig"), top.join("tools/never")]
+        );
+    }
 
     #[test]
     fn submodule_checkouts_are_found_through_core_worktree_nested_and_with_slashes() {

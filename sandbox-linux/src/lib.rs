@@ -56,6 +56,8 @@ mod cordon_home;
 #[cfg(target_os = "linux")]
 mod git_dirs;
 #[cfg(target_os = "linux")]
+mod git_tracked;
+#[cfg(target_os = "linux")]
 mod hidden;
 #[cfg(target_os = "linux")]
 mod hidden_reads;
@@ -144,7 +146,7 @@ pub use planted::{AfterRun, Planted, Watch};
 #[cfg(target_os = "linux")]
 pub use repositories::{RepositoryWalk, WalkBudget, find_repositories, git_dirs_in};
 #[cfg(target_os = "linux")]
-pub use repository_index::{IndexUnusable, Mark, RepositoryIndex};
+pub use repository_index::{Changes, IndexUnusable, Mark, RepositoryIndex};
 
 /// The spawner's shortcut to a supervisor that is pid 1 from the start (`containment/init.rs`).
 #[cfg(target_os = "linux")]

@@ -22,7 +22,9 @@ use rustix::fs::CWD;
 use rustix::mount::{MoveMountFlags, OpenTreeFlags, move_mount, open_tree};
 
 use crate::error::HelperError;
-use crate::git_dirs::{UnusableGitFile, core_hooks_path, git_dirs, submodule_pointer_files};
+use crate::git_dirs::{
+    UnusableGitFile, config_includes, core_hooks_paths, git_dirs, submodule_pointer_files,
+};
 use crate::listings::Listings;
 pub use crate::report::NoMountView;
 use crate::repositories::{RepositoryWalk, git_dir_entries, repositories_of};
@@ -174,9 +176,14 @@ pub(crate) fn plan(
             let git_dirs = found.dirs;
             for git_dir in &git_dirs {
                 protected.extend(submodule_pointer_files(git_dir));
-                if let Some(hooks) = core_hooks_path(git_dir, top) {
-                    pin_between(root, &hooks, &mut pinned);
-                    protected.push(hooks);
+                // Hooks wherever `core.hooksPath` leads, and what the config includes: git
+                // reads both as the repository's own.
+                for path in core_hooks_paths(git_dir, top, None)
+                    .into_iter()
+                    .chain(config_includes(git_dir, None))
+                {
+                    pin_between(root, &path, &mut pinned);
+                    protected.push(path);
                 }
                 for entry in git_dir_entries(git_dir, &mut unsearched) {
                     pin_between(root, &entry, &mut pinned);

@@ -90,6 +90,8 @@ pub struct Watch {
     without_modules: Vec<PathBuf>,
     /// Where the repositories the command created are found after the run.
     search: Search,
+    /// When the watch began (seconds since the epoch).
+    started: i64,
 }
 
 /// How [`Watch::move_aside`] finds the repositories a command created.
@@ -118,8 +120,27 @@ impl Watch {
                     Some((Arc::new(open_dir(None, root.as_os_str())?), root.clone()))
                 })
                 .collect(),
+            started: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX)),
             ..Watch::default()
         };
+        // What a git dir's config includes is its configuration too: one that does not exist
+        // yet (inside a root) is watched for appearing, as a start-up file is.
+        let mut appearing = start_up.to_vec();
+        for git_dir in git_dirs {
+            // And so are hooks where `core.hooksPath` leads, from the checkout's top.
+            let top = git_dir.parent().filter(|_| git_dir.ends_with(".git"));
+            let hooks = top
+                .map(|top| crate::git_dirs::core_hooks_paths(git_dir, top, None))
+                .unwrap_or_default();
+            for path in crate::git_dirs::config_includes(git_dir, None).into_iter().chain(hooks) {
+                let inside = roots.iter().any(|root| path.starts_with(root));
+                if inside && std::fs::symlink_metadata(&path).is_err() {
+                    appearing.push(path);
+                }
+            }
+        }
         for git_dir in git_dirs {
             // The caller's walk of the same roots (the git dirs it passes are those inside
             // them): a git dir found after the run and not among these is new.
@@ -173,7 +194,7 @@ impl Watch {
             }
             watch.worktrees.push((anchor, git_dir.clone(), existing));
         }
-        for path in start_up {
+        for path in &appearing {
             // Anchored at the deepest directory that exists now.
             let mut anchor_path = path.parent().map(Path::to_path_buf);
             while let Some(dir) = &anchor_path {
@@ -275,13 +296,16 @@ impl Watch {
         if !self.roots.is_empty() {
             let roots: Vec<PathBuf> = self.roots.iter().map(|(_, path)| path.clone()).collect();
             let indexed = match &self.search {
-                Search::Index { index, since } => index.changed_git_dirs(*since, &roots),
+                Search::Index { index, since } => index.changes_since(*since, &roots),
                 Search::Walk => None,
             };
             let git_dirs = match indexed {
-                Some((git_dirs, not_watched)) => {
-                    unsearched.extend(not_watched);
-                    git_dirs
+                Some(changes) => {
+                    unsearched.extend(changes.unsearched);
+                    for file in &changes.files {
+                        planted.extend(self.judge_file(file, &roots));
+                    }
+                    changes.git_dirs
                 }
                 None => {
                     let walk = crate::repositories::RepositoryWalk::of(&roots);
@@ -325,6 +349,30 @@ impl Watch {
             planted.extend(crate::new_modules::planted(&dir, path, &mut unsearched));
         }
         AfterRun { planted, unsearched }
+    }
+
+    /// A file written while the watch ran (a FIFO, or one a tool loads from a directory and
+    /// its parents) that git does not show the user: moved aside, as the write gate holds it.
+    /// One not changed since the watch began (the index after its queue overflowed names them
+    /// all) is left alone.
+    fn judge_file(&self, path: &Path, roots: &[PathBuf]) -> Option<Planted> {
+        let (parent, name) = (path.parent()?, path.file_name()?);
+        let dir = self.open_inside_root(parent)?;
+        let st = nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        // The file system's clock is coarse: a second's margin.
+        let started = self.started.saturating_sub(1);
+        if st.st_ctime < started {
+            return None;
+        }
+        let fifo = st.st_mode & libc::S_IFMT == libc::S_IFIFO;
+        if !fifo {
+            cordon_policies::tool_loading(path)?;
+            let git = crate::git_tracked::trusted_git(roots);
+            if crate::git_tracked::shows_changes(&git, path, None) {
+                return None;
+            }
+        }
+        Some(move_away(&dir, name, path))
     }
 
     /// Whether the git dir `dir` (opened, at its real place `path`) existed there before the

@@ -30,11 +30,24 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use nix::errno::Errno;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+use rustix::fs::FileType;
 
 use crate::repositories::{Looked, Repositories, RepositoryWalk};
 
 /// A point in the index's history (see [`RepositoryIndex::changed_git_dirs`]).
 pub type Mark = u64;
+
+/// What changed in some roots after a mark.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// The git dirs of the repositories that appeared or changed (as pointer files name them).
+    pub git_dirs: Vec<PathBuf>,
+    /// Files a tool loads from a directory and its parents, and FIFOs, written or made (all of
+    /// them after the kernel's queue overflowed: the caller judges by their change time).
+    pub files: Vec<PathBuf>,
+    /// Directories the index could not watch: searched instead.
+    pub unsearched: Vec<PathBuf>,
+}
 
 /// Why the index cannot stand in for a search.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,6 +114,11 @@ struct State {
     unsearched: BTreeSet<PathBuf>,
     /// Directories read because a link leads there from where the user works.
     linked: HashSet<PathBuf>,
+    /// Files written or made since the first reading that a tool loads from a directory and
+    /// its parents (`rust-toolchain.toml`, `.cargo/config.toml`, …), and FIFOs: when.
+    files: BTreeMap<PathBuf, Mark>,
+    /// The first reading is under way: what it finds existed before any call.
+    first_reading: bool,
     /// Roots that are caches cordon made (nobody runs git there): not read.
     skipped_roots: Vec<usize>,
     clock: Mark,
@@ -130,11 +148,14 @@ impl RepositoryIndex {
             repos: BTreeMap::new(),
             unsearched: BTreeSet::new(),
             linked: HashSet::new(),
+            files: BTreeMap::new(),
+            first_reading: true,
             skipped_roots,
             clock: 0,
             unusable: None,
         };
         state.read_all_apart();
+        state.first_reading = false;
         match state.unusable.take() {
             Some(why) => Err(why),
             None => Ok(RepositoryIndex { state: Mutex::new(state) }),
@@ -174,14 +195,9 @@ impl RepositoryIndex {
         Some((RepositoryWalk::from_roots(found), mark))
     }
 
-    /// The git dirs of the repositories in `roots` that appeared or changed after `since`,
-    /// and the directories there the index could not watch; `None` when it cannot say (then
-    /// search).
-    pub fn changed_git_dirs(
-        &self,
-        since: Mark,
-        roots: &[PathBuf],
-    ) -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
+    /// What changed in `roots` after `since` (see [`Changes`]); `None` when the index cannot
+    /// say (then search).
+    pub fn changes_since(&self, since: Mark, roots: &[PathBuf]) -> Option<Changes> {
         let mut state = self.state();
         state.catch_up();
         if state.unusable.is_some() {
@@ -192,20 +208,26 @@ impl RepositoryIndex {
             .map(|root| state.roots.iter().position(|known| known == root))
             .collect::<Option<_>>()?;
         let inside = |path: &Path| indices.iter().any(|&i| path.starts_with(&state.roots[i]));
-        let mut dirs = Vec::new();
+        let mut changes = Changes::default();
         for (path, repo) in &state.repos {
             if repo.changed <= since || !inside(path) {
                 continue;
             }
             match repo.kind {
-                Kind::Bare => dirs.push(path.clone()),
-                Kind::Worktree => dirs.extend(crate::git_dirs::git_dirs(path).dirs),
+                Kind::Bare => changes.git_dirs.push(path.clone()),
+                Kind::Worktree => changes.git_dirs.extend(crate::git_dirs::git_dirs(path).dirs),
             }
         }
-        dirs.sort();
-        dirs.dedup();
-        let unsearched = state.unsearched.iter().filter(|dir| inside(dir)).cloned().collect();
-        Some((dirs, unsearched))
+        changes.git_dirs.sort();
+        changes.git_dirs.dedup();
+        changes.files = state
+            .files
+            .iter()
+            .filter(|(path, changed)| **changed > since && inside(path))
+            .map(|(path, _)| path.clone())
+            .collect();
+        changes.unsearched = state.unsearched.iter().filter(|dir| inside(dir)).cloned().collect();
+        Some(changes)
     }
 
     /// How many directories are watched (for benchmarks and `-v`).
@@ -238,6 +260,7 @@ impl State {
         self.repos.clear();
         self.unsearched.clear();
         self.linked.clear();
+        self.files.clear();
         for i in 0..self.roots.len() {
             if self.skipped_roots.contains(&i) {
                 continue;
@@ -294,7 +317,14 @@ impl State {
                 }
             };
             let looked = match crate::repositories::list(&dir) {
-                Some(entries) => Looked::from_listing(&dir, entries),
+                Some(entries) => {
+                    if !self.first_reading {
+                        for (name, kind) in &entries {
+                            self.note_file(&dir, name, *kind);
+                        }
+                    }
+                    Looked::from_listing(&dir, entries)
+                }
                 None => {
                     if crate::repositories::owned_by_caller(&dir) {
                         self.unsearched.insert(dir.clone());
@@ -418,13 +448,16 @@ impl State {
                 self.read_tree(child, root);
             }
         } else if arrived && !cache {
+            let kind = rustix::fs::lstat(&child).ok().map(|st| FileType::from_raw_mode(st.st_mode));
             // A link from where the user works into what the reading skips.
-            let is_link = std::fs::symlink_metadata(&child).is_ok_and(|m| m.is_symlink());
-            if is_link {
+            if kind == Some(FileType::Symlink) {
                 if let Some(target) = self.linked_target(&child, root) {
                     self.read_tree(target, root);
                 }
             }
+            self.note_file(&dir, name, kind);
+        } else if mask.contains(AddWatchFlags::IN_CLOSE_WRITE) && !cache {
+            self.note_file(&dir, name, Some(FileType::RegularFile));
         }
         if SHAPE.iter().any(|shape| name == *shape) {
             self.look_again(&dir, root);
@@ -484,6 +517,29 @@ impl State {
             self.repos.remove(&path);
             self.unsearched.remove(&path);
             self.linked.remove(&path);
+            let files: Vec<PathBuf> = self
+                .files
+                .range(path.clone()..)
+                .take_while(|(file, _)| file.starts_with(&path))
+                .filter(|(file, _)| file.parent() == Some(path.as_path()))
+                .map(|(file, _)| file.clone())
+                .collect();
+            for file in files {
+                self.files.remove(&file);
+            }
+        }
+    }
+
+    /// Notes `dir`'s entry `name` (of `kind`, when known) as written now when a tool loads it
+    /// from a directory and its parents, or it is a FIFO.
+    fn note_file(&mut self, dir: &Path, name: &OsStr, kind: Option<FileType>) {
+        let fifo = kind == Some(FileType::Fifo);
+        if !fifo && !cordon_policies::tool_loading_name(name) {
+            return;
+        }
+        let path = dir.join(name);
+        if fifo || cordon_policies::tool_loading(&path).is_some() {
+            self.files.insert(path, self.clock);
         }
     }
 

@@ -19,6 +19,14 @@ fn new_root() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+fn changed_git_dirs(
+    index: &RepositoryIndex,
+    since: Mark,
+    roots: &[PathBuf],
+) -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
+    index.changes_since(since, roots).map(|changes| (changes.git_dirs, changes.unsearched))
+}
+
 /// What the index says of `root` now: worktrees and bare git dirs.
 fn found(index: &RepositoryIndex, root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (walk, _) = index.walk_for(&[root.to_path_buf()]).unwrap();
@@ -56,25 +64,25 @@ fn repositories_made_moved_and_removed_later_are_followed_and_marked_changed() {
     let index = RepositoryIndex::new(std::slice::from_ref(&root)).unwrap();
     let roots = [root.clone()];
     let (_, mark) = index.walk_for(&roots).unwrap();
-    assert_eq!(index.changed_git_dirs(mark, &roots).unwrap().0, Vec::<PathBuf>::new());
+    assert_eq!(changed_git_dirs(&index, mark, &roots).unwrap().0, Vec::<PathBuf>::new());
 
     // A repository made deep in a directory that existed, and one in a tree made whole.
     git_init(&root.join("src/a/b/new"));
     std::fs::create_dir_all(root.join("made/x/y")).unwrap();
     git_init(&root.join("made/x/y"));
     bare_init(&root.join("src/a/plain"));
-    let (changed, _) = index.changed_git_dirs(mark, &roots).unwrap();
+    let (changed, _) = changed_git_dirs(&index, mark, &roots).unwrap();
     assert_eq!(
         changed,
         vec![root.join("made/x/y/.git"), root.join("src/a/b/new/.git"), root.join("src/a/plain"),]
     );
     let (_, later) = index.walk_for(&roots).unwrap();
-    assert_eq!(index.changed_git_dirs(later, &roots).unwrap().0, Vec::<PathBuf>::new());
+    assert_eq!(changed_git_dirs(&index, later, &roots).unwrap().0, Vec::<PathBuf>::new());
 
     // Renamed: found under its new name, and changed; removed: gone.
     std::fs::rename(root.join("made"), root.join("moved")).unwrap();
     std::fs::remove_dir_all(root.join("src/a/b/new")).unwrap();
-    let (changed, _) = index.changed_git_dirs(later, &roots).unwrap();
+    let (changed, _) = changed_git_dirs(&index, later, &roots).unwrap();
     assert_eq!(changed, vec![root.join("moved/x/y/.git")]);
     let (worktrees, _) = found(&index, &root);
     assert_eq!(worktrees, vec![root.clone(), root.join("moved/x/y")]);
@@ -87,7 +95,7 @@ fn repositories_made_moved_and_removed_later_are_followed_and_marked_changed() {
     std::fs::write(root.join("checkout/.git"), "gitdir: ../elsewhere\n").unwrap();
     // Git dirs as their pointers name them: the caller finds where they really are.
     let real = |mark| -> Vec<PathBuf> {
-        let (dirs, _) = index.changed_git_dirs(mark, &roots).unwrap();
+        let (dirs, _) = changed_git_dirs(&index, mark, &roots).unwrap();
         dirs.iter().map(|dir| std::fs::canonicalize(dir).unwrap()).collect()
     };
     let (_, pointed) = index.walk_for(&roots).unwrap();
@@ -129,7 +137,7 @@ fn an_overflowed_queue_reads_everything_again_and_counts_every_repository_change
         std::fs::write(root.join(format!("f{i}")), "").unwrap();
     }
     git_init(&root.join("new"));
-    let (changed, _) = index.changed_git_dirs(mark, &roots).unwrap();
+    let (changed, _) = changed_git_dirs(&index, mark, &roots).unwrap();
     assert_eq!(changed, vec![root.join("kept/.git"), root.join("new/.git")]);
 }
 
@@ -139,5 +147,39 @@ fn a_root_the_index_does_not_hold_is_left_to_a_search() {
     let (_other_dir, other) = new_root();
     let index = RepositoryIndex::new(std::slice::from_ref(&root)).unwrap();
     assert!(index.walk_for(&[other.clone()]).is_none());
-    assert!(index.changed_git_dirs(0, &[root, other]).is_none());
+    assert!(changed_git_dirs(&index, 0, &[root, other]).is_none());
+}
+
+#[test]
+fn files_tools_load_from_parents_and_fifos_are_noted_when_written_not_when_found() {
+    let (_dir, root) = new_root();
+    std::fs::create_dir_all(root.join(".cargo")).unwrap();
+    std::fs::write(root.join(".cargo/config.toml"), "").unwrap();
+    std::fs::write(root.join(".envrc"), "").unwrap();
+    let index = RepositoryIndex::new(std::slice::from_ref(&root)).unwrap();
+    let roots = [root.clone()];
+    let (_, mark) = index.walk_for(&roots).unwrap();
+    let files = |mark| index.changes_since(mark, &roots).unwrap().files;
+    assert_eq!(files(mark), Vec::<PathBuf>::new());
+    std::fs::write(root.join(".cargo/config.toml"), "[build]\nrustc-wrapper = \"x\"\n").unwrap();
+    std::fs::write(root.join("rust-toolchain.toml"), "").unwrap();
+    std::fs::write(root.join("config.toml"), "").unwrap();
+    nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o600))
+        .unwrap();
+    std::fs::create_dir_all(root.join("new/.cargo")).unwrap();
+    std::fs::write(root.join("new/.cargo/config"), "").unwrap();
+    let staged = root.join("staged");
+    std::fs::create_dir_all(staged.join("sub")).unwrap();
+    std::fs::write(staged.join("sub/.npmrc"), "").unwrap();
+    std::fs::rename(&staged, root.join("arrived")).unwrap();
+    assert_eq!(
+        files(mark),
+        vec![
+            root.join(".cargo/config.toml"),
+            root.join("arrived/sub/.npmrc"),
+            root.join("new/.cargo/config"),
+            root.join("pipe"),
+            root.join("rust-toolchain.toml"),
+        ]
+    );
 }

@@ -74,6 +74,8 @@ mod secrets;
 #[cfg(target_os = "linux")]
 mod self_protection;
 #[cfg(target_os = "linux")]
+mod session_gate;
+#[cfg(target_os = "linux")]
 mod stalled_start;
 mod terminal;
 #[cfg(target_os = "linux")]

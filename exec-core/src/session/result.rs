@@ -202,7 +202,7 @@ mod tests {
             [
                 "Warning: truncated output (original token count: 25, 100 bytes)",
                 r"Network: the allow-list refused evil.example:443, a\x1bb:80; allow a host with --allow-domain HOST (config network.allow)",
-                "Warning: the command created what git or a shell would later run code from, outside any sandbox; moved aside: /w/.git/hooks (now /w/.git/hooks.moved)",
+                "Warning: the command created what git, a shell or another tool would later run code from, outside any sandbox; moved aside: /w/.git/hooks (now /w/.git/hooks.moved)",
                 "Note: closed session 1, 2 (oldest idle) to stay within 64 sessions",
                 "Output:",
             ]

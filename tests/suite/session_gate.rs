@@ -1,0 +1,99 @@
+//! What a long-lived server's sessions write goes straight to the roots; what a session's
+//! command leaves there for git or another tool to run later is kept out of reach all the
+//! same — read-only where it exists, moved aside after the call where it was made — in every
+//! spelling git reads, checked from outside.
+
+use std::path::Path;
+
+use super::code_runs_later::git;
+use super::executor::Executor;
+use super::util::*;
+
+/// The include graph, `core.hooksPath` on a section's line and repeated, files tools load from
+/// a directory and its parents (in the workspace and in `/tmp`) and a FIFO, planted in one
+/// executor call; the controls in the same call: a tracked `rust-toolchain.toml` edited stays edited (the user sees it in `git diff`), a plain
+/// file stays, and nothing planted runs at the user's next `git status` and `git commit`.
+#[test]
+fn what_a_session_plants_for_git_or_a_tool_is_kept_out_of_reach() {
+    require_mount_view!();
+    let mut ex = Executor::start(&[]);
+    let work = ex.work.path().to_path_buf();
+    let outside = scratch();
+    let mark = outside.path().join("ran");
+    git(&work, &["init", "-q"]).assert_ok();
+    std::fs::create_dir_all(work.join("pinned")).unwrap();
+    std::fs::write(work.join("pinned/rust-toolchain.toml"), "[toolchain]\n").unwrap();
+    git(&work, &["add", "pinned"]).assert_ok();
+    git(&work, &["commit", "-qm", "one"]).assert_ok();
+    std::fs::create_dir_all(work.join("tools")).unwrap();
+    std::fs::write(work.join("tools/gitconfig"), "[user]\n\tname = t\n").unwrap();
+    let config = work.join(".git/config");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text += "[core] hooksPath = .husky\n[include]\n\tpath = ../tools/gitconfig\n\
+             [includeIf \"gitdir:/\"]\n\tpath = ../tools/later.cfg\n";
+    std::fs::write(&config, text).unwrap();
+    let second = work.join("second");
+    git(&work, &["init", "-q", "second"]).assert_ok();
+    let mut text = std::fs::read_to_string(second.join(".git/config")).unwrap();
+    text += "[core]\n\thooksPath = first\n\thooksPath = .hooks2\n";
+    std::fs::write(second.join(".git/config"), text).unwrap();
+    std::fs::create_dir_all(second.join(".hooks2")).unwrap();
+    let tmp = tempfile::Builder::new().prefix("cordon-e2e-").tempdir_in("/tmp").unwrap();
+    // The first call makes the server's index.
+    let first = ex.text("exec_command", serde_json::json!({"cmd": "true"}));
+    assert!(first.contains("exited with code 0"), "{first}");
+
+    let hook = format!("#!/bin/sh\\ntouch {}\\n", mark.display());
+    let code = format!("[core]\\n\\tfsmonitor = touch {}\\n", mark.display());
+    let plant = format!(
+        "printf '{code}' >> tools/gitconfig 2>/dev/null; \
+         printf '{code}' > tools/later.cfg; \
+         mkdir -p .husky && printf '{hook}' > .husky/pre-commit && chmod +x .husky/pre-commit; \
+         printf '{hook}' > second/.hooks2/pre-commit 2>/dev/null; \
+         printf '[toolchain]\\npath = \"/x\"\\n' > {tmp}/rust-toolchain.toml; \
+         mkdir -p .cargo && printf '[build]\\nrustc-wrapper = \"/x\"\\n' > .cargo/config.toml; \
+         mkdir -p sub && printf 'script-shell=/x\\n' > sub/.npmrc; \
+         mkfifo pipe; echo 'channel = \"1.80\"' >> pinned/rust-toolchain.toml; echo kept > control; echo planted",
+        tmp = tmp.path().display()
+    );
+    let text = ex.text("exec_command", serde_json::json!({"cmd": plant}));
+    assert!(text.contains("planted") && text.contains("moved aside"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("tools/gitconfig")).unwrap(),
+        "[user]\n\tname = t\n"
+    );
+    for gone in [
+        work.join("tools/later.cfg"),
+        work.join(".husky"),
+        second.join(".hooks2/pre-commit"),
+        tmp.path().join("rust-toolchain.toml"),
+        work.join(".cargo/config.toml"),
+        work.join("sub/.npmrc"),
+        work.join("pipe"),
+    ] {
+        assert!(
+            std::fs::symlink_metadata(&gone).is_err(),
+            "{} reached the host: {text}",
+            gone.display()
+        );
+    }
+    // The controls.
+    assert_eq!(
+        std::fs::read_to_string(work.join("pinned/rust-toolchain.toml")).unwrap(),
+        "[toolchain]\nchannel = \"1.80\"\n"
+    );
+    assert_eq!(std::fs::read_to_string(work.join("control")).unwrap(), "kept\n");
+    for repo in [work.as_path(), second.as_path()] {
+        git(repo, &["status", "--short"]).assert_ok();
+        git(repo, &["commit", "--allow-empty", "-qm", "two"]).assert_ok();
+    }
+    assert!(!mark.exists(), "planted code ran outside the sandbox");
+    let moved = |dir: &Path, name: &str| {
+        std::fs::read_dir(dir).unwrap().flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with(&format!("{name}.cordon-planted-"))
+        })
+    };
+    // Moved aside, not lost: the user can look.
+    assert!(moved(&work.join(".cargo"), "config.toml"), "{text}");
+    assert!(moved(tmp.path(), "rust-toolchain.toml"), "{text}");
+}
