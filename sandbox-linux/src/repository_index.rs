@@ -248,6 +248,14 @@ impl State {
         if apart.is_err() {
             self.read_all();
         }
+        // The thread is joined, but the kernel may list it for a moment longer: a caller that
+        // forks only when this process has one thread would not, for that moment.
+        for _ in 0..100 {
+            if crate::sys::single_threaded() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
     }
 
     /// Reads every root again: the first reading, and after the queue overflowed (every
