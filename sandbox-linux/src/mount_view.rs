@@ -81,6 +81,9 @@ pub struct MountPlan {
     /// them). Their repositories are not searched: every change the command makes there is
     /// judged when it is applied.
     pub layers: Vec<crate::write_layer::Layer>,
+    /// The git dirs of every repository found in the roots (for the step after the run: one
+    /// found then that is not among these is new).
+    pub git_dirs: Vec<PathBuf>,
 }
 
 /// The network namespace the mount view is entered together with.
@@ -144,6 +147,7 @@ pub(crate) fn plan(
     let mut pinned = Vec::new();
     let mut unusable_git_files = Vec::new();
     let mut unsearched = Vec::new();
+    let mut known_git_dirs = Vec::new();
     for root in roots {
         // Every change in a layered root (or one inside it) is judged when it is applied.
         let layered = host.layers.iter().any(|layer| root.starts_with(&layer.root));
@@ -161,6 +165,7 @@ pub(crate) fn plan(
         repositories.bare.retain(|dir| !in_layer(dir));
         repositories.worktrees.retain(|top| !in_layer(top));
         unsearched.extend(repositories.unsearched);
+        known_git_dirs.extend(repositories.bare.iter().cloned());
         for git_dir in &repositories.bare {
             for entry in git_dir_entries(git_dir, &mut unsearched) {
                 pin_between(root, &entry, &mut pinned);
@@ -174,6 +179,7 @@ pub(crate) fn plan(
             protected.extend(found.unusable.iter().map(|file| file.path.clone()));
             unusable_git_files.extend(found.unusable);
             let git_dirs = found.dirs;
+            known_git_dirs.extend(git_dirs.iter().cloned());
             for git_dir in &git_dirs {
                 protected.extend(submodule_pointer_files(git_dir));
                 // Hooks wherever `core.hooksPath` leads, and what the config includes: git
@@ -293,7 +299,10 @@ pub(crate) fn plan(
         .collect();
     proc_covers.sort();
     proc_covers.dedup();
+    known_git_dirs.sort();
+    known_git_dirs.dedup();
     MountPlan {
+        git_dirs: known_git_dirs,
         proc_covers,
         unusable_git_files,
         unsearched,

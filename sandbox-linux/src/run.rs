@@ -434,6 +434,8 @@ unsafe fn run(
     let mut proc_covers = Vec::new();
     // Whether the command has a network namespace of its own (only loopback).
     let mut private_network = false;
+    // The git dirs the mount view found in the roots (none without it).
+    let mut known_git_dirs: Option<Vec<PathBuf>> = None;
     let mount_view = match args.request.mount_view {
         MountViewRequirement::Disabled if !layers.is_empty() => {
             return Err(HelperError::WriteLayerWithoutMountView(
@@ -475,6 +477,7 @@ unsafe fn run(
                     plan.filtered_dirs = home_covers.filtered.clone();
                     warn_unusable_git_files(&plan.unusable_git_files);
                     warn_unsearched(&plan.unsearched);
+                    known_git_dirs = Some(std::mem::take(&mut plan.git_dirs));
                     mount_view::build(&plan)?;
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
@@ -505,12 +508,18 @@ unsafe fn run(
     // Called directly (Codex, a harness), the helper is the only step after the run: what a
     // bind cannot keep from being created — a protected name that does not exist — or a bound
     // name another run's step after it renamed away and the command made anew, is moved aside
-    // once nothing of the command is left. Named places only, looked at one by one: its cost
-    // does not grow with the workspace.
+    // once nothing of the command is left; and, writing directly with the mount view, what the
+    // command planted in the repositories of the roots, new ones included (found by the same
+    // bounded search as before the run, which says what it did not reach).
     let after_run = match args.caller {
         Caller::Direct => {
             let (missing, existing) = protected_names(&policy);
-            let mut watch = crate::planted::Watch::before(&[], &[], &missing);
+            let mut watch = match known_git_dirs.as_deref() {
+                Some(git_dirs) if layers.is_empty() => {
+                    crate::planted::Watch::before(&policy.writable_roots, git_dirs, &missing)
+                }
+                _ => crate::planted::Watch::before(&[], &[], &missing),
+            };
             watch.watch_replaced(&existing);
             Some(watch)
         }

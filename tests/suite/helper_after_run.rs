@@ -113,3 +113,59 @@ fn a_bound_name_made_anew_after_another_run_moved_it_is_moved_aside() {
     assert!(holds(work.path(), "elsewhere"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("moved aside"));
 }
+
+/// A repository the command creates, or plants in, is looked at after a direct run too, as a
+/// user as root and as uid 65534 would call the helper: its hook and its `core.fsmonitor` are
+/// moved aside, the user's next `git status` and `git commit` there run nothing, and the
+/// command's other files stay. The same for a hook planted where an existing repository's
+/// `core.hooksPath` (on the section's line) leads.
+#[test]
+fn a_repository_a_direct_run_creates_is_cleaned_after_it() {
+    require_mount_view!();
+    for user in [User::Root, User::Nobody] {
+        let work = scratch();
+        let outside = scratch();
+        let mark = outside.path().join("ran");
+        let existing = work.path().join("existing");
+        super::code_runs_later::git(work.path(), &["init", "-q", "existing"]).assert_ok();
+        let config = existing.join(".git/config");
+        let text = std::fs::read_to_string(&config).unwrap() + "[core] hooksPath = .husky\n";
+        std::fs::write(&config, text).unwrap();
+        if user == User::Nobody {
+            chown_nobody(work.path());
+            chown_nobody(outside.path());
+        }
+        let script = format!(
+            "git init -q made/deeper/repo && \
+             printf '#!/bin/sh\\ntouch {mark}\\n' > made/deeper/repo/.git/hooks/pre-commit && \
+             chmod +x made/deeper/repo/.git/hooks/pre-commit && \
+             git -C made/deeper/repo config core.fsmonitor 'touch {mark}' && \
+             mkdir -p existing/.husky && printf '#!/bin/sh\\ntouch {mark}\\n' > existing/.husky/pre-commit && \
+             chmod +x existing/.husky/pre-commit && echo kept > made/kept",
+            mark = mark.display()
+        );
+        // Called as a harness calls it: by a link named as Codex's helper.
+        let link = outside.path().join("codex-linux-sandbox");
+        std::os::unix::fs::symlink(cordon_for(user), &link).unwrap();
+        let run: Run = command_as(user, &link)
+            .args(["--sandbox-policy-cwd", work.path().to_str().unwrap()])
+            .args(["--sandbox-policy", WORKSPACE_WRITE, "--", "sh", "-c", &script])
+            .current_dir(work.path())
+            .env("HOME", outside.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+            .into();
+        run.assert_ok();
+        let repo = work.path().join("made/deeper/repo");
+        assert!(!repo.join(".git/hooks/pre-commit").exists(), "{user:?}: the hook stayed");
+        assert!(!existing.join(".husky").exists(), "{user:?}: the hooks path stayed");
+        assert_eq!(std::fs::read_to_string(work.path().join("made/kept")).unwrap(), "kept\n");
+        for dir in [&repo, &existing] {
+            super::code_runs_later::git(dir, &["status", "--short"]).assert_ok();
+            super::code_runs_later::git(dir, &["commit", "--allow-empty", "-qm", "x"]).assert_ok();
+        }
+        assert!(!mark.exists(), "{user:?}: planted code ran outside the sandbox");
+        assert!(run.stderr.contains("moved aside"), "{user:?}: {}", run.stderr);
+    }
+}
