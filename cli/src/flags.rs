@@ -96,6 +96,16 @@ sandboxed there, while rules, the approval policy and the elicitation stay here.
     /// its held changes into the workspace after you looked (--take), or remove it (--drop).
     /// See docs/transactions.md.
     Held(HeldArgs),
+    /// What a transactional run changed: each path it made, replaced or deleted (and whether
+    /// it changed since), and what it held back. Without RUN, the newest run that changed
+    /// something in the current directory. See docs/transactions.md.
+    Diff(DiffArgs),
+    /// Puts back what a transactional run replaced or deleted, and moves aside what it made —
+    /// each path only while it still holds what the run put there (anything changed since is
+    /// left and named). Nothing is deleted: what the run wrote goes to the run's `undone/`.
+    /// Exit 1 when anything was left. Without RUN, the newest run that changed something in
+    /// the current directory.
+    Undo(UndoArgs),
     /// Print a shell completion script: `cordon completions bash > /etc/bash_completion.d/cordon`.
     Completions(CompletionsArgs),
     /// Print a man page (roff): `cordon man > cordon.1`, `cordon man exec`; or write every
@@ -442,6 +452,29 @@ pub struct HeldArgs {
     /// Remove the run and everything it kept.
     #[arg(long, requires = "run", conflicts_with = "take")]
     pub drop: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The run, as `cordon diff --list` or `cordon held` names it.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
+    /// List every kept run instead (newest first).
+    #[arg(long, conflicts_with = "run")]
+    pub list: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The run, as `cordon diff --list` names it.
+    #[arg(value_name = "RUN")]
+    pub run: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

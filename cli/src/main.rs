@@ -24,6 +24,7 @@ mod sandbox_cmd;
 mod settings;
 mod state_files;
 mod terminal;
+mod undo_cmd;
 
 use std::process::ExitCode;
 
@@ -62,6 +63,8 @@ fn main() -> ExitCode {
         flags::Command::Config(flags::ConfigCommand::Show(args)) => config_show::run(&args),
         flags::Command::Doctor(cmd) => doctor::run(&cmd),
         flags::Command::Held(args) => held_cmd::run(&args),
+        flags::Command::Diff(args) => undo_cmd::diff(&args),
+        flags::Command::Undo(args) => undo_cmd::undo(&args),
         flags::Command::Completions(args) => {
             let mut command = <flags::Cli as clap::CommandFactory>::command();
             command.build();

@@ -131,8 +131,16 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> KeptError + '_ {
 /// The file a kept run records what it held in.
 pub(crate) const HELD_RECORD: &str = "held.json";
 
-/// Every kept run under `cordon_home`, newest first.
+/// Every kept run under `cordon_home` that holds something back or was stopped while its
+/// command ran, newest first (runs kept only to be undone are `cordon diff`'s).
 pub fn kept_runs(cordon_home: &Path) -> Vec<KeptRun> {
+    let mut runs = all_kept_runs(cordon_home);
+    runs.retain(|run| !run.held.is_empty() || run.state == "interrupted");
+    runs
+}
+
+/// Every kept run under `cordon_home`, newest first.
+pub(crate) fn all_kept_runs(cordon_home: &Path) -> Vec<KeptRun> {
     let dir = cordon_home.join("kept");
     let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
     let mut runs: Vec<KeptRun> = entries

@@ -294,7 +294,14 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
         path,
     }));
     // What an earlier, stopped apply of the same run held is kept too.
-    if held.is_empty() && !dir.join("held").exists() {
+    let applied = std::fs::metadata(dir.join(cordon_sandbox_linux::APPLIED_RECORD))
+        .is_ok_and(|meta| meta.len() > 0);
+    if held.is_empty() && !dir.join("held").exists() && applied {
+        // Nothing held, something applied: kept for `cordon diff` and `cordon undo`.
+        let _ = set_state(dir, UNDOABLE);
+        keep(dir);
+        held
+    } else if held.is_empty() && !dir.join("held").exists() {
         // Through descriptors, with each directory's rights given back first: the overlay's
         // work directory is left mode 0, and the command may have closed directories it made.
         if let Err(error) = crate::upkeep::remove_tree(dir) {
@@ -365,7 +372,20 @@ fn prune_due(dir: &Path) -> bool {
     std::fs::File::create(&stamp).is_ok()
 }
 
-/// Removes kept runs older than [`KEPT_FOR`], spending at most a second, at most hourly.
+/// The state of a kept run that held nothing back and applied something: kept so that it can
+/// be looked at (`cordon diff`) and undone (`cordon undo`), for [`UNDO_FOR`] and among the
+/// last [`UNDO_RUNS`] such runs.
+pub const UNDOABLE: &str = "applied";
+
+/// How long a run that only applied changes stays undoable.
+#[cfg(target_os = "linux")]
+pub const UNDO_FOR: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// How many runs that only applied changes stay undoable (the newest).
+pub const UNDO_RUNS: usize = 50;
+
+/// Removes kept runs older than [`KEPT_FOR`], and runs that only applied changes past
+/// [`UNDO_FOR`] or [`UNDO_RUNS`], spending at most a second, at most hourly.
 #[cfg(target_os = "linux")]
 fn prune_kept(kept: &Path) {
     if !kept.is_dir() || !prune_due(kept) {
@@ -373,6 +393,32 @@ fn prune_kept(kept: &Path) {
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
     let trash = kept.with_file_name("trash");
+    let mut undoable: Vec<(std::ffi::OsString, bool)> = std::fs::read_dir(kept)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            std::fs::read_to_string(entry.path().join("state"))
+                .is_ok_and(|state| state.trim() == UNDOABLE)
+        })
+        .map(|entry| {
+            let old = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > UNDO_FOR);
+            (entry.file_name(), old)
+        })
+        .collect();
+    // Run ids begin with their start time: the newest sort last.
+    undoable.sort();
+    let surplus = undoable.len().saturating_sub(UNDO_RUNS);
+    for (i, (name, old)) in undoable.iter().enumerate() {
+        if (i < surplus || *old) && std::time::Instant::now() < deadline {
+            let _ = crate::upkeep::remove_or_move_aside(&kept.join(name), &trash, deadline);
+        }
+    }
     let removed = crate::upkeep::remove_older_than(kept, KEPT_FOR, &trash, deadline);
     if removed > 0 {
         tracing::debug!(removed, "removed runs kept longer than their time");

@@ -27,6 +27,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use cordon_policies::{GitDirEntry, Held};
+
+use crate::apply_record::Before;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 /// The largest configuration, plan or pointer file the gate reads; a larger one is held.
@@ -124,6 +126,7 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             repository_configs: std::collections::HashMap::new(),
             git: std::cell::OnceCell::new(),
             includes: global_includes.clone(),
+            record: crate::apply_record::Record::open(dir, index, &root),
             report: &mut report,
         };
         layer.apply_dir(Path::new(""), None);
@@ -166,6 +169,8 @@ struct Layer<'a> {
     repository_facts: std::collections::HashMap<PathBuf, std::rc::Rc<RepositoryFacts>>,
     /// Files a git configuration includes (absolute), judged as configurations.
     includes: Vec<PathBuf>,
+    /// What was applied and what it replaced.
+    record: crate::apply_record::Record,
     report: &'a mut ApplyReport,
 }
 
@@ -242,9 +247,16 @@ impl Layer<'_> {
                 self.hold(rel, why);
                 return;
             }
-            match remove_at(&parent, name) {
+            // Moved into the run's keeping rather than removed, where it can be.
+            let before = self.record.keep(&parent, name, rel, false);
+            let removed = match before {
+                Before::Kept(_) => Ok(()),
+                _ => remove_at(&parent, name),
+            };
+            match removed {
                 Ok(()) => {
                     self.report.applied += 1;
+                    self.record.note(self.root.join(rel), before, None);
                     let _ = std::fs::remove_file(&upper_path);
                 }
                 Err(error) => self.fail(rel, error.into()),
@@ -1077,23 +1089,40 @@ impl Layer<'_> {
             };
         let upper_is_dir = std::fs::symlink_metadata(&upper_path).is_ok_and(|m| m.is_dir());
         // A directory cannot be renamed over a non-empty one, nor a file over a directory:
-        // what the root has there goes first.
+        // what the root has there goes first — into the run's keeping where it can. A file
+        // replaced by a file is kept by a second name, and stays in place until the new one
+        // is renamed over it.
         let replaces_dir = real.is_some_and(|st| FileType::from_raw_mode(st.st_mode).is_dir());
-        if replaces_dir || (upper_is_dir && real.is_some()) {
+        let moved_out = replaces_dir || (upper_is_dir && real.is_some());
+        let before = match real {
+            None => Before::Absent,
+            Some(_) => self.record.keep(parent, name, rel, !moved_out),
+        };
+        if moved_out && !matches!(before, Before::Kept(_)) {
             if let Err(error) = remove_at(parent, name) {
                 return self.fail(rel, error.into());
             }
         }
-        match rustix::fs::renameat(&upper_parent, name, parent, name) {
-            Ok(()) => self.report.applied += 1,
-            Err(rustix::io::Errno::XDEV) => match copy_into(&upper_path, parent, name) {
-                Ok(()) => {
-                    self.report.applied += 1;
-                    let _ = remove_path(&upper_path);
+        let placed = match rustix::fs::renameat(&upper_parent, name, parent, name) {
+            Ok(()) => Ok(()),
+            Err(rustix::io::Errno::XDEV) => copy_into(&upper_path, parent, name).map(|()| {
+                let _ = remove_path(&upper_path);
+            }),
+            Err(error) => Err(error.into()),
+        };
+        match placed {
+            Ok(()) => {
+                self.report.applied += 1;
+                let after = crate::apply_record::Stamp::of_at(parent, name);
+                self.record.note(self.root.join(rel), before, after);
+            }
+            Err(error) => {
+                // What was moved out of the way goes back.
+                if let (true, Before::Kept(kept)) = (moved_out, &before) {
+                    let _ = self.record.put_back(kept, parent, name);
                 }
-                Err(error) => self.fail(rel, error),
-            },
-            Err(error) => self.fail(rel, error.into()),
+                self.fail(rel, error);
+            }
         }
     }
 

@@ -42,6 +42,8 @@
 
 #[cfg(target_os = "linux")]
 mod apply;
+#[cfg(target_os = "linux")]
+mod apply_record;
 mod args;
 mod error;
 
@@ -140,6 +142,8 @@ pub use sys::set_process_limits;
 
 #[cfg(target_os = "linux")]
 pub use apply::{ApplyContext, ApplyReport, HeldChange, apply_layers};
+#[cfg(target_os = "linux")]
+pub use apply_record::{APPLIED_RECORD, AppliedChange, Before, Stamp, read_applied};
 /// The repositories of the writable roots, and what a command planted in them.
 #[cfg(target_os = "linux")]
 pub use planted::{AfterRun, Planted, Watch};

@@ -680,3 +680,108 @@ fn nothing_in_a_git_directory_arrives_writable_by_every_user() {
         }
     }
 }
+
+/// `cordon diff` names each change of a run (made, replaced, deleted, held) and `cordon undo`
+/// takes it back: what the run replaced or deleted is back on disk, what it made is gone from
+/// the workspace (into the run's `undone/`), a file the user changed after the run is left and
+/// named (exit 1), and a second undo is refused. As root and as uid 65534.
+#[test]
+fn a_run_is_shown_and_undone_without_touching_what_changed_since() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = repository_scene(user);
+        let ws = scene.ws.path();
+        std::fs::write(ws.join("edited"), "before\n").unwrap();
+        std::fs::write(ws.join("deleted"), "kept\n").unwrap();
+        std::fs::create_dir_all(ws.join("tree")).unwrap();
+        std::fs::write(ws.join("tree/old"), "old\n").unwrap();
+        std::fs::write(ws.join("later"), "v1\n").unwrap();
+        if user == User::Nobody {
+            chown_nobody(ws);
+        }
+        let script = "echo after > edited; rm deleted; echo new > made; mkdir -p newdir && \
+                      echo x > newdir/x; rm -r tree && mkdir tree && echo n > tree/new; \
+                      echo v2 > later; mkdir -p .git/hooks && echo '#!/bin/sh' > .git/hooks/pre-push";
+        transactional(user, &scene, script).assert_ok();
+        assert_eq!(read(&ws.join("edited")), "after\n");
+        // The user's own change after the run.
+        std::fs::write(ws.join("later"), "v3 (the user's)\n").unwrap();
+        let with_env = |command: &mut Command| {
+            command
+                .current_dir(ws)
+                .env("HOME", scene.home.path())
+                .env("CORDON_HOME", scene.home.path().join(".cordon"));
+        };
+        let mut diff = cordon_command(user, &["diff", "--json"]);
+        with_env(&mut diff);
+        let diff: Run = diff.output().unwrap().into();
+        diff.assert_ok();
+        let doc: serde_json::Value = serde_json::from_str(&diff.stdout).unwrap();
+        let kind = |name: &str| -> String {
+            let path = ws.join(name);
+            doc["applied"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["path"] == path.to_str().unwrap())
+                .map(|c| {
+                    format!(
+                        "{}{}",
+                        c["kind"].as_str().unwrap(),
+                        if c["changed_since"] == true { " since" } else { "" }
+                    )
+                })
+                .unwrap_or_else(|| panic!("{user:?}: {name} not in {}", diff.stdout))
+        };
+        assert_eq!(kind("edited"), "replaced");
+        assert_eq!(kind("deleted"), "deleted");
+        assert_eq!(kind("made"), "created");
+        assert_eq!(kind("newdir"), "created");
+        assert_eq!(kind("tree"), "replaced");
+        assert_eq!(kind("later"), "replaced since");
+        let held = doc["held"].as_array().unwrap();
+        assert!(
+            held.iter().any(|c| c["path"].as_str().unwrap().ends_with("pre-push")),
+            "{}",
+            diff.stdout
+        );
+        let run_id = doc["id"].as_str().unwrap().to_owned();
+
+        let mut undo = cordon_command(user, &["undo"]);
+        with_env(&mut undo);
+        let undo: Run = undo.output().unwrap().into();
+        assert_eq!(undo.code, Some(1), "{user:?}: {}{}", undo.stdout, undo.stderr);
+        assert!(
+            undo.stdout.contains(&format!("left {}", ws.join("later").display())),
+            "{}",
+            undo.stdout
+        );
+        assert_eq!(read(&ws.join("edited")), "before\n", "{user:?}");
+        assert_eq!(read(&ws.join("deleted")), "kept\n", "{user:?}");
+        assert_eq!(read(&ws.join("tree/old")), "old\n", "{user:?}");
+        assert!(
+            !ws.join("tree/new").exists()
+                && !ws.join("made").exists()
+                && !ws.join("newdir").exists()
+        );
+        assert_eq!(
+            read(&ws.join("later")),
+            "v3 (the user's)\n",
+            "{user:?}: the user's change went"
+        );
+        // Nothing deleted: what the run wrote is in its `undone/`.
+        let undone = scene.home.path().join(".cordon/kept").join(&run_id).join("undone");
+        let kept: Vec<String> = std::fs::read_dir(&undone)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(kept.len() >= 4, "{user:?}: {kept:?}");
+        let mut again = cordon_command(user, &["undo", &run_id]);
+        with_env(&mut again);
+        let again: Run = again.output().unwrap().into();
+        assert_eq!(again.code, Some(125), "{}", again.stderr);
+        assert!(again.stderr.contains("undone already"), "{}", again.stderr);
+        git(ws, &["status", "--short"]).assert_ok();
+    }
+}
