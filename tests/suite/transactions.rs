@@ -785,3 +785,90 @@ fn a_run_is_shown_and_undone_without_touching_what_changed_since() {
         git(ws, &["status", "--short"]).assert_ok();
     }
 }
+
+/// cordon killed with SIGKILL while it applies (a harness's timeout), at several moments of the
+/// apply: the next run finishes it — every file the command wrote arrives once, with its
+/// content, every file it changed has its new content, nothing is left in `runs/` — and
+/// `cordon undo` of the finished run still puts back what the run replaced.
+#[test]
+fn an_apply_killed_at_any_moment_is_finished_by_the_next_run() {
+    require_write_layer!();
+    let mut interrupted = 0;
+    for delay_ms in [0u64, 1, 3, 8, 20] {
+        let scene = repository_scene(User::Root);
+        let ws = scene.ws.path();
+        std::fs::create_dir_all(ws.join("old")).unwrap();
+        for i in 0..300 {
+            std::fs::write(ws.join(format!("old/f{i}")), "before\n").unwrap();
+        }
+        let script = "mkdir -p new/a new/b && for i in $(seq 0 1499); do echo $i > new/a/f$i; \
+                      echo $i > new/b/f$i; done && for i in $(seq 0 299); do echo after > old/f$i; \
+                      done";
+        let mut child = transactional_command(User::Root, &scene, script)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let runs = scene.home.path().join(".cordon/runs");
+        let applying = || {
+            std::fs::read_dir(&runs).into_iter().flatten().flatten().any(|entry| {
+                std::fs::read_to_string(entry.path().join("state"))
+                    .is_ok_and(|state| state.trim() == "applying")
+            })
+        };
+        let deadline = std::time::Instant::now() + scaled(std::time::Duration::from_secs(60));
+        while !applying() && std::time::Instant::now() < deadline {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        if applying() {
+            interrupted += 1;
+        }
+        transactional(User::Root, &scene, "true").assert_ok();
+        for i in 0..1500 {
+            for dir in ["a", "b"] {
+                let path = ws.join(format!("new/{dir}/f{i}"));
+                assert_eq!(read(&path), format!("{i}\n"), "killed after {delay_ms} ms");
+            }
+        }
+        for i in 0..300 {
+            assert_eq!(
+                read(&ws.join(format!("old/f{i}"))),
+                "after\n",
+                "killed after {delay_ms} ms"
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(&runs).unwrap().flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "killed after {delay_ms} ms: {left:?}");
+        // The finished run is whole for undo too.
+        let runs_kept = scene.home.path().join(".cordon/kept");
+        let mut undo = cordon_command(User::Root, &["undo"]);
+        undo.current_dir(ws)
+            .env("HOME", scene.home.path())
+            .env("CORDON_HOME", scene.home.path().join(".cordon"));
+        let undo: Run = undo.output().unwrap().into();
+        assert!(runs_kept.is_dir());
+        assert_eq!(
+            undo.code,
+            Some(0),
+            "killed after {delay_ms} ms: {}{}",
+            undo.stdout,
+            undo.stderr
+        );
+        for i in 0..300 {
+            assert_eq!(
+                read(&ws.join(format!("old/f{i}"))),
+                "before\n",
+                "killed after {delay_ms} ms"
+            );
+        }
+        assert!(!ws.join("new").exists(), "killed after {delay_ms} ms");
+    }
+    // The kills came while the apply ran (not after it was done), most of the time.
+    assert!(interrupted >= 3, "only {interrupted} of 5 kills stopped an apply");
+}
