@@ -61,6 +61,9 @@ pub struct Config {
     pub preset_settings_not_secret: Vec<String>,
     /// `"auto" | "transaction" | "direct"`: how one-shot runs write their roots (`--writes`).
     pub writes: Option<cordon_exec_core::WriteChoice>,
+    /// `[undo]`: `days = 7`, `runs = 50` — how long and how many transactional runs that
+    /// applied changes stay undoable (`cordon diff`, `cordon undo`).
+    pub undo: Option<cordon_exec_core::UndoRetention>,
     /// `[limits]`: `memory = "2G"`, `pids = 512`, … (the keys of `--limit`).
     #[serde(default)]
     pub limits: ConfigLimits,

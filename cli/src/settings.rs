@@ -170,6 +170,7 @@ impl Settings {
             proxy_test_resolve: cordon_exec_core::test_hook_proxy_resolve()?,
             sandboxed_env,
             writes: write_choice(flags, &config, workspace)?,
+            undo: config.undo.unwrap_or_default(),
         };
         Ok(Settings {
             config,

@@ -282,6 +282,8 @@ pub struct HelperSettings {
     pub sandboxed_env: Vec<(OsString, OsString)>,
     /// How a sandboxed command writes its roots (one-shot runs; sessions always write directly).
     pub writes: crate::transaction::WriteChoice,
+    /// How long transactional runs stay undoable.
+    pub undo: crate::transaction::UndoRetention,
 }
 
 /// How the Linux helper is started.
@@ -600,6 +602,7 @@ mod tests {
             proxy_test_resolve: Vec::new(),
             sandboxed_env: Vec::new(),
             writes: crate::transaction::WriteChoice::Direct,
+            undo: crate::transaction::UndoRetention::default(),
         }
     }
 

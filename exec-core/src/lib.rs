@@ -122,7 +122,9 @@ pub use spawn::{OutputMode, StdinMode};
 pub use stdio::{stdin as protocol_stdin, stdout as protocol_stdout};
 pub use terminal_filter::Charset as TerminalCharset;
 pub use test_hooks::proxy_resolve as test_hook_proxy_resolve;
-pub use transaction::{HeldBack, TransactionError, WriteChoice, WriteMode, held_back_warning};
+pub use transaction::{
+    HeldBack, TransactionError, UndoRetention, WriteChoice, WriteMode, held_back_warning,
+};
 #[cfg(target_os = "linux")]
 pub use undo::{ChangeKind, Left, Moved, RunChange, RunReview, Undone, review, reviews, undo};
 pub use upkeep::{empty_trash, move_aside, remove_or_move_aside, remove_tree};

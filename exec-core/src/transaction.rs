@@ -155,6 +155,7 @@ impl Transaction {
     pub(crate) fn begin(
         cordon_home: Option<&Path>,
         context: &cordon_sandbox_linux::ApplyContext,
+        retention: UndoRetention,
     ) -> Result<Transaction, TransactionError> {
         let home = cordon_home.ok_or(TransactionError::NoCordonHome)?;
         let runs = runs_dir(home);
@@ -180,7 +181,7 @@ impl Transaction {
                 .map_err(fail(&dir))?;
         }
         let earlier = finish_interrupted(&runs, context);
-        prune_kept(&kept_dir(&runs));
+        prune_kept(&kept_dir(&runs), retention);
         let id = format!(
             "{}-{}",
             std::time::SystemTime::now()
@@ -373,21 +374,42 @@ fn prune_due(dir: &Path) -> bool {
 }
 
 /// The state of a kept run that held nothing back and applied something: kept so that it can
-/// be looked at (`cordon diff`) and undone (`cordon undo`), for [`UNDO_FOR`] and among the
-/// last [`UNDO_RUNS`] such runs.
+/// be looked at (`cordon diff`) and undone (`cordon undo`), as long as [`UndoRetention`] says.
 pub const UNDOABLE: &str = "applied";
 
-/// How long a run that only applied changes stays undoable.
-#[cfg(target_os = "linux")]
-pub const UNDO_FOR: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+/// How long, and how many, runs that only applied changes stay undoable (config `[undo]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoRetention {
+    /// Days a run stays undoable.
+    #[serde(default = "UndoRetention::default_days")]
+    pub days: u32,
+    /// How many runs stay undoable (the newest).
+    #[serde(default = "UndoRetention::default_runs")]
+    pub runs: u32,
+}
 
-/// How many runs that only applied changes stay undoable (the newest).
-pub const UNDO_RUNS: usize = 50;
+impl UndoRetention {
+    fn default_days() -> u32 {
+        7
+    }
 
-/// Removes kept runs older than [`KEPT_FOR`], and runs that only applied changes past
-/// [`UNDO_FOR`] or [`UNDO_RUNS`], spending at most a second, at most hourly.
+    fn default_runs() -> u32 {
+        50
+    }
+}
+
+impl Default for UndoRetention {
+    fn default() -> Self {
+        UndoRetention { days: Self::default_days(), runs: Self::default_runs() }
+    }
+}
+
+/// Removes kept runs older than [`KEPT_FOR`], and runs that only applied changes past what
+/// `retention` keeps, spending at most a second, at most hourly.
 #[cfg(target_os = "linux")]
-fn prune_kept(kept: &Path) {
+fn prune_kept(kept: &Path, retention: UndoRetention) {
+    let undo_for = std::time::Duration::from_secs(u64::from(retention.days) * 24 * 3600);
     if !kept.is_dir() || !prune_due(kept) {
         return;
     }
@@ -407,13 +429,14 @@ fn prune_kept(kept: &Path) {
                 .and_then(|meta| meta.modified())
                 .ok()
                 .and_then(|modified| modified.elapsed().ok())
-                .is_some_and(|age| age > UNDO_FOR);
+                .is_some_and(|age| age > undo_for);
             (entry.file_name(), old)
         })
         .collect();
     // Run ids begin with their start time: the newest sort last.
     undoable.sort();
-    let surplus = undoable.len().saturating_sub(UNDO_RUNS);
+    let keep = usize::try_from(retention.runs).unwrap_or(usize::MAX);
+    let surplus = undoable.len().saturating_sub(keep);
     for (i, (name, old)) in undoable.iter().enumerate() {
         if (i < surplus || *old) && std::time::Instant::now() < deadline {
             let _ = crate::upkeep::remove_or_move_aside(&kept.join(name), &trash, deadline);
