@@ -325,8 +325,7 @@ impl Runner for LocalRunner<'_> {
                 let context = apply_context(request, self.helper);
                 let home = self.helper.user_view.cordon_home.as_deref();
                 let retention = self.helper.undo;
-                let mut begun =
-                    crate::transaction::Transaction::begin(home, &context, retention)?;
+                let mut begun = crate::transaction::Transaction::begin(home, &context, retention)?;
                 let workspace = home.and_then(|home| {
                     crate::workspace::Workspace::of(&request.sandbox.policy_cwd, home).ok()
                 });

@@ -454,7 +454,8 @@ fn prune_kept(kept: &Path, retention: UndoRetention) {
 const TEMPORARY_AGE: std::time::Duration = std::time::Duration::from_secs(10 * 24 * 3600);
 
 /// Removes from each upper directory of `temporary` what has not changed for
-/// [`TEMPORARY_AGE`], spending at most a second (the rest waits for the next run), at most
+/// [`TEMPORARY_AGE`], then the least recently changed entries while they hold more than
+/// [`TEMPORARY_SIZE`], spending at most a second (the rest waits for the next run), at most
 /// hourly.
 #[cfg(target_os = "linux")]
 fn prune_temporary(temporary: &Path, trash: &Path) {
@@ -463,14 +464,49 @@ fn prune_temporary(temporary: &Path, trash: &Path) {
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
     let Ok(entries) = std::fs::read_dir(temporary) else { return };
-    for entry in entries.filter_map(Result::ok) {
-        let upper = entry.path().join("upper");
-        let removed = crate::upkeep::remove_older_than(&upper, TEMPORARY_AGE, trash, deadline);
+    let uppers: Vec<PathBuf> =
+        entries.filter_map(Result::ok).map(|entry| entry.path().join("upper")).collect();
+    for upper in &uppers {
+        let removed = crate::upkeep::remove_older_than(upper, TEMPORARY_AGE, trash, deadline);
         if removed > 0 {
             tracing::debug!(upper = %upper.display(), removed, "pruned the workspace's /tmp");
         }
     }
+    prune_by_size(&uppers, TEMPORARY_SIZE, trash, deadline);
 }
+
+/// Removes the least recently changed top entries of `uppers` while they take more than `cap`
+/// together (nothing when they cannot all be measured by `deadline`).
+#[cfg(target_os = "linux")]
+fn prune_by_size(uppers: &[PathBuf], cap: u64, trash: &Path, deadline: std::time::Instant) {
+    let mut sized: Vec<(std::time::SystemTime, u64, PathBuf)> = Vec::new();
+    for upper in uppers {
+        for entry in std::fs::read_dir(upper).into_iter().flatten().filter_map(Result::ok) {
+            let changed = entry.metadata().and_then(|meta| meta.modified());
+            let Some(size) = crate::upkeep::disk_usage(&entry.path(), deadline) else {
+                // Out of time: the size is looked at again at the next pruning.
+                return;
+            };
+            sized.push((changed.unwrap_or(std::time::UNIX_EPOCH), size, entry.path()));
+        }
+    }
+    let mut total: u64 = sized.iter().map(|(_, size, _)| size).sum();
+    sized.sort();
+    for (_, size, path) in sized {
+        if total <= cap {
+            break;
+        }
+        if crate::upkeep::remove_or_move_aside(&path, trash, deadline).is_ok() {
+            total = total.saturating_sub(size);
+            tracing::debug!(path = %path.display(), "pruned the workspace's /tmp for size");
+        }
+    }
+}
+
+/// How much a workspace's `/tmp` and `$TMPDIR` may hold together before the least recently
+/// changed entries go.
+#[cfg(target_os = "linux")]
+const TEMPORARY_SIZE: u64 = 2 * 1024 * 1024 * 1024;
 
 /// Removes from the workspace's `/tmp` layers what lies on the way to a root inside them: the
 /// first name below the temporary root on the way to each (its subtree is the command's own
@@ -543,4 +579,41 @@ fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext)
         drop(held);
     }
     earlier
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workspaces_tmp_past_its_size_loses_its_least_recently_changed_entries_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let upper = dir.path().join("t/upper");
+        std::fs::create_dir_all(upper.join("old-tree/sub")).unwrap();
+        std::fs::write(upper.join("old-tree/sub/big"), vec![1u8; 64 * 1024]).unwrap();
+        std::fs::write(upper.join("middle"), vec![1u8; 64 * 1024]).unwrap();
+        std::fs::write(upper.join("newest"), vec![1u8; 64 * 1024]).unwrap();
+        let at = |name: &str, secs: u64| {
+            let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            let file = std::fs::File::open(upper.join(name)).unwrap();
+            file.set_modified(time).unwrap();
+        };
+        at("old-tree", 1_000);
+        at("middle", 2_000);
+        at("newest", 3_000);
+        let trash = dir.path().join("trash");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        // Room for about two of the three.
+        prune_by_size(std::slice::from_ref(&upper), 150 * 1024, &trash, deadline);
+        let mut left: Vec<String> = std::fs::read_dir(&upper)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, vec!["middle", "newest"]);
+        // Under the cap, nothing goes.
+        prune_by_size(std::slice::from_ref(&upper), 1024 * 1024, &trash, deadline);
+        assert_eq!(std::fs::read_dir(&upper).unwrap().count(), 2);
+    }
 }

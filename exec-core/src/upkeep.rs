@@ -97,6 +97,30 @@ pub fn remove_older_than(
     removed
 }
 
+/// The space `path` takes on disk, its tree included (no link followed, no other file system
+/// entered); `None` when `deadline` passed first.
+#[cfg(target_os = "linux")]
+pub fn disk_usage(path: &Path, deadline: Instant) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let top = std::fs::symlink_metadata(path).ok()?;
+    let device = top.dev();
+    let mut total = top.blocks() * 512;
+    let mut pending = if top.is_dir() { vec![path.to_path_buf()] } else { Vec::new() };
+    while let Some(dir) = pending.pop() {
+        if Instant::now() >= deadline {
+            return None;
+        }
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().filter_map(Result::ok) {
+            let Ok(meta) = entry.metadata() else { continue };
+            total += meta.blocks() * 512;
+            if meta.is_dir() && meta.dev() == device {
+                pending.push(entry.path());
+            }
+        }
+    }
+    Some(total)
+}
+
 /// Empties `trash` as far as it can by `deadline`; returns how many of its entries are left
 /// for a later try.
 pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
