@@ -146,7 +146,7 @@ fn a_root_the_index_does_not_hold_is_left_to_a_search() {
     let (_dir, root) = new_root();
     let (_other_dir, other) = new_root();
     let index = RepositoryIndex::new(std::slice::from_ref(&root)).unwrap();
-    assert!(index.walk_for(&[other.clone()]).is_none());
+    assert!(index.walk_for(std::slice::from_ref(&other)).is_none());
     assert!(changed_git_dirs(&index, 0, &[root, other]).is_none());
 }
 
