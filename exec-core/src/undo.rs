@@ -22,6 +22,27 @@ use crate::kept::{KeptChange, KeptError};
 /// The state of a run whose changes were undone.
 const UNDONE: &str = "undone";
 
+/// Why a change is left as it is.
+#[derive(Debug, thiserror::Error)]
+enum Leave {
+    #[error("not a path a run changes")]
+    NotAPath,
+    #[error("what it replaced was not kept: {0}")]
+    NotKept(String),
+    #[error("changed since the run: left as it is")]
+    ChangedSince,
+    #[error("something is there again since the run: left as it is")]
+    ThereAgain,
+    #[error("recorded as neither made nor deleted")]
+    Neither,
+    #[error("{what}: {error}")]
+    Io { what: &'static str, error: std::io::Error },
+}
+
+fn io(what: &'static str) -> impl FnOnce(rustix::io::Errno) -> Leave {
+    move |errno| Leave::Io { what, error: errno.into() }
+}
+
 /// What a change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -181,7 +202,7 @@ pub fn undo(cordon_home: &Path, id: &str) -> Result<Undone, KeptError> {
         match undo_one(change, &run.dir, &undone_fd, n) {
             Ok(Some(to)) => done.removed.push(Moved { path, to }),
             Ok(None) => done.restored.push(path),
-            Err(why) => done.left.push(Left { path, why }),
+            Err(why) => done.left.push(Left { path, why: why.to_string() }),
         }
     }
     let _ = std::fs::write(run.dir.join("state"), format!("{UNDONE}\n"));
@@ -195,24 +216,22 @@ fn undo_one(
     run_dir: &Path,
     undone: &OwnedFd,
     n: usize,
-) -> Result<Option<PathBuf>, String> {
+) -> Result<Option<PathBuf>, Leave> {
     let undone_path = run_dir.join("undone");
     let (Some(parent), Some(name)) = (change.path.parent(), change.path.file_name()) else {
-        return Err("not a path a run changes".into());
+        return Err(Leave::NotAPath);
     };
-    let dir = open_no_links(parent).map_err(|error| format!("its directory: {error}"))?;
+    let dir = open_no_links(parent).map_err(|error| Leave::Io { what: "its directory", error })?;
     let now = Stamp::of_at(&dir, name);
     // What the run put there goes into `undone/N` (N: the change's place in the record).
     let aside = std::ffi::OsString::from(n.to_string());
     let aside_path = undone_path.join(&aside);
     match (change.before, change.after) {
-        (Before::NotKept(why), _) => Err(format!("what it replaced was not kept: {why}")),
-        (_, Some(after)) if now != Some(after) => {
-            Err("changed since the run: left as it is".into())
-        }
+        (Before::NotKept(why), _) => Err(Leave::NotKept(why)),
+        (_, Some(after)) if now != Some(after) => Err(Leave::ChangedSince),
         (Before::Absent, Some(_)) => {
             rustix::fs::renameat(&dir, name, undone, aside.as_os_str())
-                .map_err(|error| format!("cannot move it aside: {error}"))?;
+                .map_err(io("cannot move it aside"))?;
             Ok(Some(aside_path))
         }
         (Before::Kept(kept), Some(after)) => {
@@ -222,40 +241,40 @@ fn undo_one(
                 // A directory cannot be renamed over: the run's goes first, and comes back if
                 // the old one cannot.
                 rustix::fs::renameat(&dir, name, undone, aside.as_os_str())
-                    .map_err(|error| format!("cannot move it aside: {error}"))?;
-                if let Err(error) = rustix::fs::renameat(&kept_dir, kept_name, &dir, name) {
+                    .map_err(io("cannot move it aside"))?;
+                if let Err(errno) = rustix::fs::renameat(&kept_dir, kept_name, &dir, name) {
                     let _ = rustix::fs::renameat(undone, aside.as_os_str(), &dir, name);
-                    return Err(format!("cannot put the old one back: {error}"));
+                    return Err(io("cannot put the old one back")(errno));
                 }
             } else {
                 // A second name for the run's version, then the old one renamed over it: the
                 // path is never empty.
                 let _ = rustix::fs::linkat(&dir, name, undone, aside.as_os_str(), AtFlags::empty());
                 put_back(&kept_dir, kept_name, &dir, name)
-                    .map_err(|error| format!("cannot put the old one back: {error}"))?;
+                    .map_err(|error| Leave::Io { what: "cannot put the old one back", error })?;
             }
             Ok(None)
         }
         (Before::Kept(kept), None) => {
             if now.is_some() {
-                return Err("something is there again since the run: left as it is".into());
+                return Err(Leave::ThereAgain);
             }
             let kept = run_dir.join(kept);
             let (kept_dir, kept_name) = kept_parts(&kept)?;
             put_back(&kept_dir, kept_name, &dir, name)
-                .map_err(|error| format!("cannot put it back: {error}"))?;
+                .map_err(|error| Leave::Io { what: "cannot put it back", error })?;
             Ok(None)
         }
-        (Before::Absent, None) => Err("recorded as neither made nor deleted".into()),
+        (Before::Absent, None) => Err(Leave::Neither),
     }
 }
 
 /// The directory (opened) and name of a path in the run's directory.
-fn kept_parts(kept: &Path) -> Result<(OwnedFd, &OsStr), String> {
+fn kept_parts(kept: &Path) -> Result<(OwnedFd, &OsStr), Leave> {
     let (Some(parent), Some(name)) = (kept.parent(), kept.file_name()) else {
-        return Err("no kept copy".into());
+        return Err(Leave::NotKept("no kept copy".into()));
     };
-    let dir = open_no_links(parent).map_err(|error| format!("its kept copy: {error}"))?;
+    let dir = open_no_links(parent).map_err(|error| Leave::Io { what: "its kept copy", error })?;
     Ok((dir, name))
 }
 
