@@ -375,6 +375,7 @@ fn prune_due(dir: &Path) -> bool {
 
 /// The state of a kept run that held nothing back and applied something: kept so that it can
 /// be looked at (`cordon diff`) and undone (`cordon undo`), as long as [`UndoRetention`] says.
+#[cfg(target_os = "linux")]
 pub const UNDOABLE: &str = "applied";
 
 /// How long, and how many, runs that only applied changes stay undoable (config `[undo]`).
