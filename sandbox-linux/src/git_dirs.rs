@@ -179,6 +179,24 @@ pub fn core_hooks_paths(git_dir: &Path, top: &Path, home: Option<&Path>) -> Vec<
     reading.values("core.hookspath").map(|value| expand(value, top, home)).collect()
 }
 
+/// The checkout of the linked worktree whose git dir is `worktree_git_dir`
+/// (`.git/worktrees/NAME`), as its `gitdir` file names it: where its hooks run from.
+pub fn linked_worktree_top(worktree_git_dir: &Path) -> Option<PathBuf> {
+    let text = read_start_file(&worktree_git_dir.join("gitdir"), MAX_POINTER_BYTES).ok()??;
+    let text = String::from_utf8(text).ok()?;
+    let pointer = worktree_git_dir.join(text.trim_end_matches(['\n', '\r']));
+    pointer.parent().map(cordon_policies::lexically_normal)
+}
+
+/// Where hooks run from for the git dir `git_dir`: the checkout a `.git` directory lies in, or
+/// a linked worktree's checkout.
+pub fn hooks_top(git_dir: &Path) -> Option<PathBuf> {
+    if git_dir.file_name().is_some_and(|name| name == ".git") {
+        return git_dir.parent().map(Path::to_path_buf);
+    }
+    linked_worktree_top(git_dir)
+}
+
 /// The files the config of the git dir at `git_dir` includes (`include.path` and every
 /// `includeIf.*.path`, whatever the condition, followed as git follows them), whether or not
 /// they exist: git reads each as part of the repository's configuration.
@@ -204,9 +222,18 @@ struct ConfigReading {
 }
 
 impl ConfigReading {
+    /// The configuration git reads in `git_dir`: for a linked worktree's git dir, the common
+    /// one's config (its `commondir`) and then its own `config.worktree`.
     fn of(git_dir: &Path, home: Option<&Path>) -> Self {
         let mut reading = ConfigReading::default();
-        reading.read(&git_dir.join("config"), home, 0);
+        let common = std::fs::read_to_string(git_dir.join("commondir"))
+            .ok()
+            .map(|text| git_dir.join(text.trim_end_matches(['\n', '\r'])));
+        match common {
+            Some(common) => reading.read(&common.join("config"), home, 0),
+            None => reading.read(&git_dir.join("config"), home, 0),
+        }
+        reading.read(&git_dir.join("config.worktree"), home, 0);
         reading
     }
 

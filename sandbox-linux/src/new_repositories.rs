@@ -18,6 +18,29 @@ use crate::aside::{Planted, move_away, open_dir};
 /// The largest config read; a larger one is moved aside unread.
 const MAX_CONFIG: i64 = 1024 * 1024;
 
+/// Whether `dir` (at `path`, `GIT_DIR/worktrees/NAME`) holds a `commondir` that is a plain
+/// file leading back to `GIT_DIR`.
+fn leads_back(dir: &OwnedFd, path: &Path) -> bool {
+    let Some(git_dir) = path.parent().filter(|p| p.ends_with("worktrees")).and_then(Path::parent)
+    else {
+        return false;
+    };
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let Ok(fd) = nix::fcntl::openat(dir, "commondir", flags, Mode::empty()) else { return false };
+    let Ok(st) = nix::sys::stat::fstat(&fd) else { return false };
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size > 4096 {
+        return false;
+    }
+    let mut text = String::new();
+    use std::io::Read;
+    if std::fs::File::from(fd).read_to_string(&mut text).is_err() {
+        return false;
+    }
+    let path = cordon_policies::lexically_normal(path);
+    let git_dir = cordon_policies::lexically_normal(git_dir);
+    cordon_policies::commondir_leads_back(&text, &path, &git_dir)
+}
+
 /// What to move aside in the new git dir `dir` (opened, at `path`), moved.
 pub(crate) fn planted(dir: &OwnedFd, path: &Path) -> Vec<Planted> {
     let mut planted = Vec::new();
@@ -29,6 +52,11 @@ pub(crate) fn planted(dir: &OwnedFd, path: &Path) -> Vec<Planted> {
     // the user's `git rebase --continue`): git init and clone make none of them.
     for name in ["commondir", "config.worktree", "rebase-merge", "rebase-apply", "sequencer"] {
         let name = OsStr::new(name);
+        // A linked worktree's `commondir` that leads back to the git dir holding it is what
+        // `git worktree add` writes: without it the worktree is no repository.
+        if name == "commondir" && leads_back(dir, path) {
+            continue;
+        }
         if nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok() {
             planted.push(move_away(dir, name, &path.join(name)));
         }

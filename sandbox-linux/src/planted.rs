@@ -41,6 +41,11 @@ enum Check {
     /// the bound one away and the command made the name anew. Written in place, it is the same
     /// inode (the user's own edit of an existing `.envrc` is not moved).
     Replaced,
+    /// A file or link git reads as configuration or runs as a hook (an include, a hook under
+    /// `core.hooksPath`): planted when it appears or changed at all (another inode, or a new
+    /// change time: a link the bind could not cover replaced by a file, whose inode may be the
+    /// one the link just freed).
+    Unchanged,
     /// A git dir's `config`, bound as [`Check::Bound`], with its text before the run (`None`:
     /// there was none, or it could not be read): changed during the run, it is planted when it
     /// gained a line that may run code ([`cordon_policies::git_config_gained_code`]) or has a
@@ -94,6 +99,15 @@ pub struct Watch {
     started: i64,
 }
 
+/// How a file [`Watch::judge_file`] looks at is known to have been written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// It was made or moved in during the watch (an event said so).
+    Arrived,
+    /// Its change time is not older than the watch.
+    ByChangeTime,
+}
+
 /// How [`Watch::move_aside`] finds the repositories a command created.
 #[derive(Debug, Default)]
 enum Search {
@@ -125,19 +139,28 @@ impl Watch {
                 .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX)),
             ..Watch::default()
         };
-        // What a git dir's config includes is its configuration too: one that does not exist
-        // yet (inside a root) is watched for appearing, as a start-up file is.
+        // What a git dir's config includes is its configuration too, and hooks run where
+        // `core.hooksPath` leads (from each checkout's top, a linked worktree's too): one that
+        // does not exist yet (inside a root) is watched for appearing, as a start-up file is;
+        // one that does (bound read-only, or a link the bind cannot cover) for being replaced,
+        // every link on the way from its root included.
         let mut appearing = start_up.to_vec();
+        let mut existing = Vec::new();
         for git_dir in git_dirs {
-            // And so are hooks where `core.hooksPath` leads, from the checkout's top.
-            let top = git_dir.parent().filter(|_| git_dir.ends_with(".git"));
-            let hooks = top
-                .map(|top| crate::git_dirs::core_hooks_paths(git_dir, top, None))
-                .unwrap_or_default();
+            let mut tops: Vec<PathBuf> = crate::git_dirs::hooks_top(git_dir).into_iter().collect();
+            tops.extend(linked_worktrees(git_dir).iter().filter_map(|name| {
+                crate::git_dirs::linked_worktree_top(&git_dir.join("worktrees").join(name))
+            }));
+            let hooks =
+                tops.iter().flat_map(|top| crate::git_dirs::core_hooks_paths(git_dir, top, None));
             for path in crate::git_dirs::config_includes(git_dir, None).into_iter().chain(hooks) {
-                let inside = roots.iter().any(|root| path.starts_with(root));
-                if inside && std::fs::symlink_metadata(&path).is_err() {
+                if !roots.iter().any(|root| path.starts_with(root)) {
+                    continue;
+                }
+                if std::fs::symlink_metadata(&path).is_err() {
                     appearing.push(path);
+                } else {
+                    existing.push(path);
                 }
             }
         }
@@ -211,7 +234,34 @@ impl Watch {
             let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
             watch.add(&anchor, &anchor_path, &rel, Check::Name);
         }
+        for path in &existing {
+            watch.watch_from_root(path);
+        }
         watch
+    }
+
+    /// Watches `path` (inside a root) for being replaced — a file or link for being changed at
+    /// all — from the root it lies in: a link on the way that changed is moved aside as well.
+    fn watch_from_root(&mut self, path: &Path) {
+        let Some((anchor, root)) = self
+            .roots
+            .iter()
+            .find(|(_, root)| path.starts_with(root))
+            .map(|(anchor, root)| (Arc::clone(anchor), root.clone()))
+        else {
+            return;
+        };
+        let Ok(rest) = path.strip_prefix(&root) else { return };
+        let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
+        // A hooks directory changes whenever a hook in it does (the user's own `husky install`
+        // during a call): replaced is what counts there.
+        let check = match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_dir() => Check::Replaced,
+            _ => Check::Unchanged,
+        };
+        if !rel.is_empty() {
+            self.add(&anchor, &root, &rel, check);
+        }
     }
 
     /// Also watches each path of `existing` (absolute, inside a writable root) for being
@@ -290,6 +340,13 @@ impl Watch {
                 let at = path.join("worktrees").join(&name);
                 planted.extend(crate::new_repositories::planted(&worktree, &at));
                 planted.extend(crate::new_modules::planted(&worktree, &at, &mut unsearched));
+                // Hooks where `core.hooksPath` leads from its checkout, made with it.
+                let top = crate::git_dirs::linked_worktree_top(&at);
+                for hooks in
+                    top.iter().flat_map(|top| crate::git_dirs::core_hooks_paths(path, top, None))
+                {
+                    planted.extend(self.move_aside_inside_root(&hooks));
+                }
             }
         }
         // A repository the command created: what would run code in it later.
@@ -302,8 +359,13 @@ impl Watch {
             let git_dirs = match indexed {
                 Some(changes) => {
                     unsearched.extend(changes.unsearched);
-                    for file in &changes.files {
-                        planted.extend(self.judge_file(file, &roots));
+                    for file in &changes.arrived {
+                        planted.extend(self.judge_file(file, Written::Arrived));
+                    }
+                    for file in &changes.tool_files {
+                        if !changes.arrived.contains(file) {
+                            planted.extend(self.judge_file(file, Written::ByChangeTime));
+                        }
                     }
                     changes.git_dirs
                 }
@@ -351,26 +413,21 @@ impl Watch {
         AfterRun { planted, unsearched }
     }
 
-    /// A file written while the watch ran (a FIFO, or one a tool loads from a directory and
-    /// its parents) that git does not show the user: moved aside, as the write gate holds it.
-    /// One not changed since the watch began (the index after its queue overflowed names them
-    /// all) is left alone.
-    fn judge_file(&self, path: &Path, roots: &[PathBuf]) -> Option<Planted> {
+    /// A FIFO, or a file a tool loads from a directory and its parents, written while the
+    /// watch ran: moved aside, as the write gate holds it. Writing directly, the command wrote
+    /// the repository's index too, so whether git tracks the file says nothing (and asking
+    /// git there would run what the command configured): every such file is moved aside.
+    fn judge_file(&self, path: &Path, written: Written) -> Option<Planted> {
         let (parent, name) = (path.parent()?, path.file_name()?);
         let dir = self.open_inside_root(parent)?;
         let st = nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
-        // The file system's clock is coarse: a second's margin.
-        let started = self.started.saturating_sub(1);
-        if st.st_ctime < started {
+        let fifo = st.st_mode & libc::S_IFMT == libc::S_IFIFO;
+        if !fifo && cordon_policies::tool_loading(path).is_none() {
             return None;
         }
-        let fifo = st.st_mode & libc::S_IFMT == libc::S_IFIFO;
-        if !fifo {
-            cordon_policies::tool_loading(path)?;
-            let git = crate::git_tracked::trusted_git(roots);
-            if crate::git_tracked::shows_changes(&git, path, None) {
-                return None;
-            }
+        // The file system's clock is coarse: a second's margin.
+        if written == Written::ByChangeTime && st.st_ctime < self.started.saturating_sub(1) {
+            return None;
         }
         Some(move_away(&dir, name, path))
     }
@@ -387,6 +444,15 @@ impl Watch {
         self.known
             .iter()
             .any(|(known, before)| known == path && before.is_none_or(|before| now == Some(before)))
+    }
+
+    /// Moves aside `path` (inside one of the roots, reached without following a link), when
+    /// it exists.
+    fn move_aside_inside_root(&self, path: &Path) -> Option<Planted> {
+        let (parent, name) = (path.parent()?, path.file_name()?);
+        let dir = self.open_inside_root(parent)?;
+        nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        Some(move_away(&dir, name, path))
     }
 
     /// `path`, a directory inside one of the roots, opened one component at a time from the
@@ -426,6 +492,7 @@ impl Watched {
                     // when no bind kept it, too.
                     Check::Bound => before.is_none() || if file { changed } else { replaced },
                     Check::Replaced => before.is_none() || replaced,
+                    Check::Unchanged => changed,
                     // Changed at all (its inode reused, or written in place from outside):
                     // judged by what it gained.
                     Check::Config(text) => {

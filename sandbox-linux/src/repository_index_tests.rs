@@ -1,5 +1,6 @@
 use super::*;
 use pretty_assertions::assert_eq;
+use std::path::Path;
 
 fn git_init(dir: &Path) {
     std::fs::create_dir_all(dir.join(".git/objects")).unwrap();
@@ -151,7 +152,7 @@ fn a_root_the_index_does_not_hold_is_left_to_a_search() {
 }
 
 #[test]
-fn files_tools_load_from_parents_and_fifos_are_noted_when_written_not_when_found() {
+fn files_tools_load_from_parents_and_fifos_are_noted_when_they_arrive_and_all_are_known() {
     let (_dir, root) = new_root();
     std::fs::create_dir_all(root.join(".cargo")).unwrap();
     std::fs::write(root.join(".cargo/config.toml"), "").unwrap();
@@ -159,7 +160,7 @@ fn files_tools_load_from_parents_and_fifos_are_noted_when_written_not_when_found
     let index = RepositoryIndex::new(std::slice::from_ref(&root)).unwrap();
     let roots = [root.clone()];
     let (_, mark) = index.walk_for(&roots).unwrap();
-    let files = |mark| index.changes_since(mark, &roots).unwrap().files;
+    let files = |mark| index.changes_since(mark, &roots).unwrap().arrived;
     assert_eq!(files(mark), Vec::<PathBuf>::new());
     std::fs::write(root.join(".cargo/config.toml"), "[build]\nrustc-wrapper = \"x\"\n").unwrap();
     std::fs::write(root.join("rust-toolchain.toml"), "").unwrap();
@@ -181,5 +182,42 @@ fn files_tools_load_from_parents_and_fifos_are_noted_when_written_not_when_found
             root.join("pipe"),
             root.join("rust-toolchain.toml"),
         ]
+    );
+    // Every one the roots hold is known, those found at the first reading too.
+    let known = index.changes_since(mark, &roots).unwrap().tool_files;
+    assert!(
+        known.contains(&root.join(".envrc")) && known.contains(&root.join("arrived/sub/.npmrc"))
+    );
+    assert!(!known.contains(&root.join("config.toml")));
+}
+
+#[test]
+fn directories_swapped_moved_or_linked_to_later_are_followed() {
+    let (_dir, root) = new_root();
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    std::fs::create_dir_all(root.join("node_modules")).unwrap();
+    let index = RepositoryIndex::new(std::slice::from_ref(&root)).unwrap();
+    let roots = [root.clone()];
+    // Swapped in one step: both sides stay followed.
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        &root.join("a"),
+        rustix::fs::CWD,
+        &root.join("b"),
+        rustix::fs::RenameFlags::EXCHANGE,
+    )
+    .unwrap();
+    let (_, mark) = index.walk_for(&roots).unwrap();
+    git_init(&root.join("a/r"));
+    git_init(&root.join("b/r"));
+    // A link into what the reading skips, leading nowhere yet; its target made later.
+    std::os::unix::fs::symlink("node_modules/x", root.join("lib")).unwrap();
+    index.catch_up();
+    git_init(&root.join("node_modules/x"));
+    let (changed, _) = changed_git_dirs(&index, mark, &roots).unwrap();
+    assert_eq!(
+        changed,
+        vec![root.join("a/r/.git"), root.join("b/r/.git"), root.join("node_modules/x/.git")]
     );
 }

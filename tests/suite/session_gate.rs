@@ -9,10 +9,19 @@ use super::code_runs_later::git;
 use super::executor::Executor;
 use super::util::*;
 
+/// Whether `dir` holds `name` moved aside (renamed `NAME.cordon-planted-…`).
+fn moved(dir: &Path, name: &str) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(&format!("{name}.cordon-planted-")))
+}
+
 /// The include graph, `core.hooksPath` on a section's line and repeated, files tools load from
 /// a directory and its parents (in the workspace and in `/tmp`) and a FIFO, planted in one
-/// executor call; the controls in the same call: a tracked `rust-toolchain.toml` edited stays edited (the user sees it in `git diff`), a plain
-/// file stays, and nothing planted runs at the user's next `git status` and `git commit`.
+/// executor call. Writing directly, the command wrote the repository's index too, so a tool's
+/// file it edited is moved aside even where git tracks it. The controls in the same call: a
+/// plain file stays, and nothing planted runs at the user's next `git status` and `git commit`.
 #[test]
 fn what_a_session_plants_for_git_or_a_tool_is_kept_out_of_reach() {
     require_mount_view!();
@@ -77,11 +86,8 @@ fn what_a_session_plants_for_git_or_a_tool_is_kept_out_of_reach() {
             gone.display()
         );
     }
+    assert!(moved(&work.join("pinned"), "rust-toolchain.toml"), "{text}");
     // The controls.
-    assert_eq!(
-        std::fs::read_to_string(work.join("pinned/rust-toolchain.toml")).unwrap(),
-        "[toolchain]\nchannel = \"1.80\"\n"
-    );
     assert_eq!(std::fs::read_to_string(work.join("control")).unwrap(), "kept\n");
     for repo in [work.as_path(), second.as_path()] {
         git(repo, &["status", "--short"]).assert_ok();
@@ -96,4 +102,85 @@ fn what_a_session_plants_for_git_or_a_tool_is_kept_out_of_reach() {
     // Moved aside, not lost: the user can look.
     assert!(moved(&work.join(".cargo"), "config.toml"), "{text}");
     assert!(moved(tmp.path(), "rust-toolchain.toml"), "{text}");
+}
+
+/// The ways round the index a review found, each tried in an executor session: a tool's file
+/// staged in `node_modules` and moved in with its directory (its change time is old), an
+/// ignored `.npmrc` rewritten through a hard link made where nothing is watched, two
+/// directories swapped in one step, a link into `node_modules` made before its target, a hook
+/// under a linked worktree's `core.hooksPath` (existing and added in the call), and an included
+/// file that is a link replaced by the command. Each is moved aside; the user's next git runs
+/// nothing planted.
+#[test]
+fn the_ways_round_a_servers_index_are_closed() {
+    require_mount_view!();
+    let mut ex = Executor::start(&[]);
+    let work = ex.work.path().to_path_buf();
+    let outside = scratch();
+    let mark = outside.path().join("ran");
+    git(&work, &["init", "-q"]).assert_ok();
+    git(&work, &["commit", "--allow-empty", "-qm", "one"]).assert_ok();
+    std::fs::write(work.join(".gitignore"), ".npmrc\n").unwrap();
+    std::fs::write(work.join(".npmrc"), "registry=https://example.test/\n").unwrap();
+    std::fs::create_dir_all(work.join("tools")).unwrap();
+    std::fs::write(work.join("tools/real.cfg"), "[user]\n\tname = t\n").unwrap();
+    std::os::unix::fs::symlink("real.cfg", work.join("tools/gitconfig")).unwrap();
+    let config = work.join(".git/config");
+    let text = std::fs::read_to_string(&config).unwrap()
+        + "[core]\n\thooksPath = .husky\n[include]\n\tpath = ../tools/gitconfig\n";
+    std::fs::write(&config, text).unwrap();
+    git(&work, &["worktree", "add", "-q", "wt"]).assert_ok();
+    for dir in ["a", "b", "node_modules/stash/sub"] {
+        std::fs::create_dir_all(work.join(dir)).unwrap();
+    }
+    std::fs::write(work.join("node_modules/stash/sub/rust-toolchain.toml"), "[toolchain]\n")
+        .unwrap();
+    let first = ex.text("exec_command", serde_json::json!({"cmd": "true"}));
+    assert!(first.contains("exited with code 0"), "{first}");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let hook = format!("#!/bin/sh\\ntouch {}\\n", mark.display());
+    let code = format!("[core]\\n\\tfsmonitor = touch {}\\n", mark.display());
+    let plant = format!(
+        "mv node_modules/stash/sub moved-in; \
+         ln .npmrc node_modules/h && printf 'script-shell=/x\\n' > node_modules/h; \
+         python3 -c 'import ctypes,os; l=ctypes.CDLL(None,use_errno=True); \
+         l.renameat2(-100,b\"a\",-100,b\"b\",2)'; \
+         ln -s node_modules/x lib; \
+         mkdir -p wt/.husky && printf '{hook}' > wt/.husky/pre-commit && chmod +x wt/.husky/pre-commit; \
+         git worktree add -q wt2 && mkdir -p wt2/.husky && printf '{hook}' > wt2/.husky/pre-commit && \
+         chmod +x wt2/.husky/pre-commit; \
+         rm tools/gitconfig && printf '{code}' > tools/gitconfig; echo kept > control; echo planted"
+    );
+    let text = ex.text("exec_command", serde_json::json!({"cmd": plant}));
+    assert!(text.contains("planted") && text.contains("moved aside"), "{text}");
+    // Later calls: a repository in the swapped directory, and the link's target.
+    let later = format!(
+        "git init -q b/r && git -C b/r config core.fsmonitor 'touch {m}' && \
+         git init -q node_modules/x && git -C node_modules/x config core.fsmonitor 'touch {m}' && \
+         echo later",
+        m = mark.display()
+    );
+    let text2 = ex.text("exec_command", serde_json::json!({"cmd": later}));
+    assert!(text2.contains("later") && text2.contains("moved aside"), "{text2}");
+    for (dir, name) in [
+        (work.join("moved-in"), "rust-toolchain.toml"),
+        (work.clone(), ".npmrc"),
+        (work.join("wt"), ".husky"),
+        (work.join("tools"), "gitconfig"),
+    ] {
+        assert!(moved(&dir, name), "{}/{name} stayed: {text}", dir.display());
+    }
+    assert!(!work.join("wt2/.husky/pre-commit").exists(), "{text}");
+    assert!(moved(&work.join("b/r/.git"), "config"), "{text2}");
+    assert!(moved(&work.join("node_modules/x/.git"), "config"), "{text2}");
+    assert_eq!(std::fs::read_to_string(work.join("control")).unwrap(), "kept\n");
+    for repo in
+        [work.clone(), work.join("wt"), work.join("wt2"), work.join("b/r"), work.join("lib")]
+    {
+        git(&repo, &["status", "--short"]).assert_ok();
+    }
+    for repo in [work.join("wt"), work.join("wt2")] {
+        git(&repo, &["commit", "--allow-empty", "-qm", "x"]).assert_ok();
+    }
+    assert!(!mark.exists(), "planted code ran outside the sandbox");
 }

@@ -110,7 +110,7 @@ pub(super) fn helper_waits(
     // killed the rest): what it created where the policy keeps names read-only goes.
     if let Some((watch, sweeper)) = after_run {
         if started {
-            report_moved_aside(&watch.move_aside().planted);
+            report_after_run(&watch.move_aside());
         }
         if let Some(sweeper) = sweeper {
             let _ = nix::unistd::write(&sweeper, &[SWEPT]);
@@ -158,7 +158,7 @@ pub(super) fn start_sweeper(watch: &crate::planted::Watch) -> Option<OwnedFd> {
             while process_running(supervisor) {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            report_moved_aside(&watch.move_aside().planted);
+            report_after_run(&watch.move_aside());
             sys::exit_now(0)
         }
         Err(_) => None,
@@ -209,26 +209,41 @@ fn process_running(pid: libc::pid_t) -> bool {
 }
 
 /// One line naming what was moved aside (the first five), so the caller knows where it went.
-fn report_moved_aside(planted: &[crate::planted::Planted]) {
-    if planted.is_empty() {
-        return;
+fn report_after_run(after: &crate::planted::AfterRun) {
+    // Quoted (no byte of a planted name reaches the terminal raw), and each cut to a line's
+    // worth: a path is as long as the command makes it.
+    let quoted =
+        |path: &std::path::Path| cordon_policies::abbreviate(&format!("{path:?}"), 200).text;
+    let planted = &after.planted;
+    if !planted.is_empty() {
+        let named: Vec<String> = planted
+            .iter()
+            .take(5)
+            .map(|p| match &p.moved_to {
+                Some(to) => format!("{} -> {}", quoted(&p.path), quoted(to)),
+                None => format!("{} (could not be moved)", quoted(&p.path)),
+            })
+            .collect();
+        let more = planted.len().saturating_sub(5);
+        crate::messages::warning(format_args!(
+            "the command created what git, a shell or another tool would later run code from; \
+             moved aside: {}{}",
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+        ));
     }
-    let named: Vec<String> = planted
-        .iter()
-        .take(5)
-        .map(|p| match &p.moved_to {
-            Some(to) => format!("{} -> {}", p.path.display(), to.display()),
-            None => format!("{} (could not be moved)", p.path.display()),
-        })
-        .collect();
-    let more = planted.len().saturating_sub(5);
-    crate::messages::warning(format_args!(
-        "the command created {} where the policy keeps {} read-only; moved aside: {}{}",
-        if planted.len() == 1 { "a name" } else { "names" },
-        if planted.len() == 1 { "it" } else { "them" },
-        named.join(", "),
-        if more > 0 { format!(" and {more} more") } else { String::new() },
-    ));
+    if let Some(first) = after.unsearched.first() {
+        let more = match after.unsearched.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        crate::messages::warning(format_args!(
+            "not searched after the run for repositories the command created (too many \
+             directories or repositories, too deep, or not readable): {}{more}; git run there \
+             later may obey a config or hooks the command wrote: look before using git there",
+            quoted(first)
+        ));
+    }
 }
 
 /// Whether `signal` ends a run that has not started its command yet: hangup, interrupt and
