@@ -202,9 +202,9 @@ fn directories_swapped_moved_or_linked_to_later_are_followed() {
     // Swapped in one step: both sides stay followed.
     rustix::fs::renameat_with(
         rustix::fs::CWD,
-        &root.join("a"),
+        root.join("a"),
         rustix::fs::CWD,
-        &root.join("b"),
+        root.join("b"),
         rustix::fs::RenameFlags::EXCHANGE,
     )
     .unwrap();
