@@ -155,6 +155,13 @@ pub(crate) fn watch_git_dirs(of: WatchOf<'_>) -> Option<GitWatch> {
         {
             crate::limits::raise_open_file_limit();
         }
+        // cordon's own state directory, made now if it is not there yet: the helper makes it
+        // before the command runs, and where it lies in a root (`.cordon` at its top) the
+        // watch must not take it for the command's.
+        if let Some(home) = &helper.user_view.cordon_home {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(home);
+        }
         // The protected names of one component in each root (`.codex`, `.envrc`, `.vscode`,
         // …): one that does not exist cannot be bound, so what the command creates there goes
         // after the run; one that does is bound, and moved when the command made it anew after

@@ -226,8 +226,11 @@ impl ConfigReading {
     /// one's config (its `commondir`) and then its own `config.worktree`.
     fn of(git_dir: &Path, home: Option<&Path>) -> Self {
         let mut reading = ConfigReading::default();
-        let common = std::fs::read_to_string(git_dir.join("commondir"))
+        // A FIFO or a huge file there is not read (git would hang on it; nothing to follow).
+        let common = read_start_file(&git_dir.join("commondir"), MAX_POINTER_BYTES)
             .ok()
+            .flatten()
+            .and_then(|text| String::from_utf8(text).ok())
             .map(|text| git_dir.join(text.trim_end_matches(['\n', '\r'])));
         match common {
             Some(common) => reading.read(&common.join("config"), home, 0),

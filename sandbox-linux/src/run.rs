@@ -277,7 +277,9 @@ unsafe fn run(
         // or start-up path links to; a root holding $HOME also what links deeper in the dot
         // directories lead to.
         let depth = if holds_home { LinkSearch::Deep } else { LinkSearch::TopLevel };
-        omit.extend(crate::sealing::linked_from_dot_entries(&home, depth));
+        let cordons: Vec<PathBuf> =
+            env.cordon_home.iter().filter_map(|dir| std::fs::canonicalize(dir).ok()).collect();
+        omit.extend(crate::sealing::linked_from_dot_entries(&home, depth, &cordons));
         let seal = cordon_policies::HomeSeal { home: &home, omit: &omit };
         let sealed = seal.seal(&policy.writable_roots, crate::sealing::list_entries);
         let before = std::mem::replace(&mut policy.writable_roots, sealed);

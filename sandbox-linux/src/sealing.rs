@@ -61,7 +61,11 @@ pub(crate) enum LinkSearch {
 /// What must not be granted under `home` besides its dot entries and code directories: where
 /// a link among them (or a start-up path) leads inside `home`. When the dot directories are
 /// too large to search, every entry of `home` (nothing of it is then writable).
-pub(crate) fn linked_from_dot_entries(home: &Path, search: LinkSearch) -> Vec<PathBuf> {
+pub(crate) fn linked_from_dot_entries(
+    home: &Path,
+    search: LinkSearch,
+    cordons: &[PathBuf],
+) -> Vec<PathBuf> {
     let mut omit = Vec::new();
     let mut budget = LINK_SEARCH_ENTRIES;
     let mut pending: Vec<(PathBuf, usize)> = Vec::new();
@@ -81,7 +85,9 @@ pub(crate) fn linked_from_dot_entries(home: &Path, search: LinkSearch) -> Vec<Pa
         omit.extend(target_inside(&path, home));
     }
     while let Some((dir, depth)) = pending.pop() {
-        if UNSEARCHED.iter().any(|name| dir == home.join(name)) {
+        // cordon's own state (no sandbox writes it) links into the workspace: a kept run's
+        // layers name their root.
+        if UNSEARCHED.iter().any(|name| dir == home.join(name)) || cordons.contains(&dir) {
             continue;
         }
         let Ok(read) = std::fs::read_dir(&dir) else { continue };
