@@ -97,14 +97,14 @@ sandboxed there, while rules, the approval policy and the elicitation stay here.
     /// See docs/transactions.md.
     Held(HeldArgs),
     /// What a transactional run changed: each path it made, replaced or deleted (and whether
-    /// it changed since), and what it held back. Without RUN, the newest run that changed
-    /// something in the current directory. See docs/transactions.md.
+    /// it changed since), and what it held back. Without RUN, the newest run whose workspace
+    /// holds the current directory. See docs/transactions.md.
     Diff(DiffArgs),
     /// Puts back what a transactional run replaced or deleted, and moves aside what it made —
     /// each path only while it still holds what the run put there (anything changed since is
     /// left and named). Nothing is deleted: what the run wrote goes to the run's `undone/`.
-    /// Exit 1 when anything was left. Without RUN, the newest run that changed something in
-    /// the current directory.
+    /// Exit 1 when anything was left. Without RUN, the newest run whose workspace holds the
+    /// current directory.
     Undo(UndoArgs),
     /// Print a shell completion script: `cordon completions bash > /etc/bash_completion.d/cordon`.
     Completions(CompletionsArgs),

@@ -134,11 +134,11 @@ pub(crate) fn watch_git_dirs(of: WatchOf<'_>) -> Option<GitWatch> {
             None => (cordon_sandbox_linux::RepositoryWalk::of(roots), None),
         };
         let walked = std::sync::Arc::new(walked);
-        let mut git_dirs = walked.git_dirs();
-        git_dirs.retain(|dir| {
-            std::fs::canonicalize(dir)
-                .is_ok_and(|dir| roots.iter().any(|root| dir.starts_with(root)))
-        });
+        let (git_dirs, outside): (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) =
+            walked.git_dirs().into_iter().partition(|dir| {
+                std::fs::canonicalize(dir)
+                    .is_ok_and(|dir| roots.iter().any(|root| dir.starts_with(root)))
+            });
         // What a shell, git or Python loads from $HOME, where a root contains it.
         let home =
             helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok());
@@ -183,6 +183,7 @@ pub(crate) fn watch_git_dirs(of: WatchOf<'_>) -> Option<GitWatch> {
         }
         let mut watch = cordon_sandbox_linux::Watch::before(roots, &git_dirs, &start_up);
         watch.watch_replaced(&existing);
+        watch.watch_code_paths_of(&outside);
         if let Some((index, mark)) = search {
             watch.search_index(index, mark);
         }

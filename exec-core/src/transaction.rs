@@ -406,8 +406,13 @@ impl Default for UndoRetention {
     }
 }
 
+/// How much the runs kept only to be undone may hold together (what they replaced): past it,
+/// the oldest go.
+#[cfg(target_os = "linux")]
+const UNDO_SIZE: u64 = 2 * 1024 * 1024 * 1024;
+
 /// Removes kept runs older than [`KEPT_FOR`], and runs that only applied changes past what
-/// `retention` keeps, spending at most a second, at most hourly.
+/// `retention` keeps or past [`UNDO_SIZE`], spending at most a second, at most hourly.
 #[cfg(target_os = "linux")]
 fn prune_kept(kept: &Path, retention: UndoRetention) {
     let undo_for = std::time::Duration::from_secs(u64::from(retention.days) * 24 * 3600);
@@ -438,9 +443,17 @@ fn prune_kept(kept: &Path, retention: UndoRetention) {
     undoable.sort();
     let keep = usize::try_from(retention.runs).unwrap_or(usize::MAX);
     let surplus = undoable.len().saturating_sub(keep);
-    for (i, (name, old)) in undoable.iter().enumerate() {
-        if (i < surplus || *old) && std::time::Instant::now() < deadline {
-            let _ = crate::upkeep::remove_or_move_aside(&kept.join(name), &trash, deadline);
+    // Newest first, while what they keep fits: the older ones go.
+    let mut kept_bytes: u64 = 0;
+    for (i, (name, old)) in undoable.iter().enumerate().rev() {
+        let dir = kept.join(name);
+        let over = (i < surplus || *old) || {
+            kept_bytes =
+                kept_bytes.saturating_add(crate::upkeep::disk_usage(&dir, deadline).unwrap_or(0));
+            kept_bytes > UNDO_SIZE
+        };
+        if over && std::time::Instant::now() < deadline {
+            let _ = crate::upkeep::remove_or_move_aside(&dir, &trash, deadline);
         }
     }
     let removed = crate::upkeep::remove_older_than(kept, KEPT_FOR, &trash, deadline);

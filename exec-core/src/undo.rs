@@ -121,7 +121,8 @@ pub fn reviews(cordon_home: &Path) -> Vec<RunReview> {
         .collect()
 }
 
-/// The kept run `id`; without one, the newest run that changed something inside `here`.
+/// The kept run `id`; without one, the newest run whose workspace (a root it wrote through the
+/// gate) holds `here`.
 pub fn review(cordon_home: &Path, id: Option<&str>, here: &Path) -> Result<RunReview, KeptError> {
     match id {
         Some(id) => {
@@ -130,15 +131,22 @@ pub fn review(cordon_home: &Path, id: Option<&str>, here: &Path) -> Result<RunRe
         }
         None => reviews(cordon_home)
             .into_iter()
-            .find(|run| {
-                run.applied
-                    .iter()
-                    .map(|c| &c.path)
-                    .chain(run.held.iter().map(|c| &c.path))
-                    .any(|path| path.starts_with(here))
-            })
-            .ok_or_else(|| KeptError::NoSuchRun(format!("that changed {}", here.display()))),
+            .find(|run| run_roots(&run.dir).iter().any(|root| here.starts_with(root)))
+            .ok_or_else(|| {
+                KeptError::NoSuchRun(format!("whose workspace holds {}", here.display()))
+            }),
     }
+}
+
+/// The roots a run's layers were (`I/root` in its directory).
+fn run_roots(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_str().is_some_and(|n| n.parse::<u32>().is_ok()))
+        .filter_map(|entry| std::fs::read_link(entry.path().join("root")).ok())
+        .collect()
 }
 
 fn review_of(id: String, state: String, dir: PathBuf, held: Vec<KeptChange>) -> RunReview {
@@ -155,7 +163,7 @@ fn shown(change: AppliedChange, dir: &Path) -> RunChange {
                 Before::Absent => ChangeKind::Created,
                 _ => ChangeKind::Replaced,
             };
-            (kind, now != Some(after))
+            (kind, now != Some(after) || tree_changed(&change.path, after, change.at))
         }
         None => (ChangeKind::Deleted, now.is_some()),
     };
@@ -165,6 +173,38 @@ fn shown(change: AppliedChange, dir: &Path) -> RunChange {
         Before::NotKept(why) => (None, Some(why)),
     };
     RunChange { path: change.path, kind, kept, not_kept, changed_since }
+}
+
+/// How many entries of a directory a run put in place are looked at for later changes.
+const TREE_CHECKED: usize = 100_000;
+
+/// Whether anything in the directory at `path` (what the run put there, `after`) changed after
+/// `at`: an entry whose change time is later, or more entries than [`TREE_CHECKED`] (then it
+/// cannot be told). Never for what is not a directory.
+fn tree_changed(path: &Path, after: Stamp, at: (i64, i64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if !after.directory {
+        return false;
+    }
+    let mut pending = vec![path.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { return true };
+        for entry in entries.filter_map(Result::ok) {
+            seen += 1;
+            if seen > TREE_CHECKED {
+                return true;
+            }
+            let Ok(meta) = entry.metadata() else { return true };
+            if (meta.ctime(), meta.ctime_nsec()) > at {
+                return true;
+            }
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    false
 }
 
 /// What is at `path` now (`None`: nothing, or its directory cannot be reached without a link).
@@ -205,7 +245,11 @@ pub fn undo(cordon_home: &Path, id: &str) -> Result<Undone, KeptError> {
             Err(why) => done.left.push(Left { path, why: why.to_string() }),
         }
     }
-    let _ = std::fs::write(run.dir.join("state"), format!("{UNDONE}\n"));
+    // Undone whole: a second undo is refused. With anything left, another try may finish it
+    // (what was undone now counts as changed since, and stays).
+    if done.left.is_empty() {
+        let _ = std::fs::write(run.dir.join("state"), format!("{UNDONE}\n"));
+    }
     Ok(done)
 }
 
@@ -228,7 +272,9 @@ fn undo_one(
     let aside_path = undone_path.join(&aside);
     match (change.before, change.after) {
         (Before::NotKept(why), _) => Err(Leave::NotKept(why)),
-        (_, Some(after)) if now != Some(after) => Err(Leave::ChangedSince),
+        (_, Some(after)) if now != Some(after) || tree_changed(&change.path, after, change.at) => {
+            Err(Leave::ChangedSince)
+        }
         (Before::Absent, Some(_)) => {
             rustix::fs::renameat(&dir, name, undone, aside.as_os_str())
                 .map_err(io("cannot move it aside"))?;
@@ -237,9 +283,10 @@ fn undo_one(
         (Before::Kept(kept), Some(after)) => {
             let kept = run_dir.join(kept);
             let (kept_dir, kept_name) = kept_parts(&kept)?;
-            if after.directory {
-                // A directory cannot be renamed over: the run's goes first, and comes back if
-                // the old one cannot.
+            let kept_is_dir = std::fs::symlink_metadata(&kept).is_ok_and(|meta| meta.is_dir());
+            if after.directory || kept_is_dir {
+                // A directory cannot be renamed over, nor renamed over a file: the run's goes
+                // first, and comes back if the old one cannot.
                 rustix::fs::renameat(&dir, name, undone, aside.as_os_str())
                     .map_err(io("cannot move it aside"))?;
                 if let Err(errno) = rustix::fs::renameat(&kept_dir, kept_name, &dir, name) {

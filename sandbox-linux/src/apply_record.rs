@@ -71,6 +71,10 @@ pub struct AppliedChange {
     pub before: Before,
     /// What the change put there (`None`: it deleted what was there).
     pub after: Option<Stamp>,
+    /// When the change was made (seconds, nanoseconds): anything in a directory it put there
+    /// that changed later was not the run's.
+    #[serde(default)]
+    pub at: (i64, i64),
 }
 
 /// The record of one layer's apply.
@@ -236,7 +240,12 @@ impl Record {
     /// out of `cordon diff` and `cordon undo`, never the apply undone).
     pub(crate) fn note(&mut self, path: PathBuf, before: Before, after: Option<Stamp>) {
         let Some(file) = &mut self.file else { return };
-        let change = AppliedChange { path, before, after };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or((0, 0), |d| {
+                (i64::try_from(d.as_secs()).unwrap_or(0), i64::from(d.subsec_nanos()))
+            });
+        let change = AppliedChange { path, before, after, at: now };
         if let Ok(mut line) = serde_json::to_vec(&change) {
             line.push(b'\n');
             let _ = file.write_all(&line);

@@ -95,6 +95,15 @@ fn as_owner<T>(dir: impl AsFd, wanted: u32, action: impl FnOnce() -> Option<T>) 
     done
 }
 
+/// Whether something is at `path` as far as this process can tell: an `lstat` that succeeds,
+/// or one refused for permission (a directory on the way made unreadable by its owner).
+pub(crate) fn exists_as_owner(path: &std::path::Path) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => true,
+        Err(error) => error.kind() == std::io::ErrorKind::PermissionDenied,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -99,6 +99,13 @@ pub struct Watch {
     started: i64,
 }
 
+/// What [`Watch::judge_file`] found.
+enum Judged {
+    Planted(Planted),
+    /// It could not be looked at.
+    NotLookedAt,
+}
+
 /// How a file [`Watch::judge_file`] looks at is known to have been written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Written {
@@ -145,25 +152,8 @@ impl Watch {
         // one that does (bound read-only, or a link the bind cannot cover) for being replaced,
         // every link on the way from its root included.
         let mut appearing = start_up.to_vec();
-        let mut existing = Vec::new();
-        for git_dir in git_dirs {
-            let mut tops: Vec<PathBuf> = crate::git_dirs::hooks_top(git_dir).into_iter().collect();
-            tops.extend(linked_worktrees(git_dir).iter().filter_map(|name| {
-                crate::git_dirs::linked_worktree_top(&git_dir.join("worktrees").join(name))
-            }));
-            let hooks =
-                tops.iter().flat_map(|top| crate::git_dirs::core_hooks_paths(git_dir, top, None));
-            for path in crate::git_dirs::config_includes(git_dir, None).into_iter().chain(hooks) {
-                if !roots.iter().any(|root| path.starts_with(root)) {
-                    continue;
-                }
-                if std::fs::symlink_metadata(&path).is_err() {
-                    appearing.push(path);
-                } else {
-                    existing.push(path);
-                }
-            }
-        }
+        let (missing, existing) = code_paths(git_dirs, roots);
+        appearing.extend(missing);
         for git_dir in git_dirs {
             // The caller's walk of the same roots (the git dirs it passes are those inside
             // them): a git dir found after the run and not among these is new.
@@ -238,6 +228,32 @@ impl Watch {
             watch.watch_from_root(path);
         }
         watch
+    }
+
+    /// Also watches what git reads as configuration or runs as hooks, inside the roots, for the
+    /// git dirs `outside` the roots whose checkouts lie inside them (a linked worktree of a
+    /// repository elsewhere: its hooks run from `core.hooksPath` in the checkout).
+    pub fn watch_code_paths_of(&mut self, outside: &[PathBuf]) {
+        let roots: Vec<PathBuf> = self.roots.iter().map(|(_, root)| root.clone()).collect();
+        let (missing, existing) = code_paths(outside, &roots);
+        for path in &missing {
+            let Some(parent) = path.parent() else { continue };
+            // Anchored at the deepest directory that exists now.
+            let mut anchor_path = parent.to_path_buf();
+            while std::fs::symlink_metadata(&anchor_path).is_err() {
+                let Some(up) = anchor_path.parent() else { break };
+                anchor_path = up.to_path_buf();
+            }
+            let Some(anchor) = open_dir(None, anchor_path.as_os_str()).map(Arc::new) else {
+                continue;
+            };
+            let Ok(rest) = path.strip_prefix(&anchor_path) else { continue };
+            let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
+            self.add(&anchor, &anchor_path, &rel, Check::Name);
+        }
+        for path in &existing {
+            self.watch_from_root(path);
+        }
     }
 
     /// Watches `path` (inside a root) for being replaced — a file or link for being changed at
@@ -359,12 +375,17 @@ impl Watch {
             let git_dirs = match indexed {
                 Some(changes) => {
                     unsearched.extend(changes.unsearched);
-                    for file in &changes.arrived {
-                        planted.extend(self.judge_file(file, Written::Arrived));
-                    }
-                    for file in &changes.tool_files {
-                        if !changes.arrived.contains(file) {
-                            planted.extend(self.judge_file(file, Written::ByChangeTime));
+                    let arrived = changes.arrived.iter().map(|file| (file, Written::Arrived));
+                    let known = changes
+                        .tool_files
+                        .iter()
+                        .filter(|file| !changes.arrived.contains(file))
+                        .map(|file| (file, Written::ByChangeTime));
+                    for (file, written) in arrived.chain(known) {
+                        match self.judge_file(file, written) {
+                            Some(Judged::Planted(found)) => planted.push(found),
+                            Some(Judged::NotLookedAt) => unsearched.push(file.clone()),
+                            None => {}
                         }
                     }
                     changes.git_dirs
@@ -377,8 +398,17 @@ impl Watch {
             };
             for named in git_dirs {
                 // Where it really is: a `.git` pointer may name it through a link, `..` or
-                // /proc/self/cwd, and the place is what the command could have written.
-                let Ok(git_dir) = std::fs::canonicalize(&named) else { continue };
+                // /proc/self/cwd, and the place is what the command could have written. One
+                // that cannot be reached (a directory on the way made unreadable) is said to be
+                // not looked at.
+                let git_dir = match std::fs::canonicalize(&named) {
+                    Ok(git_dir) => git_dir,
+                    Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+                        unsearched.push(named);
+                        continue;
+                    }
+                    Err(_) => continue,
+                };
                 if !roots.iter().any(|root| git_dir.starts_with(root)) {
                     continue;
                 }
@@ -417,19 +447,31 @@ impl Watch {
     /// watch ran: moved aside, as the write gate holds it. Writing directly, the command wrote
     /// the repository's index too, so whether git tracks the file says nothing (and asking
     /// git there would run what the command configured): every such file is moved aside.
-    fn judge_file(&self, path: &Path, written: Written) -> Option<Planted> {
+    fn judge_file(&self, path: &Path, written: Written) -> Option<Judged> {
         let (parent, name) = (path.parent()?, path.file_name()?);
-        let dir = self.open_inside_root(parent)?;
-        let st = nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
-        let fifo = st.st_mode & libc::S_IFMT == libc::S_IFIFO;
-        if !fifo && cordon_policies::tool_loading(path).is_none() {
-            return None;
+        let Some(dir) = self.open_inside_root(parent) else {
+            // Not reachable without a link, or a directory on the way made unreadable: what
+            // cannot be looked at is said to be so (the command may hand it back later).
+            return crate::owner_read::exists_as_owner(path).then_some(Judged::NotLookedAt);
+        };
+        let st = match nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) => Some(st),
+            // Its directory's search permission taken away: moved aside unseen (the move gives
+            // the owner's permission back for the moment).
+            Err(nix::errno::Errno::EACCES) => None,
+            Err(_) => return None,
+        };
+        if let Some(st) = st {
+            let fifo = st.st_mode & libc::S_IFMT == libc::S_IFIFO;
+            if !fifo && cordon_policies::tool_loading(path).is_none() {
+                return None;
+            }
+            // The file system's clock is coarse: a second's margin.
+            if written == Written::ByChangeTime && st.st_ctime < self.started.saturating_sub(1) {
+                return None;
+            }
         }
-        // The file system's clock is coarse: a second's margin.
-        if written == Written::ByChangeTime && st.st_ctime < self.started.saturating_sub(1) {
-            return None;
-        }
-        Some(move_away(&dir, name, path))
+        Some(Judged::Planted(move_away(&dir, name, path)))
     }
 
     /// Whether the git dir `dir` (opened, at its real place `path`) existed there before the
@@ -519,6 +561,31 @@ impl Watched {
         }
         None
     }
+}
+
+/// What the configs of `git_dirs` include and where their hooks run (from each checkout's top,
+/// linked worktrees' too), inside `roots`: those missing now, and those that exist.
+fn code_paths(git_dirs: &[PathBuf], roots: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut missing, mut existing) = (Vec::new(), Vec::new());
+    for git_dir in git_dirs {
+        let mut tops: Vec<PathBuf> = crate::git_dirs::hooks_top(git_dir).into_iter().collect();
+        tops.extend(linked_worktrees(git_dir).iter().filter_map(|name| {
+            crate::git_dirs::linked_worktree_top(&git_dir.join("worktrees").join(name))
+        }));
+        let hooks =
+            tops.iter().flat_map(|top| crate::git_dirs::core_hooks_paths(git_dir, top, None));
+        for path in crate::git_dirs::config_includes(git_dir, None).into_iter().chain(hooks) {
+            if !roots.iter().any(|root| path.starts_with(root)) {
+                continue;
+            }
+            if std::fs::symlink_metadata(&path).is_err() {
+                missing.push(path);
+            } else {
+                existing.push(path);
+            }
+        }
+    }
+    (missing, existing)
 }
 
 fn identity(dir: &OwnedFd) -> Option<Identity> {

@@ -108,7 +108,8 @@ fn what_a_session_plants_for_git_or_a_tool_is_kept_out_of_reach() {
 /// staged in `node_modules` and moved in with its directory (its change time is old), an
 /// ignored `.npmrc` rewritten through a hard link made where nothing is watched, two
 /// directories swapped in one step, a link into `node_modules` made before its target, a hook
-/// under a linked worktree's `core.hooksPath` (existing and added in the call), and an included
+/// under a linked worktree's `core.hooksPath` (existing, added in the call, and of a repository
+/// outside the workspace), and an included
 /// file that is a link replaced by the command. Each is moved aside; the user's next git runs
 /// nothing planted.
 #[test]
@@ -130,6 +131,14 @@ fn the_ways_round_a_servers_index_are_closed() {
         + "[core]\n\thooksPath = .husky\n[include]\n\tpath = ../tools/gitconfig\n";
     std::fs::write(&config, text).unwrap();
     git(&work, &["worktree", "add", "-q", "wt"]).assert_ok();
+    // A linked worktree in the workspace of a repository elsewhere, whose hooks path does not
+    // exist yet.
+    let elsewhere = scratch();
+    git(elsewhere.path(), &["init", "-q"]).assert_ok();
+    git(elsewhere.path(), &["commit", "--allow-empty", "-qm", "one"]).assert_ok();
+    git(elsewhere.path(), &["config", "core.hooksPath", ".hooks3"]).assert_ok();
+    let wt3 = work.join("wt3");
+    git(elsewhere.path(), &["worktree", "add", "-q", wt3.to_str().unwrap()]).assert_ok();
     for dir in ["a", "b", "node_modules/stash/sub"] {
         std::fs::create_dir_all(work.join(dir)).unwrap();
     }
@@ -149,19 +158,26 @@ fn the_ways_round_a_servers_index_are_closed() {
          mkdir -p wt/.husky && printf '{hook}' > wt/.husky/pre-commit && chmod +x wt/.husky/pre-commit; \
          git worktree add -q wt2 && mkdir -p wt2/.husky && printf '{hook}' > wt2/.husky/pre-commit && \
          chmod +x wt2/.husky/pre-commit; \
+         mkdir -p wt3/.hooks3 && printf '{hook}' > wt3/.hooks3/pre-commit && chmod +x wt3/.hooks3/pre-commit; \
          rm tools/gitconfig && printf '{code}' > tools/gitconfig; echo kept > control; echo planted"
     );
     let text = ex.text("exec_command", serde_json::json!({"cmd": plant}));
     assert!(text.contains("planted") && text.contains("moved aside"), "{text}");
-    // Later calls: a repository in the swapped directory, and the link's target.
+    // Later calls: a repository in the swapped directory; then, in a call that changes nothing
+    // the index watches, the link's target.
     let later = format!(
-        "git init -q b/r && git -C b/r config core.fsmonitor 'touch {m}' && \
-         git init -q node_modules/x && git -C node_modules/x config core.fsmonitor 'touch {m}' && \
-         echo later",
+        "git init -q b/r && git -C b/r config core.fsmonitor 'touch {m}' && echo later",
         m = mark.display()
     );
     let text2 = ex.text("exec_command", serde_json::json!({"cmd": later}));
     assert!(text2.contains("later") && text2.contains("moved aside"), "{text2}");
+    let linked = format!(
+        "git init -q node_modules/x && git -C node_modules/x config core.fsmonitor 'touch {m}' && \
+         echo linked",
+        m = mark.display()
+    );
+    let text3 = ex.text("exec_command", serde_json::json!({"cmd": linked}));
+    assert!(text3.contains("linked") && text3.contains("moved aside"), "{text3}");
     for (dir, name) in [
         (work.join("moved-in"), "rust-toolchain.toml"),
         (work.clone(), ".npmrc"),
@@ -171,15 +187,16 @@ fn the_ways_round_a_servers_index_are_closed() {
         assert!(moved(&dir, name), "{}/{name} stayed: {text}", dir.display());
     }
     assert!(!work.join("wt2/.husky/pre-commit").exists(), "{text}");
+    assert!(!wt3.join(".hooks3/pre-commit").exists(), "{text}");
     assert!(moved(&work.join("b/r/.git"), "config"), "{text2}");
-    assert!(moved(&work.join("node_modules/x/.git"), "config"), "{text2}");
+    assert!(moved(&work.join("node_modules/x/.git"), "config"), "{text3}");
     assert_eq!(std::fs::read_to_string(work.join("control")).unwrap(), "kept\n");
     for repo in
         [work.clone(), work.join("wt"), work.join("wt2"), work.join("b/r"), work.join("lib")]
     {
         git(&repo, &["status", "--short"]).assert_ok();
     }
-    for repo in [work.join("wt"), work.join("wt2")] {
+    for repo in [work.join("wt"), work.join("wt2"), wt3.clone()] {
         git(&repo, &["commit", "--allow-empty", "-qm", "x"]).assert_ok();
     }
     assert!(!mark.exists(), "planted code ran outside the sandbox");

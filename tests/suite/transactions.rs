@@ -696,16 +696,21 @@ fn a_run_is_shown_and_undone_without_touching_what_changed_since() {
         std::fs::create_dir_all(ws.join("tree")).unwrap();
         std::fs::write(ws.join("tree/old"), "old\n").unwrap();
         std::fs::write(ws.join("later"), "v1\n").unwrap();
+        std::fs::create_dir_all(ws.join("was-dir")).unwrap();
+        std::fs::write(ws.join("was-dir/f"), "dir\n").unwrap();
         if user == User::Nobody {
             chown_nobody(ws);
         }
         let script = "echo after > edited; rm deleted; echo new > made; mkdir -p newdir && \
                       echo x > newdir/x; rm -r tree && mkdir tree && echo n > tree/new; \
-                      echo v2 > later; mkdir -p .git/hooks && echo '#!/bin/sh' > .git/hooks/pre-push";
+                      echo v2 > later; mkdir -p .git/hooks && echo '#!/bin/sh' > .git/hooks/pre-push; \
+                      mkdir userdir; rm -r was-dir && echo file > was-dir";
         transactional(user, &scene, script).assert_ok();
         assert_eq!(read(&ws.join("edited")), "after\n");
-        // The user's own change after the run.
+        // The user's own changes after the run: a file, and one in a directory the run made.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(ws.join("later"), "v3 (the user's)\n").unwrap();
+        std::fs::write(ws.join("userdir/mine"), "the user's\n").unwrap();
         let with_env = |command: &mut Command| {
             command
                 .current_dir(ws)
@@ -739,6 +744,8 @@ fn a_run_is_shown_and_undone_without_touching_what_changed_since() {
         assert_eq!(kind("newdir"), "created");
         assert_eq!(kind("tree"), "replaced");
         assert_eq!(kind("later"), "replaced since");
+        assert_eq!(kind("userdir"), "created since");
+        assert_eq!(kind("was-dir"), "replaced");
         let held = doc["held"].as_array().unwrap();
         assert!(
             held.iter().any(|c| c["path"].as_str().unwrap().ends_with("pre-push")),
@@ -769,6 +776,12 @@ fn a_run_is_shown_and_undone_without_touching_what_changed_since() {
             "v3 (the user's)\n",
             "{user:?}: the user's change went"
         );
+        assert_eq!(
+            read(&ws.join("userdir/mine")),
+            "the user's\n",
+            "{user:?}: the user's file went"
+        );
+        assert_eq!(read(&ws.join("was-dir/f")), "dir\n", "{user:?}: the directory is not back");
         // Nothing deleted: what the run wrote is in its `undone/`.
         let undone = scene.home.path().join(".cordon/kept").join(&run_id).join("undone");
         let kept: Vec<String> = std::fs::read_dir(&undone)
@@ -780,8 +793,26 @@ fn a_run_is_shown_and_undone_without_touching_what_changed_since() {
         let mut again = cordon_command(user, &["undo", &run_id]);
         with_env(&mut again);
         let again: Run = again.output().unwrap().into();
-        assert_eq!(again.code, Some(125), "{}", again.stderr);
-        assert!(again.stderr.contains("undone already"), "{}", again.stderr);
+        // Something was left: another try may finish it; what was undone now counts as
+        // changed since, and stays as it is.
+        assert_eq!(again.code, Some(1), "{}{}", again.stdout, again.stderr);
+        assert!(!again.stdout.contains("restored"), "{}", again.stdout);
+        assert_eq!(read(&ws.join("edited")), "before\n", "{user:?}");
+        // Once nothing is left, a second undo is refused.
+        std::fs::remove_dir_all(ws.join("userdir")).unwrap();
+        let fresh = repository_scene(user);
+        transactional(user, &fresh, "echo new > only").assert_ok();
+        let undo_in = |args: &[&str]| -> Run {
+            let mut command = cordon_command(user, args);
+            command
+                .current_dir(fresh.ws.path())
+                .env("HOME", fresh.home.path())
+                .env("CORDON_HOME", fresh.home.path().join(".cordon"));
+            command.output().unwrap().into()
+        };
+        undo_in(&["undo"]).assert_ok();
+        let twice = undo_in(&["undo"]);
+        assert_eq!(twice.code, Some(125), "{}", twice.stderr);
         git(ws, &["status", "--short"]).assert_ok();
     }
 }

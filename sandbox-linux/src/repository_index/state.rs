@@ -206,7 +206,7 @@ impl State {
     fn follow_link(&mut self, link: PathBuf, root: usize) -> Option<PathBuf> {
         let root_path = &self.roots[root];
         let Ok(target) = std::fs::canonicalize(&link) else {
-            self.links.insert(link, root);
+            self.remember_link(link, root);
             return None;
         };
         if !target.starts_with(root_path)
@@ -214,22 +214,36 @@ impl State {
         {
             return None;
         }
-        self.links.insert(link, root);
+        self.remember_link(link, root);
         (target.is_dir() && !self.dirs.contains_key(&target) && self.linked.insert(target.clone()))
             .then_some(target)
+    }
+
+    /// Remembers `link` to be looked at again at each call; past [`MAX_LINKS`], the directory
+    /// holding it is searched at each call instead (a command can make links by the thousand).
+    fn remember_link(&mut self, link: PathBuf, root: usize) {
+        if self.links.len() < MAX_LINKS || self.links.contains_key(&link) {
+            self.links.insert(link, root);
+        } else if let Some(dir) = link.parent() {
+            self.unsearched.insert(dir.to_path_buf());
+        }
     }
 
     /// At a call: links remembered that now lead to a directory not read, directories that could
     /// not be watched before, and the moved ones not read yet.
     pub(super) fn look_again_at_what_may_have_come(&mut self) {
+        // What is found now was found after the marks handed out so far.
+        self.clock += 1;
         let links: Vec<(PathBuf, usize)> =
             self.links.iter().map(|(link, root)| (link.clone(), *root)).collect();
+        // A target read through a link and forgotten since (deleted, made again) is read anew.
+        let dirs = &self.dirs;
+        self.linked.retain(|target| dirs.contains_key(target));
         for (link, root) in links {
             if std::fs::symlink_metadata(&link).is_err() {
                 self.links.remove(&link);
                 continue;
             }
-            self.linked.retain(|target| self.dirs.contains_key(target));
             if let Some(target) = self.follow_link(link, root) {
                 self.read_tree(target, root);
             }
@@ -499,6 +513,9 @@ impl State {
         found
     }
 }
+
+/// How many links the index looks at again at each call.
+const MAX_LINKS: usize = 4096;
 
 /// Directory names never read (as the search skips them).
 fn skipped_name(name: &OsStr) -> bool {
