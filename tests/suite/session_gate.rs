@@ -196,7 +196,7 @@ fn the_ways_round_a_servers_index_are_closed() {
     {
         git(&repo, &["status", "--short"]).assert_ok();
     }
-    for repo in [work.join("wt"), work.join("wt2"), wt3.clone()] {
+    for repo in [work.join("wt"), work.join("wt2"), wt3] {
         git(&repo, &["commit", "--allow-empty", "-qm", "x"]).assert_ok();
     }
     assert!(!mark.exists(), "planted code ran outside the sandbox");
