@@ -499,6 +499,7 @@ fn a_session_gets_the_open_file_limit_the_executor_was_given() {
 /// edits while it runs, and the user sees what it writes.
 #[test]
 fn a_long_running_session_sees_the_users_edits_and_the_user_sees_its_writes() {
+    require_sandbox!(1);
     let mut ex = Executor::start(&[]);
     let work = ex.work.path().to_path_buf();
     std::fs::write(work.join("page"), "before\n").unwrap();
