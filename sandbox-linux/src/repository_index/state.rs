@@ -163,6 +163,9 @@ impl State {
                 }
                 // Gone, or a link or file now: nothing to follow there.
                 Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => continue,
+                // Another user's private directory (`/tmp/systemd-private-…`): the command,
+                // running as this user, cannot write there either.
+                Err(Errno::EACCES) if !could_be_the_commands(&dir) => continue,
                 // Not readable now (a mode the command may set and take back), out of watches
                 // later (a command can spend them), too long a path: searched instead, and
                 // tried again at each call.
@@ -179,7 +182,9 @@ impl State {
                     Looked::from_listing(&dir, entries)
                 }
                 None => {
-                    self.unsearched.insert(dir.clone());
+                    if could_be_the_commands(&dir) {
+                        self.unsearched.insert(dir.clone());
+                    }
                     Looked::by_name(&dir)
                 }
             };
@@ -511,6 +516,19 @@ impl State {
             .cloned()
             .collect();
         found
+    }
+}
+
+/// Whether `dir`, which this process may not read, may still be the command's: owned by this
+/// user, or behind a directory on the way whose search permission was taken away (then who owns
+/// it cannot be told).
+fn could_be_the_commands(dir: &Path) -> bool {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) => {
+            use std::os::unix::fs::MetadataExt;
+            meta.uid() == nix::unistd::geteuid().as_raw()
+        }
+        Err(error) => error.kind() == std::io::ErrorKind::PermissionDenied,
     }
 }
 
