@@ -447,12 +447,15 @@ fn prune_kept(kept: &Path, retention: UndoRetention) {
     let mut kept_bytes: u64 = 0;
     for (i, (name, old)) in undoable.iter().enumerate().rev() {
         let dir = kept.join(name);
+        // A run too large to measure in the time left counts as past the size: what older runs
+        // keep for undo is given up rather than the disk (past the deadline a run is only moved
+        // into the trash, which later runs empty).
         let over = (i < surplus || *old) || {
-            kept_bytes =
-                kept_bytes.saturating_add(crate::upkeep::disk_usage(&dir, deadline).unwrap_or(0));
+            let size = crate::upkeep::disk_usage(&dir, deadline).unwrap_or(u64::MAX);
+            kept_bytes = kept_bytes.saturating_add(size);
             kept_bytes > UNDO_SIZE
         };
-        if over && std::time::Instant::now() < deadline {
+        if over {
             let _ = crate::upkeep::remove_or_move_aside(&dir, &trash, deadline);
         }
     }

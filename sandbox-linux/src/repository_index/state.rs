@@ -209,6 +209,13 @@ impl State {
     /// that the reading skips and has not read: to be read. A link that leads there, or nowhere
     /// yet, is remembered and looked at again at each call.
     fn follow_link(&mut self, link: PathBuf, root: usize) -> Option<PathBuf> {
+        // Past the links remembered, one more is not even resolved: its directory is searched.
+        if self.links.len() >= MAX_LINKS && !self.links.contains_key(&link) {
+            if let Some(dir) = link.parent() {
+                self.unsearched.insert(dir.to_path_buf());
+            }
+            return None;
+        }
         let root_path = &self.roots[root];
         let Ok(target) = std::fs::canonicalize(&link) else {
             self.remember_link(link, root);
@@ -256,8 +263,12 @@ impl State {
         let unsearched: Vec<PathBuf> = std::mem::take(&mut self.unsearched).into_iter().collect();
         for dir in unsearched {
             let root = self.roots.iter().position(|root| dir.starts_with(root));
-            match root {
-                Some(root) if std::fs::symlink_metadata(&dir).is_ok() => self.read_tree(dir, root),
+            match (root, std::fs::symlink_metadata(&dir)) {
+                (Some(root), Ok(_)) => self.read_tree(dir, root),
+                // Still behind a directory made unsearchable: tried again at the next call.
+                (Some(_), Err(error)) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+                    self.unsearched.insert(dir);
+                }
                 _ => {}
             }
         }
@@ -469,17 +480,36 @@ impl State {
     }
 
     /// What changed in the roots `indices` after `since`.
-    pub(super) fn changes_since(&self, since: Mark, indices: &[usize]) -> Changes {
-        let inside = |path: &Path| indices.iter().any(|&i| path.starts_with(&self.roots[i]));
+    pub(super) fn changes_since(&mut self, since: Mark, indices: &[usize]) -> Changes {
+        let roots = &self.roots;
+        let inside = |path: &Path| indices.iter().any(|&i| path.starts_with(&roots[i]));
         let mut changes = Changes::default();
+        let mut unreachable = Vec::new();
         for (path, repo) in &self.repos {
             if repo.changed <= since || !inside(path) {
                 continue;
             }
             match repo.kind {
                 Kind::Bare => changes.git_dirs.push(path.clone()),
-                Kind::Worktree => changes.git_dirs.extend(crate::git_dirs::git_dirs(path).dirs),
+                Kind::Worktree => {
+                    let found = crate::git_dirs::git_dirs(path).dirs;
+                    // Its `.git` made unreachable (a directory on the way made unsearchable
+                    // by the command, which may hand it back later): named now, and read again
+                    // at each call until it can be, when it counts as changed.
+                    if found.is_empty()
+                        && std::fs::symlink_metadata(path.join(".git")).is_err_and(|error| {
+                            error.kind() == std::io::ErrorKind::PermissionDenied
+                        })
+                    {
+                        unreachable.push(path.clone());
+                    }
+                    changes.git_dirs.extend(found);
+                }
             }
+        }
+        for path in unreachable {
+            changes.unsearched.push(path.clone());
+            self.unsearched.insert(path);
         }
         changes.git_dirs.sort();
         changes.git_dirs.dedup();
@@ -490,7 +520,11 @@ impl State {
             .map(|(path, _)| path.clone())
             .collect();
         changes.tool_files = self.tool_files.iter().filter(|path| inside(path)).cloned().collect();
-        changes.unsearched = self.unsearched.iter().filter(|dir| inside(dir)).cloned().collect();
+        let roots = &self.roots;
+        let inside = |path: &Path| indices.iter().any(|&i| path.starts_with(&roots[i]));
+        changes.unsearched.extend(self.unsearched.iter().filter(|dir| inside(dir)).cloned());
+        changes.unsearched.sort();
+        changes.unsearched.dedup();
         changes
     }
 
