@@ -184,25 +184,11 @@ fn read_run(dir: &Path) -> Option<KeptRun> {
 /// A held change as recorded (paths as bytes, so that any name round-trips).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct HeldRecord {
-    #[serde(with = "bytes_path")]
+    #[serde(with = "cordon_policies::path_bytes")]
     path: PathBuf,
     why: String,
-    #[serde(with = "bytes_path")]
+    #[serde(with = "cordon_policies::path_bytes")]
     kept_at: PathBuf,
-}
-
-mod bytes_path {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    use std::path::{Path, PathBuf};
-
-    pub(super) fn serialize<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(path.as_os_str().as_bytes())
-    }
-
-    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-        let bytes: Vec<u8> = serde::Deserialize::deserialize(d)?;
-        Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
-    }
 }
 
 /// Records `held` in the run directory `dir` (best effort: a run without it lists nothing).

@@ -65,6 +65,7 @@ mod limits;
 mod loopback;
 mod make_options;
 mod normalize;
+pub mod path_bytes;
 mod paths;
 mod permission_profile;
 mod plain_words;

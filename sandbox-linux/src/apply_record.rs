@@ -31,7 +31,7 @@ pub enum Before {
     Absent,
     /// Something, kept at this path relative to the run's directory (which moves once the run
     /// is over).
-    Kept(#[serde(with = "bytes_path")] PathBuf),
+    Kept(#[serde(with = "cordon_policies::path_bytes")] PathBuf),
     /// Something, not kept (why, in words).
     NotKept(String),
 }
@@ -66,7 +66,7 @@ impl Stamp {
 /// One change an apply made.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AppliedChange {
-    #[serde(with = "bytes_path")]
+    #[serde(with = "cordon_policies::path_bytes")]
     pub path: PathBuf,
     pub before: Before,
     /// What the change put there (`None`: it deleted what was there).
@@ -261,18 +261,4 @@ pub fn read_applied(dir: &Path) -> Vec<AppliedChange> {
         .filter(|line| !line.is_empty())
         .filter_map(|line| serde_json::from_slice(line).ok())
         .collect()
-}
-
-mod bytes_path {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    use std::path::{Path, PathBuf};
-
-    pub(super) fn serialize<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(path.as_os_str().as_bytes())
-    }
-
-    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-        let bytes: Vec<u8> = serde::Deserialize::deserialize(d)?;
-        Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
-    }
 }

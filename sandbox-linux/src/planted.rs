@@ -208,26 +208,29 @@ impl Watch {
             watch.worktrees.push((anchor, git_dir.clone(), existing));
         }
         for path in &appearing {
-            // Anchored at the deepest directory that exists now.
-            let mut anchor_path = path.parent().map(Path::to_path_buf);
-            while let Some(dir) = &anchor_path {
-                if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
-                    break;
-                }
-                anchor_path = dir.parent().map(Path::to_path_buf);
-            }
-            let Some(anchor_path) = anchor_path else { continue };
-            let Some(anchor) = open_dir(None, anchor_path.as_os_str()).map(Arc::new) else {
-                continue;
-            };
-            let Ok(rest) = path.strip_prefix(&anchor_path) else { continue };
-            let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
-            watch.add(&anchor, &anchor_path, &rel, Check::Name);
+            watch.watch_appearing(path);
         }
         for path in &existing {
             watch.watch_from_root(path);
         }
         watch
+    }
+
+    /// Watches `path`, which does not exist, for appearing: anchored at the deepest directory
+    /// on its way that exists now.
+    fn watch_appearing(&mut self, path: &Path) {
+        let mut anchor_path = path.parent().map(Path::to_path_buf);
+        while let Some(dir) = &anchor_path {
+            if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+                break;
+            }
+            anchor_path = dir.parent().map(Path::to_path_buf);
+        }
+        let Some(anchor_path) = anchor_path else { return };
+        let Some(anchor) = open_dir(None, anchor_path.as_os_str()).map(Arc::new) else { return };
+        let Ok(rest) = path.strip_prefix(&anchor_path) else { return };
+        let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
+        self.add(&anchor, &anchor_path, &rel, Check::Name);
     }
 
     /// Also watches what git reads as configuration or runs as hooks, inside the roots, for the
@@ -237,19 +240,7 @@ impl Watch {
         let roots: Vec<PathBuf> = self.roots.iter().map(|(_, root)| root.clone()).collect();
         let (missing, existing) = code_paths(outside, &roots);
         for path in &missing {
-            let Some(parent) = path.parent() else { continue };
-            // Anchored at the deepest directory that exists now.
-            let mut anchor_path = parent.to_path_buf();
-            while std::fs::symlink_metadata(&anchor_path).is_err() {
-                let Some(up) = anchor_path.parent() else { break };
-                anchor_path = up.to_path_buf();
-            }
-            let Some(anchor) = open_dir(None, anchor_path.as_os_str()).map(Arc::new) else {
-                continue;
-            };
-            let Ok(rest) = path.strip_prefix(&anchor_path) else { continue };
-            let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
-            self.add(&anchor, &anchor_path, &rel, Check::Name);
+            self.watch_appearing(path);
         }
         for path in &existing {
             self.watch_from_root(path);
