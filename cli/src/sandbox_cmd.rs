@@ -41,11 +41,6 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     let mut settings =
         Settings::load(&args.sandbox, &policy_flags, SandboxMode::ReadOnly, Bypass::No)?;
     settings.refuse_home_root()?;
-    // `cordon sandbox` is an exec: nothing stays between the caller and the command unless
-    // asked for. A transaction keeps cordon as the parent, so only a named one is taken.
-    if settings.helper.writes == cordon_exec_core::WriteChoice::Auto {
-        settings.helper.writes = cordon_exec_core::WriteChoice::Direct;
-    }
     // `--inherit-env` passes cordon's own environment through; otherwise the environment
     // policy applies as it does for `cordon exec`.
     let (env, removed) = if args.inherit_env {
@@ -72,11 +67,13 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
     // The proxy needs cordon to stay; so do limits, whose cgroup cordon makes, watches and
     // removes, and whose verdict it names.
     let proxy = kind != SandboxKind::None && settings.sandbox.policy.network_domains().is_some();
-    // So do transactional writes, which cordon applies when the command is over.
-    let transaction = kind != SandboxKind::None
-        && settings.helper.writes != cordon_exec_core::WriteChoice::Direct;
-    if proxy || transaction || stay.needed() || !settings.sandbox.limits.is_empty() {
+    if proxy || stay.needed() || !settings.sandbox.limits.is_empty() {
         return run_as_parent(&settings, env, args.command, kind, stay);
+    }
+    // Transactional writes are the helper's own: the exec'd helper applies them when the
+    // command is over (an applier process of its own), so cordon need not stay for them.
+    if kind == SandboxKind::Linux {
+        settings.sandbox.writes = settings.helper.writes;
     }
     let launch = Launch {
         kind,
@@ -92,7 +89,7 @@ fn run_in(kind: SandboxKind, args: SandboxRunArgs) -> anyhow::Result<ExitCode> {
         // No watch: cordon does not stay to look after the run.
         #[cfg(target_os = "linux")]
         walked: None,
-        // Transactional writes keep cordon as the parent (above).
+        // The helper makes its own write layers (the request's `writes`).
         #[cfg(target_os = "linux")]
         writes_to: None,
         #[cfg(target_os = "linux")]

@@ -162,6 +162,8 @@ impl Settings {
             },
             limits: config.limits.0.overridden_by(&flag_limits(flags)),
             home_reads: home_reading(&config, &flags.unhide),
+            // cordon makes the write layers itself, where the run gets them (`helper.writes`).
+            writes: cordon_policies::WriteChoice::Direct,
         };
         let helper = HelperSettings {
             exe,

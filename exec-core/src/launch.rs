@@ -95,6 +95,7 @@ pub(crate) fn read_only_request(request: &SandboxRequest) -> SandboxRequest {
         mount_view: MountViewRequirement::Required,
         limits: request.limits,
         home_reads: request.home_reads.clone(),
+        writes: cordon_policies::WriteChoice::Direct,
     }
 }
 
@@ -510,6 +511,10 @@ pub fn plan_launch(
                 command: argv,
                 #[cfg(target_os = "linux")]
                 walked: walked.clone(),
+                // For a request that asks the helper for a transaction of its own (`cordon
+                // sandbox`'s, which the helper applies); cordon's runs give `writes_to`.
+                #[cfg(target_os = "linux")]
+                transactions: Some(crate::transaction::helper_transactions()),
             };
             LaunchPlan {
                 sandbox: kind,

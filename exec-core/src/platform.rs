@@ -7,10 +7,21 @@ use std::collections::BTreeMap;
 use cordon_policies::SandboxPolicy;
 use serde::Serialize;
 
+pub use cordon_sandbox_linux::is_helper_arg0;
 #[cfg(target_os = "linux")]
 pub use cordon_sandbox_linux::probe::Cause;
 pub use cordon_sandbox_linux::report::Gap;
-pub use cordon_sandbox_linux::{is_helper_arg0, run_main as helper_main};
+
+/// The helper personality (`codex-linux-sandbox`): never returns. A transaction of the
+/// helper's own keeps its state as `cordon exec`'s do.
+pub fn helper_main() -> ! {
+    #[cfg(target_os = "linux")]
+    let transactions = crate::transaction::helper_transactions();
+    #[cfg(target_os = "linux")]
+    cordon_sandbox_linux::run_main(transactions);
+    #[cfg(not(target_os = "linux"))]
+    cordon_sandbox_linux::run_main()
+}
 
 /// The protections a sandboxed run of `policy` would miss on this machine (probes run in
 /// short-lived child processes). Empty for `danger-full-access` and off Linux.

@@ -91,7 +91,11 @@ impl LaunchPlan {
                 ChildStdio::Inherit => Some(InitStdin::Inherit),
                 ChildStdio::Terminal => None,
             };
-            if let Some(init_stdin) = init_stdin {
+            // A transaction of the helper's own needs the helper as the command's parent (its
+            // applier waits on it): no supervisor is cloned in its place.
+            let helper_applies =
+                self.in_process.as_ref().is_some_and(|args| !args.request.writes.is_direct());
+            if let Some(init_stdin) = init_stdin.filter(|_| !helper_applies) {
                 let procs = cgroup.map(|c| c.join_descriptors()).unwrap_or_default();
                 if let Some(init) =
                     crate::sys::spawn_namespace_init(self.in_process_helper(), init_stdin, &procs)?

@@ -55,18 +55,7 @@ pub struct HeldBack {
     pub kept_at: PathBuf,
 }
 
-/// How a sandboxed command is asked to write its writable roots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WriteChoice {
-    /// Through a write layer where this machine can make one, else directly (and say why).
-    #[default]
-    Auto,
-    /// Through a write layer, or not at all.
-    Transaction,
-    /// Directly.
-    Direct,
-}
+pub use cordon_policies::WriteChoice;
 
 impl WriteMode {
     /// Whether writes go straight to the roots.
@@ -253,6 +242,23 @@ impl Transaction {
         }
     }
 
+    /// The descriptors of the run's locks.
+    fn descriptors(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        std::iter::once(self._lock.as_raw_fd())
+            .chain(self.temporary.as_ref().map(|lock| lock.as_raw_fd()))
+            .collect()
+    }
+
+    /// Keeps the run's changes unapplied, for a command stopped half-way (its helper was
+    /// killed): where they are kept.
+    fn keep_unapplied(self) -> PathBuf {
+        let _ = set_state(&self.dir, "interrupted");
+        let dir = self.dir.clone();
+        drop(self);
+        keep(&dir)
+    }
+
     /// The directory the helper makes its write layers in (`--writes-to`).
     pub(crate) fn layers_dir(&self) -> &Path {
         &self.dir
@@ -273,6 +279,76 @@ impl Transaction {
         let mut held = self.earlier;
         held.extend(finish(&self.dir, report));
         held
+    }
+}
+
+/// The helper personality's run state for a transaction of its own: runs like `cordon
+/// exec`'s, kept for `cordon diff`, `undo` and `held` alike (undo retention at its default: the
+/// helper reads no configuration).
+#[cfg(target_os = "linux")]
+struct HelperTransactions;
+
+/// How the helper keeps a transaction of its own, wherever it runs (exec'd, or in this
+/// process).
+#[cfg(target_os = "linux")]
+pub(crate) fn helper_transactions() -> cordon_sandbox_linux::TransactionHooks {
+    static TRANSACTIONS: HelperTransactions = HelperTransactions;
+    cordon_sandbox_linux::TransactionHooks(&TRANSACTIONS)
+}
+
+#[cfg(target_os = "linux")]
+impl cordon_sandbox_linux::Transactions for HelperTransactions {
+    fn runs_dir(&self, cordon_home: &Path) -> PathBuf {
+        runs_dir(cordon_home)
+    }
+
+    fn begin(
+        &self,
+        start: &cordon_sandbox_linux::TransactionStart<'_>,
+    ) -> Result<Box<dyn cordon_sandbox_linux::OpenTransaction>, cordon_sandbox_linux::BeginError>
+    {
+        let home = start.cordon_home;
+        let mut run = Transaction::begin(Some(home), start.context, UndoRetention::default())
+            .map_err(|error| cordon_sandbox_linux::BeginError(Box::new(error)))?;
+        let workspace = crate::workspace::Workspace::of(start.workspace, home).ok();
+        let temporary = workspace.map(|workspace| run.temporary_dir(&workspace, start.inner));
+        Ok(Box::new(HelperRun { run, temporary }))
+    }
+}
+
+/// A run the helper personality began.
+#[cfg(target_os = "linux")]
+struct HelperRun {
+    run: Transaction,
+    temporary: Option<PathBuf>,
+}
+
+#[cfg(target_os = "linux")]
+impl cordon_sandbox_linux::OpenTransaction for HelperRun {
+    fn layers_dir(&self) -> &Path {
+        self.run.layers_dir()
+    }
+
+    fn temporary_in(&self) -> Option<&Path> {
+        self.temporary.as_deref()
+    }
+
+    fn descriptors(&self) -> Vec<std::os::fd::RawFd> {
+        self.run.descriptors()
+    }
+
+    fn apply(self: Box<Self>, context: cordon_sandbox_linux::ApplyContext) -> Option<String> {
+        let held = self.run.apply(context);
+        (!held.is_empty()).then(|| held_back_warning(&held))
+    }
+
+    fn keep_unapplied(self: Box<Self>) -> Option<String> {
+        let kept = self.run.keep_unapplied();
+        Some(format!(
+            "the sandboxed command was stopped before it finished: none of its changes were \
+             applied; they are kept in {} (`cordon held` lists them)",
+            kept.display()
+        ))
     }
 }
 

@@ -144,7 +144,9 @@ pub use safe_commands::{is_known_safe, known_safe_programs};
 pub use sandbox_policy::{
     EnvSnapshot, PolicyEnv, PolicyError, ResolvedPolicy, SandboxMode, SandboxPolicy, WorkspaceWrite,
 };
-pub use sandbox_request::{HomeReading, MountViewRequirement, SandboxRequest, Strictness};
+pub use sandbox_request::{
+    HomeReading, MountViewRequirement, SandboxRequest, Strictness, WriteChoice,
+};
 pub use script_words::{is_shell_call, script_words};
 pub use sealing::{EntryKind, HomeSeal, Listing};
 pub use secret_files::{

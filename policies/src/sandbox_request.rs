@@ -41,6 +41,10 @@ pub struct SandboxRequest {
     /// default (the allow-list alone), as for limits.
     #[serde(default, skip_serializing_if = "HomeReading::is_default")]
     pub home_reads: HomeReading,
+    /// How the command writes its writable roots. Left out of the JSON when it is `direct`,
+    /// which a request without the field means, as for limits.
+    #[serde(default = "WriteChoice::direct", skip_serializing_if = "WriteChoice::is_direct")]
+    pub writes: WriteChoice,
 }
 
 impl SandboxRequest {
@@ -54,6 +58,7 @@ impl SandboxRequest {
             mount_view: MountViewRequirement::default(),
             limits: Limits::default(),
             home_reads: HomeReading::default(),
+            writes: WriteChoice::Direct,
         }
     }
 
@@ -91,6 +96,32 @@ impl Default for HomeReading {
 impl HomeReading {
     pub fn is_default(&self) -> bool {
         *self == HomeReading::default()
+    }
+}
+
+/// How a sandboxed command writes its writable roots. Spelled `auto`, `transaction`, `direct`
+/// in config files, flags and requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteChoice {
+    /// Through a write layer where the machine can make one, else directly (and say why).
+    #[default]
+    Auto,
+    /// Through a write layer whose changes reach the roots through the write gate when the
+    /// command is over, or not at all.
+    Transaction,
+    /// Into the roots, as it runs.
+    Direct,
+}
+
+impl WriteChoice {
+    fn direct() -> WriteChoice {
+        WriteChoice::Direct
+    }
+
+    /// Whether writes go straight to the roots.
+    pub fn is_direct(&self) -> bool {
+        *self == WriteChoice::Direct
     }
 }
 
@@ -139,8 +170,10 @@ mod tests {
             mount_view: MountViewRequirement::Required,
             limits: Limits { pids: Some(64), ..Limits::default() },
             home_reads: HomeReading::AllowList { also: vec!["~/.sbt".into()] },
+            writes: WriteChoice::Transaction,
         };
         let json = request.to_json();
+        assert!(json.contains(r#""writes":"transaction""#), "{json}");
         assert!(json.contains(r#""strictness":"best_effort""#), "{json}");
         assert!(json.contains(r#""mount_view":"required""#), "{json}");
         assert!(json.contains(r#""limits":{"pids":64}"#), "{json}");

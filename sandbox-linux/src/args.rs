@@ -153,6 +153,10 @@ pub struct HelperArgs {
     /// the command plants). Without it the helper walks them itself.
     #[cfg(target_os = "linux")]
     pub walked: Option<std::sync::Arc<crate::repositories::RepositoryWalk>>,
+    /// Not a flag: how the front end keeps a transaction's state, for a request that asks the
+    /// helper for a transaction of its own. Without it such a request is refused.
+    #[cfg(target_os = "linux")]
+    pub transactions: Option<crate::own_transaction::TransactionHooks>,
 }
 
 /// The helper's `--help`.
@@ -238,6 +242,7 @@ pub fn parse_helper_args(
     let mut command_cwd_identity: Option<DirIdentity> = None;
     let mut strictness = Strictness::FailClosed;
     let mut mount_view = MountViewRequirement::WhenAvailable;
+    let mut writes = cordon_policies::WriteChoice::Direct;
     let mut request_json: Option<OsString> = None;
     // The Codex-compatible flags that `--request` replaces, as given.
     let mut request_flags: Vec<String> = Vec::new();
@@ -300,6 +305,7 @@ pub fn parse_helper_args(
             "--best-effort" => strictness = Strictness::BestEffort,
             "--require-mount-view" => mount_view = MountViewRequirement::Required,
             "--no-mount-view" => mount_view = MountViewRequirement::Disabled,
+            "--writes" => writes = parse_writes(&value(&flag)?)?,
             "--die-with-parent" => parent_death = ParentDeath::Kill,
             "--tree-limits-in-cgroup" => tree_limits = TreeLimits::Cgroup,
             "--user-view" => user_view_json = Some(value(&flag)?),
@@ -457,6 +463,7 @@ pub fn parse_helper_args(
                 mount_view,
                 limits: cordon_policies::Limits::default(),
                 home_reads: cordon_policies::HomeReading::default(),
+                writes,
             }
         }
     };
@@ -467,6 +474,14 @@ pub fn parse_helper_args(
     }
     if temporary_in.is_some() && writes_to.is_none() {
         return Err(HelperError::Usage("--temporary-in needs --writes-to".into()));
+    }
+    // The caller's own write layers, or the helper's transaction: never both.
+    if writes_to.is_some() && !request.writes.is_direct() {
+        return Err(HelperError::Usage(
+            "--writes-to names the caller's own write layers; it cannot be given with a \
+             transaction of the helper's (--writes or the request's `writes`)"
+                .into(),
+        ));
     }
     Ok(HelperArgs {
         request,
@@ -482,7 +497,19 @@ pub fn parse_helper_args(
         command,
         #[cfg(target_os = "linux")]
         walked: None,
+        #[cfg(target_os = "linux")]
+        transactions: None,
     })
+}
+
+/// `--writes MODE`: `transaction`, `auto` or `direct`.
+fn parse_writes(value: &OsStr) -> Result<cordon_policies::WriteChoice, HelperError> {
+    match value.to_str() {
+        Some("transaction") => Ok(cordon_policies::WriteChoice::Transaction),
+        Some("auto") => Ok(cordon_policies::WriteChoice::Auto),
+        Some("direct") => Ok(cordon_policies::WriteChoice::Direct),
+        _ => Err(HelperError::Usage("--writes takes `transaction`, `auto` or `direct`".into())),
+    }
 }
 
 /// A read-only entry of a permission profile reached through a symbolic link inside a place the
@@ -536,6 +563,7 @@ const SWITCHES: &[&str] = &[
 
 /// The Codex-compatible flags that say what `--request` says, so cannot be given with it.
 const LEGACY_REQUEST_FLAGS: &[&str] = &[
+    "--writes",
     "--sandbox-policy-cwd",
     "--sandbox-policy",
     "--permission-profile",
@@ -738,6 +766,7 @@ mod tests {
             mount_view: MountViewRequirement::Disabled,
             limits: cordon_policies::Limits { open_files: Some(64), ..Default::default() },
             home_reads: cordon_policies::HomeReading::Everything,
+            writes: cordon_policies::WriteChoice::Direct,
         };
         let json = request.to_json();
         let parsed = parse_helper_args(os(&["--request", &json, "--", "ls"])).unwrap();

@@ -56,6 +56,12 @@ pub enum HelperError {
         "write layer: it needs the mount view, which is not here ({0}); run with --writes direct"
     )]
     WriteLayerWithoutMountView(String),
+    /// Why no transaction of the helper's own can be made here, in words.
+    #[error("transactional writes: {0}; run with --writes direct or --writes auto")]
+    NoTransaction(String),
+    #[cfg(target_os = "linux")]
+    #[error("transactional writes: {0}")]
+    OwnTransaction(#[source] crate::own_transaction::BeginError),
     #[error("network namespace: {what}: {source}")]
     NetworkNamespace { what: &'static str, source: std::io::Error },
     #[error("network allow-list: {0}")]
@@ -98,6 +104,7 @@ impl HelperError {
             | HelperError::MountView { .. }
             | HelperError::WriteLayer { .. }
             | HelperError::WriteLayerWithoutMountView(_)
+            | HelperError::NoTransaction(_)
             | HelperError::NetworkNamespace { .. }
             | HelperError::DomainList(_)
             | HelperError::LoopbackForward { .. }
@@ -108,9 +115,10 @@ impl HelperError {
             | HelperError::Limit(_)
             | HelperError::SetLimit { .. } => EXIT_SETUP_FAILED,
             #[cfg(target_os = "linux")]
-            HelperError::Landlock(_) | HelperError::SeccompBuild(_) | HelperError::Seccomp(_) => {
-                EXIT_SETUP_FAILED
-            }
+            HelperError::Landlock(_)
+            | HelperError::SeccompBuild(_)
+            | HelperError::Seccomp(_)
+            | HelperError::OwnTransaction(_) => EXIT_SETUP_FAILED,
         }
     }
 }

@@ -89,6 +89,8 @@ mod new_modules;
 #[cfg(target_os = "linux")]
 mod new_repositories;
 #[cfg(target_os = "linux")]
+mod own_transaction;
+#[cfg(target_os = "linux")]
 mod owner_read;
 #[cfg(target_os = "linux")]
 mod planted;
@@ -144,6 +146,11 @@ pub use sys::set_process_limits;
 pub use apply::{ApplyContext, ApplyReport, HeldChange, apply_layers};
 #[cfg(target_os = "linux")]
 pub use apply_record::{APPLIED_RECORD, AppliedChange, Before, Stamp, read_applied};
+/// A transaction of the helper's own: the front end keeps its state.
+#[cfg(target_os = "linux")]
+pub use own_transaction::{
+    BeginError, OpenTransaction, TransactionHooks, TransactionStart, Transactions,
+};
 /// The repositories of the writable roots, and what a command planted in them.
 #[cfg(target_os = "linux")]
 pub use planted::{AfterRun, Planted, Watch};

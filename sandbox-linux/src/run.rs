@@ -24,7 +24,7 @@ use crate::sealing::LinkSearch;
 use crate::seccomp;
 use crate::sys;
 use crate::unix_sockets::UnixSockets;
-use cordon_policies::{MountViewRequirement, Strictness};
+use cordon_policies::{MountViewRequirement, Strictness, WriteChoice};
 
 /// The helper's entry point: parses `std::env::args_os()` (after `argv[0]`), confines the
 /// process and execs the command. Never returns; on failure prints one line
@@ -35,7 +35,7 @@ use cordon_policies::{MountViewRequirement, Strictness};
 /// the command line (`--proxy-fd`) is taken as inherited, with no owner in this process yet.
 /// A process with more than one thread is refused ([`HelperError::Threaded`], exit 125):
 /// Landlock and seccomp would confine only this thread, and the forked supervisor allocates.
-pub fn run_main() -> ! {
+pub fn run_main(transactions: crate::own_transaction::TransactionHooks) -> ! {
     let (pid_namespace, args) = take_no_pid_namespace(std::env::args_os().skip(1).collect());
     crate::messages::set_caller(Caller::of(&args));
     let result = match parse_invocation(args) {
@@ -52,7 +52,10 @@ pub fn run_main() -> ! {
         // could start another, and the helper starts none). This is the start of the process
         // (see above): `--proxy-fd` names an inherited descriptor that nothing here owns, and
         // without a namespace init there is no status pipe to take.
-        Ok(Invocation::Run(args)) => unsafe { run(&args, pid_namespace, CommandEnv::Inherited) },
+        Ok(Invocation::Run(args)) => unsafe {
+            let args = HelperArgs { transactions: Some(transactions), ..*args };
+            run(&args, pid_namespace, CommandEnv::Inherited)
+        },
         Err(error) => Err(error),
     };
     let error = match result {
@@ -171,6 +174,64 @@ enum CommandEnv<'a> {
     Inherited,
     /// The caller's list ([`run_in_process`]).
     Given(&'a [(OsString, OsString)]),
+}
+
+/// The run state of a transaction of the helper's own, when the request asks for one and the
+/// caller makes no write layers itself: `transaction` fails (125) where none can be made,
+/// `auto` then writes directly and says why.
+fn begin_own_transaction(
+    args: &HelperArgs,
+    env: &EnvSnapshot,
+    policy: &cordon_policies::ResolvedPolicy,
+    pid_namespace: PidNamespaceRequest,
+) -> Result<Option<Box<dyn crate::own_transaction::OpenTransaction>>, HelperError> {
+    let choice = args.request.writes;
+    let writes = matches!(args.request.policy, SandboxPolicy::WorkspaceWrite(_));
+    if args.writes_to.is_some() || choice == WriteChoice::Direct || !writes {
+        return Ok(None);
+    }
+    let unavailable = |why: String| match choice {
+        WriteChoice::Transaction => Err(HelperError::NoTransaction(why)),
+        WriteChoice::Auto | WriteChoice::Direct => {
+            crate::messages::warning(format_args!("writing the roots directly: {why}"));
+            Ok(None)
+        }
+    };
+    let Some(hooks) = args.transactions else {
+        return unavailable("this way of starting the helper keeps no run state".into());
+    };
+    if matches!(pid_namespace, PidNamespaceRequest::Entered(_)) {
+        return unavailable("the helper is not the command's parent here".into());
+    }
+    let Some(home) = env.cordon_home.as_deref() else {
+        return unavailable("they keep their state in CORDON_HOME, and none is set".into());
+    };
+    let mount_view_off = args.request.mount_view == MountViewRequirement::Disabled;
+    let runs = hooks.0.runs_dir(home);
+    let roots = &policy.writable_roots;
+    if let Err(why) = crate::layer_availability::availability(&runs, roots, mount_view_off) {
+        return unavailable(why.to_string());
+    }
+    let context = crate::own_transaction::apply_context(&args.request.policy, env);
+    // `/tmp` and `$TMPDIR` as writable roots, unless the policy names one itself.
+    let named = args
+        .request
+        .policy
+        .named_writable_roots(&args.request.policy_cwd, |p| std::fs::canonicalize(p));
+    let temporary: Vec<PathBuf> = [Some(PathBuf::from("/tmp")), env.tmpdir.clone()]
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .filter(|dir| roots.contains(dir) && !named.contains(dir))
+        .collect();
+    let inner = crate::own_transaction::roots_in_temporary(roots, &temporary);
+    let start = crate::own_transaction::TransactionStart {
+        cordon_home: home,
+        workspace: &args.request.policy_cwd,
+        context: &context,
+        inner: &inner,
+    };
+    hooks.0.begin(&start).map(Some).map_err(HelperError::OwnTransaction)
 }
 
 /// Removes `--no-pid-namespace` (before `--`): a flag of this helper only, for benchmarks and
@@ -294,6 +355,24 @@ unsafe fn run(
     let cordon_executables_inside_roots =
         crate::cordon_home::protect_executables(&executables, &mut policy);
     let best_effort = args.request.strictness == Strictness::BestEffort;
+    // A transaction of the helper's own: the run's state is made now, and its applier forked
+    // before anything is unshared, so that it sees the roots as the host has them.
+    let own_args;
+    let mut applier = None;
+    let args = match begin_own_transaction(args, env, &policy, pid_namespace)? {
+        None => args,
+        Some(run) => {
+            own_args = HelperArgs {
+                writes_to: Some(run.layers_dir().to_path_buf()),
+                temporary_in: run.temporary_in().map(Path::to_path_buf),
+                ..args.clone()
+            };
+            let context = crate::own_transaction::apply_context(&args.request.policy, env);
+            // SAFETY: one thread (this function's contract).
+            applier = Some(unsafe { containment::start_applier(run, context) }?);
+            &own_args
+        }
+    };
     // Write layers, made before anything is mounted: what the command writes to its roots
     // lands in the caller's directory until the caller applies it.
     let layers = match &args.writes_to {
@@ -513,7 +592,9 @@ unsafe fn run(
     // once nothing of the command is left; and, writing directly with the mount view, what the
     // command planted in the repositories of the roots, new ones included (found by the same
     // bounded search as before the run, which says what it did not reach).
-    let after_run = match args.caller {
+    let watch = match args.caller {
+        // The gate judges every change of a transaction's: nothing is planted in the roots.
+        _ if applier.is_some() => None,
         Caller::Direct => {
             let (missing, existing) = protected_names(&policy);
             let mut watch = match known_git_dirs.as_deref() {
@@ -527,6 +608,7 @@ unsafe fn run(
         }
         Caller::Cordon => None,
     };
+    let after_run = containment::Afterwards { watch, applier };
     // SAFETY: one thread, and descriptor 3 as `split` needs it (this function's contract).
     let supervisor = unsafe { containment::split(pid_namespace, args.parent_death, after_run) }?;
     let containment = match supervisor.containment {

@@ -18,11 +18,12 @@ use crate::session::{ExecCommandArgs, WriteStdinArgs, input_schema};
 pub use crate::resolved::{HostFacts, ResolvedExec, ResolvedResult};
 
 /// The newest executor protocol this build speaks.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 /// The version of the resolved form this build speaks (with `hello` since 2; the sandbox as
 /// one request object since 3; a typed exit, no result text, and lines within the protocol's
-/// limit both ways since 4). Both ends of a remote link must speak exactly this one.
-pub const RESOLVED_FORM_VERSION: u32 = 4;
+/// limit both ways since 4; a sandbox that may ask for a transaction of the helper's own since 5).
+/// Both ends of a remote link must speak exactly this one.
+pub const RESOLVED_FORM_VERSION: u32 = 5;
 /// This build's version, as `hello` reports it.
 pub const CORDON_VERSION: &str = env!("CARGO_PKG_VERSION");
 

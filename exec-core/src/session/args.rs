@@ -41,6 +41,19 @@ pub struct ExecCommandArgs {
     /// "memory=512M", "pids=64", "cpu=30" (CPU seconds), "file-size=1G", "open-files=256".
     /// Each only lowers the executor's own: a higher value than the executor's is ignored.
     pub limits: Option<Vec<String>>,
+    /// "transaction": the command writes a layer over the workspace, and its changes reach the
+    /// workspace when it has ended, through cordon's write gate, which holds back what would
+    /// run code outside the sandbox later (named in the output). Not with tty. Default
+    /// "direct": the command writes the workspace as it runs.
+    pub writes: Option<CallWrites>,
+}
+
+/// `writes`: how a call's command writes its workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallWrites {
+    Direct,
+    Transaction,
 }
 
 /// A call's `limits`, checked as `--limit` checks them.

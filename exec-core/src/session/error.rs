@@ -33,6 +33,11 @@ pub enum SessionError {
     NetworkByDomainElsewhere,
     #[error("limits: {0}")]
     Limit(#[from] cordon_policies::LimitError),
+    #[error(
+        "writes: `transaction` is for commands on pipes; a terminal session (tty) writes its \
+         workspace directly, as it runs: nothing was run"
+    )]
+    TransactionInTerminal,
     #[error("{0} holds a NUL byte, which no command line or path can carry: nothing was run")]
     NulByte(&'static str),
     #[error("cannot use workdir {}: {source}", .path.display())]

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordon_policies::{AskForApproval, SandboxRequest};
+use cordon_policies::{AskForApproval, SandboxRequest, WriteChoice};
 
 use crate::launch::{LaunchPlan, PinnedDir, SandboxKind, plan_launch};
 use crate::network_proxy::NetworkProxy;
@@ -233,13 +233,17 @@ impl SessionManager {
         let test_resolve = &self.orchestrator.helper().proxy_test_resolve;
         let proxy =
             NetworkProxy::start_for(kind, &request.sandbox.policy, narrowed_by, test_resolve)?;
-        let git_watch = crate::runner::watch_git_dirs(crate::runner::WatchOf {
-            request: &request.sandbox,
-            sandbox: kind,
-            helper: self.orchestrator.helper(),
-            #[cfg(target_os = "linux")]
-            index: self.repository_index(kind),
-        });
+        // A transaction's changes are judged by the write gate when the command has ended.
+        let git_watch = match request.sandbox.writes {
+            WriteChoice::Direct => crate::runner::watch_git_dirs(crate::runner::WatchOf {
+                request: &request.sandbox,
+                sandbox: kind,
+                helper: self.orchestrator.helper(),
+                #[cfg(target_os = "linux")]
+                index: self.repository_index(kind),
+            }),
+            WriteChoice::Transaction | WriteChoice::Auto => None,
+        };
         let mut launch = request.launch(kind);
         launch.proxy = proxy.as_ref().map(NetworkProxy::endpoint);
         #[cfg(target_os = "linux")]

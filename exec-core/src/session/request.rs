@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use cordon_policies::{
-    DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy, SandboxRequest,
+    DomainMatcher, DomainRules, Escalation, Requester, SandboxPolicy, SandboxRequest, WriteChoice,
 };
 
 use super::{
@@ -53,11 +53,24 @@ pub(crate) fn session_request(
     // A call may only lower the executor's limits.
     let call_limits = super::args::call_limits(args.limits.as_deref())?;
     let limits = defaults.sandbox.limits.lowered_by(&call_limits);
+    // Through a transaction of the helper's own, which applies when the command has ended.
+    let writes = match (args.writes, args.tty.unwrap_or(false)) {
+        (Some(super::args::CallWrites::Transaction), true) => {
+            return Err(SessionError::TransactionInTerminal);
+        }
+        (Some(super::args::CallWrites::Transaction), false) => WriteChoice::Transaction,
+        (Some(super::args::CallWrites::Direct) | None, _) => WriteChoice::Direct,
+    };
     let request = ExecRequest {
         command: vec![shell.into(), flag.into(), args.cmd.clone().into()],
         cwd,
         cwd_pin,
-        sandbox: SandboxRequest { policy: sandbox_policy, limits, ..defaults.sandbox.clone() },
+        sandbox: SandboxRequest {
+            policy: sandbox_policy,
+            limits,
+            writes,
+            ..defaults.sandbox.clone()
+        },
         approval: defaults.approval,
         escalation,
         // A harness asks for escalation itself (`require_escalated`).

@@ -20,7 +20,7 @@ pub(super) fn helper_waits(
     terminal: Terminal,
     to_supervisor: &OwnedFd,
     from_supervisor: &OwnedFd,
-    after_run: Option<(crate::planted::Watch, Option<OwnedFd>)>,
+    after_run: AfterCommand,
 ) -> ! {
     let mut reports = Vec::new();
     let mut command_status = None;
@@ -108,7 +108,7 @@ pub(super) fn helper_waits(
     read_reports(&mut command_status, &mut started);
     // Nothing of the command is left (the namespace ended with its pid 1, or the subreaper
     // killed the rest): what it created where the policy keeps names read-only goes.
-    if let Some((watch, sweeper)) = after_run {
+    if let Some((watch, sweeper)) = after_run.watch {
         if started {
             report_after_run(&watch.move_aside());
         }
@@ -116,10 +116,20 @@ pub(super) fn helper_waits(
             let _ = nix::unistd::write(&sweeper, &[SWEPT]);
         }
     }
+    // The changes reach the roots before the caller learns the command is over.
+    if let Some(applier) = after_run.applier {
+        applier.finish();
+    }
     give_terminal_back(terminal);
     // No report: the supervisor failed before the command ran (its own exit code, e.g. 125)
     // or was killed.
     exit_like(command_status.unwrap_or(supervisor_status))
+}
+
+/// The steps after the command, with the sweeper that does the watch's when the helper cannot.
+pub(super) struct AfterCommand {
+    pub watch: Option<(crate::planted::Watch, Option<OwnedFd>)>,
+    pub applier: Option<super::Applier>,
 }
 
 /// What the helper sends its sweeper when it did the step after the run itself.
@@ -171,7 +181,7 @@ pub(super) fn tell_sweeper(sweeper: &OwnedFd, supervisor: libc::pid_t) {
 }
 
 /// Fills `buf` from `fd`; `Err` at end of file first.
-fn read_exact(fd: &OwnedFd, buf: &mut [u8]) -> Result<(), ()> {
+pub(super) fn read_exact(fd: &OwnedFd, buf: &mut [u8]) -> Result<(), ()> {
     let mut at = 0;
     while at < buf.len() {
         match nix::unistd::read(fd, &mut buf[at..]) {
@@ -185,7 +195,7 @@ fn read_exact(fd: &OwnedFd, buf: &mut [u8]) -> Result<(), ()> {
 }
 
 /// Closes every descriptor of this process but `keep`.
-fn close_all_but(keep: &[std::os::fd::RawFd]) {
+pub(super) fn close_all_but(keep: &[std::os::fd::RawFd]) {
     let open: Vec<std::os::fd::RawFd> = std::fs::read_dir("/proc/self/fd")
         .map(|dir| {
             dir.flatten()
@@ -199,7 +209,7 @@ fn close_all_but(keep: &[std::os::fd::RawFd]) {
 }
 
 /// Whether `pid` is a process that has not exited (a zombie has).
-fn process_running(pid: libc::pid_t) -> bool {
+pub(super) fn process_running(pid: libc::pid_t) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         // The state follows the command name, which is in parentheses and may hold any byte.
         stat.rsplit_once(')')

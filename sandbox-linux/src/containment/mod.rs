@@ -68,6 +68,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::signal::{SigSet, Signal};
 
+mod applier;
 mod helper;
 mod init;
 mod supervisor;
@@ -76,6 +77,7 @@ use crate::args::ParentDeath;
 use crate::error::HelperError;
 pub use crate::report::Containment;
 use crate::sys::{self, Forked};
+pub(crate) use applier::{Applier, start as start_applier};
 pub use init::{
     ClonedInit, NamespaceInit, STATUS_REPORT_FD, clone_namespace_init, command_started,
     read_status_report,
@@ -187,6 +189,15 @@ fn setup_error(what: &'static str) -> impl Fn(nix::Error) -> HelperError {
     move |e| HelperError::Containment { what, source: e.into() }
 }
 
+/// What the helper does once the command is over, besides exiting like it.
+#[derive(Debug, Default)]
+pub(crate) struct Afterwards {
+    /// Move aside what the command planted where the policy keeps names read-only.
+    pub watch: Option<crate::planted::Watch>,
+    /// Let the applier of the helper's own transaction apply, and wait for it.
+    pub applier: Option<Applier>,
+}
+
 /// Enters PID + IPC namespaces when asked and possible, then forks. The helper (parent) never
 /// returns from here: it waits for the supervisor and exits with the command's status. The
 /// supervisor (child) returns, to confine itself and run the command.
@@ -199,14 +210,15 @@ fn setup_error(what: &'static str) -> impl Fn(nix::Error) -> HelperError {
 pub unsafe fn split(
     request: PidNamespaceRequest,
     parent_death: ParentDeath,
-    after_run: Option<crate::planted::Watch>,
+    after_run: Afterwards,
 ) -> Result<Supervisor, HelperError> {
     if let PidNamespaceRequest::Entered(report) = request {
         // SAFETY: descriptor 3 as this function's contract says.
         return unsafe { init_supervisor(parent_death, report) };
     }
     // Before the namespace: the sweeper must not be one of its processes, which end with it.
-    let after_run = after_run.map(|watch| {
+    let Afterwards { watch, applier } = after_run;
+    let watch = watch.map(|watch| {
         let sweeper = helper::start_sweeper(&watch);
         (watch, sweeper)
     });
@@ -245,16 +257,21 @@ pub unsafe fn split(
     match forked {
         Forked::Parent { child } => {
             drop((down_read, up_write));
-            if let Some((_, Some(sweeper))) = &after_run {
+            if let Some((_, Some(sweeper))) = &watch {
                 helper::tell_sweeper(sweeper, child);
             }
+            if let Some(applier) = &applier {
+                applier.tell(child);
+            }
             not_dumpable()?;
+            let after_run = helper::AfterCommand { watch, applier };
             helper::helper_waits(child, terminal, &down_write, &up_read, after_run)
         }
         Forked::Child => {
             drop((down_write, up_read));
-            // The sweeper's pipe and the watch are the helper's: the supervisor holds neither.
-            drop(after_run);
+            // The sweeper's and the applier's pipes and the watch are the helper's: the
+            // supervisor holds none of them.
+            drop((watch, applier));
             not_dumpable()?;
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .map_err(|e| HelperError::ParentDeathSignal(e.into()))?;
