@@ -57,6 +57,8 @@ mod namespace_init;
 #[cfg(target_os = "linux")]
 mod network;
 #[cfg(target_os = "linux")]
+mod own_transactions;
+#[cfg(target_os = "linux")]
 mod preset_workspaces;
 #[cfg(target_os = "linux")]
 mod presets;

@@ -318,7 +318,7 @@ fn renaming_a_directory_that_existed_is_named_with_its_remedy() {
     assert!(ws.join("d/a").is_file(), "the failed rename changed the workspace");
 }
 
-/// `cordon sandbox` keeps the layer too: it stays as the command's parent and applies after.
+/// `cordon sandbox` keeps the layer too: the helper it becomes applies after the command.
 #[test]
 fn cordon_sandbox_applies_through_the_gate_too() {
     require_write_layer!();

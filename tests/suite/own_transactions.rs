@@ -1,0 +1,268 @@
+//! A transaction of the helper's own: a caller that runs the helper directly (a harness
+//! speaking Codex's argv, `cordon sandbox`, an executor call) asks for one (`--writes
+//! transaction`, the request's `writes`, `exec_command`'s `writes`), and the helper's applier
+//! applies the command's changes through the write gate when it is over — with no cordon front
+//! end left to do it. Each effect is checked on the host afterwards, with a positive control
+//! that the command's other changes arrived.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::code_runs_later::{Scene, git, repository};
+use super::executor::Executor;
+use super::util::*;
+
+const WORKSPACE_WRITE: &str = r#"{"type":"workspace-write"}"#;
+
+/// `codex-linux-sandbox --sandbox-policy-cwd WS --sandbox-policy P EXTRA -- sh -c SCRIPT` as
+/// `user`, called by a link named as Codex's helper, with the scene's HOME and a CORDON_HOME in
+/// it.
+fn helper_command(user: User, scene: &Scene, extra: &[&str], script: &str) -> Command {
+    let link = scene.outside.path().join("codex-linux-sandbox");
+    if !link.exists() {
+        std::os::unix::fs::symlink(cordon_for(user), &link).unwrap();
+    }
+    let ws = scene.ws.path();
+    let mut command = command_as(user, &link);
+    command
+        .args(["--sandbox-policy-cwd", ws.to_str().unwrap(), "--sandbox-policy", WORKSPACE_WRITE])
+        .args(extra)
+        .args(["--", "sh", "-c", script])
+        .current_dir(ws)
+        .env("HOME", scene.home.path())
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null());
+    command
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// What the plant in [`planting_script`] leaves for git, rustup, cargo or a shell to run later,
+/// relative to the workspace: none of it may arrive.
+const PLANTED: &[&str] =
+    &[".git/hooks/pre-commit", "rust-toolchain.toml", ".cargo/config.toml", "pipe", ".envrc"];
+
+/// A command that changes the workspace (a modified file, a new one, a deletion, a new tree)
+/// and plants code that would run later in every class the gate holds: a hook, a key git runs
+/// (on the section's line, and in an included file), a file a tool loads from its parents, in
+/// the workspace and in `/tmp`, a FIFO, a start-up file, a new repository with a planted config
+/// deep in a new tree. Then it exits with 3.
+fn planting_script(scene: &Scene, tmp_name: &str) -> String {
+    let mark = scene.mark.display();
+    let fsmonitor = format!("\\tfsmonitor = \\\"touch {mark}; false\\\"\\n");
+    format!(
+        "set -e; echo 2 > f; echo new > new; rm old; mkdir -p a/b/c && echo deep > a/b/c/file; \
+         printf '#!/bin/sh\\ntouch {mark}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; \
+         printf '[core] hooksPath = .githooks\\n' >> .git/config; \
+         printf '[core]\\n{fsmonitor}' >> tools/gitconfig; \
+         printf '[toolchain]\\npath = \"/x\"\\n' > rust-toolchain.toml; \
+         printf '[toolchain]\\npath = \"/x\"\\n' > /tmp/{tmp_name}; \
+         mkdir -p .cargo && printf '[build]\\nrustc-wrapper = \"/x\"\\n' > .cargo/config.toml; \
+         mkfifo pipe; echo 'touch {mark}' > .envrc; \
+         mkdir -p src/m1/p2/d3/newrepo && cd src/m1/p2/d3/newrepo && git init -q . && \
+         printf '[core]\\n{fsmonitor}' >> .git/config && cd - >/dev/null && \
+         echo done; exit 3"
+    )
+}
+
+/// A scene whose workspace is a repository (`f` = "1", an untracked `old`, an included
+/// `tools/gitconfig`), `user`'s.
+fn planting_scene(user: User) -> Scene {
+    let scene = Scene::for_user(user);
+    let ws = scene.ws.path();
+    repository(ws);
+    std::fs::create_dir_all(ws.join("tools")).unwrap();
+    std::fs::write(ws.join("tools/gitconfig"), "[user]\n\tname = t\n").unwrap();
+    git(ws, &["config", "include.path", "../tools/gitconfig"]).assert_ok();
+    std::fs::write(ws.join("old"), "to delete\n").unwrap();
+    if user == User::Nobody {
+        chown_nobody(ws);
+        chown_nobody(scene.home.path());
+    }
+    scene
+}
+
+/// The host after [`planting_script`]: every ordinary change arrived, nothing planted did, and
+/// the user's own git afterwards runs nothing.
+fn check_host(user: User, scene: &Scene, tmp_name: &str) {
+    let ws = scene.ws.path();
+    assert_eq!(read(&ws.join("f")), "2\n", "{user:?}");
+    assert_eq!(read(&ws.join("new")), "new\n", "{user:?}");
+    assert_eq!(read(&ws.join("a/b/c/file")), "deep\n", "{user:?}");
+    assert!(!exists(&ws.join("old")), "{user:?}: the deletion was not applied");
+    assert!(ws.join("src/m1/p2/d3/newrepo/.git/HEAD").is_file(), "{user:?}");
+    for planted in PLANTED {
+        assert!(!exists(&ws.join(planted)), "{user:?}: {planted} reached the workspace");
+    }
+    assert!(!exists(&Path::new("/tmp").join(tmp_name)), "{user:?}: /tmp is the host's");
+    assert!(!read(&ws.join(".git/config")).contains("hooksPath"), "{user:?}");
+    assert!(!read(&ws.join("tools/gitconfig")).contains("fsmonitor"), "{user:?}");
+    assert!(!ws.join("src/m1/p2/d3/newrepo/.git/config").exists(), "{user:?}");
+    for dir in [ws.to_path_buf(), ws.join("src/m1/p2/d3/newrepo")] {
+        git(&dir, &["status", "--short"]).assert_ok();
+    }
+    git(ws, &["commit", "-qam", "after"]).assert_ok();
+    assert!(!scene.mark.exists(), "{user:?}: planted code ran outside the sandbox");
+}
+
+/// Called as a harness calls Codex's helper, with `--writes transaction`: the helper's exit
+/// status is the command's, and by the time it exits the changes are applied and what would
+/// run code later is held back and named. As root and as uid 65534.
+#[test]
+fn the_helper_called_directly_applies_its_own_transaction_through_the_gate() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = planting_scene(user);
+        let tmp_name = format!("cordon-e2e-own-{}-{user:?}", std::process::id());
+        let script = planting_script(&scene, &tmp_name);
+        let run: Run = helper_command(user, &scene, &["--writes", "transaction"], &script)
+            .output()
+            .unwrap()
+            .into();
+        assert_eq!(run.code, Some(3), "{user:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("done"), "{user:?}: {}", run.stderr);
+        assert!(run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
+        assert!(run.stderr.contains("rust-toolchain.toml"), "{user:?}: {}", run.stderr);
+        check_host(user, &scene, &tmp_name);
+        // The held changes are kept for the user, out of the runs in flight.
+        let cordon_home = scene.home.path().join(".cordon");
+        assert_eq!(std::fs::read_dir(cordon_home.join("runs")).unwrap().count(), 0, "{user:?}");
+        let held: Run = cordon_command(user, &["held"])
+            .env("CORDON_HOME", &cordon_home)
+            .output()
+            .unwrap()
+            .into();
+        let ws = scene.ws.path().display().to_string();
+        assert!(held.stdout.contains(&ws), "{user:?}: {}{}", held.stdout, held.stderr);
+    }
+}
+
+/// A harness's timeout kills the helper's whole process group while the command runs: the
+/// command's processes are gone, none of its half-made changes reach the workspace, and the
+/// run is kept for the user (listed by `cordon held`) rather than lost.
+#[test]
+fn a_helper_killed_while_its_command_runs_applies_nothing_and_keeps_the_run() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    repository(scene.ws.path());
+    let marker = format!("cordon-e2e-killed-{}", std::process::id());
+    let script = format!("echo half > half; echo started > /tmp/{marker}; exec sleep 59.7");
+    let mut command = helper_command(User::Root, &scene, &["--writes", "transaction"], &script);
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // The command's /tmp is the workspace's own: its first write shows there.
+    let cordon_home = scene.home.path().join(".cordon");
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    let started =
+        || walk_names(&cordon_home.join("temporary")).iter().any(|name| name.ends_with(&marker));
+    while !started() {
+        assert!(Instant::now() < deadline, "the command never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let group = nix::unistd::Pid::from_raw(-(child.id() as i32));
+    nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let _ = child.wait();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    let kept = cordon_home.join("kept");
+    let interrupted = || {
+        std::fs::read_dir(&kept).into_iter().flatten().flatten().any(|entry| {
+            std::fs::read_to_string(entry.path().join("state")).is_ok_and(|s| s == "interrupted")
+        })
+    };
+    while !interrupted() {
+        assert!(Instant::now() < deadline, "the run was not kept: {:?}", walk_names(&kept));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!scene.ws.path().join("half").exists(), "a half-run command's change was applied");
+    let held: Run = cordon_command(User::Root, &["held"])
+        .env("CORDON_HOME", &cordon_home)
+        .output()
+        .unwrap()
+        .into();
+    assert!(held.stdout.contains("interrupted"), "{}{}", held.stdout, held.stderr);
+    let sleeping = Command::new("pgrep").args(["-f", "sleep 59.7"]).output().unwrap();
+    assert!(sleeping.stdout.is_empty(), "the command outlived the helper");
+}
+
+/// Every name under `dir`, as paths.
+fn walk_names(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path.clone());
+            }
+            names.push(path.display().to_string());
+        }
+    }
+    names
+}
+
+/// Where no transaction can be made (here: CORDON_HOME inside the workspace, where the command
+/// could write its own layers), `--writes transaction` fails closed with the reason and runs
+/// nothing, and `--writes auto` writes directly and says why.
+#[test]
+fn a_transaction_that_cannot_be_made_is_refused_or_named() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    let ws = scene.ws.path();
+    let mut command =
+        helper_command(User::Root, &scene, &["--writes", "transaction"], "echo x > x");
+    command.env("CORDON_HOME", ws.join("state"));
+    let run: Run = command.output().unwrap().into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("transactional writes"), "{}", run.stderr);
+    assert!(!ws.join("x").exists(), "a refused run ran");
+    let mut command = helper_command(User::Root, &scene, &["--writes", "auto"], "echo y > y");
+    command.env("CORDON_HOME", ws.join("state"));
+    let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(run.stderr.contains("writing the roots directly"), "{}", run.stderr);
+    assert_eq!(read(&ws.join("y")), "y\n");
+}
+
+/// An executor call asks for a transaction with `writes`: its changes arrive when it ends and
+/// what would run code later is held and named in its output; a terminal session cannot ask
+/// (it writes as it runs), and a call that does not ask writes directly as before.
+#[test]
+fn an_executor_call_can_ask_for_a_transaction() {
+    require_write_layer!();
+    let mut ex = Executor::start(&[]);
+    let ws = ex.work.path().to_path_buf();
+    let outside = scratch();
+    let mark = outside.path().join("ran");
+    repository(&ws);
+    let plant = format!(
+        "echo applied > made && printf '#!/bin/sh\\ntouch {}\\n' > .git/hooks/pre-commit && \
+         chmod +x .git/hooks/pre-commit && git config core.fsmonitor 'touch {}' && echo planted",
+        mark.display(),
+        mark.display()
+    );
+    let text = ex.text("exec_command", serde_json::json!({"cmd": plant, "writes": "transaction"}));
+    assert!(text.contains("planted") && text.contains("held back"), "{text}");
+    assert_eq!(read(&ws.join("made")), "applied\n");
+    assert!(!ws.join(".git/hooks/pre-commit").exists(), "the hook arrived");
+    assert!(!read(&ws.join(".git/config")).contains("fsmonitor"), "the config arrived");
+    git(&ws, &["status"]).assert_ok();
+    git(&ws, &["commit", "--allow-empty", "-qm", "x"]).assert_ok();
+    assert!(!mark.exists(), "planted code ran outside the sandbox");
+    let refused = ex.call(
+        "exec_command",
+        serde_json::json!({"cmd": "echo t > t", "writes": "transaction", "tty": true}),
+    );
+    assert!(refused.to_string().contains("tty"), "{refused}");
+    assert!(!ws.join("t").exists(), "a refused call ran");
+    let direct = ex.text("exec_command", serde_json::json!({"cmd": "echo d > direct"}));
+    assert!(direct.contains("exited with code 0"), "{direct}");
+    assert_eq!(read(&ws.join("direct")), "d\n");
+}
