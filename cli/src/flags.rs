@@ -228,9 +228,9 @@ pub struct SandboxFlags {
     /// a shell or a tool would later run code from (kept under $CORDON_HOME/kept and named:
     /// `cordon held`); no search of the workspace before or after, whatever its size; its /tmp
     /// and $TMPDIR are the workspace's own. `auto`: a transaction where this machine can make
-    /// the layer (`cordon doctor` says), else direct writes, said in --dry-run and --json (for
-    /// `cordon sandbox`, direct unless named). `direct`: the command writes its roots as it runs
-    /// (sessions always do). See docs/transactions.md.
+    /// the layer (`cordon doctor` says), else direct writes, said in --dry-run and --json.
+    /// `direct`: the command writes its roots as it runs (terminal sessions always do; an
+    /// executor call asks for a transaction with `writes`). See docs/transactions.md.
     #[arg(long = "writes", value_enum, value_name = "MODE")]
     pub writes: Option<WritesFlag>,
 }

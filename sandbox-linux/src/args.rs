@@ -163,10 +163,12 @@ pub struct HelperArgs {
 pub const HELPER_USAGE: &str = "\
 usage: codex-linux-sandbox --sandbox-policy-cwd DIR --permission-profile JSON [--command-cwd DIR]
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
-           [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
+           [--writes auto|transaction|direct] [--user-view JSON] [--proxy-fd N]
+           [--caller cordon] -- CMD [ARG...]
        codex-linux-sandbox --sandbox-policy-cwd DIR --sandbox-policy JSON [--command-cwd DIR]
            [--best-effort] [--require-mount-view | --no-mount-view] [--die-with-parent]
-           [--user-view JSON] [--proxy-fd N] [--caller cordon] -- CMD [ARG...]
+           [--writes auto|transaction|direct] [--user-view JSON] [--proxy-fd N]
+           [--caller cordon] -- CMD [ARG...]
        codex-linux-sandbox --request JSON [--command-cwd DIR] [--die-with-parent]
            [--user-view JSON] [--proxy-fd N] [--caller cordon] [--tree-limits-in-cgroup]
            [--writes-to DIR [--temporary-in DIR]] -- CMD [ARG...]
@@ -184,18 +186,27 @@ listening socket is handed to the proxy over the inherited UNIX socket on descri
 --inherit-pid-namespace and --verify-fd-mount are refused, and so is a permission profile that
 restricts reads or that cordon cannot otherwise enforce as Codex means it (docs/linux-sandbox.md).
 
+--writes transaction: CMD's writes to its writable roots land in a layer of their own (its /tmp
+and $TMPDIR are its workspace's, kept in $CORDON_HOME), and before the helper exits they reach
+the roots through cordon's write gate, which holds back what git, a shell or a tool would later
+run code from (named on stderr; `cordon held` lists it); 125 where this machine cannot make the
+layer. --writes auto: that where it can, else direct writes and a line saying why. The default,
+direct: CMD writes its roots as it runs (docs/transactions.md).
+
 --request is cordon's whole sandbox request in one JSON object, {\"policy\": POLICY,
 \"policy_cwd\": DIR, \"strictness\": \"fail_closed\"|\"best_effort\", \"mount_view\":
 \"auto\"|\"required\"|\"off\", \"limits\": {\"memory\": BYTES, \"pids\": N, \"cpu\": SECONDS,
-\"file-size\": BYTES, \"open-files\": N}} (the last three optional); an unknown field is an error (exit 125). It
-replaces --sandbox-policy-cwd, --sandbox-policy, --best-effort and the mount-view flags, which
-cannot be given with it.
+\"file-size\": BYTES, \"open-files\": N}, \"writes\": \"direct\"|\"auto\"|\"transaction\"} (the last four
+optional); an unknown field is an error (exit 125). It replaces --sandbox-policy-cwd,
+--sandbox-policy, --best-effort, --writes and the mount-view flags, which cannot be given with
+it.
 
 --user-view, --proxy-fd and --caller are cordon's own: cordon passes them when it runs the
 helper (--caller cordon makes messages start `cordon: sandbox:`). So is --writes-to DIR: the
 command's writes to its writable roots (but /tmp and $TMPDIR) land in a write layer (an overlay
 whose upper directory is in DIR, which must lie outside every writable root) and reach the
-roots only when the caller applies them after the run; it needs the mount view (else 125). With
+roots only when the caller applies them after the run; it needs the mount view (else 125), and
+cannot be given with a transaction of the helper's own (--writes). With
 --temporary-in DIR, /tmp and $TMPDIR get write layers too, whose upper directories stay in DIR
 across runs and are never applied: the command reads the host's files there and writes its own
 copy. So is

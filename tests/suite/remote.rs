@@ -475,14 +475,14 @@ fn a_remote_that_cannot_enforce_the_policy_is_refused_with_125() {
 fn a_version_mismatch_is_one_error_naming_both_versions() {
     require_sshd!();
     let sshd = Sshd::start(Login::Root);
-    // A newer cordon that no longer speaks protocol 4 answers hello with its versions.
+    // A newer cordon that no longer speaks protocol 5 answers hello with its versions.
     let newer = sshd.script(
         "cordon-newer",
         &format!(
             "#!{}\nimport json, sys\nhello = json.loads(sys.stdin.readline())\n\
              print(json.dumps({{'type': 'error', 'requestId': hello['requestId'], 'message': \
-             'version mismatch: the peer (protocol 4) and this executor (cordon 9.0.0, \
-             protocol 5..=5) share no protocol version'}}), flush=True)\n",
+             'version mismatch: the peer (protocol 5) and this executor (cordon 9.0.0, \
+             protocol 6..=6) share no protocol version'}}), flush=True)\n",
             python()
         ),
     );
@@ -491,11 +491,11 @@ fn a_version_mismatch_is_one_error_naming_both_versions() {
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     let ours = env!("CARGO_PKG_VERSION");
     assert!(
-        run.stderr.contains(&format!("this cordon is {ours} (executor protocol 4)")),
+        run.stderr.contains(&format!("this cordon is {ours} (executor protocol 5)")),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("is 9.0.0 (protocol 5..=5)"), "{}", run.stderr);
+    assert!(run.stderr.contains("is 9.0.0 (protocol 6..=6)"), "{}", run.stderr);
 }
 
 #[test]
@@ -523,7 +523,7 @@ fn the_far_end_refuses_the_high_level_form_and_a_local_executor_refuses_the_reso
     assert_eq!(by_id("1")["type"], "error", "{lines:?}");
     let mismatch = by_id("2");
     assert_eq!(mismatch["type"], "error", "{mismatch}");
-    assert!(mismatch["message"].as_str().unwrap().contains("protocol 4..=4"), "{mismatch}");
+    assert!(mismatch["message"].as_str().unwrap().contains("protocol 5..=5"), "{mismatch}");
 }
 
 /// `cordon executor --serve-remote` fed `messages`, one per line, then EOF: every line it
