@@ -3,7 +3,8 @@
 # writes (a search of the workspace's repositories before the run and after it), with
 # `--writes transaction` (no search: the write gate looks at the run's changes only) and as
 # given (the default, `auto`: a transaction where a write layer can be made), and the bare
-# helper (`codex-linux-sandbox`) with direct writes and with a write layer (`--writes-to`), in git
+# helper (`codex-linux-sandbox`) with direct writes and with a transaction of its own (`--writes
+# transaction`: its applier applies the run's changes before it exits), in git
 # repositories holding 0, 5,000 and 50,000 directories (and 500,000 with SCALE=big: 100 times
 # the everyday 5,000), interleaved by hyperfine in one run so the rows compare. Then the apply
 # itself, timed: 10,000 new files, 1,000 modified files, and one modified 1 GiB file.
@@ -45,8 +46,7 @@ for n in "${sizes[@]}"; do
   args+=(--prepare true -n "transaction, $n dirs" "$cordon exec -a never --writes transaction -C $ws -- /bin/true")
   args+=(--prepare true -n "default, $n dirs" "$cordon exec -a never -C $ws -- /bin/true")
   args+=(--prepare true -n "helper direct, $n dirs" "$helper --sandbox-policy-cwd $ws --sandbox-policy '$policy' -- /bin/true")
-  # The layers' directory must be new for each launch (the helper refuses to mix runs).
-  args+=(--prepare "sh -c 'rm -rf $base/layers && mkdir $base/layers'" -n "helper transaction, $n dirs" "$helper --sandbox-policy-cwd $ws --sandbox-policy '$policy' --writes-to $base/layers -- /bin/true")
+  args+=(--prepare true -n "helper transaction, $n dirs" "$helper --sandbox-policy-cwd $ws --sandbox-policy '$policy' --writes transaction -- /bin/true")
 done
 echo "## launch: cordon exec -a never -- /bin/true"
 hyperfine -N --warmup 3 --runs "$runs" --export-markdown "$base/launch.md" "${args[@]}" >/dev/null
@@ -59,6 +59,8 @@ for n in "${sizes[@]}"; do
   echo "helper direct, $n dirs: $said \"not searched\" warning(s)"
   said=$("$cordon" exec -a never --writes transaction -C "$base/ws-$n" -- /bin/true 2>&1 >/dev/null | grep -c "not searched" || true)
   echo "transaction, $n dirs: $said \"not searched\" warning(s)"
+  said=$("$helper" --sandbox-policy-cwd "$base/ws-$n" --sandbox-policy "$policy" --writes transaction -- /bin/true 2>&1 >/dev/null | grep -c "not searched" || true)
+  echo "helper transaction, $n dirs: $said \"not searched\" warning(s)"
 done
 
 echo
