@@ -90,8 +90,8 @@ fn hello_negotiates_a_shared_version_or_names_both() {
     let older = serde_json::to_value(hello_response(harness, Value::from("h"), 1, None)).unwrap();
     assert_eq!(older["protocolVersion"], 1);
 
-    let far_end = Hello { min_version: 4, forms: vec![Form::ExecResolved], host: None };
-    for requested in [3, 5] {
+    let far_end = Hello { min_version: 5, forms: vec![Form::ExecResolved], host: None };
+    for requested in [4, 6] {
         let refusal = serde_json::to_value(hello_response(
             far_end.clone(),
             Value::from("h"),
@@ -102,7 +102,7 @@ fn hello_negotiates_a_shared_version_or_names_both() {
         assert_eq!(refusal["type"], "error");
         let message = refusal["message"].as_str().unwrap();
         assert!(message.contains(&format!("cordon 9.9.9 protocol {requested}")), "{message}");
-        assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 4..=4")), "{message}");
+        assert!(message.contains(&format!("cordon {CORDON_VERSION}, protocol 5..=5")), "{message}");
     }
 }
 

@@ -24,7 +24,8 @@ fn the_derived_schemas_are_the_ones_clients_know() {
                     "description": "`require_escalated` asks to run outside the sandbox, which always needs an approval (default `use_default`)."},
                 "justification": {"type": "string", "description": "Why escalation is needed."},
                 "allowed_domains": {"type": "array", "items": {"type": "string"}, "description": "Narrow this command's network to these destinations (host, *.suffix, optional :port). Only narrows: the executor's own allow-list still applies, and an executor without network refuses it."},
-                "limits": {"type": "array", "items": {"type": "string"}, "description": "Resource limits for this command and everything it starts, as `--limit` takes them: \"memory=512M\", \"pids=64\", \"cpu=30\" (CPU seconds), \"file-size=1G\", \"open-files=256\". Each only lowers the executor's own: a higher value than the executor's is ignored."}
+                "limits": {"type": "array", "items": {"type": "string"}, "description": "Resource limits for this command and everything it starts, as `--limit` takes them: \"memory=512M\", \"pids=64\", \"cpu=30\" (CPU seconds), \"file-size=1G\", \"open-files=256\". Each only lowers the executor's own: a higher value than the executor's is ignored."},
+                "writes": {"type": "string", "enum": ["direct", "transaction"], "description": "\"transaction\": the command writes a layer over the workspace, and its changes reach the workspace when it has ended, through cordon's write gate, which holds back what would run code outside the sandbox later (named in the output). Not with tty. Default \"direct\": the command writes the workspace as it runs."}
             },
             "required": ["cmd"],
             "additionalProperties": false
