@@ -165,6 +165,15 @@ impl Settings {
             // cordon makes the write layers itself, where the run gets them (`helper.writes`).
             writes: cordon_policies::WriteChoice::Direct,
         };
+        // A transaction named on the command line needs a sandbox to make it in.
+        if flags.writes == Some(WritesFlag::Transaction)
+            && matches!(sandbox.policy, SandboxPolicy::DangerFullAccess {})
+        {
+            bail!(
+                "--writes transaction needs a sandbox: danger-full-access writes directly \
+                 (--writes direct, or a sandbox mode)"
+            );
+        }
         let helper = HelperSettings {
             exe,
             launch,

@@ -338,7 +338,10 @@ impl Runner for LocalRunner<'_> {
                     crate::workspace::Workspace::of(&request.sandbox.policy_cwd, home).ok()
                 });
                 let inner = roots_in_temporary(request, self.helper);
-                let temporary = workspace.map(|workspace| begun.temporary_dir(&workspace, &inner));
+                let temporary = Some(match workspace {
+                    Some(workspace) => begun.temporary_dir(&workspace, &inner),
+                    None => begun.own_temporary_dir(),
+                });
                 Some((begun, context, temporary))
             }
             _ => None,

@@ -211,7 +211,6 @@ impl Transaction {
         workspace: &crate::workspace::Workspace,
         inner: &[(PathBuf, PathBuf)],
     ) -> PathBuf {
-        let own = self.dir.join("temporary");
         let shared = workspace.temporary();
         let locked = workspace
             .prepare()
@@ -236,10 +235,18 @@ impl Transaction {
                     "another run of this workspace holds its /tmp: this run's writes there are \
                      its own, and go when it ends"
                 );
-                let _ = std::fs::DirBuilder::new().mode(0o700).create(&own);
-                own
+                self.own_temporary_dir()
             }
         }
+    }
+
+    /// This run's own directory for `/tmp` and `$TMPDIR`'s layers, gone with the run: for a
+    /// run whose workspace cannot be named (its directory does not resolve), or whose
+    /// workspace's directory another run holds.
+    pub(crate) fn own_temporary_dir(&self) -> PathBuf {
+        let own = self.dir.join("temporary");
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&own);
+        own
     }
 
     /// The descriptors of the run's locks.
@@ -310,9 +317,11 @@ impl cordon_sandbox_linux::Transactions for HelperTransactions {
         let home = start.cordon_home;
         let mut run = Transaction::begin(Some(home), start.context, UndoRetention::default())
             .map_err(|error| cordon_sandbox_linux::BeginError(Box::new(error)))?;
-        let workspace = crate::workspace::Workspace::of(start.workspace, home).ok();
-        let temporary = workspace.map(|workspace| run.temporary_dir(&workspace, start.inner));
-        Ok(Box::new(HelperRun { run, temporary }))
+        let temporary = match crate::workspace::Workspace::of(start.workspace, home) {
+            Ok(workspace) => run.temporary_dir(&workspace, start.inner),
+            Err(_) => run.own_temporary_dir(),
+        };
+        Ok(Box::new(HelperRun { run, temporary: Some(temporary) }))
     }
 }
 
@@ -345,9 +354,12 @@ impl cordon_sandbox_linux::OpenTransaction for HelperRun {
     fn keep_unapplied(self: Box<Self>) -> Option<String> {
         let kept = self.run.keep_unapplied();
         Some(format!(
-            "the sandboxed command was stopped before it finished: none of its changes were \
-             applied; they are kept in {} (`cordon held` lists them)",
-            kept.display()
+            "the sandboxed command was stopped before it finished (its helper was killed): none \
+             of its changes were applied; what it wrote is kept, never judged, in {}/I/upper \
+             (I/root names the root each belongs to; `cordon held` lists the run as \
+             interrupted, `cordon held {} --drop` removes it)",
+            kept.display(),
+            kept.file_name().unwrap_or_default().to_string_lossy()
         ))
     }
 }

@@ -62,6 +62,13 @@ pub enum HelperError {
     #[cfg(target_os = "linux")]
     #[error("transactional writes: {0}")]
     OwnTransaction(#[source] crate::own_transaction::BeginError),
+    /// The applier ended without saying it was done; the run's directory.
+    #[error(
+        "the process applying the command's changes ended before it was done: they are not in \
+         place, and the run is kept in {} (the next transactional run finishes or keeps it)",
+        .0.display()
+    )]
+    ApplyStopped(std::path::PathBuf),
     #[error("network namespace: {what}: {source}")]
     NetworkNamespace { what: &'static str, source: std::io::Error },
     #[error("network allow-list: {0}")]
@@ -105,6 +112,7 @@ impl HelperError {
             | HelperError::WriteLayer { .. }
             | HelperError::WriteLayerWithoutMountView(_)
             | HelperError::NoTransaction(_)
+            | HelperError::ApplyStopped(_)
             | HelperError::NetworkNamespace { .. }
             | HelperError::DomainList(_)
             | HelperError::LoopbackForward { .. }

@@ -186,8 +186,11 @@ fn begin_own_transaction(
     pid_namespace: PidNamespaceRequest,
 ) -> Result<Option<Box<dyn crate::own_transaction::OpenTransaction>>, HelperError> {
     let choice = args.request.writes;
-    let writes = matches!(args.request.policy, SandboxPolicy::WorkspaceWrite(_));
-    if args.writes_to.is_some() || choice == WriteChoice::Direct || !writes {
+    if args.writes_to.is_some() || choice == WriteChoice::Direct {
+        return Ok(None);
+    }
+    // Read-only: nothing to write. (Without a sandbox the helper execs before this.)
+    if !matches!(args.request.policy, SandboxPolicy::WorkspaceWrite(_)) {
         return Ok(None);
     }
     let unavailable = |why: String| match choice {
@@ -200,8 +203,18 @@ fn begin_own_transaction(
     let Some(hooks) = args.transactions else {
         return unavailable("this way of starting the helper keeps no run state".into());
     };
-    if matches!(pid_namespace, PidNamespaceRequest::Entered(_)) {
-        return unavailable("the helper is not the command's parent here".into());
+    match pid_namespace {
+        PidNamespaceRequest::Entered(_) => {
+            return unavailable("the helper is not the command's parent here".into());
+        }
+        PidNamespaceRequest::Disabled => {
+            return unavailable(
+                "it needs the command in a PID namespace of its own (--no-pid-namespace turns \
+                 it off)"
+                    .into(),
+            );
+        }
+        PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Required => {}
     }
     let Some(home) = env.cordon_home.as_deref() else {
         return unavailable("they keep their state in CORDON_HOME, and none is set".into());
@@ -281,6 +294,12 @@ unsafe fn run(
         crate::messages::warning(caveat);
     }
     if let SandboxPolicy::DangerFullAccess {} = args.request.policy {
+        // A transaction asked for by name is never dropped in silence.
+        if args.request.writes == WriteChoice::Transaction {
+            return Err(HelperError::NoTransaction(
+                "danger-full-access runs the command without a sandbox to make it in".into(),
+            ));
+        }
         return Err(prepare_exec(args, command_env, &[])?.exec());
     }
     // The command's environment may have been filtered (no HOME) or rewritten (another
@@ -582,9 +601,30 @@ unsafe fn run(
         // Already in the namespace: it stays, but without a mount namespace of its own a new
         // /proc would land on the host's.
         (Err(_), PidNamespaceRequest::Entered(report)) => PidNamespaceRequest::Entered(report),
-        (Err(_), PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Disabled) => {
-            PidNamespaceRequest::Disabled
+        (
+            Err(_),
+            PidNamespaceRequest::WhenAvailable
+            | PidNamespaceRequest::Disabled
+            | PidNamespaceRequest::Required,
+        ) => PidNamespaceRequest::Disabled,
+    };
+    // A write layer is applied once the supervisor has ended: only a PID namespace makes that
+    // the end of every process of the command. Under a subreaper the command can kill the
+    // supervisor and leave a process that writes, after the apply, through a file the gate
+    // passed.
+    let pid_namespace = match pid_namespace {
+        _ if layers.is_empty() => pid_namespace,
+        PidNamespaceRequest::Disabled => {
+            return Err(HelperError::NoTransaction(
+                "a write layer needs the command in a PID namespace of its own \
+                 (--no-pid-namespace turns it off)"
+                    .into(),
+            ));
         }
+        PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Required => {
+            PidNamespaceRequest::Required
+        }
+        PidNamespaceRequest::Entered(report) => PidNamespaceRequest::Entered(report),
     };
     // Called directly (Codex, a harness), the helper is the only step after the run: what a
     // bind cannot keep from being created — a protected name that does not exist — or a bound
@@ -593,18 +633,27 @@ unsafe fn run(
     // command planted in the repositories of the roots, new ones included (found by the same
     // bounded search as before the run, which says what it did not reach).
     let watch = match args.caller {
-        // The gate judges every change of a transaction's: nothing is planted in the roots.
-        _ if applier.is_some() => None,
         Caller::Direct => {
+            // Under write layers the gate judges what lands in a layered root; a root no layer
+            // covers is written directly and keeps this step.
+            let unlayered = |path: &Path| !layers.iter().any(|layer| path.starts_with(&layer.root));
             let (missing, existing) = protected_names(&policy);
-            let mut watch = match known_git_dirs.as_deref() {
-                Some(git_dirs) if layers.is_empty() => {
-                    crate::planted::Watch::before(&policy.writable_roots, git_dirs, &missing)
-                }
-                _ => crate::planted::Watch::before(&[], &[], &missing),
+            let missing: Vec<PathBuf> = missing.into_iter().filter(|p| unlayered(p)).collect();
+            let existing: Vec<PathBuf> = existing.into_iter().filter(|p| unlayered(p)).collect();
+            let roots: Vec<PathBuf> =
+                policy.writable_roots.iter().filter(|root| unlayered(root)).cloned().collect();
+            let git_dirs: Vec<PathBuf> =
+                known_git_dirs.iter().flatten().filter(|dir| unlayered(dir)).cloned().collect();
+            let mut watch = match known_git_dirs {
+                Some(_) => crate::planted::Watch::before(&roots, &git_dirs, &missing),
+                None => crate::planted::Watch::before(&[], &[], &missing),
             };
             watch.watch_replaced(&existing);
-            Some(watch)
+            let needed = layers.is_empty()
+                || !roots.is_empty()
+                || !missing.is_empty()
+                || !existing.is_empty();
+            needed.then_some(watch)
         }
         Caller::Cordon => None,
     };

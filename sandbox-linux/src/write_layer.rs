@@ -137,14 +137,14 @@ pub fn prepare_temporary(
         .collect();
     let mut layers = Vec::new();
     for (index, root) in outermost.into_iter().enumerate() {
-        let name = escaped_name(root);
-        if name.len() > 200 || keep_in.starts_with(root) {
-            let shown = cordon_policies::abbreviate(&format!("{root:?}"), 200).text;
-            crate::messages::warning(format_args!(
-                "{shown} is written directly: its write layer could not be kept in {}",
-                keep_in.display()
-            ));
-            continue;
+        if keep_in.starts_with(root) {
+            // The command could write its own kept layer: never kept there, and never
+            // written directly (a transaction's roots are judged by the gate, or refused).
+            return Err(HelperError::Usage(format!(
+                "--temporary-in {}: lies inside {}, which the command can write",
+                keep_in.display(),
+                root.display()
+            )));
         }
         let make = |path: &Path| {
             use std::os::unix::fs::DirBuilderExt;
@@ -176,8 +176,10 @@ pub fn kept_upper(keep_in: &Path, root: &Path) -> PathBuf {
     keep_in.join(escaped_name(root)).join("upper")
 }
 
-/// A root's path as one file name: `%` and `/` escaped.
+/// A root's path as one file name: `%` and `/` escaped; past 200 bytes (a file name may have
+/// 255), the path's SHA-256 instead, which no escaped name can be.
 fn escaped_name(root: &Path) -> String {
+    use sha2::Digest;
     use std::os::unix::ffi::OsStrExt;
     let mut name = String::from("root");
     for &byte in root.as_os_str().as_bytes() {
@@ -188,7 +190,12 @@ fn escaped_name(root: &Path) -> String {
             _ => name.push_str(&format!("%{byte:02X}")),
         }
     }
-    name
+    if name.len() <= 200 {
+        return name;
+    }
+    let digest = sha2::Sha256::digest(root.as_os_str().as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256-{hex}")
 }
 
 /// The overlay's top directory shows the upper directory's mode and owner: the root's, so the

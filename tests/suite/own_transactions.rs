@@ -266,3 +266,137 @@ fn an_executor_call_can_ask_for_a_transaction() {
     assert!(direct.contains("exited with code 0"), "{direct}");
     assert_eq!(read(&ws.join("direct")), "d\n");
 }
+
+/// A write layer is applied when the supervisor has ended, and only a PID namespace ends every
+/// process of the command with it: without one (`--no-pid-namespace`, or a kernel that refuses
+/// the namespace while it grants the mount view) a transaction fails closed and runs nothing,
+/// and `auto` writes directly and says why. The same for a policy without a sandbox.
+#[test]
+fn a_transaction_without_a_pid_namespace_or_a_sandbox_is_refused() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    let ws = scene.ws.path();
+    let no_pid = ["--no-pid-namespace", "--writes", "transaction"];
+    let run: Run =
+        helper_command(User::Root, &scene, &no_pid, "echo x > x").output().unwrap().into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("PID namespace"), "{}", run.stderr);
+    assert!(!ws.join("x").exists(), "a refused run ran");
+    let auto = ["--no-pid-namespace", "--writes", "auto"];
+    let run: Run = helper_command(User::Root, &scene, &auto, "echo y > y").output().unwrap().into();
+    run.assert_ok();
+    assert!(run.stderr.contains("writing the roots directly"), "{}", run.stderr);
+    assert_eq!(read(&ws.join("y")), "y\n");
+    // A user namespace whose PID namespaces are used up: the mount view, no PID namespace.
+    let helper = helper_command(User::Root, &scene, &["--writes", "transaction"], "echo z > z");
+    let mut argv = vec![helper.get_program().to_owned()];
+    argv.extend(helper.get_args().map(|arg| arg.to_owned()));
+    let link = scene.outside.path().join("codex-linux-sandbox");
+    let script = "echo 0 > /proc/sys/user/max_pid_namespaces && exec \"$@\"";
+    let run: Run = Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", script, "sh"])
+        .arg(&link)
+        .args(&argv[1..])
+        .current_dir(ws)
+        .env("HOME", scene.home.path())
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, Some(125), "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("PID namespace"), "{}", run.stderr);
+    assert!(!ws.join("z").exists(), "a refused run ran");
+    let policy = r#"{"type":"danger-full-access"}"#;
+    let run: Run = Command::new(&link)
+        .args(["--sandbox-policy-cwd", ws.to_str().unwrap(), "--sandbox-policy", policy])
+        .args(["--writes", "transaction", "--", "sh", "-c", "echo w > w"])
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(!ws.join("w").exists(), "a refused run ran");
+}
+
+/// Every directory the command writes goes through a layer in a transaction: `/tmp` when the
+/// policy's directory does not exist (no workspace to keep it for: the run's own), and a
+/// `$TMPDIR` whose path is too long to name its kept layer by: nothing reaches the host's.
+#[test]
+fn a_transactions_temporary_directories_never_reach_the_host() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    let marker = format!("cordon-e2e-own-tmp-{}", std::process::id());
+    let missing = scene.outside.path().join("no-such-workspace");
+    let mut command = helper_command(
+        User::Root,
+        &scene,
+        &["--writes", "transaction"],
+        &format!("echo x > /tmp/{marker}"),
+    );
+    let args: Vec<std::ffi::OsString> = command
+        .get_args()
+        .map(|arg| if arg == scene.ws.path() { missing.clone().into() } else { arg.to_owned() })
+        .collect();
+    let mut command = Command::new(command.get_program());
+    command
+        .args(args)
+        .current_dir(scene.ws.path())
+        .env("HOME", scene.home.path())
+        .env("CORDON_HOME", scene.home.path().join(".cordon"));
+    let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(!Path::new("/tmp").join(&marker).exists(), "{}", run.stderr);
+    let long = scene.outside.path().join("d".repeat(100)).join("e".repeat(110));
+    std::fs::create_dir_all(&long).unwrap();
+    let mut command = helper_command(
+        User::Root,
+        &scene,
+        &["--writes", "transaction"],
+        "echo x > \"$TMPDIR/made\" && mkdir -p \"$TMPDIR/repo/.git/hooks\"",
+    );
+    command.env("TMPDIR", &long);
+    let run: Run = command.output().unwrap().into();
+    run.assert_ok();
+    assert!(!long.join("made").exists(), "$TMPDIR was written directly: {}", run.stderr);
+    assert!(!long.join("repo").exists(), "$TMPDIR was written directly: {}", run.stderr);
+    assert!(!run.stderr.contains("written directly"), "{}", run.stderr);
+}
+
+/// The applier killed (from outside) while the command runs: the helper does not exit as if
+/// the changes were in place — it fails (125) naming the run, whose changes are kept.
+#[test]
+fn a_helper_whose_applier_is_killed_says_its_changes_are_not_in_place() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    repository(scene.ws.path());
+    let script = "sleep 1; echo important > work.txt; sleep 1";
+    let mut child = helper_command(User::Root, &scene, &["--writes", "transaction"], script)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The applier: the helper's child that leads a session of its own.
+    let helper = child.id().to_string();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    let applier = loop {
+        let listing = Command::new("ps").args(["-eo", "pid=,ppid=,sid="]).output().unwrap();
+        let found = String::from_utf8_lossy(&listing.stdout).lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.len() == 3 && fields[1] == helper && fields[0] == fields[2])
+                .then(|| fields[0].to_owned())
+        });
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "no applier found");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let pid = nix::unistd::Pid::from_raw(applier.parse().unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let run: Run = output.into();
+    assert_eq!(run.code, Some(125), "{}", run.stderr);
+    assert!(run.stderr.contains("not in place"), "{}", run.stderr);
+    assert!(!scene.ws.path().join("work.txt").exists());
+}

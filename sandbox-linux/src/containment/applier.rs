@@ -20,6 +20,8 @@ use crate::sys;
 
 /// What the helper sends when the command is over.
 const GO: u8 = b'g';
+/// What the applier sends when it has applied (or kept) the run.
+const DONE: u8 = b'd';
 
 /// The helper's ends of the pipes to its applier.
 #[derive(Debug)]
@@ -27,6 +29,8 @@ pub struct Applier {
     to: OwnedFd,
     from: OwnedFd,
     pid: libc::pid_t,
+    /// The run's directory, to name when the applier stops before it is done.
+    run: std::path::PathBuf,
 }
 
 /// Forks the applier, which takes `run` with it.
@@ -56,8 +60,9 @@ pub(crate) unsafe fn start(
             // The run's locks are one open file each, shared with the applier: dropping them
             // here would unlock them for both. They stay open (close-on-exec) until this
             // process exits.
+            let dir = run.layers_dir().to_path_buf();
             std::mem::forget(run);
-            Ok(Applier { to: down_write, from: up_read, pid: child })
+            Ok(Applier { to: down_write, from: up_read, pid: child, run: dir })
         }
         sys::Forked::Child => {
             drop((down_write, up_read));
@@ -71,6 +76,7 @@ pub(crate) unsafe fn start(
             if let Some(text) = said {
                 crate::messages::warning(text);
             }
+            let _ = nix::unistd::write(&up_write, &[DONE]);
             drop(up_write);
             sys::exit_now(0)
         }
@@ -104,18 +110,26 @@ impl Applier {
         let _ = nix::unistd::write(&self.to, &supervisor.to_ne_bytes());
     }
 
-    /// The command is over: lets the applier apply, and waits until it is done.
-    pub(super) fn finish(self) {
+    /// The command is over: lets the applier apply, and waits until it is done. `Err` names
+    /// the run when the applier ended without saying it was done (killed): its changes are
+    /// not in place.
+    pub(super) fn finish(self) -> Result<(), crate::HelperError> {
         let _ = nix::unistd::write(&self.to, &[GO]);
         drop(self.to);
         let mut byte = [0u8; 1];
+        let mut done = false;
         loop {
             match nix::unistd::read(&self.from, &mut byte) {
-                Ok(0) | Err(nix::Error::EBADF) => break,
-                Ok(_) | Err(nix::Error::EINTR) => {}
+                Ok(0) => break,
+                Ok(_) => done |= byte[0] == DONE,
+                Err(nix::Error::EINTR) => {}
                 Err(_) => break,
             }
         }
         let _ = sys::wait_raw(self.pid, sys::Wait::Block);
+        match done {
+            true => Ok(()),
+            false => Err(crate::HelperError::ApplyStopped(self.run)),
+        }
     }
 }

@@ -117,8 +117,12 @@ pub(super) fn helper_waits(
         }
     }
     // The changes reach the roots before the caller learns the command is over.
-    if let Some(applier) = after_run.applier {
-        applier.finish();
+    if let Some(applier) = after_run.applier
+        && let Err(error) = applier.finish()
+    {
+        give_terminal_back(terminal);
+        crate::messages::error(&error);
+        sys::exit_now(error.exit_code());
     }
     give_terminal_back(terminal);
     // No report: the supervisor failed before the command ran (its own exit code, e.g. 125)

@@ -91,6 +91,10 @@ pub enum PidNamespaceRequest {
     WhenAvailable,
     /// `--no-pid-namespace` or no mount view: the subreaper only.
     Disabled,
+    /// The namespaces, or a set-up failure: a write layer is applied when the supervisor has
+    /// ended, and only the namespace ends every process of the command with it (orphans
+    /// outlive a subreaper the command kills).
+    Required,
     /// This process is pid 1 of new PID + IPC namespaces already ([`clone_namespace_init`]):
     /// it is the supervisor, with no helper outside.
     Entered(StatusReport),
@@ -227,6 +231,15 @@ pub unsafe fn split(
         PidNamespaceRequest::WhenAvailable
             if unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC).is_ok() =>
         {
+            Containment::PidNamespace
+        }
+        PidNamespaceRequest::Required => {
+            unshare(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC).map_err(|source| {
+                HelperError::Containment {
+                    what: "a write layer needs the command in a PID namespace of its own",
+                    source: source.into(),
+                }
+            })?;
             Containment::PidNamespace
         }
         PidNamespaceRequest::WhenAvailable | PidNamespaceRequest::Disabled => {
