@@ -328,7 +328,7 @@ fn a_transactions_temporary_directories_never_reach_the_host() {
     let scene = Scene::for_user(User::Root);
     let marker = format!("cordon-e2e-own-tmp-{}", std::process::id());
     let missing = scene.outside.path().join("no-such-workspace");
-    let mut command = helper_command(
+    let command = helper_command(
         User::Root,
         &scene,
         &["--writes", "transaction"],
@@ -371,7 +371,7 @@ fn a_helper_whose_applier_is_killed_says_its_changes_are_not_in_place() {
     let scene = Scene::for_user(User::Root);
     repository(scene.ws.path());
     let script = "sleep 1; echo important > work.txt; sleep 1";
-    let mut child = helper_command(User::Root, &scene, &["--writes", "transaction"], script)
+    let child = helper_command(User::Root, &scene, &["--writes", "transaction"], script)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
