@@ -165,22 +165,35 @@ impl Settings {
             // cordon makes the write layers itself, where the run gets them (`helper.writes`).
             writes: cordon_policies::WriteChoice::Direct,
         };
-        // A transaction named on the command line needs a sandbox to make it in.
-        if flags.writes == Some(WritesFlag::Transaction)
-            && matches!(sandbox.policy, SandboxPolicy::DangerFullAccess {})
-        {
+        // A transaction asked for by name (flag or config) needs a sandbox to make it in.
+        let named = match flags.writes {
+            Some(flag) => flag == WritesFlag::Transaction,
+            None => config.writes == Some(WriteChoice::Transaction),
+        };
+        if named && matches!(sandbox.policy, SandboxPolicy::DangerFullAccess {}) {
             bail!(
                 "--writes transaction needs a sandbox: danger-full-access writes directly \
                  (--writes direct, or a sandbox mode)"
             );
         }
+        // On another machine the helper there makes a transaction of its own, asked for in
+        // the request; here, cordon makes the layers itself.
+        let writes = write_choice(flags, &config)?;
+        let mut sandbox = sandbox;
+        let writes = match workspace {
+            Workspace::Remote { .. } => {
+                sandbox.writes = writes;
+                WriteChoice::Direct
+            }
+            Workspace::Local => writes,
+        };
         let helper = HelperSettings {
             exe,
             launch,
             user_view,
             proxy_test_resolve: cordon_exec_core::test_hook_proxy_resolve()?,
             sandboxed_env,
-            writes: write_choice(flags, &config, workspace)?,
+            writes,
             undo: config.undo.unwrap_or_default(),
         };
         Ok(Settings {
@@ -340,7 +353,11 @@ fn sandbox_policy(
             writable_roots: ww
                 .writable_roots
                 .iter()
-                .chain(&flags.add_dirs)
+                // An `--add-dir` that is not a directory is not a root, as its warning says.
+                .chain(flags.add_dirs.iter().filter(|d| {
+                    let full = cwd.join(d);
+                    full.is_dir() || !full.exists()
+                }))
                 .map(|d| cwd.join(d))
                 .collect(),
             network_access: flags.network
@@ -695,12 +712,8 @@ pub fn load_for_sessions(base: &ExecutorArgs) -> anyhow::Result<Settings> {
 }
 
 /// `--writes` over config `writes`, where it can be kept: a transaction asked for by name
-/// where none can be is refused; `auto` is direct on another machine and off Linux.
-fn write_choice(
-    flags: &SandboxFlags,
-    config: &Config,
-    workspace: Workspace<'_>,
-) -> anyhow::Result<WriteChoice> {
+/// where none can be is refused.
+fn write_choice(flags: &SandboxFlags, config: &Config) -> anyhow::Result<WriteChoice> {
     let choice = match flags.writes {
         Some(WritesFlag::Auto) => WriteChoice::Auto,
         Some(WritesFlag::Direct) => WriteChoice::Direct,
@@ -712,12 +725,6 @@ fn write_choice(
             bail!(
                 "--writes transaction needs Linux's overlay file system; this platform writes directly"
             )
-        }
-        WriteChoice::Transaction if matches!(workspace, Workspace::Remote { .. }) => {
-            bail!("--writes transaction is not available on another machine yet")
-        }
-        WriteChoice::Auto if matches!(workspace, Workspace::Remote { .. }) => {
-            Ok(WriteChoice::Direct)
         }
         other => Ok(other),
     }

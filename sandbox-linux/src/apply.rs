@@ -129,7 +129,10 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             record: crate::apply_record::Record::open(dir, index, &root),
             report: &mut report,
         };
-        layer.apply_dir(Path::new(""), None);
+        // A root that is (or lies in) a git directory — `--add-dir REPO/.git` — has its
+        // changes judged as that git directory's entries.
+        let around = git_dir_around(&root);
+        layer.apply_dir(Path::new(""), around.as_ref());
         layer.apply_deferred();
         // The work directory holds the overlay's leftovers (whiteout caches) and nothing of
         // the command's; the kernel makes its inner directory with no permissions at all.
@@ -144,6 +147,25 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
 struct InGit {
     git_dir: PathBuf,
     inner: Vec<String>,
+}
+
+/// The git directory `root` is or lies in (`HEAD` beside `objects`, `refs` or `commondir`), as
+/// the place a walk from the root starts in: the root itself as `""`, one above it by its
+/// absolute path.
+fn git_dir_around(root: &Path) -> Option<InGit> {
+    let is_git_dir = |dir: &Path| {
+        let here = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
+        here("HEAD") && ["objects", "refs", "commondir"].iter().any(|name| here(name))
+    };
+    let dir = root.ancestors().find(|dir| is_git_dir(dir))?;
+    let inner = root
+        .strip_prefix(dir)
+        .ok()?
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let git_dir = if dir == root { PathBuf::new() } else { dir.to_path_buf() };
+    Some(InGit { git_dir, inner })
 }
 
 struct Layer<'a> {
@@ -456,6 +478,11 @@ impl Layer<'_> {
     fn empties_repository(&mut self, git: &InGit) -> bool {
         let first = git.inner.first().map(String::as_str);
         if !matches!(first, Some("objects" | "refs" | "packed-refs")) {
+            return false;
+        }
+        // A git directory above the root (the root is its `objects/`): its other half is not
+        // the run's to look at through the layer.
+        if git.git_dir.is_absolute() {
             return false;
         }
         if let Some(known) = self.emptied.get(&git.git_dir) {

@@ -23,6 +23,16 @@ pub enum NoWriteLayer {
     #[error("{} is not writable by this user", .dir.display())]
     NotWritable { dir: PathBuf },
     #[error(
+        "this user namespace allows no PID namespace (user.max_pid_namespaces is 0), which a \
+         write layer needs"
+    )]
+    NoPidNamespace,
+    #[error(
+        "the writable root {} is not a directory: a write layer covers directories only",
+        .0.display()
+    )]
+    FileRoot(PathBuf),
+    #[error(
         "this process runs under a seccomp filter (a container's, or a sandbox's), which may refuse \
          the namespaces a write layer needs (--writes transaction tries anyway)"
     )]
@@ -41,6 +51,15 @@ pub fn availability(
 ) -> Result<(), NoWriteLayer> {
     if mount_view_off {
         return Err(NoWriteLayer::MountViewOff);
+    }
+    let pid_namespaces = std::fs::read_to_string("/proc/sys/user/max_pid_namespaces");
+    if pid_namespaces.is_ok_and(|count| count.trim() == "0") {
+        return Err(NoWriteLayer::NoPidNamespace);
+    }
+    // A file as a root would be written directly, beside the gate.
+    let file = writable.iter().find(|root| root.exists() && !root.is_dir());
+    if let Some(file) = file {
+        return Err(NoWriteLayer::FileRoot(file.clone()));
     }
     let release = nix::sys::utsname::uname()
         .map(|name| name.release().to_string_lossy().into_owned())

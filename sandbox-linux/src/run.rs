@@ -182,7 +182,7 @@ enum CommandEnv<'a> {
 fn begin_own_transaction(
     args: &HelperArgs,
     env: &EnvSnapshot,
-    policy: &cordon_policies::ResolvedPolicy,
+    (policy, unsealed_roots): (&cordon_policies::ResolvedPolicy, Option<&[PathBuf]>),
     pid_namespace: PidNamespaceRequest,
 ) -> Result<Option<Box<dyn crate::own_transaction::OpenTransaction>>, HelperError> {
     let choice = args.request.writes;
@@ -193,10 +193,14 @@ fn begin_own_transaction(
     if !matches!(args.request.policy, SandboxPolicy::WorkspaceWrite(_)) {
         return Ok(None);
     }
+    // `auto` falls back to direct writes: said to a caller that runs the helper directly;
+    // cordon's front ends say it in `--dry-run`, `--json` and `doctor`.
     let unavailable = |why: String| match choice {
         WriteChoice::Transaction => Err(HelperError::NoTransaction(why)),
         WriteChoice::Auto | WriteChoice::Direct => {
-            crate::messages::warning(format_args!("writing the roots directly: {why}"));
+            if args.caller == Caller::Direct {
+                crate::messages::warning(format_args!("writing the roots directly: {why}"));
+            }
             Ok(None)
         }
     };
@@ -222,7 +226,10 @@ fn begin_own_transaction(
     let mount_view_off = args.request.mount_view == MountViewRequirement::Disabled;
     let runs = hooks.0.runs_dir(home);
     let roots = &policy.writable_roots;
-    if let Err(why) = crate::layer_availability::availability(&runs, roots, mount_view_off) {
+    // Judged against the roots as asked (a root that holds $HOME before it is sealed entry by
+    // entry), as cordon's front end judges them.
+    let asked = unsealed_roots.unwrap_or(roots);
+    if let Err(why) = crate::layer_availability::availability(&runs, asked, mount_view_off) {
         return unavailable(why.to_string());
     }
     let context = crate::own_transaction::apply_context(&args.request.policy, env);
@@ -378,7 +385,8 @@ unsafe fn run(
     // before anything is unshared, so that it sees the roots as the host has them.
     let own_args;
     let mut applier = None;
-    let args = match begin_own_transaction(args, env, &policy, pid_namespace)? {
+    let roots = (&policy, unsealed_roots.as_deref());
+    let args = match begin_own_transaction(args, env, roots, pid_namespace)? {
         None => args,
         Some(run) => {
             own_args = HelperArgs {

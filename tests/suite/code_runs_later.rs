@@ -153,7 +153,9 @@ fn a_nested_repository_under_an_unreadable_directory_of_the_callers_keeps_its_ho
     // Through cordon exec (a walk handed to the helper), and through `cordon sandbox`, where
     // the helper searches alone: as in its user namespace, which lists the caller's own.
     let through_sandbox = |script: &str| -> Run {
-        cordon_command(User::Nobody, &["sandbox", "linux", "--full-auto", "--", "sh", "-c", script])
+        let args =
+            ["sandbox", "linux", "--full-auto", "--writes", "direct", "--", "sh", "-c", script];
+        cordon_command(User::Nobody, &args)
             .current_dir(ws.path())
             .env("HOME", home.path())
             .env("CORDON_HOME", home.path().join(".cordon"))

@@ -117,10 +117,19 @@ fn tmp_is_a_writable_root_unless_excluded() {
     require_sandbox!(1);
     let root = scratch();
     let name = format!("/tmp/cordon-tmp-root-{}", std::process::id());
-    let run = sandbox_sh(User::Root, &["--full-auto"], root.path(), &format!("echo t > {name}"));
+    // Writing directly, /tmp is the host's.
+    let direct = ["--full-auto", "--writes", "direct"];
+    let run = sandbox_sh(User::Root, &direct, root.path(), &format!("echo t > {name}"));
     run.assert_ok();
     assert!(Path::new(&name).exists());
     std::fs::remove_file(&name).unwrap();
+    // In a transaction (the default where a write layer can be made) it is the workspace's own.
+    if write_layer_missing().is_none() {
+        let run =
+            sandbox_sh(User::Root, &["--full-auto"], root.path(), &format!("echo t > {name}"));
+        run.assert_ok();
+        assert!(!Path::new(&name).exists(), "a transaction wrote the host's /tmp");
+    }
     let run = helper(
         &only_root_policy(root.path(), false),
         root.path(),

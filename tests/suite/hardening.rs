@@ -46,9 +46,10 @@ fn device_nodes_cannot_be_made_in_a_writable_root() {
     let dir = scratch();
     for user in USERS {
         chown_nobody(dir.path());
+        // Writing directly: what the kernel refuses, with the FIFO on disk as the control.
         let run = sandbox_sh(
             user,
-            &["--full-auto"],
+            &["--full-auto", "--writes", "direct"],
             dir.path(),
             "mknod blk b 8 0; mknod chr c 1 3; mkfifo fifo && echo fifo-ok",
         );

@@ -84,7 +84,8 @@ fn git_metadata_is_protected_while_git_keeps_working() {
                       mv .git .git-moved && echo moved-git; mv .cordon .cordon-moved && echo moved-cordon; \
                       rm -rf .git/hooks 2>/dev/null; \
                       git add file.txt && git commit -qm x && echo committed";
-        let run = sandbox_sh(user, &["--full-auto"], r, script);
+        // Writing directly: the binds are what protects.
+        let run = sandbox_sh(user, &["--full-auto", "--writes", "direct"], r, script);
         assert!(run.stdout.contains("committed"), "{user:?}: {}{}", run.stdout, run.stderr);
         assert!(!run.stdout.contains("config-changed"), "{user:?}");
         // Renaming `.git` away (to put a fresh, writable one in its place) is refused too.
@@ -166,7 +167,8 @@ fn submodule_configs_and_git_pointer_files_are_protected_and_commit_still_works(
                       mkdir -p .git/modules/new && echo new-module; \
                       echo 'gitdir: ../evil' > sub/.git && echo sub-pointer; \
                       git add file.txt && git commit -qm x && echo committed";
-        let run = sandbox_sh(user, &["--full-auto"], r, script);
+        // Writing directly: the binds are what protects.
+        let run = sandbox_sh(user, &["--full-auto", "--writes", "direct"], r, script);
         let out = format!("{user:?}: {}{}", run.stdout, run.stderr);
         assert!(run.stdout.contains("committed"), "{out}");
         for marker in ["sub-config", "sub-hook", "new-module", "sub-pointer"] {
@@ -179,7 +181,7 @@ fn submodule_configs_and_git_pointer_files_are_protected_and_commit_still_works(
         let linked_dir = linked.to_str().unwrap();
         let run = sandbox_sh(
             user,
-            &["--full-auto"],
+            &["--full-auto", "--writes", "direct"],
             &linked,
             "echo 'gitdir: /tmp/evil' > .git && echo linked-pointer",
         );

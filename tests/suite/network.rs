@@ -174,7 +174,9 @@ fn network_off_refuses_unix_socket_files_outside_so_tmux_and_agents_are_unreacha
     let work = scratch();
     let code = unix_connect_probe(&path);
     for user in USERS {
-        let run = python_sandboxed(user, &["--full-auto"], work.path(), &code);
+        // Writing directly: /tmp is the host's, and only the socket rules stand in the way.
+        let direct = ["--full-auto", "--writes", "direct"];
+        let run = python_sandboxed(user, &direct, work.path(), &code);
         assert!(run.stdout.contains("refused"), "{user:?}: {}{}", run.stdout, run.stderr);
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(
@@ -184,7 +186,8 @@ fn network_off_refuses_unix_socket_files_outside_so_tmux_and_agents_are_unreacha
         );
     }
     // With the network on, UNIX sockets are reachable like any other endpoint.
-    let run = python_sandboxed(User::Root, &["--full-auto", "--network"], work.path(), &code);
+    let direct = ["--full-auto", "--network", "--writes", "direct"];
+    let run = python_sandboxed(User::Root, &direct, work.path(), &code);
     assert!(run.stdout.contains("CONNECTED"), "{}{}", run.stdout, run.stderr);
 }
 

@@ -575,7 +575,7 @@ fn the_far_end_refuses_a_sandbox_setting_it_does_not_know_and_runs_nothing() {
     let known = json!({"policy": {"type": "workspace-write"}, "policy_cwd": work.path()});
     let mut unknown = known.clone();
     unknown["memory_limit"] = "1G".into();
-    let hello = json!({"type": "hello", "requestId": "h", "protocolVersion": 4});
+    let hello = json!({"type": "hello", "requestId": "h", "protocolVersion": 5});
     let lines = far_end(&[hello.clone(), exec(unknown)]);
     let refused = lines.iter().find(|v| v["requestId"] == "x").cloned().unwrap();
     assert_ne!(refused["outcome"]["status"], "success", "{lines:?}");
@@ -895,4 +895,38 @@ fn a_remote_command_stopped_at_a_limit_is_named_here() {
             "{login:?}: {text}"
         );
     }
+}
+
+/// `--writes transaction` on another machine: the helper there makes the transaction of its
+/// own, the command's changes arrive there when it is over, and what it planted for git is
+/// held there and named here. A terminal session cannot ask for one.
+#[test]
+fn a_remote_command_can_run_as_a_transaction() {
+    require_sshd!();
+    require_write_layer!();
+    let sshd = Sshd::start(Login::Root);
+    let work = scratch();
+    super::code_runs_later::repository(work.path());
+    let outside = scratch();
+    let mark = outside.path().join("ran");
+    let script = format!(
+        "echo applied > made && printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/pre-commit && \
+         chmod +x .git/hooks/pre-commit && git config core.fsmonitor 'touch {m}' && echo planted",
+        m = mark.display()
+    );
+    let ws = work.path().to_str().unwrap();
+    let args = ["-s", "workspace-write", "--writes", "transaction", "-C", ws, "--", "sh", "-c"];
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(&script);
+    let run = sshd.exec(&sshd.cordon(), &all);
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("planted"), "{}{}", run.stdout, run.stderr);
+    // The far end's output, its applier's words included, arrives merged on stdout.
+    assert!(run.stdout.contains("held back"), "{}{}", run.stdout, run.stderr);
+    assert_eq!(std::fs::read_to_string(work.path().join("made")).unwrap(), "applied\n");
+    assert!(!work.path().join(".git/hooks/pre-commit").exists(), "the hook arrived");
+    let config = std::fs::read_to_string(work.path().join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    super::code_runs_later::git(work.path(), &["status"]).assert_ok();
+    assert!(!mark.exists(), "planted code ran outside the sandbox");
 }

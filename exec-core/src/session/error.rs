@@ -38,6 +38,11 @@ pub enum SessionError {
          workspace directly, as it runs: nothing was run"
     )]
     TransactionInTerminal,
+    #[error(
+        "writes: `transaction` needs the sandbox, and this call runs without one \
+         (danger-full-access, or an escalation): nothing was run"
+    )]
+    TransactionWithoutSandbox,
     #[error("{0} holds a NUL byte, which no command line or path can carry: nothing was run")]
     NulByte(&'static str),
     #[error("cannot use workdir {}: {source}", .path.display())]

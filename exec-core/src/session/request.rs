@@ -58,7 +58,13 @@ pub(crate) fn session_request(
         (Some(super::args::CallWrites::Transaction), true) => {
             return Err(SessionError::TransactionInTerminal);
         }
-        (Some(super::args::CallWrites::Transaction), false) => WriteChoice::Transaction,
+        (Some(super::args::CallWrites::Transaction), false) => {
+            let escalated = matches!(escalation, Escalation::RequireEscalated { .. });
+            if escalated || matches!(sandbox_policy, SandboxPolicy::DangerFullAccess {}) {
+                return Err(SessionError::TransactionWithoutSandbox);
+            }
+            WriteChoice::Transaction
+        }
         (Some(super::args::CallWrites::Direct) | None, _) => WriteChoice::Direct,
     };
     let request = ExecRequest {

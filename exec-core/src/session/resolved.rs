@@ -60,14 +60,22 @@ impl SessionManager {
             #[cfg(target_os = "linux")]
             temporary_in: None,
         };
+        // A transaction of the helper's own is applied when the command has ended: a
+        // terminal session writes as it runs, and the gate is the check after it.
+        if !sandbox.writes.is_direct() && exec.tty {
+            return Err(SessionError::TransactionInTerminal);
+        }
         let spec = plan_launch(&launch, helper)?;
-        let git_watch = crate::runner::watch_git_dirs(crate::runner::WatchOf {
-            request: &sandbox,
-            sandbox: kind,
-            helper,
-            #[cfg(target_os = "linux")]
-            index: self.repository_index(kind),
-        });
+        let git_watch = match sandbox.writes.is_direct() {
+            true => crate::runner::watch_git_dirs(crate::runner::WatchOf {
+                request: &sandbox,
+                sandbox: kind,
+                helper,
+                #[cfg(target_os = "linux")]
+                index: self.repository_index(kind),
+            }),
+            false => None,
+        };
         let start = Start {
             started,
             cmd: cordon_policies::render_argv(&exec.argv.iter().map(|w| &w.0).collect::<Vec<_>>())
