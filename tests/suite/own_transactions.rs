@@ -262,6 +262,14 @@ fn an_executor_call_can_ask_for_a_transaction() {
     );
     assert!(refused.to_string().contains("tty"), "{refused}");
     assert!(!ws.join("t").exists(), "a refused call ran");
+    // An escalated call runs without the sandbox: no transaction to make, said by name.
+    let escalated = ex.call(
+        "exec_command",
+        serde_json::json!({"cmd": "echo e > e", "writes": "transaction",
+            "sandbox_permissions": "require_escalated", "justification": "test"}),
+    );
+    assert!(escalated.to_string().contains("needs the sandbox"), "{escalated}");
+    assert!(!ws.join("e").exists(), "a refused call ran");
     let direct = ex.text("exec_command", serde_json::json!({"cmd": "echo d > direct"}));
     assert!(direct.contains("exited with code 0"), "{direct}");
     assert_eq!(read(&ws.join("direct")), "d\n");
@@ -399,4 +407,96 @@ fn a_helper_whose_applier_is_killed_says_its_changes_are_not_in_place() {
     assert_eq!(run.code, Some(125), "{}", run.stderr);
     assert!(run.stderr.contains("not in place"), "{}", run.stderr);
     assert!(!scene.ws.path().join("work.txt").exists());
+}
+
+/// A writable root that is a git directory (a linked worktree's repository, granted with
+/// `--add-dir REPO/.git` so that `git commit` works there) is judged as that git directory:
+/// the commit arrives, a hook planted in it does not. As root and as uid 65534.
+#[test]
+fn a_root_that_is_a_git_directory_is_judged_as_one() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let main = scene.ws.path().join("main");
+        repository(&main);
+        let worktree = scene.ws.path().join("wt");
+        git(&main, &["worktree", "add", "-q", worktree.to_str().unwrap()]).assert_ok();
+        if user == User::Nobody {
+            chown_nobody(scene.ws.path());
+        }
+        let script = format!(
+            "echo x > g && git add g && git -c user.name=t -c user.email=t@example.test commit -qm wt \
+             && printf '#!/bin/sh\\ntouch {}\\n' > {}/.git/hooks/post-checkout \
+             && chmod +x {}/.git/hooks/post-checkout && echo planted",
+            scene.mark.display(),
+            main.display(),
+            main.display()
+        );
+        let git_dir = main.join(".git");
+        let args = [
+            "exec",
+            "-a",
+            "never",
+            "--writes",
+            "transaction",
+            "--add-dir",
+            git_dir.to_str().unwrap(),
+            "-C",
+            worktree.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ];
+        let run: Run = cordon_command(user, &args)
+            .env("HOME", scene.home.path())
+            .env("CORDON_HOME", scene.home.path().join(".cordon"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap()
+            .into();
+        assert!(run.stdout.contains("planted"), "{user:?}: {}{}", run.stdout, run.stderr);
+        let log = git(&worktree, &["log", "--oneline", "-1"]);
+        assert!(log.stdout.contains("wt"), "{user:?}: the commit did not arrive: {}", log.stdout);
+        assert!(!git_dir.join("hooks/post-checkout").exists(), "{user:?}: the hook arrived");
+        git(&main, &["checkout", "-q", "-b", "later"]).assert_ok();
+        assert!(!scene.mark.exists(), "{user:?}: planted code ran outside the sandbox");
+    }
+}
+
+/// `--add-dir` naming a file says it is not a root, and it is not: the command cannot write
+/// it, in any way of writing.
+#[test]
+fn an_added_file_is_not_a_writable_root() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    repository(scene.ws.path());
+    let outside = scratch();
+    let file = outside.path().join("config");
+    std::fs::write(&file, "before\n").unwrap();
+    for writes in ["transaction", "direct"] {
+        let script = format!("echo after >> {}", file.display());
+        let args = [
+            "exec",
+            "-a",
+            "never",
+            "--writes",
+            writes,
+            "--add-dir",
+            file.to_str().unwrap(),
+            "-C",
+            scene.ws.path().to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ];
+        let run: Run = cordon_command(User::Root, &args)
+            .env("CORDON_HOME", scene.home.path().join(".cordon"))
+            .output()
+            .unwrap()
+            .into();
+        assert!(run.stderr.contains("not a writable root"), "{writes}: {}", run.stderr);
+        assert_eq!(read(&file), "before\n", "{writes}: {}", run.stderr);
+    }
 }
