@@ -130,8 +130,13 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             report: &mut report,
         };
         // A root that is (or lies in) a git directory — `--add-dir REPO/.git` — has its
-        // changes judged as that git directory's entries.
-        let around = git_dir_around(&root);
+        // changes judged as that git directory's entries; so has a root the run makes one (a
+        // bare repository git would find from there).
+        let around = git_dir_around(&root).or_else(|| {
+            layer
+                .looks_like_git_dir(Path::new(""))
+                .then(|| InGit { git_dir: PathBuf::new(), inner: Vec::new() })
+        });
         layer.apply_dir(Path::new(""), around.as_ref());
         layer.apply_deferred();
         // The work directory holds the overlay's leftovers (whiteout caches) and nothing of

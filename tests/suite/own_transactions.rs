@@ -500,3 +500,31 @@ fn an_added_file_is_not_a_writable_root() {
         assert_eq!(read(&file), "before\n", "{writes}: {}", run.stderr);
     }
 }
+
+/// A command that makes its workspace root itself a bare repository (which git then finds
+/// from there) gets its hooks and configuration judged as that repository's: held.
+#[test]
+fn a_root_the_command_makes_a_git_directory_is_judged_as_one() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    let ws = scene.ws.path();
+    let script = format!(
+        "git init -q --bare . && printf '[core]\\n\\tfsmonitor = touch {m}\\n' >> config && \
+         printf '#!/bin/sh\\ntouch {m}\\n' > hooks/post-checkout && chmod +x hooks/post-checkout \
+         && echo made",
+        m = scene.mark.display()
+    );
+    let args = ["exec", "-a", "never", "--writes", "transaction", "-C", ws.to_str().unwrap(), "--"];
+    let run: Run = cordon_command(User::Root, &args)
+        .args(["sh", "-c", &script])
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .output()
+        .unwrap()
+        .into();
+    assert!(run.stdout.contains("made"), "{}{}", run.stdout, run.stderr);
+    assert!(ws.join("HEAD").is_file(), "the repository's own files did not arrive");
+    assert!(!ws.join("hooks/post-checkout").exists(), "the hook arrived");
+    assert!(!ws.join("config").exists() || !read(&ws.join("config")).contains("fsmonitor"));
+    let _ = Command::new("git").args(["-C", ws.to_str().unwrap(), "status"]).output();
+    assert!(!scene.mark.exists(), "planted code ran outside the sandbox");
+}
