@@ -119,7 +119,7 @@ impl Settings {
                 (SandboxPolicy::DangerFullAccess {}, AskForApproval::Never)
             }
             Bypass::No => (
-                sandbox_policy(flags, &config, &cwd, default_mode, &user_view.view())?,
+                sandbox_policy(flags, &config, (&cwd, workspace), default_mode, &user_view.view())?,
                 policy.approval.or(config.approval_policy).unwrap_or(AskForApproval::OnRequest),
             ),
         };
@@ -322,7 +322,7 @@ fn filter_env(
 fn sandbox_policy(
     flags: &SandboxFlags,
     config: &Config,
-    cwd: &Path,
+    (cwd, workspace): (&Path, Workspace<'_>),
     default_mode: SandboxMode,
     env: &PolicyEnv<'_>,
 ) -> anyhow::Result<SandboxPolicy> {
@@ -333,7 +333,11 @@ fn sandbox_policy(
     };
     let hidden_paths = hidden_paths(flags, config, env);
     let ww = &config.sandbox_workspace_write;
-    warn_missing_dirs(&flags.add_dirs, cwd);
+    // On another machine `--add-dir` names a path there: the far end judges it.
+    let local = matches!(workspace, Workspace::Local);
+    if local {
+        warn_missing_dirs(&flags.add_dirs, cwd);
+    }
     let policy = match mode {
         SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess {},
         SandboxMode::ReadOnly => {
@@ -356,7 +360,7 @@ fn sandbox_policy(
                 // An `--add-dir` that is not a directory is not a root, as its warning says.
                 .chain(flags.add_dirs.iter().filter(|d| {
                     let full = cwd.join(d);
-                    full.is_dir() || !full.exists()
+                    !local || full.is_dir() || !full.exists()
                 }))
                 .map(|d| cwd.join(d))
                 .collect(),

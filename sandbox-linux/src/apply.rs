@@ -128,6 +128,7 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
             includes: global_includes.clone(),
             record: crate::apply_record::Record::open(dir, index, &root),
             report: &mut report,
+            root_in_git_dir: false,
         };
         // A root that is (or lies in) a git directory — `--add-dir REPO/.git` — has its
         // changes judged as that git directory's entries; so has a root the run makes one (a
@@ -137,6 +138,7 @@ pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
                 .looks_like_git_dir(Path::new(""))
                 .then(|| InGit { git_dir: PathBuf::new(), inner: Vec::new() })
         });
+        layer.root_in_git_dir = around.is_some();
         layer.apply_dir(Path::new(""), around.as_ref());
         layer.apply_deferred();
         // The work directory holds the overlay's leftovers (whiteout caches) and nothing of
@@ -199,6 +201,8 @@ struct Layer<'a> {
     /// What was applied and what it replaced.
     record: crate::apply_record::Record,
     report: &'a mut ApplyReport,
+    /// The root is (or lies in, or the run makes it) a git directory.
+    root_in_git_dir: bool,
 }
 
 impl Layer<'_> {
@@ -593,9 +597,17 @@ impl Layer<'_> {
                     }
                     GitDirEntry::Config => {
                         let git_dir = self.root.join(&git.git_dir);
+                        // Into the root, through no link, and never into a git directory:
+                        // a work tree there makes each checkout write git's own files.
                         let leads_inside = |path: &Path| {
-                            path.strip_prefix(self.root)
-                                .is_ok_and(|inside| !self.merged_path_has_link(inside))
+                            path.strip_prefix(self.root).is_ok_and(|inside| {
+                                !self.root_in_git_dir
+                                    && !self.merged_path_has_link(inside)
+                                    && !inside.ancestors().any(|rel| {
+                                        rel.file_name().is_some_and(|name| name == ".git")
+                                            || self.looks_like_git_dir(rel)
+                                    })
+                            })
                         };
                         let after = self.upper_text(rel);
                         // A git directory this run made one: its configuration is new to git.

@@ -528,3 +528,39 @@ fn a_root_the_command_makes_a_git_directory_is_judged_as_one() {
     let _ = Command::new("git").args(["-C", ws.to_str().unwrap(), "status"]).output();
     assert!(!scene.mark.exists(), "planted code ran outside the sandbox");
 }
+
+/// `core.worktree` is plain data when it leads to a checkout inside the root (what `git
+/// submodule` writes), never when it leads into a git directory: a work tree of `.git/hooks`
+/// makes the user's next `git checkout` write a hook from a commit the command made, and run
+/// it.
+#[test]
+fn a_work_tree_inside_a_git_directory_is_held() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    let ws = scene.ws.path();
+    repository(ws);
+    let script = format!(
+        "set -e; G=$(git rev-parse --absolute-git-dir); \
+         printf '#!/bin/sh\\ntouch {m}\\n' > /tmp/hook-$$; \
+         B=$(git hash-object -w /tmp/hook-$$); \
+         T=$(printf '100755 blob %s\\tpost-checkout\\n' $B | git mktree); \
+         C=$(GIT_AUTHOR_NAME=n GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=n GIT_COMMITTER_EMAIL=a@b \
+             git commit-tree -m feature $T); \
+         git update-ref refs/heads/feature $C; git config core.worktree \"$G/hooks\"; echo planted",
+        m = scene.mark.display()
+    );
+    let args = ["exec", "-a", "never", "--writes", "transaction", "-C", ws.to_str().unwrap(), "--"];
+    let run: Run = cordon_command(User::Root, &args)
+        .args(["sh", "-c", &script])
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+        .into();
+    assert!(run.stdout.contains("planted"), "{}{}", run.stdout, run.stderr);
+    assert!(!read(&ws.join(".git/config")).contains("worktree"), "{}", run.stderr);
+    // The branch itself arrived (objects and refs are ordinary): the control.
+    git(ws, &["rev-parse", "--verify", "feature"]).assert_ok();
+    let _ = git(ws, &["checkout", "-q", "feature"]);
+    assert!(!scene.mark.exists(), "planted code ran outside the sandbox");
+}
