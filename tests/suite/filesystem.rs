@@ -123,10 +123,19 @@ fn tmp_is_a_writable_root_unless_excluded() {
     run.assert_ok();
     assert!(Path::new(&name).exists());
     std::fs::remove_file(&name).unwrap();
-    // In a transaction (the default where a write layer can be made) it is the workspace's own.
+    // In a transaction (the default where a write layer can be made: here, with its state on a
+    // file system that can keep a layer) it is the workspace's own.
     if write_layer_missing().is_none() {
-        let run =
-            sandbox_sh(User::Root, &["--full-auto"], root.path(), &format!("echo t > {name}"));
+        let state = scratch();
+        let dir = root.path().to_str().unwrap();
+        let script = format!("echo t > {name}");
+        let args = ["sandbox", PLATFORM, "--full-auto", "--writes", "transaction", "-C", dir];
+        let run: Run = cordon_command(User::Root, &args)
+            .args(["--", "sh", "-c", &script])
+            .env("CORDON_HOME", state.path().join("cordon"))
+            .output()
+            .unwrap()
+            .into();
         run.assert_ok();
         assert!(!Path::new(&name).exists(), "a transaction wrote the host's /tmp");
     }

@@ -143,7 +143,8 @@ fn a_transactional_run_applies_its_changes_and_holds_back_what_would_run_code_la
 }
 
 /// Ordinary git work inside a transactional run leaves the host as a run without cordon would:
-/// a commit, a stash, a linked worktree (usable from outside), a clone with its submodules.
+/// a commit, a stash, an interactive rebase, a linked worktree (usable from outside), a clone
+/// with its submodules.
 #[test]
 fn git_work_in_a_transactional_run_leaves_the_host_as_a_direct_run_would() {
     require_write_layer!();
@@ -175,6 +176,8 @@ fn git_work_in_a_transactional_run_leaves_the_host_as_a_direct_run_would() {
         let script = format!(
             "set -e; git config user.name t; git config user.email t@example.test; \
              echo 2 > f; git commit -qam two; echo 3 > f; git stash -q; \
+             echo 4 > g; git add g; git commit -qm four; echo 5 > g; git commit -qam five; \
+             GIT_SEQUENCE_EDITOR='sed -i 2s/^pick/squash/' GIT_EDITOR=true git rebase -q -i HEAD~2; \
              git worktree add -q wt2; \
              git -c protocol.file.allow=always clone -q --recurse-submodules {} cl; echo done",
             sup.display()
@@ -182,7 +185,12 @@ fn git_work_in_a_transactional_run_leaves_the_host_as_a_direct_run_would() {
         let run = transactional(user, &scene, &script);
         assert!(run.stdout.contains("done"), "{user:?}: {}\n{}", run.stdout, run.stderr);
         assert!(!run.stderr.contains("held back"), "{user:?}: {}", run.stderr);
-        assert_eq!(git(ws, &["log", "-1", "--format=%s"]).stdout.trim(), "two", "{user:?}");
+        // `rebase -i` squashed the last two commits into one, and left no rebase state.
+        assert_eq!(git(ws, &["log", "-1", "--format=%s"]).stdout.trim(), "four", "{user:?}");
+        assert!(git(ws, &["log", "-1", "--format=%b"]).stdout.contains("five"), "{user:?}");
+        assert_eq!(git(ws, &["log", "-2", "--format=%s"]).stdout.lines().nth(1), Some("two"));
+        assert_eq!(read(&ws.join("g")), "5\n", "{user:?}");
+        assert!(!ws.join(".git/rebase-merge").exists(), "{user:?}");
         assert_eq!(git(ws, &["stash", "list"]).stdout.lines().count(), 1, "{user:?}");
         assert_eq!(read(&ws.join("f")), "2\n", "{user:?}");
         git(&ws.join("wt2"), &["status"]).assert_ok();
