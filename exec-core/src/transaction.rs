@@ -273,6 +273,12 @@ impl Transaction {
 
     /// Applies the run's changes (its command is over), and says what was held back.
     pub(crate) fn apply(self, context: cordon_sandbox_linux::ApplyContext) -> Vec<HeldBack> {
+        // Nothing written: no journal step, no sync; the run's directory goes.
+        if !cordon_sandbox_linux::layers_hold_changes(&self.dir) {
+            let mut held = self.earlier;
+            held.extend(finish(&self.dir, cordon_sandbox_linux::ApplyReport::default()));
+            return held;
+        }
         let context = cordon_sandbox_linux::ApplyContext { started: self.started, ..context };
         if set_state(&self.dir, "applying").is_err() {
             tracing::warn!(dir = %self.dir.display(), "cannot record the apply's start");

@@ -75,6 +75,22 @@ pub struct ApplyReport {
     pub failed: Vec<(PathBuf, std::io::Error)>,
 }
 
+/// Whether any layer in `dir` holds a change to apply: an entry in an upper directory, or
+/// pointer files a stopped apply set aside. A run without one has nothing to journal, sync or
+/// judge.
+pub fn layers_hold_changes(dir: &Path) -> bool {
+    let nonempty =
+        |path: &Path| std::fs::read_dir(path).map_or(true, |mut entries| entries.next().is_some());
+    if std::fs::symlink_metadata(dir.join("deferred")).is_ok() {
+        return true;
+    }
+    std::fs::read_dir(dir).into_iter().flatten().filter_map(Result::ok).any(|entry| {
+        let numbered = entry.file_name().to_str().is_some_and(|name| name.parse::<u32>().is_ok());
+        let upper = entry.path().join("upper");
+        numbered && upper.is_dir() && nonempty(&upper)
+    })
+}
+
 /// Applies every layer in `dir` (the `--writes-to` directory of a run whose command is gone).
 pub fn apply_layers(dir: &Path, context: &ApplyContext) -> ApplyReport {
     let mut report = ApplyReport::default();

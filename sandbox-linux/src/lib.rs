@@ -143,7 +143,7 @@ pub use sys::keep_open_in_child;
 pub use sys::set_process_limits;
 
 #[cfg(target_os = "linux")]
-pub use apply::{ApplyContext, ApplyReport, HeldChange, apply_layers};
+pub use apply::{ApplyContext, ApplyReport, HeldChange, apply_layers, layers_hold_changes};
 #[cfg(target_os = "linux")]
 pub use apply_record::{APPLIED_RECORD, AppliedChange, Before, Stamp, read_applied};
 /// A transaction of the helper's own: the front end keeps its state.
