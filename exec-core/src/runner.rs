@@ -330,7 +330,10 @@ impl Runner for LocalRunner<'_> {
         #[cfg(target_os = "linux")]
         let transaction = match planned {
             crate::writes_plan::PlannedWrites::Transaction => {
-                let context = apply_context(request, self.helper);
+                let context = cordon_sandbox_linux::apply_context(
+                    &request.sandbox.policy,
+                    &self.helper.user_view,
+                );
                 let home = self.helper.user_view.cordon_home.as_deref();
                 let retention = self.helper.undo;
                 let mut begun = crate::transaction::Transaction::begin(home, &context, retention)?;
@@ -416,17 +419,6 @@ impl Runner for LocalRunner<'_> {
     }
 }
 
-/// `/tmp` and cordon's own `$TMPDIR`, canonical (those that resolve).
-#[cfg(target_os = "linux")]
-fn temporary_dirs(helper: &HelperSettings) -> Vec<PathBuf> {
-    let view = helper.user_view.view();
-    [Some(std::path::Path::new("/tmp")), view.tmpdir]
-        .into_iter()
-        .flatten()
-        .filter_map(|dir| std::fs::canonicalize(dir).ok())
-        .collect()
-}
-
 /// The writable roots of `request` that lie inside `/tmp` or `$TMPDIR` (those that are roots
 /// too), each with the temporary root it lies in.
 #[cfg(target_os = "linux")]
@@ -435,50 +427,7 @@ fn roots_in_temporary(request: &ExecRequest, helper: &HelperSettings) -> Vec<(Pa
     let sandbox = &request.sandbox;
     let named =
         sandbox.policy.named_writable_roots(&sandbox.policy_cwd, |p| std::fs::canonicalize(p));
-    let temporary: Vec<PathBuf> = temporary_dirs(helper)
-        .into_iter()
-        .filter(|dir| roots.contains(dir) && !named.contains(dir))
-        .collect();
-    roots
-        .iter()
-        .filter_map(|root| {
-            let outer = temporary.iter().find(|dir| root.starts_with(dir) && root != *dir)?;
-            Some((outer.clone(), root.clone()))
-        })
-        .collect()
-}
-
-/// What the write gate needs to know of a request besides its changes: the user's home (its
-/// start-up files, its git configuration's includes) and the names the policy protects at the
-/// top of each root.
-#[cfg(target_os = "linux")]
-fn apply_context(
-    request: &ExecRequest,
-    helper: &HelperSettings,
-) -> cordon_sandbox_linux::ApplyContext {
-    let protected_names = request
-        .sandbox
-        .policy
-        .protected_paths()
-        .into_iter()
-        .filter(|name| {
-            let path = std::path::Path::new(name);
-            !path.is_absolute() && path.components().count() == 1
-        })
-        .map(std::ffi::OsString::from)
-        .collect();
-    // `/tmp` and `$TMPDIR` (written directly where they get no layer of their own) and a
-    // preset's caches (always written directly): a link into them leads where the gate never
-    // looked.
-    let caches = helper.user_view.cordon_home.as_deref().map(|home| home.join("workspaces"));
-    let mut direct_roots = temporary_dirs(helper);
-    direct_roots.extend(caches.and_then(|dir| std::fs::canonicalize(dir).ok()));
-    cordon_sandbox_linux::ApplyContext {
-        home: helper.user_view.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok()),
-        protected_names,
-        started: (0, 0),
-        direct_roots,
-    }
+    cordon_sandbox_linux::roots_in_temporary(&roots, &named, &helper.user_view)
 }
 
 /// One debug event for a planned launch: which sandbox, what runs, how the helper may start.

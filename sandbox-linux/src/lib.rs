@@ -149,7 +149,8 @@ pub use apply_record::{APPLIED_RECORD, AppliedChange, Before, Stamp, read_applie
 /// A transaction of the helper's own: the front end keeps its state.
 #[cfg(target_os = "linux")]
 pub use own_transaction::{
-    BeginError, OpenTransaction, TransactionHooks, TransactionStart, Transactions,
+    BeginError, OpenTransaction, TransactionHooks, TransactionStart, Transactions, apply_context,
+    roots_in_temporary, temporary_dirs,
 };
 /// The repositories of the writable roots, and what a command planted in them.
 #[cfg(target_os = "linux")]

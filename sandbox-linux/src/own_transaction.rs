@@ -79,7 +79,7 @@ impl Eq for TransactionHooks {}
 /// its git configuration's includes), the names the policy protects at the top of each root,
 /// and the roots written directly (`/tmp`, `$TMPDIR`, a preset's caches), where a link or
 /// pointer would lead to what the gate never saw.
-pub(crate) fn apply_context(
+pub fn apply_context(
     policy: &cordon_policies::SandboxPolicy,
     env: &cordon_policies::EnvSnapshot,
 ) -> ApplyContext {
@@ -93,11 +93,8 @@ pub(crate) fn apply_context(
         .map(std::ffi::OsString::from)
         .collect();
     let caches = env.cordon_home.as_deref().map(|home| home.join("workspaces"));
-    let direct_roots = [Some(PathBuf::from("/tmp")), env.tmpdir.clone(), caches]
-        .into_iter()
-        .flatten()
-        .filter_map(|dir| std::fs::canonicalize(dir).ok())
-        .collect();
+    let mut direct_roots = temporary_dirs(env);
+    direct_roots.extend(caches.and_then(|dir| std::fs::canonicalize(dir).ok()));
     ApplyContext {
         home: env.home.as_deref().and_then(|home| std::fs::canonicalize(home).ok()),
         protected_names,
@@ -106,12 +103,27 @@ pub(crate) fn apply_context(
     }
 }
 
-/// The writable roots that lie inside `/tmp` or `$TMPDIR` (`temporary`, canonical), each with
-/// that directory: the workspace's own `/tmp` must leave the way to them clear.
-pub(crate) fn roots_in_temporary(
+/// `/tmp` and `$TMPDIR` as `env` names them, canonical (those that resolve).
+pub fn temporary_dirs(env: &cordon_policies::EnvSnapshot) -> Vec<PathBuf> {
+    [Some(Path::new("/tmp")), env.tmpdir.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| std::fs::canonicalize(dir).ok())
+        .collect()
+}
+
+/// The writable roots (`roots`, canonical) that lie inside `/tmp` or `$TMPDIR` where those are
+/// roots too and not named by the policy itself (`named`), each with that directory: the
+/// workspace's own `/tmp` must leave the way to them clear.
+pub fn roots_in_temporary(
     roots: &[PathBuf],
-    temporary: &[PathBuf],
+    named: &[PathBuf],
+    env: &cordon_policies::EnvSnapshot,
 ) -> Vec<(PathBuf, PathBuf)> {
+    let temporary: Vec<PathBuf> = temporary_dirs(env)
+        .into_iter()
+        .filter(|dir| roots.contains(dir) && !named.contains(dir))
+        .collect();
     roots
         .iter()
         .filter_map(|root| {

@@ -233,18 +233,11 @@ fn begin_own_transaction(
         return unavailable(why.to_string());
     }
     let context = crate::own_transaction::apply_context(&args.request.policy, env);
-    // `/tmp` and `$TMPDIR` as writable roots, unless the policy names one itself.
     let named = args
         .request
         .policy
         .named_writable_roots(&args.request.policy_cwd, |p| std::fs::canonicalize(p));
-    let temporary: Vec<PathBuf> = [Some(PathBuf::from("/tmp")), env.tmpdir.clone()]
-        .into_iter()
-        .flatten()
-        .filter_map(|dir| std::fs::canonicalize(dir).ok())
-        .filter(|dir| roots.contains(dir) && !named.contains(dir))
-        .collect();
-    let inner = crate::own_transaction::roots_in_temporary(roots, &temporary);
+    let inner = crate::own_transaction::roots_in_temporary(roots, &named, env);
     let start = crate::own_transaction::TransactionStart {
         cordon_home: home,
         workspace: &args.request.policy_cwd,
@@ -411,10 +404,8 @@ unsafe fn run(
                 .request
                 .policy
                 .named_writable_roots(&args.request.policy_cwd, |p| std::fs::canonicalize(p));
-            let temporary: Vec<PathBuf> = [Some(PathBuf::from("/tmp")), env.tmpdir.clone()]
+            let temporary: Vec<PathBuf> = crate::own_transaction::temporary_dirs(env)
                 .into_iter()
-                .flatten()
-                .filter_map(|path| std::fs::canonicalize(path).ok())
                 .filter(|path| !named.contains(path))
                 .collect();
             let directories: Vec<PathBuf> =
