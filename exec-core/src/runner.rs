@@ -337,14 +337,9 @@ impl Runner for LocalRunner<'_> {
                 let home = self.helper.user_view.cordon_home.as_deref();
                 let retention = self.helper.undo;
                 let mut begun = crate::transaction::Transaction::begin(home, &context, retention)?;
-                let workspace = home.and_then(|home| {
-                    crate::workspace::Workspace::of(&request.sandbox.policy_cwd, home).ok()
-                });
                 let inner = roots_in_temporary(request, self.helper);
-                let temporary = Some(match workspace {
-                    Some(workspace) => begun.temporary_dir(&workspace, &inner),
-                    None => begun.own_temporary_dir(),
-                });
+                let cwd = &request.sandbox.policy_cwd;
+                let temporary = home.map(|home| begun.temporary_dir_for(home, cwd, &inner));
                 Some((begun, context, temporary))
             }
             _ => None,

@@ -240,10 +240,25 @@ impl Transaction {
         }
     }
 
+    /// Where `/tmp` and `$TMPDIR`'s layers go for a run in the directory `workspace`: the
+    /// workspace's own ([`Transaction::temporary_dir`]), or, when it cannot be named (the
+    /// directory does not resolve), this run's own.
+    pub(crate) fn temporary_dir_for(
+        &mut self,
+        cordon_home: &Path,
+        workspace: &Path,
+        inner: &[(PathBuf, PathBuf)],
+    ) -> PathBuf {
+        match crate::workspace::Workspace::of(workspace, cordon_home) {
+            Ok(workspace) => self.temporary_dir(&workspace, inner),
+            Err(_) => self.own_temporary_dir(),
+        }
+    }
+
     /// This run's own directory for `/tmp` and `$TMPDIR`'s layers, gone with the run: for a
     /// run whose workspace cannot be named (its directory does not resolve), or whose
     /// workspace's directory another run holds.
-    pub(crate) fn own_temporary_dir(&self) -> PathBuf {
+    fn own_temporary_dir(&self) -> PathBuf {
         let own = self.dir.join("temporary");
         let _ = std::fs::DirBuilder::new().mode(0o700).create(&own);
         own
@@ -323,11 +338,8 @@ impl cordon_sandbox_linux::Transactions for HelperTransactions {
         let home = start.cordon_home;
         let mut run = Transaction::begin(Some(home), start.context, UndoRetention::default())
             .map_err(|error| cordon_sandbox_linux::BeginError(Box::new(error)))?;
-        let temporary = match crate::workspace::Workspace::of(start.workspace, home) {
-            Ok(workspace) => run.temporary_dir(&workspace, start.inner),
-            Err(_) => run.own_temporary_dir(),
-        };
-        Ok(Box::new(HelperRun { run, temporary: Some(temporary) }))
+        let temporary = run.temporary_dir_for(home, start.workspace, start.inner);
+        Ok(Box::new(HelperRun { run, temporary }))
     }
 }
 
@@ -335,7 +347,7 @@ impl cordon_sandbox_linux::Transactions for HelperTransactions {
 #[cfg(target_os = "linux")]
 struct HelperRun {
     run: Transaction,
-    temporary: Option<PathBuf>,
+    temporary: PathBuf,
 }
 
 #[cfg(target_os = "linux")]
@@ -345,7 +357,7 @@ impl cordon_sandbox_linux::OpenTransaction for HelperRun {
     }
 
     fn temporary_in(&self) -> Option<&Path> {
-        self.temporary.as_deref()
+        Some(&self.temporary)
     }
 
     fn descriptors(&self) -> Vec<std::os::fd::RawFd> {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use cordon_policies::{EnvSnapshot, ResolvedPolicy, SandboxPolicy};
 
+use crate::apply::ApplyContext;
 use crate::args::{Caller, DirIdentity, HelperArgs, Invocation, UserView, parse_invocation};
 use crate::caps::{self, CapabilityDrop};
 use crate::command::PreparedCommand;
@@ -176,6 +177,9 @@ enum CommandEnv<'a> {
     Given(&'a [(OsString, OsString)]),
 }
 
+/// A transaction of the helper's own, begun, with what its gate needs besides the changes.
+type OwnRun = (Box<dyn crate::own_transaction::OpenTransaction>, ApplyContext);
+
 /// The run state of a transaction of the helper's own, when the request asks for one and the
 /// caller makes no write layers itself: `transaction` fails (125) where none can be made,
 /// `auto` then writes directly and says why.
@@ -184,7 +188,7 @@ fn begin_own_transaction(
     env: &EnvSnapshot,
     (policy, unsealed_roots): (&cordon_policies::ResolvedPolicy, Option<&[PathBuf]>),
     pid_namespace: PidNamespaceRequest,
-) -> Result<Option<Box<dyn crate::own_transaction::OpenTransaction>>, HelperError> {
+) -> Result<Option<OwnRun>, HelperError> {
     let choice = args.request.writes;
     if args.writes_to.is_some() || choice == WriteChoice::Direct {
         return Ok(None);
@@ -244,7 +248,8 @@ fn begin_own_transaction(
         context: &context,
         inner: &inner,
     };
-    hooks.0.begin(&start).map(Some).map_err(HelperError::OwnTransaction)
+    let run = hooks.0.begin(&start).map_err(HelperError::OwnTransaction)?;
+    Ok(Some((run, context)))
 }
 
 /// Removes `--no-pid-namespace` (before `--`): a flag of this helper only, for benchmarks and
@@ -381,13 +386,12 @@ unsafe fn run(
     let roots = (&policy, unsealed_roots.as_deref());
     let args = match begin_own_transaction(args, env, roots, pid_namespace)? {
         None => args,
-        Some(run) => {
+        Some((run, context)) => {
             own_args = HelperArgs {
                 writes_to: Some(run.layers_dir().to_path_buf()),
                 temporary_in: run.temporary_in().map(Path::to_path_buf),
                 ..args.clone()
             };
-            let context = crate::own_transaction::apply_context(&args.request.policy, env);
             // SAFETY: one thread (this function's contract).
             applier = Some(unsafe { containment::start_applier(run, context) }?);
             &own_args
