@@ -7,7 +7,7 @@
 //! asks here. What passes here is plain data to every program cordon knows to look; what does
 //! not is held back for the user to look at.
 
-use std::path::Path;
+use std::path::{Component, Path};
 
 use crate::git_config::git_config_gained_code;
 use crate::paths::lexically_normal;
@@ -219,8 +219,15 @@ pub fn repository_config_change_held(
             && !value.contains(['"', '#', ';', '\\'])
             && !value.chars().any(char::is_control);
         let target = Path::new(value);
+        // `..` only as a leading climb out of the git directory (what `git submodule` writes,
+        // `../../../lib`): after a name, git takes the `..` on the disk — from where a link
+        // of that name leads — and the lexical reading below would not.
+        let climbs_after_a_name = target
+            .components()
+            .skip_while(|part| matches!(part, Component::ParentDir | Component::CurDir))
+            .any(|part| part == Component::ParentDir);
         let joined = if target.is_absolute() { target.to_path_buf() } else { git_dir.join(target) };
-        plain && leads_inside(&lexically_normal(&joined))
+        plain && !climbs_after_a_name && leads_inside(&lexically_normal(&joined))
     };
     let mut section_is_core = false;
     let kept: String = after

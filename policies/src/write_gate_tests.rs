@@ -71,6 +71,9 @@ fn a_config_keeps_only_a_plain_worktree_that_leads_inside() {
         "\tworktree = ../../../../../outside #/../w/sub",
         "\tworktree = ../foo\\\nabbrev=/../../outside",
         "\tworktree = \"../../../lib\"",
+        // A `..` after a name is taken on the disk, where the name may be a link.
+        "\tworktree = ../../../lnk/..",
+        "\tworktree = /w/cl/lnk/..",
     ] {
         assert!(repository_config_change_held("", &with(line), git_dir, inside), "{line}");
     }

@@ -564,3 +564,38 @@ fn a_work_tree_inside_a_git_directory_is_held() {
     let _ = git(ws, &["checkout", "-q", "feature"]);
     assert!(!scene.mark.exists(), "planted code ran outside the sandbox");
 }
+
+/// The same through a link the command makes: `core.worktree = ../lnk/..` with `lnk` leading
+/// to `.git/hooks` reads lexically as the workspace, and git takes the `..` from where the link
+/// leads — the git directory.
+#[test]
+fn a_work_tree_reached_through_a_link_and_dot_dot_is_held() {
+    require_write_layer!();
+    let scene = Scene::for_user(User::Root);
+    let ws = scene.ws.path();
+    repository(ws);
+    let script = format!(
+        "set -e; printf '#!/bin/sh\\ntouch {m}\\n' > /tmp/hook-$$; \
+         B=$(git hash-object -w /tmp/hook-$$); \
+         H=$(printf '100755 blob %s\\tpost-checkout\\n' $B | git mktree); \
+         T=$(printf '040000 tree %s\\thooks\\n' $H | git mktree); \
+         C=$(GIT_AUTHOR_NAME=n GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=n GIT_COMMITTER_EMAIL=a@b \
+             git commit-tree -m feature $T); \
+         git update-ref refs/heads/feature $C; ln -s .git/hooks lnk; \
+         git config core.worktree ../lnk/..; echo planted",
+        m = scene.mark.display()
+    );
+    let args = ["exec", "-a", "never", "--writes", "transaction", "-C", ws.to_str().unwrap(), "--"];
+    let run: Run = cordon_command(User::Root, &args)
+        .args(["sh", "-c", &script])
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+        .into();
+    assert!(run.stdout.contains("planted"), "{}{}", run.stdout, run.stderr);
+    assert!(!read(&ws.join(".git/config")).contains("worktree"), "{}", run.stderr);
+    let _ = git(ws, &["checkout", "-q", "feature"]);
+    assert!(!ws.join(".git/hooks/post-checkout").exists(), "the checkout wrote a hook");
+    assert!(!scene.mark.exists(), "planted code ran outside the sandbox");
+}
