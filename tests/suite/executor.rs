@@ -389,10 +389,13 @@ fn typed_input_the_program_has_not_read_yet_keeps_the_wait_going() {
     // Unsandboxed, so the program's pid is one the test can signal.
     let mut ex = Executor::start(&["-s", "danger-full-access"]);
     let code = "import os; print(os.getpid(), flush=True); os.read(0, 100); print('got it')";
+    // Python's start-up takes seconds on an emulated machine: a yield long enough for its first
+    // line there.
+    let start_up = scaled(Duration::from_secs(5)).min(Duration::from_secs(30)).as_millis();
     let first = ex.text(
         "exec_command",
         json!({"cmd": format!("python3 -c \"{code}\""), "tty": true, "login": false,
-               "yield_time_ms": 5000}),
+               "yield_time_ms": start_up}),
     );
     let id = session_id(&first).expect(&first);
     let pid: i32 = output(&first).trim().parse().expect(&first);

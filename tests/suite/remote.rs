@@ -918,7 +918,18 @@ fn a_remote_command_can_run_as_a_transaction() {
     let args = ["-s", "workspace-write", "--writes", "transaction", "-C", ws, "--", "sh", "-c"];
     let mut all: Vec<&str> = args.to_vec();
     all.push(&script);
-    let run = sshd.exec(&sshd.cordon(), &all);
+    // The far end's state where a layer can be kept: the login's home may be a tmpfs that
+    // cannot hold one (as on the 6.1 kernel of the matrix).
+    let far_state = scratch();
+    let far_cordon = sshd.script(
+        "cordon-with-state",
+        &format!(
+            "#!/bin/sh\nCORDON_HOME={}/home exec {} \"$@\"\n",
+            far_state.path().display(),
+            sshd.cordon().display()
+        ),
+    );
+    let run = sshd.exec(&far_cordon, &all);
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("planted"), "{}{}", run.stdout, run.stderr);
     // The far end's output, its applier's words included, arrives merged on stdout.
