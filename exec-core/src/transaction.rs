@@ -186,7 +186,10 @@ impl Transaction {
                 path: dir.clone(),
                 error: errno.into(),
             })?;
-        set_state(&dir, "running").map_err(fail(&dir))?;
+        // Not synced: a run that ends (or is stopped) while this machine is up finds it in the
+        // page cache, and one whose state a crash lost is recognised after the reboot
+        // (`finish_interrupted`).
+        write_state(&dir, "running").map_err(fail(&dir))?;
         // The file system's own clock, as file change times use it.
         let started = std::fs::metadata(dir.join("state")).map_err(fail(&dir))?;
         use std::os::unix::fs::MetadataExt;
@@ -650,7 +653,7 @@ fn clear_ways_in(temporary: &Path, inner: &[(PathBuf, PathBuf)], trash: &Path) {
     }
 }
 
-/// Writes the run's state, replacing it whole.
+/// Writes the run's state, replacing it whole, and waits until it is on disk.
 #[cfg(target_os = "linux")]
 fn set_state(dir: &Path, state: &str) -> std::io::Result<()> {
     let temporary = dir.join("state.new");
@@ -658,6 +661,26 @@ fn set_state(dir: &Path, state: &str) -> std::io::Result<()> {
     file.write_all(state.as_bytes())?;
     file.sync_all()?;
     std::fs::rename(&temporary, dir.join("state"))
+}
+
+/// Writes the run's state without waiting for the disk: after a crash it may be missing.
+#[cfg(target_os = "linux")]
+fn write_state(dir: &Path, state: &str) -> std::io::Result<()> {
+    std::fs::write(dir.join("state"), state)
+}
+
+/// Whether the run in `dir` began before this machine last booted (its lock file is older):
+/// its cordon cannot be running any more. Unknown counts as no.
+#[cfg(target_os = "linux")]
+fn began_before_boot(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else { return false };
+    let boot = stat
+        .lines()
+        .find_map(|line| line.strip_prefix("btime "))
+        .and_then(|secs| secs.trim().parse::<i64>().ok());
+    let began = std::fs::metadata(dir.join("lock")).map(|meta| meta.mtime());
+    matches!((boot, began), (Some(boot), Ok(began)) if began < boot)
 }
 
 #[cfg(target_os = "linux")]
@@ -668,7 +691,14 @@ fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext)
     let Ok(entries) = std::fs::read_dir(runs) else { return earlier };
     for entry in entries.filter_map(Result::ok) {
         let dir = entry.path();
-        let Ok(state) = std::fs::read_to_string(dir.join("state")) else { continue };
+        let state = match std::fs::read_to_string(dir.join("state")) {
+            Ok(state) if !state.is_empty() => state,
+            // "running" is not synced when it is written: a crash may have lost it (or left it
+            // empty). A run from before the boot was stopped while its command ran; one from
+            // this boot without a state is still being begun by its cordon.
+            _ if began_before_boot(&dir) => "running".to_owned(),
+            _ => continue,
+        };
         if state != "applying" && state != "running" {
             continue;
         }
@@ -707,6 +737,28 @@ fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext)
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_whose_unsynced_state_a_crash_lost_is_kept_as_interrupted_and_a_new_one_is_left() {
+        let home = tempfile::tempdir().unwrap();
+        let runs = home.path().join("runs");
+        let (crashed, beginning) = (runs.join("1-1"), runs.join("2-2"));
+        for dir in [&crashed, &beginning] {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join("lock"), "").unwrap();
+        }
+        // Before any boot: 1970. The other is being begun right now, its state not written yet.
+        let lock = std::fs::File::options().write(true).open(crashed.join("lock")).unwrap();
+        lock.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(60)).unwrap();
+        std::fs::write(crashed.join("state"), "").unwrap();
+        assert!(began_before_boot(&crashed));
+        assert!(!began_before_boot(&beginning));
+        let earlier = finish_interrupted(&runs, &cordon_sandbox_linux::ApplyContext::default());
+        assert!(earlier.is_empty());
+        let kept = kept_dir(&runs).join("1-1");
+        assert_eq!(std::fs::read_to_string(kept.join("state")).unwrap(), "interrupted");
+        assert!(beginning.is_dir(), "a run being begun is left to its cordon");
+    }
 
     #[test]
     fn a_workspaces_tmp_past_its_size_loses_its_least_recently_changed_entries_first() {

@@ -1,6 +1,7 @@
 //! The mount view: a private mount namespace in which every mount is read-only, writable roots
 //! are bound read-write on top, protected paths inside them are read-only again, hidden paths
-//! are covered by empty read-only stand-ins, and `/dev/shm` is a fresh private tmpfs.
+//! are covered by empty read-only stand-ins, `/dev` holds only the ordinary devices, and
+//! `/dev/shm` is a fresh private tmpfs.
 //!
 //! This is what stops what Landlock cannot decide: `chmod`/`chown`/`utimes`/xattr changes
 //! outside the roots, writes to `.git/hooks` inside them, reads of `~/.ssh`.
@@ -57,6 +58,9 @@ pub struct MountPlan {
     /// Directories covered with an empty read-only tmpfs into which the listed entries of each
     /// are put back (with the mounts on and inside them), before the hidden paths are covered.
     pub filtered_dirs: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// A `/dev` of the sandbox's own, in place of the host's: the ordinary devices, and these
+    /// places of the host's `/dev` put back (writable roots and allowed sockets there).
+    pub own_dev: Option<Vec<PathBuf>>,
     /// Whether to put a private tmpfs on `/dev/shm`.
     pub private_dev_shm: bool,
     /// Whether to put a private devpts instance on `/dev/pts`: when the command is handed no
@@ -128,8 +132,11 @@ pub(crate) struct Surveyed<'a> {
     pub listings: &'a Listings,
     /// The writable roots' repositories, when the caller found them already.
     pub walked: Option<&'a RepositoryWalk>,
-    /// The devices hidden besides the policy's paths ([`hidden_devices`]).
+    /// The devices hidden besides the policy's paths ([`hidden_devices`]), when `/dev` is the
+    /// host's; empty with a `/dev` of the sandbox's own.
     pub devices: &'a [PathBuf],
+    /// Whether `/dev` is covered and only the ordinary devices put back ([`own_dev_possible`]).
+    pub own_dev: bool,
     /// The write layers, whose roots are not searched for repositories.
     pub layers: &'a [crate::write_layer::Layer],
 }
@@ -289,6 +296,7 @@ pub(crate) fn plan(
         .filter(|root| !roots.iter().any(|other| other != *root && root.starts_with(other)))
         .cloned()
         .collect();
+    let own_dev = host.own_dev.then(|| own_dev_kept(&outermost, &policy.allowed_sockets));
     let proc_root = Path::new("/proc");
     let mut proc_covers: Vec<PathBuf> = proc_mounts
         .iter()
@@ -314,8 +322,10 @@ pub(crate) fn plan(
         exposed_sockets,
         hidden_files,
         filtered_dirs: Vec::new(),
-        private_dev_shm: Path::new("/dev/shm").is_dir(),
-        private_dev_pts: Path::new("/dev/pts").is_dir() && !terminal_on_stdio(),
+        private_dev_shm: own_dev.is_some() || Path::new("/dev/shm").is_dir(),
+        private_dev_pts: own_dev.is_some()
+            || (Path::new("/dev/pts").is_dir() && !terminal_on_stdio()),
+        own_dev,
         network: NetworkNamespace::for_policy(policy),
     }
 }
@@ -328,8 +338,50 @@ fn terminal_on_stdio() -> bool {
         || std::io::stderr().is_terminal()
 }
 
-/// What is hidden besides the policy's paths: the raw disk devices this caller can read, and
-/// `/dev/bsg` (SCSI commands to any disk).
+/// The device nodes the sandbox's `/dev` holds, bound from the host's: the ones any program
+/// may expect, which read nothing of the machine's. Everything else the host has there is left
+/// out: raw disks, but also the consoles' screens (`/dev/vcs*`), input devices, hardware and
+/// management devices — a root caller keeps uid 0, which owns most of them, and a list of what
+/// to hide would miss the next kind.
+const ORDINARY_DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// The links the sandbox's `/dev` holds, as the host's usually read: new terminals come from the
+/// private devpts instance next to them, the standard streams from `/proc`.
+const DEV_LINKS: &[(&str, &str)] = &[
+    ("ptmx", "pts/ptmx"),
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+];
+
+/// Whether the sandbox gets a `/dev` of its own: `/dev` is a directory, no writable root is
+/// `/dev` or holds it (covering it would take away what the policy lets the command write),
+/// and the command is handed no terminal. A terminal handed over lives in the host's devpts
+/// instance, whose name (`/dev/pts/N`) `tty` must still find and next to which new terminals
+/// must still be made; the host's `/dev` then stays, its raw disks covered
+/// ([`hidden_devices`]).
+pub(crate) fn own_dev_possible(roots: &[PathBuf]) -> bool {
+    let dev = Path::new("/dev");
+    std::fs::symlink_metadata(dev).is_ok_and(|meta| meta.is_dir())
+        && !roots.iter().any(|root| dev.starts_with(root))
+        && !terminal_on_stdio()
+}
+
+/// The places of the host's `/dev` that its replacement keeps besides the ordinary devices:
+/// the writable roots and allowed sockets that lie there. One inside another comes with it.
+fn own_dev_kept(roots: &[PathBuf], sockets: &[PathBuf]) -> Vec<PathBuf> {
+    let dev = Path::new("/dev");
+    let mut kept: Vec<PathBuf> =
+        roots.iter().chain(sockets).filter(|p| p.starts_with(dev) && *p != dev).cloned().collect();
+    kept.sort();
+    kept.dedup();
+    let nested = |p: &PathBuf| kept.iter().any(|other| other != p && p.starts_with(other));
+    kept.iter().filter(|p| !nested(p)).cloned().collect()
+}
+
+/// What is hidden besides the policy's paths where `/dev` is the host's: the raw disk devices
+/// this caller can read, and `/dev/bsg` (SCSI commands to any disk).
 pub(crate) fn hidden_devices() -> Vec<PathBuf> {
     let mut devices = raw_disk_devices();
     if Path::new("/dev/bsg").is_dir() {
@@ -448,6 +500,9 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
                 other => other?,
             }
         }
+    }
+    if let Some(kept) = &plan.own_dev {
+        own_dev(kept)?;
     }
     for (dir, shown) in &plan.filtered_dirs {
         filter_dir(dir, shown)?;
@@ -575,6 +630,62 @@ fn filter_dir(dir: &Path, shown: &[PathBuf]) -> Result<(), HelperError> {
         }
     }
     set_read_only(dir, Recursion::Single)
+}
+
+/// Covers `/dev` with a tmpfs that holds the ordinary devices (bound from the host's), the
+/// usual links, empty `pts` and `shm` for the private instances mounted there next, and `kept`
+/// (places of the host's `/dev`, with the mounts on them) bound back; then makes it read-only.
+/// A device or kept place the host does not have is left out.
+fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
+    let dev = Path::new("/dev");
+    let fail =
+        |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
+    let io = |what: String| move |source: std::io::Error| HelperError::MountView { what, source };
+    let mut held: Vec<(PathBuf, OwnedFd, bool)> = Vec::new();
+    let mut places: Vec<PathBuf> =
+        ORDINARY_DEVICES.iter().map(|name| dev.join(name)).chain(kept.iter().cloned()).collect();
+    places.sort();
+    places.dedup();
+    for place in places {
+        let Ok(meta) = std::fs::symlink_metadata(&place) else { continue };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        match hold(&place) {
+            Ok(fd) => held.push((place, fd, meta.is_dir())),
+            Err(nix::Error::ENOENT) => {}
+            Err(e) => return Err(fail(format!("opening {}", place.display()))(e)),
+        }
+    }
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
+    mount(Some("tmpfs"), dev, Some("tmpfs"), flags, Some("mode=0755,size=64k"))
+        .map_err(fail("covering /dev".into()))?;
+    for dir in ["pts", "shm"] {
+        std::fs::create_dir(dev.join(dir)).map_err(io(format!("making /dev/{dir}")))?;
+    }
+    for (name, target) in DEV_LINKS {
+        std::os::unix::fs::symlink(target, dev.join(name))
+            .map_err(io(format!("making the link /dev/{name}")))?;
+    }
+    for (place, fd, is_dir) in &held {
+        if let Some(parent) = place.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(io(format!("making the directories to {}", place.display())))?;
+        }
+        let made = if *is_dir {
+            // `pts` or `shm` is made already: a root there goes under the private instance.
+            std::fs::create_dir(place).or_else(|error| match error.kind() {
+                std::io::ErrorKind::AlreadyExists => Ok(()),
+                _ => Err(error),
+            })
+        } else {
+            std::fs::File::create(place).map(drop)
+        };
+        made.map_err(io(format!("making the mount point {}", place.display())))?;
+        bind_held(fd, place, MsFlags::MS_BIND | MsFlags::MS_REC)
+            .map_err(fail(format!("putting back {}", place.display())))?;
+    }
+    set_read_only(dev, Recursion::Single)
 }
 
 /// Opens `path` (`O_PATH`, a final symlink not followed) to bind it after something covers it.

@@ -27,6 +27,7 @@ fn only_the_outermost_roots_are_bound() {
                 listings: &crate::listings::Listings::new(),
                 walked: None,
                 devices: &[],
+                own_dev: false,
                 layers: &[],
             }
         )

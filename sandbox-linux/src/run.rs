@@ -479,8 +479,9 @@ unsafe fn run(
     // The directories on the way to the hidden paths, each read once for the mount view and
     // the read rights. The view adds no names to them, so what is read now holds inside it.
     let listings = Listings::new();
-    // Hidden besides the policy's paths, by the view and by the read rights alike.
-    let devices = mount_view::hidden_devices();
+    // Hidden besides the policy's paths where `/dev` is the host's (without the view, or with
+    // a writable root holding `/dev`), by the view and by the read rights alike.
+    let mut devices = Vec::new();
     // The home directories' allow-list: hidden by read rights, with a stand-in only where
     // those cannot hide or would fail a login shell's start-up files.
     let abi = sys::landlock_version().unwrap_or(0);
@@ -566,6 +567,13 @@ unsafe fn run(
                 && network == mount_view::NetworkNamespace::Private;
             match entered {
                 MountView::Entered => {
+                    let own_dev = mount_view::own_dev_possible(&policy.writable_roots)
+                        && unsealed_roots
+                            .as_deref()
+                            .is_none_or(|roots| mount_view::own_dev_possible(roots));
+                    if !own_dev {
+                        devices = mount_view::hidden_devices();
+                    }
                     let mut plan = plan_mount_view(
                         &policy,
                         unsealed_roots.as_deref(),
@@ -573,11 +581,12 @@ unsafe fn run(
                             listings: &listings,
                             walked: args.walked.as_deref(),
                             devices: &devices,
+                            own_dev,
                             layers: &layers,
                         },
                     )?;
                     plan.network = network;
-                    plan.filtered_dirs = home_covers.filtered.clone();
+                    plan.filtered_dirs.extend(home_covers.filtered.iter().cloned());
                     warn_unusable_git_files(&plan.unusable_git_files);
                     warn_unsearched(&plan.unsearched);
                     known_git_dirs = Some(std::mem::take(&mut plan.git_dirs));
@@ -595,6 +604,10 @@ unsafe fn run(
             }
         }
     };
+
+    if mount_view.is_err() {
+        devices = mount_view::hidden_devices();
+    }
 
     // 2. Containment, so that nothing outlives the command: PID + IPC namespaces inside the
     // mount view, else a subreaper. The helper stays outside as the caller's child; what
