@@ -31,8 +31,8 @@ path = sys.argv[1]
 # (the start of the line that begins a step, the name of what ends before it)
 steps = [
     ("let mut policy = args", "start"),
-    ("let devices = mount_view::hidden_devices", "policy resolved"),
-    ("// 1. The mount view: needs", "raw disks found, the home's reads planned"),
+    ("let mut devices = Vec::new();", "policy resolved"),
+    ("// 1. The mount view: needs", "the home's reads planned"),
     ("let mut plan = plan_mount_view(", "namespace entered"),
     ("warn_unusable_git_files(&plan", "view planned"),
     ("let pid_namespace = match", "view built"),

@@ -668,7 +668,7 @@ fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
             .map_err(io(format!("making the link /dev/{name}")))?;
     }
     for (place, fd, is_dir) in &held {
-        if let Some(parent) = place.parent() {
+        if let Some(parent) = place.parent().filter(|parent| *parent != dev) {
             std::fs::create_dir_all(parent)
                 .map_err(io(format!("making the directories to {}", place.display())))?;
         }
