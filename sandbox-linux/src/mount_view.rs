@@ -296,7 +296,10 @@ pub(crate) fn plan(
         .filter(|root| !roots.iter().any(|other| other != *root && root.starts_with(other)))
         .cloned()
         .collect();
-    let own_dev = host.own_dev.then(|| own_dev_kept(&outermost, &policy.allowed_sockets));
+    let own_dev = host.own_dev.then(|| own_dev_kept(&outermost));
+    // A writable root in `/dev/shm` stays reachable: no private instance is mounted over it.
+    let shm = Path::new("/dev/shm");
+    let root_in_shm = roots.iter().any(|root| root.starts_with(shm));
     let proc_root = Path::new("/proc");
     let mut proc_covers: Vec<PathBuf> = proc_mounts
         .iter()
@@ -322,7 +325,7 @@ pub(crate) fn plan(
         exposed_sockets,
         hidden_files,
         filtered_dirs: Vec::new(),
-        private_dev_shm: own_dev.is_some() || Path::new("/dev/shm").is_dir(),
+        private_dev_shm: !root_in_shm && (own_dev.is_some() || shm.is_dir()),
         private_dev_pts: own_dev.is_some()
             || (Path::new("/dev/pts").is_dir() && !terminal_on_stdio()),
         own_dev,
@@ -355,29 +358,49 @@ const DEV_LINKS: &[(&str, &str)] = &[
     ("stderr", "/proc/self/fd/2"),
 ];
 
-/// Whether the sandbox gets a `/dev` of its own: `/dev` is a directory, no writable root is
-/// `/dev` or holds it (covering it would take away what the policy lets the command write),
-/// and the command is handed no terminal. A terminal handed over lives in the host's devpts
-/// instance, whose name (`/dev/pts/N`) `tty` must still find and next to which new terminals
-/// must still be made; the host's `/dev` then stays, its raw disks covered
-/// ([`hidden_devices`]).
-pub(crate) fn own_dev_possible(roots: &[PathBuf]) -> bool {
+/// What decides whether the sandbox can have a `/dev` of its own.
+pub(crate) struct DevUse<'a> {
+    /// The writable roots (canonical).
+    pub roots: &'a [PathBuf],
+    /// Where the command starts (canonical): the policy's and the command's working directory.
+    pub cwds: &'a [PathBuf],
+    /// The UNIX sockets the policy lets the command reach, as the policy names them.
+    pub sockets: &'a [PathBuf],
+}
+
+/// Whether the sandbox gets a `/dev` of its own: `/dev` is a directory; the command is handed
+/// no terminal (one handed over lives in the host's devpts instance, whose name `/dev/pts/N`
+/// `tty` must still find and next to which new terminals must still be made); no writable root
+/// is `/dev` or holds it (covering it would take away what the policy lets the command write);
+/// the command does not start in `/dev`; and no socket the policy allows is named there (the
+/// user asked for that place of the host's `/dev`, whatever it is). Otherwise the host's `/dev`
+/// stays, its raw disks covered ([`hidden_devices`]) and the rest of its devices unreadable
+/// ([`unlisted_devices`]).
+pub(crate) fn own_dev_possible(using: &DevUse<'_>) -> bool {
     let dev = Path::new("/dev");
     std::fs::symlink_metadata(dev).is_ok_and(|meta| meta.is_dir())
-        && !roots.iter().any(|root| dev.starts_with(root))
         && !terminal_on_stdio()
+        && !using.roots.iter().any(|root| dev.starts_with(root))
+        && !using.cwds.iter().any(|cwd| cwd.starts_with(dev))
+        && !using.sockets.iter().any(|socket| {
+            socket.starts_with(dev)
+                || std::fs::canonicalize(socket).is_ok_and(|real| real.starts_with(dev))
+        })
 }
 
 /// The places of the host's `/dev` that its replacement keeps besides the ordinary devices:
-/// the writable roots and allowed sockets that lie there. One inside another comes with it.
-fn own_dev_kept(roots: &[PathBuf], sockets: &[PathBuf]) -> Vec<PathBuf> {
+/// the writable roots that lie there (one inside another comes with it), and the system log's
+/// socket (`/dev/log`, which the command could reach before as any socket).
+fn own_dev_kept(roots: &[PathBuf]) -> Vec<PathBuf> {
     let dev = Path::new("/dev");
     let mut kept: Vec<PathBuf> =
-        roots.iter().chain(sockets).filter(|p| p.starts_with(dev) && *p != dev).cloned().collect();
+        roots.iter().filter(|p| p.starts_with(dev) && *p != dev).cloned().collect();
     kept.sort();
     kept.dedup();
     let nested = |p: &PathBuf| kept.iter().any(|other| other != p && p.starts_with(other));
-    kept.iter().filter(|p| !nested(p)).cloned().collect()
+    let mut kept: Vec<PathBuf> = kept.iter().filter(|p| !nested(p)).cloned().collect();
+    kept.push(dev.join("log"));
+    kept
 }
 
 /// What is hidden besides the policy's paths where `/dev` is the host's: the raw disk devices
@@ -388,6 +411,49 @@ pub(crate) fn hidden_devices() -> Vec<PathBuf> {
         devices.push(PathBuf::from("/dev/bsg"));
     }
     devices
+}
+
+/// What else of the host's `/dev` is hidden where it stays (a terminal handed over, or no
+/// mount view), by read rights alone (no stand-in, no mount): every character device this
+/// caller can read but the ordinary ones, `/dev/ptmx` and the terminals on fds 0-2 (other
+/// terminals and consoles — `/dev/tty1` reads what is typed there, `/dev/vcs*` what they
+/// show — serial lines, input, hardware devices), and for a root caller, whose command keeps
+/// the uid that owns most device nodes, every directory but `pts` and `shm` (`/dev/input`,
+/// `/dev/snd`, …). Block devices are among [`hidden_devices`]. One `getdents` pass.
+pub(crate) fn unlisted_devices() -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let handed = handed_terminals();
+    let root = nix::unistd::geteuid().is_root();
+    let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let kind = entry.file_type().ok()?;
+            let name = entry.file_name();
+            let path = entry.path();
+            let ordinary = ORDINARY_DEVICES.iter().chain(&["ptmx"]).any(|kept| name == *kept);
+            let device = kind.is_char_device()
+                && !ordinary
+                && !handed.contains(&path)
+                && nix::unistd::access(&path, nix::unistd::AccessFlags::R_OK).is_ok();
+            let directory = root && kind.is_dir() && name != "pts" && name != "shm";
+            (device || directory).then_some(path)
+        })
+        .collect()
+}
+
+/// The terminals on fds 0-2, by the names their links in `/proc/self/fd` give.
+fn handed_terminals() -> Vec<PathBuf> {
+    use std::io::IsTerminal;
+    let terminals = [
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+        std::io::stderr().is_terminal(),
+    ];
+    (0..3)
+        .filter(|&fd| terminals[fd])
+        .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
+        .collect()
 }
 
 /// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and
@@ -642,6 +708,7 @@ fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
         |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
     let io = |what: String| move |source: std::io::Error| HelperError::MountView { what, source };
     let mut held: Vec<(PathBuf, OwnedFd, bool)> = Vec::new();
+    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut places: Vec<PathBuf> =
         ORDINARY_DEVICES.iter().map(|name| dev.join(name)).chain(kept.iter().cloned()).collect();
     places.sort();
@@ -649,6 +716,11 @@ fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
     for place in places {
         let Ok(meta) = std::fs::symlink_metadata(&place) else { continue };
         if meta.file_type().is_symlink() {
+            // Made again as it reads (`/dev/log` → the journal's socket); what it leads to is
+            // judged where it leads.
+            if let Ok(target) = std::fs::read_link(&place) {
+                links.push((place, target));
+            }
             continue;
         }
         match hold(&place) {
@@ -663,9 +735,10 @@ fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
     for dir in ["pts", "shm"] {
         std::fs::create_dir(dev.join(dir)).map_err(io(format!("making /dev/{dir}")))?;
     }
-    for (name, target) in DEV_LINKS {
-        std::os::unix::fs::symlink(target, dev.join(name))
-            .map_err(io(format!("making the link /dev/{name}")))?;
+    let made_links = DEV_LINKS.iter().map(|(name, target)| (dev.join(name), PathBuf::from(target)));
+    for (place, target) in made_links.chain(links) {
+        std::os::unix::fs::symlink(&target, &place)
+            .map_err(io(format!("making the link {}", place.display())))?;
     }
     for (place, fd, is_dir) in &held {
         if let Some(parent) = place.parent().filter(|parent| *parent != dev) {

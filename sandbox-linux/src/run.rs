@@ -482,6 +482,8 @@ unsafe fn run(
     // Hidden besides the policy's paths where `/dev` is the host's (without the view, or with
     // a writable root holding `/dev`), by the view and by the read rights alike.
     let mut devices = Vec::new();
+    // The rest of the host's `/dev` but the ordinary devices, where it stays: by read rights.
+    let mut unlisted_devices = Vec::new();
     // The home directories' allow-list: hidden by read rights, with a stand-in only where
     // those cannot hide or would fail a login shell's start-up files.
     let abi = sys::landlock_version().unwrap_or(0);
@@ -567,12 +569,18 @@ unsafe fn run(
                 && network == mount_view::NetworkNamespace::Private;
             match entered {
                 MountView::Entered => {
-                    let own_dev = mount_view::own_dev_possible(&policy.writable_roots)
+                    let dev_use = |roots| mount_view::DevUse {
+                        roots,
+                        cwds: &cwds,
+                        sockets: &policy.allowed_sockets,
+                    };
+                    let own_dev = mount_view::own_dev_possible(&dev_use(&policy.writable_roots))
                         && unsealed_roots
                             .as_deref()
-                            .is_none_or(|roots| mount_view::own_dev_possible(roots));
+                            .is_none_or(|roots| mount_view::own_dev_possible(&dev_use(roots)));
                     if !own_dev {
                         devices = mount_view::hidden_devices();
+                        unlisted_devices = mount_view::unlisted_devices();
                     }
                     let mut plan = plan_mount_view(
                         &policy,
@@ -607,6 +615,7 @@ unsafe fn run(
 
     if mount_view.is_err() {
         devices = mount_view::hidden_devices();
+        unlisted_devices = mount_view::unlisted_devices();
     }
 
     // 2. Containment, so that nothing outlives the command: PID + IPC namespaces inside the
@@ -724,6 +733,7 @@ unsafe fn run(
         // The raw disks too: without the mount view, a root caller would read them whole.
         let mut hidden = policy.hidden_paths.clone();
         hidden.extend(devices.iter().cloned());
+        hidden.extend(unlisted_devices.iter().cloned());
         hidden.extend(crate::home_reads::unreadable(&home_reads).cloned());
         if let (Err(reason), crate::home_reads::ReadRights::ReadsOnly) = (&mount_view, rights) {
             if !home_reads.hidden.is_empty() {

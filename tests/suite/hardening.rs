@@ -2,7 +2,7 @@
 //! device nodes, namespaces, keyrings, BPF, perf, userfaultfd, mounts, the i386 entry.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use super::util::*;
 
@@ -296,4 +296,92 @@ fn root_cannot_read_password_hashes_or_host_keys() {
     let run =
         sandbox_sh(User::Root, &["--unhide", "/etc/shadow"], dir.path(), "cat /etc/shadow | wc -c");
     assert_ne!(run.stdout.trim(), "0", "--unhide must restore it");
+}
+
+/// Where the command needs a place of the host's `/dev` — it starts there, or a writable root
+/// lies in `/dev/shm` — it still gets it, and what it writes in the root arrives.
+#[test]
+fn a_command_that_starts_in_dev_or_writes_a_root_in_dev_shm_still_works() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view");
+    skip_unless!(Path::new("/dev/shm").is_dir(), "no /dev/shm here");
+    let dir = scratch();
+    let mut in_dev =
+        cordon_command(User::Root, &["exec", "-a", "never", "-s", "read-only", "--", "pwd"]);
+    let run: Run = in_dev.current_dir("/dev").output().unwrap().into();
+    run.assert_ok();
+    assert_eq!(run.stdout.trim(), "/dev");
+    let root = tempfile::Builder::new().prefix("cordon-e2e-shm-").tempdir_in("/dev/shm").unwrap();
+    let root_arg = root.path().to_str().unwrap();
+    let run = cordon(&[
+        "exec",
+        "-a",
+        "never",
+        "-s",
+        "workspace-write",
+        "--writes",
+        "direct",
+        "--add-dir",
+        root_arg,
+        "-C",
+        dir.path().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &format!("echo written > {root_arg}/made"),
+    ]);
+    run.assert_ok();
+    assert_eq!(std::fs::read_to_string(root.path().join("made")).unwrap(), "written\n");
+}
+
+/// With a terminal handed over the host's `/dev` stays (its name `/dev/pts/N` must), and then
+/// what a root caller's command could read there besides the ordinary devices and its own
+/// terminal — the consoles' input and screens, other devices — is not readable.
+#[test]
+fn a_root_command_handed_a_terminal_reads_no_console_or_other_device() {
+    require_sandbox!(1);
+    skip_unless!(is_root(), "uid 0 owns the consoles");
+    skip_unless!(
+        Command::new("script").arg("--version").output().is_ok(),
+        "needs script(1) from util-linux"
+    );
+    use std::os::unix::fs::FileTypeExt;
+    let ordinary = ["null", "zero", "full", "random", "urandom", "tty", "ptmx", "console"];
+    let devices: Vec<String> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_char_device()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !ordinary.contains(&name.as_str()))
+        .collect();
+    skip_unless!(!devices.is_empty(), "no other character device in /dev");
+    let dir = scratch();
+    // Each device opened without blocking; the control reads /dev/null the same way.
+    let probe: String = devices
+        .iter()
+        .chain(std::iter::once(&"null".to_owned()))
+        .map(|name| {
+            format!(
+                "import os\\ntry:\\n    os.close(os.open('/dev/{name}', os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)); print('opened {name}')\\nexcept OSError as e:\\n    print('refused {name}', e.errno)\\n"
+            )
+        })
+        .collect();
+    let script_file = dir.path().join("probe.py");
+    std::fs::write(&script_file, probe.replace("\\n", "\n")).unwrap();
+    let inner = format!(
+        "{CORDON} sandbox linux -C {} -- {} {}",
+        dir.path().display(),
+        python(),
+        script_file.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("opened null"), "{stdout}");
+    for name in &devices {
+        assert!(!stdout.contains(&format!("opened {name}\r")), "/dev/{name} opened: {stdout}");
+    }
 }
