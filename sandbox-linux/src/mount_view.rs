@@ -63,6 +63,8 @@ pub struct MountPlan {
     pub own_dev: Option<Vec<PathBuf>>,
     /// Whether to put a private tmpfs on `/dev/shm`.
     pub private_dev_shm: bool,
+    /// Writable roots inside `/dev/shm`: bound back into the private instance.
+    pub shm_roots: Vec<PathBuf>,
     /// Whether to put a private devpts instance on `/dev/pts`: when the command is handed no
     /// terminal (none of fds 0-2 is one), so that it cannot open the user's terminals by path
     /// (`/dev/pts/N`) to write escape sequences to them; it still makes PTYs of its own
@@ -297,9 +299,12 @@ pub(crate) fn plan(
         .cloned()
         .collect();
     let own_dev = host.own_dev.then(|| own_dev_kept(&outermost));
-    // A writable root in `/dev/shm` stays reachable: no private instance is mounted over it.
+    // A writable root in `/dev/shm` is put back into the private instance; one that is
+    // `/dev/shm` itself keeps the host's.
     let shm = Path::new("/dev/shm");
-    let root_in_shm = roots.iter().any(|root| root.starts_with(shm));
+    let shm_roots: Vec<PathBuf> =
+        outermost.iter().filter(|root| root.starts_with(shm) && *root != shm).cloned().collect();
+    let shm_is_root = roots.iter().any(|root| root == shm);
     let proc_root = Path::new("/proc");
     let mut proc_covers: Vec<PathBuf> = proc_mounts
         .iter()
@@ -325,7 +330,8 @@ pub(crate) fn plan(
         exposed_sockets,
         hidden_files,
         filtered_dirs: Vec::new(),
-        private_dev_shm: !root_in_shm && (own_dev.is_some() || shm.is_dir()),
+        private_dev_shm: !shm_is_root && (own_dev.is_some() || shm.is_dir()),
+        shm_roots,
         private_dev_pts: own_dev.is_some()
             || (Path::new("/dev/pts").is_dir() && !terminal_on_stdio()),
         own_dev,
@@ -417,13 +423,13 @@ pub(crate) fn hidden_devices() -> Vec<PathBuf> {
 /// mount view), by read rights alone (no stand-in, no mount): every character device this
 /// caller can read but the ordinary ones, `/dev/ptmx` and the terminals on fds 0-2 (other
 /// terminals and consoles — `/dev/tty1` reads what is typed there, `/dev/vcs*` what they
-/// show — serial lines, input, hardware devices), and for a root caller, whose command keeps
-/// the uid that owns most device nodes, every directory but `pts` and `shm` (`/dev/input`,
-/// `/dev/snd`, …). Block devices are among [`hidden_devices`]. One `getdents` pass.
+/// show — serial lines, input, hardware devices), and every directory but `pts` and `shm`
+/// (`/dev/input`, `/dev/snd`, `/dev/bus/usb`: what is in them is readable by a group or a
+/// seat's ACL as often as by root). Block devices are among [`hidden_devices`]. One `getdents`
+/// pass.
 pub(crate) fn unlisted_devices() -> Vec<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     let handed = handed_terminals();
-    let root = nix::unistd::geteuid().is_root();
     let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
     entries
         .filter_map(Result::ok)
@@ -436,7 +442,7 @@ pub(crate) fn unlisted_devices() -> Vec<PathBuf> {
                 && !ordinary
                 && !handed.contains(&path)
                 && nix::unistd::access(&path, nix::unistd::AccessFlags::R_OK).is_ok();
-            let directory = root && kind.is_dir() && name != "pts" && name != "shm";
+            let directory = kind.is_dir() && name != "pts" && name != "shm";
             (device || directory).then_some(path)
         })
         .collect()
@@ -592,6 +598,15 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
             .map_err(fail(format!("hiding {}", file.display())))?;
     }
     if plan.private_dev_shm {
+        let held: Vec<(&PathBuf, OwnedFd)> = plan
+            .shm_roots
+            .iter()
+            .filter_map(|root| match hold(root) {
+                Err(nix::Error::ENOENT) => None,
+                other => Some(other.map(|fd| (root, fd))),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(fail("holding the writable roots in /dev/shm".into()))?;
         mount(
             Some("tmpfs"),
             "/dev/shm",
@@ -600,6 +615,14 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
             Some("mode=1777"),
         )
         .map_err(fail("mounting a private /dev/shm".into()))?;
+        for (root, fd) in &held {
+            std::fs::create_dir_all(root).map_err(|source| HelperError::MountView {
+                what: format!("making the mount point {}", root.display()),
+                source,
+            })?;
+            bind_held(fd, root, MsFlags::MS_BIND | MsFlags::MS_REC)
+                .map_err(fail(format!("putting back {}", root.display())))?;
+        }
     }
     if plan.private_dev_pts {
         // Not fatal: a kernel or LSM that refuses a devpts mount here leaves the host's

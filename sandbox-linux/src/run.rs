@@ -747,6 +747,11 @@ unsafe fn run(
         let mut one_by_one: Vec<PathBuf> =
             homes.iter().filter_map(|home| std::fs::canonicalize(home).ok()).collect();
         one_by_one.extend(home_reads.containers.iter().map(|view| view.dir.clone()));
+        // The host's `/dev`, where devices are hidden in it, however many entries it holds:
+        // granted as a whole, nothing would keep them unreadable.
+        if !devices.is_empty() || !unlisted_devices.is_empty() {
+            one_by_one.push(PathBuf::from("/dev"));
+        }
         let mut reads = hidden_reads::plan(&hidden, &roots, &one_by_one, &listings);
         reads.granted = home_reads.granted.clone();
         // Outside the writable roots, a hidden path Landlock leaves to the mount view lies in

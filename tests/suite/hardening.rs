@@ -328,10 +328,13 @@ fn a_command_that_starts_in_dev_or_writes_a_root_in_dev_shm_still_works() {
         "--",
         "sh",
         "-c",
-        &format!("echo written > {root_arg}/made"),
+        &format!("echo written > {root_arg}/made; ls /dev/shm"),
     ]);
     run.assert_ok();
     assert_eq!(std::fs::read_to_string(root.path().join("made")).unwrap(), "written\n");
+    // The root is put back into a private /dev/shm: the host's other files there stay out.
+    let name = root.path().file_name().unwrap().to_str().unwrap();
+    assert_eq!(run.stdout.trim(), name, "{}", run.stdout);
 }
 
 /// With a terminal handed over the host's `/dev` stays (its name `/dev/pts/N` must), and then
