@@ -12,7 +12,8 @@
 //! 2. the mount view ([`mount_view`]): a private mount namespace, read-only everywhere except
 //!    the writable roots, protected paths read-only (with what git runs code from in every
 //!    repository of the roots, [`find_repositories`], and `$CORDON_HOME` when it lies inside a
-//!    root), hidden paths covered; skipped (and reported) where the kernel refuses namespaces;
+//!    root), hidden paths covered, and a `/dev` of the sandbox's own when no terminal is handed
+//!    over (`dev_view`); skipped (and reported) where the kernel refuses namespaces;
 //! 3. containment (`containment/`): PID + IPC namespaces inside the mount view (else a child
 //!    subreaper); the helper forks a supervisor and stays outside to forward signals and pass
 //!    on the command's status (or, for a spawner that cloned this process straight into the
@@ -55,6 +56,7 @@ mod command;
 mod containment;
 #[cfg(target_os = "linux")]
 mod cordon_home;
+mod dev_view;
 #[cfg(target_os = "linux")]
 mod git_dirs;
 #[cfg(target_os = "linux")]
@@ -73,6 +75,7 @@ mod listings;
 // there is no helper there).
 #[cfg(target_os = "linux")]
 mod aside;
+mod binds;
 #[cfg(target_os = "linux")]
 pub mod layer_availability;
 #[cfg_attr(

@@ -11,9 +11,7 @@
 //! on the host: every mount point already exists, and propagation is made private before the
 //! first mount, so no mount leaks back. A protected path that does not exist therefore stays creatable.
 
-use std::ffi::CString;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use cordon_policies::ResolvedPolicy;
@@ -22,6 +20,7 @@ use nix::sched::{CloneFlags, unshare};
 use rustix::fs::CWD;
 use rustix::mount::{MoveMountFlags, OpenTreeFlags, move_mount, open_tree};
 
+use crate::binds::{bind_held, hold, set_read_only};
 use crate::error::HelperError;
 use crate::git_dirs::{
     UnusableGitFile, config_includes, core_hooks_paths, git_dirs, submodule_pointer_files,
@@ -30,8 +29,6 @@ use crate::listings::Listings;
 pub use crate::report::NoMountView;
 use crate::repositories::{RepositoryWalk, git_dir_entries, repositories_of};
 use crate::sys::{self, Recursion};
-
-const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
 
 /// What to mount, decided before anything is changed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -134,10 +131,11 @@ pub(crate) struct Surveyed<'a> {
     pub listings: &'a Listings,
     /// The writable roots' repositories, when the caller found them already.
     pub walked: Option<&'a RepositoryWalk>,
-    /// The devices hidden besides the policy's paths ([`hidden_devices`]), when `/dev` is the
+    /// The devices hidden besides the policy's paths ([`crate::dev_view::hidden_devices`]), when `/dev` is the
     /// host's; empty with a `/dev` of the sandbox's own.
     pub devices: &'a [PathBuf],
-    /// Whether `/dev` is covered and only the ordinary devices put back ([`own_dev_possible`]).
+    /// Whether `/dev` is covered and only the ordinary devices put back
+    /// ([`crate::dev_view::own_dev_possible`]).
     pub own_dev: bool,
     /// The write layers, whose roots are not searched for repositories.
     pub layers: &'a [crate::write_layer::Layer],
@@ -298,7 +296,7 @@ pub(crate) fn plan(
         .filter(|root| !roots.iter().any(|other| other != *root && root.starts_with(other)))
         .cloned()
         .collect();
-    let own_dev = host.own_dev.then(|| own_dev_kept(&outermost));
+    let own_dev = host.own_dev.then(|| crate::dev_view::own_dev_kept(&outermost));
     // A writable root in `/dev/shm` is put back into the private instance; one that is
     // `/dev/shm` itself keeps the host's.
     let shm = Path::new("/dev/shm");
@@ -333,156 +331,10 @@ pub(crate) fn plan(
         private_dev_shm: !shm_is_root && (own_dev.is_some() || shm.is_dir()),
         shm_roots,
         private_dev_pts: own_dev.is_some()
-            || (Path::new("/dev/pts").is_dir() && !terminal_on_stdio()),
+            || (Path::new("/dev/pts").is_dir() && !crate::dev_view::terminal_on_stdio()),
         own_dev,
         network: NetworkNamespace::for_policy(policy),
     }
-}
-
-/// Whether this process was handed a terminal on fd 0, 1 or 2.
-fn terminal_on_stdio() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdin().is_terminal()
-        || std::io::stdout().is_terminal()
-        || std::io::stderr().is_terminal()
-}
-
-/// The device nodes the sandbox's `/dev` holds, bound from the host's: the ones any program
-/// may expect, which read nothing of the machine's. Everything else the host has there is left
-/// out: raw disks, but also the consoles' screens (`/dev/vcs*`), input devices, hardware and
-/// management devices — a root caller keeps uid 0, which owns most of them, and a list of what
-/// to hide would miss the next kind.
-const ORDINARY_DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
-
-/// The links the sandbox's `/dev` holds, as the host's usually read: new terminals come from the
-/// private devpts instance next to them, the standard streams from `/proc`.
-const DEV_LINKS: &[(&str, &str)] = &[
-    ("ptmx", "pts/ptmx"),
-    ("fd", "/proc/self/fd"),
-    ("stdin", "/proc/self/fd/0"),
-    ("stdout", "/proc/self/fd/1"),
-    ("stderr", "/proc/self/fd/2"),
-];
-
-/// What decides whether the sandbox can have a `/dev` of its own.
-pub(crate) struct DevUse<'a> {
-    /// The writable roots (canonical).
-    pub roots: &'a [PathBuf],
-    /// Where the command starts (canonical): the policy's and the command's working directory.
-    pub cwds: &'a [PathBuf],
-    /// The UNIX sockets the policy lets the command reach, as the policy names them.
-    pub sockets: &'a [PathBuf],
-}
-
-/// Whether the sandbox gets a `/dev` of its own: `/dev` is a directory; the command is handed
-/// no terminal (one handed over lives in the host's devpts instance, whose name `/dev/pts/N`
-/// `tty` must still find and next to which new terminals must still be made); no writable root
-/// is `/dev` or holds it (covering it would take away what the policy lets the command write);
-/// the command does not start in `/dev`; and no socket the policy allows is named there (the
-/// user asked for that place of the host's `/dev`, whatever it is). Otherwise the host's `/dev`
-/// stays, its raw disks covered ([`hidden_devices`]) and the rest of its devices unreadable
-/// ([`unlisted_devices`]).
-pub(crate) fn own_dev_possible(using: &DevUse<'_>) -> bool {
-    let dev = Path::new("/dev");
-    std::fs::symlink_metadata(dev).is_ok_and(|meta| meta.is_dir())
-        && !terminal_on_stdio()
-        && !using.roots.iter().any(|root| dev.starts_with(root))
-        && !using.cwds.iter().any(|cwd| cwd.starts_with(dev))
-        && !using.sockets.iter().any(|socket| {
-            socket.starts_with(dev)
-                || std::fs::canonicalize(socket).is_ok_and(|real| real.starts_with(dev))
-        })
-}
-
-/// The places of the host's `/dev` that its replacement keeps besides the ordinary devices:
-/// the writable roots that lie there (one inside another comes with it), and the system log's
-/// socket (`/dev/log`, which the command could reach before as any socket).
-fn own_dev_kept(roots: &[PathBuf]) -> Vec<PathBuf> {
-    let dev = Path::new("/dev");
-    let mut kept: Vec<PathBuf> =
-        roots.iter().filter(|p| p.starts_with(dev) && *p != dev).cloned().collect();
-    kept.sort();
-    kept.dedup();
-    let nested = |p: &PathBuf| kept.iter().any(|other| other != p && p.starts_with(other));
-    let mut kept: Vec<PathBuf> = kept.iter().filter(|p| !nested(p)).cloned().collect();
-    kept.push(dev.join("log"));
-    kept
-}
-
-/// What is hidden besides the policy's paths where `/dev` is the host's: the raw disk devices
-/// this caller can read, and `/dev/bsg` (SCSI commands to any disk).
-pub(crate) fn hidden_devices() -> Vec<PathBuf> {
-    let mut devices = raw_disk_devices();
-    if Path::new("/dev/bsg").is_dir() {
-        devices.push(PathBuf::from("/dev/bsg"));
-    }
-    devices
-}
-
-/// What else of the host's `/dev` is hidden where it stays (a terminal handed over, or no
-/// mount view), by read rights alone (no stand-in, no mount): every character device this
-/// caller can read but the ordinary ones, `/dev/ptmx` and the terminals on fds 0-2 (other
-/// terminals and consoles — `/dev/tty1` reads what is typed there, `/dev/vcs*` what they
-/// show — serial lines, input, hardware devices), and every directory but `pts` and `shm`
-/// (`/dev/input`, `/dev/snd`, `/dev/bus/usb`: what is in them is readable by a group or a
-/// seat's ACL as often as by root). Block devices are among [`hidden_devices`]. One `getdents`
-/// pass.
-pub(crate) fn unlisted_devices() -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    let handed = handed_terminals();
-    let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let kind = entry.file_type().ok()?;
-            let name = entry.file_name();
-            let path = entry.path();
-            let ordinary = ORDINARY_DEVICES.iter().chain(&["ptmx"]).any(|kept| name == *kept);
-            let device = kind.is_char_device()
-                && !ordinary
-                && !handed.contains(&path)
-                && nix::unistd::access(&path, nix::unistd::AccessFlags::R_OK).is_ok();
-            let directory = kind.is_dir() && name != "pts" && name != "shm";
-            (device || directory).then_some(path)
-        })
-        .collect()
-}
-
-/// The terminals on fds 0-2, by the names their links in `/proc/self/fd` give.
-fn handed_terminals() -> Vec<PathBuf> {
-    use std::io::IsTerminal;
-    let terminals = [
-        std::io::stdin().is_terminal(),
-        std::io::stdout().is_terminal(),
-        std::io::stderr().is_terminal(),
-    ];
-    (0..3)
-        .filter(|&fd| terminals[fd])
-        .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
-        .collect()
-}
-
-/// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and
-/// NVMe generic character devices (`sg*`, `ng*`). A root caller keeps uid 0 inside the sandbox,
-/// and uid 0 owns these nodes, so without capabilities it could still read a whole disk and
-/// with it every hidden secret; they are covered with `/dev/null`. Only nodes this caller can
-/// read are covered (every one for root, usually none for anyone else), so unprivileged runs
-/// pay nothing. One `getdents` pass: the entry type comes from the directory.
-fn raw_disk_devices() -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
-    entries
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            let Ok(kind) = entry.file_type() else { return false };
-            let name = entry.file_name();
-            let name = name.as_bytes();
-            kind.is_block_device()
-                || (kind.is_char_device() && (name.starts_with(b"sg") || name.starts_with(b"ng")))
-        })
-        .map(|entry| entry.path())
-        .filter(|path| nix::unistd::access(path, nix::unistd::AccessFlags::R_OK).is_ok())
-        .collect()
 }
 
 /// Whether the namespace could be entered.
@@ -574,7 +426,7 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
         }
     }
     if let Some(kept) = &plan.own_dev {
-        own_dev(kept)?;
+        crate::dev_view::own_dev(kept)?;
     }
     for (dir, shown) in &plan.filtered_dirs {
         filter_dir(dir, shown)?;
@@ -721,88 +573,6 @@ fn filter_dir(dir: &Path, shown: &[PathBuf]) -> Result<(), HelperError> {
     set_read_only(dir, Recursion::Single)
 }
 
-/// Covers `/dev` with a tmpfs that holds the ordinary devices (bound from the host's), the
-/// usual links, empty `pts` and `shm` for the private instances mounted there next, and `kept`
-/// (places of the host's `/dev`, with the mounts on them) bound back; then makes it read-only.
-/// A device or kept place the host does not have is left out.
-fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
-    let dev = Path::new("/dev");
-    let fail =
-        |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
-    let io = |what: String| move |source: std::io::Error| HelperError::MountView { what, source };
-    let mut held: Vec<(PathBuf, OwnedFd, bool)> = Vec::new();
-    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let mut places: Vec<PathBuf> =
-        ORDINARY_DEVICES.iter().map(|name| dev.join(name)).chain(kept.iter().cloned()).collect();
-    places.sort();
-    places.dedup();
-    for place in places {
-        let Ok(meta) = std::fs::symlink_metadata(&place) else { continue };
-        if meta.file_type().is_symlink() {
-            // Made again as it reads (`/dev/log` → the journal's socket); what it leads to is
-            // judged where it leads.
-            if let Ok(target) = std::fs::read_link(&place) {
-                links.push((place, target));
-            }
-            continue;
-        }
-        match hold(&place) {
-            Ok(fd) => held.push((place, fd, meta.is_dir())),
-            Err(nix::Error::ENOENT) => {}
-            Err(e) => return Err(fail(format!("opening {}", place.display()))(e)),
-        }
-    }
-    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
-    mount(Some("tmpfs"), dev, Some("tmpfs"), flags, Some("mode=0755,size=64k"))
-        .map_err(fail("covering /dev".into()))?;
-    for dir in ["pts", "shm"] {
-        std::fs::create_dir(dev.join(dir)).map_err(io(format!("making /dev/{dir}")))?;
-    }
-    let made_links = DEV_LINKS.iter().map(|(name, target)| (dev.join(name), PathBuf::from(target)));
-    for (place, target) in made_links.chain(links) {
-        std::os::unix::fs::symlink(&target, &place)
-            .map_err(io(format!("making the link {}", place.display())))?;
-    }
-    for (place, fd, is_dir) in &held {
-        if let Some(parent) = place.parent().filter(|parent| *parent != dev) {
-            std::fs::create_dir_all(parent)
-                .map_err(io(format!("making the directories to {}", place.display())))?;
-        }
-        let made = if *is_dir {
-            // `pts` or `shm` is made already: a root there goes under the private instance.
-            std::fs::create_dir(place).or_else(|error| match error.kind() {
-                std::io::ErrorKind::AlreadyExists => Ok(()),
-                _ => Err(error),
-            })
-        } else {
-            std::fs::File::create(place).map(drop)
-        };
-        made.map_err(io(format!("making the mount point {}", place.display())))?;
-        bind_held(fd, place, MsFlags::MS_BIND | MsFlags::MS_REC)
-            .map_err(fail(format!("putting back {}", place.display())))?;
-    }
-    set_read_only(dev, Recursion::Single)
-}
-
-/// Opens `path` (`O_PATH`, a final symlink not followed) to bind it after something covers it.
-pub(crate) fn hold(path: &Path) -> nix::Result<std::os::fd::OwnedFd> {
-    use nix::fcntl::OFlag;
-    let flags = OFlag::O_PATH | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW;
-    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty())
-}
-
-/// Binds what `held` (from [`hold`]) refers to onto `target`, through `/proc/self/fd/N` —
-/// resolved by whichever `/proc` is mounted now, which always shows this process.
-pub(crate) fn bind_held(
-    held: &std::os::fd::OwnedFd,
-    target: &Path,
-    flags: MsFlags,
-) -> nix::Result<()> {
-    use std::os::fd::AsRawFd;
-    let source = format!("/proc/self/fd/{}", held.as_raw_fd());
-    mount(Some(source.as_str()), target, None::<&str>, flags, None::<&str>)
-}
-
 /// `unshare(CLONE_NEWNS | extra)`, with a user namespace mapping the caller's own ids when that
 /// alone is not allowed (an unprivileged caller, or root without CAP_SYS_ADMIN).
 fn enter_namespace(extra: CloneFlags) -> Result<(), NoMountView> {
@@ -834,17 +604,6 @@ pub(crate) fn map_own_ids(
 
 fn bind(path: &Path) -> nix::Result<()> {
     mount(Some(path), path, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
-}
-
-/// Makes the mount at `path` read-only (with `Recursive`, every mount under it too).
-fn set_read_only(path: &Path, recursion: Recursion) -> Result<(), HelperError> {
-    let what = || format!("making {} read-only", path.display());
-    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|e| HelperError::MountView {
-        what: what(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
-    })?;
-    sys::mount_setattr(&c_path, recursion, MOUNT_ATTR_RDONLY, 0)
-        .map_err(|source| HelperError::MountView { what: what(), source })
 }
 
 #[cfg(test)]

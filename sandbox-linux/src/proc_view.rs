@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use nix::mount::{MsFlags, mount};
 
+use crate::binds::{bind_held, hold};
 use crate::error::HelperError;
-use crate::mount_view::{bind_held, hold};
 
 /// Which `/proc` the command sees in its PID namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -569,18 +569,19 @@ unsafe fn run(
                 && network == mount_view::NetworkNamespace::Private;
             match entered {
                 MountView::Entered => {
-                    let dev_use = |roots| mount_view::DevUse {
+                    let dev_use = |roots| crate::dev_view::DevUse {
                         roots,
                         cwds: &cwds,
                         sockets: &policy.allowed_sockets,
                     };
-                    let own_dev = mount_view::own_dev_possible(&dev_use(&policy.writable_roots))
-                        && unsealed_roots
-                            .as_deref()
-                            .is_none_or(|roots| mount_view::own_dev_possible(&dev_use(roots)));
+                    let own_dev =
+                        crate::dev_view::own_dev_possible(&dev_use(&policy.writable_roots))
+                            && unsealed_roots.as_deref().is_none_or(|roots| {
+                                crate::dev_view::own_dev_possible(&dev_use(roots))
+                            });
                     if !own_dev {
-                        devices = mount_view::hidden_devices();
-                        unlisted_devices = mount_view::unlisted_devices();
+                        devices = crate::dev_view::hidden_devices();
+                        unlisted_devices = crate::dev_view::unlisted_devices();
                     }
                     let mut plan = plan_mount_view(
                         &policy,
@@ -614,8 +615,8 @@ unsafe fn run(
     };
 
     if mount_view.is_err() {
-        devices = mount_view::hidden_devices();
-        unlisted_devices = mount_view::unlisted_devices();
+        devices = crate::dev_view::hidden_devices();
+        unlisted_devices = crate::dev_view::unlisted_devices();
     }
 
     // 2. Containment, so that nothing outlives the command: PID + IPC namespaces inside the
