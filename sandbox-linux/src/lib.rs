@@ -49,6 +49,8 @@ mod args;
 mod error;
 
 #[cfg(target_os = "linux")]
+mod binds;
+#[cfg(target_os = "linux")]
 mod caps;
 #[cfg(target_os = "linux")]
 mod command;
@@ -56,6 +58,7 @@ mod command;
 mod containment;
 #[cfg(target_os = "linux")]
 mod cordon_home;
+#[cfg(target_os = "linux")]
 mod dev_view;
 #[cfg(target_os = "linux")]
 mod git_dirs;
@@ -75,7 +78,6 @@ mod listings;
 // there is no helper there).
 #[cfg(target_os = "linux")]
 mod aside;
-mod binds;
 #[cfg(target_os = "linux")]
 pub mod layer_availability;
 #[cfg_attr(
