@@ -5,8 +5,8 @@
 //! usual links, and private `pts` and `shm` instances: an allow-list, so no disk, console or
 //! other device of the host's is there, whatever kinds the machine has. Where the host's `/dev`
 //! has to stay (a terminal handed over, no mount view, a place there the policy names), its raw
-//! disks are covered ([`hidden_devices`]) and every other device and directory is left out of
-//! the read rights ([`unlisted_devices`]).
+//! disks are covered and every other device and directory is left out of the read rights
+//! ([`host_dev_hidden`]).
 
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -59,8 +59,7 @@ pub(crate) struct DevUse<'a> {
 /// is `/dev` or holds it (covering it would take away what the policy lets the command write);
 /// the command does not start in `/dev`; and no socket the policy allows is named there (the
 /// user asked for that place of the host's `/dev`, whatever it is). Otherwise the host's `/dev`
-/// stays, its raw disks covered ([`hidden_devices`]) and the rest of its devices unreadable
-/// ([`unlisted_devices`]).
+/// stays, its raw disks covered and the rest of its devices unreadable ([`host_dev_hidden`]).
 pub(crate) fn own_dev_possible(using: &DevUse<'_>) -> bool {
     let dev = Path::new("/dev");
     std::fs::symlink_metadata(dev).is_ok_and(|meta| meta.is_dir())
@@ -88,43 +87,54 @@ pub(crate) fn own_dev_kept(roots: &[PathBuf]) -> Vec<PathBuf> {
     kept
 }
 
-/// What is hidden besides the policy's paths where `/dev` is the host's: the raw disk devices
-/// this caller can read, and `/dev/bsg` (SCSI commands to any disk).
-pub(crate) fn hidden_devices() -> Vec<PathBuf> {
-    let mut devices = raw_disk_devices();
-    if Path::new("/dev/bsg").is_dir() {
-        devices.push(PathBuf::from("/dev/bsg"));
-    }
-    devices
+/// What is hidden where `/dev` is the host's (a terminal handed over, no mount view, a place
+/// there the policy names), found in one `getdents` pass of it (the entry types come from the
+/// directory).
+pub(crate) struct HostDevHidden {
+    /// Raw disks, covered by the mount view with `/dev/null` and left out of the read rights:
+    /// every block device, the SCSI and NVMe generic character devices (`sg*`, `ng*`) and
+    /// `/dev/bsg` (SCSI commands to any disk). A root caller keeps uid 0 inside the sandbox,
+    /// and uid 0 owns these nodes, so without capabilities it could still read a whole disk and
+    /// with it every hidden secret. Only nodes this caller can read are listed (every one for
+    /// root, usually none for anyone else), so unprivileged runs pay no mount.
+    pub covered: Vec<PathBuf>,
+    /// The rest, left out of the read rights alone (no stand-in, no mount): every character
+    /// device this caller can read but the ordinary ones, `/dev/ptmx` and the terminals on fds
+    /// 0-2 (other terminals and consoles — `/dev/tty1` reads what is typed there, `/dev/vcs*`
+    /// what they show — serial lines, input, hardware devices), and every directory but `pts`
+    /// and `shm` (`/dev/input`, `/dev/snd`, `/dev/bus/usb`: what is in them is readable by a
+    /// group or a seat's ACL as often as by root).
+    pub unreadable: Vec<PathBuf>,
 }
 
-/// What else of the host's `/dev` is hidden where it stays (a terminal handed over, or no
-/// mount view), by read rights alone (no stand-in, no mount): every character device this
-/// caller can read but the ordinary ones, `/dev/ptmx` and the terminals on fds 0-2 (other
-/// terminals and consoles — `/dev/tty1` reads what is typed there, `/dev/vcs*` what they
-/// show — serial lines, input, hardware devices), and every directory but `pts` and `shm`
-/// (`/dev/input`, `/dev/snd`, `/dev/bus/usb`: what is in them is readable by a group or a
-/// seat's ACL as often as by root). Block devices are among [`hidden_devices`]. One `getdents`
-/// pass.
-pub(crate) fn unlisted_devices() -> Vec<PathBuf> {
+/// [`HostDevHidden`] for this caller.
+pub(crate) fn host_dev_hidden() -> HostDevHidden {
     use std::os::unix::fs::FileTypeExt;
+    let mut hidden = HostDevHidden { covered: Vec::new(), unreadable: Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/dev") else { return hidden };
     let handed = handed_terminals();
-    let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let kind = entry.file_type().ok()?;
-            let name = entry.file_name();
-            let path = entry.path();
-            let ordinary = ORDINARY_DEVICES.iter().chain(&["ptmx"]).any(|kept| name == *kept);
-            let device = kind.is_char_device()
-                && !ordinary
-                && !handed.contains(&path)
-                && nix::unistd::access(&path, nix::unistd::AccessFlags::R_OK).is_ok();
-            let directory = kind.is_dir() && name != "pts" && name != "shm";
-            (device || directory).then_some(path)
-        })
-        .collect()
+    let readable = |path: &Path| nix::unistd::access(path, nix::unistd::AccessFlags::R_OK).is_ok();
+    for entry in entries.filter_map(Result::ok) {
+        let Ok(kind) = entry.file_type() else { continue };
+        let name = entry.file_name();
+        let path = entry.path();
+        let bytes = name.as_bytes();
+        let generic = bytes.starts_with(b"sg") || bytes.starts_with(b"ng");
+        if (kind.is_block_device() || (kind.is_char_device() && generic)) && readable(&path) {
+            hidden.covered.push(path.clone());
+        }
+        if kind.is_dir() && name == "bsg" {
+            hidden.covered.push(path.clone());
+        }
+        let ordinary = ORDINARY_DEVICES.iter().chain(&["ptmx"]).any(|kept| name == *kept);
+        let device =
+            kind.is_char_device() && !ordinary && !handed.contains(&path) && readable(&path);
+        let directory = kind.is_dir() && name != "pts" && name != "shm";
+        if device || directory {
+            hidden.unreadable.push(path);
+        }
+    }
+    hidden
 }
 
 /// The terminals on fds 0-2, by the names their links in `/proc/self/fd` give.
@@ -138,29 +148,6 @@ fn handed_terminals() -> Vec<PathBuf> {
     (0..3)
         .filter(|&fd| terminals[fd])
         .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
-        .collect()
-}
-
-/// Device nodes that give raw access to disks: every block device in `/dev`, and the SCSI and
-/// NVMe generic character devices (`sg*`, `ng*`). A root caller keeps uid 0 inside the sandbox,
-/// and uid 0 owns these nodes, so without capabilities it could still read a whole disk and
-/// with it every hidden secret; they are covered with `/dev/null`. Only nodes this caller can
-/// read are covered (every one for root, usually none for anyone else), so unprivileged runs
-/// pay nothing. One `getdents` pass: the entry type comes from the directory.
-fn raw_disk_devices() -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    let Ok(entries) = std::fs::read_dir("/dev") else { return Vec::new() };
-    entries
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            let Ok(kind) = entry.file_type() else { return false };
-            let name = entry.file_name();
-            let name = name.as_bytes();
-            kind.is_block_device()
-                || (kind.is_char_device() && (name.starts_with(b"sg") || name.starts_with(b"ng")))
-        })
-        .map(|entry| entry.path())
-        .filter(|path| nix::unistd::access(path, nix::unistd::AccessFlags::R_OK).is_ok())
         .collect()
 }
 

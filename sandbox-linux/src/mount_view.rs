@@ -131,7 +131,7 @@ pub(crate) struct Surveyed<'a> {
     pub listings: &'a Listings,
     /// The writable roots' repositories, when the caller found them already.
     pub walked: Option<&'a RepositoryWalk>,
-    /// The devices hidden besides the policy's paths ([`crate::dev_view::hidden_devices`]), when `/dev` is the
+    /// The devices hidden besides the policy's paths ([`crate::dev_view::HostDevHidden::covered`]), when `/dev` is the
     /// host's; empty with a `/dev` of the sandbox's own.
     pub devices: &'a [PathBuf],
     /// Whether `/dev` is covered and only the ordinary devices put back

@@ -580,8 +580,8 @@ unsafe fn run(
                                 crate::dev_view::own_dev_possible(&dev_use(roots))
                             });
                     if !own_dev {
-                        devices = crate::dev_view::hidden_devices();
-                        unlisted_devices = crate::dev_view::unlisted_devices();
+                        let hidden = crate::dev_view::host_dev_hidden();
+                        (devices, unlisted_devices) = (hidden.covered, hidden.unreadable);
                     }
                     let mut plan = plan_mount_view(
                         &policy,
@@ -615,8 +615,8 @@ unsafe fn run(
     };
 
     if mount_view.is_err() {
-        devices = crate::dev_view::hidden_devices();
-        unlisted_devices = crate::dev_view::unlisted_devices();
+        let hidden = crate::dev_view::host_dev_hidden();
+        (devices, unlisted_devices) = (hidden.covered, hidden.unreadable);
     }
 
     // 2. Containment, so that nothing outlives the command: PID + IPC namespaces inside the
