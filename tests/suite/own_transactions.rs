@@ -529,6 +529,20 @@ fn a_root_the_command_makes_a_git_directory_is_judged_as_one() {
     assert!(!scene.mark.exists(), "planted code ran outside the sandbox");
 }
 
+/// `cordon exec --writes transaction -- sh -c SCRIPT` in the scene's workspace, as root, with
+/// the scene's `CORDON_HOME` and no system git configuration.
+fn transactional_git_script(scene: &Scene, script: &str) -> Run {
+    let ws = scene.ws.path().to_str().unwrap();
+    let args = ["exec", "-a", "never", "--writes", "transaction", "-C", ws, "--", "sh", "-c"];
+    cordon_command(User::Root, &args)
+        .arg(script)
+        .env("CORDON_HOME", scene.home.path().join(".cordon"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap()
+        .into()
+}
+
 /// `core.worktree` is plain data when it leads to a checkout inside the root (what `git
 /// submodule` writes), never when it leads into a git directory: a work tree of `.git/hooks`
 /// makes the user's next `git checkout` write a hook from a commit the command made, and run
@@ -549,14 +563,7 @@ fn a_work_tree_inside_a_git_directory_is_held() {
          git update-ref refs/heads/feature $C; git config core.worktree \"$G/hooks\"; echo planted",
         m = scene.mark.display()
     );
-    let args = ["exec", "-a", "never", "--writes", "transaction", "-C", ws.to_str().unwrap(), "--"];
-    let run: Run = cordon_command(User::Root, &args)
-        .args(["sh", "-c", &script])
-        .env("CORDON_HOME", scene.home.path().join(".cordon"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap()
-        .into();
+    let run = transactional_git_script(&scene, &script);
     assert!(run.stdout.contains("planted"), "{}{}", run.stdout, run.stderr);
     assert!(!read(&ws.join(".git/config")).contains("worktree"), "{}", run.stderr);
     // The branch itself arrived (objects and refs are ordinary): the control.
@@ -585,14 +592,7 @@ fn a_work_tree_reached_through_a_link_and_dot_dot_is_held() {
          git config core.worktree ../lnk/..; echo planted",
         m = scene.mark.display()
     );
-    let args = ["exec", "-a", "never", "--writes", "transaction", "-C", ws.to_str().unwrap(), "--"];
-    let run: Run = cordon_command(User::Root, &args)
-        .args(["sh", "-c", &script])
-        .env("CORDON_HOME", scene.home.path().join(".cordon"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap()
-        .into();
+    let run = transactional_git_script(&scene, &script);
     assert!(run.stdout.contains("planted"), "{}{}", run.stdout, run.stderr);
     assert!(!read(&ws.join(".git/config")).contains("worktree"), "{}", run.stderr);
     let _ = git(ws, &["checkout", "-q", "feature"]);
