@@ -398,7 +398,14 @@ fn typed_input_the_program_has_not_read_yet_keeps_the_wait_going() {
                "yield_time_ms": start_up}),
     );
     let id = session_id(&first).expect(&first);
-    let pid: i32 = output(&first).trim().parse().expect(&first);
+    // The call may end before the first line (a quiet start): poll until the pid has come.
+    let mut printed = output(&first).to_owned();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while printed.trim().is_empty() && Instant::now() < deadline {
+        let more = ex.text("write_stdin", json!({"session_id": id, "yield_time_ms": 500}));
+        printed.push_str(output(&more));
+    }
+    let pid: i32 = printed.trim().parse().expect(&first);
     let pid = nix::unistd::Pid::from_raw(pid);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
     let stopped = || {
