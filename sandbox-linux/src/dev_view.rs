@@ -1,12 +1,13 @@
 //! The sandbox's `/dev`.
 //!
-//! Where the mount view is built and the command is handed no terminal, `/dev` is a read-only
-//! tmpfs of the sandbox's own holding only the ordinary devices (bound from the host's), the
-//! usual links, and private `pts` and `shm` instances: an allow-list, so no disk, console or
-//! other device of the host's is there, whatever kinds the machine has. Where the host's `/dev`
-//! has to stay (a terminal handed over, no mount view, a place there the policy names), its raw
-//! disks are covered and every other device and directory is left out of the read rights
-//! ([`host_dev_hidden`]).
+//! Where the mount view is built, `/dev` is a read-only tmpfs of the sandbox's own holding only
+//! the ordinary devices (bound from the host's), the terminals the command was handed, the
+//! usual links, and private `pts` and `shm` instances: an allow-list, so no disk, console, other
+//! terminal or other device of the host's is there, whatever kinds the machine has. Where the
+//! host's `/dev` has to stay (no mount view, a place there the policy names), its raw disks are
+//! covered and every other device and directory is left out of the read rights
+//! ([`host_dev_hidden`]). Device nodes open nowhere else in the view (the mount view turns them
+//! off on every other mount).
 
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -14,16 +15,13 @@ use std::path::{Path, PathBuf};
 
 use nix::mount::{MsFlags, mount};
 
-use crate::binds::{bind_held, hold, set_read_only};
+use crate::binds::{allow_devices, bind_held, hold, set_read_only};
 use crate::error::HelperError;
 use crate::sys::Recursion;
 
 /// Whether this process was handed a terminal on fd 0, 1 or 2.
 pub(crate) fn terminal_on_stdio() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdin().is_terminal()
-        || std::io::stdout().is_terminal()
-        || std::io::stderr().is_terminal()
+    stdio_terminals().contains(&true)
 }
 
 /// The device nodes the sandbox's `/dev` holds, bound from the host's: the ones any program
@@ -53,17 +51,14 @@ pub(crate) struct DevUse<'a> {
     pub sockets: &'a [PathBuf],
 }
 
-/// Whether the sandbox gets a `/dev` of its own: `/dev` is a directory; the command is handed
-/// no terminal (one handed over lives in the host's devpts instance, whose name `/dev/pts/N`
-/// `tty` must still find and next to which new terminals must still be made); no writable root
-/// is `/dev` or holds it (covering it would take away what the policy lets the command write);
+/// Whether the sandbox gets a `/dev` of its own: `/dev` is a directory; no writable root is
+/// `/dev` or holds it (covering it would take away what the policy lets the command write);
 /// the command does not start in `/dev`; and no socket the policy allows is named there (the
 /// user asked for that place of the host's `/dev`, whatever it is). Otherwise the host's `/dev`
 /// stays, its raw disks covered and the rest of its devices unreadable ([`host_dev_hidden`]).
 pub(crate) fn own_dev_possible(using: &DevUse<'_>) -> bool {
     let dev = Path::new("/dev");
     std::fs::symlink_metadata(dev).is_ok_and(|meta| meta.is_dir())
-        && !terminal_on_stdio()
         && !using.roots.iter().any(|root| dev.starts_with(root))
         && !using.cwds.iter().any(|cwd| cwd.starts_with(dev))
         && !using.sockets.iter().any(|socket| {
@@ -139,22 +134,102 @@ pub(crate) fn host_dev_hidden() -> HostDevHidden {
 
 /// The terminals on fds 0-2, by the names their links in `/proc/self/fd` give.
 fn handed_terminals() -> Vec<PathBuf> {
-    use std::io::IsTerminal;
-    let terminals = [
-        std::io::stdin().is_terminal(),
-        std::io::stdout().is_terminal(),
-        std::io::stderr().is_terminal(),
-    ];
+    let terminals = stdio_terminals();
     (0..3)
         .filter(|&fd| terminals[fd])
         .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
         .collect()
 }
 
+/// The terminals on fds 0-2, each once, held (`O_PATH`) by their names in this namespace's copy
+/// of the host's `/dev` (a descriptor of the caller's namespace cannot be bound here), each with
+/// the name it gets in the sandbox's `/dev`: its host name with `/` as `-` below `/dev`
+/// (`/dev/pts/3` is `/dev/pts-3`: the private devpts instance has its own `3`), else
+/// `terminal-N`. `ttyname` finds it there by its device and inode when `/dev/pts/N` is not it. A
+/// name that no longer leads to the descriptor's own terminal (re-pointed on the host) is
+/// skipped: the command keeps the terminal on its descriptors only.
+fn handed_terminals_held() -> Vec<(OwnedFd, PathBuf)> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = Path::new("/dev");
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let mut held = Vec::new();
+    for (fd, is_terminal) in [0, 1, 2].into_iter().zip(stdio_terminals()) {
+        let link = format!("/proc/self/fd/{fd}");
+        let Ok(meta) = std::fs::metadata(&link) else { continue };
+        let identity = (meta.dev(), meta.ino());
+        if !is_terminal || seen.contains(&identity) {
+            continue;
+        }
+        seen.push(identity);
+        let Ok(name) = std::fs::read_link(&link) else { continue };
+        let Ok(path_fd) = hold(&name) else { continue };
+        let same =
+            nix::sys::stat::fstat(&path_fd).is_ok_and(|st| (st.st_dev, st.st_ino) == identity);
+        if !same {
+            continue;
+        }
+        let below = name.strip_prefix(dev).ok().and_then(Path::to_str).map(|s| s.replace('/', "-"));
+        let place = below
+            .filter(|below| {
+                !(ORDINARY_DEVICES.contains(&below.as_str())
+                    || DEV_LINKS.iter().any(|(link, _)| link == below)
+                    || matches!(below.as_str(), "pts" | "shm" | "log" | ""))
+            })
+            .unwrap_or_else(|| format!("terminal-{fd}"));
+        held.push((path_fd, dev.join(place)));
+    }
+    held
+}
+
+/// Whether fds 0, 1 and 2 are terminals.
+fn stdio_terminals() -> [bool; 3] {
+    use std::io::IsTerminal;
+    [
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+        std::io::stderr().is_terminal(),
+    ]
+}
+
+/// Keeps the host's `/dev` (and its devpts instance) usable where it stays: the mount view
+/// turned device nodes off everywhere, and `/dev` is made a mount of its own first where it was
+/// part of the root's.
+pub(crate) fn host_dev_usable() -> Result<(), HelperError> {
+    let dev = Path::new("/dev");
+    if !dev.is_dir() {
+        return Ok(());
+    }
+    let not_a_mount = |error: &HelperError| {
+        matches!(error, HelperError::MountView { source, .. }
+            if source.raw_os_error() == Some(libc::EINVAL))
+    };
+    match allow_devices(dev) {
+        Err(error) if not_a_mount(&error) => {
+            mount(Some(dev), dev, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+                .map_err(|e| HelperError::MountView {
+                what: "making /dev a mount of its own".into(),
+                source: e.into(),
+            })?;
+            allow_devices(dev)?;
+        }
+        other => other?,
+    }
+    match allow_devices(&dev.join("pts")) {
+        // Part of `/dev`'s mount, or absent.
+        Err(HelperError::MountView { source, .. })
+            if matches!(source.raw_os_error(), Some(libc::EINVAL | libc::ENOENT)) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// Covers `/dev` with a tmpfs that holds the ordinary devices (bound from the host's), the
-/// usual links, empty `pts` and `shm` for the private instances mounted there next, and `kept`
-/// (places of the host's `/dev`, with the mounts on them) bound back; then makes it read-only.
-/// A device or kept place the host does not have is left out.
+/// terminals on fds 0-2 ([`handed_terminals_held`]), the usual links, empty `pts` and `shm`
+/// for the private instances mounted there next, and `kept` (places of the host's `/dev`, with
+/// the mounts on them) bound back; then makes it read-only. Only the devices and terminals open
+/// as devices. A device or kept place the host does not have is left out.
 pub(crate) fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
     let dev = Path::new("/dev");
     let fail =
@@ -182,6 +257,8 @@ pub(crate) fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
             Err(e) => return Err(fail(format!("opening {}", place.display()))(e)),
         }
     }
+    // Held while the host's `/dev` still shows, where the descriptors' links lead.
+    let terminals = handed_terminals_held();
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
     mount(Some("tmpfs"), dev, Some("tmpfs"), flags, Some("mode=0755,size=64k"))
         .map_err(fail("covering /dev".into()))?;
@@ -210,6 +287,16 @@ pub(crate) fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
         made.map_err(io(format!("making the mount point {}", place.display())))?;
         bind_held(fd, place, MsFlags::MS_BIND | MsFlags::MS_REC)
             .map_err(fail(format!("putting back {}", place.display())))?;
+        if ORDINARY_DEVICES.iter().any(|name| dev.join(name) == *place) {
+            allow_devices(place)?;
+        }
+    }
+    for (fd, place) in &terminals {
+        std::fs::File::create(place)
+            .map_err(io(format!("making the mount point {}", place.display())))?;
+        bind_held(fd, place, MsFlags::MS_BIND)
+            .map_err(fail(format!("binding the terminal at {}", place.display())))?;
+        allow_devices(place)?;
     }
     set_read_only(dev, Recursion::Single)
 }

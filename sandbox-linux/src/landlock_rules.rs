@@ -9,6 +9,7 @@
 //! the kernel ABI decides which of them took effect, and [`crate::report`] decides whether that
 //! is enough for the policy.
 
+use std::io::IsTerminal;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -104,16 +105,27 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf], reads: &ReadPla
         );
     }
     rules.push((PathBuf::from("/dev/null"), file_write, Followed));
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
     rules.extend(
         TERMINAL_DEVICES
             .iter()
             .map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev, Followed)),
     );
+    // The terminals the command was handed live in the host's devpts instance, which the
+    // sandbox's own `/dev` does not show: reopened by name (`/dev/tty`, `/dev/stdout`, the name
+    // `tty` prints) they are granted by their own inode, and no other terminal is.
+    let stdin = std::io::stdin();
+    let terminals = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
+    for (fd, handed) in terminals.into_iter().enumerate() {
+        if handed.is_terminal() {
+            let link = PathBuf::from(format!("/proc/self/fd/{fd}"));
+            rules.push((link, file_write | AccessFs::IoctlDev, Followed));
+        }
+    }
     // Reopening stdout or stderr by name (`echo x > /dev/stderr`, `tee /dev/stdout`) goes
     // through /proc/self/fd to the file the caller redirected it to, which may lie outside every
     // root. When the descriptor is open for writing the command can write that file anyway, so
     // the same file is allowed by name too (a descriptor open read-only grants nothing).
-    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
     let stdio = [("/proc/self/fd/1", stdout.as_fd()), ("/proc/self/fd/2", stderr.as_fd())];
     for (link, fd) in stdio {
         if writable_descriptor(fd) && std::fs::metadata(link).is_ok_and(|m| m.is_file()) {

@@ -20,7 +20,9 @@ use nix::sched::{CloneFlags, unshare};
 use rustix::fs::CWD;
 use rustix::mount::{MoveMountFlags, OpenTreeFlags, move_mount, open_tree};
 
-use crate::binds::{bind_held, hold, set_read_only};
+use crate::binds::{
+    bind_held, hold, set_read_only, set_read_only_without_devices, set_without_devices,
+};
 use crate::error::HelperError;
 use crate::git_dirs::{
     UnusableGitFile, config_includes, core_hooks_paths, git_dirs, submodule_pointer_files,
@@ -62,11 +64,12 @@ pub struct MountPlan {
     pub private_dev_shm: bool,
     /// Writable roots inside `/dev/shm`: bound back into the private instance.
     pub shm_roots: Vec<PathBuf>,
-    /// Whether to put a private devpts instance on `/dev/pts`: when the command is handed no
-    /// terminal (none of fds 0-2 is one), so that it cannot open the user's terminals by path
-    /// (`/dev/pts/N`) to write escape sequences to them; it still makes PTYs of its own
-    /// (`/dev/ptmx` reaches the devpts mounted next to it). With a terminal handed over, the
-    /// host's `/dev/pts` stays, so `tty` and `ttyname()` keep naming it.
+    /// Whether to put a private devpts instance on `/dev/pts`, so that the command cannot open
+    /// the user's terminals by path (`/dev/pts/N`) to read what is typed there or to write
+    /// escape sequences to them; it still makes PTYs of its own (`/dev/ptmx` reaches the
+    /// devpts mounted next to it). Always with a `/dev` of the sandbox's own (which holds the
+    /// terminals handed over under names of their own); with the host's `/dev`, only when the
+    /// command is handed no terminal (so `tty` and `ttyname()` keep naming the one it has).
     pub private_dev_pts: bool,
     /// Whether the command also gets a network namespace of its own (a domain allow-list).
     pub network: NetworkNamespace,
@@ -395,13 +398,17 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
             })
         })
         .collect::<Result<_, _>>()?;
-    set_read_only(Path::new("/"), Recursion::Recursive)?;
+    // No device node opens anywhere but in the sandbox's `/dev` (made usable there alone): a
+    // disk's node elsewhere — a second devtmpfs, a chroot's `/dev` on disk — reads the disk for
+    // any caller that owns it, as a root caller does.
+    set_read_only_without_devices(Path::new("/"))?;
     for (root, copy) in &copies {
         move_mount(copy, "", CWD, root.as_path(), MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
             .map_err(|e| HelperError::MountView {
                 what: format!("binding {}", root.display()),
                 source: e.into(),
             })?;
+        set_without_devices(root)?;
     }
     // A name that was there when the view was planned may be gone now: another process of the
     // user's (Codex's own sandbox makes and removes `.git` and `.codex` in `/tmp`) removed it in
@@ -425,8 +432,9 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
             }
         }
     }
-    if let Some(kept) = &plan.own_dev {
-        crate::dev_view::own_dev(kept)?;
+    match &plan.own_dev {
+        Some(kept) => crate::dev_view::own_dev(kept)?,
+        None => crate::dev_view::host_dev_usable()?,
     }
     for (dir, shown) in &plan.filtered_dirs {
         filter_dir(dir, shown)?;

@@ -1,7 +1,7 @@
 """Runs argv[2:] on a new pseudo-terminal (as its controlling terminal, like a shell would),
 types argv[1] once the transcript shows the text in $PTY_TYPE_AFTER (or after half a second when
-it is unset), prints the transcript and exits with the child's status. Python escapes are
-allowed in argv[1]: \\x03 is Ctrl-C.
+it is unset), prints the transcript and exits with the child's status; with $PTY_OWNER the
+terminal is handed to that uid first. Python escapes are allowed in argv[1]: \\x03 is Ctrl-C.
 
 Waiting for a marker the command prints, rather than a fixed delay, keeps the test meaningful on
 a slow machine (a VM under software emulation): typed too early, Ctrl-C would reach cordon
@@ -16,6 +16,9 @@ if pid == 0:
     # command and make Ctrl-C do nothing.
     for number in (signal.SIGINT, signal.SIGQUIT):
         signal.signal(number, signal.SIG_DFL)
+    # The terminal belongs to the user the command runs as, as a login's does.
+    if os.environ.get("PTY_OWNER"):
+        os.fchown(0, int(os.environ["PTY_OWNER"]), -1)
     os.execv(sys.argv[2], sys.argv[2:])
 typed = sys.argv[1].encode().decode("unicode_escape").encode()
 

@@ -111,6 +111,24 @@ impl Executor {
         response["outcome"]["content"][0]["text"].as_str().unwrap().to_owned()
     }
 
+    /// `exec_command` with `arguments`, then, while the command runs on past its yield (a
+    /// loaded machine), the texts of empty `write_stdin` polls until it has exited: every text,
+    /// joined. Two minutes (scaled) at most.
+    pub(super) fn text_until_exited(&mut self, arguments: Value) -> String {
+        let mut text = self.text("exec_command", arguments);
+        let deadline = std::time::Instant::now() + scaled(Duration::from_secs(120));
+        while let Some(id) = session_id(&text) {
+            assert!(std::time::Instant::now() < deadline, "still running: {text}");
+            let more = self
+                .text("write_stdin", json!({"session_id": id, "chars": "", "yield_time_ms": 5000}));
+            text = format!("{text}\n{more}");
+            if session_id(&more).is_none() {
+                break;
+            }
+        }
+        text
+    }
+
     pub(super) fn stdin_mut(&mut self) -> &mut ChildStdin {
         self.stdin.as_mut().unwrap()
     }

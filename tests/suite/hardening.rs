@@ -178,8 +178,8 @@ fn raw_disk_devices_are_covered_for_root() {
         .collect();
     skip_unless!(!block.is_empty(), "no block device in /dev to check");
     let dir = scratch();
-    // Gone (a `/dev` of the sandbox's own, without a terminal) or covered by /dev/null (the
-    // host's `/dev`, kept when the command is handed a terminal): never a disk.
+    // Gone (a `/dev` of the sandbox's own) or covered by /dev/null (the host's `/dev`, kept
+    // for a working directory or a root there): never a disk.
     let script: String = block
         .iter()
         .map(|dev| {
@@ -197,6 +197,74 @@ fn raw_disk_devices_are_covered_for_root() {
         } else {
             assert_eq!(line.trim(), "0", "{} gave data", block[i / 2]);
         }
+    }
+}
+
+/// Device nodes open only in the sandbox's `/dev`: a node of the same device anywhere else —
+/// on disk outside the writable roots, in the workspace, on a second devtmpfs (which holds every
+/// disk of the machine) — opens nothing, for root (whom a disk's node lets read the disk whole,
+/// every hidden secret with it) as for anyone, writing through a transaction or directly. The
+/// control opens each one outside.
+#[test]
+fn device_nodes_outside_the_sandboxs_dev_open_nothing() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view");
+    skip_unless!(is_root(), "making device nodes and mounting a devtmpfs needs root");
+    use std::os::unix::fs::FileTypeExt;
+    let outside = scratch();
+    let work = scratch();
+    let mknod = |path: &Path| {
+        let made =
+            Command::new("mknod").args(["-m", "0666"]).arg(path).args(["c", "1", "5"]).status();
+        assert!(made.unwrap().success(), "mknod {}", path.display());
+    };
+    mknod(&outside.path().join("zero"));
+    mknod(&work.path().join("zero"));
+    let devfs = outside.path().join("devfs");
+    std::fs::create_dir(&devfs).unwrap();
+    let mounted = Command::new("mount").args(["-t", "devtmpfs", "devtmpfs"]).arg(&devfs).status();
+    skip_unless!(mounted.is_ok_and(|status| status.success()), "cannot mount a devtmpfs here");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&devfs);
+    let mut nodes = vec![outside.path().join("zero"), work.path().join("zero"), devfs.join("zero")];
+    // A disk, where the machine has one: what the node would give away.
+    nodes.extend(
+        std::fs::read_dir(&devfs)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_block_device()))
+            .map(|e| e.path())
+            .take(1),
+    );
+    let code: String = nodes
+        .iter()
+        .map(|node| {
+            let node = node.display();
+            format!(
+                "try:\n    open('{node}', 'rb').read(1); print('opened {node}')\n\
+                 except OSError as e:\n    print('refused {node}', e.errno)\n"
+            )
+        })
+        .collect();
+    for user in USERS {
+        for flags in [&[][..], &["--writes", "direct"][..]] {
+            let run = python_sandboxed(user, flags, work.path(), &code);
+            run.assert_ok();
+            for node in &nodes {
+                let refused = format!("refused {} 13", node.display());
+                assert!(run.stdout.contains(&refused), "{user:?} {flags:?}: {}", run.stdout);
+            }
+        }
+    }
+    let control = Command::new(python()).args(["-c", &code]).output().unwrap();
+    let control = String::from_utf8_lossy(&control.stdout);
+    for node in &nodes {
+        assert!(control.contains(&format!("opened {}", node.display())), "{control}");
     }
 }
 
@@ -337,9 +405,9 @@ fn a_command_that_starts_in_dev_or_writes_a_root_in_dev_shm_still_works() {
     assert_eq!(run.stdout.trim(), name, "{}", run.stdout);
 }
 
-/// With a terminal handed over the host's `/dev` stays (its name `/dev/pts/N` must), and then
-/// what a root caller's command could read there besides the ordinary devices and its own
-/// terminal — the consoles' input and screens, other devices — is not readable.
+/// With a terminal handed over (bound into the sandbox's own `/dev`), what a root caller's
+/// command could read in the host's `/dev` besides the ordinary devices and its own terminal —
+/// the consoles' input and screens, other devices — is not readable.
 #[test]
 fn a_root_command_handed_a_terminal_reads_no_console_or_other_device() {
     require_sandbox!(1);

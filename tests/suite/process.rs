@@ -257,6 +257,7 @@ fn on_a_terminal_as(user: User, script: &str, dir: &std::path::Path) -> String {
         // HOME inside a writable root would be refused: a missing one stands for the real home.
         .env("HOME", dir.join("no-home"))
         .env("PTY_TYPE_AFTER", "status=")
+        .env("PTY_OWNER", if user == User::Nobody { "65534" } else { "" })
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -334,6 +335,80 @@ if sys.argv[1:] == ["by-path"] and os.path.isdir("/dev/pts"):  # Linux
         );
         let control = on_a_terminal_as(User::Root, &format!("{run}; echo status=$?"), dir.path());
         assert!(control.contains("ESCAPED"), "the by-path probe cannot see a write: {control}");
+    }
+}
+
+/// Handed a terminal, a command reaches that terminal — by its descriptors, by `/dev/tty`,
+/// and by the name `tty` prints — and no other: another terminal of the same user (one the test
+/// holds open, as the user's other shell would) opens neither to read what is typed there nor to
+/// write to it. New terminals the command makes still work. Through `cordon exec` and
+/// `cordon sandbox`, as root and as an unprivileged user who owns the other terminal.
+#[test]
+fn a_command_handed_a_terminal_reaches_it_and_no_other_terminal() {
+    require_sandbox!(1);
+    // The markers are put together at run time, so only a real write shows them.
+    let probe = r#"
+import os, pty, sys
+other = sys.argv[1]
+for mode, label in ((os.O_RDONLY, "read"), (os.O_WRONLY, "write")):
+    try:
+        fd = os.open(other, mode | os.O_NOCTTY | os.O_NONBLOCK)
+        if mode == os.O_WRONLY:
+            os.write(fd, b"OTHER" + b"REACHED\n")
+        print("opened the other terminal to", label)
+    except OSError as e:
+        print("refused the other terminal to", label, e.errno)
+name = os.ttyname(0)
+with open(name, "w") as t:
+    t.write("BY" + "NAME " + name + "\n")
+with open("/dev/tty", "w") as t:
+    t.write("VIA" + "TTY\n")
+leader, follower = pty.openpty()
+print("new terminal", os.ttyname(follower).startswith("/dev/pts/"))
+"#;
+    let dir = scratch();
+    let probe_file = dir.path().join("probe.py");
+    std::fs::write(&probe_file, probe).unwrap();
+    let py = python();
+    for user in USERS {
+        let pair = nix::pty::openpty(None, None).unwrap();
+        let other = nix::unistd::ttyname(&pair.slave).unwrap();
+        if user == User::Nobody {
+            nix::unistd::fchown(&pair.slave, Some(nix::unistd::Uid::from_raw(65534)), None)
+                .unwrap();
+        }
+        let other = other.display();
+        let cordon = cordon_for(user);
+        let cordon = cordon.display();
+        let dir_arg = dir.path().display();
+        let command = format!("{py} {} {other}", probe_file.display());
+        let runs = [
+            format!("{cordon} exec -a never -C {dir_arg} -- {command}"),
+            format!("{cordon} sandbox linux -C {dir_arg} -- {command}"),
+        ];
+        for run in runs {
+            let transcript = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());
+            let seen = |text: &str| transcript.contains(text);
+            assert!(seen("refused the other terminal to read"), "{user:?} {run}:\n{transcript}");
+            assert!(seen("refused the other terminal to write"), "{user:?} {run}:\n{transcript}");
+            assert!(!seen("opened the other"), "{user:?} {run}:\n{transcript}");
+            assert!(seen("BYNAME /dev/"), "{user:?} {run}:\n{transcript}");
+            assert!(seen("VIATTY"), "{user:?} {run}:\n{transcript}");
+            assert!(seen("new terminal True"), "{user:?} {run}:\n{transcript}");
+            assert!(seen("status=0"), "{user:?} {run}:\n{transcript}");
+        }
+        // Checked from outside: nothing arrived at the other terminal.
+        nix::fcntl::fcntl(
+            &pair.master,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .unwrap();
+        let mut buffer = [0u8; 256];
+        let read = nix::unistd::read(&pair.master, &mut buffer);
+        assert_eq!(read, Err(nix::Error::EAGAIN), "{user:?}: the other terminal got {buffer:?}");
+        // The control: the same probe run directly opens the other terminal.
+        let control = on_a_terminal_as(user, &format!("{command}; echo status=$?"), dir.path());
+        assert!(control.contains("opened the other terminal to read"), "{user:?}: {control}");
     }
 }
 

@@ -889,7 +889,7 @@ fn a_remote_command_stopped_at_a_limit_is_named_here() {
         // In the executor's own workspace (its writable root).
         let write = format!("head -c 5M /dev/zero > {}", ex.work.path().join("big").display());
         let text =
-            ex.text("exec_command", json!({"cmd": write, "login": false, "yield_time_ms": 10000}));
+            ex.text_until_exited(json!({"cmd": write, "login": false, "yield_time_ms": 10000}));
         assert!(
             text.contains("Limit: the command exceeded its file-size limit (1 MiB)"),
             "{login:?}: {text}"
