@@ -228,8 +228,9 @@ pub(crate) fn host_dev_usable() -> Result<(), HelperError> {
 /// Covers `/dev` with a tmpfs that holds the ordinary devices (bound from the host's), the
 /// terminals on fds 0-2 ([`handed_terminals_held`]), the usual links, empty `pts` and `shm`
 /// for the private instances mounted there next, and `kept` (places of the host's `/dev`, with
-/// the mounts on them) bound back; then makes it read-only. Only the devices and terminals open
-/// as devices. A device or kept place the host does not have is left out.
+/// the mounts on them) bound back; then makes it read-only. Only these devices, the terminals
+/// and what a writable root there holds open as devices. A device or kept place the host does
+/// not have is left out.
 pub(crate) fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
     let dev = Path::new("/dev");
     let fail =

@@ -398,9 +398,10 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
             })
         })
         .collect::<Result<_, _>>()?;
-    // No device node opens anywhere but in the sandbox's `/dev` (made usable there alone): a
-    // disk's node elsewhere — a second devtmpfs, a chroot's `/dev` on disk — reads the disk for
-    // any caller that owns it, as a root caller does.
+    // No device node opens anywhere but in `/dev` (its ordinary devices, the terminals handed
+    // over, and a writable root the user named there, such as `/dev/dri`): a disk's node
+    // elsewhere — a second devtmpfs, a chroot's `/dev` on disk — reads the disk for any caller
+    // that owns it, as a root caller does.
     set_read_only_without_devices(Path::new("/"))?;
     for (root, copy) in &copies {
         move_mount(copy, "", CWD, root.as_path(), MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
@@ -408,7 +409,9 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
                 what: format!("binding {}", root.display()),
                 source: e.into(),
             })?;
-        set_without_devices(root)?;
+        if !root.starts_with("/dev") {
+            set_without_devices(root)?;
+        }
     }
     // A name that was there when the view was planned may be gone now: another process of the
     // user's (Codex's own sandbox makes and removes `.git` and `.codex` in `/tmp`) removed it in

@@ -204,7 +204,8 @@ fn raw_disk_devices_are_covered_for_root() {
 /// on disk outside the writable roots, in the workspace, on a second devtmpfs (which holds every
 /// disk of the machine) — opens nothing, for root (whom a disk's node lets read the disk whole,
 /// every hidden secret with it) as for anyone, writing through a transaction or directly. The
-/// control opens each one outside.
+/// control opens each one outside; and a directory of `/dev` the user names as a writable root
+/// (as for `/dev/dri`) keeps its devices.
 #[test]
 fn device_nodes_outside_the_sandboxs_dev_open_nothing() {
     require_sandbox!(1);
@@ -265,6 +266,24 @@ fn device_nodes_outside_the_sandboxs_dev_open_nothing() {
     let control = String::from_utf8_lossy(&control.stdout);
     for node in &nodes {
         assert!(control.contains(&format!("opened {}", node.display())), "{control}");
+    }
+    let named = Path::new("/dev").join(format!("cordon-test-{}", std::process::id()));
+    std::fs::create_dir(&named).unwrap();
+    struct Remove<'a>(&'a Path);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0);
+        }
+    }
+    let _remove = Remove(&named);
+    mknod(&named.join("zero"));
+    let node = named.join("zero").display().to_string();
+    let code = format!("print(len(open('{node}', 'rb').read(3)))");
+    for user in USERS {
+        let flags = ["--full-auto", "--add-dir", &named.display().to_string()];
+        let run = python_sandboxed(user, &flags, work.path(), &code);
+        run.assert_ok();
+        assert_eq!(run.stdout.trim(), "3", "{user:?}");
     }
 }
 
