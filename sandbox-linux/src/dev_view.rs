@@ -17,12 +17,8 @@ use nix::mount::{MsFlags, mount};
 
 use crate::binds::{allow_devices, bind_held, hold, set_read_only};
 use crate::error::HelperError;
+use crate::landlock_rules::DevPts;
 use crate::sys::Recursion;
-
-/// Whether this process was handed a terminal on fd 0, 1 or 2.
-pub(crate) fn terminal_on_stdio() -> bool {
-    stdio_terminals().contains(&true)
-}
 
 /// The device nodes the sandbox's `/dev` holds, bound from the host's: the ones any program
 /// may expect, which read nothing of the machine's. Everything else the host has there is left
@@ -96,14 +92,15 @@ pub(crate) struct HostDevHidden {
     /// The rest, left out of the read rights alone (no stand-in, no mount): every character
     /// device this caller can read but the ordinary ones, `/dev/ptmx` and the terminals on fds
     /// 0-2 (other terminals and consoles — `/dev/tty1` reads what is typed there, `/dev/vcs*`
-    /// what they show — serial lines, input, hardware devices), and every directory but `pts`
-    /// and `shm` (`/dev/input`, `/dev/snd`, `/dev/bus/usb`: what is in them is readable by a
-    /// group or a seat's ACL as often as by root).
+    /// what they show — serial lines, input, hardware devices), and every directory but `shm`
+    /// and a private `pts` (`/dev/input`, `/dev/snd`, `/dev/bus/usb`: what is in them is
+    /// readable by a group or a seat's ACL as often as by root; the host's `pts` holds the
+    /// user's other terminals, whose input a read would take).
     pub unreadable: Vec<PathBuf>,
 }
 
-/// [`HostDevHidden`] for this caller.
-pub(crate) fn host_dev_hidden() -> HostDevHidden {
+/// [`HostDevHidden`] for this caller, with `pts` the devpts instance `/dev/pts` will show.
+pub(crate) fn host_dev_hidden(pts: DevPts) -> HostDevHidden {
     use std::os::unix::fs::FileTypeExt;
     let mut hidden = HostDevHidden { covered: Vec::new(), unreadable: Vec::new() };
     let Ok(entries) = std::fs::read_dir("/dev") else { return hidden };
@@ -124,7 +121,8 @@ pub(crate) fn host_dev_hidden() -> HostDevHidden {
         let ordinary = ORDINARY_DEVICES.iter().chain(&["ptmx"]).any(|kept| name == *kept);
         let device =
             kind.is_char_device() && !ordinary && !handed.contains(&path) && readable(&path);
-        let directory = kind.is_dir() && name != "pts" && name != "shm";
+        let private_pts = name == "pts" && pts == DevPts::Private;
+        let directory = kind.is_dir() && name != "shm" && !private_pts;
         if device || directory {
             hidden.unreadable.push(path);
         }

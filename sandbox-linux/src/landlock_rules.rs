@@ -25,8 +25,33 @@ use crate::hidden_reads::ReadPlan;
 /// The newest Landlock ABI whose rights cordon requests.
 const REQUESTED_ABI: ABI = ABI::V9;
 
-/// Terminal devices: the command's own tty, new PTYs it opens (`/dev/ptmx`, `/dev/pts/N`).
-const TERMINAL_DEVICES: &[&str] = &["/dev/tty", "/dev/ptmx", "/dev/pts"];
+/// Terminal devices: the command's controlling terminal and the opening of new PTYs.
+const TERMINAL_DEVICES: &[&str] = &["/dev/tty", "/dev/ptmx"];
+
+/// Which devpts instance `/dev/pts` shows the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DevPts {
+    /// The sandbox's own: every terminal there is one the command made, and all are granted.
+    Private,
+    /// The host's, which holds the user's other terminals: none is granted by name (the
+    /// terminals handed over are, by their own inodes), so a terminal the command makes cannot
+    /// be opened by name either.
+    Host,
+}
+
+/// The host's `/dev`, where the command sees it with its devices usable: its file system, one
+/// superblock however often it is mounted (`devtmpfs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostDev {
+    device: u64,
+}
+
+impl HostDev {
+    /// The file system `/dev` is on; `None` when it cannot be read.
+    pub fn of_dev() -> Option<HostDev> {
+        nix::sys::stat::stat("/dev").ok().map(|st| HostDev { device: st.st_dev })
+    }
+}
 
 /// A ruleset as a value: what is handled and which paths get which rights.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +60,10 @@ pub struct LandlockPlan {
     pub rules: Vec<(PathBuf, BitFlags<AccessFs>, LastLink)>,
     /// Whether TCP bind/connect are handled (and so denied): network off.
     pub deny_tcp: bool,
+    /// Set where the host's `/dev` stays: a rule outside `/dev` whose place lies on that file
+    /// system (a second mount of it, a bind of `/dev`) is dropped, as it would grant every
+    /// device node of `/dev` by inode — those read rights leave out.
+    pub host_dev: Option<HostDev>,
 }
 
 /// Whether a rule's path may end in a symbolic link that is followed.
@@ -49,8 +78,13 @@ pub enum LastLink {
 
 /// Builds the ruleset for `policy`; `extra_writable` are directories the mount view made
 /// private to the sandbox (e.g. a fresh `/dev/shm`); `reads` says where read is granted by
-/// omission (empty: on `/` as a whole).
-pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf], reads: &ReadPlan) -> LandlockPlan {
+/// omission (empty: on `/` as a whole); `dev_pts` which terminals `/dev/pts` holds.
+pub fn plan(
+    policy: &ResolvedPolicy,
+    extra_writable: &[PathBuf],
+    reads: &ReadPlan,
+    dev_pts: DevPts,
+) -> LandlockPlan {
     let read = AccessFs::from_read(REQUESTED_ABI);
     let mut everywhere = read;
     let mut root_rights =
@@ -106,9 +140,15 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf], reads: &ReadPla
     }
     rules.push((PathBuf::from("/dev/null"), file_write, Followed));
     let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    let private_pts = match dev_pts {
+        DevPts::Private => Some("/dev/pts"),
+        DevPts::Host => None,
+    };
     rules.extend(
         TERMINAL_DEVICES
             .iter()
+            .copied()
+            .chain(private_pts)
             .map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev, Followed)),
     );
     // The terminals the command was handed live in the host's devpts instance, which the
@@ -132,7 +172,7 @@ pub fn plan(policy: &ResolvedPolicy, extra_writable: &[PathBuf], reads: &ReadPla
             rules.push((PathBuf::from(link), file_write, Followed));
         }
     }
-    LandlockPlan { rules, deny_tcp: !policy.network_access }
+    LandlockPlan { rules, deny_tcp: !policy.network_access, host_dev: None }
 }
 
 /// What Landlock enforced.
@@ -172,6 +212,13 @@ pub fn install(plan: &LandlockPlan) -> Result<(LandlockEnforcement, RuleTargets)
         // A path that does not exist (no /dev/pts in some containers, a root removed since the
         // policy was resolved) grants nothing; skipping it only ever denies more.
         let Ok(fd) = open_path(path, *last_link) else { continue };
+        if let Some(HostDev { device }) = plan.host_dev
+            && !path.starts_with("/dev")
+            && *rights != AccessFs::ReadDir
+            && nix::sys::stat::fstat(&fd).is_ok_and(|st| st.st_dev == device)
+        {
+            continue;
+        }
         // Rights beneath a file are narrowed to a file's by the crate, which looks at what
         // the descriptor is. A symbolic link (an entry replaced since it was listed, opened
         // without following) is a file to it: the rule then covers the link's own inode, and
@@ -239,7 +286,7 @@ mod tests {
 
     #[test]
     fn read_only_grants_no_write_outside_dev_null_and_terminals() {
-        let plan = plan(&policy(&[], false), &[], &ReadPlan::default());
+        let plan = plan(&policy(&[], false), &[], &ReadPlan::default(), DevPts::Private);
         assert!(plan.deny_tcp);
         for (path, rights, _) in &plan.rules {
             let writes = *rights & AccessFs::from_write(REQUESTED_ABI);
@@ -259,7 +306,7 @@ mod tests {
 
     #[test]
     fn writable_roots_never_grant_device_nodes() {
-        let plan = plan(&policy(&["/w"], true), &[], &ReadPlan::default());
+        let plan = plan(&policy(&["/w"], true), &[], &ReadPlan::default(), DevPts::Private);
         assert!(!plan.deny_tcp);
         let (_, rights, _) = plan.rules.iter().find(|(p, _, _)| p == Path::new("/w")).unwrap();
         assert!(rights.contains(AccessFs::WriteFile | AccessFs::Refer | AccessFs::Truncate));
@@ -271,12 +318,12 @@ mod tests {
         let rights_of = |plan: &LandlockPlan, path: &str| {
             plan.rules.iter().find(|(p, _, _)| p == Path::new(path)).map(|(_, r, _)| *r)
         };
-        let open = plan(&policy(&["/w"], true), &[], &ReadPlan::default());
+        let open = plan(&policy(&["/w"], true), &[], &ReadPlan::default(), DevPts::Private);
         assert!(rights_of(&open, "/").unwrap().contains(AccessFs::ResolveUnix));
         let mut listed = policy(&["/w"], true);
         listed.network_domains = Some(cordon_policies::DomainRules::default());
         listed.allowed_sockets = vec!["/run/agent.sock".into()];
-        let plan = plan(&listed, &[], &ReadPlan::default());
+        let plan = plan(&listed, &[], &ReadPlan::default(), DevPts::Private);
         assert!(!rights_of(&plan, "/").unwrap().contains(AccessFs::ResolveUnix));
         assert!(!rights_of(&plan, "/w").unwrap().contains(AccessFs::ResolveUnix));
         assert_eq!(rights_of(&plan, "/run/agent.sock"), Some(AccessFs::ResolveUnix.into()));

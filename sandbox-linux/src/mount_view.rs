@@ -27,6 +27,7 @@ use crate::error::HelperError;
 use crate::git_dirs::{
     UnusableGitFile, config_includes, core_hooks_paths, git_dirs, submodule_pointer_files,
 };
+use crate::landlock_rules::DevPts;
 use crate::listings::Listings;
 pub use crate::report::NoMountView;
 use crate::repositories::{RepositoryWalk, git_dir_entries, repositories_of};
@@ -62,14 +63,15 @@ pub struct MountPlan {
     pub own_dev: Option<Vec<PathBuf>>,
     /// Whether to put a private tmpfs on `/dev/shm`.
     pub private_dev_shm: bool,
-    /// Writable roots inside `/dev/shm`: bound back into the private instance.
+    /// Writable roots and working directories inside `/dev/shm`: bound back into the private
+    /// instance.
     pub shm_roots: Vec<PathBuf>,
-    /// Whether to put a private devpts instance on `/dev/pts`, so that the command cannot open
-    /// the user's terminals by path (`/dev/pts/N`) to read what is typed there or to write
-    /// escape sequences to them; it still makes PTYs of its own (`/dev/ptmx` reaches the
-    /// devpts mounted next to it). Always with a `/dev` of the sandbox's own (which holds the
-    /// terminals handed over under names of their own); with the host's `/dev`, only when the
-    /// command is handed no terminal (so `tty` and `ttyname()` keep naming the one it has).
+    /// Whether to put a private devpts instance on `/dev/pts` (wherever there is one), so that
+    /// the command cannot open the user's terminals by path (`/dev/pts/N`) to read what is
+    /// typed there or to write escape sequences to them; it still makes PTYs of its own
+    /// (`/dev/ptmx` reaches the devpts mounted next to it). A `/dev` of the sandbox's own holds
+    /// the terminals handed over under names of their own; in the host's `/dev` they keep no
+    /// name (`tty` says "not a tty") and are reached through their descriptors.
     pub private_dev_pts: bool,
     /// Whether the command also gets a network namespace of its own (a domain allow-list).
     pub network: NetworkNamespace,
@@ -333,11 +335,26 @@ pub(crate) fn plan(
         filtered_dirs: Vec::new(),
         private_dev_shm: !shm_is_root && (own_dev.is_some() || shm.is_dir()),
         shm_roots,
-        private_dev_pts: own_dev.is_some()
-            || (Path::new("/dev/pts").is_dir() && !crate::dev_view::terminal_on_stdio()),
+        private_dev_pts: own_dev.is_some() || Path::new("/dev/pts").is_dir(),
         own_dev,
         network: NetworkNamespace::for_policy(policy),
     }
+}
+
+/// Keeps the command's working directories that lie in `/dev/shm` where the command starts:
+/// one below it is put back into the private instance (as read-only as the host's is in the
+/// view, unless a writable root holds it); one that is `/dev/shm` itself keeps the host's.
+pub fn keep_working_directories_in_dev_shm(plan: &mut MountPlan, cwds: &[PathBuf]) {
+    let shm = Path::new("/dev/shm");
+    for cwd in cwds.iter().filter(|cwd| cwd.starts_with(shm)) {
+        if cwd == shm {
+            plan.private_dev_shm = false;
+        } else if !plan.shm_roots.iter().any(|root| cwd.starts_with(root)) {
+            plan.shm_roots.push(cwd.clone());
+        }
+    }
+    // Outer places first: one inside another is bound on top of it, not under.
+    plan.shm_roots.sort();
 }
 
 /// Whether the namespace could be entered.
@@ -365,9 +382,9 @@ pub fn enter(network: NetworkNamespace) -> MountView {
     }
 }
 
-/// Applies `plan` in the namespace [`enter`] entered. A failure is an error: the process is
-/// then in a half-built view.
-pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
+/// Applies `plan` in the namespace [`enter`] entered; returns which devpts instance
+/// `/dev/pts` shows. A failure is an error: the process is then in a half-built view.
+pub fn build(plan: &MountPlan) -> Result<DevPts, HelperError> {
     if plan.network == NetworkNamespace::Private {
         sys::loopback_up().map_err(|source| HelperError::NetworkNamespace {
             what: "bringing up loopback",
@@ -487,19 +504,23 @@ pub fn build(plan: &MountPlan) -> Result<(), HelperError> {
                 .map_err(fail(format!("putting back {}", root.display())))?;
         }
     }
-    if plan.private_dev_pts {
-        // Not fatal: a kernel or LSM that refuses a devpts mount here leaves the host's
-        // /dev/pts, as without the mount view (writing to a terminal is not a policy rule; the
-        // command still cannot TIOCSTI, and it has no controlling terminal to open as /dev/tty).
-        let _ = mount(
-            Some("devpts"),
-            "/dev/pts",
-            Some("devpts"),
-            MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
-            Some("newinstance,ptmxmode=0666,mode=0620"),
-        );
+    if !plan.private_dev_pts {
+        return Ok(DevPts::Host);
     }
-    Ok(())
+    // Not fatal: a kernel or LSM that refuses a devpts mount here leaves the host's /dev/pts,
+    // as without the mount view, whose terminals the read rights then grant none of. In the
+    // sandbox's own `/dev`, `pts` is an empty directory then.
+    let mounted = mount(
+        Some("devpts"),
+        "/dev/pts",
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    );
+    Ok(match (mounted, &plan.own_dev) {
+        (Ok(()), _) | (Err(_), Some(_)) => DevPts::Private,
+        (Err(_), None) => DevPts::Host,
+    })
 }
 
 /// Whether `path` is a mount point in this namespace (`/proc/self/mountinfo` names it, with its

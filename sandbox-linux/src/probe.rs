@@ -51,7 +51,7 @@ pub fn probe() -> KernelProbe {
         match mount_view::enter(plan.network) {
             MountView::Entered => match mount_view::build(&plan) {
                 // What the helper does next (containment::split): PID + IPC namespaces.
-                Ok(()) => match sys::unshare_probe(libc::CLONE_NEWPID | libc::CLONE_NEWIPC) {
+                Ok(_) => match sys::unshare_probe(libc::CLONE_NEWPID | libc::CLONE_NEWIPC) {
                     0 => 0,
                     _ => 3,
                 },

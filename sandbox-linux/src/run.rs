@@ -15,7 +15,7 @@ use crate::command::PreparedCommand;
 use crate::containment::{self, Containment, NamespaceInit, PidNamespaceRequest};
 use crate::error::HelperError;
 use crate::hidden_reads;
-use crate::landlock_rules::{self, LandlockEnforcement, RuleTargets};
+use crate::landlock_rules::{self, DevPts, LandlockEnforcement, RuleTargets};
 use crate::listings::Listings;
 use crate::mount_view::{self, MountView};
 use crate::proc_view::{self, ProcView};
@@ -55,6 +55,7 @@ pub fn run_main(transactions: crate::own_transaction::TransactionHooks) -> ! {
         // without a namespace init there is no status pipe to take.
         Ok(Invocation::Run(args)) => unsafe {
             let args = HelperArgs { transactions: Some(transactions), ..*args };
+            close_inherited_directories();
             run(&args, pid_namespace, CommandEnv::Inherited)
         },
         Err(error) => Err(error),
@@ -65,6 +66,18 @@ pub fn run_main(transactions: crate::own_transaction::TransactionHooks) -> ! {
     };
     crate::messages::error(&error);
     std::process::exit(error.exit_code())
+}
+
+/// Closes the directories and `O_PATH` descriptors the caller passed on (see
+/// [`sys::close_inherited_directories`]), saying so.
+fn close_inherited_directories() {
+    let closed = sys::close_inherited_directories();
+    if closed > 0 {
+        crate::messages::warning(format_args!(
+            "closed {closed} inherited directory descriptor(s): through one the command would \
+             reach the host's files around the sandbox"
+        ));
+    }
 }
 
 /// The helper without an `execve` of the helper binary: run in the calling process (`cordon
@@ -97,6 +110,7 @@ pub unsafe fn run_in_process(
     descriptors: InheritedDescriptors,
     start: InProcessStart,
 ) -> ! {
+    crate::messages::set_caller(args.caller);
     // A status report pipe on descriptor 3 is the supervisor's, not the caller's.
     let lowest_closed = match start {
         InProcessStart::NamespaceInit(init)
@@ -114,13 +128,15 @@ pub unsafe fn run_in_process(
             sys::close_descriptors_from(lowest_closed, args.proxy_fd);
         },
         // SAFETY: as above.
-        InheritedDescriptors::Mixed => unsafe { sys::close_cloexec_descriptors(args.proxy_fd) },
+        InheritedDescriptors::Mixed => unsafe {
+            sys::close_cloexec_descriptors(args.proxy_fd);
+            close_inherited_directories();
+        },
     }
     sys::reset_caught_signals();
     let path = env.iter().find(|(key, _)| key == "PATH").map(|(_, value)| value);
     // SAFETY: this process has one thread (this function's contract).
     unsafe { sys::set_search_path(path) };
-    crate::messages::set_caller(args.caller);
     let result = match start {
         // SAFETY: one thread, `--proxy-fd` and descriptor 3 as `run` needs them (this
         // function's contract).
@@ -484,6 +500,10 @@ unsafe fn run(
     let mut devices = Vec::new();
     // The rest of the host's `/dev` but the ordinary devices, where it stays: by read rights.
     let mut unlisted_devices = Vec::new();
+    // Which devpts instance the command sees, and whether the host's `/dev` (with its devices
+    // usable) is what it sees too.
+    let mut dev_pts = DevPts::Host;
+    let mut host_dev = true;
     // The home directories' allow-list: hidden by read rights, with a stand-in only where
     // those cannot hide or would fail a login shell's start-up files.
     let abi = sys::landlock_version().unwrap_or(0);
@@ -579,8 +599,10 @@ unsafe fn run(
                             && unsealed_roots.as_deref().is_none_or(|roots| {
                                 crate::dev_view::own_dev_possible(&dev_use(roots))
                             });
+                    host_dev = !own_dev;
                     if !own_dev {
-                        let hidden = crate::dev_view::host_dev_hidden();
+                        // The mount view puts a devpts of the sandbox's own on `/dev/pts`.
+                        let hidden = crate::dev_view::host_dev_hidden(DevPts::Private);
                         (devices, unlisted_devices) = (hidden.covered, hidden.unreadable);
                     }
                     let mut plan = plan_mount_view(
@@ -596,10 +618,11 @@ unsafe fn run(
                     )?;
                     plan.network = network;
                     plan.filtered_dirs.extend(home_covers.filtered.iter().cloned());
+                    mount_view::keep_working_directories_in_dev_shm(&mut plan, &cwds);
                     warn_unusable_git_files(&plan.unusable_git_files);
                     warn_unsearched(&plan.unsearched);
                     known_git_dirs = Some(std::mem::take(&mut plan.git_dirs));
-                    mount_view::build(&plan)?;
+                    dev_pts = mount_view::build(&plan)?;
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
                     }
@@ -615,7 +638,7 @@ unsafe fn run(
     };
 
     if mount_view.is_err() {
-        let hidden = crate::dev_view::host_dev_hidden();
+        let hidden = crate::dev_view::host_dev_hidden(DevPts::Host);
         (devices, unlisted_devices) = (hidden.covered, hidden.unreadable);
     }
 
@@ -785,7 +808,10 @@ unsafe fn run(
     } else {
         hidden_reads::ReadPlan::default()
     };
-    let mut landlock_plan = landlock_rules::plan(&policy, &extra_writable, &reads);
+    let mut landlock_plan = landlock_rules::plan(&policy, &extra_writable, &reads, dev_pts);
+    if host_dev {
+        landlock_plan.host_dev = landlock_rules::HostDev::of_dev();
+    }
     // A network namespace of its own has only loopback: binding and connecting there is the
     // command's own business (a test suite's local server).
     if private_network {

@@ -179,6 +179,37 @@ pub unsafe fn close_cloexec_descriptors(keep: Option<libc::c_int>) {
     }
 }
 
+/// Closes every inherited (not close-on-exec) descriptor above stderr that is a directory or
+/// opened with `O_PATH`: either resolves through the caller's mounts, around the sandbox's view
+/// (its read-only and device-less mounts), whoever meant to pass it. Returns how many it
+/// closed. Descriptors this process opened itself are close-on-exec and stay.
+pub fn close_inherited_directories() -> usize {
+    let mut closed = 0;
+    for fd in descriptors_above_stderr() {
+        // SAFETY: F_GETFD, F_GETFL and fstat take an integer and a buffer of ours; a number
+        // that is not open (the listing's own) fails with EBADF.
+        let path_like = unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            let status = libc::fcntl(fd, libc::F_GETFL);
+            let mut stat: libc::stat = std::mem::zeroed();
+            flags >= 0
+                && flags & libc::FD_CLOEXEC == 0
+                && (status & libc::O_PATH != 0
+                    || (libc::fstat(fd, &raw mut stat) == 0
+                        && stat.st_mode & libc::S_IFMT == libc::S_IFDIR))
+        };
+        if path_like {
+            // SAFETY: an inherited descriptor: nothing in this process owns it (it is not
+            // close-on-exec, and everything this process opens is).
+            unsafe {
+                libc::close(fd);
+            }
+            closed += 1;
+        }
+    }
+    closed
+}
+
 /// The open descriptors above stderr, from `/proc/self/fd`: listed first, closed after by the
 /// callers, so the listing's own descriptor is gone by then (EBADF).
 fn descriptors_above_stderr() -> Vec<libc::c_int> {
@@ -747,6 +778,8 @@ pub enum CommandGroup {
     Inherited,
     /// A group of its own, which takes the terminal `foreground` (a descriptor) when given.
     Own { foreground: Option<libc::c_int> },
+    /// A session of its own, with no controlling terminal.
+    Session,
 }
 
 /// Whether the command gets SIGKILL when the supervisor dies.
@@ -824,6 +857,9 @@ extern "C" fn command_child(arg: *mut libc::c_void) -> libc::c_int {
     // this stack or in the parent's (suspended) memory; nothing allocates or takes a lock.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
+        if spawn.group == CommandGroup::Session {
+            libc::setsid();
+        }
         if let CommandGroup::Own { foreground } = spawn.group {
             libc::setpgid(0, 0);
             if let Some(fd) = foreground {

@@ -287,6 +287,134 @@ fn device_nodes_outside_the_sandboxs_dev_open_nothing() {
     }
 }
 
+/// A directory descriptor the caller passes on (`exec 3< DIR`, a harness that leaks one) is
+/// closed before the command runs, with a warning: it resolves through the caller's mounts,
+/// around the view (a chmod of a file outside the roots would pass its read-only mounts).
+/// Through `cordon sandbox` and the helper called directly, as root and as uid 65534; the
+/// control makes the same change through the same descriptor outside the sandbox.
+#[test]
+fn a_directory_descriptor_passed_on_is_closed_before_the_command_runs() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view");
+    use std::os::unix::fs::PermissionsExt;
+    let probe = "import os\ntry:\n    os.chmod('victim', 0o666, dir_fd=3)\n    print('changed')\n\
+                 except OSError as e:\n    print('refused', e.errno)\n";
+    let py = python();
+    for user in USERS {
+        let outside = scratch();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "x").unwrap();
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(&victim, private.clone()).unwrap();
+        if user == User::Nobody {
+            chown_nobody(&victim);
+        }
+        let work = scratch();
+        let probe_file = work.path().join("probe.py");
+        std::fs::write(&probe_file, probe).unwrap();
+        let cordon = cordon_for(user);
+        let (o, w, c, p) = (
+            outside.path().display(),
+            work.path().display(),
+            cordon.display(),
+            probe_file.display(),
+        );
+        let runs = [
+            format!("exec 3< {o}; exec {c} sandbox linux -s read-only -C {w} -- {py} {p}"),
+            format!(
+                "exec 3< {o}; exec -a codex-linux-sandbox {c} --sandbox-policy-cwd {w} \
+                 --sandbox-policy '{{\"type\":\"read-only\"}}' -- {py} {p}"
+            ),
+        ];
+        let bash = |script: &str| {
+            let out = command_as(user, "bash")
+                .args(["-c", script])
+                .current_dir(work.path())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+        };
+        let mode = || std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
+        for run in runs {
+            let (stdout, stderr) = bash(&run);
+            assert!(stdout.contains("refused 9"), "{user:?} {run}: {stdout}{stderr}");
+            assert!(stderr.contains("inherited directory descriptor"), "{user:?}: {stderr}");
+            assert_eq!(mode(), 0o600, "{user:?} {run}");
+        }
+        let (stdout, stderr) = bash(&format!("exec 3< {o}; {py} {p}"));
+        assert!(stdout.contains("changed"), "{user:?}: the control: {stdout}{stderr}");
+        assert_eq!(mode(), 0o666, "{user:?}: the control");
+    }
+}
+
+/// Where the host's `/dev` stays (here: a working directory in it), a read right that lands
+/// on another mount of its file system — a second devtmpfs beside the user's home, which the
+/// home's allow-list grants entry by entry — does not grant the devices of `/dev` that the
+/// read rights leave out (the consoles, other devices), as it would by inode.
+#[test]
+fn a_second_devtmpfs_grants_nothing_of_the_hosts_dev() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view");
+    skip_unless!(is_root(), "uid 0 owns the consoles; mounting a devtmpfs needs root");
+    use std::os::unix::fs::FileTypeExt;
+    let ordinary = ["null", "zero", "full", "random", "urandom", "tty", "ptmx", "console"];
+    // Those this caller can open outside (each without blocking).
+    let devices: Vec<String> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_char_device()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !ordinary.contains(&name.as_str()) && !name.starts_with("tty"))
+        .filter(|name| {
+            let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK;
+            nix::fcntl::open(&Path::new("/dev").join(name), flags, nix::sys::stat::Mode::empty())
+                .is_ok()
+        })
+        .collect();
+    skip_unless!(!devices.is_empty(), "no other character device in /dev that root can open");
+    let around = scratch();
+    let home = around.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let devfs = around.path().join("devfs");
+    std::fs::create_dir(&devfs).unwrap();
+    let mounted = Command::new("mount").args(["-t", "devtmpfs", "devtmpfs"]).arg(&devfs).status();
+    skip_unless!(mounted.is_ok_and(|status| status.success()), "cannot mount a devtmpfs here");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&devfs);
+    let in_dev = tempfile::Builder::new().prefix("cordon-e2e-").tempdir_in("/dev/shm").unwrap();
+    let code: String = devices
+        .iter()
+        .chain(std::iter::once(&"null".to_owned()))
+        .map(|name| {
+            format!(
+                "try:\n    os.close(os.open('/dev/{name}', os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)); print('opened {name}')\n\
+                 except OSError as e:\n    print('refused {name}', e.errno)\n"
+            )
+        })
+        .collect();
+    let code = format!("import os\n{code}");
+    let run = Command::new(CORDON)
+        .args(["sandbox", "linux", "--writes", "direct", "-C"])
+        .arg(in_dev.path())
+        .args(["--", python(), "-c", &code])
+        .env("HOME", &home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("opened null"), "{stdout}{}", String::from_utf8_lossy(&run.stderr));
+    for name in &devices {
+        assert!(stdout.contains(&format!("refused {name} ")), "/dev/{name} opened: {stdout}");
+    }
+}
+
 #[test]
 fn the_sandboxs_dev_holds_only_the_ordinary_devices_and_they_work() {
     require_sandbox!(1);

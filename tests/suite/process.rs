@@ -310,6 +310,8 @@ if sys.argv[1:] == ["by-path"] and os.path.isdir("/dev/pts"):  # Linux
     for user in USERS {
         let cordon = cordon_for(user);
         let cordon = cordon.display();
+        let out = dir.path().join(format!("out-{user:?}"));
+        let out = out.display();
         let runs = [
             format!("{cordon} exec -a never -- {probe_cmd} by-path < /dev/null"),
             format!("echo | {cordon} exec -a never -- {probe_cmd} by-path"),
@@ -317,6 +319,15 @@ if sys.argv[1:] == ["by-path"] and os.path.isdir("/dev/pts"):  # Linux
             // End of input shuts the executor down: keep it open while the call runs (longer
             // on a slow machine: an emulated kernel takes seconds to start python).
             format!("(echo '{request}'; sleep {}) | {cordon} executor", 2 * time_scale()),
+            // `cordon sandbox` execs in place, in the shell's session: none of its streams is
+            // the terminal, which stays the shell's controlling terminal.
+            format!(
+                "{cordon} sandbox linux -- {probe_cmd} by-path < /dev/null > {out} 2>&1; cat {out}"
+            ),
+            // Without the mount view the host's devpts stays: its terminals get no read rights.
+            format!(
+                "{cordon} exec -a never -s read-only --no-mount-view --best-effort -- {probe_cmd} by-path < /dev/null"
+            ),
         ];
         for run in runs {
             let transcript = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());
@@ -326,15 +337,10 @@ if sys.argv[1:] == ["by-path"] and os.path.isdir("/dev/pts"):  # Linux
         }
         let control = on_a_terminal_as(user, &format!("{probe_cmd} < /dev/null"), dir.path());
         assert!(control.contains("ESCAPED"), "{user:?}: the probe cannot see a write: {control}");
-    }
-    // And by path: the sandbox without its own devpts would have reached the terminal (root
-    // owns it, so only root can open it by name).
-    if is_root() {
-        let run = format!(
-            "{CORDON} exec -a never -s read-only --no-mount-view --best-effort -- {probe_cmd} by-path < /dev/null"
-        );
-        let control = on_a_terminal_as(User::Root, &format!("{run}; echo status=$?"), dir.path());
-        assert!(control.contains("ESCAPED"), "the by-path probe cannot see a write: {control}");
+        // And by path, from a session of its own (no `/dev/tty`): the terminal is the user's.
+        let run = format!("setsid -w {probe_cmd} by-path < /dev/null");
+        let control = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());
+        assert!(control.contains("reached /dev/pts/"), "{user:?}: by path: {control}");
     }
 }
 
@@ -355,23 +361,41 @@ for mode, label in ((os.O_RDONLY, "read"), (os.O_WRONLY, "write")):
         fd = os.open(other, mode | os.O_NOCTTY | os.O_NONBLOCK)
         if mode == os.O_WRONLY:
             os.write(fd, b"OTHER" + b"REACHED\n")
-        print("opened the other terminal to", label)
+        print(f"opened the other terminal to {label}", flush=True)
     except OSError as e:
-        print("refused the other terminal to", label, e.errno)
-name = os.ttyname(0)
-with open(name, "w") as t:
-    t.write("BY" + "NAME " + name + "\n")
+        print(f"refused the other terminal to {label} {e.errno}", flush=True)
+try:
+    name = os.ttyname(0)
+    with open(name, "w") as t:
+        t.write("BY" + "NAME " + name + "\n")
+except OSError as e:
+    print(f"no name {e.errno}", flush=True)
 with open("/dev/tty", "w") as t:
     t.write("VIA" + "TTY\n")
-leader, follower = pty.openpty()
-print("new terminal", os.ttyname(follower).startswith("/dev/pts/"))
+try:
+    leader, follower = pty.openpty()
+    print("new terminal", os.ttyname(follower).startswith("/dev/pts/"))
+except OSError as e:
+    print("no new terminal", e.errno)
 "#;
     let dir = scratch();
     let probe_file = dir.path().join("probe.py");
     std::fs::write(&probe_file, probe).unwrap();
     let py = python();
+    use std::os::unix::fs::PermissionsExt;
+    // A working directory in `/dev` keeps the host's `/dev`.
+    let in_dev = tempfile::Builder::new().prefix("cordon-e2e-").tempdir_in("/dev/shm").unwrap();
+    std::fs::set_permissions(in_dev.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let in_dev_arg = in_dev.path().display();
     for user in USERS {
         let pair = nix::pty::openpty(None, None).unwrap();
+        // What the user typed there and has not read yet (not echoed: the terminal's output
+        // stays empty unless something writes to it).
+        use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+        let mut settings = tcgetattr(&pair.slave).unwrap();
+        settings.local_flags.remove(LocalFlags::ECHO);
+        tcsetattr(&pair.slave, SetArg::TCSANOW, &settings).unwrap();
+        nix::unistd::write(&pair.master, b"typed-there\n").unwrap();
         let other = nix::unistd::ttyname(&pair.slave).unwrap();
         if user == User::Nobody {
             nix::unistd::fchown(&pair.slave, Some(nix::unistd::Uid::from_raw(65534)), None)
@@ -382,20 +406,46 @@ print("new terminal", os.ttyname(follower).startswith("/dev/pts/"))
         let cordon = cordon.display();
         let dir_arg = dir.path().display();
         let command = format!("{py} {} {other}", probe_file.display());
+        // With the sandbox's own `/dev` the terminal has a name there; where the host's stays
+        // (a working directory there, no mount view) it has none, and without the mount view
+        // no new terminal can be opened by name either.
         let runs = [
-            format!("{cordon} exec -a never -C {dir_arg} -- {command}"),
-            format!("{cordon} sandbox linux -C {dir_arg} -- {command}"),
+            (format!("{cordon} exec -a never -C {dir_arg} -- {command}"), true, true),
+            (format!("{cordon} sandbox linux -C {dir_arg} -- {command}"), true, true),
+            (
+                format!("{cordon} sandbox linux --writes direct -C {in_dev_arg} -- {command}"),
+                false,
+                true,
+            ),
+            (
+                format!(
+                    "{cordon} exec -a never -s read-only --no-mount-view --best-effort -C {dir_arg} -- {command}"
+                ),
+                false,
+                false,
+            ),
         ];
-        for run in runs {
+        for (run, named, new_terminal) in runs {
             let transcript = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());
             let seen = |text: &str| transcript.contains(text);
             assert!(seen("refused the other terminal to read"), "{user:?} {run}:\n{transcript}");
             assert!(seen("refused the other terminal to write"), "{user:?} {run}:\n{transcript}");
             assert!(!seen("opened the other"), "{user:?} {run}:\n{transcript}");
-            assert!(seen("BYNAME /dev/"), "{user:?} {run}:\n{transcript}");
+            assert!(!named || seen("BYNAME /dev/"), "{user:?} {run}:\n{transcript}");
             assert!(seen("VIATTY"), "{user:?} {run}:\n{transcript}");
-            assert!(seen("new terminal True"), "{user:?} {run}:\n{transcript}");
+            let made = seen("new terminal True");
+            assert!(!new_terminal || made, "{user:?} {run}:\n{transcript}");
             assert!(seen("status=0"), "{user:?} {run}:\n{transcript}");
+        }
+        if user == User::Root {
+            // An executor's terminal session, in the working directory the agent picks.
+            let mut ex = super::executor::Executor::start(&[]);
+            for workdir in [dir.path().to_str().unwrap(), "/dev"] {
+                let text = ex.text_until_exited(serde_json::json!({"cmd": command,
+                    "tty": true, "login": false, "workdir": workdir, "yield_time_ms": 10000}));
+                assert!(text.contains("refused the other terminal to read"), "{workdir}: {text}");
+                assert!(text.contains("refused the other terminal to write"), "{workdir}: {text}");
+            }
         }
         // Checked from outside: nothing arrived at the other terminal.
         nix::fcntl::fcntl(
@@ -406,6 +456,14 @@ print("new terminal", os.ttyname(follower).startswith("/dev/pts/"))
         let mut buffer = [0u8; 256];
         let read = nix::unistd::read(&pair.master, &mut buffer);
         assert_eq!(read, Err(nix::Error::EAGAIN), "{user:?}: the other terminal got {buffer:?}");
+        // And what was typed there is still there to read.
+        nix::fcntl::fcntl(
+            &pair.slave,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .unwrap();
+        let read = nix::unistd::read(&pair.slave, &mut buffer).unwrap();
+        assert_eq!(&buffer[..read], b"typed-there\n", "{user:?}");
         // The control: the same probe run directly opens the other terminal.
         let control = on_a_terminal_as(user, &format!("{command}; echo status=$?"), dir.path());
         assert!(control.contains("opened the other terminal to read"), "{user:?}: {control}");

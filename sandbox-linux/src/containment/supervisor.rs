@@ -132,13 +132,15 @@ impl Supervisor {
         // Only in the namespace, where the command's group dies with the supervisor: under the
         // subreaper the command stays in the helper's group, so that the caller's `killpg`
         // (a timeout) still reaches every descendant that did not leave it.
+        // Handed no terminal, it gets a session of its own instead: a controlling terminal the
+        // caller still has (`cordon sandbox … < /dev/null > log` typed at a shell) would
+        // otherwise be its `/dev/tty`, to write to, to change the settings of, or to stop at.
         let (group, parent_death) = match self.containment {
             Containment::PidNamespace => (
-                CommandGroup::Own {
-                    foreground: match self.terminal {
-                        Terminal::Foreground(fd) => Some(fd),
-                        Terminal::None | Terminal::Background(_) => None,
-                    },
+                match self.terminal {
+                    Terminal::Foreground(fd) => CommandGroup::Own { foreground: Some(fd) },
+                    Terminal::Background(_) => CommandGroup::Own { foreground: None },
+                    Terminal::None => CommandGroup::Session,
                 },
                 // The namespace ends with the supervisor, and the command with it.
                 ParentDeathSignal::Unset,
