@@ -106,6 +106,8 @@ pub(crate) fn host_dev_hidden(pts: DevPts) -> HostDevHidden {
     let Ok(entries) = std::fs::read_dir("/dev") else { return hidden };
     let handed = handed_terminals();
     let readable = |path: &Path| nix::unistd::access(path, nix::unistd::AccessFlags::R_OK).is_ok();
+    // Handed no terminal, `/dev/tty` (the caller's controlling terminal) is no ordinary device.
+    let controlling: &[&str] = if handed.is_empty() { &["ptmx"] } else { &["ptmx", "tty"] };
     for entry in entries.filter_map(Result::ok) {
         let Ok(kind) = entry.file_type() else { continue };
         let name = entry.file_name();
@@ -118,7 +120,11 @@ pub(crate) fn host_dev_hidden(pts: DevPts) -> HostDevHidden {
         if kind.is_dir() && name == "bsg" {
             hidden.covered.push(path.clone());
         }
-        let ordinary = ORDINARY_DEVICES.iter().chain(&["ptmx"]).any(|kept| name == *kept);
+        let ordinary = ORDINARY_DEVICES
+            .iter()
+            .filter(|name| **name != "tty")
+            .chain(controlling)
+            .any(|kept| name == *kept);
         let device =
             kind.is_char_device() && !ordinary && !handed.contains(&path) && readable(&path);
         let private_pts = name == "pts" && pts == DevPts::Private;

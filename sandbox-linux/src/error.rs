@@ -79,6 +79,13 @@ pub enum HelperError {
     CordonHome { path: std::path::PathBuf, source: std::io::Error },
     #[error("sandbox not enforced: {0}; pass --best-effort to run without it")]
     NotEnforced(String),
+    #[error(
+        "the writable root {} holds /dev: the command would read and write the machine's \
+         devices (its disks, its consoles); work outside /dev, or name a device directory \
+         itself (--add-dir /dev/dri)",
+        .0.display()
+    )]
+    RootHoldsDevices(std::path::PathBuf),
     #[error("cannot enter command cwd {path:?}: {source}")]
     CommandCwd { path: std::path::PathBuf, source: std::io::Error },
     #[error(
@@ -118,6 +125,7 @@ impl HelperError {
             | HelperError::LoopbackForward { .. }
             | HelperError::Containment { .. }
             | HelperError::CordonHome { .. }
+            | HelperError::RootHoldsDevices(_)
             | HelperError::CommandCwd { .. }
             | HelperError::CommandCwdChanged { .. }
             | HelperError::Limit(_)

@@ -25,8 +25,9 @@ use crate::hidden_reads::ReadPlan;
 /// The newest Landlock ABI whose rights cordon requests.
 const REQUESTED_ABI: ABI = ABI::V9;
 
-/// Terminal devices: the command's controlling terminal and the opening of new PTYs.
-const TERMINAL_DEVICES: &[&str] = &["/dev/tty", "/dev/ptmx"];
+/// Terminal devices: the opening of new PTYs, and (for a command handed a terminal) its
+/// controlling terminal.
+const TERMINAL_DEVICES: &[&str] = &["/dev/ptmx"];
 
 /// Which devpts instance `/dev/pts` shows the command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,11 +145,20 @@ pub fn plan(
         DevPts::Private => Some("/dev/pts"),
         DevPts::Host => None,
     };
+    // Handed no terminal, the command gets no `/dev/tty`: the caller's controlling terminal
+    // (a shell's, with every stream redirected) is not its to read or write.
+    let handed = [
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+        std::io::stderr().is_terminal(),
+    ];
+    let controlling = handed.contains(&true).then_some("/dev/tty");
     rules.extend(
         TERMINAL_DEVICES
             .iter()
             .copied()
             .chain(private_pts)
+            .chain(controlling)
             .map(|dev| (PathBuf::from(dev), file_write | AccessFs::IoctlDev, Followed)),
     );
     // The terminals the command was handed live in the host's devpts instance, which the

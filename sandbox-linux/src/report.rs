@@ -175,7 +175,8 @@ pub fn gaps(e: &Enforcement) -> Vec<Gap> {
                 "the mount view ({reason}): chmod/chown/utimes/xattr outside the writable roots \
                  and protected paths (.git/hooks, .git/config, ...) are not enforced, and hidden \
                  paths inside the writable roots are readable (Landlock keeps the others \
-                 unreadable, their names visible)"
+                 unreadable, their names visible); device nodes outside /dev (a second devtmpfs, \
+                 a bind of /dev/pts) open, and a terminal the command makes cannot be opened"
             ),
             e.mount_view_required,
         ));

@@ -341,6 +341,20 @@ unsafe fn run(
         .policy
         .resolve(&args.request.policy_cwd, &env.view(), |p| std::fs::canonicalize(p))
         .map_err(HelperError::Policy)?;
+    // A root that holds `/dev` (`/`, `/dev`: a command started there, a `$TMPDIR` there) would
+    // grant every device node of the machine; a directory inside `/dev` may be one.
+    let dev = Path::new("/dev");
+    if let Some(root) = policy.writable_roots.iter().find(|root| dev.starts_with(root)) {
+        return Err(HelperError::RootHoldsDevices(root.clone()));
+    }
+    // A directory (or `O_PATH`) descriptor as a standard stream would reach around the view.
+    let replaced = sys::replace_directory_stdio();
+    if replaced > 0 {
+        crate::messages::warning(format_args!(
+            "{replaced} standard stream(s) were directories: replaced with /dev/null, as \
+             through one the command would reach the host's files around the sandbox"
+        ));
+    }
     // Before anything is confined: this may create the directory on the host.
     let cordon_home_inside_root =
         crate::cordon_home::protect(env.cordon_home.as_deref(), &mut policy)?;

@@ -186,19 +186,11 @@ pub unsafe fn close_cloexec_descriptors(keep: Option<libc::c_int>) {
 pub fn close_inherited_directories() -> usize {
     let mut closed = 0;
     for fd in descriptors_above_stderr() {
-        // SAFETY: F_GETFD, F_GETFL and fstat take an integer and a buffer of ours; a number
-        // that is not open (the listing's own) fails with EBADF.
-        let path_like = unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFD);
-            let status = libc::fcntl(fd, libc::F_GETFL);
-            let mut stat: libc::stat = std::mem::zeroed();
-            flags >= 0
-                && flags & libc::FD_CLOEXEC == 0
-                && (status & libc::O_PATH != 0
-                    || (libc::fstat(fd, &raw mut stat) == 0
-                        && stat.st_mode & libc::S_IFMT == libc::S_IFDIR))
-        };
-        if path_like {
+        // SAFETY: F_GETFD takes an integer; a number that is not open (the listing's own)
+        // fails with EBADF.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        let inherited = flags >= 0 && flags & libc::FD_CLOEXEC == 0;
+        if inherited && path_like(fd) {
             // SAFETY: an inherited descriptor: nothing in this process owns it (it is not
             // close-on-exec, and everything this process opens is).
             unsafe {
@@ -208,6 +200,44 @@ pub fn close_inherited_directories() -> usize {
         }
     }
     closed
+}
+
+/// Whether `fd` is a directory or was opened with `O_PATH`.
+fn path_like(fd: libc::c_int) -> bool {
+    // SAFETY: F_GETFL and fstat take an integer and a buffer of ours; a number that is not
+    // open fails with EBADF.
+    unsafe {
+        let status = libc::fcntl(fd, libc::F_GETFL);
+        let mut stat: libc::stat = std::mem::zeroed();
+        status >= 0
+            && (status & libc::O_PATH != 0
+                || (libc::fstat(fd, &raw mut stat) == 0
+                    && stat.st_mode & libc::S_IFMT == libc::S_IFDIR))
+    }
+}
+
+/// Puts `/dev/null` in place of each of fds 0-2 that is a directory or an `O_PATH`
+/// descriptor; returns how many.
+pub fn replace_directory_stdio() -> usize {
+    let mut replaced = 0;
+    for fd in 0..3 {
+        if !path_like(fd) {
+            continue;
+        }
+        // SAFETY: open takes a NUL-terminated path; dup2 and close take integers. The new
+        // descriptor takes the stream's number, which std's stdio handles keep using.
+        unsafe {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+            if null >= 0 {
+                libc::dup2(null, fd);
+                libc::close(null);
+            } else {
+                libc::close(fd);
+            }
+        }
+        replaced += 1;
+    }
+    replaced
 }
 
 /// The open descriptors above stderr, from `/proc/self/fd`: listed first, closed after by the

@@ -297,8 +297,15 @@ fn a_directory_descriptor_passed_on_is_closed_before_the_command_runs() {
     require_sandbox!(1);
     skip_unless!(features().mount_view, "needs the mount view");
     use std::os::unix::fs::PermissionsExt;
-    let probe = "import os\ntry:\n    os.chmod('victim', 0o666, dir_fd=3)\n    print('changed')\n\
-                 except OSError as e:\n    print('refused', e.errno)\n";
+    let probe = [
+        "import os, sys\n",
+        "try:\n",
+        "    os.chmod('victim', 0o666, dir_fd=int(sys.argv[1]))\n",
+        "    print('changed')\n",
+        "except OSError as e:\n",
+        "    print('refused', e.errno)\n",
+    ]
+    .concat();
     let py = python();
     for user in USERS {
         let outside = scratch();
@@ -311,7 +318,7 @@ fn a_directory_descriptor_passed_on_is_closed_before_the_command_runs() {
         }
         let work = scratch();
         let probe_file = work.path().join("probe.py");
-        std::fs::write(&probe_file, probe).unwrap();
+        std::fs::write(&probe_file, &probe).unwrap();
         let cordon = cordon_for(user);
         let (o, w, c, p) = (
             outside.path().display(),
@@ -319,11 +326,17 @@ fn a_directory_descriptor_passed_on_is_closed_before_the_command_runs() {
             cordon.display(),
             probe_file.display(),
         );
+        // Above the standard streams, and as one of them (`< DIR`), whose number the command
+        // takes over: closed, or `/dev/null` in its place (EBADF, ENOTDIR).
         let runs = [
-            format!("exec 3< {o}; exec {c} sandbox linux -s read-only -C {w} -- {py} {p}"),
+            format!("exec 3< {o}; exec {c} sandbox linux -s read-only -C {w} -- {py} {p} 3"),
             format!(
                 "exec 3< {o}; exec -a codex-linux-sandbox {c} --sandbox-policy-cwd {w} \
-                 --sandbox-policy '{{\"type\":\"read-only\"}}' -- {py} {p}"
+                 --sandbox-policy '{{\"type\":\"read-only\"}}' -- {py} {p} 3"
+            ),
+            format!("exec {c} sandbox linux -s read-only -C {w} -- {py} {p} 0 < {o}"),
+            format!(
+                "exec {c} exec -a never -s workspace-write --writes direct -C {w} -- {py} {p} 0 < {o}"
             ),
         ];
         let bash = |script: &str| {
@@ -339,11 +352,15 @@ fn a_directory_descriptor_passed_on_is_closed_before_the_command_runs() {
         let mode = || std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
         for run in runs {
             let (stdout, stderr) = bash(&run);
-            assert!(stdout.contains("refused 9"), "{user:?} {run}: {stdout}{stderr}");
-            assert!(stderr.contains("inherited directory descriptor"), "{user:?}: {stderr}");
+            let refused = stdout.contains("refused 9") || stdout.contains("refused 20");
+            assert!(refused, "{user:?} {run}: {stdout}{stderr}");
+            assert!(
+                stderr.contains("directory descriptor") || stderr.contains("were directories"),
+                "{user:?}: {stderr}"
+            );
             assert_eq!(mode(), 0o600, "{user:?} {run}");
         }
-        let (stdout, stderr) = bash(&format!("exec 3< {o}; {py} {p}"));
+        let (stdout, stderr) = bash(&format!("exec 3< {o}; {py} {p} 3"));
         assert!(stdout.contains("changed"), "{user:?}: the control: {stdout}{stderr}");
         assert_eq!(mode(), 0o666, "{user:?}: the control");
     }
@@ -413,6 +430,36 @@ fn a_second_devtmpfs_grants_nothing_of_the_hosts_dev() {
     for name in &devices {
         assert!(stdout.contains(&format!("refused {name} ")), "/dev/{name} opened: {stdout}");
     }
+}
+
+/// A writable root that holds `/dev` — `/`, `/dev` itself (the default workspace of a command
+/// started there), a `$TMPDIR` there — would grant every device of the machine to read and
+/// write: refused with 125 and the reason, by every launch shape; a directory inside `/dev`
+/// may be one, and a read-only run may start there.
+#[test]
+fn a_writable_root_that_holds_dev_is_refused() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let d = dir.path().to_str().unwrap();
+    let runs: [&[&str]; 4] = [
+        &["exec", "-a", "never", "-s", "workspace-write", "-C", "/dev", "--", "true"],
+        &["exec", "-a", "never", "-C", d, "--add-dir", "/", "--allow-home-root", "--", "true"],
+        &["sandbox", "linux", "-s", "workspace-write", "-C", "/dev", "--", "true"],
+        &["sandbox", "linux", "-s", "read-only", "-C", "/dev", "--", "true"],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let run = cordon(args);
+        if i == 3 {
+            run.assert_ok();
+            continue;
+        }
+        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("holds /dev"), "{args:?}: {}", run.stderr);
+    }
+    let policy = r#"{"type":"workspace-write"}"#;
+    let run = helper(policy, Path::new("/dev"), &["true"]);
+    assert_eq!(run.code, Some(125), "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("holds /dev"), "{}", run.stderr);
 }
 
 #[test]

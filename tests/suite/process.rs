@@ -328,12 +328,17 @@ if sys.argv[1:] == ["by-path"] and os.path.isdir("/dev/pts"):  # Linux
             format!(
                 "{cordon} exec -a never -s read-only --no-mount-view --best-effort -- {probe_cmd} by-path < /dev/null"
             ),
+            // Nor, under a subreaper in the shell's session, `/dev/tty` (EACCES).
+            format!(
+                "{cordon} sandbox linux -s read-only --no-mount-view --best-effort -- {probe_cmd} by-path < /dev/null > {out} 2>&1; cat {out}"
+            ),
         ];
         for run in runs {
             let transcript = on_a_terminal_as(user, &format!("{run}; echo status=$?"), dir.path());
             assert!(!transcript.contains("ESCAPED"), "{user:?} {run}:\n{transcript}");
             assert!(!transcript.contains("reached"), "{user:?} {run}:\n{transcript}");
-            assert!(transcript.contains("refused 6"), "{user:?} {run}:\n{transcript}");
+            let refused = transcript.contains("refused 6") || transcript.contains("refused 13");
+            assert!(refused, "{user:?} {run}:\n{transcript}");
         }
         let control = on_a_terminal_as(user, &format!("{probe_cmd} < /dev/null"), dir.path());
         assert!(control.contains("ESCAPED"), "{user:?}: the probe cannot see a write: {control}");
