@@ -475,6 +475,65 @@ except OSError as e:
     }
 }
 
+/// Ctrl-C at the terminal ends a sandboxed command that was handed none of it (every stream
+/// redirected, the terminal still the shell's controlling one): the terminal signals the
+/// helper's group, and the command, in a group of its own, gets it from the helper. Through
+/// `cordon sandbox` (the helper in place) and `cordon exec`.
+#[test]
+fn ctrl_c_at_the_terminal_ends_a_command_handed_none_of_it() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let marker = dir.path().join("started");
+    let driver = r#"
+import os, pty, sys, time
+marker, argv = sys.argv[1], sys.argv[2:]
+pid, master = pty.fork()
+if pid == 0:
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.execv(argv[0], argv)
+deadline = time.time() + 60
+while not os.path.exists(marker) and time.time() < deadline:
+    time.sleep(0.05)
+os.write(master, b"\x03")
+deadline = time.time() + 20
+while time.time() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("ended", os.waitstatus_to_exitcode(status))
+        sys.exit(0)
+    time.sleep(0.05)
+print("still running")
+os.kill(pid, 9)
+"#;
+    let script = format!("touch {}; exec sleep 100", marker.display());
+    let d = dir.path().to_str().unwrap();
+    // Writing directly, so that the marker shows while the command runs.
+    let direct = ["-s", "workspace-write", "--writes", "direct", "-C", d, "--", "sh", "-c"];
+    let sandbox: Vec<&str> = ["sandbox", "linux"].iter().chain(&direct).copied().collect();
+    let exec: Vec<&str> = ["exec", "-a", "never"].iter().chain(&direct).copied().collect();
+    let runs = [[sandbox, vec![script.as_str()]].concat(), [exec, vec![script.as_str()]].concat()];
+    for args in &runs {
+        let _ = std::fs::remove_file(&marker);
+        let out = Command::new(python())
+            .args(["-c", driver])
+            .arg(&marker)
+            .arg(CORDON)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("ended"),
+            "{args:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(marker.exists(), "{args:?}: the command never started");
+    }
+}
+
 /// What the command prints reaches cordon's terminal without the escape sequences
 /// that act beyond the screen — a window title (and with it the title report that would type
 /// it into the user's shell), an OSC 52 clipboard write, device status reports — while colours

@@ -72,7 +72,10 @@ pub(super) fn helper_waits(
                         let signal = libc::c_int::try_from(info.ssi_signo).unwrap_or(libc::SIGTERM);
                         exit_like(signal);
                     }
-                    if info.ssi_code != SI_KERNEL {
+                    // The kernel's (a terminal's Ctrl-C or hang-up to this group) reached the
+                    // command too when it shares the terminal; handed none, it is in a group
+                    // of its own that the terminal does not signal, and gets it from here.
+                    if info.ssi_code != SI_KERNEL || terminal == Terminal::None {
                         let byte = u8::try_from(info.ssi_signo).unwrap_or(0);
                         let _ = nix::unistd::write(to_supervisor, &[byte]);
                     }
