@@ -107,11 +107,18 @@ fn executor_pipe_sessions_clone_the_supervisor_as_pid_1_which_passes_signals_on(
     assert_eq!(caught & !(0b11 << 31), 0x8026a07, "{text}");
 
     let got = work.join("got");
+    let ready = work.join("ready");
     let script = format!(
-        "trap 'echo term > {}; exit 3' TERM; sleep 3131 & sleep 3132 & wait",
-        got.display()
+        "trap 'echo term > {}; exit 3' TERM; touch {}; sleep 3131 & sleep 3132 & wait",
+        got.display(),
+        ready.display()
     );
     let (id, pid1) = supervisor(&mut executor, &script);
+    // Sent once the trap is set (an emulated kernel takes longer than the call's yield).
+    let deadline = std::time::Instant::now() + scaled(Duration::from_secs(30));
+    while !ready.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     kill(Pid::from_raw(pid1), Signal::SIGTERM).unwrap();
     let text =
         executor.text("write_stdin", serde_json::json!({"session_id": id, "yield_time_ms": 5000}));
