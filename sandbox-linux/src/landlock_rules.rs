@@ -164,10 +164,8 @@ pub fn plan(
     // The terminals the command was handed live in the host's devpts instance, which the
     // sandbox's own `/dev` does not show: reopened by name (`/dev/tty`, `/dev/stdout`, the name
     // `tty` prints) they are granted by their own inode, and no other terminal is.
-    let stdin = std::io::stdin();
-    let terminals = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
-    for (fd, handed) in terminals.into_iter().enumerate() {
-        if handed.is_terminal() {
+    for (fd, is_terminal) in handed.into_iter().enumerate() {
+        if is_terminal {
             let link = PathBuf::from(format!("/proc/self/fd/{fd}"));
             rules.push((link, file_write | AccessFs::IoctlDev, Followed));
         }

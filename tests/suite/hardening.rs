@@ -200,6 +200,25 @@ fn raw_disk_devices_are_covered_for_root() {
     }
 }
 
+/// A second devtmpfs (every device node of the machine) mounted at a new directory for a
+/// test, unmounted when dropped.
+struct Devtmpfs(std::path::PathBuf);
+
+impl Devtmpfs {
+    /// Makes `at` and mounts a devtmpfs there; `None` when the mount is refused.
+    fn mount(at: &Path) -> Option<Devtmpfs> {
+        std::fs::create_dir(at).unwrap();
+        let status = Command::new("mount").args(["-t", "devtmpfs", "devtmpfs"]).arg(at).status();
+        status.is_ok_and(|status| status.success()).then(|| Devtmpfs(at.to_owned()))
+    }
+}
+
+impl Drop for Devtmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
 /// Device nodes open only in the sandbox's `/dev`: a node of the same device anywhere else —
 /// on disk outside the writable roots, in the workspace, on a second devtmpfs (which holds every
 /// disk of the machine) — opens nothing, for root (whom a disk's node lets read the disk whole,
@@ -222,16 +241,8 @@ fn device_nodes_outside_the_sandboxs_dev_open_nothing() {
     mknod(&outside.path().join("zero"));
     mknod(&work.path().join("zero"));
     let devfs = outside.path().join("devfs");
-    std::fs::create_dir(&devfs).unwrap();
-    let mounted = Command::new("mount").args(["-t", "devtmpfs", "devtmpfs"]).arg(&devfs).status();
-    skip_unless!(mounted.is_ok_and(|status| status.success()), "cannot mount a devtmpfs here");
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&devfs);
+    let mounted = Devtmpfs::mount(&devfs);
+    skip_unless!(mounted.is_some(), "cannot mount a devtmpfs here");
     let mut nodes = vec![outside.path().join("zero"), work.path().join("zero"), devfs.join("zero")];
     // A disk, where the machine has one: what the node would give away.
     nodes.extend(
@@ -395,16 +406,8 @@ fn a_second_devtmpfs_grants_nothing_of_the_hosts_dev() {
     let home = around.path().join("home");
     std::fs::create_dir(&home).unwrap();
     let devfs = around.path().join("devfs");
-    std::fs::create_dir(&devfs).unwrap();
-    let mounted = Command::new("mount").args(["-t", "devtmpfs", "devtmpfs"]).arg(&devfs).status();
-    skip_unless!(mounted.is_ok_and(|status| status.success()), "cannot mount a devtmpfs here");
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&devfs);
+    let mounted = Devtmpfs::mount(&devfs);
+    skip_unless!(mounted.is_some(), "cannot mount a devtmpfs here");
     let in_dev = tempfile::Builder::new().prefix("cordon-e2e-").tempdir_in("/dev/shm").unwrap();
     let code: String = devices
         .iter()
