@@ -260,6 +260,18 @@ EOF
   else
     p=0 f=1 s=0 boot=? suite=? xf=0
     log "$spec: no result (see $out/console.log)"
+    # The VM was stopped (the timeout) or died: say how far the suite got, from what it had
+    # written to the output directory, so the next run knows what to look at.
+    if [ -s "$out/suite.log" ] || [ -s "$out/binary.log" ]; then
+      done_bins=$(grep -c '^test result:' "$out/suite.log" 2>/dev/null || true)
+      done_n=$(grep -cE '^test .* \.\.\. ' "$out/suite.log" 2>/dev/null || true)
+      running_n=$(grep -cE '^test .* \.\.\. ' "$out/binary.log" 2>/dev/null || true)
+      log "$spec: ${done_bins:-0} test binaries finished (${done_n:-0} tests); the last one had finished ${running_n:-0}:"
+      grep -E '^test .* \.\.\. ' "$out/binary.log" 2>/dev/null | tail -n 3 | sed 's/^/kernels:   last finished: /' >&2 || true
+      grep -E '^test .* \.\.\. FAILED' "$out/binary.log" "$out/suite.log" 2>/dev/null | sed 's/^[^:]*:/kernels:   failed: /' >&2 || true
+      sed -nE 's/^test (.*) \.\.\. [A-Za-z]+ <([0-9.]+)s>$/\2 \1/p' "$out/suite.log" "$out/binary.log" 2>/dev/null \
+        | sort -rn | head -n 10 | sed 's/^/kernels:   slowest: /' >&2 || true
+    fi
   fi
   total_p=$((total_p + p)) total_f=$((total_f + f))
   [ "$f" = 0 ] || status=1
