@@ -86,6 +86,12 @@ pub enum HelperError {
         .0.display()
     )]
     RootHoldsDevices(std::path::PathBuf),
+    #[error(
+        "the writable root {} {what}: its files are the kernel's settings, not data, and \
+         writing them would change the machine; work elsewhere",
+        .root.display()
+    )]
+    RootOnKernelInterface { root: std::path::PathBuf, what: String },
     #[error("cannot enter command cwd {path:?}: {source}")]
     CommandCwd { path: std::path::PathBuf, source: std::io::Error },
     #[error(
@@ -126,6 +132,7 @@ impl HelperError {
             | HelperError::Containment { .. }
             | HelperError::CordonHome { .. }
             | HelperError::RootHoldsDevices(_)
+            | HelperError::RootOnKernelInterface { .. }
             | HelperError::CommandCwd { .. }
             | HelperError::CommandCwdChanged { .. }
             | HelperError::Limit(_)

@@ -145,14 +145,17 @@ pub fn plan(
         DevPts::Private => Some("/dev/pts"),
         DevPts::Host => None,
     };
-    // Handed no terminal, the command gets no `/dev/tty`: the caller's controlling terminal
-    // (a shell's, with every stream redirected) is not its to read or write.
+    // `/dev/tty` is this process's controlling terminal: only when the command was handed
+    // that terminal itself may it reopen it by that name. Handed none, or another terminal (a
+    // harness's pty on stdin while the user's terminal stays the session's), the caller's
+    // controlling terminal is not its to read or write.
     let handed = [
         std::io::stdin().is_terminal(),
         std::io::stdout().is_terminal(),
         std::io::stderr().is_terminal(),
     ];
-    let controlling = handed.contains(&true).then_some("/dev/tty");
+    let controlling_handed = (0..3).any(|fd| crate::sys::foreground_group(fd).is_ok());
+    let controlling = controlling_handed.then_some("/dev/tty");
     rules.extend(
         TERMINAL_DEVICES
             .iter()

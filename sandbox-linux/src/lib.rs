@@ -71,6 +71,8 @@ mod hidden_reads;
 #[cfg(target_os = "linux")]
 mod home_reads;
 #[cfg(target_os = "linux")]
+mod kernel_interface;
+#[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
 mod listings;

@@ -88,6 +88,22 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Every mount of `/proc/self/mountinfo` with its file system type (the field after ` - `).
+pub(crate) fn mounts_with_types() -> Result<Vec<(PathBuf, String)>, HelperError> {
+    Ok(parse_mounts_with_types(&read_mountinfo()?))
+}
+
+fn parse_mounts_with_types(text: &str) -> Vec<(PathBuf, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let point = line.split(' ').nth(4)?;
+            let (_, tail) = line.split_once(" - ")?;
+            let kind = tail.split(' ').next()?;
+            Some((PathBuf::from(OsStr::from_bytes(&unescape(point))), kind.to_owned()))
+        })
+        .collect()
+}
+
 fn unescape(field: &str) -> Vec<u8> {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -113,6 +129,19 @@ fn unescape(field: &str) -> Vec<u8> {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn mountinfo_lines_give_mount_points_and_types() {
+        let text = "22 1 0:21 / /proc rw shared:12 - proc proc rw\n\
+                    30 1 8:1 / /mnt/my\\040disk rw - ext4 /dev/sda1 rw\n";
+        assert_eq!(
+            parse_mounts_with_types(text),
+            vec![
+                (PathBuf::from("/proc"), "proc".to_owned()),
+                (PathBuf::from("/mnt/my disk"), "ext4".to_owned())
+            ]
+        );
+    }
 
     #[test]
     fn mountinfo_lines_give_mount_points() {

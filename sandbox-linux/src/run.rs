@@ -347,6 +347,19 @@ unsafe fn run(
     if let Some(root) = policy.writable_roots.iter().find(|root| dev.starts_with(root)) {
         return Err(HelperError::RootHoldsDevices(root.clone()));
     }
+    // Nor may a root be, hold or lie on the kernel's own interface (`/proc`, `/sys`, a cgroup
+    // tree, wherever they are mounted): a root caller without capabilities still changes the
+    // machine's settings through their files, which only file modes guard.
+    for root in &policy.writable_roots {
+        if let Some(what) = crate::kernel_interface::root_touches(root) {
+            return Err(HelperError::RootOnKernelInterface { root: root.clone(), what });
+        }
+    }
+    if let Some((root, what)) =
+        crate::kernel_interface::root_holding_a_mount(&policy.writable_roots)?
+    {
+        return Err(HelperError::RootOnKernelInterface { root, what });
+    }
     // A directory (or `O_PATH`) descriptor as a standard stream would reach around the view.
     let replaced = sys::replace_directory_stdio();
     if replaced > 0 {
@@ -637,6 +650,14 @@ unsafe fn run(
                     warn_unsearched(&plan.unsearched);
                     known_git_dirs = Some(std::mem::take(&mut plan.git_dirs));
                     dev_pts = mount_view::build(&plan)?;
+                    // A descriptor the caller handed on still reaches its file through the
+                    // caller's mount; where the view made that file read-only, the command
+                    // gets it through the view instead.
+                    let written_directly = |path: &Path| {
+                        policy.writable_roots.iter().any(|root| path.starts_with(root))
+                            && !layers.iter().any(|layer| path.starts_with(&layer.root))
+                    };
+                    sys::reopen_protected_files_through_view(&written_directly);
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
                     }

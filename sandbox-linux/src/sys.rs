@@ -240,6 +240,84 @@ pub fn replace_directory_stdio() -> usize {
     replaced
 }
 
+/// Gives the command, in place of each inherited descriptor (fds 0-2, and those above that are
+/// not close-on-exec) that is a regular file open read-only, lies where `written_directly`
+/// says the command writes directly, and is on a writable mount while the view shows the same
+/// file read-only (a protected name: a repository's hooks or config, a start-up file), the
+/// same file opened through the view, at the same offset. Reopened through
+/// `/proc/self/fd/N`, the caller's descriptor would give write access through the caller's
+/// writable mount, which the view's read-only bind does not cover. Returns how many it
+/// replaced. Must run in the view's mount namespace, before the command starts.
+pub fn reopen_protected_files_through_view(
+    written_directly: &dyn Fn(&std::path::Path) -> bool,
+) -> usize {
+    let mut inherited: Vec<libc::c_int> = (0..3).collect();
+    inherited.extend(descriptors_above_stderr().into_iter().filter(|fd| {
+        // SAFETY: F_GETFD takes an integer; a number that is not open fails with EBADF.
+        let flags = unsafe { libc::fcntl(*fd, libc::F_GETFD) };
+        flags >= 0 && flags & libc::FD_CLOEXEC == 0
+    }));
+    inherited.into_iter().filter(|fd| reopen_through_view(*fd, written_directly)).count()
+}
+
+/// One descriptor of [`reopen_protected_files_through_view`]: whether it was replaced.
+fn reopen_through_view(
+    fd: libc::c_int,
+    written_directly: &dyn Fn(&std::path::Path) -> bool,
+) -> bool {
+    // SAFETY: fcntl, fstat and fstatvfs take an integer and buffers of ours; a number that is
+    // not open fails with EBADF.
+    let (status, stat, on_writable_mount) = unsafe {
+        let status = libc::fcntl(fd, libc::F_GETFL);
+        let mut stat: libc::stat = std::mem::zeroed();
+        let mut vfs: libc::statvfs = std::mem::zeroed();
+        if status < 0
+            || libc::fstat(fd, &raw mut stat) != 0
+            || libc::fstatvfs(fd, &raw mut vfs) != 0
+        {
+            return false;
+        }
+        (status, stat, vfs.f_flag & libc::ST_RDONLY == 0)
+    };
+    let read_only = status & libc::O_ACCMODE == libc::O_RDONLY && status & libc::O_PATH == 0;
+    let regular = stat.st_mode & libc::S_IFMT == libc::S_IFREG;
+    // A deleted file (a shell's here-document) has no name anything later finds it by.
+    if !read_only || !regular || !on_writable_mount || stat.st_nlink == 0 {
+        return false;
+    }
+    let Ok(name) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else { return false };
+    if !name.is_absolute() || !written_directly(&name) {
+        return false;
+    }
+    let Ok(name) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()))
+    else {
+        return false;
+    };
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK;
+    // SAFETY: open takes a NUL-terminated path of ours; the rest take integers and buffers of
+    // ours. The new descriptor is close-on-exec until dup3 puts it at `fd`'s number, which the
+    // caller handed on and nothing in this process owns (or std's stdio handles keep using).
+    unsafe {
+        let view = libc::open(name.as_ptr(), flags | libc::O_CLOEXEC);
+        if view < 0 {
+            return false;
+        }
+        let mut seen: libc::stat = std::mem::zeroed();
+        let mut vfs: libc::statvfs = std::mem::zeroed();
+        let protected = libc::fstat(view, &raw mut seen) == 0
+            && (seen.st_dev, seen.st_ino) == (stat.st_dev, stat.st_ino)
+            && libc::fstatvfs(view, &raw mut vfs) == 0
+            && vfs.f_flag & libc::ST_RDONLY != 0;
+        let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
+        let replaced = protected
+            && libc::fcntl(view, libc::F_SETFL, status & !libc::O_ACCMODE) == 0
+            && (offset < 0 || libc::lseek(view, offset, libc::SEEK_SET) == offset)
+            && libc::dup3(view, fd, 0) == fd;
+        libc::close(view);
+        replaced
+    }
+}
+
 /// The open descriptors above stderr, from `/proc/self/fd`: listed first, closed after by the
 /// callers, so the listing's own descriptor is gone by then (EBADF).
 fn descriptors_above_stderr() -> Vec<libc::c_int> {

@@ -202,18 +202,20 @@ fn raw_disk_devices_are_covered_for_root() {
 
 /// A second devtmpfs (every device node of the machine) mounted at a new directory for a
 /// test, unmounted when dropped.
-struct Devtmpfs(std::path::PathBuf);
+/// A file system of the kernel's own mounted at a scratch path, unmounted on drop.
+struct Mounted(std::path::PathBuf);
 
-impl Devtmpfs {
-    /// Makes `at` and mounts a devtmpfs there; `None` when the mount is refused.
-    fn mount(at: &Path) -> Option<Devtmpfs> {
+impl Mounted {
+    /// Makes `at` and mounts a `kind` there (`devtmpfs`, `sysfs`); `None` when the mount is
+    /// refused.
+    fn kernel_fs(kind: &str, at: &Path) -> Option<Mounted> {
         std::fs::create_dir(at).unwrap();
-        let status = Command::new("mount").args(["-t", "devtmpfs", "devtmpfs"]).arg(at).status();
-        status.is_ok_and(|status| status.success()).then(|| Devtmpfs(at.to_owned()))
+        let status = Command::new("mount").args(["-t", kind, kind]).arg(at).status();
+        status.is_ok_and(|status| status.success()).then(|| Mounted(at.to_owned()))
     }
 }
 
-impl Drop for Devtmpfs {
+impl Drop for Mounted {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
@@ -241,7 +243,7 @@ fn device_nodes_outside_the_sandboxs_dev_open_nothing() {
     mknod(&outside.path().join("zero"));
     mknod(&work.path().join("zero"));
     let devfs = outside.path().join("devfs");
-    let mounted = Devtmpfs::mount(&devfs);
+    let mounted = Mounted::kernel_fs("devtmpfs", &devfs);
     skip_unless!(mounted.is_some(), "cannot mount a devtmpfs here");
     let mut nodes = vec![outside.path().join("zero"), work.path().join("zero"), devfs.join("zero")];
     // A disk, where the machine has one: what the node would give away.
@@ -406,7 +408,7 @@ fn a_second_devtmpfs_grants_nothing_of_the_hosts_dev() {
     let home = around.path().join("home");
     std::fs::create_dir(&home).unwrap();
     let devfs = around.path().join("devfs");
-    let mounted = Devtmpfs::mount(&devfs);
+    let mounted = Mounted::kernel_fs("devtmpfs", &devfs);
     skip_unless!(mounted.is_some(), "cannot mount a devtmpfs here");
     let in_dev = tempfile::Builder::new().prefix("cordon-e2e-").tempdir_in("/dev/shm").unwrap();
     let code: String = devices
@@ -432,6 +434,62 @@ fn a_second_devtmpfs_grants_nothing_of_the_hosts_dev() {
     assert!(stdout.contains("opened null"), "{stdout}{}", String::from_utf8_lossy(&run.stderr));
     for name in &devices {
         assert!(stdout.contains(&format!("refused {name} ")), "/dev/{name} opened: {stdout}");
+    }
+}
+
+/// A protected file the caller hands on open read-only (a hook as stdin, a repository's config
+/// on fd 3) is read as given, and stays read-only: reopened for writing through
+/// `/proc/self/fd/N` it resolves through the caller's writable mount, around the view's
+/// read-only bind, unless the command is given the file through the view. Writing directly
+/// (where that bind is what protects it), through `cordon exec` and `cordon sandbox`, as root
+/// and as an unprivileged user; the hook on disk is unchanged and git's next commit outside
+/// runs nothing planted. The control appends through the same descriptor outside.
+#[test]
+fn a_protected_file_handed_on_read_only_cannot_be_reopened_for_writing() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view");
+    let append = "for fd in 0 3; do echo 'echo PLANTED' >> /proc/self/fd/$fd && echo \"wrote $fd\"; done\n\
+                  head -c 9 <&0; echo; head -c 6 <&3; echo\n";
+    for user in USERS {
+        let work = scratch();
+        let w = work.path().display();
+        super::code_runs_later::git(work.path(), &["init", "-q"]);
+        let hook = work.path().join(".git/hooks/pre-commit");
+        std::fs::write(&hook, "#!/bin/sh\necho hook\n").unwrap();
+        let config = work.path().join(".git/config");
+        std::fs::write(work.path().join("probe.sh"), append).unwrap();
+        chown_nobody(work.path());
+        let before = (std::fs::read(&hook).unwrap(), std::fs::read(&config).unwrap());
+        let cordon = cordon_for(user);
+        let c = cordon.display();
+        // `cordon exec` passes the standard streams on, `cordon sandbox` every descriptor.
+        let fronts = [
+            (format!("{c} exec -a never -s workspace-write --writes direct -C {w} --"), "\n"),
+            (format!("{c} sandbox linux -s workspace-write --writes direct -C {w} --"), "\n[core]"),
+        ];
+        let bash = |script: &str| {
+            let out = command_as(user, "bash")
+                .args(["-c", script])
+                .current_dir(work.path())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+        };
+        for (front, then) in &fronts {
+            let run = format!("exec 3< .git/config; {front} sh probe.sh < .git/hooks/pre-commit");
+            let (stdout, stderr) = bash(&run);
+            assert!(!stdout.contains("wrote"), "{user:?} {front}: {stdout}{stderr}");
+            // Still readable, from where the caller's descriptor stood.
+            let read = format!("#!/bin/sh{then}");
+            assert!(stdout.starts_with(&read), "{user:?} {front}: {stdout}{stderr}");
+            let after = (std::fs::read(&hook).unwrap(), std::fs::read(&config).unwrap());
+            assert_eq!(after, before, "{user:?} {front}");
+        }
+        let (stdout, stderr) = bash("exec 3< .git/config; sh probe.sh < .git/hooks/pre-commit");
+        assert!(stdout.contains("wrote 0"), "{user:?}: the control: {stdout}{stderr}");
+        assert_ne!(std::fs::read(&hook).unwrap(), before.0, "{user:?}: the control");
     }
 }
 
@@ -463,6 +521,69 @@ fn a_writable_root_that_holds_dev_is_refused() {
     let run = helper(policy, Path::new("/dev"), &["true"]);
     assert_eq!(run.code, Some(125), "{}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("holds /dev"), "{}", run.stderr);
+}
+
+/// Nor may a writable root be, hold or lie on the kernel's own interface — `/sys`, `/proc`, a
+/// cgroup tree, a directory of sysfs a command was started in: a root caller's command keeps
+/// uid 0 without capabilities and would change the machine's settings through files that only
+/// their modes guard. Refused with 125 and the reason by every launch shape, before the
+/// command runs (the marker it would write beside stays absent; the control writes it).
+#[test]
+fn a_writable_root_on_the_kernels_interface_is_refused() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let d = dir.path().to_str().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let ws = ["-s", "workspace-write", "--writes", "direct", "--add-dir", d];
+    // Mounted elsewhere, by its type (root alone can mount one).
+    let elsewhere = dir.path().join("sysfs");
+    let mounted = if is_root() { Mounted::kernel_fs("sysfs", &elsewhere) } else { None };
+    let elsewhere = elsewhere.to_str().unwrap();
+    let mut places: Vec<(&[&str], &str)> = vec![
+        (&["-C", "/sys/kernel/mm"], "lies in /sys"),
+        (&["--add-dir", "/proc/sys/kernel"], "lies in /proc"),
+        (&["--add-dir", "/sys"], "holds /sys"),
+        (&["--add-dir", "/proc"], "holds /proc"),
+        (&["--add-dir", "/sys/fs/cgroup"], "lies in /sys"),
+    ];
+    let add_elsewhere = ["--add-dir", elsewhere];
+    if mounted.is_some() {
+        places.push((&add_elsewhere, "lies on the kernel's sysfs"));
+    }
+    for front in [&["sandbox", "linux"][..], &["exec", "-a", "never"][..]] {
+        for (place, why) in &places {
+            let mut args: Vec<&str> = front.to_vec();
+            args.extend(ws);
+            args.extend(place.iter());
+            args.extend(["--", "sh", "-c", touch.as_str()]);
+            let run = cordon(&args);
+            assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+            assert!(run.stderr.contains(*why), "{args:?}: {}", run.stderr);
+            assert!(!marker.exists(), "{args:?} ran the command");
+        }
+    }
+    let policy = r#"{"type":"workspace-write"}"#;
+    let run = helper(policy, Path::new("/sys/kernel/mm"), &["sh", "-c", &touch]);
+    assert_eq!(run.code, Some(125), "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("lies in /sys"), "{}", run.stderr);
+    // A root that holds one below it (a chroot's `/sys`, a bind of `/`).
+    if mounted.is_some() {
+        let mut args = vec!["sandbox", "linux"];
+        args.extend(ws);
+        args.extend(["-C", d, "--", "sh", "-c", touch.as_str()]);
+        let run = cordon(&args);
+        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains(&format!("holds {elsewhere} (sysfs)")), "{}", run.stderr);
+        assert!(!marker.exists(), "{args:?} ran the command");
+    }
+    drop(mounted);
+    // The control: the same run with the scratch directory as its only root writes the marker.
+    let mut args = vec!["sandbox", "linux"];
+    args.extend(ws);
+    args.extend(["-C", d, "--", "sh", "-c", touch.as_str()]);
+    cordon(&args).assert_ok();
+    assert!(marker.exists());
 }
 
 #[test]

@@ -475,18 +475,66 @@ except OSError as e:
     }
 }
 
+/// A terminal handed to the command that is not the session's controlling one (a harness's
+/// own pty on stdin while the user's terminal stays the session's) gives the command no
+/// `/dev/tty`, which names the controlling terminal: what it writes there never reaches the
+/// user's screen, with the mount view or without it, as root and as an unprivileged user. The
+/// control writes the same outside the sandbox.
+#[test]
+fn a_terminal_handed_that_is_not_the_controlling_one_opens_no_dev_tty() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let driver = dir.path().join("driver.py");
+    // The marker is put together at run time, so only a real write shows it.
+    std::fs::write(
+        &driver,
+        r#"
+import os, subprocess, sys
+leader, follower = os.openpty()
+probe = ["sh", "-c", "printf '%s%s\\n' LEAK ED > /dev/tty"]
+out = subprocess.run(sys.argv[1:] + probe, stdin=follower, stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT)
+print("ran", out.returncode, out.stdout.decode(errors="replace").strip()[-120:])
+"#,
+    )
+    .unwrap();
+    let py = python();
+    let d = dir.path().display();
+    for user in USERS {
+        let cordon = cordon_for(user);
+        let cordon = cordon.display();
+        let runs = [
+            format!("{cordon} sandbox linux --writes direct -C {d} --"),
+            format!("{cordon} sandbox linux --writes direct --no-mount-view -C {d} --"),
+            format!("{cordon} exec -a never -s read-only --no-mount-view --best-effort -C {d} --"),
+        ];
+        for run in runs {
+            let script = format!("{py} {} {run}; echo status=$?", driver.display());
+            let transcript = on_a_terminal_as(user, &script, dir.path());
+            assert!(transcript.contains("ran "), "{user:?} {run}:\n{transcript}");
+            assert!(!transcript.contains("LEAKED"), "{user:?} {run}:\n{transcript}");
+        }
+        let control = on_a_terminal_as(user, &format!("{py} {}", driver.display()), dir.path());
+        assert!(control.contains("LEAKED"), "{user:?}:\n{control}");
+    }
+}
+
 /// Ctrl-C at the terminal ends a sandboxed command that was handed none of it (every stream
 /// redirected, the terminal still the shell's controlling one): the terminal signals the
-/// helper's group, and the command, in a group of its own, gets it from the helper. Through
-/// `cordon sandbox` (the helper in place) and `cordon exec`.
+/// helper's group, and the command, in a session of its own, gets it from the helper — its
+/// whole group, as a shell's job would: a script waiting for a child that got nothing would
+/// carry on with its next line. Ctrl-\ too; Ctrl-Z stops the job (cordon with it, so a shell
+/// sees it stop), and after SIGCONT Ctrl-C still ends it. Through `cordon sandbox` (the helper
+/// in place) and `cordon exec`.
 #[test]
 fn ctrl_c_at_the_terminal_ends_a_command_handed_none_of_it() {
     require_sandbox!(1);
     let dir = scratch();
     let marker = dir.path().join("started");
+    let after = dir.path().join("after");
     let driver = r#"
-import os, pty, sys, time
-marker, argv = sys.argv[1], sys.argv[2:]
+import os, pty, signal, sys, time
+marker, keys, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 pid, master = pty.fork()
 if pid == 0:
     null = os.open("/dev/null", os.O_RDWR)
@@ -496,42 +544,66 @@ if pid == 0:
 deadline = time.time() + 60
 while not os.path.exists(marker) and time.time() < deadline:
     time.sleep(0.05)
-os.write(master, b"\x03")
-deadline = time.time() + 20
-while time.time() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        print("ended", os.waitstatus_to_exitcode(status))
+def wait(seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        if done:
+            return status
+        time.sleep(0.05)
+for key in keys.split(","):
+    os.write(master, bytes([int(key, 16)]))
+    status = wait(20)
+    if status is None:
+        print("still running")
+        os.kill(pid, 9)
         sys.exit(0)
-    time.sleep(0.05)
-print("still running")
-os.kill(pid, 9)
+    if os.WIFSTOPPED(status):
+        print("stopped")
+        os.kill(pid, signal.SIGCONT)
+        continue
+    print("ended", os.waitstatus_to_exitcode(status))
+    sys.exit(0)
 "#;
-    let script = format!("touch {}; exec sleep 100", marker.display());
+    let script = format!("touch {}; sleep 100; touch {}", marker.display(), after.display());
     let d = dir.path().to_str().unwrap();
     // Writing directly, so that the marker shows while the command runs.
-    let direct = ["-s", "workspace-write", "--writes", "direct", "-C", d, "--", "sh", "-c"];
+    let direct = ["-s", "workspace-write", "--writes", "direct", "-C", d, "--", "bash", "-c"];
     let sandbox: Vec<&str> = ["sandbox", "linux"].iter().chain(&direct).copied().collect();
     let exec: Vec<&str> = ["exec", "-a", "never"].iter().chain(&direct).copied().collect();
-    let runs = [[sandbox, vec![script.as_str()]].concat(), [exec, vec![script.as_str()]].concat()];
-    for args in &runs {
+    let sandbox = [sandbox, vec![script.as_str()]].concat();
+    let exec = [exec, vec![script.as_str()]].concat();
+    let drive = |keys: &str, argv: &[&str]| {
         let _ = std::fs::remove_file(&marker);
+        let _ = std::fs::remove_file(&after);
         let out = Command::new(python())
             .args(["-c", driver])
             .arg(&marker)
-            .arg(CORDON)
-            .args(args)
+            .arg(keys)
+            .args(argv)
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            stdout.contains("ended"),
-            "{args:?}: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(marker.exists(), "{args:?}: the command never started");
+        assert!(marker.exists(), "{argv:?}: the command never started");
+        let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        (stdout, after.exists(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Ctrl-C and Ctrl-\ by their bytes: `cordon sandbox` ends as the script does on the
+    // terminal itself (the control, its whole group signalled), and so does `cordon exec`
+    // (which reports a signal as 128 + N, and dies of Ctrl-\ itself).
+    let (bash, script) = ("/bin/bash", script.as_str());
+    for (key, exec_ends) in [("03", "ended 130"), ("1c", "ended -3")] {
+        let control = drive(key, &[bash, "-c", script]);
+        assert!(control.0.starts_with("ended"), "the control: {control:?}");
+        let through = drive(key, &[&[CORDON][..], &sandbox[..]].concat());
+        assert_eq!((&through.0, through.1), (&control.0, control.1), "{key}: {}", through.2);
+        let through = drive(key, &[&[CORDON][..], &exec[..]].concat());
+        assert_eq!((through.0.as_str(), through.1), (exec_ends, false), "{key}: {}", through.2);
     }
+    // Ctrl-Z stops cordon with the job (the control, a session leader's orphaned group, would
+    // not stop: the kernel drops a terminal's stop there); after SIGCONT, Ctrl-C ends it.
+    let through = drive("1a,03", &[&[CORDON][..], &sandbox[..]].concat());
+    assert_eq!((through.0.as_str(), through.1), ("stopped\nended -2", false), "{}", through.2);
 }
 
 /// What the command prints reaches cordon's terminal without the escape sequences

@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
-use super::{Report, SI_KERNEL, TAKE_TERMINAL, Terminal, helper_signals};
+use super::{Report, SI_KERNEL, TAKE_TERMINAL, TO_GROUP, Terminal, helper_signals};
 use crate::sys::{self, Wait};
 
 /// The helper's side: forward signals until the supervisor exits, then exit like the command.
@@ -72,13 +72,17 @@ pub(super) fn helper_waits(
                         let signal = libc::c_int::try_from(info.ssi_signo).unwrap_or(libc::SIGTERM);
                         exit_like(signal);
                     }
-                    // The kernel's (a terminal's Ctrl-C or hang-up to this group) reached the
-                    // command too when it shares the terminal; handed none, it is in a group
-                    // of its own that the terminal does not signal, and gets it from here.
-                    if info.ssi_code != SI_KERNEL || terminal == Terminal::None {
-                        let byte = u8::try_from(info.ssi_signo).unwrap_or(0);
+                    forward(to_supervisor, &info, terminal);
+                }
+                Ok(Some(info)) if info.ssi_signo == Signal::SIGTSTP as u32 => {
+                    // Ctrl-Z (or `kill -TSTP`): the job stops, the command's group with it
+                    // when the terminal does not reach that group, and `fg` or `bg`
+                    // continues both (SIGCONT, forwarded below).
+                    if terminal == Terminal::None {
+                        let byte = TO_GROUP | u8::try_from(info.ssi_signo).unwrap_or(0);
                         let _ = nix::unistd::write(to_supervisor, &[byte]);
                     }
+                    let _ = sys::send_signal(nix::unistd::getpid().as_raw(), libc::SIGSTOP);
                 }
                 Ok(Some(info)) => {
                     if info.ssi_signo == Signal::SIGCONT as u32
@@ -87,11 +91,7 @@ pub(super) fn helper_waits(
                         // `fg` after a stop: the shell gave the terminal back to this group.
                         let _ = nix::unistd::write(to_supervisor, &[TAKE_TERMINAL]);
                     }
-                    if info.ssi_code != SI_KERNEL {
-                        let byte = u8::try_from(info.ssi_signo).unwrap_or(0);
-                        // EPIPE: the supervisor is exiting; SIGCHLD follows.
-                        let _ = nix::unistd::write(to_supervisor, &[byte]);
-                    }
+                    forward(to_supervisor, &info, terminal);
                 }
                 Ok(None) | Err(nix::Error::EINTR) => {}
                 Err(_) => break sys::wait_raw(supervisor, Wait::Block),
@@ -261,6 +261,24 @@ fn report_after_run(after: &crate::planted::AfterRun) {
             quoted(first)
         ));
     }
+}
+
+/// Sends a signal the helper received on to the supervisor. One the kernel sent for a terminal
+/// (Ctrl-C, Ctrl-\, a hang-up, a window size) went to this process's group: it reached the
+/// command too when the command shares that terminal, and is not sent again; handed none of
+/// it, the command is in a session of its own that the terminal does not signal, and its whole
+/// group gets the signal from here, as a shell's foreground job would.
+fn forward(to_supervisor: &OwnedFd, info: &libc::signalfd_siginfo, terminal: Terminal) {
+    let signal = u8::try_from(info.ssi_signo).unwrap_or(0);
+    let byte = if info.ssi_code != SI_KERNEL {
+        signal
+    } else if terminal == Terminal::None && info.ssi_signo != Signal::SIGWINCH as u32 {
+        TO_GROUP | signal
+    } else {
+        return;
+    };
+    // EPIPE: the supervisor is exiting; SIGCHLD follows.
+    let _ = nix::unistd::write(to_supervisor, &[byte]);
 }
 
 /// Whether `signal` ends a run that has not started its command yet: hangup, interrupt and

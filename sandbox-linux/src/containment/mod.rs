@@ -42,8 +42,11 @@
 //! the supervisor over a pipe, and the supervisor to the command, exactly once: one the kernel
 //! sent for the terminal (`SI_KERNEL`) reached the command already and is not forwarded, nor is
 //! one sent to the whole group while the command is still in it (subreaper mode), which the
-//! supervisor recognises because it received the same signal itself. SIGSTOP sent to the
-//! helper's pid alone stops only the helper.
+//! supervisor recognises because it received the same signal itself. A command handed no
+//! terminal has a session of its own, which the terminal's Ctrl-C, Ctrl-\ and hang-up do not
+//! reach: those go to its whole process group from the helper, and so does Ctrl-Z, after which
+//! the helper stops too (a shell sees its job stop) and SIGCONT continues the command's group.
+//! SIGSTOP sent to the helper's pid alone stops only the helper.
 //!
 //! Before the command exists the supervisor is still setting up (the mount view, `/proc`, the
 //! proxy's listener, Landlock) and reads no forwarded signal, and any of those steps can stall
@@ -123,12 +126,16 @@ fn helper_signals() -> SigSet {
     set
 }
 
+/// What the helper and the supervisor block and read from a signalfd: the forwarded signals,
+/// SIGCHLD, and SIGTSTP, which would otherwise stop either of them on its own (a terminal's
+/// Ctrl-Z reaches the whole group they share).
 fn watched() -> SigSet {
     let mut set = SigSet::empty();
     for signal in FORWARDED {
         set.add(signal);
     }
     set.add(Signal::SIGCHLD);
+    set.add(Signal::SIGTSTP);
     set
 }
 
@@ -188,6 +195,10 @@ impl Terminal {
 /// terminal's foreground again (after a stop): the supervisor hands the terminal to the
 /// command's group.
 const TAKE_TERMINAL: u8 = 0;
+
+/// Set in a forwarded signal's byte when the signal is for the command's whole process group
+/// (what a terminal would have sent its foreground job), not for the command alone.
+const TO_GROUP: u8 = 0x80;
 
 fn setup_error(what: &'static str) -> impl Fn(nix::Error) -> HelperError {
     move |e| HelperError::Containment { what, source: e.into() }

@@ -7,7 +7,9 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::Signal;
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
-use super::{Containment, Report, SI_KERNEL, Supervisor, TAKE_TERMINAL, Terminal, watched};
+use super::{
+    Containment, Report, SI_KERNEL, Supervisor, TAKE_TERMINAL, TO_GROUP, Terminal, watched,
+};
 use crate::command::PreparedCommand;
 use crate::error::HelperError;
 use crate::landlock_rules::RuleTargets;
@@ -61,8 +63,15 @@ impl Watch {
                         }
                     }
                     SignalSource::Outside => {
+                        // The spawner passes on what ends the job (a terminal's Ctrl-C that
+                        // reached it) to the group it would have signalled: the whole of the
+                        // command's.
                         let signal = libc::c_int::try_from(info.ssi_signo).unwrap_or(0);
-                        let _ = sys::send_signal(self.command, signal);
+                        let whole_job = matches!(
+                            signal,
+                            libc::SIGHUP | libc::SIGINT | libc::SIGQUIT | libc::SIGTERM
+                        );
+                        let _ = sys::send_signal(self.target(whole_job), signal);
                     }
                 }
             }
@@ -104,6 +113,8 @@ impl Watch {
             return;
         }
         self.drain(signals);
+        let for_group = signal & TO_GROUP != 0;
+        let signal = signal & !TO_GROUP;
         let slot = usize::from(signal);
         let to_group = self.received.get(slot).copied().unwrap_or(false);
         if let Some(flag) = self.received.get_mut(slot) {
@@ -112,10 +123,22 @@ impl Watch {
         let command = nix::unistd::Pid::from_raw(self.command);
         let in_our_group =
             nix::unistd::getpgid(Some(command)).ok() == nix::unistd::getpgid(None).ok();
-        if to_group && in_our_group {
+        if (to_group || for_group) && in_our_group {
             return;
         }
-        let _ = sys::send_signal(self.command, libc::c_int::from(signal));
+        // What the terminal would have sent the command's job goes to its whole group, and a
+        // continue reaches every process a stop of that group stopped.
+        let whole_job = for_group || i32::from(signal) == libc::SIGCONT;
+        let _ = sys::send_signal(self.target(whole_job), libc::c_int::from(signal));
+    }
+
+    /// Where a signal for the command goes: its whole process group when `whole_job` and the
+    /// command leads a group of its own, else the command alone.
+    fn target(&self, whole_job: bool) -> libc::pid_t {
+        let command = nix::unistd::Pid::from_raw(self.command);
+        let leads_own_group = nix::unistd::getpgid(Some(command)).ok() == Some(command)
+            && nix::unistd::getpgid(None).ok() != Some(command);
+        if whole_job && leads_own_group { -self.command } else { self.command }
     }
 }
 
