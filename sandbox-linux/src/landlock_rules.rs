@@ -265,6 +265,20 @@ fn writable_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     })
 }
 
+/// Opens a directory to name it in a rule later ([`add_reads_beneath`]) by what it is now:
+/// `O_PATH`, close-on-exec, never through a final link.
+pub fn open_place(path: &Path) -> nix::Result<OwnedFd> {
+    open_path(path, LastLink::Refused)
+}
+
+/// Adds read rights beneath `place`, a directory opened with [`open_place`] while it was
+/// still reachable by its name (through `/proc/self/fd`, which the rule follows to it).
+pub fn add_reads_beneath(plan: &mut LandlockPlan, place: &OwnedFd) {
+    use std::os::fd::AsRawFd;
+    let link = PathBuf::from(format!("/proc/self/fd/{}", place.as_raw_fd()));
+    plan.rules.push((link, AccessFs::from_read(REQUESTED_ABI), LastLink::Followed));
+}
+
 /// Opens `path` with `O_PATH`, as the rule needs: nothing is opened for real, so a FIFO does
 /// not block, a device is not started (`/dev/ptmx` would allocate a terminal) and `/dev/tty`
 /// resolves without a controlling terminal. Not `landlock::PathFd`: it asks for `O_PATH`

@@ -584,6 +584,8 @@ unsafe fn run(
 
     // 1. The mount view: needs CAP_SYS_ADMIN in the new namespace, so before everything else.
     let mut extra_writable = Vec::new();
+    // The layered roots' own directories, opened before their overlays cover them (see below).
+    let mut layered_lowers = Vec::new();
     let mut proc_covers = Vec::new();
     // Whether the command has a network namespace of its own (only loopback).
     let mut private_network = false;
@@ -649,6 +651,10 @@ unsafe fn run(
                     warn_unusable_git_files(&plan.unusable_git_files);
                     warn_unsearched(&plan.unsearched);
                     known_git_dirs = Some(std::mem::take(&mut plan.git_dirs));
+                    layered_lowers = layers
+                        .iter()
+                        .filter_map(|layer| landlock_rules::open_place(&layer.root).ok())
+                        .collect();
                     dev_pts = mount_view::build(&plan)?;
                     // A descriptor the caller handed on still reaches its file through the
                     // caller's mount; where the view made that file read-only, the command
@@ -844,6 +850,13 @@ unsafe fn run(
         hidden_reads::ReadPlan::default()
     };
     let mut landlock_plan = landlock_rules::plan(&policy, &extra_writable, &reads, dev_pts);
+    // A file the caller handed on from a layered root still lies in the host's directory, which
+    // the overlay covers in the view: reopened by name (`/dev/stdin`, `/proc/self/fd/N`) it
+    // is read there. Read rights only: a write through the host's directory would pass the
+    // layer by.
+    for lower in &layered_lowers {
+        landlock_rules::add_reads_beneath(&mut landlock_plan, lower);
+    }
     if host_dev {
         landlock_plan.host_dev = landlock_rules::HostDev::of_dev();
     }

@@ -56,6 +56,42 @@ fn by_default_a_run_writes_through_the_gate() {
     }
 }
 
+/// A file of the workspace handed to a transactional run (`< data.txt`) is read by name too
+/// (`/dev/stdin`, `/proc/self/fd/0`, which lead to the host's directory under the overlay),
+/// and stays unwritable there: a write through the host's directory would pass the layer by.
+/// The control: writing directly, where the file is the workspace's own, the write lands.
+#[test]
+fn a_workspace_file_handed_on_is_read_by_name_and_not_written_around_the_layer() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        std::fs::write(ws.join("data.txt"), "handed\n").unwrap();
+        chown_nobody_if(user, ws);
+        let script = "cat /dev/stdin; echo more >> /proc/self/fd/0 && echo wrote";
+        for writes in ["transaction", "direct"] {
+            let args = ["--writes", writes, "--", "sh", "-c", script];
+            let mut argv = vec!["exec", "-a", "never", "-C", ws.to_str().unwrap()];
+            argv.extend_from_slice(&args);
+            let data = std::fs::File::open(ws.join("data.txt")).unwrap();
+            let run: Run = cordon_command(user, &argv)
+                .env("HOME", scene.home.path())
+                .env("CORDON_HOME", scene.home.path().join(".cordon"))
+                .stdin(data)
+                .output()
+                .unwrap()
+                .into();
+            if writes == "transaction" {
+                assert_eq!(run.stdout, "handed\n", "{user:?}: {}", run.stderr);
+                assert_eq!(read(&ws.join("data.txt")), "handed\n", "{user:?}");
+            } else {
+                assert_eq!(run.stdout, "handed\nwrote\n", "{user:?}: {}", run.stderr);
+                assert_eq!(read(&ws.join("data.txt")), "handed\nmore\n", "{user:?}");
+            }
+        }
+    }
+}
+
 /// Where no write layer can be made (here: the mount view turned off), the run writes its
 /// roots directly and says why, in `--json` and in `--dry-run`.
 #[test]
