@@ -86,11 +86,7 @@ pub enum HelperError {
         .0.display()
     )]
     RootHoldsDevices(std::path::PathBuf),
-    #[error(
-        "the writable root {} {what}: its files are the kernel's settings, not data, and \
-         writing them would change the machine; work elsewhere",
-        .root.display()
-    )]
+    #[error("the writable root {} {what}; work elsewhere", .root.display())]
     RootOnKernelInterface { root: std::path::PathBuf, what: String },
     #[error("cannot enter command cwd {path:?}: {source}")]
     CommandCwd { path: std::path::PathBuf, source: std::io::Error },

@@ -34,10 +34,17 @@ const INTERFACE_TYPES: [(FsType, &str); 19] = [
     (FsType(0x6573_5543), "fusectl"),
 ];
 
-/// How `root` touches the kernel's interface, in words for an error ("holds /sys", "lies in
-/// /proc", "lies on the kernel's sysfs file system"), or `None` when it does not. `root` is
-/// canonical; one `statfs`.
+/// Why a root that touches the kernel's interface is refused, after how it does.
+const WHY: &str = "whose files are the machine's settings, not data";
+
+/// How `root` touches the kernel's interface, in words for an error ("holds /sys, whose …",
+/// "lies in /proc, …", "lies on the kernel's sysfs file system, …"), or `None` when it does
+/// not. `root` is canonical; one `statfs`.
 pub(crate) fn root_touches(root: &Path) -> Option<String> {
+    how_root_touches(root).map(|how| format!("{how}, {WHY}"))
+}
+
+fn how_root_touches(root: &Path) -> Option<String> {
     if let Some(place) = MOUNTED_AT.iter().find(|place| Path::new(place).starts_with(root)) {
         return Some(format!("holds {place}"));
     }
@@ -75,18 +82,29 @@ const INTERFACE_TYPE_NAMES: [&str; 19] = [
     "fusectl",
 ];
 
+/// File systems of device nodes: below a writable root, only the mount view (which makes every
+/// mount but its own `/dev` `nodev`) keeps their devices closed.
+pub(crate) const DEVICE_TYPE_NAMES: [&str; 2] = ["devtmpfs", "devpts"];
+
 /// The first of `roots` that holds a mount of the kernel's interface below it (a chroot's
-/// `/proc`, a bind of `/` with its `/sys`), with words for an error. One read of the mount
-/// table: O(mounts).
+/// `/proc`, a bind of `/` with its `/sys`), with words for an error.
 pub(crate) fn root_holding_a_mount(
     roots: &[std::path::PathBuf],
+) -> Result<Option<(std::path::PathBuf, String)>, crate::error::HelperError> {
+    Ok(root_holding_a_mount_of(roots, &INTERFACE_TYPE_NAMES)?
+        .map(|(root, how)| (root, format!("{how}, {WHY}"))))
+}
+
+/// The first of `roots` that holds a mount of one of `kinds` below it, with words for an
+/// error. One read of the mount table: O(mounts).
+pub(crate) fn root_holding_a_mount_of(
+    roots: &[std::path::PathBuf],
+    kinds: &[&str],
 ) -> Result<Option<(std::path::PathBuf, String)>, crate::error::HelperError> {
     let mounts = crate::mount_table::mounts_with_types()?;
     for root in roots {
         let held = mounts.iter().find(|(point, kind)| {
-            point != root
-                && point.starts_with(root)
-                && INTERFACE_TYPE_NAMES.contains(&kind.as_str())
+            point != root && point.starts_with(root) && kinds.contains(&kind.as_str())
         });
         if let Some((point, kind)) = held {
             return Ok(Some((root.clone(), format!("holds {} ({kind})", point.display()))));
@@ -101,10 +119,12 @@ mod tests {
 
     #[test]
     fn roots_that_are_or_hold_the_kernels_interface_are_named() {
-        assert_eq!(root_touches(Path::new("/sys")).as_deref(), Some("holds /sys"));
-        assert_eq!(root_touches(Path::new("/proc")).as_deref(), Some("holds /proc"));
-        assert_eq!(root_touches(Path::new("/sys/kernel/mm")).as_deref(), Some("lies in /sys"));
-        assert_eq!(root_touches(Path::new("/proc/sys/kernel")).as_deref(), Some("lies in /proc"));
+        assert_eq!(how_root_touches(Path::new("/sys")).as_deref(), Some("holds /sys"));
+        assert_eq!(how_root_touches(Path::new("/proc")).as_deref(), Some("holds /proc"));
+        let mm = how_root_touches(Path::new("/sys/kernel/mm"));
+        assert_eq!(mm.as_deref(), Some("lies in /sys"));
+        let kernel = how_root_touches(Path::new("/proc/sys/kernel"));
+        assert_eq!(kernel.as_deref(), Some("lies in /proc"));
         let data = tempfile::tempdir().unwrap();
         assert_eq!(root_touches(data.path()), None);
     }

@@ -154,8 +154,7 @@ pub fn plan(
         std::io::stdout().is_terminal(),
         std::io::stderr().is_terminal(),
     ];
-    let controlling_handed = (0..3).any(|fd| crate::sys::foreground_group(fd).is_ok());
-    let controlling = controlling_handed.then_some("/dev/tty");
+    let controlling = crate::sys::controlling_terminal_on_stdio().map(|_| "/dev/tty");
     rules.extend(
         TERMINAL_DEVICES
             .iter()

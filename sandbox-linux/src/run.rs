@@ -80,6 +80,32 @@ fn close_inherited_directories() {
     }
 }
 
+/// A descriptor the caller handed on still reaches its file through the caller's mount, where
+/// Landlock's write rights go by the directories it lies in, whatever the view made of its
+/// name: below a writable root, the command gets the file through the view instead, or not at
+/// all when the view no longer shows it there. Says so when one is closed.
+fn give_handed_files_through_view(handed: &[sys::HandedFile], roots: &[PathBuf]) {
+    if handed.is_empty() {
+        return;
+    }
+    let identities: Vec<(libc::dev_t, libc::ino_t)> = roots
+        .iter()
+        .filter_map(|root| std::fs::metadata(root).ok())
+        .map(|meta| {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        })
+        .collect();
+    let given = sys::give_handed_files_through_view(handed, &identities);
+    if given.closed > 0 {
+        crate::messages::warning(format_args!(
+            "closed {} inherited descriptor(s) of files in a writable root that the sandbox \
+             shows elsewhere or not at all: through one the command could write around it",
+            given.closed
+        ));
+    }
+}
+
 /// The helper without an `execve` of the helper binary: run in the calling process (`cordon
 /// sandbox`, which would exec the helper anyway) or in a child the caller forked for it
 /// (`cordon exec`) — one exec fewer on the way to the command. The caller is set up as the
@@ -655,15 +681,9 @@ unsafe fn run(
                         .iter()
                         .filter_map(|layer| landlock_rules::open_place(&layer.root).ok())
                         .collect();
+                    let handed = sys::handed_files();
                     dev_pts = mount_view::build(&plan)?;
-                    // A descriptor the caller handed on still reaches its file through the
-                    // caller's mount; where the view made that file read-only, the command
-                    // gets it through the view instead.
-                    let written_directly = |path: &Path| {
-                        policy.writable_roots.iter().any(|root| path.starts_with(root))
-                            && !layers.iter().any(|layer| path.starts_with(&layer.root))
-                    };
-                    sys::reopen_protected_files_through_view(&written_directly);
+                    give_handed_files_through_view(&handed, &policy.writable_roots);
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
                     }
@@ -679,6 +699,18 @@ unsafe fn run(
     };
 
     if mount_view.is_err() {
+        // Without the view no mount is `nodev`: a devtmpfs or devpts below a root (a chroot's
+        // `/dev`) would open its devices.
+        let device_kinds = &crate::kernel_interface::DEVICE_TYPE_NAMES;
+        if let Some((root, how)) =
+            crate::kernel_interface::root_holding_a_mount_of(&policy.writable_roots, device_kinds)?
+        {
+            let what = format!(
+                "{how}, whose devices only the mount view keeps closed ({reason})",
+                reason = mount_view.as_ref().err().map_or(String::new(), ToString::to_string)
+            );
+            return Err(HelperError::RootOnKernelInterface { root, what });
+        }
         let hidden = crate::dev_view::host_dev_hidden(DevPts::Host);
         (devices, unlisted_devices) = (hidden.covered, hidden.unreadable);
     }

@@ -240,31 +240,33 @@ pub fn replace_directory_stdio() -> usize {
     replaced
 }
 
-/// Gives the command, in place of each inherited descriptor (fds 0-2, and those above that are
-/// not close-on-exec) that is a regular file open read-only, lies where `written_directly`
-/// says the command writes directly, and is on a writable mount while the view shows the same
-/// file read-only (a protected name: a repository's hooks or config, a start-up file), the
-/// same file opened through the view, at the same offset. Reopened through
-/// `/proc/self/fd/N`, the caller's descriptor would give write access through the caller's
-/// writable mount, which the view's read-only bind does not cover. Returns how many it
-/// replaced. Must run in the view's mount namespace, before the command starts.
-pub fn reopen_protected_files_through_view(
-    written_directly: &dyn Fn(&std::path::Path) -> bool,
-) -> usize {
+/// A regular file the caller handed on open read-only, on a mount the caller can write, with
+/// the identities (device, inode) of the directories its name passes through: what Landlock's
+/// write rights are judged by when the command reopens it through `/proc/self/fd/N`.
+#[derive(Debug)]
+pub struct HandedFile {
+    fd: libc::c_int,
+    file: (libc::dev_t, libc::ino_t),
+    name: std::ffi::CString,
+    ancestors: Vec<(libc::dev_t, libc::ino_t)>,
+}
+
+/// The inherited descriptors (fds 0-2, and those above that are not close-on-exec) that are
+/// regular files open read-only on a writable mount, with a name (a deleted file, a shell's
+/// here-document, has none anything later finds it by). Looked at before the mount view
+/// changes what names resolve to.
+pub fn handed_files() -> Vec<HandedFile> {
     let mut inherited: Vec<libc::c_int> = (0..3).collect();
     inherited.extend(descriptors_above_stderr().into_iter().filter(|fd| {
         // SAFETY: F_GETFD takes an integer; a number that is not open fails with EBADF.
         let flags = unsafe { libc::fcntl(*fd, libc::F_GETFD) };
         flags >= 0 && flags & libc::FD_CLOEXEC == 0
     }));
-    inherited.into_iter().filter(|fd| reopen_through_view(*fd, written_directly)).count()
+    inherited.into_iter().filter_map(handed_file).collect()
 }
 
-/// One descriptor of [`reopen_protected_files_through_view`]: whether it was replaced.
-fn reopen_through_view(
-    fd: libc::c_int,
-    written_directly: &dyn Fn(&std::path::Path) -> bool,
-) -> bool {
+fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
+    use std::os::unix::ffi::OsStrExt;
     // SAFETY: fcntl, fstat and fstatvfs take an integer and buffers of ours; a number that is
     // not open fails with EBADF.
     let (status, stat, on_writable_mount) = unsafe {
@@ -275,46 +277,129 @@ fn reopen_through_view(
             || libc::fstat(fd, &raw mut stat) != 0
             || libc::fstatvfs(fd, &raw mut vfs) != 0
         {
-            return false;
+            return None;
         }
         (status, stat, vfs.f_flag & libc::ST_RDONLY == 0)
     };
     let read_only = status & libc::O_ACCMODE == libc::O_RDONLY && status & libc::O_PATH == 0;
     let regular = stat.st_mode & libc::S_IFMT == libc::S_IFREG;
-    // A deleted file (a shell's here-document) has no name anything later finds it by.
     if !read_only || !regular || !on_writable_mount || stat.st_nlink == 0 {
-        return false;
+        return None;
     }
-    let Ok(name) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else { return false };
-    if !name.is_absolute() || !written_directly(&name) {
-        return false;
+    let name = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    if !name.is_absolute() {
+        return None;
     }
-    let Ok(name) = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()))
-    else {
-        return false;
-    };
+    let ancestors = name
+        .ancestors()
+        .skip(1)
+        .filter_map(|dir| std::fs::metadata(dir).ok())
+        .map(|meta| {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        })
+        .collect();
+    Some(HandedFile {
+        fd,
+        file: (stat.st_dev, stat.st_ino),
+        name: std::ffi::CString::new(name.as_os_str().as_bytes()).ok()?,
+        ancestors,
+    })
+}
+
+/// What [`give_handed_files_through_view`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GivenThroughView {
+    /// Replaced by the same file opened through the view (read-only there).
+    pub replaced: usize,
+    /// Closed (`/dev/null` in place of a standard stream): writable through the caller's
+    /// mount, and not the same file by its name in the view.
+    pub closed: usize,
+}
+
+/// For each of `files` that lies below one of `write_roots` (device, inode, as the Landlock
+/// rules will see them, in the view) — so reopening it through `/proc/self/fd/N` would be
+/// allowed to write, through the caller's mount — gives the command the same file opened
+/// through the view at the same offset when the view shows it there read-only (a protected
+/// name: a repository's hooks or config); leaves it when the view shows it writable anyway; and
+/// closes it when its name in the view is no longer that file. Must run in the view's mount
+/// namespace, before the command starts.
+pub fn give_handed_files_through_view(
+    files: &[HandedFile],
+    write_roots: &[(libc::dev_t, libc::ino_t)],
+) -> GivenThroughView {
+    let mut given = GivenThroughView::default();
+    for file in files {
+        if !file.ancestors.iter().any(|dir| write_roots.contains(dir)) {
+            continue;
+        }
+        match reopen_in_view(file) {
+            Reopened::Writable => {}
+            Reopened::Replaced => given.replaced += 1,
+            Reopened::NotThere => {
+                close_or_null(file.fd);
+                given.closed += 1;
+            }
+        }
+    }
+    given
+}
+
+enum Reopened {
+    Writable,
+    Replaced,
+    NotThere,
+}
+
+fn reopen_in_view(file: &HandedFile) -> Reopened {
     let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK;
     // SAFETY: open takes a NUL-terminated path of ours; the rest take integers and buffers of
-    // ours. The new descriptor is close-on-exec until dup3 puts it at `fd`'s number, which the
-    // caller handed on and nothing in this process owns (or std's stdio handles keep using).
+    // ours. The new descriptor is close-on-exec until dup3 puts it at the handed descriptor's
+    // number, which the caller handed on and nothing in this process owns (or std's stdio
+    // handles keep using).
     unsafe {
-        let view = libc::open(name.as_ptr(), flags | libc::O_CLOEXEC);
+        let view = libc::open(file.name.as_ptr(), flags | libc::O_CLOEXEC);
         if view < 0 {
-            return false;
+            return Reopened::NotThere;
         }
         let mut seen: libc::stat = std::mem::zeroed();
         let mut vfs: libc::statvfs = std::mem::zeroed();
-        let protected = libc::fstat(view, &raw mut seen) == 0
-            && (seen.st_dev, seen.st_ino) == (stat.st_dev, stat.st_ino)
-            && libc::fstatvfs(view, &raw mut vfs) == 0
-            && vfs.f_flag & libc::ST_RDONLY != 0;
-        let offset = libc::lseek(fd, 0, libc::SEEK_CUR);
-        let replaced = protected
-            && libc::fcntl(view, libc::F_SETFL, status & !libc::O_ACCMODE) == 0
-            && (offset < 0 || libc::lseek(view, offset, libc::SEEK_SET) == offset)
-            && libc::dup3(view, fd, 0) == fd;
+        let same = libc::fstat(view, &raw mut seen) == 0
+            && (seen.st_dev, seen.st_ino) == file.file
+            && libc::fstatvfs(view, &raw mut vfs) == 0;
+        let outcome = if !same {
+            Reopened::NotThere
+        } else if vfs.f_flag & libc::ST_RDONLY == 0 {
+            Reopened::Writable
+        } else {
+            let status = libc::fcntl(file.fd, libc::F_GETFL);
+            let offset = libc::lseek(file.fd, 0, libc::SEEK_CUR);
+            let replaced = status >= 0
+                && libc::fcntl(view, libc::F_SETFL, status & !libc::O_ACCMODE) == 0
+                && (offset < 0 || libc::lseek(view, offset, libc::SEEK_SET) == offset)
+                && libc::dup3(view, file.fd, 0) == file.fd;
+            if replaced { Reopened::Replaced } else { Reopened::NotThere }
+        };
         libc::close(view);
-        replaced
+        outcome
+    }
+}
+
+/// Closes an inherited descriptor, or puts `/dev/null` in place of a standard stream.
+fn close_or_null(fd: libc::c_int) {
+    // SAFETY: open takes a NUL-terminated path; dup2 and close take integers. The descriptor
+    // is one the caller handed on, which nothing in this process owns (std's stdio handles
+    // keep using 0-2, which get `/dev/null`).
+    unsafe {
+        if fd < 3 {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+            if null >= 0 {
+                libc::dup2(null, fd);
+                libc::close(null);
+                return;
+            }
+        }
+        libc::close(fd);
     }
 }
 
@@ -812,6 +897,31 @@ pub fn signal_when_readable(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
 
 /// `tcgetpgrp(fd)`: the foreground process group of the terminal `fd` is open on, when it is
 /// this process's controlling terminal.
+/// Which of fds 0-2, if any, is this process's controlling terminal: a character device whose
+/// device number is the `tty_nr` of `/proc/self/stat`. (`tcgetpgrp` alone would also answer
+/// for a pty's master side, which is no controlling terminal.)
+pub fn controlling_terminal_on_stdio() -> Option<libc::c_int> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name in parentheses: state, ppid, pgrp, session, tty_nr.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let tty_nr: u64 = rest.split_whitespace().nth(4)?.parse().ok()?;
+    if tty_nr == 0 {
+        return None;
+    }
+    // The kernel's encoding: minor in bits 0-7 and 20-31, major in bits 8-19.
+    let (major, minor) = ((tty_nr >> 8) & 0xfff, (tty_nr & 0xff) | ((tty_nr >> 12) & 0xfff00));
+    let controlling = libc::makedev(u32::try_from(major).ok()?, u32::try_from(minor).ok()?);
+    (0..3).find(|fd| {
+        // SAFETY: fstat takes an integer and a buffer of ours; a closed number fails (EBADF).
+        unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            libc::fstat(*fd, &raw mut stat) == 0
+                && stat.st_mode & libc::S_IFMT == libc::S_IFCHR
+                && stat.st_rdev == controlling
+        }
+    })
+}
+
 pub fn foreground_group(fd: libc::c_int) -> io::Result<libc::pid_t> {
     // SAFETY: tcgetpgrp takes an integer and touches no user memory of ours.
     check_int(unsafe { libc::tcgetpgrp(fd) })
@@ -824,6 +934,23 @@ pub fn set_foreground_group(fd: libc::c_int, group: libc::pid_t) -> io::Result<(
 }
 
 /// `getpgrp()`.
+/// Whether this process's group is orphaned as far as this process can tell: its parent is not
+/// in another group of the same session (a job-control shell's), so a stop would never be
+/// continued — the kernel drops a terminal's stop signals there.
+pub fn own_group_orphaned() -> bool {
+    // SAFETY: getppid, getpgid, getsid and getpgrp take integers and touch no memory; a parent
+    // that is gone fails with ESRCH (-1), which reads as orphaned.
+    unsafe {
+        let parent = libc::getppid();
+        let parent_group = libc::getpgid(parent);
+        let parent_session = libc::getsid(parent);
+        parent_group < 0
+            || parent_session < 0
+            || parent_group == libc::getpgrp()
+            || parent_session != libc::getsid(0)
+    }
+}
+
 pub fn own_group() -> libc::pid_t {
     // SAFETY: getpgrp cannot fail and touches no memory.
     unsafe { libc::getpgrp() }

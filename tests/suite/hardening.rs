@@ -487,6 +487,24 @@ fn a_protected_file_handed_on_read_only_cannot_be_reopened_for_writing() {
             let after = (std::fs::read(&hook).unwrap(), std::fs::read(&config).unwrap());
             assert_eq!(after, before, "{user:?} {front}");
         }
+        // Opened by another name of the same directories (a bind mount of the workspace):
+        // Landlock's rights go by the directories, whatever the name.
+        if user == User::Root {
+            let alias = scratch();
+            let a = alias.path().display();
+            let mut bind = Command::new("mount");
+            bind.arg("--bind").arg(work.path()).arg(alias.path());
+            assert!(bind.status().unwrap().success());
+            let run = format!(
+                "exec 3< {a}/.git/config; {} sh probe.sh < {a}/.git/hooks/pre-commit",
+                fronts[1].0
+            );
+            let (stdout, stderr) = bash(&run);
+            let _ = Command::new("umount").arg(alias.path()).status();
+            assert!(!stdout.contains("wrote"), "through a bind: {stdout}{stderr}");
+            let after = (std::fs::read(&hook).unwrap(), std::fs::read(&config).unwrap());
+            assert_eq!(after, before, "through a bind");
+        }
         let (stdout, stderr) = bash("exec 3< .git/config; sh probe.sh < .git/hooks/pre-commit");
         assert!(stdout.contains("wrote 0"), "{user:?}: the control: {stdout}{stderr}");
         assert_ne!(std::fs::read(&hook).unwrap(), before.0, "{user:?}: the control");
@@ -578,6 +596,22 @@ fn a_writable_root_on_the_kernels_interface_is_refused() {
         assert!(!marker.exists(), "{args:?} ran the command");
     }
     drop(mounted);
+    // Without the mount view, a file system of devices below a root: with the view it is
+    // `nodev`, and the run goes on.
+    let devices = dir.path().join("dev");
+    if let Some(mounted) = is_root().then(|| Mounted::kernel_fs("devtmpfs", &devices)).flatten() {
+        let mut args = vec!["sandbox", "linux", "--no-mount-view"];
+        args.extend(ws);
+        args.extend(["-C", d, "--", "sh", "-c", touch.as_str()]);
+        let run = cordon(&args);
+        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("(devtmpfs), whose devices only"), "{}", run.stderr);
+        assert!(!marker.exists(), "{args:?} ran the command");
+        args.remove(2);
+        cordon(&args).assert_ok();
+        std::fs::remove_file(&marker).unwrap();
+        drop(mounted);
+    }
     // The control: the same run with the scratch directory as its only root writes the marker.
     let mut args = vec!["sandbox", "linux"];
     args.extend(ws);

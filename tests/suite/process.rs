@@ -476,7 +476,8 @@ except OSError as e:
 }
 
 /// A terminal handed to the command that is not the session's controlling one (a harness's
-/// own pty on stdin while the user's terminal stays the session's) gives the command no
+/// own pty on stdin, either side of it, while the user's terminal stays the session's) gives
+/// the command no
 /// `/dev/tty`, which names the controlling terminal: what it writes there never reaches the
 /// user's screen, with the mount view or without it, as root and as an unprivileged user. The
 /// control writes the same outside the sandbox.
@@ -492,7 +493,8 @@ fn a_terminal_handed_that_is_not_the_controlling_one_opens_no_dev_tty() {
 import os, subprocess, sys
 leader, follower = os.openpty()
 probe = ["sh", "-c", "printf '%s%s\\n' LEAK ED > /dev/tty"]
-out = subprocess.run(sys.argv[1:] + probe, stdin=follower, stdout=subprocess.PIPE,
+side = {"follower": follower, "leader": leader}[sys.argv[1]]
+out = subprocess.run(sys.argv[2:] + probe, stdin=side, stdout=subprocess.PIPE,
                      stderr=subprocess.STDOUT)
 print("ran", out.returncode, out.stdout.decode(errors="replace").strip()[-120:])
 "#,
@@ -508,13 +510,15 @@ print("ran", out.returncode, out.stdout.decode(errors="replace").strip()[-120:])
             format!("{cordon} sandbox linux --writes direct --no-mount-view -C {d} --"),
             format!("{cordon} exec -a never -s read-only --no-mount-view --best-effort -C {d} --"),
         ];
-        for run in runs {
-            let script = format!("{py} {} {run}; echo status=$?", driver.display());
+        // Either side of the other pty: its master answers `tcgetpgrp` for its follower too.
+        for (run, side) in runs.iter().flat_map(|run| [(run, "follower"), (run, "leader")]) {
+            let script = format!("{py} {} {side} {run}; echo status=$?", driver.display());
             let transcript = on_a_terminal_as(user, &script, dir.path());
-            assert!(transcript.contains("ran "), "{user:?} {run}:\n{transcript}");
-            assert!(!transcript.contains("LEAKED"), "{user:?} {run}:\n{transcript}");
+            assert!(transcript.contains("ran "), "{user:?} {side} {run}:\n{transcript}");
+            assert!(!transcript.contains("LEAKED"), "{user:?} {side} {run}:\n{transcript}");
         }
-        let control = on_a_terminal_as(user, &format!("{py} {}", driver.display()), dir.path());
+        let control =
+            on_a_terminal_as(user, &format!("{py} {} follower", driver.display()), dir.path());
         assert!(control.contains("LEAKED"), "{user:?}:\n{control}");
     }
 }
@@ -523,62 +527,98 @@ print("ran", out.returncode, out.stdout.decode(errors="replace").strip()[-120:])
 /// redirected, the terminal still the shell's controlling one): the terminal signals the
 /// helper's group, and the command, in a session of its own, gets it from the helper — its
 /// whole group, as a shell's job would: a script waiting for a child that got nothing would
-/// carry on with its next line. Ctrl-\ too; Ctrl-Z stops the job (cordon with it, so a shell
-/// sees it stop), and after SIGCONT Ctrl-C still ends it. Through `cordon sandbox` (the helper
-/// in place) and `cordon exec`.
+/// carry on with its next line. Ctrl-\ too; and Ctrl-Z stops the command (its heartbeat file
+/// stops growing) and cordon with it, until the shell continues the job. Each is compared
+/// with the same script run as the job itself (the control). The driver plays a job-control
+/// shell: the job in a foreground group of its own, continued after a stop. Through `cordon
+/// sandbox` (the helper in place) and `cordon exec`.
 #[test]
 fn ctrl_c_at_the_terminal_ends_a_command_handed_none_of_it() {
     require_sandbox!(1);
     let dir = scratch();
     let marker = dir.path().join("started");
     let after = dir.path().join("after");
+    let results = dir.path().join("results");
     let driver = r#"
 import os, pty, signal, sys, time
-marker, keys, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+marker, results, keys, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+beat = marker + ".beat"
 pid, master = pty.fork()
 if pid == 0:
-    null = os.open("/dev/null", os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.execv(argv[0], argv)
+    job = os.fork()
+    if job == 0:
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        os.tcsetpgrp(0, os.getpgrp())
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.execv(argv[0], argv)
+    try:
+        os.setpgid(job, job)
+    except OSError:
+        pass
+    def note(text):
+        with open(results, "a") as f:
+            f.write(text + "\n")
+    while True:
+        _, status = os.waitpid(job, os.WUNTRACED)
+        if os.WIFSTOPPED(status):
+            size = os.path.getsize(beat) if os.path.exists(beat) else 0
+            time.sleep(1)
+            grew = os.path.exists(beat) and os.path.getsize(beat) != size
+            note("stopped, the command " + ("ran on" if grew else "stopped"))
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            os.tcsetpgrp(0, job)
+            os.killpg(job, signal.SIGCONT)
+            continue
+        note("ended %d" % os.waitstatus_to_exitcode(status))
+        os._exit(0)
 deadline = time.time() + 60
 while not os.path.exists(marker) and time.time() < deadline:
     time.sleep(0.05)
-def wait(seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
-        if done:
-            return status
-        time.sleep(0.05)
-for key in keys.split(","):
+for count, key in enumerate(keys.split(","), 1):
     os.write(master, bytes([int(key, 16)]))
-    status = wait(20)
-    if status is None:
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if os.path.exists(results) and len(open(results).read().splitlines()) >= count:
+            break
+        time.sleep(0.05)
+    else:
         print("still running")
         os.kill(pid, 9)
         sys.exit(0)
-    if os.WIFSTOPPED(status):
-        print("stopped")
-        os.kill(pid, signal.SIGCONT)
-        continue
-    print("ended", os.waitstatus_to_exitcode(status))
-    sys.exit(0)
+print(open(results).read().strip())
 "#;
-    let script = format!("touch {}; sleep 100; touch {}", marker.display(), after.display());
     let d = dir.path().to_str().unwrap();
+    let (m, a) = (marker.display(), after.display());
+    let waits = format!("touch {m}; sleep 100; touch {a}");
+    let beats = format!("touch {m}; while :; do echo x >> {m}.beat; sleep 0.1; done");
     // Writing directly, so that the marker shows while the command runs.
-    let direct = ["-s", "workspace-write", "--writes", "direct", "-C", d, "--", "bash", "-c"];
-    let sandbox: Vec<&str> = ["sandbox", "linux"].iter().chain(&direct).copied().collect();
-    let exec: Vec<&str> = ["exec", "-a", "never"].iter().chain(&direct).copied().collect();
-    let sandbox = [sandbox, vec![script.as_str()]].concat();
-    let exec = [exec, vec![script.as_str()]].concat();
-    let drive = |keys: &str, argv: &[&str]| {
-        let _ = std::fs::remove_file(&marker);
-        let _ = std::fs::remove_file(&after);
+    let direct = ["-s", "workspace-write", "--writes", "direct", "-C", d, "--"];
+    let sandbox = |script: &str| {
+        let mut argv = vec![CORDON, "sandbox", "linux"];
+        argv.extend(direct);
+        argv.extend(["/bin/bash", "-c"]);
+        argv.push(script);
+        argv.iter().map(|arg| (*arg).to_owned()).collect::<Vec<String>>()
+    };
+    let exec = |script: &str| {
+        let mut argv = vec![CORDON, "exec", "-a", "never"];
+        argv.extend(direct);
+        argv.extend(["/bin/bash", "-c", script]);
+        argv.iter().map(|arg| (*arg).to_owned()).collect::<Vec<String>>()
+    };
+    let control = |script: &str| vec!["/bin/bash".to_owned(), "-c".to_owned(), script.to_owned()];
+    let drive = |keys: &str, argv: &[String]| {
+        for leftover in [&marker, &after, &results] {
+            let _ = std::fs::remove_file(leftover);
+        }
         let out = Command::new(python())
             .args(["-c", driver])
             .arg(&marker)
+            .arg(&results)
             .arg(keys)
             .args(argv)
             .stdin(Stdio::null())
@@ -588,22 +628,21 @@ for key in keys.split(","):
         let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         (stdout, after.exists(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
-    // Ctrl-C and Ctrl-\ by their bytes: `cordon sandbox` ends as the script does on the
-    // terminal itself (the control, its whole group signalled), and so does `cordon exec`
-    // (which reports a signal as 128 + N, and dies of Ctrl-\ itself).
-    let (bash, script) = ("/bin/bash", script.as_str());
+    // Ctrl-C and Ctrl-\ by their bytes: `cordon sandbox` ends as the job itself does, and so
+    // does `cordon exec` (which reports a signal as 128 + N, and dies of Ctrl-\ itself).
     for (key, exec_ends) in [("03", "ended 130"), ("1c", "ended -3")] {
-        let control = drive(key, &[bash, "-c", script]);
-        assert!(control.0.starts_with("ended"), "the control: {control:?}");
-        let through = drive(key, &[&[CORDON][..], &sandbox[..]].concat());
-        assert_eq!((&through.0, through.1), (&control.0, control.1), "{key}: {}", through.2);
-        let through = drive(key, &[&[CORDON][..], &exec[..]].concat());
+        let expected = drive(key, &control(&waits));
+        assert!(expected.0.starts_with("ended"), "the control: {expected:?}");
+        let through = drive(key, &sandbox(&waits));
+        assert_eq!((&through.0, through.1), (&expected.0, expected.1), "{key}: {}", through.2);
+        let through = drive(key, &exec(&waits));
         assert_eq!((through.0.as_str(), through.1), (exec_ends, false), "{key}: {}", through.2);
     }
-    // Ctrl-Z stops cordon with the job (the control, a session leader's orphaned group, would
-    // not stop: the kernel drops a terminal's stop there); after SIGCONT, Ctrl-C ends it.
-    let through = drive("1a,03", &[&[CORDON][..], &sandbox[..]].concat());
-    assert_eq!((through.0.as_str(), through.1), ("stopped\nended -2", false), "{}", through.2);
+    // Ctrl-Z, then Ctrl-C once the job is continued.
+    let expected = drive("1a,03", &control(&beats));
+    assert!(expected.0.starts_with("stopped, the command stopped\nended"), "{expected:?}");
+    let through = drive("1a,03", &sandbox(&beats));
+    assert_eq!(through.0, expected.0, "{}", through.2);
 }
 
 /// What the command prints reaches cordon's terminal without the escape sequences

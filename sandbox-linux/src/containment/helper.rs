@@ -76,13 +76,17 @@ pub(super) fn helper_waits(
                 }
                 Ok(Some(info)) if info.ssi_signo == Signal::SIGTSTP as u32 => {
                     // Ctrl-Z (or `kill -TSTP`): the job stops, the command's group with it
-                    // when the terminal does not reach that group, and `fg` or `bg`
-                    // continues both (SIGCONT, forwarded below).
-                    if terminal == Terminal::None {
-                        let byte = TO_GROUP | u8::try_from(info.ssi_signo).unwrap_or(0);
-                        let _ = nix::unistd::write(to_supervisor, &[byte]);
+                    // when the terminal does not reach that group (a session of its own,
+                    // whose group is orphaned: only SIGSTOP stops it), and `fg` or `bg`
+                    // continues both (SIGCONT, forwarded below). Where nothing would continue
+                    // it (no job-control shell above), nothing stops, as the kernel does.
+                    if !sys::own_group_orphaned() {
+                        if terminal == Terminal::None {
+                            let byte = TO_GROUP | u8::try_from(libc::SIGSTOP).unwrap_or(0);
+                            let _ = nix::unistd::write(to_supervisor, &[byte]);
+                        }
+                        let _ = sys::send_signal(nix::unistd::getpid().as_raw(), libc::SIGSTOP);
                     }
-                    let _ = sys::send_signal(nix::unistd::getpid().as_raw(), libc::SIGSTOP);
                 }
                 Ok(Some(info)) => {
                     if info.ssi_signo == Signal::SIGCONT as u32

@@ -170,17 +170,14 @@ enum Terminal {
 
 impl Terminal {
     /// Looks at fds 0, 1 and 2 from the helper's side (outside any PID namespace, where its
-    /// process group has a number).
+    /// process group has a number): the first that is the controlling terminal.
     fn of_helper() -> Terminal {
-        let group = sys::own_group();
-        for fd in 0..3 {
-            match sys::foreground_group(fd) {
-                Ok(fg) if fg == group => return Terminal::Foreground(fd),
-                Ok(_) => return Terminal::Background(fd),
-                Err(_) => {}
-            }
+        let Some(fd) = sys::controlling_terminal_on_stdio() else { return Terminal::None };
+        match sys::foreground_group(fd) {
+            Ok(fg) if fg == sys::own_group() => Terminal::Foreground(fd),
+            Ok(_) => Terminal::Background(fd),
+            Err(_) => Terminal::None,
         }
-        Terminal::None
     }
 
     fn fd(self) -> Option<libc::c_int> {

@@ -71,7 +71,7 @@ impl Watch {
                             signal,
                             libc::SIGHUP | libc::SIGINT | libc::SIGQUIT | libc::SIGTERM
                         );
-                        let _ = sys::send_signal(self.target(whole_job), signal);
+                        signal_job(self.target(whole_job), signal);
                     }
                 }
             }
@@ -129,7 +129,7 @@ impl Watch {
         // What the terminal would have sent the command's job goes to its whole group, and a
         // continue reaches every process a stop of that group stopped.
         let whole_job = for_group || i32::from(signal) == libc::SIGCONT;
-        let _ = sys::send_signal(self.target(whole_job), libc::c_int::from(signal));
+        signal_job(self.target(whole_job), libc::c_int::from(signal));
     }
 
     /// Where a signal for the command goes: its whole process group when `whole_job` and the
@@ -255,6 +255,16 @@ impl Supervisor {
         } else {
             libc::WEXITSTATUS(status)
         })
+    }
+}
+
+/// Sends `signal` to `target` (a pid, or a group as its negative); a hang-up is followed by
+/// SIGCONT, as the kernel does for an orphaned group: a stopped process would otherwise hold
+/// the hang-up pending, and the run with it, for ever.
+fn signal_job(target: libc::pid_t, signal: libc::c_int) {
+    let _ = sys::send_signal(target, signal);
+    if signal == libc::SIGHUP {
+        let _ = sys::send_signal(target, libc::SIGCONT);
     }
 }
 
