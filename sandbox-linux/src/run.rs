@@ -386,6 +386,9 @@ unsafe fn run(
     {
         return Err(HelperError::RootOnKernelInterface { root, what });
     }
+    // Which standard stream is the controlling terminal, read while `/proc` is still the
+    // caller's (the command's PID namespace gets a `/proc` of its own later).
+    let _ = sys::controlling_terminal_on_stdio();
     // A directory (or `O_PATH`) descriptor as a standard stream would reach around the view.
     let replaced = sys::replace_directory_stdio();
     if replaced > 0 {

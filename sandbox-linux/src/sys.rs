@@ -899,18 +899,13 @@ pub fn signal_when_readable(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
 /// this process's controlling terminal.
 /// Which of fds 0-2, if any, is this process's controlling terminal: a character device whose
 /// device number is the `tty_nr` of `/proc/self/stat`. (`tcgetpgrp` alone would also answer
-/// for a pty's master side, which is no controlling terminal.)
+/// for a pty's master side, which is no controlling terminal.) The terminal's number is read
+/// once, at the first call, and kept: later the helper's `/proc` may be the command's PID
+/// namespace's, where it has no entry of its own. Call it before that (the helper does at its
+/// start).
 pub fn controlling_terminal_on_stdio() -> Option<libc::c_int> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // After the command name in parentheses: state, ppid, pgrp, session, tty_nr.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let tty_nr: u64 = rest.split_whitespace().nth(4)?.parse().ok()?;
-    if tty_nr == 0 {
-        return None;
-    }
-    // The kernel's encoding: minor in bits 0-7 and 20-31, major in bits 8-19.
-    let (major, minor) = ((tty_nr >> 8) & 0xfff, (tty_nr & 0xff) | ((tty_nr >> 12) & 0xfff00));
-    let controlling = libc::makedev(u32::try_from(major).ok()?, u32::try_from(minor).ok()?);
+    static CONTROLLING: std::sync::OnceLock<Option<libc::dev_t>> = std::sync::OnceLock::new();
+    let controlling = (*CONTROLLING.get_or_init(controlling_terminal))?;
     (0..3).find(|fd| {
         // SAFETY: fstat takes an integer and a buffer of ours; a closed number fails (EBADF).
         unsafe {
@@ -920,6 +915,20 @@ pub fn controlling_terminal_on_stdio() -> Option<libc::c_int> {
                 && stat.st_rdev == controlling
         }
     })
+}
+
+/// The device number of this process's controlling terminal, from `/proc/self/stat`.
+fn controlling_terminal() -> Option<libc::dev_t> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name in parentheses: state, ppid, pgrp, session, tty_nr.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let tty_nr: u64 = rest.split_whitespace().nth(4)?.parse().ok()?;
+    if tty_nr == 0 {
+        return None;
+    }
+    // The kernel's encoding: minor in bits 0-7 and 20-31, major in bits 8-19.
+    let (major, minor) = ((tty_nr >> 8) & 0xfff, (tty_nr & 0xff) | ((tty_nr >> 12) & 0xfff00));
+    Some(libc::makedev(u32::try_from(major).ok()?, u32::try_from(minor).ok()?))
 }
 
 pub fn foreground_group(fd: libc::c_int) -> io::Result<libc::pid_t> {

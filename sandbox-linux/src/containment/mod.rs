@@ -44,9 +44,12 @@
 //! one sent to the whole group while the command is still in it (subreaper mode), which the
 //! supervisor recognises because it received the same signal itself. A command handed no
 //! terminal has a session of its own, which the terminal's Ctrl-C, Ctrl-\ and hang-up do not
-//! reach: those go to its whole process group from the helper, and so does Ctrl-Z, after which
-//! the helper stops too (a shell sees its job stop) and SIGCONT continues the command's group.
-//! SIGSTOP sent to the helper's pid alone stops only the helper.
+//! reach: those go to its whole process group from the helper (a hang-up followed by SIGCONT,
+//! so that a stopped process does not keep it pending). Ctrl-Z stops that group with SIGSTOP
+//! (a session of its own is an orphaned group, where SIGTSTP does nothing) and then the helper,
+//! so a shell sees its job stop; SIGCONT continues the command's group. Where nothing would
+//! continue the helper (its own group orphaned: no job-control shell above it), Ctrl-Z stops
+//! nothing, as the kernel does. SIGSTOP sent to the helper's pid alone stops only the helper.
 //!
 //! Before the command exists the supervisor is still setting up (the mount view, `/proc`, the
 //! proxy's listener, Landlock) and reads no forwarded signal, and any of those steps can stall
