@@ -87,7 +87,7 @@ const INTERFACE_TYPE_NAMES: [&str; 19] = [
 pub(crate) const DEVICE_TYPE_NAMES: [&str; 2] = ["devtmpfs", "devpts"];
 
 /// The first of `roots` that holds a mount of the kernel's interface below it (a chroot's
-/// `/proc`, a bind of `/` with its `/sys`), with words for an error.
+/// `/proc`, a bind of `/` with its `/sys`), with words for an error. O(mounts).
 pub(crate) fn root_holding_a_mount(
     roots: &[std::path::PathBuf],
 ) -> Result<Option<(std::path::PathBuf, String)>, crate::error::HelperError> {
