@@ -86,6 +86,12 @@ pub enum HelperError {
         .0.display()
     )]
     RootHoldsDevices(std::path::PathBuf),
+    #[error(
+        "the writable root {} lies in /dev, where it would grant its devices: name it as a root \
+         (--add-dir) to grant them, or work elsewhere",
+        .0.display()
+    )]
+    RootInDevUnnamed(std::path::PathBuf),
     #[error("the writable root {} {what}; work elsewhere", .root.display())]
     RootOnKernelInterface { root: std::path::PathBuf, what: String },
     #[error("cannot enter command cwd {path:?}: {source}")]
@@ -128,6 +134,7 @@ impl HelperError {
             | HelperError::Containment { .. }
             | HelperError::CordonHome { .. }
             | HelperError::RootHoldsDevices(_)
+            | HelperError::RootInDevUnnamed(_)
             | HelperError::RootOnKernelInterface { .. }
             | HelperError::CommandCwd { .. }
             | HelperError::CommandCwdChanged { .. }

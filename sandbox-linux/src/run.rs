@@ -373,6 +373,24 @@ unsafe fn run(
     if let Some(root) = policy.writable_roots.iter().find(|root| dev.starts_with(root)) {
         return Err(HelperError::RootHoldsDevices(root.clone()));
     }
+    // A directory in `/dev` keeps its devices as a root (a GPU's `/dev/dri`): only when the
+    // user named it as one, not because a command was started there or `$TMPDIR` points there.
+    let named: Vec<PathBuf> = match &args.request.policy {
+        SandboxPolicy::WorkspaceWrite(write) => write
+            .writable_roots
+            .iter()
+            .filter_map(|root| std::fs::canonicalize(args.request.policy_cwd.join(root)).ok())
+            .collect(),
+        SandboxPolicy::ReadOnly { .. } | SandboxPolicy::DangerFullAccess {} => Vec::new(),
+    };
+    let shm = Path::new("/dev/shm");
+    if let Some(root) = policy
+        .writable_roots
+        .iter()
+        .find(|root| root.starts_with(dev) && !root.starts_with(shm) && !named.contains(root))
+    {
+        return Err(HelperError::RootInDevUnnamed(root.clone()));
+    }
     // Nor may a root be, hold or lie on the kernel's own interface (`/proc`, `/sys`, a cgroup
     // tree, wherever they are mounted): a root caller without capabilities still changes the
     // machine's settings through their files, which only file modes guard.

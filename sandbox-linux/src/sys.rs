@@ -248,7 +248,8 @@ pub struct HandedFile {
     fd: libc::c_int,
     file: (libc::dev_t, libc::ino_t),
     name: std::ffi::CString,
-    ancestors: Vec<(libc::dev_t, libc::ino_t)>,
+    /// `None` when the name no longer leads to the file.
+    ancestors: Option<Vec<(libc::dev_t, libc::ino_t)>>,
 }
 
 /// The inherited descriptors (fds 0-2, and those above that are not close-on-exec) that are
@@ -286,9 +287,18 @@ fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
     if !read_only || !regular || !on_writable_mount || stat.st_nlink == 0 {
         return None;
     }
-    let name = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
-    if !name.is_absolute() {
-        return None;
+    let file = (stat.st_dev, stat.st_ino);
+    // A name that no longer leads to the file (its mount detached or covered, another mount
+    // namespace's) says nothing of the directories Landlock will judge it by: such a file is
+    // taken as lying in a writable root and not in the view ([`GivenThroughView::closed`]).
+    let unnamed = HandedFile { fd, file, name: std::ffi::CString::default(), ancestors: None };
+    let Ok(name) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else { return Some(unnamed) };
+    let leads_to_it = std::fs::metadata(&name).is_ok_and(|meta| {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino()) == file
+    });
+    if !name.is_absolute() || !leads_to_it {
+        return Some(unnamed);
     }
     let ancestors = name
         .ancestors()
@@ -301,9 +311,9 @@ fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
         .collect();
     Some(HandedFile {
         fd,
-        file: (stat.st_dev, stat.st_ino),
+        file,
         name: std::ffi::CString::new(name.as_os_str().as_bytes()).ok()?,
-        ancestors,
+        ancestors: Some(ancestors),
     })
 }
 
@@ -330,10 +340,12 @@ pub fn give_handed_files_through_view(
 ) -> GivenThroughView {
     let mut given = GivenThroughView::default();
     for file in files {
-        if !file.ancestors.iter().any(|dir| write_roots.contains(dir)) {
-            continue;
-        }
-        match reopen_in_view(file) {
+        let outcome = match &file.ancestors {
+            Some(ancestors) if !ancestors.iter().any(|dir| write_roots.contains(dir)) => continue,
+            Some(_) => reopen_in_view(file),
+            None => Reopened::NotThere,
+        };
+        match outcome {
             Reopened::Writable => {}
             Reopened::Replaced => given.replaced += 1,
             Reopened::NotThere => {
@@ -906,14 +918,17 @@ pub fn signal_when_readable(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
 pub fn controlling_terminal_on_stdio() -> Option<libc::c_int> {
     static CONTROLLING: std::sync::OnceLock<Option<libc::dev_t>> = std::sync::OnceLock::new();
     let controlling = (*CONTROLLING.get_or_init(controlling_terminal))?;
+    // `/dev/tty` itself (5, 0) opened by the caller is its controlling terminal too, when the
+    // terminal answers for this session.
+    let dev_tty = libc::makedev(5, 0);
     (0..3).find(|fd| {
         // SAFETY: fstat takes an integer and a buffer of ours; a closed number fails (EBADF).
-        unsafe {
+        let rdev = unsafe {
             let mut stat: libc::stat = std::mem::zeroed();
-            libc::fstat(*fd, &raw mut stat) == 0
-                && stat.st_mode & libc::S_IFMT == libc::S_IFCHR
-                && stat.st_rdev == controlling
-        }
+            (libc::fstat(*fd, &raw mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFCHR)
+                .then_some(stat.st_rdev)
+        };
+        rdev == Some(controlling) || (rdev == Some(dev_tty) && foreground_group(*fd).is_ok())
     })
 }
 
@@ -943,20 +958,25 @@ pub fn set_foreground_group(fd: libc::c_int, group: libc::pid_t) -> io::Result<(
 }
 
 /// `getpgrp()`.
-/// Whether this process's group is orphaned as far as this process can tell: its parent is not
-/// in another group of the same session (a job-control shell's), so a stop would never be
-/// continued — the kernel drops a terminal's stop signals there.
-pub fn own_group_orphaned() -> bool {
-    // SAFETY: getppid, getpgid, getsid and getpgrp take integers and touch no memory; a parent
-    // that is gone fails with ESRCH (-1), which reads as orphaned.
+/// Stops this process as a terminal's SIGTSTP would: the kernel decides, and drops the stop
+/// when the process group is orphaned (no job-control shell above it would ever continue it).
+/// SIGTSTP must be blocked and not caught; it is unblocked for the moment of delivery. Returns
+/// whether the process was stopped (and has been continued since: the SIGCONT that did it is
+/// pending, for the caller to read).
+pub fn stop_as_a_job() -> bool {
+    // SAFETY: sigset operations on a local set, raise and sigprocmask on integers and that set;
+    // single-threaded (the helper's wait loop), so the signal is this thread's.
     unsafe {
-        let parent = libc::getppid();
-        let parent_group = libc::getpgid(parent);
-        let parent_session = libc::getsid(parent);
-        parent_group < 0
-            || parent_session < 0
-            || parent_group == libc::getpgrp()
-            || parent_session != libc::getsid(0)
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, libc::SIGTSTP);
+        libc::raise(libc::SIGTSTP);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+        libc::sigprocmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut pending);
+        libc::sigpending(&raw mut pending);
+        libc::sigismember(&raw const pending, libc::SIGCONT) == 1
     }
 }
 

@@ -504,6 +504,22 @@ fn a_protected_file_handed_on_read_only_cannot_be_reopened_for_writing() {
             assert!(!stdout.contains("wrote"), "through a bind: {stdout}{stderr}");
             let after = (std::fs::read(&hook).unwrap(), std::fs::read(&config).unwrap());
             assert_eq!(after, before, "through a bind");
+            // Opened through a bind that is gone by the run (detached): the name no longer
+            // leads to the file, which is closed, with a warning.
+            let mut bind = Command::new("mount");
+            bind.arg("--bind").arg(work.path()).arg(alias.path());
+            assert!(bind.status().unwrap().success());
+            let run = format!(
+                "exec 3< {a}/.git/config 4< {a}/.git/hooks/pre-commit; umount -l {a}; \
+                 {} sh probe.sh <&4",
+                fronts[1].0
+            );
+            let (stdout, stderr) = bash(&run);
+            // (Standard input becomes `/dev/null`, which takes the write.)
+            assert!(!stdout.contains("wrote 3"), "through a detached bind: {stdout}{stderr}");
+            assert!(stderr.contains("closed 3 inherited descriptor"), "{stderr}");
+            let after = (std::fs::read(&hook).unwrap(), std::fs::read(&config).unwrap());
+            assert_eq!(after, before, "through a detached bind");
         }
         let (stdout, stderr) = bash("exec 3< .git/config; sh probe.sh < .git/hooks/pre-commit");
         assert!(stdout.contains("wrote 0"), "{user:?}: the control: {stdout}{stderr}");
@@ -514,7 +530,7 @@ fn a_protected_file_handed_on_read_only_cannot_be_reopened_for_writing() {
 /// A writable root that holds `/dev` — `/`, `/dev` itself (the default workspace of a command
 /// started there), a `$TMPDIR` there — would grant every device of the machine to read and
 /// write: refused with 125 and the reason, by every launch shape; a directory inside `/dev`
-/// may be one, and a read-only run may start there.
+/// may be one when the user names it, and a read-only run may start there.
 #[test]
 fn a_writable_root_that_holds_dev_is_refused() {
     require_sandbox!(1);
@@ -539,6 +555,19 @@ fn a_writable_root_that_holds_dev_is_refused() {
     let run = helper(policy, Path::new("/dev"), &["true"]);
     assert_eq!(run.code, Some(125), "{}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("holds /dev"), "{}", run.stderr);
+    // A directory in `/dev` is a root only when named as one: not because a command starts
+    // there (its devices would be granted unasked).
+    let unnamed = ["sandbox", "linux", "-s", "workspace-write", "-C", "/dev/pts", "--", "true"];
+    let run = cordon(&unnamed);
+    assert_eq!(run.code, Some(125), "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("lies in /dev"), "{}", run.stderr);
+    let run = helper(policy, Path::new("/dev/pts"), &["true"]);
+    assert_eq!(run.code, Some(125), "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("lies in /dev"), "{}", run.stderr);
+    let named = ["sandbox", "linux", "-s", "workspace-write", "--add-dir", "/dev/pts", "-C", d];
+    let mut named = named.to_vec();
+    named.extend(["--", "true"]);
+    cordon(&named).assert_ok();
 }
 
 /// Nor may a writable root be, hold or lie on the kernel's own interface — `/sys`, `/proc`, a

@@ -638,10 +638,19 @@ print(open(results).read().strip())
         let through = drive(key, &exec(&waits));
         assert_eq!((through.0.as_str(), through.1), (exec_ends, false), "{key}: {}", through.2);
     }
-    // Ctrl-Z, then Ctrl-C once the job is continued.
+    // Ctrl-Z, then Ctrl-C once the job is continued; and the same with cordon run by a
+    // wrapper (`sh -c`, as make or a script would) in the job's group.
     let expected = drive("1a,03", &control(&beats));
     assert!(expected.0.starts_with("stopped, the command stopped\nended"), "{expected:?}");
     let through = drive("1a,03", &sandbox(&beats));
+    assert_eq!(through.0, expected.0, "{}", through.2);
+    let wrapped = |argv: Vec<String>| {
+        let quoted: Vec<String> = argv.iter().map(|arg| format!("'{arg}'")).collect();
+        vec!["/bin/sh".to_owned(), "-c".to_owned(), format!("{}; true", quoted.join(" "))]
+    };
+    let expected = drive("1a,03", &wrapped(control(&beats)));
+    assert!(expected.0.starts_with("stopped, the command stopped\nended"), "{expected:?}");
+    let through = drive("1a,03", &wrapped(sandbox(&beats)));
     assert_eq!(through.0, expected.0, "{}", through.2);
 }
 

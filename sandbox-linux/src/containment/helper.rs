@@ -78,14 +78,19 @@ pub(super) fn helper_waits(
                     // Ctrl-Z (or `kill -TSTP`): the job stops, the command's group with it
                     // when the terminal does not reach that group (a session of its own,
                     // whose group is orphaned: only SIGSTOP stops it), and `fg` or `bg`
-                    // continues both (SIGCONT, forwarded below). Where nothing would continue
-                    // it (no job-control shell above), nothing stops, as the kernel does.
-                    if !sys::own_group_orphaned() {
-                        if terminal == Terminal::None {
-                            let byte = TO_GROUP | u8::try_from(libc::SIGSTOP).unwrap_or(0);
-                            let _ = nix::unistd::write(to_supervisor, &[byte]);
-                        }
-                        let _ = sys::send_signal(nix::unistd::getpid().as_raw(), libc::SIGSTOP);
+                    // continues both (SIGCONT, forwarded below). Whether this process stops
+                    // the kernel decides (not where nothing would continue it: no job-control
+                    // shell above); when it does not, the command's group goes on too.
+                    let own_group = terminal == Terminal::None;
+                    let to_group = |signal: libc::c_int| {
+                        let byte = TO_GROUP | u8::try_from(signal).unwrap_or(0);
+                        let _ = nix::unistd::write(to_supervisor, &[byte]);
+                    };
+                    if own_group {
+                        to_group(libc::SIGSTOP);
+                    }
+                    if !sys::stop_as_a_job() && own_group {
+                        to_group(libc::SIGCONT);
                     }
                 }
                 Ok(Some(info)) => {
