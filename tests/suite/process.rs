@@ -541,7 +541,7 @@ fn ctrl_c_at_the_terminal_ends_a_command_handed_none_of_it() {
     let results = dir.path().join("results");
     let driver = r#"
 import os, pty, signal, sys, time
-marker, results, keys, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+marker, results, keys, limit, argv = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 beat = marker + ".beat"
 pid, master = pty.fork()
 if pid == 0:
@@ -575,12 +575,12 @@ if pid == 0:
             continue
         note("ended %d" % os.waitstatus_to_exitcode(status))
         os._exit(0)
-deadline = time.time() + 60
+deadline = time.time() + 3 * limit
 while not os.path.exists(marker) and time.time() < deadline:
     time.sleep(0.05)
 for count, key in enumerate(keys.split(","), 1):
     os.write(master, bytes([int(key, 16)]))
-    deadline = time.time() + 20
+    deadline = time.time() + limit
     while time.time() < deadline:
         if os.path.exists(results) and len(open(results).read().splitlines()) >= count:
             break
@@ -620,6 +620,7 @@ print(open(results).read().strip())
             .arg(&marker)
             .arg(&results)
             .arg(keys)
+            .arg(scaled(Duration::from_secs(20)).as_secs_f64().to_string())
             .args(argv)
             .stdin(Stdio::null())
             .output()
