@@ -279,9 +279,14 @@ fn report_after_run(after: &crate::planted::AfterRun) {
 /// group gets the signal from here, as a shell's foreground job would.
 fn forward(to_supervisor: &OwnedFd, info: &libc::signalfd_siginfo, terminal: Terminal) {
     let signal = u8::try_from(info.ssi_signo).unwrap_or(0);
-    let byte = if info.ssi_code != SI_KERNEL {
+    let kernels = info.ssi_code == SI_KERNEL;
+    let byte = if !kernels {
         signal
     } else if terminal == Terminal::None && info.ssi_signo != Signal::SIGWINCH as u32 {
+        TO_GROUP | signal
+    } else if info.ssi_signo == Signal::SIGHUP as u32 {
+        // The terminal hung up: the command's group, stopped in the background after a
+        // Ctrl-Z whose shell is gone, got nothing from it and would wait for ever.
         TO_GROUP | signal
     } else {
         return;
