@@ -185,12 +185,8 @@ pub unsafe fn close_cloexec_descriptors(keep: Option<libc::c_int>) {
 /// closed. Descriptors this process opened itself are close-on-exec and stay.
 pub fn close_inherited_directories() -> usize {
     let mut closed = 0;
-    for fd in descriptors_above_stderr() {
-        // SAFETY: F_GETFD takes an integer; a number that is not open (the listing's own)
-        // fails with EBADF.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-        let inherited = flags >= 0 && flags & libc::FD_CLOEXEC == 0;
-        if inherited && path_like(fd) {
+    for fd in inherited_above_stderr() {
+        if path_like(fd) {
             // SAFETY: an inherited descriptor: nothing in this process owns it (it is not
             // close-on-exec, and everything this process opens is).
             unsafe {
@@ -257,13 +253,7 @@ pub struct HandedFile {
 /// here-document, has none anything later finds it by). Looked at before the mount view
 /// changes what names resolve to.
 pub fn handed_files() -> Vec<HandedFile> {
-    let mut inherited: Vec<libc::c_int> = (0..3).collect();
-    inherited.extend(descriptors_above_stderr().into_iter().filter(|fd| {
-        // SAFETY: F_GETFD takes an integer; a number that is not open fails with EBADF.
-        let flags = unsafe { libc::fcntl(*fd, libc::F_GETFD) };
-        flags >= 0 && flags & libc::FD_CLOEXEC == 0
-    }));
-    inherited.into_iter().filter_map(handed_file).collect()
+    (0..3).chain(inherited_above_stderr()).filter_map(handed_file).collect()
 }
 
 fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
@@ -413,6 +403,19 @@ fn close_or_null(fd: libc::c_int) {
         }
         libc::close(fd);
     }
+}
+
+/// The descriptors above stderr that are not close-on-exec: what the caller passed on
+/// (everything this process opens itself is close-on-exec).
+fn inherited_above_stderr() -> Vec<libc::c_int> {
+    let mut fds = descriptors_above_stderr();
+    fds.retain(|fd| {
+        // SAFETY: F_GETFD takes an integer; a number that is not open (the listing's own)
+        // fails with EBADF.
+        let flags = unsafe { libc::fcntl(*fd, libc::F_GETFD) };
+        flags >= 0 && flags & libc::FD_CLOEXEC == 0
+    });
+    fds
 }
 
 /// The open descriptors above stderr, from `/proc/self/fd`: listed first, closed after by the

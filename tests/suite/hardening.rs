@@ -202,6 +202,18 @@ fn raw_disk_devices_are_covered_for_root() {
 
 /// A second devtmpfs (every device node of the machine) mounted at a new directory for a
 /// test, unmounted when dropped.
+/// `bash -c SCRIPT` as `user` in `dir`, with stdin from `/dev/null`: (stdout, stderr).
+fn bash_as(user: User, dir: &Path, script: &str) -> (String, String) {
+    let out = command_as(user, "bash")
+        .args(["-c", script])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// A file system of the kernel's own mounted at a scratch path, unmounted on drop.
 struct Mounted(std::path::PathBuf);
 
@@ -352,16 +364,7 @@ fn a_directory_descriptor_passed_on_is_closed_before_the_command_runs() {
                 "exec {c} exec -a never -s workspace-write --writes direct -C {w} -- {py} {p} 0 < {o}"
             ),
         ];
-        let bash = |script: &str| {
-            let out = command_as(user, "bash")
-                .args(["-c", script])
-                .current_dir(work.path())
-                .stdin(Stdio::null())
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
-        };
+        let bash = |script: &str| bash_as(user, work.path(), script);
         let mode = || std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
         for run in runs {
             let (stdout, stderr) = bash(&run);
@@ -467,16 +470,7 @@ fn a_protected_file_handed_on_read_only_cannot_be_reopened_for_writing() {
             (format!("{c} exec -a never -s workspace-write --writes direct -C {w} --"), "\n"),
             (format!("{c} sandbox linux -s workspace-write --writes direct -C {w} --"), "\n[core]"),
         ];
-        let bash = |script: &str| {
-            let out = command_as(user, "bash")
-                .args(["-c", script])
-                .current_dir(work.path())
-                .stdin(Stdio::null())
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
-        };
+        let bash = |script: &str| bash_as(user, work.path(), script);
         for (front, then) in &fronts {
             let run = format!("exec 3< .git/config; {front} sh probe.sh < .git/hooks/pre-commit");
             let (stdout, stderr) = bash(&run);
