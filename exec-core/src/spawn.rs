@@ -123,6 +123,7 @@ pub async fn run_process(
         status = wait => Ended::Exited(status),
         () = broken_pipe.notified() => Ended::BrokenPipe,
         signal = forward_interrupts(&mut interrupts, &target) => Ended::Interrupted(signal),
+        () = follow_stops(group), if stdin == StdinMode::Terminal => unreachable!(),
     };
     let exit = match status {
         Ended::Exited(Some(Ok(raw))) => ExitKind::from_wait_status(raw),
@@ -339,6 +340,29 @@ async fn forward_interrupts(interrupts: &mut Interrupts, target: &InterruptTarge
             let _ = killpg(group, signal);
         }
     }
+}
+
+/// The child holds the terminal as the shell's job would: Ctrl-Z stops the child, not cordon,
+/// and the shell, which waits for cordon, would never see the job stop. So when the child
+/// stops, cordon stops itself as part of the job (the kernel decides: not where nothing would
+/// continue it); continued, it gives the terminal back to the child and continues it. Never
+/// completes.
+async fn follow_stops(group: Option<Pid>) {
+    #[cfg(target_os = "linux")]
+    if let Some(group) = group
+        && let Ok(mut children) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+    {
+        loop {
+            children.recv().await;
+            if crate::sys::child_stopped(group.as_raw()) {
+                crate::sys::stop_with_child(group.as_raw());
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = group;
+    std::future::pending::<()>().await;
 }
 
 fn kill_group(group: Option<Pid>) {

@@ -577,6 +577,36 @@ pub fn reclaim_terminal() {
     }
 }
 
+/// Whether the child `pid` has stopped since this was last asked (a stop is reported once).
+#[cfg(target_os = "linux")]
+pub fn child_stopped(pid: libc::pid_t) -> bool {
+    let Ok(id) = libc::id_t::try_from(pid) else { return false };
+    // SAFETY: `info` is a zeroed plain struct the kernel fills; waitid with only WSTOPPED
+    // reaps nothing.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(libc::P_PID, id, &raw mut info, libc::WSTOPPED | libc::WNOHANG) == 0
+            && info.si_pid() == pid
+            && info.si_code == libc::CLD_STOPPED
+    }
+}
+
+/// Stops this process's group as a terminal's SIGTSTP stops a job — the kernel drops the stop
+/// where the group is orphaned — then, continued, makes the stopped child's `group` the
+/// terminal's foreground again and continues it.
+#[cfg(target_os = "linux")]
+pub fn stop_with_child(group: libc::pid_t) {
+    // SAFETY: kill, signal, tcsetpgrp take integers; the SIGTTOU disposition is swapped (a
+    // background group's tcsetpgrp would stop us) and restored.
+    unsafe {
+        libc::kill(0, libc::SIGTSTP);
+        let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+        libc::tcsetpgrp(0, group);
+        libc::signal(libc::SIGTTOU, previous);
+        libc::kill(-group, libc::SIGCONT);
+    }
+}
+
 /// Makes this process a child subreaper: orphans of the commands it starts are reparented to
 /// it instead of init, so [`kill_orphans`] can end them. A long-lived server (the executor)
 /// keeps such an orphan as a zombie after it exits, until its own shutdown reaps it.

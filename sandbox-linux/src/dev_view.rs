@@ -154,7 +154,6 @@ fn handed_terminals() -> Vec<PathBuf> {
 /// skipped: the command keeps the terminal on its descriptors only.
 fn handed_terminals_held() -> Vec<(OwnedFd, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
-    let dev = Path::new("/dev");
     let mut seen: Vec<(u64, u64)> = Vec::new();
     let mut held = Vec::new();
     for (fd, is_terminal) in [0, 1, 2].into_iter().zip(stdio_terminals()) {
@@ -172,17 +171,25 @@ fn handed_terminals_held() -> Vec<(OwnedFd, PathBuf)> {
         if !same {
             continue;
         }
-        let below = name.strip_prefix(dev).ok().and_then(Path::to_str).map(|s| s.replace('/', "-"));
-        let place = below
-            .filter(|below| {
-                !(ORDINARY_DEVICES.contains(&below.as_str())
-                    || DEV_LINKS.iter().any(|(link, _)| link == below)
-                    || matches!(below.as_str(), "pts" | "shm" | "log" | ""))
-            })
-            .unwrap_or_else(|| format!("terminal-{fd}"));
-        held.push((path_fd, dev.join(place)));
+        held.push((path_fd, terminal_place(fd, &name)));
     }
     held
+}
+
+/// The name the sandbox's `/dev` gives the terminal on `fd`, whose host name is `name`: its host
+/// name with `/` as `-` below `/dev`, else (or where that is a name the sandbox's `/dev` uses
+/// itself) `terminal-N`.
+pub(crate) fn terminal_place(fd: i32, name: &Path) -> PathBuf {
+    let dev = Path::new("/dev");
+    let below = name.strip_prefix(dev).ok().and_then(Path::to_str).map(|s| s.replace('/', "-"));
+    let place = below
+        .filter(|below| {
+            !(ORDINARY_DEVICES.contains(&below.as_str())
+                || DEV_LINKS.iter().any(|(link, _)| link == below)
+                || matches!(below.as_str(), "pts" | "shm" | "log" | ""))
+        })
+        .unwrap_or_else(|| format!("terminal-{fd}"));
+    dev.join(place)
 }
 
 /// Whether fds 0, 1 and 2 are terminals.

@@ -113,6 +113,31 @@ pub(crate) fn root_holding_a_mount_of(
     Ok(None)
 }
 
+/// The first of `roots`, but those in `exempt`, that lies on a mount of one of `kinds` (the
+/// mount it is in, or is: a bind of `/dev/pts` elsewhere) or holds one below it, with words for
+/// an error. One read of the mount table: O(mounts × roots).
+pub(crate) fn root_with_a_mount_of(
+    roots: &[std::path::PathBuf],
+    kinds: &[&str],
+    exempt: &[std::path::PathBuf],
+) -> Result<Option<(std::path::PathBuf, String)>, crate::error::HelperError> {
+    let mounts = crate::mount_table::mounts_with_types()?;
+    for root in roots.iter().filter(|root| !exempt.contains(root)) {
+        // The last mount on the longest mount point above it is the one it is in.
+        let on = mounts
+            .iter()
+            .filter(|(point, _)| root.starts_with(point))
+            .max_by_key(|(point, _)| point.components().count());
+        if let Some((point, kind)) = on.filter(|(_, kind)| kinds.contains(&kind.as_str())) {
+            let how = format!("lies on {} ({kind})", point.display());
+            return Ok(Some((root.clone(), how)));
+        }
+    }
+    let rest: Vec<std::path::PathBuf> =
+        roots.iter().filter(|root| !exempt.contains(root)).cloned().collect();
+    root_holding_a_mount_of(&rest, kinds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,28 +80,47 @@ fn close_inherited_directories() {
     }
 }
 
-/// A descriptor the caller handed on still reaches its file through the caller's mount, where
-/// Landlock's write rights go by the directories it lies in, whatever the view made of its
-/// name: below a writable root, the command gets the file through the view instead, or not at
-/// all when the view no longer shows it there. Says so when one is closed.
-fn give_handed_files_through_view(handed: &[sys::HandedFile], roots: &[PathBuf]) {
+/// A descriptor the caller handed on still reaches its file through the caller's mount, around
+/// the view's read-only mounts: through one, the command could change a file's mode, owner,
+/// times or extended attributes (ownership is enough), or reopen it for writing through
+/// `/proc/self/fd/N`. The command gets each such file through the view instead — by its name,
+/// or a terminal by the name the sandbox's `/dev` gives it — or not at all when the view does
+/// not show it. Says what it closed or could not give through the view.
+/// `layered_devices` are the devices of the layered roots' own directories, taken before their
+/// overlays cover them.
+fn give_handed_files_through_view(handed: &[sys::HandedFile], layered_devices: &[libc::dev_t]) {
     if handed.is_empty() {
         return;
     }
-    let identities: Vec<(libc::dev_t, libc::ino_t)> = roots
-        .iter()
-        .filter_map(|root| std::fs::metadata(root).ok())
-        .map(|meta| {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        })
-        .collect();
-    let given = sys::give_handed_files_through_view(handed, &identities);
+    let names = |file: &sys::HandedFile| -> Vec<PathBuf> {
+        let Some(name) = file.name() else { return Vec::new() };
+        let mut names = vec![name.to_path_buf()];
+        if file.is_terminal() {
+            // Bound once under the name of the first standard stream it is on.
+            for fd in 0..3 {
+                let place = crate::dev_view::terminal_place(fd, name);
+                if !names.contains(&place) {
+                    names.push(place);
+                }
+            }
+        }
+        names
+    };
+    let given = sys::give_handed_files_through_view(
+        handed,
+        &sys::ViewNames { names: &names, layered_devices },
+    );
     if given.closed > 0 {
         crate::messages::warning(format_args!(
-            "closed {} inherited descriptor(s) of files in a writable root that the sandbox \
-             shows elsewhere or not at all: through one the command could write around it",
+            "closed {} inherited descriptor(s) of files the sandbox shows elsewhere or not at \
+             all: through one the command could change the file around it",
             given.closed
+        ));
+    }
+    if given.terminals_left > 0 {
+        crate::messages::warning(format_args!(
+            "not enforced: the terminal handed on has no name in the sandbox's view, so the \
+             command can change its mode and owner"
         ));
     }
 }
@@ -707,8 +726,13 @@ unsafe fn run(
                         .filter_map(|layer| landlock_rules::open_place(&layer.root).ok())
                         .collect();
                     let handed = sys::handed_files();
+                    let layered_devices: Vec<libc::dev_t> = layers
+                        .iter()
+                        .filter_map(|layer| std::fs::metadata(&layer.root).ok())
+                        .map(|meta| std::os::unix::fs::MetadataExt::dev(&meta))
+                        .collect();
                     dev_pts = mount_view::build(&plan)?;
-                    give_handed_files_through_view(&handed, &policy.writable_roots);
+                    give_handed_files_through_view(&handed, &layered_devices);
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
                     }
@@ -724,12 +748,24 @@ unsafe fn run(
     };
 
     if mount_view.is_err() {
-        // Without the view no mount is `nodev`: a devtmpfs or devpts below a root (a chroot's
-        // `/dev`) would open its devices.
-        let device_kinds = &crate::kernel_interface::DEVICE_TYPE_NAMES;
-        if let Some((root, how)) =
-            crate::kernel_interface::root_holding_a_mount_of(&policy.writable_roots, device_kinds)?
+        // Without the view `/dev/shm` is the host's, which a root there would write: only
+        // when named, as elsewhere in `/dev`.
+        if let Some(root) =
+            policy.writable_roots.iter().find(|root| root.starts_with(shm) && !named.contains(root))
         {
+            return Err(HelperError::RootInDevUnnamed(root.clone()));
+        }
+        // Nor is any mount `nodev`: a root on a devtmpfs or devpts (a bind of `/dev/pts`
+        // elsewhere), or holding one below it (a chroot's `/dev`), would open its devices —
+        // but a directory in `/dev` the user named.
+        let device_kinds = &crate::kernel_interface::DEVICE_TYPE_NAMES;
+        let named_in_dev: Vec<PathBuf> =
+            named.iter().filter(|root| root.starts_with(dev)).cloned().collect();
+        if let Some((root, how)) = crate::kernel_interface::root_with_a_mount_of(
+            &policy.writable_roots,
+            device_kinds,
+            &named_in_dev,
+        )? {
             let what = format!(
                 "{how}, whose devices only the mount view keeps closed ({reason})",
                 reason = mount_view.as_ref().err().map_or(String::new(), ToString::to_string)

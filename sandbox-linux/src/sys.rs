@@ -5,6 +5,7 @@
 //! is an `unsafe fn` whose `# Safety` section says what the caller must make true.
 
 use std::io;
+use std::path::{Path, PathBuf};
 
 use crate::error::ForkError;
 
@@ -236,28 +237,47 @@ pub fn replace_directory_stdio() -> usize {
     replaced
 }
 
-/// A regular file the caller handed on open read-only, on a mount the caller can write, with
-/// the identities (device, inode) of the directories its name passes through: what Landlock's
-/// write rights are judged by when the command reopens it through `/proc/self/fd/N`.
+/// A descriptor the caller handed on that reaches a named file through the caller's own mount,
+/// where the mount view's read-only mounts do not apply: a regular file open read-only, or a
+/// device node (a terminal, `/dev/null`) in any mode. Through it the command could change the
+/// file's mode, owner, times and extended attributes — which take ownership, not write access —
+/// and, through `/proc/self/fd/N`, reopen it for writing where the caller's mount allows.
 #[derive(Debug)]
 pub struct HandedFile {
     fd: libc::c_int,
+    /// The file's (device, inode).
     file: (libc::dev_t, libc::ino_t),
-    name: std::ffi::CString,
-    /// `None` when the name no longer leads to the file.
-    ancestors: Option<Vec<(libc::dev_t, libc::ino_t)>>,
+    /// The device a device node stands for; `None` for a regular file.
+    device: Option<libc::dev_t>,
+    /// The name it was reached by, when that name still led to it before the view.
+    name: Option<PathBuf>,
+    status: libc::c_int,
 }
 
-/// The inherited descriptors (fds 0-2, and those above that are not close-on-exec) that are
-/// regular files open read-only on a writable mount, with a name (a deleted file, a shell's
-/// here-document, has none anything later finds it by). Looked at before the mount view
-/// changes what names resolve to.
+impl HandedFile {
+    /// The name it was reached by; `None` when that name no longer led to it (a mount
+    /// detached or covered since it was opened, a deleted file's).
+    pub fn name(&self) -> Option<&Path> {
+        self.name.as_deref()
+    }
+
+    /// Whether it is a terminal (which the sandbox's `/dev` gives a name of its own).
+    pub fn is_terminal(&self) -> bool {
+        // SAFETY: isatty takes an integer; a number that is not open is not a terminal.
+        self.device.is_some() && unsafe { libc::isatty(self.fd) } == 1
+    }
+}
+
+/// The inherited descriptors (fds 0-2, and those above that are not close-on-exec) that reach a
+/// named file around the view ([`HandedFile`]): on a mount the caller can write, a regular file
+/// open read-only with a link left, or a device node. A file opened for writing is the caller's
+/// to hand on; pipes, sockets and read-only mounts change nothing. Looked at before the mount
+/// view changes what names resolve to.
 pub fn handed_files() -> Vec<HandedFile> {
     (0..3).chain(inherited_above_stderr()).filter_map(handed_file).collect()
 }
 
 fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
-    use std::os::unix::ffi::OsStrExt;
     // SAFETY: fcntl, fstat and fstatvfs take an integer and buffers of ours; a number that is
     // not open fails with EBADF.
     let (status, stat, on_writable_mount) = unsafe {
@@ -272,118 +292,120 @@ fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
         }
         (status, stat, vfs.f_flag & libc::ST_RDONLY == 0)
     };
-    let read_only = status & libc::O_ACCMODE == libc::O_RDONLY && status & libc::O_PATH == 0;
-    let regular = stat.st_mode & libc::S_IFMT == libc::S_IFREG;
-    if !read_only || !regular || !on_writable_mount || stat.st_nlink == 0 {
+    if status & libc::O_PATH != 0 || !on_writable_mount {
         return None;
     }
+    let read_only = status & libc::O_ACCMODE == libc::O_RDONLY;
+    let device = match stat.st_mode & libc::S_IFMT {
+        libc::S_IFREG if read_only && stat.st_nlink > 0 => None,
+        libc::S_IFCHR | libc::S_IFBLK => Some(stat.st_rdev),
+        _ => return None,
+    };
     let file = (stat.st_dev, stat.st_ino);
-    // A name that no longer leads to the file (its mount detached or covered, another mount
-    // namespace's) says nothing of the directories Landlock will judge it by: such a file is
-    // taken as lying in a writable root and not in the view ([`GivenThroughView::closed`]).
-    let unnamed = HandedFile { fd, file, name: std::ffi::CString::default(), ancestors: None };
-    let Ok(name) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else { return Some(unnamed) };
-    let leads_to_it = std::fs::metadata(&name).is_ok_and(|meta| {
+    let name = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok().filter(|name| {
         use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino()) == file
+        name.is_absolute()
+            && std::fs::metadata(name).is_ok_and(|meta| {
+                (meta.dev(), meta.ino()) == file && device.is_none_or(|rdev| meta.rdev() == rdev)
+            })
     });
-    if !name.is_absolute() || !leads_to_it {
-        return Some(unnamed);
-    }
-    let ancestors = name
-        .ancestors()
-        .skip(1)
-        .filter_map(|dir| std::fs::metadata(dir).ok())
-        .map(|meta| {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        })
-        .collect();
-    Some(HandedFile {
-        fd,
-        file,
-        name: std::ffi::CString::new(name.as_os_str().as_bytes()).ok()?,
-        ancestors: Some(ancestors),
-    })
+    Some(HandedFile { fd, file, device, name, status })
 }
 
 /// What [`give_handed_files_through_view`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct GivenThroughView {
-    /// Replaced by the same file opened through the view (read-only there).
+    /// Replaced by the same file opened through the view.
     pub replaced: usize,
-    /// Closed (`/dev/null` in place of a standard stream): writable through the caller's
-    /// mount, and not the same file by its name in the view.
+    /// Closed (`/dev/null` in place of a standard stream): not the same file by any of its
+    /// names in the view.
     pub closed: usize,
+    /// Terminals left as handed: the view has no name for them.
+    pub terminals_left: usize,
 }
 
-/// For each of `files` that lies below one of `write_roots` (device, inode, as the Landlock
-/// rules will see them, in the view) — so reopening it through `/proc/self/fd/N` would be
-/// allowed to write, through the caller's mount — gives the command the same file opened
-/// through the view at the same offset when the view shows it there read-only (a protected
-/// name: a repository's hooks or config); leaves it when the view shows it writable anyway; and
-/// closes it when its name in the view is no longer that file. Must run in the view's mount
-/// namespace, before the command starts.
+/// Where the view may show a handed file, and how to know it there.
+pub struct ViewNames<'a> {
+    /// The names to try, in order, for each file.
+    pub names: &'a dyn Fn(&HandedFile) -> Vec<PathBuf>,
+    /// The devices of the layered roots' own directories: a file below one shows through its
+    /// overlay with the overlay's device and the same inode number.
+    pub layered_devices: &'a [libc::dev_t],
+}
+
+/// Gives the command each of `files` opened through the view instead — the same file, by one
+/// of its names there, in the same access mode and at the same offset — so the view's mounts
+/// decide what can be done to it. One the view does not show is closed; a terminal the view has
+/// no name for is left. A pty's master side is never opened again by name (that would make a
+/// new pty): it is closed. Must run in the view's mount namespace, before the command starts.
 pub fn give_handed_files_through_view(
     files: &[HandedFile],
-    write_roots: &[(libc::dev_t, libc::ino_t)],
+    names: &ViewNames<'_>,
 ) -> GivenThroughView {
+    const PTY_MASTER: libc::dev_t = libc::makedev(5, 2);
     let mut given = GivenThroughView::default();
     for file in files {
-        let outcome = match &file.ancestors {
-            Some(ancestors) if !ancestors.iter().any(|dir| write_roots.contains(dir)) => continue,
-            Some(_) => reopen_in_view(file),
-            None => Reopened::NotThere,
-        };
-        match outcome {
-            Reopened::Writable => {}
-            Reopened::Replaced => given.replaced += 1,
-            Reopened::NotThere => {
-                close_or_null(file.fd);
-                given.closed += 1;
-            }
+        let reopened = file.name.is_some()
+            && file.device != Some(PTY_MASTER)
+            && (names.names)(file)
+                .iter()
+                .any(|name| reopen_in_view(file, name, names.layered_devices));
+        if reopened {
+            given.replaced += 1;
+        } else if file.device != Some(PTY_MASTER) && file.is_terminal() {
+            given.terminals_left += 1;
+        } else {
+            close_or_null(file.fd);
+            given.closed += 1;
         }
     }
     given
 }
 
-enum Reopened {
-    Writable,
-    Replaced,
-    NotThere,
-}
-
-fn reopen_in_view(file: &HandedFile) -> Reopened {
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK;
+/// Puts the file at `name` in the view in place of `file`'s descriptor when it is the same
+/// file; whether it did.
+fn reopen_in_view(file: &HandedFile, name: &Path, layered_devices: &[libc::dev_t]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const OVERLAYFS_SUPER_MAGIC: libc::c_long = 0x794c_7630;
+    let Ok(name) = std::ffi::CString::new(name.as_os_str().as_bytes()) else { return false };
+    let flags = (file.status & libc::O_ACCMODE)
+        | libc::O_NOFOLLOW
+        | libc::O_NOCTTY
+        | libc::O_NONBLOCK
+        | libc::O_CLOEXEC;
     // SAFETY: open takes a NUL-terminated path of ours; the rest take integers and buffers of
     // ours. The new descriptor is close-on-exec until dup3 puts it at the handed descriptor's
     // number, which the caller handed on and nothing in this process owns (or std's stdio
     // handles keep using).
     unsafe {
-        let view = libc::open(file.name.as_ptr(), flags | libc::O_CLOEXEC);
+        let view = libc::open(name.as_ptr(), flags);
         if view < 0 {
-            return Reopened::NotThere;
+            return false;
         }
         let mut seen: libc::stat = std::mem::zeroed();
-        let mut vfs: libc::statvfs = std::mem::zeroed();
+        let mut fs: libc::statfs = std::mem::zeroed();
         let same = libc::fstat(view, &raw mut seen) == 0
-            && (seen.st_dev, seen.st_ino) == file.file
-            && libc::fstatvfs(view, &raw mut vfs) == 0;
-        let outcome = if !same {
-            Reopened::NotThere
-        } else if vfs.f_flag & libc::ST_RDONLY == 0 {
-            Reopened::Writable
-        } else {
-            let status = libc::fcntl(file.fd, libc::F_GETFL);
-            let offset = libc::lseek(file.fd, 0, libc::SEEK_CUR);
-            let replaced = status >= 0
-                && libc::fcntl(view, libc::F_SETFL, status & !libc::O_ACCMODE) == 0
-                && (offset < 0 || libc::lseek(view, offset, libc::SEEK_SET) == offset)
-                && libc::dup3(view, file.fd, 0) == file.fd;
-            if replaced { Reopened::Replaced } else { Reopened::NotThere }
+            && match file.device {
+                Some(rdev) => (seen.st_dev, seen.st_ino) == file.file && seen.st_rdev == rdev,
+                None => {
+                    seen.st_mode & libc::S_IFMT == libc::S_IFREG
+                        && ((seen.st_dev, seen.st_ino) == file.file
+                            || (seen.st_ino == file.file.1
+                                && layered_devices.contains(&file.file.0)
+                                && libc::fstatfs(view, &raw mut fs) == 0
+                                && fs.f_type as libc::c_long == OVERLAYFS_SUPER_MAGIC))
+                }
+            };
+        let offset = match file.device {
+            Some(_) => -1,
+            None => libc::lseek(file.fd, 0, libc::SEEK_CUR),
         };
+        let replaced = same
+            && libc::fcntl(view, libc::F_SETFL, file.status & !libc::O_ACCMODE) == 0
+            && (offset < 0 || libc::lseek(view, offset, libc::SEEK_SET) == offset)
+            && libc::dup3(view, file.fd, 0) == file.fd;
         libc::close(view);
-        outcome
+        replaced
     }
 }
 
@@ -967,13 +989,28 @@ pub fn set_foreground_group(fd: libc::c_int, group: libc::pid_t) -> io::Result<(
 /// whether the process was stopped (and has been continued since: the SIGCONT that did it is
 /// pending, for the caller to read).
 pub fn stop_as_a_job() -> bool {
-    // SAFETY: sigset operations on a local set, raise and sigprocmask on integers and that set;
+    // SAFETY: getpid cannot fail.
+    stop_by_tstp(unsafe { libc::getpid() })
+}
+
+/// Stops this process's whole process group as a terminal's SIGTSTP would stop a job (see
+/// [`stop_as_a_job`]): what a job-control shell runs as the job — a wrapper with cordon in
+/// it — stops with it, so the shell sees the job stopped. Returns whether this process was
+/// stopped (and has been continued since).
+pub fn stop_group_as_a_job() -> bool {
+    stop_by_tstp(0)
+}
+
+/// Sends SIGTSTP to `target` (a pid, or 0 for this process's group) and lets it reach this
+/// process; whether it stopped it.
+fn stop_by_tstp(target: libc::pid_t) -> bool {
+    // SAFETY: sigset operations on a local set, kill and sigprocmask on integers and that set;
     // single-threaded (the helper's wait loop), so the signal is this thread's.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut set);
         libc::sigaddset(&raw mut set, libc::SIGTSTP);
-        libc::raise(libc::SIGTSTP);
+        libc::kill(target, libc::SIGTSTP);
         libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
         libc::sigprocmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
         let mut pending: libc::sigset_t = std::mem::zeroed();

@@ -521,6 +521,98 @@ fn a_protected_file_handed_on_read_only_cannot_be_reopened_for_writing() {
     }
 }
 
+/// A file handed on keeps its mode, times and extended attributes: those take ownership, not
+/// write access, and the caller's descriptor reaches the file through the caller's mount,
+/// around the view's read-only ones. Files outside the roots, a repository's config, a device
+/// node and the terminal, on fd 0 and above, through `cordon exec` and `cordon sandbox` (the
+/// gate's layer and direct writes), as root and uid 65534; each checked from outside, with the
+/// control run outside the sandbox.
+#[test]
+fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
+    require_sandbox!(1);
+    skip_unless!(features().mount_view, "needs the mount view");
+    let probe = "for fd in 0 3 4; do chmod 600 /proc/self/fd/$fd 2>/dev/null && echo \"chmod $fd\"; \
+                 touch -d 2001-01-01 /proc/self/fd/$fd 2>/dev/null && echo \"touch $fd\"; done\n\
+                 head -c 3 <&0; echo\n";
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    for user in USERS {
+        let work = scratch();
+        let w = work.path().display();
+        super::code_runs_later::git(work.path(), &["init", "-q"]);
+        let outside = scratch();
+        let file = outside.path().join("o");
+        std::fs::write(&file, "out\n").unwrap();
+        std::fs::write(work.path().join("probe.sh"), probe).unwrap();
+        let config = work.path().join(".git/config");
+        // A device node of the caller's (root makes one: `/dev/null`'s numbers) or a second file.
+        let fourth = outside.path().join("fourth");
+        let made = user == User::Root
+            && Command::new("mknod").arg(&fourth).args(["c", "1", "3"]).status().unwrap().success();
+        if !made {
+            std::fs::write(&fourth, "4\n").unwrap();
+        }
+        for path in [&file, &config, &fourth] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        // Owned by the caller, whose ownership is what lets it change them.
+        if user == User::Nobody {
+            chown_nobody(work.path());
+            chown_nobody(outside.path());
+        }
+        let identity = |path: &Path| {
+            let meta = std::fs::metadata(path).unwrap();
+            (meta.mode(), meta.mtime())
+        };
+        let paths = [&file, &config, &fourth];
+        let before: Vec<_> = paths.iter().map(|path| identity(path)).collect();
+        let cordon = cordon_for(user);
+        let c = cordon.display();
+        let o = outside.path().display();
+        // (front, whether the repository's config is judged: through the gate's layer a change
+        // of the workspace's files is the command's, held back or applied at the end).
+        let fronts = [
+            (format!("{c} exec -a never -s workspace-write -C {w} --"), false),
+            (format!("{c} sandbox linux -s workspace-write -C {w} --"), false),
+            (format!("{c} sandbox linux -s workspace-write --writes direct -C {w} --"), true),
+            (format!("{c} sandbox linux -s read-only -C {w} --"), true),
+        ];
+        let bash = |script: &str| bash_as(user, work.path(), script);
+        for (front, config_judged) in &fronts {
+            // (A run through the gate's layer may have changed the config's: judged afresh.)
+            let before: Vec<_> = paths.iter().map(|path| identity(path)).collect();
+            let run = format!("{front} sh probe.sh < {o}/o 3< .git/config 4< {o}/fourth");
+            let (stdout, stderr) = bash(&run);
+            for fd in ["0", "4"].iter().chain(config_judged.then_some(&"3")) {
+                let what = format!("{user:?} {front}: fd {fd}: {stdout}{stderr}");
+                assert!(!stdout.contains(&format!("chmod {fd}")), "{what}");
+                assert!(!stdout.contains(&format!("touch {fd}")), "{what}");
+            }
+            // Still read.
+            assert!(stdout.ends_with("out\n"), "{user:?} {front}: {stdout}{stderr}");
+            let after: Vec<_> = paths.iter().map(|path| identity(path)).collect();
+            assert_eq!((after[0], after[2]), (before[0], before[2]), "{user:?} {front}");
+            if *config_judged {
+                assert_eq!(after[1], before[1], "{user:?} {front}");
+            }
+        }
+        // The terminal it is handed: its mode, read by the shell that ran cordon, afterwards.
+        let in_terminal = format!(
+            "script -qec \"{} sh -c 'chmod 666 /proc/self/fd/0 2>/dev/null && echo changed; \
+             tty'; stat -c mode=%a \\$(tty)\" /dev/null",
+            fronts[1].0
+        );
+        let (stdout, stderr) = bash(&in_terminal);
+        assert!(stdout.contains("mode=6") && !stdout.contains("mode=666"), "{stdout}{stderr}");
+        assert!(!stdout.contains("changed"), "{user:?}: {stdout}{stderr}");
+        let control = bash(&in_terminal.replace(&format!("{} ", fronts[1].0), ""));
+        assert!(control.0.contains("mode=666"), "{user:?}: the control: {control:?}");
+        // The control: run directly, the probe changes them.
+        let (stdout, stderr) = bash(&format!("sh probe.sh < {o}/o 3< .git/config 4< {o}/fourth"));
+        assert!(stdout.contains("chmod 0") && stdout.contains("touch 3"), "{stdout}{stderr}");
+        assert_ne!(identity(&file), before[0], "{user:?}: the control");
+    }
+}
+
 /// A writable root that holds `/dev` — `/`, `/dev` itself (the default workspace of a command
 /// started there), a `$TMPDIR` there — would grant every device of the machine to read and
 /// write: refused with 125 and the reason, by every launch shape; a directory inside `/dev`

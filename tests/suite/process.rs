@@ -523,6 +523,78 @@ print("ran", out.returncode, out.stdout.decode(errors="replace").strip()[-120:])
     }
 }
 
+/// A command handed the terminal that stops — Ctrl-Z at that terminal, or a stop it sends
+/// itself — where no job-control shell runs cordon (a terminal multiplexer or a harness runs it
+/// directly, as a session of its own): nothing would ever continue cordon, so cordon does not
+/// stop and the command goes on, as the same command run directly there would (the kernel drops
+/// a terminal's stop in such a group). Through `cordon sandbox` and `cordon exec`; each run must
+/// end by itself, with the command's last line printed.
+#[test]
+fn a_stop_where_nothing_would_continue_cordon_leaves_the_command_running() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let driver = r#"
+import os, pty, select, sys, time
+mode, argv = sys.argv[1], sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+out, sent, open_ = b"", False, True
+deadline = time.monotonic() + float(os.environ["BOUND"])
+while time.monotonic() < deadline:
+    if mode == "ctrl-z" and not sent and b"started" in out:
+        os.write(fd, b"\x1a")
+        sent = True
+    if open_ and select.select([fd], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            chunk = b""
+        open_ = bool(chunk)
+        out += chunk
+    elif not open_:
+        time.sleep(0.1)
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("exited", os.waitstatus_to_exitcode(status))
+        break
+else:
+    os.kill(pid, 9)
+    print("still running")
+sys.stdout.write(out.decode(errors="replace"))
+"#;
+    let scripts = [
+        ("ctrl-z", "echo started; sleep 2; echo finished"),
+        ("self", "(sleep 1; kill -CONT $$) & kill -TSTP $$; sleep 1; echo finished"),
+    ];
+    let d = dir.path().to_str().unwrap();
+    let bound = scaled(Duration::from_secs(20)).as_secs().to_string();
+    for (mode, script) in scripts {
+        let fronts: [&[&str]; 2] = [
+            &["sandbox", "linux", "-s", "workspace-write", "-C", d, "--"],
+            &["exec", "-a", "never", "-s", "workspace-write", "-C", d, "--"],
+        ];
+        for front in fronts {
+            let mut argv = vec![CORDON];
+            argv.extend_from_slice(front);
+            argv.extend(["sh", "-c", script]);
+            let run: Run = Command::new(python())
+                .arg("-c")
+                .arg(driver)
+                .arg(mode)
+                .args(&argv)
+                .env("BOUND", &bound)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+                .into();
+            let what = format!("{mode} {front:?}: {}{}", run.stdout, run.stderr);
+            assert!(run.stdout.starts_with("exited 0"), "{what}");
+            assert!(run.stdout.contains("finished"), "{what}");
+        }
+    }
+}
+
 /// Ctrl-C at the terminal ends a sandboxed command that was handed none of it (every stream
 /// redirected, the terminal still the shell's controlling one): the terminal signals the
 /// helper's group, and the command, in a session of its own, gets it from the helper — its

@@ -37,9 +37,7 @@ pub(super) fn helper_waits(
             reports.drain(..Report::LEN);
             match Report::decode(message) {
                 Some(Report::Started) => *started = true,
-                Some(Report::Stopped) => {
-                    let _ = sys::send_signal(nix::unistd::getpid().as_raw(), libc::SIGSTOP);
-                }
+                Some(Report::Stopped) => stop_with_the_command(to_supervisor),
                 Some(Report::Exited(status)) => {
                     *started = true;
                     *command_status = Some(status);
@@ -293,6 +291,18 @@ fn forward(to_supervisor: &OwnedFd, info: &libc::signalfd_siginfo, terminal: Ter
     };
     // EPIPE: the supervisor is exiting; SIGCHLD follows.
     let _ = nix::unistd::write(to_supervisor, &[byte]);
+}
+
+/// The command stopped (Ctrl-Z at the terminal it was handed, or a stop it sent itself): the
+/// job it runs in stops as the terminal would stop it, and `fg` continues it (SIGCONT,
+/// forwarded). Whether the job stops the kernel decides: not where nothing would continue it
+/// (no job-control shell above), and then the command goes on, as a stop there does nothing to
+/// a program run directly.
+fn stop_with_the_command(to_supervisor: &OwnedFd) {
+    if !sys::stop_group_as_a_job() {
+        let byte = TO_GROUP | u8::try_from(libc::SIGCONT).unwrap_or(0);
+        let _ = nix::unistd::write(to_supervisor, &[byte]);
+    }
 }
 
 /// Whether `signal` ends a run that has not started its command yet: hangup, interrupt and
