@@ -727,6 +727,42 @@ fn a_writable_root_on_the_kernels_interface_is_refused() {
         std::fs::remove_file(&marker).unwrap();
         drop(mounted);
     }
+    // Without the mount view, a root that is itself a device file system mounted elsewhere (a
+    // bind of `/dev/pts`: every terminal of the machine), and an unnamed root in `/dev/shm`
+    // (the host's there).
+    let terminals = dir.path().join("pts");
+    std::fs::create_dir(&terminals).unwrap();
+    let bound = is_root()
+        && Command::new("mount")
+            .arg("--bind")
+            .arg("/dev/pts")
+            .arg(&terminals)
+            .status()
+            .unwrap()
+            .success();
+    if bound {
+        let t = terminals.to_str().unwrap();
+        let mut args = vec!["sandbox", "linux", "--no-mount-view"];
+        args.extend(ws);
+        args.extend(["-C", t, "--", "sh", "-c", touch.as_str()]);
+        let run = cordon(&args);
+        let _ = Command::new("umount").arg(&terminals).status();
+        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("(devpts), whose devices only"), "{}", run.stderr);
+        assert!(!marker.exists(), "{args:?} ran the command");
+    }
+    let shm_marker = Path::new("/dev/shm").join(format!("cordon-e2e-{}", std::process::id()));
+    if Path::new("/dev/shm").is_dir() {
+        let write = format!("echo x > {}", shm_marker.display());
+        let mut args = vec!["sandbox", "linux", "--no-mount-view"];
+        args.extend(ws);
+        args.extend(["-C", d, "--", "sh", "-c", write.as_str()]);
+        let run = cordon_command(User::Root, &args).env("TMPDIR", "/dev/shm").output().unwrap();
+        let run: Run = run.into();
+        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("lies in /dev"), "{}", run.stderr);
+        assert!(!shm_marker.exists(), "{args:?} wrote the host's /dev/shm");
+    }
     // The control: the same run with the scratch directory as its only root writes the marker.
     let mut args = vec!["sandbox", "linux"];
     args.extend(ws);
