@@ -592,17 +592,18 @@ pub fn child_stopped(pid: libc::pid_t) -> bool {
 }
 
 /// Stops this process's group as a terminal's SIGTSTP stops a job — the kernel drops the stop
-/// where the group is orphaned — then, continued, makes the stopped child's `group` the
-/// terminal's foreground again and continues it.
+/// where the group is orphaned — then, continued, continues the stopped child's `group`,
+/// first handing it the terminal when the shell gave the terminal to this process's group
+/// (`fg`); continued in the background (`bg`), the terminal stays the shell's.
 #[cfg(target_os = "linux")]
 pub fn stop_with_child(group: libc::pid_t) {
-    // SAFETY: kill, signal, tcsetpgrp take integers; the SIGTTOU disposition is swapped (a
-    // background group's tcsetpgrp would stop us) and restored.
+    // SAFETY: kill, getpgrp, tcgetpgrp, tcsetpgrp take integers. This group is the terminal's
+    // foreground when tcsetpgrp is called, so it raises no SIGTTOU.
     unsafe {
         libc::kill(0, libc::SIGTSTP);
-        let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
-        libc::tcsetpgrp(0, group);
-        libc::signal(libc::SIGTTOU, previous);
+        if libc::tcgetpgrp(0) == libc::getpgrp() {
+            libc::tcsetpgrp(0, group);
+        }
         libc::kill(-group, libc::SIGCONT);
     }
 }

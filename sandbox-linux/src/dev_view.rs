@@ -156,7 +156,8 @@ fn handed_terminals_held() -> Vec<(OwnedFd, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
     let mut seen: Vec<(u64, u64)> = Vec::new();
     let mut held = Vec::new();
-    for (fd, is_terminal) in [0, 1, 2].into_iter().zip(stdio_terminals()) {
+    for fd in crate::sys::handed_descriptors() {
+        let is_terminal = crate::sys::is_terminal(fd);
         let link = format!("/proc/self/fd/{fd}");
         let Ok(meta) = std::fs::metadata(&link) else { continue };
         let identity = (meta.dev(), meta.ino());

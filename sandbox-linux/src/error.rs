@@ -92,6 +92,13 @@ pub enum HelperError {
         .0.display()
     )]
     RootInDevUnnamed(std::path::PathBuf),
+    #[error(
+        "the writable root {} is or holds the host's /dev/shm (every process's shared memory), \
+         which only the mount view replaces with a private one: name it as a root (--add-dir) \
+         to grant it, or work elsewhere",
+        .0.display()
+    )]
+    RootInHostShmUnnamed(std::path::PathBuf),
     #[error("the writable root {} {what}; work elsewhere", .root.display())]
     RootOnKernelInterface { root: std::path::PathBuf, what: String },
     #[error("cannot enter command cwd {path:?}: {source}")]
@@ -135,6 +142,7 @@ impl HelperError {
             | HelperError::CordonHome { .. }
             | HelperError::RootHoldsDevices(_)
             | HelperError::RootInDevUnnamed(_)
+            | HelperError::RootInHostShmUnnamed(_)
             | HelperError::RootOnKernelInterface { .. }
             | HelperError::CommandCwd { .. }
             | HelperError::CommandCwdChanged { .. }

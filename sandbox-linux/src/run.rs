@@ -96,8 +96,8 @@ fn give_handed_files_through_view(handed: &[sys::HandedFile], layered_devices: &
         let Some(name) = file.name() else { return Vec::new() };
         let mut names = vec![name.to_path_buf()];
         if file.is_terminal() {
-            // Bound once under the name of the first standard stream it is on.
-            for fd in 0..3 {
+            // Bound once, under the name of the first descriptor it is on.
+            for fd in (0..3).chain([file.fd()]) {
                 let place = crate::dev_view::terminal_place(fd, name);
                 if !names.contains(&place) {
                     names.push(place);
@@ -110,11 +110,19 @@ fn give_handed_files_through_view(handed: &[sys::HandedFile], layered_devices: &
         handed,
         &sys::ViewNames { names: &names, layered_devices },
     );
-    if given.closed > 0 {
+    if !given.closed.is_empty() {
+        let closed: Vec<String> = given
+            .closed
+            .iter()
+            .map(|(fd, name)| match name {
+                Some(name) => format!("{fd} ({})", name.display()),
+                None => format!("{fd} (no longer reachable by its name)"),
+            })
+            .collect();
         crate::messages::warning(format_args!(
-            "closed {} inherited descriptor(s) of files the sandbox shows elsewhere or not at \
-             all: through one the command could change the file around it",
-            given.closed
+            "closed inherited descriptor(s) {}: the sandbox shows their files elsewhere or not \
+             at all, and through them the command could change the files around it",
+            closed.join(", ")
         ));
     }
     if given.terminals_left > 0 {
@@ -748,12 +756,25 @@ unsafe fn run(
     };
 
     if mount_view.is_err() {
-        // Without the view `/dev/shm` is the host's, which a root there would write: only
-        // when named, as elsewhere in `/dev`.
+        // Without the view `/dev/shm` is the host's, which a root there would write — by that
+        // name or another (a bind of it): only when named, as elsewhere in `/dev`.
+        let device = |path: &Path| {
+            std::fs::metadata(path).ok().map(|meta| std::os::unix::fs::MetadataExt::dev(&meta))
+        };
+        let host_shm = device(shm);
+        let mounts = crate::mount_table::mounts_with_types()?;
+        let reaches_shm = |root: &PathBuf| {
+            root.starts_with(shm)
+                || (host_shm.is_some()
+                    && (device(root) == host_shm
+                        || mounts.iter().any(|(point, _)| {
+                            point.starts_with(root) && device(point) == host_shm
+                        })))
+        };
         if let Some(root) =
-            policy.writable_roots.iter().find(|root| root.starts_with(shm) && !named.contains(root))
+            policy.writable_roots.iter().find(|root| reaches_shm(root) && !named.contains(root))
         {
-            return Err(HelperError::RootInDevUnnamed(root.clone()));
+            return Err(HelperError::RootInHostShmUnnamed(root.clone()));
         }
         // Nor is any mount `nodev`: a root on a devtmpfs or devpts (a bind of `/dev/pts`
         // elsewhere), or holding one below it (a chroot's `/dev`), would open its devices —

@@ -239,19 +239,27 @@ pub fn replace_directory_stdio() -> usize {
 
 /// A descriptor the caller handed on that reaches a named file through the caller's own mount,
 /// where the mount view's read-only mounts do not apply: a regular file open read-only, or a
-/// device node (a terminal, `/dev/null`) in any mode. Through it the command could change the
-/// file's mode, owner, times and extended attributes — which take ownership, not write access —
-/// and, through `/proc/self/fd/N`, reopen it for writing where the caller's mount allows.
+/// device node (a terminal, `/dev/null`) or named pipe in any mode. Through it the command
+/// could change the file's mode, owner, times and extended attributes — which take ownership,
+/// not write access — and, through `/proc/self/fd/N`, reopen it for writing where the caller's
+/// mount allows.
 #[derive(Debug)]
 pub struct HandedFile {
     fd: libc::c_int,
     /// The file's (device, inode).
     file: (libc::dev_t, libc::ino_t),
-    /// The device a device node stands for; `None` for a regular file.
-    device: Option<libc::dev_t>,
+    kind: HandedKind,
     /// The name it was reached by, when that name still led to it before the view.
     name: Option<PathBuf>,
     status: libc::c_int,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HandedKind {
+    File,
+    /// A device node, with the device it stands for.
+    Device(libc::dev_t),
+    Fifo,
 }
 
 impl HandedFile {
@@ -261,20 +269,39 @@ impl HandedFile {
         self.name.as_deref()
     }
 
+    pub fn fd(&self) -> libc::c_int {
+        self.fd
+    }
+
     /// Whether it is a terminal (which the sandbox's `/dev` gives a name of its own).
     pub fn is_terminal(&self) -> bool {
-        // SAFETY: isatty takes an integer; a number that is not open is not a terminal.
-        self.device.is_some() && unsafe { libc::isatty(self.fd) } == 1
+        matches!(self.kind, HandedKind::Device(_)) && is_terminal(self.fd)
+    }
+
+    /// A pty's master side: opened again by name it would be a new pty.
+    fn is_pty_master(&self) -> bool {
+        self.kind == HandedKind::Device(libc::makedev(5, 2))
     }
 }
 
-/// The inherited descriptors (fds 0-2, and those above that are not close-on-exec) that reach a
-/// named file around the view ([`HandedFile`]): on a mount the caller can write, a regular file
-/// open read-only with a link left, or a device node. A file opened for writing is the caller's
-/// to hand on; pipes, sockets and read-only mounts change nothing. Looked at before the mount
-/// view changes what names resolve to.
+/// Whether `fd` is a terminal.
+pub fn is_terminal(fd: libc::c_int) -> bool {
+    // SAFETY: isatty takes an integer; a number that is not open is not a terminal.
+    unsafe { libc::isatty(fd) == 1 }
+}
+
+/// The inherited descriptors: fds 0-2 and those above that are not close-on-exec.
+pub fn handed_descriptors() -> Vec<libc::c_int> {
+    (0..3).chain(inherited_above_stderr()).collect()
+}
+
+/// The inherited descriptors ([`handed_descriptors`]) that reach a named file around the view
+/// ([`HandedFile`]): on a mount the caller can write, a regular file open read-only with a link
+/// left, a device node or a named pipe. A regular file opened for writing is the caller's to
+/// hand on; unnamed pipes, sockets and read-only mounts change nothing. Looked at before the
+/// mount view changes what names resolve to.
 pub fn handed_files() -> Vec<HandedFile> {
-    (0..3).chain(inherited_above_stderr()).filter_map(handed_file).collect()
+    handed_descriptors().into_iter().filter_map(handed_file).collect()
 }
 
 fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
@@ -296,9 +323,11 @@ fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
         return None;
     }
     let read_only = status & libc::O_ACCMODE == libc::O_RDONLY;
-    let device = match stat.st_mode & libc::S_IFMT {
-        libc::S_IFREG if read_only && stat.st_nlink > 0 => None,
-        libc::S_IFCHR | libc::S_IFBLK => Some(stat.st_rdev),
+    let kind = match stat.st_mode & libc::S_IFMT {
+        libc::S_IFREG if read_only && stat.st_nlink > 0 => HandedKind::File,
+        libc::S_IFCHR | libc::S_IFBLK => HandedKind::Device(stat.st_rdev),
+        // A named pipe's inode is on disk; an unnamed one's (pipefs) has no name to reach.
+        libc::S_IFIFO if !on_pipefs(fd) => HandedKind::Fifo,
         _ => return None,
     };
     let file = (stat.st_dev, stat.st_ino);
@@ -306,20 +335,34 @@ fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
         use std::os::unix::fs::MetadataExt;
         name.is_absolute()
             && std::fs::metadata(name).is_ok_and(|meta| {
-                (meta.dev(), meta.ino()) == file && device.is_none_or(|rdev| meta.rdev() == rdev)
+                (meta.dev(), meta.ino()) == file
+                    && match kind {
+                        HandedKind::Device(rdev) => meta.rdev() == rdev,
+                        HandedKind::File | HandedKind::Fifo => true,
+                    }
             })
     });
-    Some(HandedFile { fd, file, device, name, status })
+    Some(HandedFile { fd, file, kind, name, status })
+}
+
+/// Whether `fd` is an unnamed pipe's end (its inode on the kernel's pipe file system).
+fn on_pipefs(fd: libc::c_int) -> bool {
+    const PIPEFS_MAGIC: libc::c_long = 0x5049_5045;
+    // SAFETY: fstatfs takes an integer and a buffer of ours.
+    unsafe {
+        let mut fs: libc::statfs = std::mem::zeroed();
+        libc::fstatfs(fd, &raw mut fs) == 0 && fs.f_type as libc::c_long == PIPEFS_MAGIC
+    }
 }
 
 /// What [`give_handed_files_through_view`] did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct GivenThroughView {
     /// Replaced by the same file opened through the view.
     pub replaced: usize,
-    /// Closed (`/dev/null` in place of a standard stream): not the same file by any of its
-    /// names in the view.
-    pub closed: usize,
+    /// Closed (`/dev/null` in place of a standard stream), with their names: not the same
+    /// file by any of its names in the view.
+    pub closed: Vec<(libc::c_int, Option<PathBuf>)>,
     /// Terminals left as handed: the view has no name for them.
     pub terminals_left: usize,
 }
@@ -336,27 +379,26 @@ pub struct ViewNames<'a> {
 /// Gives the command each of `files` opened through the view instead — the same file, by one
 /// of its names there, in the same access mode and at the same offset — so the view's mounts
 /// decide what can be done to it. One the view does not show is closed; a terminal the view has
-/// no name for is left. A pty's master side is never opened again by name (that would make a
-/// new pty): it is closed. Must run in the view's mount namespace, before the command starts.
+/// no name for is left. A pty's master side is never opened again by name: it is closed. Must
+/// run in the view's mount namespace, before the command starts.
 pub fn give_handed_files_through_view(
     files: &[HandedFile],
     names: &ViewNames<'_>,
 ) -> GivenThroughView {
-    const PTY_MASTER: libc::dev_t = libc::makedev(5, 2);
     let mut given = GivenThroughView::default();
     for file in files {
         let reopened = file.name.is_some()
-            && file.device != Some(PTY_MASTER)
+            && !file.is_pty_master()
             && (names.names)(file)
                 .iter()
                 .any(|name| reopen_in_view(file, name, names.layered_devices));
         if reopened {
             given.replaced += 1;
-        } else if file.device != Some(PTY_MASTER) && file.is_terminal() {
+        } else if !file.is_pty_master() && file.is_terminal() {
             given.terminals_left += 1;
         } else {
             close_or_null(file.fd);
-            given.closed += 1;
+            given.closed.push((file.fd, file.name.clone()));
         }
     }
     given
@@ -368,6 +410,8 @@ fn reopen_in_view(file: &HandedFile, name: &Path, layered_devices: &[libc::dev_t
     use std::os::unix::ffi::OsStrExt;
     const OVERLAYFS_SUPER_MAGIC: libc::c_long = 0x794c_7630;
     let Ok(name) = std::ffi::CString::new(name.as_os_str().as_bytes()) else { return false };
+    // Non-blocking: a named pipe's write end opens only where a reader is (ENXIO otherwise:
+    // then closed), and neither end waits for the other side.
     let flags = (file.status & libc::O_ACCMODE)
         | libc::O_NOFOLLOW
         | libc::O_NOCTTY
@@ -384,21 +428,25 @@ fn reopen_in_view(file: &HandedFile, name: &Path, layered_devices: &[libc::dev_t
         }
         let mut seen: libc::stat = std::mem::zeroed();
         let mut fs: libc::statfs = std::mem::zeroed();
+        let same_inode = |seen: &libc::stat| (seen.st_dev, seen.st_ino) == file.file;
         let same = libc::fstat(view, &raw mut seen) == 0
-            && match file.device {
-                Some(rdev) => (seen.st_dev, seen.st_ino) == file.file && seen.st_rdev == rdev,
-                None => {
+            && match file.kind {
+                HandedKind::Device(rdev) => same_inode(&seen) && seen.st_rdev == rdev,
+                HandedKind::Fifo => {
+                    same_inode(&seen) && seen.st_mode & libc::S_IFMT == libc::S_IFIFO
+                }
+                HandedKind::File => {
                     seen.st_mode & libc::S_IFMT == libc::S_IFREG
-                        && ((seen.st_dev, seen.st_ino) == file.file
+                        && (same_inode(&seen)
                             || (seen.st_ino == file.file.1
                                 && layered_devices.contains(&file.file.0)
                                 && libc::fstatfs(view, &raw mut fs) == 0
                                 && fs.f_type as libc::c_long == OVERLAYFS_SUPER_MAGIC))
                 }
             };
-        let offset = match file.device {
-            Some(_) => -1,
-            None => libc::lseek(file.fd, 0, libc::SEEK_CUR),
+        let offset = match file.kind {
+            HandedKind::File => libc::lseek(file.fd, 0, libc::SEEK_CUR),
+            HandedKind::Device(_) | HandedKind::Fifo => -1,
         };
         let replaced = same
             && libc::fcntl(view, libc::F_SETFL, file.status & !libc::O_ACCMODE) == 0

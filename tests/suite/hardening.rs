@@ -531,7 +531,7 @@ fn a_protected_file_handed_on_read_only_cannot_be_reopened_for_writing() {
 fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
     require_sandbox!(1);
     skip_unless!(features().mount_view, "needs the mount view");
-    let probe = "for fd in 0 3 4; do chmod 600 /proc/self/fd/$fd 2>/dev/null && echo \"chmod $fd\"; \
+    let probe = "for fd in 0 3 4 5; do chmod 600 /proc/self/fd/$fd 2>/dev/null && echo \"chmod $fd\"; \
                  touch -d 2001-01-01 /proc/self/fd/$fd 2>/dev/null && echo \"touch $fd\"; done\n\
                  head -c 3 <&0; echo\n";
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -551,7 +551,10 @@ fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
         if !made {
             std::fs::write(&fourth, "4\n").unwrap();
         }
-        for path in [&file, &config, &fourth] {
+        // A named pipe: its inode is on disk, as a file's is.
+        let fifo = outside.path().join("fifo");
+        assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        for path in [&file, &config, &fourth, &fifo] {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
         // Owned by the caller, whose ownership is what lets it change them.
@@ -563,7 +566,7 @@ fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
             let meta = std::fs::metadata(path).unwrap();
             (meta.mode(), meta.mtime())
         };
-        let paths = [&file, &config, &fourth];
+        let paths = [&file, &config, &fourth, &fifo];
         let before: Vec<_> = paths.iter().map(|path| identity(path)).collect();
         let cordon = cordon_for(user);
         let c = cordon.display();
@@ -580,9 +583,10 @@ fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
         for (front, config_judged) in &fronts {
             // (A run through the gate's layer may have changed the config's: judged afresh.)
             let before: Vec<_> = paths.iter().map(|path| identity(path)).collect();
-            let run = format!("{front} sh probe.sh < {o}/o 3< .git/config 4< {o}/fourth");
+            let run =
+                format!("{front} sh probe.sh < {o}/o 3< .git/config 4< {o}/fourth 5<> {o}/fifo");
             let (stdout, stderr) = bash(&run);
-            for fd in ["0", "4"].iter().chain(config_judged.then_some(&"3")) {
+            for fd in ["0", "4", "5"].iter().chain(config_judged.then_some(&"3")) {
                 let what = format!("{user:?} {front}: fd {fd}: {stdout}{stderr}");
                 assert!(!stdout.contains(&format!("chmod {fd}")), "{what}");
                 assert!(!stdout.contains(&format!("touch {fd}")), "{what}");
@@ -590,7 +594,8 @@ fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
             // Still read.
             assert!(stdout.ends_with("out\n"), "{user:?} {front}: {stdout}{stderr}");
             let after: Vec<_> = paths.iter().map(|path| identity(path)).collect();
-            assert_eq!((after[0], after[2]), (before[0], before[2]), "{user:?} {front}");
+            let outside = |of: &[(u32, i64)]| [of[0], of[2], of[3]];
+            assert_eq!(outside(&after), outside(&before), "{user:?} {front}");
             if *config_judged {
                 assert_eq!(after[1], before[1], "{user:?} {front}");
             }
@@ -604,11 +609,21 @@ fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
         let (stdout, stderr) = bash(&in_terminal);
         assert!(stdout.contains("mode=6") && !stdout.contains("mode=666"), "{stdout}{stderr}");
         assert!(!stdout.contains("changed"), "{user:?}: {stdout}{stderr}");
+        // The terminal on a descriptor above the standard streams.
+        let above = format!(
+            "script -qec \"{} sh -c 'chmod 666 /proc/self/fd/5 2>/dev/null && echo changed' \
+             5<>\\$(tty) </dev/null >/dev/null 2>&1; stat -c mode=%a \\$(tty)\" /dev/null",
+            fronts[1].0
+        );
+        let (stdout, stderr) = bash(&above);
+        assert!(stdout.contains("mode=6") && !stdout.contains("mode=666"), "{stdout}{stderr}");
         let control = bash(&in_terminal.replace(&format!("{} ", fronts[1].0), ""));
         assert!(control.0.contains("mode=666"), "{user:?}: the control: {control:?}");
         // The control: run directly, the probe changes them.
-        let (stdout, stderr) = bash(&format!("sh probe.sh < {o}/o 3< .git/config 4< {o}/fourth"));
+        let control = format!("sh probe.sh < {o}/o 3< .git/config 4< {o}/fourth 5<> {o}/fifo");
+        let (stdout, stderr) = bash(&control);
         assert!(stdout.contains("chmod 0") && stdout.contains("touch 3"), "{stdout}{stderr}");
+        assert!(stdout.contains("chmod 5"), "{stdout}{stderr}");
         assert_ne!(identity(&file), before[0], "{user:?}: the control");
     }
 }
@@ -760,8 +775,31 @@ fn a_writable_root_on_the_kernels_interface_is_refused() {
         let run = cordon_command(User::Root, &args).env("TMPDIR", "/dev/shm").output().unwrap();
         let run: Run = run.into();
         assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
-        assert!(run.stderr.contains("lies in /dev"), "{}", run.stderr);
+        assert!(run.stderr.contains("the host's /dev/shm"), "{}", run.stderr);
         assert!(!shm_marker.exists(), "{args:?} wrote the host's /dev/shm");
+    }
+    // By another name: a bind of `/dev/shm` (root alone can make one).
+    let shm_bind = dir.path().join("shm");
+    std::fs::create_dir(&shm_bind).unwrap();
+    let bound = is_root()
+        && Command::new("mount")
+            .arg("--bind")
+            .arg("/dev/shm")
+            .arg(&shm_bind)
+            .status()
+            .unwrap()
+            .success();
+    if bound {
+        let write = format!("echo x > {}/marker", shm_bind.display());
+        let mut args = vec!["sandbox", "linux", "--no-mount-view"];
+        args.extend(ws);
+        args.extend(["-C", d, "--", "sh", "-c", write.as_str()]);
+        let run = cordon_command(User::Root, &args).env("TMPDIR", &shm_bind).output().unwrap();
+        let _ = Command::new("umount").arg(&shm_bind).status();
+        let run: Run = run.into();
+        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("the host's /dev/shm"), "{}", run.stderr);
+        assert!(!Path::new("/dev/shm/marker").exists(), "{args:?} wrote the host's /dev/shm");
     }
     // The control: the same run with the scratch directory as its only root writes the marker.
     let mut args = vec!["sandbox", "linux"];

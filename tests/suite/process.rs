@@ -564,7 +564,7 @@ else:
 sys.stdout.write(out.decode(errors="replace"))
 "#;
     let scripts = [
-        ("ctrl-z", "echo started; sleep 2; echo finished"),
+        ("ctrl-z", "sleep 2 & echo started; wait; echo finished"),
         ("self", "(sleep 1; kill -CONT $$) & kill -TSTP $$; sleep 1; echo finished"),
     ];
     let d = dir.path().to_str().unwrap();
@@ -591,6 +591,96 @@ sys.stdout.write(out.decode(errors="replace"))
             let what = format!("{mode} {front:?}: {}{}", run.stdout, run.stderr);
             assert!(run.stdout.starts_with("exited 0"), "{what}");
             assert!(run.stdout.contains("finished"), "{what}");
+        }
+    }
+}
+
+/// A command handed the terminal that stops — Ctrl-Z, or a SIGSTOP or SIGTSTP it sends itself
+/// — stops the job a job-control shell runs: the shell sees it stopped (before, a SIGSTOP left
+/// the command stopped in the terminal's foreground with the shell waiting for ever); `bg`
+/// continues it in the background and the terminal stays the shell's (before, `cordon exec`
+/// took it back for the command, which then read what was typed for the shell); the job then
+/// ends by itself. The driver plays the shell; the control runs the script as the job itself.
+/// Through `cordon sandbox` and `cordon exec`.
+#[test]
+fn a_command_that_stops_with_the_terminal_stops_the_job_and_bg_leaves_the_terminal() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let driver = r#"
+import os, pty, select, signal, sys, time
+key, limit, argv = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+pid, master = pty.fork()
+if pid == 0:
+    job = os.fork()
+    if job == 0:
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        os.tcsetpgrp(0, os.getpgrp())
+        signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+        os.execv(argv[0], argv)
+    try:
+        os.setpgid(job, job)
+    except OSError:
+        pass
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    signal.alarm(int(limit))
+    _, status = os.waitpid(job, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        print("stopped", flush=True)
+        os.tcsetpgrp(0, os.getpgrp())
+        os.killpg(job, signal.SIGCONT)
+        time.sleep(1)
+        print("foreground:", "shell" if os.tcgetpgrp(0) == os.getpgrp() else "job", flush=True)
+        _, status = os.waitpid(job, os.WUNTRACED)
+    print("ended", os.waitstatus_to_exitcode(status), flush=True)
+    os._exit(0)
+out, sent, deadline = b"", False, time.time() + 2 * limit
+while time.time() < deadline:
+    if key and not sent and b"started" in out:
+        os.write(master, bytes([int(key, 16)]))
+        sent = True
+    if select.select([master], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+os.waitpid(pid, 0)
+print(out.decode(errors="replace").replace("\r", ""))
+"#;
+    let d = dir.path().to_str().unwrap();
+    let scripts = [
+        // (`started` once the sleep is running: a stop that lands while the shell is still
+        // in vfork for it holds the shell in the kernel, unstoppable, until the child execs.)
+        ("1a", "sleep 2 & echo started; wait; echo finished"),
+        ("", "kill -STOP $$; sleep 1; echo finished"),
+        ("", "kill -TSTP $$; sleep 1; echo finished"),
+    ];
+    let direct = ["-s", "workspace-write", "--writes", "direct", "-C", d, "--"];
+    for (key, script) in scripts {
+        let mut sandbox = vec![CORDON, "sandbox", "linux"];
+        sandbox.extend(direct);
+        let mut exec = vec![CORDON, "exec", "-a", "never"];
+        exec.extend(direct);
+        for front in [vec![], sandbox, exec] {
+            let mut argv = front.clone();
+            argv.extend(["/bin/sh", "-c", script]);
+            let out = Command::new(python())
+                .args(["-c", driver, key])
+                .arg(scaled(Duration::from_secs(15)).as_secs().to_string())
+                .args(&argv)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let what = format!(
+                "{key} {script} {front:?}: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(stdout.contains("stopped\nforeground: shell\n"), "{what}");
+            assert!(stdout.contains("finished") && stdout.contains("ended 0"), "{what}");
         }
     }
 }

@@ -79,8 +79,10 @@ impl Watch {
     }
 
     /// Whether the helper should stop because the command stopped with `signal`: only for
-    /// job control on a terminal (Ctrl-Z, a background read or write), where the shell that
-    /// sees the job stop sends SIGCONT to the helper's group later. Under the subreaper the
+    /// job control on a terminal (Ctrl-Z, a background read or write, a SIGSTOP the command
+    /// sent itself, which would otherwise leave it stopped in the terminal's foreground with
+    /// the shell waiting), where the shell that sees the job stop sends SIGCONT to the helper's
+    /// group later. Under the subreaper the
     /// command shares the helper's group, and the terminal's signal stopped the helper already.
     ///
     /// Mirroring a stop the terminal already delivered to the helper would race with `fg`: the
@@ -93,7 +95,7 @@ impl Watch {
             nix::unistd::getpgid(Some(command)).ok() == nix::unistd::getpgid(None).ok();
         self.terminal.fd().is_some()
             && !shares_our_group
-            && matches!(signal, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU)
+            && matches!(signal, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU | libc::SIGSTOP)
     }
 
     /// Whether a sender is outside the sandbox: in the namespace, senders outside have pid 0.
