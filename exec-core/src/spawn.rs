@@ -162,7 +162,7 @@ pub async fn run_process(
         .map_or(exit, ExitKind::LimitExceeded);
     let duration = started.elapsed();
     if stdin == StdinMode::Terminal {
-        crate::sys::reclaim_terminal();
+        crate::sys::reclaim_terminal(group.map(Pid::as_raw));
     }
     // Output may still come from processes the command left in its group; give them a moment,
     // then end the group so nothing it started outlives it. A process that left the group

@@ -41,11 +41,14 @@ pub fn prepare_child(command: &mut std::process::Command, terminal: Terminal) {
             if libc::getppid() != parent.as_raw() {
                 libc::_exit(124);
             }
-            if take_terminal {
-                // The child is the leader of its own process group by now (`process_group(0)`
-                // runs before this hook). Make that group the terminal's foreground group, as a
-                // shell does for a job, so the command can read the terminal and Ctrl-C reaches
-                // it. A background group gets SIGTTOU for this call: ignore it meanwhile.
+            // The child is the leader of its own process group by now (`process_group(0)`
+            // runs before this hook). When cordon's group is the terminal's foreground, make the
+            // child's group the foreground instead, as a shell does for a job, so the command can
+            // read the terminal and Ctrl-C reaches it. Run in the background (`cordon exec … &`)
+            // the terminal stays the shell's: the command stops when it reads, and cordon with
+            // it, until the shell continues the job in the foreground.
+            if take_terminal && libc::tcgetpgrp(0) == libc::getpgid(parent.as_raw()) {
+                // A group that is not the foreground gets SIGTTOU for this call: ignore it.
                 let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
                 libc::tcsetpgrp(0, libc::getpid());
                 libc::signal(libc::SIGTTOU, previous);
@@ -563,15 +566,24 @@ pub enum Terminal {
     Controlling,
 }
 
-/// Gives the terminal on stdin back to cordon's own process group after a child had it, with
-/// its output flowing: a child that stopped it (`tcflow(TCOOFF)`) would keep the relay of its
-/// own output from ending, and cordon from showing anything.
-pub fn reclaim_terminal() {
-    // SAFETY: `signal` swaps the SIGTTOU disposition (a background group's tcsetpgrp would stop
-    // us) and restores it; `tcsetpgrp`/`getpgrp`/`tcflow` take and return plain integers.
+/// Gives the terminal on stdin back to cordon's own process group after the child in `group`
+/// had it, with its output flowing: a child that stopped it (`tcflow(TCOOFF)`) would keep the
+/// relay of its own output from ending, and cordon from showing anything. Only from the child's
+/// group or a group that is gone (one the command's own job control made): another live
+/// foreground group is the shell's, which cordon run in the background must leave alone.
+pub fn reclaim_terminal(group: Option<libc::pid_t>) {
+    // SAFETY: `signal` swaps the SIGTTOU disposition (a background group's tcsetpgrp or tcflow
+    // would stop us) and restores it; `tcgetpgrp`/`kill`/`tcsetpgrp`/`getpgrp`/`tcflow` take
+    // and return plain integers (signal 0 only checks that the group exists).
     unsafe {
         let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
-        libc::tcsetpgrp(0, libc::getpgrp());
+        let foreground = libc::tcgetpgrp(0);
+        let own = libc::getpgrp();
+        let the_childs = foreground > 0 && Some(foreground) == group;
+        let gone = foreground > 0 && libc::kill(-foreground, 0) != 0;
+        if foreground != own && (the_childs || gone) {
+            libc::tcsetpgrp(0, own);
+        }
         libc::tcflow(0, libc::TCOON);
         libc::signal(libc::SIGTTOU, previous);
     }

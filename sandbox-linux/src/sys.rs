@@ -296,9 +296,9 @@ pub fn handed_descriptors() -> Vec<libc::c_int> {
 }
 
 /// The inherited descriptors ([`handed_descriptors`]) that reach a named file around the view
-/// ([`HandedFile`]): on a mount the caller can write, a regular file open read-only with a link
-/// left, a device node or a named pipe. A regular file opened for writing is the caller's to
-/// hand on; unnamed pipes, sockets and read-only mounts change nothing. Looked at before the
+/// ([`HandedFile`]): a regular file open read-only with a link left, on a mount the caller can
+/// write; a device node or a named pipe on any mount. A regular file opened for writing is the
+/// caller's to hand on; unnamed pipes and sockets change nothing. Looked at before the
 /// mount view changes what names resolve to.
 pub fn handed_files() -> Vec<HandedFile> {
     handed_descriptors().into_iter().filter_map(handed_file).collect()
@@ -319,12 +319,15 @@ fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
         }
         (status, stat, vfs.f_flag & libc::ST_RDONLY == 0)
     };
-    if status & libc::O_PATH != 0 || !on_writable_mount {
+    if status & libc::O_PATH != 0 {
         return None;
     }
     let read_only = status & libc::O_ACCMODE == libc::O_RDONLY;
+    // A read-only mount keeps a regular file's content and metadata as they are, but not a
+    // device's or a named pipe's: those open for writing on one, and the caller's mount is not
+    // `nodev` as the view's are.
     let kind = match stat.st_mode & libc::S_IFMT {
-        libc::S_IFREG if read_only && stat.st_nlink > 0 => HandedKind::File,
+        libc::S_IFREG if read_only && on_writable_mount && stat.st_nlink > 0 => HandedKind::File,
         libc::S_IFCHR | libc::S_IFBLK => HandedKind::Device(stat.st_rdev),
         // A named pipe's inode is on disk; an unnamed one's (pipefs) has no name to reach.
         libc::S_IFIFO if !on_pipefs(fd) => HandedKind::Fifo,

@@ -620,6 +620,25 @@ fn a_file_handed_on_keeps_its_mode_times_and_attributes() {
         assert!(stdout.contains("mode=6") && !stdout.contains("mode=666"), "{stdout}{stderr}");
         let control = bash(&in_terminal.replace(&format!("{} ", fronts[1].0), ""));
         assert!(control.0.contains("mode=666"), "{user:?}: the control: {control:?}");
+        // A device from a read-only mount in the workspace (an unpacked root file system's
+        // `/dev`): a device opens for writing there, and the caller's mount is not `nodev`.
+        if user == User::Root {
+            let devices = work.path().join("chroot-dev");
+            std::fs::create_dir(&devices).unwrap();
+            let bind = |args: &[&str]| Command::new("mount").args(args).status().unwrap().success();
+            let dv = devices.to_str().unwrap();
+            assert!(bind(&["--bind", "/dev", dv]) && bind(&["-o", "remount,bind,ro", dv]));
+            let marker = format!("cordon-e2e-kmsg-{}", std::process::id());
+            let run = format!(
+                "{} sh -c 'echo {marker} > /proc/self/fd/5' 5< chroot-dev/kmsg",
+                fronts[2].0
+            );
+            let (stdout, stderr) = bash(&run);
+            let _ = Command::new("umount").arg(&devices).status();
+            let log = Command::new("dmesg").output().unwrap();
+            let log = String::from_utf8_lossy(&log.stdout);
+            assert!(!log.contains(&marker), "the kernel log took it: {stdout}{stderr}");
+        }
         // The control: run directly, the probe changes them.
         let control = format!("sh probe.sh < {o}/o 3< .git/config 4< {o}/fourth 5<> {o}/fifo");
         let (stdout, stderr) = bash(&control);

@@ -687,6 +687,77 @@ print(text.replace("\x1b]0;ESCAPED\x07ESCAPED\n", ""))
     }
 }
 
+/// `cordon exec … &` at a job-control shell leaves the terminal to the shell: the command that
+/// reads it stops (and cordon with it) instead of taking the foreground and what is typed for
+/// the shell; continued in the foreground it gets the terminal and reads. The driver plays the
+/// shell; the control runs the same script as the background job itself.
+#[test]
+fn cordon_exec_in_the_background_leaves_the_terminal_to_the_shell() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let driver = r#"
+import os, pty, select, signal, sys, time
+limit, argv = float(sys.argv[1]), sys.argv[2:]
+pid, master = pty.fork()
+if pid == 0:
+    job = os.fork()
+    if job == 0:
+        os.setpgid(0, 0)
+        os.execv(argv[0], argv)
+    try:
+        os.setpgid(job, job)
+    except OSError:
+        pass
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    signal.alarm(int(limit))
+    time.sleep(1.5)
+    print("foreground:", "shell" if os.tcgetpgrp(0) == os.getpgrp() else "job", flush=True)
+    _, status = os.waitpid(job, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        os.tcsetpgrp(0, job)
+        os.killpg(job, signal.SIGCONT)
+        print("continued in the foreground", flush=True)
+        _, status = os.waitpid(job, 0)
+    print("ended", os.waitstatus_to_exitcode(status), flush=True)
+    os._exit(0)
+out, sent, deadline = b"", False, time.time() + 2 * limit
+while time.time() < deadline:
+    if not sent and b"continued in the foreground" in out:
+        time.sleep(0.5)
+        os.write(master, b"typed\n")
+        sent = True
+    if select.select([master], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+os.waitpid(pid, 0)
+text = out.decode(errors="replace").replace("\r", "")
+print(text.replace("\x1b]0;ESCAPED\x07ESCAPED\n", ""))
+"#;
+    let d = dir.path().to_str().unwrap();
+    let script = "read -r line; echo \"got $line\"";
+    let exec = [CORDON, "exec", "-a", "never", "-s", "workspace-write", "--writes", "direct"];
+    let mut through: Vec<&str> = exec.to_vec();
+    through.extend(["-C", d, "--", "/bin/sh", "-c", script]);
+    for argv in [vec!["/bin/sh", "-c", script], through] {
+        let out = Command::new(python())
+            .args(["-c", driver])
+            .arg(scaled(Duration::from_secs(15)).as_secs().to_string())
+            .args(&argv)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let what = format!("{argv:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("foreground: shell\n"), "{what}");
+        assert!(stdout.contains("got typed\n") && stdout.contains("ended 0"), "{what}");
+    }
+}
+
 /// Ctrl-C at the terminal ends a sandboxed command that was handed none of it (every stream
 /// redirected, the terminal still the shell's controlling one): the terminal signals the
 /// helper's group, and the command, in a session of its own, gets it from the helper — its
