@@ -79,6 +79,9 @@ pub async fn run_process(
     // The cgroup the child starts in or joins first: the tree limits', or an unsandboxed
     // command's kill-only one.
     let cgroup = spec.child_cgroup()?;
+    // Whether the terminal is cordon's to hand to the child and take back (not when cordon
+    // runs in the background: the shell has it).
+    let had_terminal = stdin == StdinMode::Terminal && crate::sys::in_the_foreground();
     let (mut child, stdout, stderr) = start(spec, stdin, cgroup.as_ref())?;
     #[cfg(target_os = "linux")]
     let cpu_watch = cgroup.as_ref().map(|cgroup| {
@@ -162,7 +165,10 @@ pub async fn run_process(
         .map_or(exit, ExitKind::LimitExceeded);
     let duration = started.elapsed();
     if stdin == StdinMode::Terminal {
-        crate::sys::reclaim_terminal(group.map(Pid::as_raw));
+        crate::sys::reclaim_terminal(crate::sys::Reclaim {
+            child: group.map(Pid::as_raw),
+            had_terminal,
+        });
     }
     // Output may still come from processes the command left in its group; give them a moment,
     // then end the group so nothing it started outlives it. A process that left the group

@@ -566,27 +566,71 @@ pub enum Terminal {
     Controlling,
 }
 
-/// Gives the terminal on stdin back to cordon's own process group after the child in `group`
-/// had it, with its output flowing: a child that stopped it (`tcflow(TCOOFF)`) would keep the
-/// relay of its own output from ending, and cordon from showing anything. Only from the child's
-/// group or a group that is gone (one the command's own job control made): another live
-/// foreground group is the shell's, which cordon run in the background must leave alone.
-pub fn reclaim_terminal(group: Option<libc::pid_t>) {
+/// Whether this process's group is the foreground of the terminal on stdin.
+pub fn in_the_foreground() -> bool {
+    // SAFETY: tcgetpgrp and getpgrp take and return integers.
+    unsafe { libc::tcgetpgrp(0) == libc::getpgrp() }
+}
+
+/// What [`reclaim_terminal`] may take the terminal back from.
+#[derive(Debug, Clone, Copy)]
+pub struct Reclaim {
+    /// The child's process group, which was given the terminal.
+    pub child: Option<libc::pid_t>,
+    /// Whether cordon's group had the terminal when it started the child.
+    pub had_terminal: bool,
+}
+
+/// Gives the terminal on stdin back to cordon's own process group after the child had it, with
+/// its output flowing: a child that stopped it (`tcflow(TCOOFF)`) would keep the relay of its
+/// own output from ending, and cordon from showing anything. Only when cordon had the terminal
+/// to give, and only from the child's group, a group that is gone, or one of the sandbox's
+/// (another PID namespace: the command's own job control made it) — waited for a moment while
+/// it dies, as after a timeout, when the command is still being killed. A live group of
+/// cordon's own PID namespace is the shell's (cordon was put in the background since), and a
+/// group that cannot be signalled (EPERM) is not gone.
+pub fn reclaim_terminal(reclaim: Reclaim) {
     // SAFETY: `signal` swaps the SIGTTOU disposition (a background group's tcsetpgrp or tcflow
     // would stop us) and restores it; `tcgetpgrp`/`kill`/`tcsetpgrp`/`getpgrp`/`tcflow` take
     // and return plain integers (signal 0 only checks that the group exists).
     unsafe {
         let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
-        let foreground = libc::tcgetpgrp(0);
         let own = libc::getpgrp();
-        let the_childs = foreground > 0 && Some(foreground) == group;
-        let gone = foreground > 0 && libc::kill(-foreground, 0) != 0;
-        if foreground != own && (the_childs || gone) {
-            libc::tcsetpgrp(0, own);
+        let foreground = libc::tcgetpgrp(0);
+        let gone = |group: libc::pid_t| {
+            libc::kill(-group, 0) != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        };
+        if reclaim.had_terminal && foreground > 0 && foreground != own {
+            let leader = pid_namespace_of(foreground);
+            let ours = Some(foreground) == reclaim.child
+                || leader
+                    .as_ref()
+                    .is_some_and(|namespace| Some(namespace) != pid_namespace_of(0).as_ref());
+            if ours || leader.is_none() {
+                // Killed with the run (a timeout, a closed pipe): its namespace ends in moments.
+                for _ in 0..100 {
+                    if gone(foreground) {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+            if ours || gone(foreground) {
+                libc::tcsetpgrp(0, own);
+            }
         }
         libc::tcflow(0, libc::TCOON);
         libc::signal(libc::SIGTTOU, previous);
     }
+}
+
+/// The PID namespace of the process `pid` (0: this process), by its link; `None` when it is
+/// gone (a process group may outlive its leader).
+fn pid_namespace_of(pid: libc::pid_t) -> Option<std::path::PathBuf> {
+    let path =
+        if pid == 0 { "/proc/self/ns/pid".to_owned() } else { format!("/proc/{pid}/ns/pid") };
+    std::fs::read_link(path).ok()
 }
 
 /// Whether the child `pid` has stopped since this was last asked (a stop is reported once).

@@ -87,8 +87,12 @@ fn close_inherited_directories() {
 /// or a terminal by the name the sandbox's `/dev` gives it — or not at all when the view does
 /// not show it. Says what it closed or could not give through the view.
 /// `layered_devices` are the devices of the layered roots' own directories, taken before their
-/// overlays cover them.
-fn give_handed_files_through_view(handed: &[sys::HandedFile], layered_devices: &[libc::dev_t]) {
+/// overlays cover them; `layered_roots` the roots.
+fn give_handed_files_through_view(
+    handed: &[sys::HandedFile],
+    layered_devices: &[libc::dev_t],
+    layered_roots: &[PathBuf],
+) {
     if handed.is_empty() {
         return;
     }
@@ -108,7 +112,7 @@ fn give_handed_files_through_view(handed: &[sys::HandedFile], layered_devices: &
     };
     let given = sys::give_handed_files_through_view(
         handed,
-        &sys::ViewNames { names: &names, layered_devices },
+        &sys::ViewNames { names: &names, layered_devices, layered_roots },
     );
     if !given.closed.is_empty() {
         let closed: Vec<String> = given
@@ -740,7 +744,9 @@ unsafe fn run(
                         .map(|meta| std::os::unix::fs::MetadataExt::dev(&meta))
                         .collect();
                     dev_pts = mount_view::build(&plan)?;
-                    give_handed_files_through_view(&handed, &layered_devices);
+                    let layered_roots: Vec<PathBuf> =
+                        layers.iter().map(|layer| layer.root.clone()).collect();
+                    give_handed_files_through_view(&handed, &layered_devices, &layered_roots);
                     if plan.private_dev_shm {
                         extra_writable.push(PathBuf::from("/dev/shm"));
                     }

@@ -278,6 +278,15 @@ impl HandedFile {
         matches!(self.kind, HandedKind::Device(_)) && is_terminal(self.fd)
     }
 
+    /// Whether this process's effective user owns the file.
+    fn owned_by_caller(&self) -> bool {
+        // SAFETY: fstat takes an integer and a buffer of ours; geteuid cannot fail.
+        unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            libc::fstat(self.fd, &raw mut stat) == 0 && stat.st_uid == libc::geteuid()
+        }
+    }
+
     /// A pty's master side: opened again by name it would be a new pty.
     fn is_pty_master(&self) -> bool {
         self.kind == HandedKind::Device(libc::makedev(5, 2))
@@ -377,12 +386,15 @@ pub struct ViewNames<'a> {
     /// The devices of the layered roots' own directories: a file below one shows through its
     /// overlay with the overlay's device and the same inode number.
     pub layered_devices: &'a [libc::dev_t],
+    /// The layered roots: a named pipe below one is another pipe through the overlay, so the
+    /// caller's stays (its mode is the workspace's, and no code runs from a pipe).
+    pub layered_roots: &'a [PathBuf],
 }
 
 /// Gives the command each of `files` opened through the view instead — the same file, by one
 /// of its names there, in the same access mode and at the same offset — so the view's mounts
 /// decide what can be done to it. One the view does not show is closed; a terminal the view has
-/// no name for is left. A pty's master side is never opened again by name: it is closed. Must
+/// no name for, and a named pipe in a layered root, are left. A pty's master side is never opened again by name: it is closed. Must
 /// run in the view's mount namespace, before the command starts.
 pub fn give_handed_files_through_view(
     files: &[HandedFile],
@@ -390,6 +402,14 @@ pub fn give_handed_files_through_view(
 ) -> GivenThroughView {
     let mut given = GivenThroughView::default();
     for file in files {
+        let layered_pipe = file.kind == HandedKind::Fifo
+            && file
+                .name
+                .as_deref()
+                .is_some_and(|name| names.layered_roots.iter().any(|root| name.starts_with(root)));
+        if layered_pipe {
+            continue;
+        }
         let reopened = file.name.is_some()
             && !file.is_pty_master()
             && (names.names)(file)
@@ -398,7 +418,10 @@ pub fn give_handed_files_through_view(
         if reopened {
             given.replaced += 1;
         } else if !file.is_pty_master() && file.is_terminal() {
-            given.terminals_left += 1;
+            // Only its owner can change its mode (a terminal of root's after `su` is not).
+            if file.owned_by_caller() {
+                given.terminals_left += 1;
+            }
         } else {
             close_or_null(file.fd);
             given.closed.push((file.fd, file.name.clone()));

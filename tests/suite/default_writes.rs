@@ -90,6 +90,32 @@ fn a_workspace_file_handed_on_is_read_by_name_and_not_written_around_the_layer()
     }
 }
 
+/// A named pipe in the workspace handed to a transactional run (`< fifo`) still carries what
+/// its writer sends: through the overlay the same name is another pipe, so the caller's end
+/// is passed on.
+#[test]
+fn a_named_pipe_in_the_workspace_handed_on_still_carries_its_data() {
+    require_write_layer!();
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let ws = scene.ws.path();
+        assert!(
+            std::process::Command::new("mkfifo").arg(ws.join("pipe")).status().unwrap().success()
+        );
+        chown_nobody_if(user, ws);
+        let w = ws.display();
+        let c = cordon_for(user);
+        let c = c.display();
+        let h = scene.home.path().display();
+        let script = format!(
+            "(sleep 0.5; echo through-the-pipe > {w}/pipe) & \
+             HOME={h} CORDON_HOME={h}/.cordon {c} exec -a never -C {w} -- cat < {w}/pipe; wait"
+        );
+        let run: Run = command_as(user, "sh").args(["-c", &script]).output().unwrap().into();
+        assert_eq!(run.stdout, "through-the-pipe\n", "{user:?}: {}", run.stderr);
+    }
+}
+
 /// Where no write layer can be made (here: the mount view turned off), the run writes its
 /// roots directly and says why, in `--json` and in `--dry-run`.
 #[test]

@@ -758,6 +758,55 @@ print(text.replace("\x1b]0;ESCAPED\x07ESCAPED\n", ""))
     }
 }
 
+/// After a run cordon ended itself — a timeout kills the command while it still has the
+/// terminal — the terminal is the caller's again: a shell's next read gets what is typed,
+/// instead of an input/output error from a terminal whose foreground is the dying command's
+/// group. Run where no job-control shell would take the terminal back itself (a script).
+#[test]
+fn a_timed_out_command_gives_the_terminal_back() {
+    require_sandbox!(1);
+    let dir = scratch();
+    let driver = r#"
+import os, pty, select, sys, time
+limit, argv = float(sys.argv[1]), sys.argv[2:]
+pid, master = pty.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+out, sent, deadline = b"", False, time.time() + limit
+while time.time() < deadline:
+    if not sent and b"status=" in out:
+        time.sleep(0.3)
+        os.write(master, b"typed\n")
+        sent = True
+    if select.select([master], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+os.waitpid(pid, 0)
+print(out.decode(errors="replace").replace("\r", ""))
+"#;
+    let d = dir.path().display();
+    let script = format!(
+        "{CORDON} exec -a never -s workspace-write -C {d} --timeout 1 -- sleep 30; \
+         echo status=$?; read -r line; echo \"read=$? got=$line\""
+    );
+    let out = Command::new(python())
+        .args(["-c", driver])
+        .arg(scaled(Duration::from_secs(20)).as_secs().to_string())
+        .args(["/bin/sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let what = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("status=124"), "{what}");
+    assert!(stdout.contains("read=0 got=typed"), "{what}");
+}
+
 /// Ctrl-C at the terminal ends a sandboxed command that was handed none of it (every stream
 /// redirected, the terminal still the shell's controlling one): the terminal signals the
 /// helper's group, and the command, in a session of its own, gets it from the helper — its
