@@ -596,12 +596,11 @@ sys.stdout.write(out.decode(errors="replace"))
 }
 
 /// A command handed the terminal that stops — Ctrl-Z, or a SIGSTOP or SIGTSTP it sends itself
-/// — stops the job a job-control shell runs: the shell sees it stopped (before, a SIGSTOP left
-/// the command stopped in the terminal's foreground with the shell waiting for ever); `bg`
-/// continues it in the background and the terminal stays the shell's (before, `cordon exec`
-/// took it back for the command, which then read what was typed for the shell); the job then
-/// ends by itself. The driver plays the shell; the control runs the script as the job itself.
-/// Through `cordon sandbox` and `cordon exec`.
+/// — stops the job a job-control shell runs: the shell sees it stopped, rather than waiting for
+/// ever on a command stopped in the terminal's foreground; `bg` continues it in the background
+/// and the terminal stays the shell's, so the command cannot read what is typed for the shell;
+/// the job then ends by itself. The driver plays the shell; the control runs the script as the
+/// job itself. Through `cordon sandbox` and `cordon exec`.
 #[test]
 fn a_command_that_stops_with_the_terminal_stops_the_job_and_bg_leaves_the_terminal() {
     require_sandbox!(1);
