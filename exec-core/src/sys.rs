@@ -653,11 +653,11 @@ pub fn child_stopped(pid: libc::pid_t) -> bool {
 /// (`fg`); continued in the background (`bg`), the terminal stays the shell's.
 #[cfg(target_os = "linux")]
 pub fn stop_with_child(group: libc::pid_t) {
-    // SAFETY: kill, getpgrp, tcgetpgrp, tcsetpgrp take integers. This group is the terminal's
+    // SAFETY: kill and tcsetpgrp take integers. This group is the terminal's
     // foreground when tcsetpgrp is called, so it raises no SIGTTOU.
     unsafe {
         libc::kill(0, libc::SIGTSTP);
-        if libc::tcgetpgrp(0) == libc::getpgrp() {
+        if in_the_foreground() {
             libc::tcsetpgrp(0, group);
         }
         libc::kill(-group, libc::SIGCONT);

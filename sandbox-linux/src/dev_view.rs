@@ -145,18 +145,18 @@ fn handed_terminals() -> Vec<PathBuf> {
         .collect()
 }
 
-/// The terminals on fds 0-2, each once, held (`O_PATH`) by their names in this namespace's copy
+/// The `terminals` handed on (descriptors), each once, held (`O_PATH`) by their names in this namespace's copy
 /// of the host's `/dev` (a descriptor of the caller's namespace cannot be bound here), each with
 /// the name it gets in the sandbox's `/dev`: its host name with `/` as `-` below `/dev`
 /// (`/dev/pts/3` is `/dev/pts-3`: the private devpts instance has its own `3`), else
 /// `terminal-N`. `ttyname` finds it there by its device and inode when `/dev/pts/N` is not it. A
 /// name that no longer leads to the descriptor's own terminal (re-pointed on the host) is
 /// skipped: the command keeps the terminal on its descriptors only.
-fn handed_terminals_held() -> Vec<(OwnedFd, PathBuf)> {
+fn handed_terminals_held(terminals: &[libc::c_int]) -> Vec<(OwnedFd, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
     let mut seen: Vec<(u64, u64)> = Vec::new();
     let mut held = Vec::new();
-    for fd in crate::sys::handed_descriptors() {
+    for &fd in terminals {
         let is_terminal = crate::sys::is_terminal(fd);
         let link = format!("/proc/self/fd/{fd}");
         let Ok(meta) = std::fs::metadata(&link) else { continue };
@@ -238,12 +238,12 @@ pub(crate) fn host_dev_usable() -> Result<(), HelperError> {
 }
 
 /// Covers `/dev` with a tmpfs that holds the ordinary devices (bound from the host's), the
-/// terminals on fds 0-2 ([`handed_terminals_held`]), the usual links, empty `pts` and `shm`
+/// `terminals` handed on ([`handed_terminals_held`]), the usual links, empty `pts` and `shm`
 /// for the private instances mounted there next, and `kept` (places of the host's `/dev`, with
 /// the mounts on them) bound back; then makes it read-only. Only these devices, the terminals
 /// and what a writable root there holds open as devices. A device or kept place the host does
 /// not have is left out.
-pub(crate) fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
+pub(crate) fn own_dev(kept: &[PathBuf], terminals: &[libc::c_int]) -> Result<(), HelperError> {
     let dev = Path::new("/dev");
     let fail =
         |what: String| move |e: nix::Error| HelperError::MountView { what, source: e.into() };
@@ -271,7 +271,7 @@ pub(crate) fn own_dev(kept: &[PathBuf]) -> Result<(), HelperError> {
         }
     }
     // Held while the host's `/dev` still shows, where the descriptors' links lead.
-    let terminals = handed_terminals_held();
+    let terminals = handed_terminals_held(terminals);
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
     mount(Some("tmpfs"), dev, Some("tmpfs"), flags, Some("mode=0755,size=64k"))
         .map_err(fail("covering /dev".into()))?;

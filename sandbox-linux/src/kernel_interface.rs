@@ -101,27 +101,35 @@ pub(crate) fn root_holding_a_mount_of(
     roots: &[std::path::PathBuf],
     kinds: &[&str],
 ) -> Result<Option<(std::path::PathBuf, String)>, crate::error::HelperError> {
-    let mounts = crate::mount_table::mounts_with_types()?;
+    Ok(root_holding_one_of(&crate::mount_table::mounts_with_types()?, roots, kinds))
+}
+
+/// [`root_holding_a_mount_of`] among `mounts` (the mount table, with types).
+fn root_holding_one_of(
+    mounts: &[(std::path::PathBuf, String)],
+    roots: &[std::path::PathBuf],
+    kinds: &[&str],
+) -> Option<(std::path::PathBuf, String)> {
     for root in roots {
         let held = mounts.iter().find(|(point, kind)| {
             point != root && point.starts_with(root) && kinds.contains(&kind.as_str())
         });
         if let Some((point, kind)) = held {
-            return Ok(Some((root.clone(), format!("holds {} ({kind})", point.display()))));
+            return Some((root.clone(), format!("holds {} ({kind})", point.display())));
         }
     }
-    Ok(None)
+    None
 }
 
 /// The first of `roots`, but those in `exempt`, that lies on a mount of one of `kinds` (the
-/// mount it is in, or is: a bind of `/dev/pts` elsewhere) or holds one below it, with words for
-/// an error. One read of the mount table: O(mounts × roots).
+/// mount it is in, or is: a bind of `/dev/pts` elsewhere) or holds one below it, among
+/// `mounts` (the mount table, with types), with words for an error. O(mounts × roots).
 pub(crate) fn root_with_a_mount_of(
+    mounts: &[(std::path::PathBuf, String)],
     roots: &[std::path::PathBuf],
     kinds: &[&str],
     exempt: &[std::path::PathBuf],
-) -> Result<Option<(std::path::PathBuf, String)>, crate::error::HelperError> {
-    let mounts = crate::mount_table::mounts_with_types()?;
+) -> Option<(std::path::PathBuf, String)> {
     for root in roots.iter().filter(|root| !exempt.contains(root)) {
         // The last mount on the longest mount point above it is the one it is in.
         let on = mounts
@@ -130,12 +138,12 @@ pub(crate) fn root_with_a_mount_of(
             .max_by_key(|(point, _)| point.components().count());
         if let Some((point, kind)) = on.filter(|(_, kind)| kinds.contains(&kind.as_str())) {
             let how = format!("lies on {} ({kind})", point.display());
-            return Ok(Some((root.clone(), how)));
+            return Some((root.clone(), how));
         }
     }
     let rest: Vec<std::path::PathBuf> =
         roots.iter().filter(|root| !exempt.contains(root)).cloned().collect();
-    root_holding_a_mount_of(&rest, kinds)
+    root_holding_one_of(mounts, &rest, kinds)
 }
 
 #[cfg(test)]

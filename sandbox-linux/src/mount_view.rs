@@ -382,9 +382,10 @@ pub fn enter(network: NetworkNamespace) -> MountView {
     }
 }
 
-/// Applies `plan` in the namespace [`enter`] entered; returns which devpts instance
-/// `/dev/pts` shows. A failure is an error: the process is then in a half-built view.
-pub fn build(plan: &MountPlan) -> Result<DevPts, HelperError> {
+/// Applies `plan` in the namespace [`enter`] entered, binding the `terminals` handed on
+/// (descriptors) into the sandbox's own `/dev`; returns which devpts instance `/dev/pts` shows.
+/// A failure is an error: the process is then in a half-built view.
+pub fn build(plan: &MountPlan, terminals: &[libc::c_int]) -> Result<DevPts, HelperError> {
     if plan.network == NetworkNamespace::Private {
         sys::loopback_up().map_err(|source| HelperError::NetworkNamespace {
             what: "bringing up loopback",
@@ -453,7 +454,7 @@ pub fn build(plan: &MountPlan) -> Result<DevPts, HelperError> {
         }
     }
     match &plan.own_dev {
-        Some(kept) => crate::dev_view::own_dev(kept)?,
+        Some(kept) => crate::dev_view::own_dev(kept, terminals)?,
         None => crate::dev_view::host_dev_usable()?,
     }
     for (dir, shown) in &plan.filtered_dirs {

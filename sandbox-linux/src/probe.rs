@@ -49,7 +49,7 @@ pub fn probe() -> KernelProbe {
     let mount_view = sys::in_forked_child(|| {
         let plan = MountPlan::default();
         match mount_view::enter(plan.network) {
-            MountView::Entered => match mount_view::build(&plan) {
+            MountView::Entered => match mount_view::build(&plan, &[]) {
                 // What the helper does next (containment::split): PID + IPC namespaces.
                 Ok(_) => match sys::unshare_probe(libc::CLONE_NEWPID | libc::CLONE_NEWIPC) {
                     0 => 0,

@@ -743,7 +743,12 @@ unsafe fn run(
                         .filter_map(|layer| std::fs::metadata(&layer.root).ok())
                         .map(|meta| std::os::unix::fs::MetadataExt::dev(&meta))
                         .collect();
-                    dev_pts = mount_view::build(&plan)?;
+                    let terminals: Vec<libc::c_int> = handed
+                        .iter()
+                        .filter(|file| file.is_terminal())
+                        .map(|file| file.fd())
+                        .collect();
+                    dev_pts = mount_view::build(&plan, &terminals)?;
                     let layered_roots: Vec<PathBuf> =
                         layers.iter().map(|layer| layer.root.clone()).collect();
                     give_handed_files_through_view(&handed, &layered_devices, &layered_roots);
@@ -789,10 +794,11 @@ unsafe fn run(
         let named_in_dev: Vec<PathBuf> =
             named.iter().filter(|root| root.starts_with(dev)).cloned().collect();
         if let Some((root, how)) = crate::kernel_interface::root_with_a_mount_of(
+            &mounts,
             &policy.writable_roots,
             device_kinds,
             &named_in_dev,
-        )? {
+        ) {
             let what = format!(
                 "{how}, whose devices only the mount view keeps closed ({reason})",
                 reason = mount_view.as_ref().err().map_or(String::new(), ToString::to_string)

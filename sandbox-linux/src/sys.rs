@@ -252,6 +252,8 @@ pub struct HandedFile {
     /// The name it was reached by, when that name still led to it before the view.
     name: Option<PathBuf>,
     status: libc::c_int,
+    /// The file's owner.
+    owner: libc::uid_t,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,11 +282,8 @@ impl HandedFile {
 
     /// Whether this process's effective user owns the file.
     fn owned_by_caller(&self) -> bool {
-        // SAFETY: fstat takes an integer and a buffer of ours; geteuid cannot fail.
-        unsafe {
-            let mut stat: libc::stat = std::mem::zeroed();
-            libc::fstat(self.fd, &raw mut stat) == 0 && stat.st_uid == libc::geteuid()
-        }
+        // SAFETY: geteuid cannot fail.
+        self.owner == unsafe { libc::geteuid() }
     }
 
     /// A pty's master side: opened again by name it would be a new pty.
@@ -300,7 +299,7 @@ pub fn is_terminal(fd: libc::c_int) -> bool {
 }
 
 /// The inherited descriptors: fds 0-2 and those above that are not close-on-exec.
-pub fn handed_descriptors() -> Vec<libc::c_int> {
+fn handed_descriptors() -> Vec<libc::c_int> {
     (0..3).chain(inherited_above_stderr()).collect()
 }
 
@@ -354,7 +353,7 @@ fn handed_file(fd: libc::c_int) -> Option<HandedFile> {
                     }
             })
     });
-    Some(HandedFile { fd, file, kind, name, status })
+    Some(HandedFile { fd, file, kind, name, status, owner: stat.st_uid })
 }
 
 /// Whether `fd` is an unnamed pipe's end (its inode on the kernel's pipe file system).
