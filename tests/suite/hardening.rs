@@ -786,17 +786,24 @@ fn a_writable_root_on_the_kernels_interface_is_refused() {
         assert!(run.stderr.contains("(devpts), whose devices only"), "{}", run.stderr);
         assert!(!marker.exists(), "{args:?} ran the command");
     }
-    let shm_marker = Path::new("/dev/shm").join(format!("cordon-e2e-{}", std::process::id()));
-    if Path::new("/dev/shm").is_dir() {
-        let write = format!("echo x > {}", shm_marker.display());
+    // The marker's name, written through `$TMPDIR` and looked for in the host's `/dev/shm`.
+    let shm_name = format!("cordon-e2e-{}", std::process::id());
+    let with_tmpdir = |tmpdir: &Path| -> Run {
+        let write = format!("echo x > {}/{shm_name}", tmpdir.display());
         let mut args = vec!["sandbox", "linux", "--no-mount-view"];
         args.extend(ws);
         args.extend(["-C", d, "--", "sh", "-c", write.as_str()]);
-        let run = cordon_command(User::Root, &args).env("TMPDIR", "/dev/shm").output().unwrap();
-        let run: Run = run.into();
-        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
+        cordon_command(User::Root, &args).env("TMPDIR", tmpdir).output().unwrap().into()
+    };
+    let refused = |run: &Run, tmpdir: &Path| {
+        assert_eq!(run.code, Some(125), "{tmpdir:?}: {}{}", run.stdout, run.stderr);
         assert!(run.stderr.contains("the host's /dev/shm"), "{}", run.stderr);
-        assert!(!shm_marker.exists(), "{args:?} wrote the host's /dev/shm");
+        let written = Path::new("/dev/shm").join(&shm_name).exists();
+        assert!(!written, "TMPDIR={tmpdir:?} wrote the host's /dev/shm");
+    };
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        refused(&with_tmpdir(shm), shm);
     }
     // By another name: a bind of `/dev/shm` (root alone can make one).
     let shm_bind = dir.path().join("shm");
@@ -810,16 +817,9 @@ fn a_writable_root_on_the_kernels_interface_is_refused() {
             .unwrap()
             .success();
     if bound {
-        let write = format!("echo x > {}/marker", shm_bind.display());
-        let mut args = vec!["sandbox", "linux", "--no-mount-view"];
-        args.extend(ws);
-        args.extend(["-C", d, "--", "sh", "-c", write.as_str()]);
-        let run = cordon_command(User::Root, &args).env("TMPDIR", &shm_bind).output().unwrap();
+        let run = with_tmpdir(&shm_bind);
         let _ = Command::new("umount").arg(&shm_bind).status();
-        let run: Run = run.into();
-        assert_eq!(run.code, Some(125), "{args:?}: {}{}", run.stdout, run.stderr);
-        assert!(run.stderr.contains("the host's /dev/shm"), "{}", run.stderr);
-        assert!(!Path::new("/dev/shm/marker").exists(), "{args:?} wrote the host's /dev/shm");
+        refused(&run, &shm_bind);
     }
     // The control: the same run with the scratch directory as its only root writes the marker.
     let mut args = vec!["sandbox", "linux"];

@@ -578,21 +578,25 @@ sys.stdout.write(out.decode(errors="replace"))
             let mut argv = vec![CORDON];
             argv.extend_from_slice(front);
             argv.extend(["sh", "-c", script]);
-            let run: Run = Command::new(python())
-                .arg("-c")
-                .arg(driver)
-                .arg(mode)
-                .args(&argv)
-                .env("BOUND", &bound)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap()
-                .into();
+            let mut args = vec![mode];
+            args.extend(&argv);
+            let run = drive(driver, &args, &[("BOUND", &bound)]);
             let what = format!("{mode} {front:?}: {}{}", run.stdout, run.stderr);
             assert!(run.stdout.starts_with("exited 0"), "{what}");
             assert!(run.stdout.contains("finished"), "{what}");
         }
     }
+}
+
+/// Runs the python program `driver` (a pty driver of the tests above) with `args` and `env`,
+/// its stdin `/dev/null`.
+fn drive(driver: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(python());
+    command.args(["-c", driver]).args(args).stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap().into()
 }
 
 /// A command handed the terminal that stops — Ctrl-Z, or a SIGSTOP or SIGTSTP it sends itself
@@ -668,18 +672,11 @@ print(text.replace("\x1b]0;ESCAPED\x07ESCAPED\n", ""))
         for front in [vec![], sandbox, exec] {
             let mut argv = front.clone();
             argv.extend(["/bin/sh", "-c", script]);
-            let out = Command::new(python())
-                .args(["-c", driver, key])
-                .arg(scaled(Duration::from_secs(15)).as_secs().to_string())
-                .args(&argv)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            let what = format!(
-                "{key} {script} {front:?}: {stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let limit = scaled(Duration::from_secs(15)).as_secs().to_string();
+            let mut args = vec![key, &limit];
+            args.extend(&argv);
+            let Run { stdout, stderr, .. } = drive(driver, &args, &[]);
+            let what = format!("{key} {script} {front:?}: {stdout}{stderr}");
             assert!(stdout.contains("stopped\nforeground: shell\n"), "{what}");
             assert!(stdout.contains("finished") && stdout.contains("ended 0"), "{what}");
         }
@@ -743,15 +740,11 @@ print(text.replace("\x1b]0;ESCAPED\x07ESCAPED\n", ""))
     let mut through: Vec<&str> = exec.to_vec();
     through.extend(["-C", d, "--", "/bin/sh", "-c", script]);
     for argv in [vec!["/bin/sh", "-c", script], through] {
-        let out = Command::new(python())
-            .args(["-c", driver])
-            .arg(scaled(Duration::from_secs(15)).as_secs().to_string())
-            .args(&argv)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let what = format!("{argv:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let limit = scaled(Duration::from_secs(15)).as_secs().to_string();
+        let mut args = vec![limit.as_str()];
+        args.extend(&argv);
+        let Run { stdout, stderr, .. } = drive(driver, &args, &[]);
+        let what = format!("{argv:?}: {stdout}{stderr}");
         assert!(stdout.contains("foreground: shell\n"), "{what}");
         assert!(stdout.contains("got typed\n") && stdout.contains("ended 0"), "{what}");
     }
@@ -793,15 +786,9 @@ print(out.decode(errors="replace").replace("\r", ""))
         "{CORDON} exec -a never -s workspace-write -C {d} --timeout 1 -- sleep 30; \
          echo status=$?; read -r line; echo \"read=$? got=$line\""
     );
-    let out = Command::new(python())
-        .args(["-c", driver])
-        .arg(scaled(Duration::from_secs(20)).as_secs().to_string())
-        .args(["/bin/sh", "-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let what = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let limit = scaled(Duration::from_secs(20)).as_secs().to_string();
+    let Run { stdout, stderr, .. } = drive(driver, &[&limit, "/bin/sh", "-c", &script], &[]);
+    let what = format!("{stdout}{stderr}");
     assert!(stdout.contains("status=124"), "{what}");
     assert!(stdout.contains("read=0 got=typed"), "{what}");
 }
