@@ -328,7 +328,7 @@ impl Runner for LocalRunner<'_> {
             AttemptWrites::Direct => crate::writes_plan::PlannedWrites::Direct,
         };
         #[cfg(target_os = "linux")]
-        let transaction = match planned {
+        let mut transaction = match planned {
             crate::writes_plan::PlannedWrites::Transaction => {
                 let context = cordon_sandbox_linux::apply_context(
                     &request.sandbox.policy,
@@ -344,6 +344,12 @@ impl Runner for LocalRunner<'_> {
             }
             _ => None,
         };
+        // This process waits while its command runs: the trash is emptied then, and this
+        // run's directory left to it.
+        #[cfg(target_os = "linux")]
+        let trash = transaction.as_mut().map(|(begun, _, _)| begun.leave_to_the_trash());
+        #[cfg(not(target_os = "linux"))]
+        let trash: Option<std::path::PathBuf> = None;
         #[cfg(target_os = "linux")]
         let watch = match transaction {
             Some(_) => None,
@@ -368,8 +374,12 @@ impl Runner for LocalRunner<'_> {
         }
         let spec = plan_launch(&launch, self.helper)?;
         log_plan(&spec, self.helper, proxy.is_some());
-        let options =
-            RunOptions { stdin: request.stdin, output: request.output, timeout: request.timeout };
+        let options = RunOptions {
+            stdin: request.stdin,
+            output: request.output,
+            timeout: request.timeout,
+            empty_while_running: trash.as_deref(),
+        };
         let result = run_process(&spec, &options).await;
         // The command and its overlay are gone: its changes are applied through the gate.
         #[cfg(target_os = "linux")]

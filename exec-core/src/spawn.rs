@@ -47,11 +47,14 @@ pub enum OutputMode {
 
 /// How to run one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunOptions {
+pub struct RunOptions<'a> {
     pub stdin: StdinMode,
     pub output: OutputMode,
     /// Kill the whole process group after this long (exit 124).
     pub timeout: Option<Duration>,
+    /// A trash directory (earlier runs' directories) to empty on a thread of its own once the
+    /// child has started: while the command runs, not before it or after it.
+    pub empty_while_running: Option<&'a std::path::Path>,
 }
 
 /// The result of one process run.
@@ -66,9 +69,9 @@ pub struct ProcessResult {
 /// Runs `spec` to completion (or timeout). Errors only when the process cannot be started.
 pub async fn run_process(
     spec: &LaunchPlan,
-    options: &RunOptions,
+    options: &RunOptions<'_>,
 ) -> std::io::Result<ProcessResult> {
-    let RunOptions { stdin, output, timeout } = *options;
+    let RunOptions { stdin, output, timeout, empty_while_running } = *options;
     // Whatever the command leaves behind — a `setsid` daemon, a double fork, the tree of an
     // unsandboxed retry that has no PID namespace — is reparented to cordon, not to init, and
     // ended below with the rest: nothing outlives its command.
@@ -83,6 +86,11 @@ pub async fn run_process(
     // runs in the background: the shell has it).
     let had_terminal = stdin == StdinMode::Terminal && crate::sys::in_the_foreground();
     let (mut child, stdout, stderr) = start(spec, stdin, cgroup.as_ref())?;
+    // Only now: a thread started before the fork would have made the helper's in-process
+    // start (which needs a single-threaded process) fall back to an exec.
+    if let Some(trash) = empty_while_running {
+        crate::upkeep::empty_trash_in_the_background(trash);
+    }
     #[cfg(target_os = "linux")]
     let cpu_watch = cgroup.as_ref().map(|cgroup| {
         let cgroup = Arc::clone(cgroup);

@@ -117,8 +117,22 @@ pub(crate) struct Transaction {
     started: (i64, i64),
     /// What finishing stopped runs' applies held back, said with this run's.
     earlier: Vec<HeldBack>,
+    /// What becomes of the run's directory when it keeps nothing.
+    leftover: Leftover,
     /// The workspace's temporary directories' state, held for the life of the run.
     temporary: Option<nix::fcntl::Flock<std::fs::File>>,
+}
+
+/// What becomes of a run's directory that keeps nothing once its changes are applied.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leftover {
+    /// Removed before the apply returns.
+    Removed,
+    /// Renamed into the trash, for a later run to empty while its command runs: on a file
+    /// system that discards freed blocks as it goes, each of the dozen directory removals a
+    /// run leaves costs a synchronous discard.
+    Trashed,
 }
 
 /// The directory that holds every run's directory.
@@ -198,8 +212,16 @@ impl Transaction {
             _lock: lock,
             started: (started.ctime(), started.ctime_nsec()),
             earlier,
+            leftover: Leftover::Removed,
             temporary: None,
         })
+    }
+
+    /// Leaves the run's directory, when it keeps nothing, to the trash instead of removing it
+    /// (one rename); returns the trash, which the caller empties while its command runs.
+    pub(crate) fn leave_to_the_trash(&mut self) -> PathBuf {
+        self.leftover = Leftover::Trashed;
+        trash_dir(&self.dir)
     }
 
     /// Where the command's writes to `/tmp` and `$TMPDIR` are kept (`--temporary-in`): the
@@ -294,7 +316,8 @@ impl Transaction {
         // Nothing written: no journal step, no sync; the run's directory goes.
         if !cordon_sandbox_linux::layers_hold_changes(&self.dir) {
             let mut held = self.earlier;
-            held.extend(finish(&self.dir, cordon_sandbox_linux::ApplyReport::default()));
+            let report = cordon_sandbox_linux::ApplyReport::default();
+            held.extend(finish(&self.dir, report, self.leftover));
             return held;
         }
         let context = cordon_sandbox_linux::ApplyContext { started: self.started, ..context };
@@ -308,7 +331,7 @@ impl Transaction {
             "applied the write layers"
         );
         let mut held = self.earlier;
-        held.extend(finish(&self.dir, report));
+        held.extend(finish(&self.dir, report, self.leftover));
         held
     }
 }
@@ -342,7 +365,9 @@ impl cordon_sandbox_linux::Transactions for HelperTransactions {
         let mut run = Transaction::begin(Some(home), start.context, UndoRetention::default())
             .map_err(|error| cordon_sandbox_linux::BeginError(Box::new(error)))?;
         let temporary = run.temporary_dir_for(home, start.workspace, start.inner);
-        Ok(Box::new(HelperRun { run, temporary }))
+        // The applier waits while the command runs: the trash is emptied then.
+        let trash = run.leave_to_the_trash();
+        Ok(Box::new(HelperRun { run, temporary, trash }))
     }
 }
 
@@ -351,6 +376,7 @@ impl cordon_sandbox_linux::Transactions for HelperTransactions {
 struct HelperRun {
     run: Transaction,
     temporary: PathBuf,
+    trash: PathBuf,
 }
 
 #[cfg(target_os = "linux")]
@@ -365,6 +391,10 @@ impl cordon_sandbox_linux::OpenTransaction for HelperRun {
 
     fn descriptors(&self) -> Vec<std::os::fd::RawFd> {
         self.run.descriptors()
+    }
+
+    fn tidy_while_it_runs(&self, over: &dyn Fn() -> bool) {
+        crate::upkeep::empty_trash_until(&self.trash, over);
     }
 
     fn apply(self: Box<Self>, context: cordon_sandbox_linux::ApplyContext) -> Option<String> {
@@ -388,7 +418,11 @@ impl cordon_sandbox_linux::OpenTransaction for HelperRun {
 #[cfg(target_os = "linux")]
 /// What an apply left: its held changes (and failures, which stay where they are) as reported;
 /// the run's directory goes when nothing of it is left to look at.
-fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack> {
+fn finish(
+    dir: &Path,
+    report: cordon_sandbox_linux::ApplyReport,
+    leftover: Leftover,
+) -> Vec<HeldBack> {
     let mut held: Vec<HeldBack> = report
         .held
         .into_iter()
@@ -414,7 +448,11 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
     } else if held.is_empty() && !dir.join("held").exists() {
         // Through descriptors, with each directory's rights given back first: the overlay's
         // work directory is left mode 0, and the command may have closed directories it made.
-        if let Err(error) = crate::upkeep::remove_tree(dir) {
+        let trashed = match leftover {
+            Leftover::Trashed => crate::upkeep::move_aside(dir, &trash_dir(dir)).is_ok(),
+            Leftover::Removed => false,
+        };
+        if !trashed && let Err(error) = crate::upkeep::remove_tree(dir) {
             tracing::warn!(dir = %dir.display(), %error, "cannot remove the run's directory");
         }
         held
@@ -443,6 +481,12 @@ fn finish(dir: &Path, report: cordon_sandbox_linux::ApplyReport) -> Vec<HeldBack
         crate::kept::record(&kept, &changes);
         held
     }
+}
+
+/// The trash beside `runs/` that holds the run directory `dir`.
+#[cfg(target_os = "linux")]
+fn trash_dir(dir: &Path) -> PathBuf {
+    dir.parent().unwrap_or(dir).with_file_name("trash")
 }
 
 /// Moves a run that kept something out of `runs/` (see the module docs); where it is now.
@@ -725,9 +769,14 @@ fn finish_interrupted(runs: &Path, context: &cordon_sandbox_linux::ApplyContext)
             .map_or((0, 0), |meta| (meta.ctime(), meta.ctime_nsec()));
         let context = cordon_sandbox_linux::ApplyContext { started, ..context.clone() };
         let report = cordon_sandbox_linux::apply_layers(&dir, &context);
-        earlier.extend(finish(&dir, report).into_iter().map(|change| HeldBack {
-            why: format!("{}, in a stopped earlier run whose apply this one finished", change.why),
-            ..change
+        earlier.extend(finish(&dir, report, Leftover::Removed).into_iter().map(|change| {
+            HeldBack {
+                why: format!(
+                    "{}, in a stopped earlier run whose apply this one finished",
+                    change.why
+                ),
+                ..change
+            }
         }));
         drop(held);
     }

@@ -135,6 +135,40 @@ pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
     left
 }
 
+/// Empties `trash` entry by entry until `over()` says to stop (asked before each entry), for
+/// at most [`TIDY_TIME`]: a large entry is left part-removed for a later run.
+pub(crate) fn empty_trash_until(trash: &Path, over: &dyn Fn() -> bool) {
+    let Ok(entries) = std::fs::read_dir(trash) else { return };
+    let deadline = Instant::now() + TIDY_TIME;
+    for entry in entries.filter_map(Result::ok) {
+        if over() {
+            return;
+        }
+        if let Err(error) = remove_tree_until(&entry.path(), Some(deadline)) {
+            tracing::debug!(path = %entry.path().display(), %error, "left in the trash");
+        }
+    }
+}
+
+/// Empties `trash` on a thread of its own, without a deadline, and leaves it running: what it
+/// has not removed when this process ends stays for a later run.
+pub(crate) fn empty_trash_in_the_background(trash: &Path) {
+    let trash = trash.to_path_buf();
+    let spawned = std::thread::Builder::new()
+        .name("cordon-trash".into())
+        .spawn(move || empty_trash(&trash, Instant::now() + TRASH_TIME));
+    if let Err(error) = spawned {
+        tracing::debug!(%error, "cannot empty the trash in the background");
+    }
+}
+
+/// How long [`empty_trash_until`] goes on at most: the time it may add to a command that
+/// ends while it removes an entry.
+const TIDY_TIME: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long a background emptying of the trash goes on (a long-lived server's thread ends).
+const TRASH_TIME: std::time::Duration = std::time::Duration::from_secs(600);
+
 fn split(path: &Path) -> io::Result<(&Path, OsString)> {
     match (path.parent(), path.file_name()) {
         (Some(parent), Some(name)) => {

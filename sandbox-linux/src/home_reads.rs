@@ -127,10 +127,12 @@ pub fn planned_home_reads(
 }
 
 /// The home directories: `$HOME` as given (when absolute), and the password database's for
-/// this user when that is another.
+/// this user when that is another (as the view carries it, else looked up).
 pub(crate) fn homes(view: &EnvSnapshot) -> Vec<PathBuf> {
     let given = view.home.as_deref().filter(|home| home.is_absolute()).map(Path::to_path_buf);
-    let passwd = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten().map(|u| u.dir);
+    let passwd = view.account_home.clone().or_else(|| {
+        nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten().map(|u| u.dir)
+    });
     let mut homes: Vec<PathBuf> = given.into_iter().chain(passwd).collect();
     homes.dedup();
     homes

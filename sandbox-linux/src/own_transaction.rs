@@ -46,6 +46,10 @@ pub trait OpenTransaction {
     fn temporary_in(&self) -> Option<&Path>;
     /// The descriptors the state holds (its locks): kept open by the applier.
     fn descriptors(&self) -> Vec<RawFd>;
+    /// Upkeep of the caller's state that can be done while the command runs, never this run's
+    /// own (earlier runs' directories left to be removed): it stops as soon as `over` says
+    /// the command is.
+    fn tidy_while_it_runs(&self, over: &dyn Fn() -> bool);
     /// Applies the run's changes (its command is over); what to tell the user, if anything.
     fn apply(self: Box<Self>, context: ApplyContext) -> Option<String>;
     /// Keeps the run's changes unapplied (its command was stopped half-way); what to tell.

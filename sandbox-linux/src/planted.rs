@@ -97,6 +97,9 @@ pub struct Watch {
     search: Search,
     /// When the watch began (seconds since the epoch).
     started: i64,
+    /// The directories opened as anchors so far, by path: the watched names of one directory
+    /// (a root's protected names) share one descriptor.
+    anchors: Vec<(PathBuf, Arc<OwnedFd>)>,
 }
 
 /// What [`Watch::judge_file`] found.
@@ -221,13 +224,14 @@ impl Watch {
     fn watch_appearing(&mut self, path: &Path) {
         let mut anchor_path = path.parent().map(Path::to_path_buf);
         while let Some(dir) = &anchor_path {
-            if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            let opened = self.anchors.iter().any(|(path, _)| path == dir);
+            if opened || std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
                 break;
             }
             anchor_path = dir.parent().map(Path::to_path_buf);
         }
         let Some(anchor_path) = anchor_path else { return };
-        let Some(anchor) = open_dir(None, anchor_path.as_os_str()).map(Arc::new) else { return };
+        let Some(anchor) = self.anchor(&anchor_path) else { return };
         let Ok(rest) = path.strip_prefix(&anchor_path) else { return };
         let rel: Vec<&OsStr> = rest.components().map(|c| c.as_os_str()).collect();
         self.add(&anchor, &anchor_path, &rel, Check::Name);
@@ -277,7 +281,7 @@ impl Watch {
     pub fn watch_replaced(&mut self, existing: &[PathBuf]) {
         for path in existing {
             let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { continue };
-            let Some(anchor) = open_dir(None, parent.as_os_str()).map(Arc::new) else { continue };
+            let Some(anchor) = self.anchor(parent) else { continue };
             self.add(&anchor, parent, &[name], Check::Replaced);
         }
     }
@@ -300,6 +304,17 @@ impl Watch {
     /// How many git dirs are watched (each held open until [`Watch::move_aside`]).
     pub fn repositories(&self) -> usize {
         self.known.len()
+    }
+
+    /// The directory `dir` opened (never through a final link), once per watch; `None` when it
+    /// is not a directory that can be opened.
+    fn anchor(&mut self, dir: &Path) -> Option<Arc<OwnedFd>> {
+        if let Some((_, anchor)) = self.anchors.iter().find(|(path, _)| path == dir) {
+            return Some(Arc::clone(anchor));
+        }
+        let anchor = Arc::new(open_dir(None, dir.as_os_str())?);
+        self.anchors.push((dir.to_path_buf(), Arc::clone(&anchor)));
+        Some(anchor)
     }
 
     fn add(&mut self, anchor: &Arc<OwnedFd>, anchor_path: &Path, rel: &[&OsStr], check: Check) {

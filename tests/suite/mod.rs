@@ -71,6 +71,8 @@ mod remote_peers;
 mod robustness;
 #[cfg(target_os = "linux")]
 mod rules_oracle;
+#[cfg(target_os = "linux")]
+mod run_leftovers;
 mod secret_files;
 mod secrets;
 #[cfg(target_os = "linux")]
