@@ -38,9 +38,16 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
 /// [`remove_tree`], giving up (`TimedOut`) once `deadline` has passed; what is removed by
 /// then stays removed.
 fn remove_tree_until(path: &Path, deadline: Option<Instant>) -> io::Result<()> {
+    match deadline {
+        Some(deadline) => remove_tree_while(path, &Until::Deadline(deadline)),
+        None => remove_tree_while(path, &Until::Done),
+    }
+}
+
+fn remove_tree_while(path: &Path, until: &Until<'_>) -> io::Result<()> {
     let (parent, name) = split(path)?;
     let parent = open_dir(nix::fcntl::AT_FDCWD, parent)?;
-    remove_at(&parent, &name, 0, deadline)
+    remove_at(&parent, &name, 0, until)
 }
 
 /// Removes `path` as [`remove_tree`] does until `deadline`, and when that fails or time is
@@ -135,16 +142,17 @@ pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
     left
 }
 
-/// Empties `trash` entry by entry until `over()` says to stop (asked before each entry), for
-/// at most [`TIDY_TIME`]: a large entry is left part-removed for a later run.
+/// Empties `trash` until `over()` says to stop (asked before each file or directory is
+/// removed), for at most [`TIDY_TIME`]: what is left stays for a later run.
 pub(crate) fn empty_trash_until(trash: &Path, over: &dyn Fn() -> bool) {
     let Ok(entries) = std::fs::read_dir(trash) else { return };
     let deadline = Instant::now() + TIDY_TIME;
+    let stop = || over() || Instant::now() >= deadline;
     for entry in entries.filter_map(Result::ok) {
-        if over() {
+        if stop() {
             return;
         }
-        if let Err(error) = remove_tree_until(&entry.path(), Some(deadline)) {
+        if let Err(error) = remove_tree_while(&entry.path(), &Until::Told(&stop)) {
             tracing::debug!(path = %entry.path().display(), %error, "left in the trash");
         }
     }
@@ -162,8 +170,7 @@ pub(crate) fn empty_trash_in_the_background(trash: &Path) {
     }
 }
 
-/// How long [`empty_trash_until`] goes on at most: the time it may add to a command that
-/// ends while it removes an entry.
+/// How long [`empty_trash_until`] goes on at most.
 const TIDY_TIME: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// How long a background emptying of the trash goes on (a long-lived server's thread ends).
@@ -188,15 +195,28 @@ fn open_dir<Fd: AsFd>(at: Fd, name: &Path) -> io::Result<OwnedFd> {
     )?)
 }
 
-/// Removes `name` in the directory `parent`, unless `deadline` passes first.
-fn remove_at(
-    parent: &OwnedFd,
-    name: &OsString,
-    depth: usize,
-    deadline: Option<Instant>,
-) -> io::Result<()> {
-    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-        return Err(io::Error::new(io::ErrorKind::TimedOut, "out of time"));
+/// When a removal stops before it is done (what is removed by then stays removed).
+enum Until<'a> {
+    Done,
+    Deadline(Instant),
+    /// Asked before each entry is removed.
+    Told(&'a dyn Fn() -> bool),
+}
+
+impl Until<'_> {
+    fn stops(&self) -> bool {
+        match self {
+            Until::Done => false,
+            Until::Deadline(deadline) => Instant::now() >= *deadline,
+            Until::Told(stop) => stop(),
+        }
+    }
+}
+
+/// Removes `name` in the directory `parent`, unless `until` stops it first.
+fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize, until: &Until<'_>) -> io::Result<()> {
+    if until.stops() {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "stopped before done"));
     }
     let stat = match fstatat(parent, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(stat) => stat,
@@ -221,7 +241,7 @@ fn remove_at(
     // rights back (the descriptor needs none of them to change the mode).
     fchmod(&dir, Mode::S_IRWXU)?;
     for entry in names_in(&dir)? {
-        remove_at(&dir, &entry, depth + 1, deadline)?;
+        remove_at(&dir, &entry, depth + 1, until)?;
     }
     drop(dir);
     gone_is_fine(unlinkat(parent, name.as_os_str(), UnlinkatFlags::RemoveDir))
