@@ -170,8 +170,9 @@ pub(crate) fn empty_trash_in_the_background(trash: &Path) {
     }
 }
 
-/// How long [`empty_trash_until`] goes on at most.
-const TIDY_TIME: std::time::Duration = std::time::Duration::from_millis(50);
+/// How long [`empty_trash_until`] goes on at most while one command runs: a large trash is
+/// emptied over several runs rather than competing with one command's disk work for long.
+const TIDY_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long a background emptying of the trash goes on (a long-lived server's thread ends).
 const TRASH_TIME: std::time::Duration = std::time::Duration::from_secs(600);

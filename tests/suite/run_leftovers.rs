@@ -20,7 +20,7 @@ fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Runs `command` (`true`, `sleep 1`) through `launcher` in the scene's workspace with
+/// Runs `command` (`true`, `sleep 2`) through `launcher` in the scene's workspace with
 /// transactional writes; its exit status must be 0.
 fn run(user: User, scene: &Scene, launcher: &[&str], command: &[&str]) {
     let ws = scene.ws.path().to_str().unwrap();
@@ -54,7 +54,7 @@ fn a_run_that_keeps_nothing_leaves_its_directory_to_the_trash_which_the_next_run
             assert_eq!(first.len(), 1, "{user:?} {launcher:?}: the run's directory: {first:?}");
             // Long enough for the trash to be emptied while it runs: only this run's own
             // directory is left in it afterwards.
-            run(user, &scene, launcher, &["sleep", "1"]);
+            run(user, &scene, launcher, &["sleep", "2"]);
             let second = names(&cordon_home.join("trash"));
             assert_eq!(second.len(), 1, "{user:?} {launcher:?}: {second:?}");
             assert_ne!(first, second, "{user:?} {launcher:?}: the earlier run's is still there");
