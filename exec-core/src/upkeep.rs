@@ -25,6 +25,9 @@ use nix::fcntl::{AtFlags, OFlag, openat};
 use nix::sys::stat::{Mode, SFlag, fchmod, fstatat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
+/// How many names of a directory removal reads before it removes them (and reads again).
+const LISTED_AT_ONCE: usize = 256;
+
 /// Levels below the top that removal descends; a deeper tree is moved aside instead (the
 /// bound keeps the recursion's stack, and the descriptors it holds open, small).
 const MAX_DEPTH: usize = 128;
@@ -131,29 +134,36 @@ pub fn disk_usage(path: &Path, deadline: Instant) -> Option<u64> {
 /// Empties `trash` as far as it can by `deadline`; returns how many of its entries are left
 /// for a later try.
 pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
-    let Ok(entries) = std::fs::read_dir(trash) else { return 0 };
     let mut left = 0;
-    for entry in entries.filter_map(Result::ok) {
-        if let Err(error) = remove_tree_until(&entry.path(), Some(deadline)) {
-            tracing::debug!(path = %entry.path().display(), %error, "left in the trash");
+    for entry in newest_first(trash) {
+        if let Err(error) = remove_tree_until(&entry, Some(deadline)) {
+            tracing::debug!(path = %entry.display(), %error, "left in the trash");
             left += 1;
         }
     }
     left
 }
 
+/// The trash's entries, the newest first (their names begin with when they were moved
+/// there): a run's own small directory goes before an old, large one that may take many runs.
+fn newest_first(trash: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(trash) else { return Vec::new() };
+    let mut names: Vec<OsString> = entries.filter_map(Result::ok).map(|e| e.file_name()).collect();
+    names.sort_unstable_by(|a, b| b.cmp(a));
+    names.into_iter().map(|name| trash.join(name)).collect()
+}
+
 /// Empties `trash` until `over()` says to stop (asked before each file or directory is
 /// removed), for at most [`TIDY_TIME`]: what is left stays for a later run.
 pub(crate) fn empty_trash_until(trash: &Path, over: &dyn Fn() -> bool) {
-    let Ok(entries) = std::fs::read_dir(trash) else { return };
     let deadline = Instant::now() + TIDY_TIME;
     let stop = || over() || Instant::now() >= deadline;
-    for entry in entries.filter_map(Result::ok) {
+    for entry in newest_first(trash) {
         if stop() {
             return;
         }
-        if let Err(error) = remove_tree_while(&entry.path(), &Until::Told(&stop)) {
-            tracing::debug!(path = %entry.path().display(), %error, "left in the trash");
+        if let Err(error) = remove_tree_while(&entry, &Until::Told(&stop)) {
+            tracing::debug!(path = %entry.display(), %error, "left in the trash");
         }
     }
 }
@@ -241,8 +251,16 @@ fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize, until: &Until<'_>)
     // A directory the command made unwritable or unreadable: its owner may give itself the
     // rights back (the descriptor needs none of them to change the mode).
     fchmod(&dir, Mode::S_IRWXU)?;
-    for entry in names_in(&dir)? {
-        remove_at(&dir, &entry, depth + 1, until)?;
+    // A batch at a time: a directory of a million entries is not read whole before a removal
+    // that is told to stop can stop.
+    loop {
+        let names = names_in(&dir, LISTED_AT_ONCE)?;
+        for entry in &names {
+            remove_at(&dir, entry, depth + 1, until)?;
+        }
+        if names.len() < LISTED_AT_ONCE {
+            break;
+        }
     }
     drop(dir);
     gone_is_fine(unlinkat(parent, name.as_os_str(), UnlinkatFlags::RemoveDir))
@@ -284,7 +302,8 @@ fn open_closed_dir(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
 
 /// The names in the directory `dir` (`.` and `..` left out), read through a second
 /// descriptor so that `dir` stays usable for the unlinks.
-fn names_in(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
+/// Up to `most` names in `dir`, read from its start (what was removed is no longer there).
+fn names_in(dir: &OwnedFd, most: usize) -> io::Result<Vec<OsString>> {
     let listing = nix::unistd::dup(dir)?;
     let mut listing = Dir::from_fd(listing)?;
     let mut names = Vec::new();
@@ -295,6 +314,9 @@ fn names_in(dir: &OwnedFd) -> io::Result<Vec<OsString>> {
             continue;
         }
         names.push(std::ffi::OsStr::from_bytes(name).to_owned());
+        if names.len() == most {
+            break;
+        }
     }
     Ok(names)
 }
@@ -388,5 +410,43 @@ mod tests {
         let later = Instant::now() + std::time::Duration::from_secs(60);
         assert_eq!(empty_trash(&trash, later), 0);
         assert!(!moved.exists());
+    }
+
+    /// More entries than are listed at once: removed whole, in batches.
+    #[test]
+    fn a_directory_larger_than_one_listing_is_removed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("flat");
+        std::fs::create_dir(&top).unwrap();
+        for i in 0..LISTED_AT_ONCE * 2 + 7 {
+            std::fs::write(top.join(format!("f{i}")), "").unwrap();
+        }
+        remove_tree(&top).unwrap();
+        assert!(!top.exists());
+    }
+
+    /// Told to stop, the emptying stops within a batch of a large flat directory instead of
+    /// after reading it whole, and the newest entry of the trash goes first.
+    #[test]
+    fn the_trash_is_emptied_newest_first_and_stops_when_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let trash = dir.path().join("trash");
+        let old = trash.join("1000-1-old");
+        std::fs::create_dir_all(&old).unwrap();
+        for i in 0..LISTED_AT_ONCE * 4 {
+            std::fs::write(old.join(format!("f{i}")), "").unwrap();
+        }
+        let new = trash.join("2000-1-new");
+        std::fs::create_dir_all(new.join("upper")).unwrap();
+        let asked = std::cell::Cell::new(0);
+        let over = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 10
+        };
+        empty_trash_until(&trash, &over);
+        assert!(!new.exists(), "the newest entry goes first");
+        let left = std::fs::read_dir(&old).unwrap().count();
+        assert!(left > LISTED_AT_ONCE * 3, "it went on after it was told to stop: {left} left");
+        assert!(asked.get() <= 12, "asked {} times", asked.get());
     }
 }
