@@ -35,19 +35,12 @@ const MAX_DEPTH: usize = 128;
 /// Removes `path` — a file, a link (never followed) or a directory with everything in it —
 /// giving each directory back its owner's permissions first. Nothing at `path` is success.
 pub fn remove_tree(path: &Path) -> io::Result<()> {
-    remove_tree_until(path, None)
+    remove_tree_until(path, &Until::Done)
 }
 
-/// [`remove_tree`], giving up (`TimedOut`) once `deadline` has passed; what is removed by
-/// then stays removed.
-fn remove_tree_until(path: &Path, deadline: Option<Instant>) -> io::Result<()> {
-    match deadline {
-        Some(deadline) => remove_tree_while(path, &Until::Deadline(deadline)),
-        None => remove_tree_while(path, &Until::Done),
-    }
-}
-
-fn remove_tree_while(path: &Path, until: &Until<'_>) -> io::Result<()> {
+/// [`remove_tree`], giving up (`TimedOut`) once `until` stops it; what is removed by then
+/// stays removed.
+fn remove_tree_until(path: &Path, until: &Until<'_>) -> io::Result<()> {
     let (parent, name) = split(path)?;
     let parent = open_dir(nix::fcntl::AT_FDCWD, parent)?;
     remove_at(&parent, &name, 0, until)
@@ -61,7 +54,9 @@ pub fn remove_or_move_aside(
     trash: &Path,
     deadline: Instant,
 ) -> io::Result<Option<PathBuf>> {
-    let Err(error) = remove_tree_until(path, Some(deadline)) else { return Ok(None) };
+    let Err(error) = remove_tree_until(path, &Until::Deadline(deadline)) else {
+        return Ok(None);
+    };
     tracing::debug!(path = %path.display(), %error, "not removed; moving it aside");
     move_aside(path, trash).map(Some)
 }
@@ -134,9 +129,19 @@ pub fn disk_usage(path: &Path, deadline: Instant) -> Option<u64> {
 /// Empties `trash` as far as it can by `deadline`; returns how many of its entries are left
 /// for a later try.
 pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
+    empty_trash_while(trash, &Until::Deadline(deadline))
+}
+
+/// Empties `trash`, the newest entries first, until `until` stops it; returns how many of its
+/// entries are left.
+fn empty_trash_while(trash: &Path, until: &Until<'_>) -> usize {
+    let entries = newest_first(trash);
     let mut left = 0;
-    for entry in newest_first(trash) {
-        if let Err(error) = remove_tree_until(&entry, Some(deadline)) {
+    for (done, entry) in entries.iter().enumerate() {
+        if until.stops() {
+            return left + entries.len() - done;
+        }
+        if let Err(error) = remove_tree_until(entry, until) {
             tracing::debug!(path = %entry.display(), %error, "left in the trash");
             left += 1;
         }
@@ -162,14 +167,7 @@ fn newest_first(trash: &Path) -> Vec<PathBuf> {
 pub(crate) fn empty_trash_until(trash: &Path, over: &dyn Fn() -> bool) {
     let deadline = Instant::now() + TIDY_TIME;
     let stop = || over() || Instant::now() >= deadline;
-    for entry in newest_first(trash) {
-        if stop() {
-            return;
-        }
-        if let Err(error) = remove_tree_while(&entry, &Until::Told(&stop)) {
-            tracing::debug!(path = %entry.display(), %error, "left in the trash");
-        }
-    }
+    empty_trash_while(trash, &Until::Told(&stop));
 }
 
 /// Empties `trash` on a thread of its own, without a deadline, and leaves it running: what it
@@ -304,9 +302,9 @@ fn open_closed_dir(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
     open_dir(parent, Path::new(name))
 }
 
-/// The names in the directory `dir` (`.` and `..` left out), read through a second
-/// descriptor so that `dir` stays usable for the unlinks.
-/// Up to `most` names in `dir`, read from its start (what was removed is no longer there).
+/// Up to `most` names in the directory `dir` (`.` and `..` left out), read from its start
+/// (what was removed is no longer there) through a second descriptor, so that `dir` stays
+/// usable for the unlinks.
 fn names_in(dir: &OwnedFd, most: usize) -> io::Result<Vec<OsString>> {
     let listing = nix::unistd::dup(dir)?;
     let mut listing = Dir::from_fd(listing)?;
