@@ -328,7 +328,7 @@ impl Runner for LocalRunner<'_> {
             AttemptWrites::Direct => crate::writes_plan::PlannedWrites::Direct,
         };
         #[cfg(target_os = "linux")]
-        let mut transaction = match planned {
+        let transaction = match planned {
             crate::writes_plan::PlannedWrites::Transaction => {
                 let context = cordon_sandbox_linux::apply_context(
                     &request.sandbox.policy,
@@ -347,7 +347,7 @@ impl Runner for LocalRunner<'_> {
         // This process waits while its command runs: the trash is emptied then, and this
         // run's directory left to it.
         #[cfg(target_os = "linux")]
-        let trash = transaction.as_mut().map(|(begun, _, _)| begun.leave_to_the_trash());
+        let trash = transaction.as_ref().map(|(begun, _, _)| begun.trash());
         #[cfg(not(target_os = "linux"))]
         let trash: Option<std::path::PathBuf> = None;
         #[cfg(target_os = "linux")]

@@ -117,8 +117,6 @@ pub(crate) struct Transaction {
     started: (i64, i64),
     /// What finishing stopped runs' applies held back, said with this run's.
     earlier: Vec<HeldBack>,
-    /// What becomes of the run's directory when it keeps nothing.
-    leftover: Leftover,
     /// The workspace's temporary directories' state, held for the life of the run.
     temporary: Option<nix::fcntl::Flock<std::fs::File>>,
 }
@@ -212,15 +210,13 @@ impl Transaction {
             _lock: lock,
             started: (started.ctime(), started.ctime_nsec()),
             earlier,
-            leftover: Leftover::Removed,
             temporary: None,
         })
     }
 
-    /// Leaves the run's directory, when it keeps nothing, to the trash instead of removing it
-    /// (one rename); returns the trash, which the caller empties while its command runs.
-    pub(crate) fn leave_to_the_trash(&mut self) -> PathBuf {
-        self.leftover = Leftover::Trashed;
+    /// The trash the run's directory goes to when it keeps nothing ([`Transaction::apply`]):
+    /// the caller empties it while its command runs.
+    pub(crate) fn trash(&self) -> PathBuf {
         trash_dir(&self.dir)
     }
 
@@ -311,13 +307,14 @@ impl Transaction {
         &self.dir
     }
 
-    /// Applies the run's changes (its command is over), and says what was held back.
+    /// Applies the run's changes (its command is over), and says what was held back. A run
+    /// that keeps nothing leaves its directory to [`Transaction::trash`].
     pub(crate) fn apply(self, context: cordon_sandbox_linux::ApplyContext) -> Vec<HeldBack> {
-        // Nothing written: no journal step, no sync; the run's directory goes.
+        // Nothing written: no journal step, no sync; the run's directory goes to the trash.
         if !cordon_sandbox_linux::layers_hold_changes(&self.dir) {
             let mut held = self.earlier;
             let report = cordon_sandbox_linux::ApplyReport::default();
-            held.extend(finish(&self.dir, report, self.leftover));
+            held.extend(finish(&self.dir, report, Leftover::Trashed));
             return held;
         }
         let context = cordon_sandbox_linux::ApplyContext { started: self.started, ..context };
@@ -331,7 +328,7 @@ impl Transaction {
             "applied the write layers"
         );
         let mut held = self.earlier;
-        held.extend(finish(&self.dir, report, self.leftover));
+        held.extend(finish(&self.dir, report, Leftover::Trashed));
         held
     }
 }
@@ -366,7 +363,7 @@ impl cordon_sandbox_linux::Transactions for HelperTransactions {
             .map_err(|error| cordon_sandbox_linux::BeginError(Box::new(error)))?;
         let temporary = run.temporary_dir_for(home, start.workspace, start.inner);
         // The applier waits while the command runs: the trash is emptied then.
-        let trash = run.leave_to_the_trash();
+        let trash = run.trash();
         Ok(Box::new(HelperRun { run, temporary, trash }))
     }
 }
