@@ -95,7 +95,8 @@ fn applies(
     }
     let supervisor = libc::pid_t::from_ne_bytes(pid);
     // The command is starting: until the helper's word comes, this process has time.
-    run.tidy_while_it_runs(&|| word_waiting(from_helper));
+    // Its word, or the end of its pipe, ends the tidying.
+    run.tidy_while_it_runs(&|| super::ready_now(from_helper).is_some());
     let mut byte = [0u8; 1];
     if super::helper::read_exact(from_helper, &mut byte).is_ok() && byte[0] == GO {
         return run.apply(context);
@@ -104,14 +105,6 @@ fn applies(
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     run.keep_unapplied()
-}
-
-/// Whether the helper's word (or the end of its pipe) is there to read now.
-fn word_waiting(from_helper: &OwnedFd) -> bool {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    use std::os::fd::AsFd;
-    let mut fds = [PollFd::new(from_helper.as_fd(), PollFlags::POLLIN)];
-    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
 }
 
 impl Applier {

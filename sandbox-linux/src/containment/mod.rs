@@ -360,9 +360,17 @@ unsafe fn init_supervisor(
 /// Whether the helper's end of the pipe is closed (a forwarded signal waiting in the pipe is
 /// POLLIN, not POLLHUP).
 fn helper_gone(from_helper: &OwnedFd) -> bool {
-    let mut fds = [PollFd::new(from_helper.as_fd(), PollFlags::POLLIN)];
-    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
-        && fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLHUP))
+    ready_now(from_helper).is_some_and(|events| events.contains(PollFlags::POLLHUP))
+}
+
+/// What `fd` is ready for now (something to read, its other end closed), without waiting;
+/// `None` when nothing.
+fn ready_now(fd: &OwnedFd) -> Option<PollFlags> {
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(n) if n > 0 => fds[0].revents(),
+        _ => None,
+    }
 }
 
 /// What the supervisor tells the helper: five bytes each, a tag and a little-endian `i32`.
