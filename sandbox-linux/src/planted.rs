@@ -138,17 +138,16 @@ impl Watch {
     /// `roots` hold, so that one the command creates is looked at too.
     pub fn before(roots: &[PathBuf], git_dirs: &[PathBuf], start_up: &[PathBuf]) -> Watch {
         let mut watch = Watch {
-            roots: roots
-                .iter()
-                .filter_map(|root| {
-                    Some((Arc::new(open_dir(None, root.as_os_str())?), root.clone()))
-                })
-                .collect(),
             started: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX)),
             ..Watch::default()
         };
+        for root in roots {
+            if let Some(anchor) = watch.anchor(root) {
+                watch.roots.push((anchor, root.clone()));
+            }
+        }
         // What a git dir's config includes is its configuration too, and hooks run where
         // `core.hooksPath` leads (from each checkout's top, a linked worktree's too): one that
         // does not exist yet (inside a root) is watched for appearing, as a start-up file is;
@@ -160,7 +159,7 @@ impl Watch {
         for git_dir in git_dirs {
             // The caller's walk of the same roots (the git dirs it passes are those inside
             // them): a git dir found after the run and not among these is new.
-            let anchor = open_dir(None, git_dir.as_os_str()).map(Arc::new);
+            let anchor = watch.anchor(git_dir);
             let real = std::fs::canonicalize(git_dir).unwrap_or_else(|_| git_dir.clone());
             watch.known.push((real, anchor.as_deref().and_then(identity)));
             let Some(anchor) = anchor else { continue };
