@@ -28,8 +28,10 @@ use nix::unistd::{UnlinkatFlags, unlinkat};
 /// How many names of a directory removal reads before it removes them (and reads again).
 const LISTED_AT_ONCE: usize = 256;
 
-/// Levels below the top that removal descends; a deeper tree is moved aside instead (the
-/// bound keeps the recursion's stack, and the descriptors it holds open, small).
+/// Levels below the top that removal descends (the bound keeps the recursion's stack, and the
+/// descriptors it holds open, small). A deeper tree is moved aside whole; in the trash, what
+/// lies below this depth is moved up to the trash's top as an entry of its own, so that each
+/// emptying removes up to this many levels more of it.
 const MAX_DEPTH: usize = 128;
 
 /// Removes `path` — a file, a link (never followed) or a directory with everything in it —
@@ -43,7 +45,7 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
 fn remove_tree_until(path: &Path, until: &Until<'_>) -> io::Result<()> {
     let (parent, name) = split(path)?;
     let parent = open_dir(nix::fcntl::AT_FDCWD, parent)?;
-    remove_at(&parent, &name, 0, until)
+    remove_at(&parent, &name, 0, &Removal { until, deep_into: None })
 }
 
 /// Removes `path` as [`remove_tree`] does until `deadline`, and when that fails or time is
@@ -67,14 +69,20 @@ pub fn move_aside(path: &Path, trash: &Path) -> io::Result<PathBuf> {
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(trash)?;
     let name = path.file_name().map_or_else(|| OsString::from("entry"), ToOwned::to_owned);
+    let target = trash.join(aside_name(&name));
+    std::fs::rename(path, &target)?;
+    Ok(target)
+}
+
+/// A new name in the trash that keeps `name` and begins with the time it was made (the
+/// trash is emptied the newest first).
+fn aside_name(name: impl AsRef<std::ffi::OsStr>) -> OsString {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let mut aside = OsString::from(format!("{stamp}-{}-", std::process::id()));
     aside.push(name);
-    let target = trash.join(aside);
-    std::fs::rename(path, &target)?;
-    Ok(target)
+    aside
 }
 
 /// Removes (or, past `deadline`, moves into `trash`) each entry of `dir` neither modified nor
@@ -136,12 +144,18 @@ pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
 /// entries are left.
 fn empty_trash_while(trash: &Path, until: &Until<'_>) -> usize {
     let entries = newest_first(trash);
+    let Ok(top) = open_dir(nix::fcntl::AT_FDCWD, trash) else { return entries.len() };
+    let removal = Removal { until, deep_into: Some(&top) };
     let mut left = 0;
     for (done, entry) in entries.iter().enumerate() {
         if until.stops() {
             return left + entries.len() - done;
         }
-        if let Err(error) = remove_tree_until(entry, until) {
+        let removed = match entry.file_name() {
+            Some(name) => remove_at(&top, &name.to_owned(), 0, &removal),
+            None => continue,
+        };
+        if let Err(error) = removed {
             tracing::debug!(path = %entry.display(), %error, "left in the trash");
             left += 1;
         }
@@ -226,9 +240,22 @@ impl Until<'_> {
     }
 }
 
-/// Removes `name` in the directory `parent`, unless `until` stops it first.
-fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize, until: &Until<'_>) -> io::Result<()> {
-    if until.stops() {
+/// How one removal goes: when it stops, and where what lies too deep goes.
+struct Removal<'a> {
+    until: &'a Until<'a>,
+    /// The trash's own directory, when removing its entries: a directory deeper than
+    /// [`MAX_DEPTH`] is moved up to it (renamed, never opened) to be removed by a later pass.
+    deep_into: Option<&'a OwnedFd>,
+}
+
+/// Removes `name` in the directory `parent`, unless `removal` stops it first.
+fn remove_at(
+    parent: &OwnedFd,
+    name: &OsString,
+    depth: usize,
+    removal: &Removal<'_>,
+) -> io::Result<()> {
+    if removal.until.stops() {
         return Err(io::Error::new(io::ErrorKind::TimedOut, "stopped before done"));
     }
     let stat = match fstatat(parent, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
@@ -240,7 +267,15 @@ fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize, until: &Until<'_>)
         return gone_is_fine(unlinkat(parent, name.as_os_str(), UnlinkatFlags::NoRemoveDir));
     }
     if depth > MAX_DEPTH {
-        return Err(io::Error::other(format!("deeper than {MAX_DEPTH} levels")));
+        return match removal.deep_into {
+            Some(trash) => gone_is_fine(nix::fcntl::renameat(
+                parent,
+                name.as_os_str(),
+                trash,
+                aside_name("deep").as_os_str(),
+            )),
+            None => Err(io::Error::other(format!("deeper than {MAX_DEPTH} levels"))),
+        };
     }
     let dir = match open_dir(parent, Path::new(name)) {
         Ok(dir) => dir,
@@ -258,7 +293,7 @@ fn remove_at(parent: &OwnedFd, name: &OsString, depth: usize, until: &Until<'_>)
     loop {
         let names = names_in(&dir, LISTED_AT_ONCE)?;
         for entry in &names {
-            remove_at(&dir, entry, depth + 1, until)?;
+            remove_at(&dir, entry, depth + 1, removal)?;
         }
         if names.len() < LISTED_AT_ONCE {
             break;
@@ -394,7 +429,36 @@ mod tests {
         assert!(!top.exists());
         assert!(moved.starts_with(&trash));
         assert_eq!(remove_or_move_aside(&top, &trash, later).unwrap(), None, "nothing there");
-        assert_eq!(empty_trash(&trash, later), 1, "too deep: it stays in the trash");
+        // Below the depth removal descends, the rest moves up to the trash's top: each
+        // emptying makes progress, and a few empty it.
+        assert_eq!(empty_trash(&trash, later), 0, "what was above the bound is removed");
+        assert!(!moved.exists());
+        let spilled = std::fs::read_dir(&trash).unwrap().count();
+        assert_eq!(spilled, 1, "what was below it is one entry of its own");
+        assert_eq!(empty_trash(&trash, later), 0);
+        assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0, "the trash is empty");
+    }
+
+    /// A tree many times deeper than removal descends leaves the trash after as many passes,
+    /// each removing part of it — never the same part twice, never nothing.
+    #[test]
+    fn a_tree_far_deeper_than_removal_descends_leaves_the_trash_over_several_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let trash = dir.path().join("trash");
+        let mut deep = trash.join("1-1-run");
+        for _ in 0..MAX_DEPTH * 4 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("f"), "x").unwrap();
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        let mut passes = 0;
+        while std::fs::read_dir(&trash).unwrap().count() > 0 {
+            passes += 1;
+            assert!(passes <= 8, "the trash is not emptied");
+            empty_trash(&trash, later);
+        }
+        assert!(passes >= 2, "removed in one pass: the bound was not reached");
     }
 
     /// Out of time, what is left is moved aside whole, the name is free at once, and a later
