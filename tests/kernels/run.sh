@@ -268,6 +268,7 @@ EOF
     grep -E '^@@ |cordon-vm:|Kernel panic' "$out/console.log" | tr -d '\r' >&2 || true
   fi
   wall=$(($(date +%s) - t0))
+  was_stopped=
   echo "$spec ($label)" >"$out/label"
   dirs+=("$out")
   if [ -s "$out/result" ]; then
@@ -282,7 +283,7 @@ EOF
       | grep -vxF -f <(cat "$out/passed-on-retry" "$here/expected-fail-$variant.txt" 2>/dev/null; echo ' ') || true)
     f=$(grep -c . <<<"$failed" || true)
     s=0 boot=? suite=? xf=0
-    stopped+=("$spec")
+    stopped+=("$spec") was_stopped=1
     log "$spec: stopped at the end of the budget after $p tests passed and $f failed — the rest: sudo tests/kernels/run.sh $spec"
     [ -z "$failed" ] || sed 's/^/kernels:   failed: /' <<<"$failed" >&2
   else
@@ -306,7 +307,7 @@ EOF
   xf_text=
   [ "${xf:-0}" = 0 ] || xf_text=", $xf expected to fail"
   stop_text=
-  [ "${stopped[-1]:-}" != "$spec" ] || stop_text=", stopped at the end of the budget"
+  [ -z "$was_stopped" ] || stop_text=", stopped at the end of the budget"
   summary+=("kernel $spec ($label): $p passed, $f failed, $s skipped$xf_text$stop_text (boot ${boot}s, suite ${suite}s, wall ${wall}s)")
 done
 [ ${#dirs[@]} -eq 0 ] || python3 "$here/table.py" "${dirs[@]}" >"$out_root/kernel-support.md"
