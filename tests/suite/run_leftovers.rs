@@ -61,3 +61,50 @@ fn a_run_that_keeps_nothing_leaves_its_directory_to_the_trash_which_the_next_run
         }
     }
 }
+
+/// The directories under `dir`, itself included (none when it does not exist).
+fn directories_under(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    1 + entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| directories_under(&e.path()))
+        .sum::<usize>()
+}
+
+/// A tree in the trash far deeper than removal descends (a command can make one in a run's
+/// own `/tmp` layer), with a closed directory at its bottom: each run removes part of it and
+/// the trash is empty of it after a few runs, as root and as uid 65534.
+#[test]
+fn a_tree_in_the_trash_far_deeper_than_removal_descends_is_gone_after_a_few_runs() {
+    require_write_layer!();
+    let launcher: &[&str] = &["exec", "-a", "never", "-s", "workspace-write"];
+    for user in USERS {
+        let scene = Scene::for_user(user);
+        let trash = scene.home.path().join(".cordon/trash");
+        let mut deep = trash.join("1000000000000000000-1-planted");
+        for _ in 0..400 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("f"), "x").unwrap();
+        if user == User::Nobody {
+            chown_nobody(&scene.home.path().join(".cordon"));
+        }
+        std::fs::set_permissions(&deep, std::os::unix::fs::PermissionsExt::from_mode(0o500))
+            .unwrap();
+        let planted = directories_under(&trash);
+        let mut left = Vec::new();
+        for _ in 0..6 {
+            // Long enough for the run's thread to get through what it can reach.
+            run(user, &scene, launcher, &["sleep", "1"]);
+            left.push(directories_under(&trash));
+            if names(&trash).len() == 1 && *left.last().unwrap() < 50 {
+                break;
+            }
+        }
+        assert!(left[0] < planted, "{user:?}: the first run removed nothing of it: {left:?}");
+        assert_eq!(names(&trash).len(), 1, "{user:?}: only the last run's own is left: {left:?}");
+        assert!(*left.last().unwrap() < 50, "{user:?}: {planted} directories, then {left:?}");
+    }
+}
