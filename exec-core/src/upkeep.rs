@@ -74,16 +74,22 @@ pub fn move_aside(path: &Path, trash: &Path) -> io::Result<PathBuf> {
     Ok(target)
 }
 
-/// A new name in the trash that keeps `name` and begins with the time it was made (the
-/// trash is emptied the newest first).
+/// A new name in the trash that begins with the time it was made (the trash is emptied the
+/// newest first) and keeps as much of `name` as a name may hold.
 fn aside_name(name: impl AsRef<std::ffi::OsStr>) -> OsString {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let mut aside = OsString::from(format!("{stamp}-{}-", std::process::id()));
-    aside.push(name);
+    let prefix = format!("{stamp}-{}-", std::process::id());
+    let kept = name.as_ref().as_bytes();
+    let kept = &kept[..kept.len().min(NAME_MAX.saturating_sub(prefix.len()))];
+    let mut aside = OsString::from(prefix);
+    aside.push(std::ffi::OsStr::from_bytes(kept));
     aside
 }
+
+/// The longest name a directory entry may have, in bytes.
+const NAME_MAX: usize = 255;
 
 /// Removes (or, past `deadline`, moves into `trash`) each entry of `dir` neither modified nor
 /// changed for `age`, as a system's cleaner of `/tmp` does; returns how many went.
@@ -145,7 +151,9 @@ pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
 fn empty_trash_while(trash: &Path, until: &Until<'_>) -> usize {
     let entries = newest_first(trash);
     let Ok(top) = open_dir(nix::fcntl::AT_FDCWD, trash) else { return entries.len() };
-    let removal = Removal { until, deep_into: Some(&top) };
+    let deep =
+        Spill { trash: &top, into: std::cell::OnceCell::new(), moved: std::cell::Cell::new(0) };
+    let removal = Removal { until, deep_into: Some(&deep) };
     let mut left = 0;
     for (done, entry) in entries.iter().enumerate() {
         if until.stops() {
@@ -243,9 +251,43 @@ impl Until<'_> {
 /// How one removal goes: when it stops, and where what lies too deep goes.
 struct Removal<'a> {
     until: &'a Until<'a>,
-    /// The trash's own directory, when removing its entries: a directory deeper than
-    /// [`MAX_DEPTH`] is moved up to it (renamed, never opened) to be removed by a later pass.
-    deep_into: Option<&'a OwnedFd>,
+    /// When removing the trash's entries: where a directory deeper than [`MAX_DEPTH`] goes
+    /// (renamed, never listed), to be removed by a later pass.
+    deep_into: Option<&'a Spill<'a>>,
+}
+
+/// One new entry at the trash's top that takes, under names of their own, the directories one
+/// emptying found too deep: however many there are, the trash grows by one entry a pass.
+struct Spill<'a> {
+    trash: &'a OwnedFd,
+    into: std::cell::OnceCell<OwnedFd>,
+    moved: std::cell::Cell<u64>,
+}
+
+impl Spill<'_> {
+    /// Moves the directory `name` in `parent` into this pass's entry (made on first use).
+    fn take(&self, parent: &OwnedFd, name: &OsString) -> io::Result<()> {
+        let into = match self.into.get() {
+            Some(into) => into,
+            None => {
+                let entry = aside_name("deep");
+                nix::sys::stat::mkdirat(self.trash, entry.as_os_str(), Mode::S_IRWXU)?;
+                let made = open_dir(self.trash, Path::new(&entry))?;
+                self.into.get_or_init(|| made)
+            }
+        };
+        // Moving a directory to another parent rewrites its `..`, which needs write permission
+        // on it: a directory its owner made read-only or closed gets its owner's rights first.
+        give_owner_rights(parent, name)?;
+        let moved = self.moved.get();
+        self.moved.set(moved + 1);
+        gone_is_fine(nix::fcntl::renameat(
+            parent,
+            name.as_os_str(),
+            into,
+            moved.to_string().as_str(),
+        ))
+    }
 }
 
 /// Removes `name` in the directory `parent`, unless `removal` stops it first.
@@ -268,12 +310,7 @@ fn remove_at(
     }
     if depth > MAX_DEPTH {
         return match removal.deep_into {
-            Some(trash) => gone_is_fine(nix::fcntl::renameat(
-                parent,
-                name.as_os_str(),
-                trash,
-                aside_name("deep").as_os_str(),
-            )),
+            Some(spill) => spill.take(parent, name),
             None => Err(io::Error::other(format!("deeper than {MAX_DEPTH} levels"))),
         };
     }
@@ -308,6 +345,15 @@ fn remove_at(
 /// never followed.
 #[cfg(target_os = "linux")]
 fn open_closed_dir(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
+    let place = give_owner_rights(parent, name)?;
+    open_dir(&place, Path::new("."))
+}
+
+/// Gives the directory `name` in `parent` its owner's rights (read, write, search) through an
+/// `O_PATH` descriptor, which needs none of them, so that a link swapped in is never followed;
+/// returns that descriptor.
+#[cfg(target_os = "linux")]
+fn give_owner_rights(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
     let place = openat(
         parent,
         Path::new(name),
@@ -321,20 +367,26 @@ fn open_closed_dir(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
         Mode::S_IRWXU,
         nix::sys::stat::FchmodatFlags::FollowSymlink,
     )?;
-    open_dir(&place, Path::new("."))
+    Ok(place)
 }
 
 /// Elsewhere, by name without following a link (`lchmod`: a link swapped in gets the mode,
 /// never what it leads to).
 #[cfg(not(target_os = "linux"))]
 fn open_closed_dir(parent: &OwnedFd, name: &OsString) -> io::Result<OwnedFd> {
-    nix::sys::stat::fchmodat(
+    give_owner_rights(parent, name)?;
+    open_dir(parent, Path::new(name))
+}
+
+/// Elsewhere, by name without following a link (`lchmod`).
+#[cfg(not(target_os = "linux"))]
+fn give_owner_rights(parent: &OwnedFd, name: &OsString) -> io::Result<()> {
+    Ok(nix::sys::stat::fchmodat(
         parent,
         Path::new(name),
         Mode::S_IRWXU,
         nix::sys::stat::FchmodatFlags::NoFollowSymlink,
-    )?;
-    open_dir(parent, Path::new(name))
+    )?)
 }
 
 /// Up to `most` names in the directory `dir` (`.` and `..` left out), read from its start
@@ -437,6 +489,40 @@ mod tests {
         assert_eq!(spilled, 1, "what was below it is one entry of its own");
         assert_eq!(empty_trash(&trash, later), 0);
         assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0, "the trash is empty");
+    }
+
+    /// Many branches past the depth removal descends: one pass moves them all into one new
+    /// entry, so the trash's top does not grow by one entry per branch.
+    #[test]
+    fn the_deep_branches_of_one_pass_go_into_one_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let trash = dir.path().join("trash");
+        let mut shallow = trash.join("1-1-run");
+        for _ in 0..MAX_DEPTH {
+            shallow.push("d");
+        }
+        for branch in 0..50 {
+            std::fs::create_dir_all(shallow.join(format!("{branch}/a/b"))).unwrap();
+        }
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        assert_eq!(empty_trash(&trash, later), 0);
+        let top: Vec<_> = std::fs::read_dir(&trash).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(top.len(), 1, "{top:?}");
+        assert_eq!(std::fs::read_dir(&top[0]).unwrap().count(), 50, "every branch, moved whole");
+        assert_eq!(empty_trash(&trash, later), 0);
+        assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0);
+    }
+
+    /// A name as long as a name may be still leaves room for the trash's own prefix.
+    #[test]
+    fn an_entry_with_the_longest_name_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("x".repeat(NAME_MAX));
+        std::fs::create_dir_all(top.join("d")).unwrap();
+        let trash = dir.path().join("trash");
+        let moved = move_aside(&top, &trash).unwrap();
+        assert!(!top.exists() && moved.join("d").is_dir());
+        assert_eq!(moved.file_name().unwrap().len(), NAME_MAX);
     }
 
     /// A tree many times deeper than removal descends leaves the trash after as many passes,

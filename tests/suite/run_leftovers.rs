@@ -73,8 +73,8 @@ fn directories_under(dir: &Path) -> usize {
 }
 
 /// A tree in the trash far deeper than removal descends (a command can make one in a run's
-/// own `/tmp` layer), with a closed directory at its bottom: each run removes part of it and
-/// the trash is empty of it after a few runs, as root and as uid 65534.
+/// own `/tmp` layer), every level of it read-only: each run removes part of it and the trash is
+/// empty of it after a few runs, as root and as uid 65534.
 #[test]
 fn a_tree_in_the_trash_far_deeper_than_removal_descends_is_gone_after_a_few_runs() {
     require_write_layer!();
@@ -91,8 +91,14 @@ fn a_tree_in_the_trash_far_deeper_than_removal_descends_is_gone_after_a_few_runs
         if user == User::Nobody {
             chown_nobody(&scene.home.path().join(".cordon"));
         }
-        std::fs::set_permissions(&deep, std::os::unix::fs::PermissionsExt::from_mode(0o500))
-            .unwrap();
+        // Every level read-only, as a command can leave them: removal and the moves that take
+        // what lies too deep to the trash's top both need the owner's rights given back first.
+        let mut level = deep.clone();
+        while level != trash {
+            let read_only = std::os::unix::fs::PermissionsExt::from_mode(0o500);
+            std::fs::set_permissions(&level, read_only).unwrap();
+            level.pop();
+        }
         let planted = directories_under(&trash);
         let mut left = Vec::new();
         for _ in 0..6 {
