@@ -30,7 +30,7 @@ const LISTED_AT_ONCE: usize = 256;
 
 /// Levels below the top that removal descends (the bound keeps the recursion's stack, and the
 /// descriptors it holds open, small). A deeper tree is moved aside whole; in the trash, what
-/// lies below this depth is moved up to the trash's top as an entry of its own, so that each
+/// lies below this depth goes into one new entry of the trash per emptying, so that each
 /// emptying removes up to this many levels more of it.
 const MAX_DEPTH: usize = 128;
 
