@@ -155,29 +155,25 @@ fn empty_trash_while(trash: &Path, until: &Until<'_>) -> usize {
         Spill { trash: &top, into: std::cell::OnceCell::new(), moved: std::cell::Cell::new(0) };
     let removal = Removal { until, deep_into: Some(&deep) };
     let mut left = 0;
-    for (done, entry) in entries.iter().enumerate() {
+    for (done, name) in entries.iter().enumerate() {
         if until.stops() {
             return left + entries.len() - done;
         }
-        let removed = match entry.file_name() {
-            Some(name) => remove_at(&top, &name.to_owned(), 0, &removal),
-            None => continue,
-        };
-        if let Err(error) = removed {
-            tracing::debug!(path = %entry.display(), %error, "left in the trash");
+        if let Err(error) = remove_at(&top, name, 0, &removal) {
+            tracing::debug!(path = %trash.join(name).display(), %error, "left in the trash");
             left += 1;
         }
     }
     left
 }
 
-/// The trash's entries, the newest first (their names begin with when they were moved
+/// The names of the trash's entries, the newest first (they begin with when they were moved
 /// there): a run's own small directory goes before an old, large one that may take many runs.
-fn newest_first(trash: &Path) -> Vec<PathBuf> {
+fn newest_first(trash: &Path) -> Vec<OsString> {
     let Ok(entries) = std::fs::read_dir(trash) else { return Vec::new() };
     let mut names: Vec<OsString> = entries.filter_map(Result::ok).map(|e| e.file_name()).collect();
     names.sort_unstable_by(|a, b| b.cmp(a));
-    names.into_iter().map(|name| trash.join(name)).collect()
+    names
 }
 
 /// Empties `trash` until `over()` says to stop (asked before each file or directory is
@@ -481,7 +477,7 @@ mod tests {
         assert!(!top.exists());
         assert!(moved.starts_with(&trash));
         assert_eq!(remove_or_move_aside(&top, &trash, later).unwrap(), None, "nothing there");
-        // Below the depth removal descends, the rest moves up to the trash's top: each
+        // What lies below the depth removal descends goes into a new entry of the trash: each
         // emptying makes progress, and a few empty it.
         assert_eq!(empty_trash(&trash, later), 0, "what was above the bound is removed");
         assert!(!moved.exists());
