@@ -10,6 +10,12 @@
 # and through `cordon sandbox` (wall time, ms, each with the files still left after it), and
 # one `cordon exec -- sleep 1` (files removed while it ran).
 #
+# Then a tree deeper than removal descends at once (128 levels): one chain of 200 levels (just
+# past it), 2,000 and 20,000. Each emptying removes the top of it and moves what lies deeper
+# into a new trash entry; this times RUNS launches of `true` through `cordon exec` (the
+# directories still in the trash after each), then counts the `cordon exec -- sleep 1` runs
+# that empty it (at most 300).
+#
 #   bash bench/trash_scale.sh [CORDON] [RUNS]
 set -euo pipefail
 cordon=$(realpath "${1:-target/release/cordon}")
@@ -49,4 +55,36 @@ for size in 1000 10000 100000; do
   before=$(left)
   "$cordon" exec -a never -s workspace-write -C "$base/ws" -- sleep 1
   echo "$size files, cordon exec -- sleep 1: $((before - $(left))) removed while it ran"
+done
+dirs() { find "$CORDON_HOME/trash" -type d 2>/dev/null | wc -l; }
+plant_deep() {
+  rm -rf "$CORDON_HOME/trash"
+  mkdir -p "$CORDON_HOME/trash"
+  python3 -c "
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.mkdir('1000000000000000000-1-planted', dir_fd=fd)
+for name in ['1000000000000000000-1-planted'] + ['d'] * (int(sys.argv[2]) - 1):
+    inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = inner
+    os.mkdir('d', dir_fd=fd)
+" "$CORDON_HOME/trash" "$1"
+}
+for levels in 200 2000 20000; do
+  plant_deep "$levels"
+  line="$levels levels, cordon exec -- true:"
+  for _ in $(seq "$runs"); do
+    start=$(date +%s%N)
+    "$cordon" exec -a never -s workspace-write -C "$base/ws" -- true
+    line+=" $(ms "$start" "$(date +%s%N)") ms ($(dirs) dirs)"
+  done
+  echo "$line"
+  emptied=
+  for n in $(seq 300); do
+    "$cordon" exec -a never -s workspace-write -C "$base/ws" -- sleep 1
+    # A run's own directory (about a dozen) is what is left once the tree is gone.
+    if [ "$(dirs)" -lt 50 ]; then emptied=$n; break; fi
+  done
+  echo "$levels levels, cordon exec -- sleep 1 runs until emptied: ${emptied:-more than 300 ($(dirs) dirs left)}"
 done

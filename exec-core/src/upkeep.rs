@@ -30,8 +30,8 @@ const LISTED_AT_ONCE: usize = 256;
 
 /// Levels below the top that removal descends (the bound keeps the recursion's stack, and the
 /// descriptors it holds open, small). A deeper tree is moved aside whole; in the trash, what
-/// lies below this depth goes into one new entry of the trash per emptying, so that each
-/// emptying removes up to this many levels more of it.
+/// lies below this depth goes into one new entry of the trash per pass, so that each pass
+/// removes up to this many levels more of it.
 const MAX_DEPTH: usize = 128;
 
 /// Removes `path` — a file, a link (never followed) or a directory with everything in it —
@@ -147,24 +147,36 @@ pub fn empty_trash(trash: &Path, deadline: Instant) -> usize {
 }
 
 /// Empties `trash`, the newest entries first, until `until` stops it; returns how many of its
-/// entries are left.
+/// entries are left. A pass that moved what lay too deep into a new entry is followed by
+/// another while there is time: each such pass removes the levels it reached.
 fn empty_trash_while(trash: &Path, until: &Until<'_>) -> usize {
+    loop {
+        let (left, moved) = empty_trash_once(trash, until);
+        if moved == 0 || until.stops() {
+            return left;
+        }
+    }
+}
+
+/// One pass of [`empty_trash_while`] over the entries the trash has now; returns how many are
+/// left and how many directories it moved into a new entry.
+fn empty_trash_once(trash: &Path, until: &Until<'_>) -> (usize, u64) {
     let entries = newest_first(trash);
-    let Ok(top) = open_dir(nix::fcntl::AT_FDCWD, trash) else { return entries.len() };
+    let Ok(top) = open_dir(nix::fcntl::AT_FDCWD, trash) else { return (entries.len(), 0) };
     let deep =
         Spill { trash: &top, into: std::cell::OnceCell::new(), moved: std::cell::Cell::new(0) };
     let removal = Removal { until, deep_into: Some(&deep) };
     let mut left = 0;
     for (done, name) in entries.iter().enumerate() {
         if until.stops() {
-            return left + entries.len() - done;
+            return (left + entries.len() - done, deep.moved.get());
         }
         if let Err(error) = remove_at(&top, name, 0, &removal) {
             tracing::debug!(path = %trash.join(name).display(), %error, "left in the trash");
             left += 1;
         }
     }
-    left
+    (left, deep.moved.get())
 }
 
 /// The names of the trash's entries, the newest first (they begin with when they were moved
@@ -253,7 +265,8 @@ struct Removal<'a> {
 }
 
 /// One new entry at the trash's top that takes, under names of their own, the directories one
-/// emptying found too deep: however many there are, the trash grows by one entry a pass.
+/// pass found too deep: however many there are, the trash grows by one entry a pass. `moved`
+/// counts the moves that succeeded.
 struct Spill<'a> {
     trash: &'a OwnedFd,
     into: std::cell::OnceCell<OwnedFd>,
@@ -276,13 +289,13 @@ impl Spill<'_> {
         // on it: a directory its owner made read-only or closed gets its owner's rights first.
         give_owner_rights(parent, name)?;
         let moved = self.moved.get();
-        self.moved.set(moved + 1);
-        gone_is_fine(nix::fcntl::renameat(
-            parent,
-            name.as_os_str(),
-            into,
-            moved.to_string().as_str(),
-        ))
+        match nix::fcntl::renameat(parent, name.as_os_str(), into, moved.to_string().as_str()) {
+            Ok(()) => {
+                self.moved.set(moved + 1);
+                Ok(())
+            }
+            Err(errno) => gone_is_fine(Err(errno)),
+        }
     }
 }
 
@@ -479,11 +492,12 @@ mod tests {
         assert_eq!(remove_or_move_aside(&top, &trash, later).unwrap(), None, "nothing there");
         // What lies below the depth removal descends goes into a new entry of the trash: each
         // emptying makes progress, and a few empty it.
-        assert_eq!(empty_trash(&trash, later), 0, "what was above the bound is removed");
+        let later = Until::Deadline(later);
+        assert_eq!(empty_trash_once(&trash, &later), (0, 1), "what was above the bound is removed");
         assert!(!moved.exists());
         let spilled = std::fs::read_dir(&trash).unwrap().count();
         assert_eq!(spilled, 1, "what was below it is one entry of its own");
-        assert_eq!(empty_trash(&trash, later), 0);
+        assert_eq!(empty_trash_once(&trash, &later), (0, 0));
         assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0, "the trash is empty");
     }
 
@@ -500,12 +514,12 @@ mod tests {
         for branch in 0..50 {
             std::fs::create_dir_all(shallow.join(format!("{branch}/a/b"))).unwrap();
         }
-        let later = Instant::now() + std::time::Duration::from_secs(60);
-        assert_eq!(empty_trash(&trash, later), 0);
+        let later = Until::Deadline(Instant::now() + std::time::Duration::from_secs(60));
+        assert_eq!(empty_trash_once(&trash, &later), (0, 50));
         let top: Vec<_> = std::fs::read_dir(&trash).unwrap().map(|e| e.unwrap().path()).collect();
         assert_eq!(top.len(), 1, "{top:?}");
         assert_eq!(std::fs::read_dir(&top[0]).unwrap().count(), 50, "every branch, moved whole");
-        assert_eq!(empty_trash(&trash, later), 0);
+        assert_eq!(empty_trash_once(&trash, &later), (0, 0));
         assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0);
     }
 
@@ -522,25 +536,33 @@ mod tests {
     }
 
     /// A tree many times deeper than removal descends leaves the trash after as many passes,
-    /// each removing part of it — never the same part twice, never nothing.
+    /// each removing part of it — never the same part twice, never nothing — and one emptying
+    /// with time enough makes them all.
     #[test]
     fn a_tree_far_deeper_than_removal_descends_leaves_the_trash_over_several_passes() {
         let dir = tempfile::tempdir().unwrap();
         let trash = dir.path().join("trash");
-        let mut deep = trash.join("1-1-run");
-        for _ in 0..MAX_DEPTH * 4 {
-            deep.push("d");
-        }
-        std::fs::create_dir_all(&deep).unwrap();
-        std::fs::write(deep.join("f"), "x").unwrap();
-        let later = Instant::now() + std::time::Duration::from_secs(60);
+        let deep_tree = || {
+            let mut deep = trash.join("1-1-run");
+            for _ in 0..MAX_DEPTH * 4 {
+                deep.push("d");
+            }
+            std::fs::create_dir_all(&deep).unwrap();
+            std::fs::write(deep.join("f"), "x").unwrap();
+        };
+        deep_tree();
+        let later = Until::Deadline(Instant::now() + std::time::Duration::from_secs(60));
         let mut passes = 0;
         while std::fs::read_dir(&trash).unwrap().count() > 0 {
             passes += 1;
             assert!(passes <= 8, "the trash is not emptied");
-            empty_trash(&trash, later);
+            empty_trash_once(&trash, &later);
         }
         assert!(passes >= 2, "removed in one pass: the bound was not reached");
+        deep_tree();
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        assert_eq!(empty_trash(&trash, later), 0);
+        assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0, "one emptying left some");
     }
 
     /// Out of time, what is left is moved aside whole, the name is free at once, and a later

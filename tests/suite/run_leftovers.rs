@@ -91,8 +91,8 @@ fn a_tree_in_the_trash_far_deeper_than_removal_descends_is_gone_after_a_few_runs
         if user == User::Nobody {
             chown_nobody(&scene.home.path().join(".cordon"));
         }
-        // Every level read-only, as a command can leave them: removal and the moves that take
-        // what lies too deep to the trash's top both need the owner's rights given back first.
+        // Every level read-only, as a command can leave them: removal and the move of what lies
+        // too deep into a new trash entry both need the owner's rights given back first.
         let mut level = deep.clone();
         while level != trash {
             let read_only = std::os::unix::fs::PermissionsExt::from_mode(0o500);
