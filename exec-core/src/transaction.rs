@@ -613,7 +613,8 @@ fn prune_kept(kept: &Path, retention: UndoRetention) {
     if removed > 0 {
         tracing::debug!(removed, "removed runs kept longer than their time");
     }
-    let _ = crate::upkeep::empty_trash(&trash, deadline);
+    // One pass: this is on the launch's path, and the run empties the trash beside its command.
+    let _ = crate::upkeep::empty_trash_once(&trash, deadline);
 }
 
 /// How long what a command left in its workspace's `/tmp` is kept unchanged.
